@@ -1,0 +1,45 @@
+#include <sstream>
+
+#include "cli/commands.h"
+#include "manifold/error.h"
+#ifdef MANIFOLD_HAVE_CUDA
+#include "manifold/gpu/gpu_knn_backend.h"
+#endif
+
+namespace manifold::cli {
+
+void register_all_backends() {
+  register_cpu_backend();
+#ifdef MANIFOLD_HAVE_CUDA
+  gpu::register_gpu_backend();
+#endif
+}
+
+std::vector<int> parse_devices(const std::string& text) {
+  std::vector<int> out;
+  if (text.empty() || text == "all") return out;
+  std::stringstream ss(text);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    char* end = nullptr;
+    long v = std::strtol(tok.c_str(), &end, 10);
+    if (tok.empty() || *end || v < 0) throw UsageError("--devices: '" + text + "' is not 'all' or a list like 0,1");
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+KnnParams knn_params_from(const Args& a) {
+  KnnParams p;
+  p.k = static_cast<int>(a.integer("-k", 10, 1, 1 << 20));
+  p.metric = parse_metric(a.str("--metric", "euclidean"));
+  p.keep_self = a.has("--keep-self");
+  p.select = a.str("--select", "auto");
+  p.devices = parse_devices(a.str("--devices", "all"));
+  p.gpu_memory = a.bytes("--gpu-memory", 0);
+  p.threads = static_cast<int>(a.integer("--threads", 0, 0, 4096));
+  p.precision = a.str("--precision", "exact");
+  return p;
+}
+
+}  // namespace manifold::cli

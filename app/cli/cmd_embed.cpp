@@ -1,0 +1,9 @@
+// Placeholder until the diffusion-map work lands (issue 4).
+#include "cli/commands.h"
+#include "manifold/error.h"
+
+namespace manifold::cli {
+int cmd_embed(int, char**) { throw Error("embed: not built yet"); }
+int cmd_run(int, char**) { throw Error("run: not built yet"); }
+int cmd_simulate(int, char**) { throw Error("simulate: not built yet"); }
+}  // namespace manifold::cli

@@ -1,0 +1,65 @@
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "manifold/dataset.h"
+#include "manifold/error.h"
+#include "manifold/graph_io.h"
+#include "manifold/terminal_progress.h"
+
+namespace manifold::cli {
+
+int cmd_info(int argc, char** argv) {
+  Args a("info", {{"--dataset"}}, argc, argv, 2);
+  ReadOptions ro;
+  ro.hdf5_dataset = a.str("--dataset");
+  Dataset ds = load_dataset(a.one_positional("DATA"), ro);
+  auto [lo, hi] = ds.value_range();
+  std::string shape;
+  for (size_t i = 0; i < ds.item_shape.size(); ++i) shape += (i ? "x" : "") + std::to_string(ds.item_shape[i]);
+  std::printf("file:    %s\n", ds.source.c_str());
+  std::printf("format:  %s\n", ds.format.c_str());
+  std::printf("N:       %lld\n", static_cast<long long>(ds.rows()));
+  std::printf("d:       %lld (item shape %s)\n", static_cast<long long>(ds.cols()), shape.c_str());
+  std::printf("type:    %s%s\n", ds.source_dtype.c_str(), ds.memory_mapped() ? " (memory-mapped)" : "");
+  std::printf("range:   [%g, %g]\n", static_cast<double>(lo), static_cast<double>(hi));
+  if (!ds.labels.empty()) std::printf("labels:  %zu\n", ds.labels.size());
+  return 0;
+}
+
+int cmd_knn(int argc, char** argv) {
+  Args a("knn", knn_option_specs(), argc, argv, 2);
+  const std::string input = a.one_positional("DATA");
+  if (!a.has("-o")) throw UsageError("knn: missing -o OUTDIR");
+  KnnParams p = knn_params_from(a);
+  ReadOptions ro;
+  ro.hdf5_dataset = a.str("--dataset");
+  auto backend = make_backend(a.str("--backend", "auto"));
+
+  TerminalProgress sink(stderr, a.has("--quiet"));
+  install_cancel_on_signal();
+  Progress progress(&sink, &cancel_flag());
+  progress.stage("load", 1, "files");
+  Dataset ds = load_dataset(input, ro);
+  progress.finish();
+  validate(p, ds.rows());
+  KnnGraph g = backend->build(ds, p, progress);
+  progress.check_cancel();
+  write_graph(a.str("-o"), g);
+  double total = 0;
+  for (auto& [s, t] : g.timings)
+    if (s == "total") total = t;
+  if (!a.has("--quiet")) {
+    std::printf("k-NN graph: N=%lld d=%lld k=%d metric=%s backend=%s strategy=%s in %.3f s -> %s\n",
+                static_cast<long long>(g.n), static_cast<long long>(g.d), g.k, to_string(g.metric).c_str(),
+                g.backend.c_str(), g.strategy.c_str(), total, a.str("-o").c_str());
+    double mean_first = 0, mean_last = 0;
+    for (int64_t i = 0; i < g.n; ++i) {
+      mean_first += g.distances[i * g.k];
+      mean_last += g.distances[i * g.k + g.k - 1];
+    }
+    std::printf("mean distance to 1st neighbour %.6g, to %d-th %.6g\n", mean_first / g.n, g.k, mean_last / g.n);
+  }
+  return 0;
+}
+
+}  // namespace manifold::cli

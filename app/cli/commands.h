@@ -1,0 +1,23 @@
+#pragma once
+// Subcommands of the `manifold` CLI. Each returns the exit status; errors are
+// thrown (UsageError -> 2, any other Error -> 1) and printed by main().
+#include "cli/args.h"
+#include "manifold/knn.h"
+
+namespace manifold::cli {
+
+int cmd_info(int argc, char** argv);
+int cmd_knn(int argc, char** argv);
+int cmd_embed(int argc, char** argv);
+int cmd_run(int argc, char** argv);
+int cmd_simulate(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+
+/// Registers every backend built into this program (cpu; gpu, mpi when built).
+void register_all_backends();
+/// KnnParams from the options of knn_option_specs().
+KnnParams knn_params_from(const Args& args);
+/// "0,1,3" or "all" -> device list (empty = all).
+std::vector<int> parse_devices(const std::string& text);
+
+}  // namespace manifold::cli

@@ -1,0 +1,63 @@
+// manifold: the command-line tool. Thin: parses the subcommand and reports
+// errors as one line on stderr (exit 2 for bad arguments, 1 for failures).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "cli/commands.h"
+#include "manifold/error.h"
+
+namespace {
+
+const char* kUsage = R"(usage: manifold COMMAND [options]
+
+  info DATA                               dataset facts: N, d, type, value range
+  knn DATA -k K -o OUTDIR [--metric euclidean|cosine|pearson]
+          [--backend auto|cpu|gpu|mpi] [--select auto|warp|quick|sort|heap|merge|bitonic]
+          [--devices all|0,1] [--gpu-memory BYTES] [--keep-self] [--threads T]
+  embed GRAPHDIR [--k K] [--epsilon auto|median|VALUE] [--alpha A] [--components M]
+          [--t T] [--symmetrize or|and|average] [-o OUTDIR]
+  run DATA -k K [knn and embed options] -o OUTDIR     knn then embed
+  run --demo -o OUTDIR                     the built-in demo (simulated ubiquitin diffraction)
+  simulate diffraction --pdb FILE --count N [--size S] [--axis x|y|z|random]
+          [--photons P] [--seed S] -o FILE.npy|FILE.cxi
+  bench [--backend ...] [--select ...] [-n N] [-d D] [-k K] [--data FILE] [--json FILE]
+
+DATA: .npy, MNIST IDX (*-idx3-ubyte[.gz]), a folder of PNG/TIFF images, a multi-page
+TIFF, MRC/MRCS, HDF5/CXI (--dataset PATH). Ctrl-C cancels; nothing partial is left.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace manifold;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  try {
+    cli::register_all_backends();
+    if (cmd == "info") return cli::cmd_info(argc, argv);
+    if (cmd == "knn") return cli::cmd_knn(argc, argv);
+    if (cmd == "embed") return cli::cmd_embed(argc, argv);
+    if (cmd == "run") return cli::cmd_run(argc, argv);
+    if (cmd == "simulate") return cli::cmd_simulate(argc, argv);
+    if (cmd == "bench") return cli::cmd_bench(argc, argv);
+    std::fprintf(stderr, "manifold: unknown command '%s' (see manifold --help)\n", cmd.c_str());
+    return 2;
+  } catch (const Cancelled&) {
+    std::fprintf(stderr, "\nmanifold: cancelled; no output written\n");
+    return 1;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "manifold: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "manifold: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "manifold: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,59 @@
+#pragma once
+// An image stack as an N x d row-major float32 matrix (each image one row),
+// owning its storage or viewing a memory-mapped file.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace manifold {
+
+class Dataset {
+ public:
+  Dataset() = default;
+  /// Takes ownership of `values` (size must be rows * cols).
+  Dataset(int64_t rows, int64_t cols, std::vector<float> values);
+  /// Views `data` kept alive by `owner` (e.g. a memory map).
+  Dataset(int64_t rows, int64_t cols, const float* data, std::shared_ptr<const void> owner);
+
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  const float* data() const { return data_; }
+  const float* row(int64_t i) const { return data_ + i * cols_; }
+  bool empty() const { return rows_ == 0; }
+  /// True when data() points into a memory-mapped file.
+  bool memory_mapped() const { return mapped_; }
+
+  // Metadata, filled by the readers.
+  std::string source;                ///< path it was read from
+  std::string format;                ///< "npy", "idx", "png", "tiff", "mrc", "hdf5", ...
+  std::string source_dtype;          ///< element type on disk: "float32", "uint8", ...
+  std::vector<int64_t> item_shape;   ///< shape of one item: {h, w} for images, {d} for vectors
+  std::vector<int32_t> labels;       ///< per-row labels when the format has them (else empty)
+
+  /// Value range over all elements (computed once, cached).
+  std::pair<float, float> value_range() const;
+  /// A 64-bit FNV-1a hash over shape and values, as hex: identifies the input in graph.json.
+  std::string fingerprint() const;
+
+ private:
+  int64_t rows_ = 0, cols_ = 0;
+  const float* data_ = nullptr;
+  std::shared_ptr<const void> owner_;
+  bool mapped_ = false;
+  mutable bool range_valid_ = false;
+  mutable std::pair<float, float> range_{0.f, 0.f};
+};
+
+/// Options of the readers.
+struct ReadOptions {
+  std::string hdf5_dataset;  ///< HDF5/CXI dataset path; empty = /entry_1/data_1/data
+  int64_t max_rows = -1;     ///< read only the first rows (-1 = all)
+};
+
+/// Reads any supported dataset: .npy, MNIST IDX (optionally .gz), a folder of
+/// same-sized PNG/TIFF images, a (multi-page) TIFF, MRC/MRCS, HDF5/CXI.
+/// Throws manifold::Error with one line naming the file and the problem.
+Dataset load_dataset(const std::string& path, const ReadOptions& options = {});
+
+}  // namespace manifold

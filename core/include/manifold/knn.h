@@ -1,0 +1,111 @@
+#pragma once
+// The k-nearest-neighbour graph: parameters, result, and the backend
+// interface every engine (CPU, GPU, MPI) implements.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "manifold/dataset.h"
+#include "manifold/progress.h"
+
+namespace manifold {
+
+/// All metrics run as squared Euclidean distances on prepared rows:
+/// cosine on unit-norm rows, Pearson on zero-mean unit-norm rows.
+enum class Metric { Euclidean, Cosine, Pearson };
+
+std::string to_string(Metric m);
+/// Throws UsageError for an unknown name.
+Metric parse_metric(const std::string& name);
+
+struct KnnParams {
+  int k = 10;                        ///< neighbours per point, 1..N-1 (N with keep_self)
+  Metric metric = Metric::Euclidean;
+  bool keep_self = false;            ///< a point is its own neighbour only if set
+  std::string select = "auto";       ///< GPU selection strategy: auto|warp|quick|sort|heap|merge|bitonic
+  std::vector<int> devices;          ///< GPU ordinals; empty = all visible
+  uint64_t gpu_memory = 0;           ///< device memory budget in bytes; 0 = from free memory
+  int threads = 0;                   ///< CPU threads; 0 = all cores
+  std::string precision = "exact";   ///< exact | fast-exact
+};
+
+/// Rejects bad parameters for `n` points with one line (UsageError).
+void validate(const KnnParams& params, int64_t n);
+
+/// Per-stage wall time in seconds, in the order the stages ran.
+using Timings = std::vector<std::pair<std::string, double>>;
+
+struct KnnGraph {
+  int64_t n = 0;                     ///< points
+  int64_t d = 0;                     ///< dimension of the input
+  int k = 0;                         ///< neighbours per point
+  Metric metric = Metric::Euclidean;
+  bool keep_self = false;
+  std::vector<int64_t> indices;      ///< n*k, row-major; each row ascending by (distance, index)
+  std::vector<float> distances;      ///< n*k true distances (Euclidean, 1-cos, 1-r)
+  std::string backend;               ///< "cpu", "gpu", "mpi"
+  std::string strategy;              ///< selection strategy that ran
+  std::string fingerprint;           ///< Dataset::fingerprint() of the input
+  Timings timings;
+  nlohmann::json extra = nlohmann::json::object();  ///< backend-specific facts (devices, TFLOP/s, ranks...)
+
+  const int64_t* row_indices(int64_t i) const { return indices.data() + i * k; }
+  const float* row_distances(int64_t i) const { return distances.data() + i * k; }
+  /// The graph restricted to its first k2 <= k neighbours (no recomputation).
+  KnnGraph sliced(int k2) const;
+};
+
+class KnnBackend {
+ public:
+  virtual ~KnnBackend() = default;
+  virtual std::string name() const = 0;
+  /// Builds the exact k-NN graph. Throws Error / UsageError / Cancelled.
+  virtual KnnGraph build(const Dataset& data, const KnnParams& params, Progress& progress) = 0;
+};
+
+using BackendFactory = std::function<std::unique_ptr<KnnBackend>()>;
+
+/// Registers a backend by name; `available` says whether it can run here
+/// (e.g. a GPU is present). Re-registering a name replaces it.
+void register_backend(const std::string& name, BackendFactory factory,
+                      std::function<bool()> available = [] { return true; });
+/// "auto" picks "gpu" when registered and available, else "cpu".
+/// Throws UsageError for an unknown or unavailable name.
+std::unique_ptr<KnnBackend> make_backend(const std::string& name);
+std::vector<std::string> backend_names();
+bool backend_available(const std::string& name);
+
+/// Registers the CPU backend (called by executables at start-up).
+void register_cpu_backend();
+
+// ---- helpers shared by the backends -------------------------------------
+
+/// Rows prepared for the metric as squared-Euclidean input: a copy for cosine
+/// and Pearson (normalised), or a view of the data for Euclidean.
+/// Throws Error naming the row when a row cannot be normalised (zero norm).
+struct PreparedRows {
+  const float* data = nullptr;
+  int64_t rows = 0, cols = 0;
+  std::vector<float> storage;  ///< used when normalised
+};
+PreparedRows prepare_rows(const Dataset& data, Metric metric);
+
+/// Converts a squared Euclidean distance of prepared rows into the metric's
+/// true distance (sqrt for Euclidean, d2/2 for cosine and Pearson).
+inline float to_true_distance(float d2, Metric m) {
+  if (d2 < 0.f) d2 = 0.f;
+  if (m == Metric::Euclidean) return __builtin_sqrtf(d2);
+  return 0.5f * d2;
+}
+
+/// Recomputes the selected neighbours' squared distances directly (sum of
+/// squared differences in double, free of the GEMM cancellation error),
+/// converts them to true distances and re-sorts each row by (distance, index).
+void refine_graph(const PreparedRows& rows, KnnGraph& graph, int threads);
+
+}  // namespace manifold

@@ -1,0 +1,34 @@
+#pragma once
+// NumPy .npy files (format 1.0/2.0/3.0, little-endian, C order).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace manifold::npy {
+
+struct Header {
+  std::string descr;            ///< e.g. "<f4", "|u1", "<i8"
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+  size_t data_offset = 0;       ///< byte offset of the data in the file
+  size_t item_size() const;
+  int64_t count() const;        ///< product of shape
+};
+
+/// Parses the header of `path`; throws Error naming the file.
+Header read_header(const std::string& path);
+
+/// Reads a whole array converted to T (float, double, int64_t, int32_t).
+template <class T>
+std::vector<T> read(const std::string& path, std::vector<int64_t>* shape = nullptr);
+
+/// Writes `count(shape)` values. The file appears atomically (temp + rename).
+void write(const std::string& path, const float* data, const std::vector<int64_t>& shape);
+void write(const std::string& path, const double* data, const std::vector<int64_t>& shape);
+void write(const std::string& path, const int64_t* data, const std::vector<int64_t>& shape);
+void write(const std::string& path, const int32_t* data, const std::vector<int64_t>& shape);
+void write(const std::string& path, const uint8_t* data, const std::vector<int64_t>& shape);
+void write(const std::string& path, const uint16_t* data, const std::vector<int64_t>& shape);
+void write(const std::string& path, const int16_t* data, const std::vector<int64_t>& shape);
+
+}  // namespace manifold::npy

@@ -1,0 +1,34 @@
+#pragma once
+// All-or-nothing output: files are written to hidden temporary names inside
+// the output directory and renamed together by commit(). If the transaction
+// is destroyed uncommitted (error, cancel), the temporaries are removed, and
+// the directory too when this transaction created it and it is left empty.
+#include <string>
+#include <vector>
+
+namespace manifold {
+
+class OutputTransaction {
+ public:
+  explicit OutputTransaction(std::string dir);
+  ~OutputTransaction();
+  OutputTransaction(const OutputTransaction&) = delete;
+  OutputTransaction& operator=(const OutputTransaction&) = delete;
+
+  /// The temporary path to write `name` to; it becomes dir/name on commit().
+  std::string path(const std::string& name);
+  /// Renames every temporary into place.
+  void commit();
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  bool created_dir_ = false;
+  bool committed_ = false;
+  std::vector<std::pair<std::string, std::string>> files_;  // temp, final
+};
+
+/// Writes text to `path` atomically (temp + rename).
+void write_text_file(const std::string& path, const std::string& text);
+
+}  // namespace manifold

@@ -1,0 +1,157 @@
+// The CPU backend: squared distances ||x||^2 + ||y||^2 - 2 x.y from OpenBLAS
+// SGEMM on square tiles, only tiles on and above the diagonal (the distance
+// matrix is symmetric: each tile feeds the lists of its rows and of its
+// columns), bounded per-row selection, all cores.
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <mutex>
+
+#include "manifold/error.h"
+#include "manifold/knn.h"
+#include "manifold/parallel.h"
+#include "manifold/topk.h"
+
+namespace manifold {
+namespace {
+
+// Tiles of kTile x kTile floats (1 MiB) stay in L2 while both their rows and
+// their columns are scanned.
+constexpr int64_t kTile = 512;
+
+class CpuKnnBackend final : public KnnBackend {
+ public:
+  std::string name() const override { return "cpu"; }
+
+  KnnGraph build(const Dataset& data, const KnnParams& params, Progress& progress) override {
+    validate(params, data.rows());
+    const auto t0 = std::chrono::steady_clock::now();
+    auto seconds_since = [](auto t) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
+    KnnGraph g;
+    g.n = data.rows();
+    g.d = data.cols();
+    g.k = params.k;
+    g.metric = params.metric;
+    g.keep_self = params.keep_self;
+    g.backend = "cpu";
+    g.strategy = "heap";
+    g.fingerprint = data.fingerprint();
+
+    progress.stage("prepare", 1, "steps");
+    PreparedRows rows = prepare_rows(data, params.metric);
+    const int64_t n = rows.rows, d = rows.cols;
+    std::vector<float> norms(static_cast<size_t>(n));
+    const int threads = hardware_threads(params.threads);
+    parallel_for(0, n, threads, [&](int64_t i) {
+      const float* x = rows.data + i * d;
+      double s = 0;
+      for (int64_t c = 0; c < d; ++c) s += static_cast<double>(x[c]) * x[c];
+      norms[i] = static_cast<float>(s);
+    });
+    progress.finish();
+    g.timings.emplace_back("prepare", seconds_since(t0));
+
+    // Tiles (I, J) with J >= I.
+    const int64_t nb = (n + kTile - 1) / kTile;
+    std::vector<std::pair<int64_t, int64_t>> tiles;
+    tiles.reserve(static_cast<size_t>(nb * (nb + 1) / 2));
+    for (int64_t bi = 0; bi < nb; ++bi)
+      for (int64_t bj = bi; bj < nb; ++bj) tiles.emplace_back(bi, bj);
+
+    std::vector<TopK> lists(static_cast<size_t>(n), TopK(params.k));
+    std::vector<std::mutex> block_locks(static_cast<size_t>(nb));
+    const auto t1 = std::chrono::steady_clock::now();
+    progress.stage("knn", tiles.size(), "tiles");
+
+    // One BLAS thread per worker: our threads already cover the cores.
+    const int saved_blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    struct RestoreBlas {
+      int n;
+      ~RestoreBlas() { openblas_set_num_threads(n); }
+    } restore{saved_blas_threads};
+
+    const bool keep_self = params.keep_self;
+    auto work = [&](int64_t t) {
+      thread_local std::vector<float> tile;
+      tile.resize(static_cast<size_t>(kTile * kTile));
+      const auto [bi, bj] = tiles[static_cast<size_t>(t)];
+      const int64_t r0 = bi * kTile, rn = std::min(kTile, n - r0);
+      const int64_t c0 = bj * kTile, cn = std::min(kTile, n - c0);
+      // tile = X_I * X_J^T   (rn x cn, row-major, leading dimension cn)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rn), static_cast<int>(cn),
+                  static_cast<int>(d), 1.0f, rows.data + r0 * d, static_cast<int>(d), rows.data + c0 * d,
+                  static_cast<int>(d), 0.0f, tile.data(), static_cast<int>(cn));
+      for (int64_t i = 0; i < rn; ++i) {
+        float* row = tile.data() + i * cn;
+        const float ni = norms[r0 + i];
+        for (int64_t j = 0; j < cn; ++j) row[j] = ni + norms[c0 + j] - 2.0f * row[j];
+      }
+      {
+        std::lock_guard lock(block_locks[static_cast<size_t>(bi)]);
+        for (int64_t i = 0; i < rn; ++i) {
+          TopK& list = lists[static_cast<size_t>(r0 + i)];
+          const float* row = tile.data() + i * cn;
+          float bound = list.bound();
+          for (int64_t j = 0; j < cn; ++j) {
+            if (row[j] > bound) continue;
+            const int64_t col = c0 + j;
+            if (!keep_self && col == r0 + i) continue;
+            list.push(row[j], col);
+            bound = list.bound();
+          }
+        }
+      }
+      if (bj != bi) {
+        std::lock_guard lock(block_locks[static_cast<size_t>(bj)]);
+        for (int64_t j = 0; j < cn; ++j) {
+          TopK& list = lists[static_cast<size_t>(c0 + j)];
+          float bound = list.bound();
+          for (int64_t i = 0; i < rn; ++i) {
+            const float v = tile[static_cast<size_t>(i * cn + j)];
+            if (v > bound) continue;
+            list.push(v, r0 + i);
+            bound = list.bound();
+          }
+        }
+      }
+      progress.advance(1);
+    };
+    parallel_for(0, static_cast<int64_t>(tiles.size()), threads, work, 1);
+    progress.finish();
+    g.timings.emplace_back("distances+select", seconds_since(t1));
+
+    const auto t2 = std::chrono::steady_clock::now();
+    progress.stage("refine", 1, "steps");
+    g.indices.resize(static_cast<size_t>(n * g.k));
+    g.distances.resize(static_cast<size_t>(n * g.k));
+    parallel_for(0, n, threads, [&](int64_t i) {
+      auto sorted = lists[static_cast<size_t>(i)].take_sorted();
+      for (int j = 0; j < g.k; ++j) {
+        g.indices[i * g.k + j] = sorted[static_cast<size_t>(j)].index;
+        g.distances[i * g.k + j] = sorted[static_cast<size_t>(j)].dist;
+      }
+    });
+    refine_graph(rows, g, threads);
+    progress.finish();
+    g.timings.emplace_back("refine", seconds_since(t2));
+    g.timings.emplace_back("total", seconds_since(t0));
+    g.extra["threads"] = threads;
+    g.extra["tile"] = kTile;
+    g.extra["tiles"] = tiles.size();
+    return g;
+  }
+};
+
+}  // namespace
+
+void register_cpu_backend() {
+  register_backend("cpu", [] { return std::make_unique<CpuKnnBackend>(); });
+}
+
+}  // namespace manifold

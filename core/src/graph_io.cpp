@@ -1,0 +1,89 @@
+#include "manifold/graph_io.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "manifold/error.h"
+#include "manifold/npy.h"
+#include "manifold/output.h"
+
+namespace fs = std::filesystem;
+
+namespace manifold {
+
+nlohmann::json graph_metadata(const KnnGraph& g) {
+  nlohmann::json j;
+  j["format"] = "manifold-knn-graph";
+  j["version"] = 1;
+  j["n"] = g.n;
+  j["d"] = g.d;
+  j["k"] = g.k;
+  j["metric"] = to_string(g.metric);
+  j["keep_self"] = g.keep_self;
+  j["backend"] = g.backend;
+  j["strategy"] = g.strategy;
+  j["fingerprint"] = g.fingerprint;
+  j["distance"] = g.metric == Metric::Euclidean ? "||x-y||" : (g.metric == Metric::Cosine ? "1-cos" : "1-r");
+  nlohmann::json t = nlohmann::json::object();
+  for (auto& [stage, seconds] : g.timings) t[stage] = seconds;
+  j["timings_s"] = t;
+  j["extra"] = g.extra;
+  return j;
+}
+
+void write_graph(const std::string& dir, const KnnGraph& g) {
+  OutputTransaction tx(dir);
+  npy::write(tx.path("indices.npy"), g.indices.data(), {g.n, g.k});
+  npy::write(tx.path("distances.npy"), g.distances.data(), {g.n, g.k});
+  write_text_file(tx.path("graph.json"), graph_metadata(g).dump(2) + "\n");
+  tx.commit();
+}
+
+KnnGraph read_graph(const std::string& dir) {
+  const std::string ipath = (fs::path(dir) / "indices.npy").string();
+  const std::string dpath = (fs::path(dir) / "distances.npy").string();
+  const std::string jpath = (fs::path(dir) / "graph.json").string();
+  if (!fs::is_directory(dir)) throw Error(dir + ": not a graph directory (missing)");
+  for (auto& p : {ipath, dpath, jpath})
+    if (!fs::exists(p)) throw Error(p + ": missing (not a graph directory written by manifold knn?)");
+  KnnGraph g;
+  nlohmann::json j;
+  try {
+    std::ifstream in(jpath);
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error(jpath + ": not valid JSON");
+  }
+  std::vector<int64_t> ishape, dshape;
+  g.indices = npy::read<int64_t>(ipath, &ishape);
+  g.distances = npy::read<float>(dpath, &dshape);
+  if (ishape.size() != 2) throw Error(ipath + ": expected a 2-D array");
+  if (dshape != ishape)
+    throw Error(dpath + ": shape does not match indices.npy");
+  g.n = ishape[0];
+  g.k = static_cast<int>(ishape[1]);
+  try {
+    if (j.value("n", g.n) != g.n || j.value("k", g.k) != g.k)
+      throw Error(jpath + ": n/k disagree with indices.npy");
+    g.d = j.value("d", int64_t{0});
+    g.metric = parse_metric(j.value("metric", std::string("euclidean")));
+    g.keep_self = j.value("keep_self", false);
+    g.backend = j.value("backend", std::string());
+    g.strategy = j.value("strategy", std::string());
+    g.fingerprint = j.value("fingerprint", std::string());
+    if (j.contains("timings_s"))
+      for (auto& [k, v] : j["timings_s"].items()) g.timings.emplace_back(k, v.get<double>());
+    if (j.contains("extra")) g.extra = j["extra"];
+  } catch (const nlohmann::json::exception&) {
+    throw Error(jpath + ": malformed graph metadata");
+  }
+  for (int64_t i = 0; i < g.n * g.k; ++i) {
+    if (g.indices[i] < 0 || g.indices[i] >= g.n)
+      throw Error(ipath + ": index " + std::to_string(g.indices[i]) + " at row " + std::to_string(i / g.k) +
+                  " is out of range for " + std::to_string(g.n) + " points");
+    if (!(g.distances[i] >= 0)) throw Error(dpath + ": negative or NaN distance at row " + std::to_string(i / g.k));
+  }
+  return g;
+}
+
+}  // namespace manifold

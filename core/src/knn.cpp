@@ -1,0 +1,175 @@
+#include "manifold/knn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "manifold/error.h"
+#include "manifold/parallel.h"
+
+namespace manifold {
+
+std::string to_string(Metric m) {
+  switch (m) {
+    case Metric::Euclidean: return "euclidean";
+    case Metric::Cosine: return "cosine";
+    case Metric::Pearson: return "pearson";
+  }
+  return "?";
+}
+
+Metric parse_metric(const std::string& name) {
+  if (name == "euclidean") return Metric::Euclidean;
+  if (name == "cosine") return Metric::Cosine;
+  if (name == "pearson") return Metric::Pearson;
+  throw UsageError("--metric: unknown metric '" + name + "' (euclidean, cosine, pearson)");
+}
+
+void validate(const KnnParams& p, int64_t n) {
+  if (n < 2) throw UsageError("dataset has " + std::to_string(n) + " points; a k-NN graph needs at least 2");
+  const int64_t kmax = p.keep_self ? n : n - 1;
+  if (p.k < 1 || p.k > kmax)
+    throw UsageError("-k " + std::to_string(p.k) + ": must be between 1 and " + std::to_string(kmax) +
+                     " for " + std::to_string(n) + " points");
+  if (p.precision != "exact" && p.precision != "fast-exact")
+    throw UsageError("--precision: unknown value '" + p.precision + "' (exact, fast-exact)");
+  static const char* selects[] = {"auto", "warp", "quick", "sort", "heap", "merge", "bitonic"};
+  if (std::find(std::begin(selects), std::end(selects), p.select) == std::end(selects))
+    throw UsageError("--select: unknown strategy '" + p.select +
+                     "' (auto, warp, quick, sort, heap, merge, bitonic)");
+  if (p.threads < 0) throw UsageError("--threads: must be >= 0");
+}
+
+KnnGraph KnnGraph::sliced(int k2) const {
+  if (k2 < 1 || k2 > k)
+    throw UsageError("k " + std::to_string(k2) + ": must be between 1 and the graph's k = " + std::to_string(k));
+  KnnGraph g = *this;
+  g.k = k2;
+  g.indices.resize(static_cast<size_t>(n * k2));
+  g.distances.resize(static_cast<size_t>(n * k2));
+  for (int64_t i = 0; i < n; ++i)
+    for (int j = 0; j < k2; ++j) {
+      g.indices[i * k2 + j] = indices[i * k + j];
+      g.distances[i * k2 + j] = distances[i * k + j];
+    }
+  return g;
+}
+
+// ---- registry -------------------------------------------------------------
+
+namespace {
+struct Entry {
+  BackendFactory factory;
+  std::function<bool()> available;
+};
+std::mutex registry_mutex;
+std::map<std::string, Entry>& registry() {
+  static std::map<std::string, Entry> r;
+  return r;
+}
+}  // namespace
+
+void register_backend(const std::string& name, BackendFactory factory, std::function<bool()> available) {
+  std::lock_guard lock(registry_mutex);
+  registry()[name] = Entry{std::move(factory), std::move(available)};
+}
+
+bool backend_available(const std::string& name) {
+  std::lock_guard lock(registry_mutex);
+  auto it = registry().find(name);
+  return it != registry().end() && it->second.available();
+}
+
+std::vector<std::string> backend_names() {
+  std::lock_guard lock(registry_mutex);
+  std::vector<std::string> names;
+  for (auto& [n, e] : registry()) names.push_back(n);
+  return names;
+}
+
+std::unique_ptr<KnnBackend> make_backend(const std::string& name) {
+  std::string chosen = name;
+  if (name == "auto") chosen = backend_available("gpu") ? "gpu" : "cpu";
+  std::lock_guard lock(registry_mutex);
+  auto it = registry().find(chosen);
+  if (it == registry().end()) {
+    std::string known;
+    for (auto& [n, e] : registry()) known += (known.empty() ? "" : ", ") + n;
+    throw UsageError("--backend: '" + name + "' is not built into this program (available: auto, " + known + ")");
+  }
+  if (!it->second.available())
+    throw Error("--backend " + chosen + ": not usable on this machine" +
+                std::string(chosen == "gpu" ? " (no CUDA GPU found)" : ""));
+  return it->second.factory();
+}
+
+// ---- shared helpers ---------------------------------------------------------
+
+PreparedRows prepare_rows(const Dataset& data, Metric metric) {
+  PreparedRows p;
+  p.rows = data.rows();
+  p.cols = data.cols();
+  if (metric == Metric::Euclidean) {
+    p.data = data.data();
+    return p;
+  }
+  p.storage.resize(static_cast<size_t>(p.rows * p.cols));
+  const int64_t d = p.cols;
+  std::atomic<int64_t> bad{-1};
+  parallel_for(0, p.rows, 0, [&](int64_t i) {
+    const float* x = data.row(i);
+    float* y = p.storage.data() + i * d;
+    double mean = 0;
+    if (metric == Metric::Pearson) {
+      for (int64_t j = 0; j < d; ++j) mean += x[j];
+      mean /= static_cast<double>(d);
+    }
+    double ss = 0;
+    for (int64_t j = 0; j < d; ++j) {
+      double v = x[j] - mean;
+      ss += v * v;
+    }
+    if (!(ss > 0) || !std::isfinite(ss)) {
+      int64_t expected = -1;
+      bad.compare_exchange_strong(expected, i);
+      ss = 1;
+    }
+    double inv = 1.0 / std::sqrt(ss);
+    for (int64_t j = 0; j < d; ++j) y[j] = static_cast<float>((x[j] - mean) * inv);
+  });
+  if (bad.load() >= 0)
+    throw Error(data.source + (data.source.empty() ? "" : ": ") + "row " + std::to_string(bad.load()) +
+                (metric == Metric::Cosine ? " is all zero (or not finite): cosine distance is undefined"
+                                          : " is constant (or not finite): Pearson distance is undefined") +
+                "; use --metric euclidean");
+  p.data = p.storage.data();
+  return p;
+}
+
+void refine_graph(const PreparedRows& rows, KnnGraph& g, int threads) {
+  const int64_t d = rows.cols;
+  const int k = g.k;
+  parallel_for(0, g.n, threads, [&](int64_t i) {
+    const float* x = rows.data + i * d;
+    std::vector<std::pair<float, int64_t>> row(static_cast<size_t>(k));
+    for (int j = 0; j < k; ++j) {
+      int64_t nb = g.indices[i * k + j];
+      const float* y = rows.data + nb * d;
+      double s = 0;
+      for (int64_t c = 0; c < d; ++c) {
+        double t = static_cast<double>(x[c]) - static_cast<double>(y[c]);
+        s += t * t;
+      }
+      row[j] = {to_true_distance(static_cast<float>(s), g.metric), nb};
+    }
+    std::sort(row.begin(), row.end());
+    for (int j = 0; j < k; ++j) {
+      g.distances[i * k + j] = row[j].first;
+      g.indices[i * k + j] = row[j].second;
+    }
+  });
+}
+
+}  // namespace manifold

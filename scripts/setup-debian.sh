@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs every Debian package Manifold Explorer needs to build, test and run
+# its demos. Run as root on Debian 12 (bookworm). Idempotent.
+set -euo pipefail
+if [ "$(id -u)" != 0 ]; then echo "setup-debian.sh: run as root (apt-get needs it)" >&2; exit 2; fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y --no-install-recommends \
+  build-essential cmake ninja-build pkg-config git ca-certificates \
+  libeigen3-dev libspectra-dev libopenblas-dev \
+  libhdf5-dev libtiff-dev libpng-dev zlib1g-dev \
+  libopenmpi-dev openmpi-bin \
+  libgtest-dev nlohmann-json3-dev \
+  qt6-base-dev libvtk9-dev libgl1-mesa-dri xvfb xauth \
+  dataset-fashion-mnist freesasa \
+  python3 python3-numpy python3-scipy

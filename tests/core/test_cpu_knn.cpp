@@ -1,0 +1,133 @@
+// Exactness of the CPU backend against a float64 brute force.
+#include <gtest/gtest.h>
+
+#include "manifold/error.h"
+#include "manifold/knn.h"
+#include "test_support.h"
+
+using namespace manifold;
+using namespace testing_support;
+
+namespace {
+
+KnnGraph build_cpu(const Dataset& ds, int k, Metric m, bool keep_self = false, int threads = 0) {
+  register_cpu_backend();
+  auto b = make_backend("cpu");
+  KnnParams p;
+  p.k = k;
+  p.metric = m;
+  p.keep_self = keep_self;
+  p.threads = threads;
+  Progress progress;
+  return b->build(ds, p, progress);
+}
+
+struct Case {
+  Metric metric;
+  int k;
+};
+
+class CpuExactness : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CpuExactness, RandomDataMatchesFloat64BruteForce) {
+  const auto [metric, k] = GetParam();
+  // 1100 rows spans several 512-row tiles, including a partial one.
+  const int64_t n = 1100;
+  Dataset ds = random_dataset(n, 37, 1234 + k);
+  const int kk = k < 0 ? static_cast<int>(n - 1) : k;
+  KnnGraph g = build_cpu(ds, kk, metric);
+  Reference ref = brute_force(ds, kk, metric, false);
+  int64_t exact = 0;
+  EXPECT_EQ(check_graph(g, ds, ref, &exact), "");
+  // Gaussian data have no near-ties among the closest neighbours beyond a
+  // handful of rows; with k = N-1 every row holds all points and near-ties
+  // far out may swap order, so only the check above applies there.
+  if (k > 0) {
+    EXPECT_GE(exact, n - 3) << "rows equal to the float64 reference";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllMetrics, CpuExactness,
+                         ::testing::Values(Case{Metric::Euclidean, 1}, Case{Metric::Euclidean, 10},
+                                           Case{Metric::Euclidean, 100}, Case{Metric::Euclidean, -1},
+                                           Case{Metric::Cosine, 1}, Case{Metric::Cosine, 10},
+                                           Case{Metric::Cosine, 100}, Case{Metric::Cosine, -1},
+                                           Case{Metric::Pearson, 1}, Case{Metric::Pearson, 10},
+                                           Case{Metric::Pearson, 100}, Case{Metric::Pearson, -1}));
+
+TEST(CpuKnn, FashionMnistMatchesFloat64BruteForce) {
+  Dataset ds = fashion_mnist(2000);
+  if (ds.empty()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  for (Metric m : {Metric::Euclidean, Metric::Cosine, Metric::Pearson}) {
+    const Reference full = brute_force(ds, 100, m, false);
+    for (int k : {1, 10, 100}) {
+      KnnGraph g = build_cpu(ds, k, m);
+      Reference ref = slice(full, k);
+      int64_t exact = 0;
+      EXPECT_EQ(check_graph(g, ds, ref, &exact), "") << to_string(m) << " k=" << k;
+      // Real images have exact ties (identical distances); the tie rule keeps
+      // those equal, float32 rounding may swap a few near-ties.
+      EXPECT_GE(exact, ds.rows() * 99 / 100) << to_string(m) << " k=" << k;
+    }
+  }
+}
+
+TEST(CpuKnn, DuplicatesGiveDeterministicTieBreaking) {
+  // Exact duplicates: many neighbours at distance 0; the smaller index must come first.
+  Dataset ds = random_dataset(600, 8, 7, 200);
+  KnnGraph a = build_cpu(ds, 15, Metric::Euclidean, false, 1);
+  KnnGraph b = build_cpu(ds, 15, Metric::Euclidean, false, 2);
+  EXPECT_EQ(a.indices, b.indices);
+  EXPECT_EQ(a.distances, b.distances);
+  Reference ref = brute_force(ds, 15, Metric::Euclidean, false);
+  EXPECT_EQ(check_graph(a, ds, ref), "");
+  for (int64_t i = 0; i < a.n; ++i)
+    for (int j = 1; j < a.k; ++j)
+      if (a.distances[i * a.k + j] == a.distances[i * a.k + j - 1]) {
+        EXPECT_LT(a.indices[i * a.k + j - 1], a.indices[i * a.k + j]) << "row " << i;
+      }
+}
+
+TEST(CpuKnn, KeepSelfPutsThePointFirst) {
+  Dataset ds = random_dataset(300, 5, 3);
+  KnnGraph g = build_cpu(ds, 4, Metric::Euclidean, true);
+  for (int64_t i = 0; i < g.n; ++i) {
+    EXPECT_EQ(g.indices[i * 4], i);
+    EXPECT_EQ(g.distances[i * 4], 0.f);
+  }
+  Reference ref = brute_force(ds, 4, Metric::Euclidean, true);
+  EXPECT_EQ(check_graph(g, ds, ref), "");
+}
+
+TEST(CpuKnn, RejectsBadParameters) {
+  Dataset ds = random_dataset(10, 3, 1);
+  EXPECT_THROW(build_cpu(ds, 0, Metric::Euclidean), UsageError);
+  EXPECT_THROW(build_cpu(ds, 10, Metric::Euclidean), UsageError);  // N-1 is the most without self
+  EXPECT_NO_THROW(build_cpu(ds, 10, Metric::Euclidean, true));
+  std::vector<float> zeros(30, 0.f);
+  zeros[0] = 1;  // row 0 non-zero, rows 1.. zero
+  Dataset z(10, 3, zeros);
+  EXPECT_THROW(build_cpu(z, 2, Metric::Cosine), Error);
+}
+
+TEST(CpuKnn, CancelStopsTheBuild) {
+  Dataset ds = random_dataset(3000, 16, 5);
+  std::atomic<bool> cancel{true};
+  Progress progress(nullptr, &cancel);
+  register_cpu_backend();
+  KnnParams p;
+  p.k = 5;
+  EXPECT_THROW(make_backend("cpu")->build(ds, p, progress), Cancelled);
+}
+
+TEST(CpuKnn, SlicedGraphEqualsSmallerK) {
+  Dataset ds = random_dataset(500, 6, 11);
+  KnnGraph big = build_cpu(ds, 20, Metric::Euclidean);
+  KnnGraph small = build_cpu(ds, 7, Metric::Euclidean);
+  KnnGraph s = big.sliced(7);
+  EXPECT_EQ(s.indices, small.indices);
+  EXPECT_EQ(s.distances, small.distances);
+  EXPECT_THROW(big.sliced(21), UsageError);
+}
+
+}  // namespace

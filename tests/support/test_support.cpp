@@ -1,0 +1,214 @@
+#include "test_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "manifold/parallel.h"
+
+namespace fs = std::filesystem;
+using namespace manifold;
+
+namespace testing_support {
+
+Dataset random_dataset(int64_t n, int64_t d, uint64_t seed, int64_t duplicates) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> v(static_cast<size_t>(n * d));
+  for (auto& x : v) x = normal(rng);
+  std::uniform_int_distribution<int64_t> pick(0, n - 1);
+  for (int64_t t = 0; t < duplicates; ++t) {
+    int64_t dst = pick(rng), src = pick(rng);
+    if (dst == src) continue;
+    std::copy_n(v.begin() + src * d, d, v.begin() + dst * d);
+  }
+  Dataset ds(n, d, std::move(v));
+  ds.source = "random";
+  ds.format = "random";
+  ds.source_dtype = "float32";
+  return ds;
+}
+
+std::string fashion_mnist_dir() { return "/usr/share/datasets/fashion-mnist"; }
+
+Dataset fashion_mnist(int64_t n, bool train) {
+  std::string path = fashion_mnist_dir() + (train ? "/train-images-idx3-ubyte.gz" : "/t10k-images-idx3-ubyte.gz");
+  if (!fs::exists(path)) return {};
+  ReadOptions ro;
+  ro.max_rows = n;
+  return load_dataset(path, ro);
+}
+
+Reference brute_force(const Dataset& data, int k, Metric metric, bool keep_self) {
+  const int64_t n = data.rows(), d = data.cols();
+  // Prepared rows in double.
+  std::vector<double> x(static_cast<size_t>(n * d));
+  for (int64_t i = 0; i < n; ++i) {
+    const float* r = data.row(i);
+    double mean = 0;
+    if (metric == Metric::Pearson) {
+      for (int64_t c = 0; c < d; ++c) mean += r[c];
+      mean /= static_cast<double>(d);
+    }
+    double ss = 0;
+    for (int64_t c = 0; c < d; ++c) ss += (r[c] - mean) * (r[c] - mean);
+    double scale = metric == Metric::Euclidean ? 1.0 : 1.0 / std::sqrt(ss);
+    for (int64_t c = 0; c < d; ++c) x[i * d + c] = (metric == Metric::Euclidean ? r[c] : (r[c] - mean) * scale);
+  }
+  std::vector<double> norm(static_cast<size_t>(n));
+  double max_norm = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double s = 0;
+    for (int64_t c = 0; c < d; ++c) s += x[i * d + c] * x[i * d + c];
+    norm[i] = std::sqrt(s);
+    max_norm = std::max(max_norm, norm[i]);
+  }
+  Reference ref;
+  ref.k = k;
+  ref.dist.resize(static_cast<size_t>(n * k));
+  ref.index.resize(static_cast<size_t>(n * k));
+  ref.tol.resize(static_cast<size_t>(n));
+  const double u = std::ldexp(1.0, -24);
+  parallel_for(0, n, 0, [&](int64_t i) {
+    std::vector<std::pair<double, int64_t>> all;
+    all.reserve(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      if (j == i && !keep_self) continue;
+      double s = 0;
+      for (int64_t c = 0; c < d; ++c) {
+        double t = x[i * d + c] - x[j * d + c];
+        s += t * t;
+      }
+      all.emplace_back(s, j);
+    }
+    std::partial_sort(all.begin(), all.begin() + k, all.end());
+    // Float32 allowance on a squared distance computed as |x|^2+|y|^2-2x.y
+    // (rounding of the inputs to float32 too): (d+4) u (|x|+|y|)^2.
+    double t2 = (static_cast<double>(d) + 4) * u * (norm[i] + max_norm) * (norm[i] + max_norm);
+    ref.tol[i] = t2;
+    for (int j = 0; j < k; ++j) {
+      ref.dist[i * k + j] = all[j].first;  // squared for now
+      ref.index[i * k + j] = all[j].second;
+    }
+  });
+  return ref;  // distances stay squared; check_graph compares squared values
+}
+
+Reference slice(const Reference& ref, int k2) {
+  Reference r;
+  r.k = k2;
+  r.tol = ref.tol;
+  const int64_t n = static_cast<int64_t>(ref.tol.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int j = 0; j < k2; ++j) {
+      r.dist.push_back(ref.dist[i * ref.k + j]);
+      r.index.push_back(ref.index[i * ref.k + j]);
+    }
+  return r;
+}
+
+namespace {
+double true_sq(const Dataset& data, Metric metric, int64_t i, int64_t j) {
+  const int64_t d = data.cols();
+  const float* a = data.row(i);
+  const float* b = data.row(j);
+  if (metric == Metric::Euclidean) {
+    double s = 0;
+    for (int64_t c = 0; c < d; ++c) s += (static_cast<double>(a[c]) - b[c]) * (static_cast<double>(a[c]) - b[c]);
+    return s;
+  }
+  double ma = 0, mb = 0;
+  if (metric == Metric::Pearson) {
+    for (int64_t c = 0; c < d; ++c) ma += a[c], mb += b[c];
+    ma /= static_cast<double>(d);
+    mb /= static_cast<double>(d);
+  }
+  double saa = 0, sbb = 0, sab = 0;
+  for (int64_t c = 0; c < d; ++c) {
+    double p = a[c] - ma, q = b[c] - mb;
+    saa += p * p, sbb += q * q, sab += p * q;
+  }
+  double r = sab / std::sqrt(saa * sbb);
+  return 2.0 - 2.0 * r;  // squared distance of the normalised rows
+}
+double to_true(double sq, Metric m) { return m == Metric::Euclidean ? std::sqrt(std::max(sq, 0.0)) : 0.5 * sq; }
+}  // namespace
+
+std::string check_graph(const KnnGraph& g, const Dataset& data, const Reference& ref, int64_t* exact_rows) {
+  std::ostringstream err;
+  if (g.n != data.rows() || g.k != ref.k || static_cast<int64_t>(g.indices.size()) != g.n * g.k ||
+      static_cast<int64_t>(g.distances.size()) != g.n * g.k) {
+    err << "shape: n=" << g.n << " k=" << g.k;
+    return err.str();
+  }
+  int64_t exact = 0;
+  const int k = g.k;
+  for (int64_t i = 0; i < g.n; ++i) {
+    const double kth = ref.dist[i * k + k - 1];
+    const double tol = ref.tol[i];
+    bool same = true;
+    std::vector<int64_t> seen;
+    for (int j = 0; j < k; ++j) {
+      int64_t nb = g.indices[i * k + j];
+      if (nb < 0 || nb >= g.n) return "row " + std::to_string(i) + ": index out of range";
+      if (nb == i && !g.keep_self) return "row " + std::to_string(i) + ": contains itself";
+      seen.push_back(nb);
+      double sq = true_sq(data, g.metric, i, nb);
+      if (sq > kth + 2 * tol) {
+        err << "row " << i << " position " << j << ": neighbour " << nb << " at squared distance " << sq
+            << " is farther than the true k-th (" << kth << ", tol " << tol << ")";
+        return err.str();
+      }
+      double want = to_true(sq, g.metric);
+      double got = g.distances[i * k + j];
+      double dtol = g.metric == Metric::Euclidean ? (tol / std::max(want, 1e-30) + 1e-6 * want) : tol;
+      if (std::abs(got - want) > std::max(dtol, 1e-6 * std::abs(want)) + 1e-7) {
+        err << "row " << i << " position " << j << ": distance " << got << " but the true distance is " << want;
+        return err.str();
+      }
+      if (j > 0 && g.distances[i * k + j] < g.distances[i * k + j - 1])
+        return "row " + std::to_string(i) + ": distances not ascending";
+      if (nb != ref.index[i * k + j]) same = false;
+    }
+    std::sort(seen.begin(), seen.end());
+    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end())
+      return "row " + std::to_string(i) + ": repeated neighbour";
+    exact += same;
+  }
+  if (exact_rows) *exact_rows = exact;
+  return "";
+}
+
+TempDir::TempDir() {
+  std::random_device rd;
+  path = (fs::temp_directory_path() / ("manifold-test-" + std::to_string(rd()))).string();
+  fs::create_directories(path);
+}
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+}
+
+int run_cli(const std::string& args, std::string* err, std::string* out) {
+  const char* cli = std::getenv("MANIFOLD_CLI");
+  if (!cli) return -1;
+  TempDir t;
+  std::string cmd = std::string("'") + cli + "' " + args + " >" + t.path + "/out 2>" + t.path + "/err";
+  int status = std::system(cmd.c_str());
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  if (err) *err = slurp(t.path + "/err");
+  if (out) *out = slurp(t.path + "/out");
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace testing_support

@@ -1,0 +1,54 @@
+#pragma once
+// Shared by the tests: fresh random data, a float64 brute-force k-NN
+// reference, an honest exactness check, temporary folders, running the CLI.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "manifold/dataset.h"
+#include "manifold/knn.h"
+
+namespace testing_support {
+
+/// N x d Gaussian values (never zeros), optionally with `duplicates` rows
+/// copied from earlier rows (exact ties).
+manifold::Dataset random_dataset(int64_t n, int64_t d, uint64_t seed, int64_t duplicates = 0);
+
+/// The first `n` Fashion-MNIST test images (Debian's dataset-fashion-mnist),
+/// or an empty dataset when the package is not installed.
+manifold::Dataset fashion_mnist(int64_t n, bool train = false);
+std::string fashion_mnist_dir();
+
+/// Reference neighbours in float64 for every row: (true distance, index),
+/// ascending by (distance, index), self excluded unless keep_self.
+struct Reference {
+  int k = 0;
+  std::vector<double> dist;      // n*k
+  std::vector<int64_t> index;    // n*k
+  std::vector<double> tol;       // per row: float32 error allowance on a distance
+};
+Reference brute_force(const manifold::Dataset& data, int k, manifold::Metric metric, bool keep_self);
+/// The reference for the first k2 <= ref.k neighbours.
+Reference slice(const Reference& ref, int k2);
+
+/// Checks `g` against the reference: right shape; indices distinct and in
+/// range; self excluded (unless keep_self); distances ascending and equal to
+/// the true distances; every chosen neighbour no farther than the true k-th
+/// neighbour beyond float32 rounding. Returns "" when fine, else the first
+/// problem. `exact_rows` receives how many rows equal the reference exactly.
+std::string check_graph(const manifold::KnnGraph& g, const manifold::Dataset& data, const Reference& ref,
+                        int64_t* exact_rows = nullptr);
+
+/// A fresh empty folder under the system temp dir, removed by the destructor.
+struct TempDir {
+  TempDir();
+  ~TempDir();
+  std::string path;
+  std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+/// Runs the manifold CLI (path from $MANIFOLD_CLI) with `args`; returns the
+/// exit status and fills stderr/stdout text.
+int run_cli(const std::string& args, std::string* err = nullptr, std::string* out = nullptr);
+
+}  // namespace testing_support
