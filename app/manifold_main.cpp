@@ -23,6 +23,8 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
   simulate diffraction --pdb FILE --count N [--size S] [--axis x|y|z|random]
           [--photons P] [--seed S] -o FILE.npy|FILE.cxi
   bench [--backend ...] [--select ...] [-n N] [-d D] [-k K] [--data FILE] [--json FILE]
+  bench embed [...]                        time the diffusion-map eigensolve
+  submit --profile FILE DATA [knn options] -o OUTDIR   run on a cluster (mpirun or Slurm)
 
 DATA: .npy, MNIST IDX (*-idx3-ubyte[.gz]), a folder of PNG/TIFF images, a multi-page
 TIFF, MRC/MRCS, HDF5/CXI (--dataset PATH). Ctrl-C cancels; nothing partial is left.
@@ -44,7 +46,9 @@ int main(int argc, char** argv) {
     if (cmd == "embed") return cli::cmd_embed(argc, argv);
     if (cmd == "run") return cli::cmd_run(argc, argv);
     if (cmd == "simulate") return cli::cmd_simulate(argc, argv);
+    if (cmd == "bench" && argc > 2 && !std::strcmp(argv[2], "embed")) return cli::cmd_bench_embed(argc, argv);
     if (cmd == "bench") return cli::cmd_bench(argc, argv);
+    if (cmd == "submit") return cli::cmd_submit(argc, argv);
     std::fprintf(stderr, "manifold: unknown command '%s' (see manifold --help)\n", cmd.c_str());
     return 2;
   } catch (const Cancelled&) {

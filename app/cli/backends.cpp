@@ -5,6 +5,9 @@
 #ifdef MANIFOLD_HAVE_CUDA
 #include "manifold/gpu/gpu_knn_backend.h"
 #endif
+#ifdef MANIFOLD_HAVE_MPI
+#include "manifold/mpi/mpi_knn_backend.h"
+#endif
 
 namespace manifold::cli {
 
@@ -12,6 +15,9 @@ void register_all_backends() {
   register_cpu_backend();
 #ifdef MANIFOLD_HAVE_CUDA
   gpu::register_gpu_backend();
+#endif
+#ifdef MANIFOLD_HAVE_MPI
+  mpi::register_mpi_backend();
 #endif
 }
 

@@ -5,5 +5,5 @@
 namespace manifold::cli {
 int cmd_embed(int, char**) { throw Error("embed: not built yet"); }
 int cmd_run(int, char**) { throw Error("run: not built yet"); }
-int cmd_simulate(int, char**) { throw Error("simulate: not built yet"); }
+int cmd_bench_embed(int, char**) { throw Error("bench embed: not built yet"); }
 }  // namespace manifold::cli

@@ -12,6 +12,8 @@ int cmd_embed(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_simulate(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_bench_embed(int argc, char** argv);  ///< manifold bench embed ...
+int cmd_submit(int argc, char** argv);
 
 /// Registers every backend built into this program (cpu; gpu, mpi when built).
 void register_all_backends();
