@@ -44,6 +44,7 @@ int cmd_knn(int argc, char** argv) {
   validate(p, ds.rows());
   KnnGraph g = backend->build(ds, p, progress);
   progress.check_cancel();
+  if (!g.output_rank) return 0;
   write_graph(a.str("-o"), g);
   double total = 0;
   for (auto& [s, t] : g.timings)

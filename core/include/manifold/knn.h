@@ -53,6 +53,9 @@ struct KnnGraph {
   std::string fingerprint;           ///< Dataset::fingerprint() of the input
   Timings timings;
   nlohmann::json extra = nlohmann::json::object();  ///< backend-specific facts (devices, TFLOP/s, ranks...)
+  /// False on the MPI ranks other than 0: they hold no result and must not
+  /// write output or print a summary.
+  bool output_rank = true;
 
   const int64_t* row_indices(int64_t i) const { return indices.data() + i * k; }
   const float* row_distances(int64_t i) const { return distances.data() + i * k; }
