@@ -4,6 +4,7 @@
 #include "manifold/dataset.h"
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
+#include "manifold/output.h"
 #include "manifold/terminal_progress.h"
 
 namespace manifold::cli {
@@ -34,6 +35,7 @@ int cmd_knn(int argc, char** argv) {
   ReadOptions ro;
   ro.hdf5_dataset = a.str("--dataset");
   auto backend = make_backend(a.str("--backend", "auto"));
+  check_output_dir(a.str("-o"));
 
   TerminalProgress sink(stderr, a.has("--quiet"));
   install_cancel_on_signal();

@@ -44,6 +44,21 @@ void OutputTransaction::commit() {
   committed_ = true;
 }
 
+void check_output_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::path p(dir);
+  if (fs::exists(p, ec)) {
+    if (!fs::is_directory(p, ec)) throw Error(dir + ": exists and is not a directory");
+    if (::access(dir.c_str(), W_OK) != 0) throw Error(dir + ": output directory is not writable");
+    return;
+  }
+  // The nearest existing ancestor must be a writable directory.
+  fs::path parent = fs::absolute(p, ec).parent_path();
+  while (!parent.empty() && !fs::exists(parent, ec)) parent = parent.parent_path();
+  if (parent.empty() || !fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK) != 0)
+    throw Error(dir + ": cannot create output directory here (" + parent.string() + " is not writable)");
+}
+
 void write_text_file(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
   {

@@ -70,7 +70,7 @@ void TerminalProgress::report(const ProgressEvent& e) {
       std::fprintf(out_, "%s\n", line);
       last_plain_ = e.elapsed_s;
     }
-    if (e.stage != last_stage_) last_plain_ = 0, last_stage_ = e.stage;
+    if (e.stage != last_stage_ || e.finished) last_plain_ = 0, last_stage_ = e.stage;
   }
   std::fflush(out_);
 }

@@ -28,6 +28,10 @@ class OutputTransaction {
   std::vector<std::pair<std::string, std::string>> files_;  // temp, final
 };
 
+/// Fails early (before long work) when `dir` cannot become an output
+/// directory: it exists as a non-directory, or its parent is not writable.
+void check_output_dir(const std::string& dir);
+
 /// Writes text to `path` atomically (temp + rename).
 void write_text_file(const std::string& path, const std::string& text);
 

@@ -20,7 +20,7 @@ class TerminalProgress : public ProgressSink {
   std::FILE* out_;
   bool tty_;
   bool quiet_;
-  double last_plain_ = -1e9;
+  double last_plain_ = 0;
   std::string last_stage_;
 };
 

@@ -1,0 +1,125 @@
+// `manifold knn` end to end: output files and their contents, exit statuses
+// and one-line errors, and Ctrl-C leaving nothing behind.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "manifold/graph_io.h"
+#include "manifold/knn.h"
+#include "manifold/npy.h"
+#include "test_support.h"
+
+using namespace manifold;
+using namespace testing_support;
+namespace fs = std::filesystem;
+
+namespace {
+
+void save(const Dataset& ds, const std::string& path) {
+  npy::write(path, ds.data(), {ds.rows(), ds.cols()});
+}
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+TEST(CliKnn, WritesTheGraphItPromises) {
+  TempDir t;
+  Dataset ds = random_dataset(700, 12, 99);
+  save(ds, t / "x.npy");
+  std::string err;
+  ASSERT_EQ(run_cli("knn " + (t / "x.npy") + " -k 7 --metric cosine --backend cpu -o " + (t / "g") + " --quiet", &err), 0)
+      << err;
+  std::vector<int64_t> ishape, dshape;
+  auto idx = npy::read<int64_t>(t / "g/indices.npy", &ishape);
+  auto dist = npy::read<float>(t / "g/distances.npy", &dshape);
+  EXPECT_EQ(ishape, (std::vector<int64_t>{700, 7}));
+  EXPECT_EQ(dshape, (std::vector<int64_t>{700, 7}));
+  EXPECT_EQ(npy::read_header(t / "g/indices.npy").descr, "<i8");
+  EXPECT_EQ(npy::read_header(t / "g/distances.npy").descr, "<f4");
+
+  KnnGraph g = read_graph(t / "g");
+  EXPECT_EQ(g.metric, Metric::Cosine);
+  EXPECT_EQ(g.backend, "cpu");
+  EXPECT_EQ(g.fingerprint, ds.fingerprint());
+  EXPECT_EQ(g.indices, idx);
+  Reference ref = brute_force(ds, 7, Metric::Cosine, false);
+  EXPECT_EQ(check_graph(g, ds, ref), "");
+  // No temporaries left beside the results.
+  for (auto& e : fs::directory_iterator(t / "g")) EXPECT_NE(e.path().filename().string()[0], '.') << e.path();
+}
+
+TEST(CliKnn, BadArgumentsExitTwoWithOneLine) {
+  TempDir t;
+  save(random_dataset(50, 4, 1), t / "x.npy");
+  const std::string x = t / "x.npy", o = t / "o";
+  for (const std::string& args : {"knn " + x + " -k 0 -o " + o, "knn " + x + " -k 50 -o " + o,
+                                  "knn " + x + " -k 5 --metric manhattan -o " + o, "knn " + x + " -k 5",
+                                  "knn " + x + " -k five -o " + o, "knn " + x + " -k 5 --bogus -o " + o,
+                                  "knn " + x + " -k 5 --select nope -o " + o, "knn -k 5 -o " + o}) {
+    std::string err;
+    EXPECT_EQ(run_cli(args, &err), 2) << args << "\n" << err;
+    EXPECT_EQ(lines(err), 1) << args << "\n" << err;
+    EXPECT_EQ(err.rfind("manifold: ", 0), 0u) << err;
+    EXPECT_FALSE(fs::exists(o)) << args;
+  }
+}
+
+TEST(CliKnn, FailuresExitOneNamingTheFile) {
+  TempDir t;
+  std::string err;
+  EXPECT_EQ(run_cli("knn " + (t / "missing.npy") + " -k 3 -o " + (t / "o"), &err), 1);
+  EXPECT_NE(err.find(t / "missing.npy"), std::string::npos) << err;
+  EXPECT_EQ(lines(err), 1) << err;
+  { std::ofstream(t / "bad.npy") << "this is not numpy"; }
+  EXPECT_EQ(run_cli("knn " + (t / "bad.npy") + " -k 3 -o " + (t / "o"), &err), 1);
+  EXPECT_NE(err.find("bad.npy"), std::string::npos) << err;
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_FALSE(fs::exists(t / "o"));
+  // The output path exists as a file: refused, file untouched.
+  save(random_dataset(20, 3, 2), t / "x.npy");
+  { std::ofstream(t / "file") << "keep"; }
+  EXPECT_EQ(run_cli("knn " + (t / "x.npy") + " -k 3 -o " + (t / "file"), &err), 1);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_EQ(fs::file_size(t / "file"), 4u);
+}
+
+TEST(CliKnn, InterruptCancelsAndLeavesNoOutput) {
+  TempDir t;
+  // Large enough that no machine finishes it in the time before the signal.
+  save(random_dataset(200000, 16, 5), t / "x.npy");
+  const std::string out = t / "o";
+  const std::string cli = std::getenv("MANIFOLD_CLI");
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen((t / "err").c_str(), "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    execl(cli.c_str(), cli.c_str(), "knn", (t / "x.npy").c_str(), "-k", "10", "--backend", "cpu", "-o", out.c_str(),
+          nullptr);
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_LT(took, 2.0) << "cancel must take effect quickly";
+  std::ifstream in(t / "err");
+  std::string err((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(err.find("cancelled"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(out)) << "a cancelled run must leave no output";
+}
+
+}  // namespace
