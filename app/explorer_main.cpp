@@ -1,0 +1,2 @@
+// manifold-explorer: the desktop application (placeholder main while the window is built).
+int main() { return 0; }

@@ -1,0 +1,69 @@
+#include "ui_test_support.h"
+
+#include <QDir>
+#include <QSet>
+
+#include <cmath>
+#include <random>
+
+#include "manifold/npy.h"
+
+namespace manifold::ui::test {
+
+std::vector<float> rotating_spot_images(int n, int h, int w, uint32_t seed) {
+  std::vector<float> v(static_cast<size_t>(n) * h * w);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> noise(0.f, 0.02f);
+  const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0;
+  const double sa = w / 4.0, sb = w / 12.0;
+  for (int i = 0; i < n; ++i) {
+    // The spot has a 180-degree symmetry, so one turn of the index is half a
+    // turn of the spot: images i and n-1 are neighbours, closing the circle.
+    const double angle = M_PI * i / n;
+    const double c = std::cos(angle), s = std::sin(angle);
+    float* img = v.data() + static_cast<size_t>(i) * h * w;
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        const double dx = x - cx, dy = y - cy;
+        const double u = c * dx + s * dy, t = -s * dx + c * dy;
+        img[y * w + x] = static_cast<float>(std::exp(-0.5 * (u * u / (sa * sa) + t * t / (sb * sb)))) +
+                         noise(rng);
+      }
+  }
+  return v;
+}
+
+void write_rotating_spot_npy(const QString& path, int n, int h, int w, uint32_t seed) {
+  const auto v = rotating_spot_images(n, h, w, seed);
+  npy::write(path.toStdString(), v.data(), {n, h, w});
+}
+
+PixelStats pixel_stats(const QImage& image, QColor background, int tolerance) {
+  PixelStats s;
+  const QImage img = image.convertToFormat(QImage::Format_RGB32);
+  QSet<QRgb> colours;
+  for (int y = 0; y < img.height(); ++y) {
+    const QRgb* line = reinterpret_cast<const QRgb*>(img.constScanLine(y));
+    for (int x = 0; x < img.width(); ++x) {
+      const QRgb p = line[x];
+      ++s.total;
+      if (qRed(p) < 16 && qGreen(p) < 16 && qBlue(p) < 16) ++s.black;
+      if (std::abs(qRed(p) - background.red()) <= tolerance &&
+          std::abs(qGreen(p) - background.green()) <= tolerance &&
+          std::abs(qBlue(p) - background.blue()) <= tolerance)
+        ++s.near_background;
+      if (colours.size() < 100000) colours.insert(p & 0xffffff);
+    }
+  }
+  s.distinct_colours = colours.size();
+  return s;
+}
+
+QString output_dir() {
+  const QByteArray env = qgetenv("MANIFOLD_TEST_OUTPUT");
+  QString dir = env.isEmpty() ? QDir::tempPath() : QString::fromLocal8Bit(env);
+  QDir().mkpath(dir);
+  return dir;
+}
+
+}  // namespace manifold::ui::test

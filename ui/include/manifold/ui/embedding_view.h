@@ -1,0 +1,97 @@
+#pragma once
+// The 3-D / 2-D view of an embedding. VTK draws the scene in its own
+// off-screen render window; each frame is read back into a QImage that this
+// widget paints. Debian's VTK Qt module is built for Qt 5, so this is how a
+// Qt 6 widget hosts VTK here (docs/ui.md explains the choice). Mouse and wheel
+// events go to a vtkGenericRenderWindowInteractor, so camera interaction is
+// VTK's own; hover, click and lasso picking project the points with the VTK
+// camera's matrices.
+#include <QImage>
+#include <QPolygonF>
+#include <QStringList>
+#include <QWidget>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace manifold::ui {
+
+/// What colours the points: one value per point. Categorical values (labels)
+/// get one distinct colour each and a legend instead of a gradient.
+struct PointColours {
+  std::vector<float> values;
+  QString title;
+  bool categorical = false;
+};
+
+class EmbeddingView : public QWidget {
+  Q_OBJECT
+
+ public:
+  enum class Tool { Navigate, RectangleSelect, LassoSelect };
+
+  explicit EmbeddingView(QWidget* parent = nullptr);
+  ~EmbeddingView() override;
+
+  /// Shows n = xyz.size()/3 points. In planar mode z is ignored and the
+  /// camera looks down the z axis with a parallel projection. The camera is
+  /// kept unless `reset_camera` (so re-embedding does not lose the user's view).
+  void setPoints(std::vector<float> xyz, bool planar, const QStringList& axis_titles,
+                 bool reset_camera);
+  void clearPoints();
+  void setColours(const PointColours& colours);
+  void setSelection(std::vector<int64_t> rows);
+  /// Marks one point (the image pinned in the image panel); -1 for none.
+  void setPinned(int64_t row);
+  void setPointSize(double pixels);
+  void setTool(Tool tool);
+  Tool tool() const;
+  void resetCamera();
+  /// Rotates the 3-D camera (azimuth, elevation in degrees), as a drag would.
+  void rotateCamera(double azimuth, double elevation);
+  /// Above this many points, interaction draws a subsample and the full set
+  /// once the mouse is released (ParaView's level of detail).
+  void setLodThreshold(int64_t points);
+
+  int64_t pointCount() const;
+  bool planar() const;
+  const std::vector<int64_t>& selection() const;
+  int64_t pinned() const;
+
+  /// Renders a full-detail frame at the widget's size now and returns it.
+  QImage renderFrame();
+  /// Milliseconds the last VTK render + read-back took.
+  double lastFrameMs() const;
+
+  /// The point drawn nearest to `pos` (widget coordinates) within `radius`
+  /// pixels, the front-most when several overlap; -1 when none.
+  int64_t pointAt(QPointF pos, double radius = 6.0);
+  /// Points whose projection falls inside `polygon` (widget coordinates).
+  std::vector<int64_t> pointsInPolygon(const QPolygonF& polygon);
+  /// Where point `row` is drawn, in widget coordinates.
+  QPointF projectedPosition(int64_t row);
+
+ signals:
+  void hovered(qint64 row);  ///< -1 when the cursor leaves every point
+  void picked(qint64 row);
+  /// The user finished a rectangle or lasso selection.
+  void selectionChanged();
+  void frameRendered(double ms);
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void leaveEvent(QEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> d_;
+};
+
+}  // namespace manifold::ui

@@ -1,0 +1,764 @@
+#include "manifold/ui/embedding_view.h"
+
+#include <QElapsedTimer>
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPainterPath>
+#include <QTimer>
+#include <QWheelEvent>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+
+#include <vtkActor.h>
+#include <vtkCallbackCommand.h>
+#include <vtkCamera.h>
+#include <vtkCellArray.h>
+#include <vtkColorTransferFunction.h>
+#include <vtkCommand.h>
+#include <vtkCubeAxesActor.h>
+#include <vtkFloatArray.h>
+#include <vtkGenericRenderWindowInteractor.h>
+#include <vtkIdTypeArray.h>
+#include <vtkInteractorStyleTrackballCamera.h>
+#include <vtkLookupTable.h>
+#include <vtkMatrix4x4.h>
+#include <vtkNew.h>
+#include <vtkObjectFactory.h>
+#include <vtkPointData.h>
+#include <vtkPoints.h>
+#include <vtkPolyData.h>
+#include <vtkPolyDataMapper.h>
+#include <vtkProperty.h>
+#include <vtkRenderWindow.h>
+#include <vtkRenderer.h>
+#include <vtkScalarBarActor.h>
+#include <vtkSmartPointer.h>
+#include <vtkTextProperty.h>
+#include <vtkUnsignedCharArray.h>
+
+#include "manifold/ui/palette.h"
+
+namespace manifold::ui {
+namespace {
+
+// In 2-D the left button pans instead of rotating; wheel and right button
+// still zoom (Dolly honours parallel projection).
+class PlanarInteractorStyle : public vtkInteractorStyleTrackballCamera {
+ public:
+  static PlanarInteractorStyle* New();
+  vtkTypeMacro(PlanarInteractorStyle, vtkInteractorStyleTrackballCamera);
+
+  void OnLeftButtonDown() override {
+    const int* pos = this->Interactor->GetEventPosition();
+    this->FindPokedRenderer(pos[0], pos[1]);
+    if (!this->CurrentRenderer) return;
+    this->GrabFocus(this->EventCallbackCommand);
+    this->StartPan();
+  }
+  void OnLeftButtonUp() override {
+    if (this->State == VTKIS_PAN) {
+      this->EndPan();
+      if (this->Interactor) this->ReleaseFocus();
+    }
+  }
+};
+vtkStandardNewMacro(PlanarInteractorStyle);
+
+vtkSmartPointer<vtkCellArray> vertices_of(const std::vector<vtkIdType>& ids) {
+  vtkNew<vtkIdTypeArray> offsets, connectivity;
+  const auto n = static_cast<vtkIdType>(ids.size());
+  offsets->SetNumberOfValues(n + 1);
+  connectivity->SetNumberOfValues(n);
+  for (vtkIdType i = 0; i < n; ++i) {
+    offsets->SetValue(i, i);
+    connectivity->SetValue(i, ids[static_cast<size_t>(i)]);
+  }
+  offsets->SetValue(n, n);
+  auto cells = vtkSmartPointer<vtkCellArray>::New();
+  cells->SetData(offsets, connectivity);
+  return cells;
+}
+
+vtkSmartPointer<vtkCellArray> all_vertices(vtkIdType n, vtkIdType stride) {
+  std::vector<vtkIdType> ids;
+  ids.reserve(static_cast<size_t>(n / stride + 1));
+  for (vtkIdType i = 0; i < n; i += stride) ids.push_back(i);
+  return vertices_of(ids);
+}
+
+// ParaView's default background: light enough for dark points, dark enough
+// for light ones.
+constexpr double kBackground[3] = {0.32, 0.34, 0.43};
+
+}  // namespace
+
+struct EmbeddingView::Impl {
+  EmbeddingView* widget = nullptr;
+  vtkNew<vtkRenderWindow> window;
+  vtkNew<vtkRenderer> renderer;
+  vtkNew<vtkRenderer> overlay;  // selection and pinned marker, drawn over everything
+  vtkNew<vtkGenericRenderWindowInteractor> interactor;
+  vtkNew<vtkInteractorStyleTrackballCamera> style3d;
+  vtkNew<PlanarInteractorStyle> style2d;
+
+  vtkNew<vtkPoints> points;
+  vtkNew<vtkFloatArray> scalars;
+  vtkNew<vtkPolyData> cloud, lod, selected, pinned;
+  vtkNew<vtkPolyDataMapper> cloud_mapper, lod_mapper, selected_mapper, pinned_mapper;
+  vtkNew<vtkActor> cloud_actor, lod_actor, selected_actor, pinned_actor;
+  vtkNew<vtkColorTransferFunction> gradient;
+  vtkNew<vtkLookupTable> categories;
+  vtkNew<vtkScalarBarActor> colour_bar;
+  vtkNew<vtkCubeAxesActor> axes;
+
+  int64_t n = 0;
+  bool planar = false;
+  bool has_colours = false;
+  double point_size = 3.0;
+  int64_t lod_threshold = 300000;
+  std::vector<int64_t> selection;
+  int64_t pinned_row = -1;
+  Tool tool = Tool::Navigate;
+
+  QImage frame;
+  bool dirty = true;
+  bool interacting = false;
+  double frame_ms = 0;
+  QTimer wheel_settle;
+
+  // Projected points (x, y in widget pixels, depth), valid for one camera
+  // state, widget size and point set.
+  std::vector<float> screen;
+  vtkMTimeType screen_camera_time = 0;
+  QSize screen_size;
+  uint64_t points_version = 0, screen_points_version = ~0ull;
+
+  // Mouse state.
+  QPointF press_pos;
+  bool pressed = false, moved = false;
+  Qt::MouseButton press_button = Qt::NoButton;
+  QPolygonF lasso;
+  int64_t hover_row = -1;
+
+  void setup();
+  void render(bool full_detail);
+  void request_render() {
+    dirty = true;
+    widget->update();
+  }
+  void on_vtk_render() { request_render(); }
+  void update_lod_visibility(bool full_detail) {
+    const bool use_lod = !full_detail && interacting && n > lod_threshold;
+    cloud_actor->SetVisibility(!use_lod);
+    lod_actor->SetVisibility(use_lod);
+  }
+  void update_marks();
+  void update_axes();
+  void project();
+  void forward(QMouseEvent* e);
+  double dpr() const { return widget->devicePixelRatioF(); }
+};
+
+void EmbeddingView::Impl::setup() {
+  window->SetOffScreenRendering(1);
+  window->SetMultiSamples(0);
+  window->SetNumberOfLayers(2);
+  window->AddRenderer(renderer);
+  window->AddRenderer(overlay);
+  renderer->SetBackground(kBackground[0], kBackground[1], kBackground[2]);
+  overlay->SetLayer(1);
+  overlay->InteractiveOff();
+  overlay->SetActiveCamera(renderer->GetActiveCamera());
+
+  interactor->SetRenderWindow(window);
+  // VTK must not render on its own: the widget renders inside paintEvent,
+  // so a burst of mouse events costs one frame.
+  interactor->EnableRenderOff();
+  interactor->AddObserver(vtkCommand::RenderEvent, this, &Impl::on_vtk_render);
+  interactor->SetInteractorStyle(style3d);
+  interactor->Initialize();
+
+  cloud->SetPoints(points);
+  lod->SetPoints(points);
+  selected->SetPoints(points);
+  pinned->SetPoints(points);
+  scalars->SetName("colour");
+  cloud->GetPointData()->SetScalars(scalars);
+  lod->GetPointData()->SetScalars(scalars);
+
+  gradient->SetColorSpaceToDiverging();
+  gradient->AddRGBPoint(0.0, 0.230, 0.299, 0.754);
+  gradient->AddRGBPoint(1.0, 0.706, 0.016, 0.150);
+  categories->IndexedLookupOn();
+
+  for (auto* m : {cloud_mapper.GetPointer(), lod_mapper.GetPointer()}) {
+    m->SetScalarModeToUsePointData();
+    m->SetColorModeToMapScalars();
+    m->UseLookupTableScalarRangeOn();
+    m->SetLookupTable(gradient);
+  }
+  cloud_mapper->SetInputData(cloud);
+  lod_mapper->SetInputData(lod);
+  selected_mapper->SetInputData(selected);
+  selected_mapper->ScalarVisibilityOff();
+  pinned_mapper->SetInputData(pinned);
+  pinned_mapper->ScalarVisibilityOff();
+
+  cloud_actor->SetMapper(cloud_mapper);
+  lod_actor->SetMapper(lod_mapper);
+  lod_actor->VisibilityOff();
+  selected_actor->SetMapper(selected_mapper);
+  pinned_actor->SetMapper(pinned_mapper);
+  // Constant colour when nothing colours the points: light, like ParaView's.
+  cloud_actor->GetProperty()->SetColor(0.95, 0.95, 0.95);
+  lod_actor->GetProperty()->SetColor(0.95, 0.95, 0.95);
+  selected_actor->GetProperty()->SetColor(1.0, 0.0, 1.0);  // ParaView's selection magenta
+  pinned_actor->GetProperty()->SetColor(1.0, 0.9, 0.1);
+  for (auto* a : {cloud_actor.GetPointer(), lod_actor.GetPointer(), selected_actor.GetPointer(),
+                  pinned_actor.GetPointer()})
+    a->GetProperty()->LightingOff();
+  renderer->AddActor(cloud_actor);
+  renderer->AddActor(lod_actor);
+  overlay->AddActor(selected_actor);
+  overlay->AddActor(pinned_actor);
+
+  colour_bar->SetLookupTable(gradient);
+  colour_bar->SetNumberOfLabels(5);
+  colour_bar->SetMaximumWidthInPixels(90);
+  colour_bar->SetBarRatio(0.25);
+  colour_bar->GetPositionCoordinate()->SetValue(0.88, 0.1);
+  colour_bar->SetWidth(0.1);
+  colour_bar->SetHeight(0.8);
+  colour_bar->GetTitleTextProperty()->SetFontSize(14);
+  colour_bar->GetLabelTextProperty()->SetFontSize(12);
+  colour_bar->UnconstrainedFontSizeOn();
+  colour_bar->VisibilityOff();
+  renderer->AddViewProp(colour_bar);
+
+  axes->SetCamera(renderer->GetActiveCamera());
+  axes->SetFlyModeToOuterEdges();
+  axes->XAxisMinorTickVisibilityOff();
+  axes->YAxisMinorTickVisibilityOff();
+  axes->ZAxisMinorTickVisibilityOff();
+  for (int i = 0; i < 3; ++i) {
+    axes->GetTitleTextProperty(i)->SetColor(0.9, 0.9, 0.9);
+    axes->GetLabelTextProperty(i)->SetColor(0.8, 0.8, 0.8);
+  }
+  axes->GetXAxesLinesProperty()->SetColor(0.8, 0.8, 0.8);
+  axes->GetYAxesLinesProperty()->SetColor(0.8, 0.8, 0.8);
+  axes->GetZAxesLinesProperty()->SetColor(0.8, 0.8, 0.8);
+  axes->VisibilityOff();
+  renderer->AddActor(axes);
+
+  wheel_settle.setSingleShot(true);
+  wheel_settle.setInterval(250);
+}
+
+void EmbeddingView::Impl::render(bool full_detail) {
+  const double ratio = dpr();
+  const int w = std::max(1, static_cast<int>(std::lround(widget->width() * ratio)));
+  const int h = std::max(1, static_cast<int>(std::lround(widget->height() * ratio)));
+  QElapsedTimer timer;
+  timer.start();
+  if (window->GetSize()[0] != w || window->GetSize()[1] != h) interactor->UpdateSize(w, h);
+  update_lod_visibility(full_detail);
+  window->Render();
+  vtkNew<vtkUnsignedCharArray> rgba;
+  window->GetRGBACharPixelData(0, 0, w - 1, h - 1, /*front=*/1, rgba);
+  QImage image(w, h, QImage::Format_RGBX8888);
+  const unsigned char* src = rgba->GetPointer(0);
+  // OpenGL rows start at the bottom.
+  for (int y = 0; y < h; ++y)
+    std::memcpy(image.scanLine(h - 1 - y), src + static_cast<size_t>(y) * w * 4,
+                static_cast<size_t>(w) * 4);
+  image.setDevicePixelRatio(ratio);
+  frame = std::move(image);
+  dirty = false;
+  frame_ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
+  emit widget->frameRendered(frame_ms);
+}
+
+void EmbeddingView::Impl::update_marks() {
+  std::vector<vtkIdType> ids;
+  ids.reserve(selection.size());
+  for (int64_t r : selection)
+    if (r >= 0 && r < n) ids.push_back(static_cast<vtkIdType>(r));
+  selected->SetVerts(vertices_of(ids));
+  selected->Modified();
+  ids.clear();
+  if (pinned_row >= 0 && pinned_row < n) ids.push_back(static_cast<vtkIdType>(pinned_row));
+  pinned->SetVerts(vertices_of(ids));
+  pinned->Modified();
+  cloud_actor->GetProperty()->SetPointSize(static_cast<float>(point_size));
+  lod_actor->GetProperty()->SetPointSize(static_cast<float>(point_size));
+  selected_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 2));
+  pinned_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 8));
+}
+
+void EmbeddingView::Impl::update_axes() {
+  if (n == 0) {
+    axes->VisibilityOff();
+    return;
+  }
+  double b[6];
+  cloud->GetBounds(b);
+  if (planar) b[4] = b[5] = 0;
+  axes->SetBounds(b);
+  axes->SetZAxisVisibility(!planar);
+  axes->SetUse2DMode(planar ? 1 : 0);
+  axes->VisibilityOn();
+}
+
+void EmbeddingView::Impl::project() {
+  const QSize size = widget->size();
+  vtkCamera* camera = renderer->GetActiveCamera();
+  if (screen_points_version == points_version && screen_size == size &&
+      screen_camera_time == camera->GetMTime())
+    return;
+  const double ratio = dpr();
+  const int w = std::max(1, static_cast<int>(std::lround(size.width() * ratio)));
+  const int h = std::max(1, static_cast<int>(std::lround(size.height() * ratio)));
+  if (window->GetSize()[0] != w || window->GetSize()[1] != h) interactor->UpdateSize(w, h);
+  double aspect = static_cast<double>(w) / h;
+  vtkMatrix4x4* m = camera->GetCompositeProjectionTransformMatrix(aspect, -1, 1);
+  double e[16];
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) e[r * 4 + c] = m->GetElement(r, c);
+  screen.resize(static_cast<size_t>(n) * 3);
+  const float* xyz = static_cast<vtkFloatArray*>(points->GetData())->GetPointer(0);
+  const double half_w = size.width() / 2.0, half_h = size.height() / 2.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
+    const double cx = e[0] * x + e[1] * y + e[2] * z + e[3];
+    const double cy = e[4] * x + e[5] * y + e[6] * z + e[7];
+    const double cz = e[8] * x + e[9] * y + e[10] * z + e[11];
+    const double cw = e[12] * x + e[13] * y + e[14] * z + e[15];
+    float* s = &screen[3 * i];
+    if (cw <= 0) {  // behind the camera
+      s[0] = s[1] = std::numeric_limits<float>::quiet_NaN();
+      s[2] = 2;
+      continue;
+    }
+    s[0] = static_cast<float>((cx / cw + 1.0) * half_w);
+    s[1] = static_cast<float>((1.0 - cy / cw) * half_h);
+    s[2] = static_cast<float>(cz / cw);
+  }
+  screen_points_version = points_version;
+  screen_size = size;
+  screen_camera_time = camera->GetMTime();
+}
+
+void EmbeddingView::Impl::forward(QMouseEvent* e) {
+  const QPointF p = e->position() * dpr();
+  interactor->SetEventInformationFlipY(static_cast<int>(p.x()), static_cast<int>(p.y()),
+                                       (e->modifiers() & Qt::ControlModifier) ? 1 : 0,
+                                       (e->modifiers() & Qt::ShiftModifier) ? 1 : 0);
+}
+
+// ---------------------------------------------------------------------------
+
+EmbeddingView::EmbeddingView(QWidget* parent) : QWidget(parent), d_(std::make_unique<Impl>()) {
+  d_->widget = this;
+  d_->setup();
+  setMouseTracking(true);
+  setFocusPolicy(Qt::StrongFocus);
+  setAttribute(Qt::WA_OpaquePaintEvent);
+  setMinimumSize(200, 200);
+  setToolTip({});
+  connect(&d_->wheel_settle, &QTimer::timeout, this, [this] {
+    d_->interacting = false;
+    d_->request_render();
+  });
+}
+
+EmbeddingView::~EmbeddingView() = default;
+
+void EmbeddingView::setPoints(std::vector<float> xyz, bool planar, const QStringList& axis_titles,
+                              bool reset_camera) {
+  const int64_t n = static_cast<int64_t>(xyz.size() / 3);
+  const bool was_planar = d_->planar;
+  const bool was_empty = d_->n == 0;
+  d_->n = n;
+  d_->planar = planar;
+  vtkNew<vtkFloatArray> coords;
+  coords->SetNumberOfComponents(3);
+  coords->SetNumberOfTuples(n);
+  float* dst = coords->GetPointer(0);
+  for (int64_t i = 0; i < n; ++i) {
+    dst[3 * i] = xyz[3 * i];
+    dst[3 * i + 1] = xyz[3 * i + 1];
+    dst[3 * i + 2] = planar ? 0.f : xyz[3 * i + 2];
+  }
+  d_->points->SetData(coords);
+  d_->points->Modified();
+  d_->cloud->SetVerts(all_vertices(n, 1));
+  const vtkIdType stride = std::max<vtkIdType>(1, (n + d_->lod_threshold - 1) / d_->lod_threshold);
+  d_->lod->SetVerts(all_vertices(n, stride));
+  if (d_->has_colours && d_->scalars->GetNumberOfTuples() != n) {
+    d_->has_colours = false;
+    d_->cloud_mapper->ScalarVisibilityOff();
+    d_->lod_mapper->ScalarVisibilityOff();
+    d_->colour_bar->VisibilityOff();
+  }
+  d_->cloud->Modified();
+  d_->lod->Modified();
+  d_->selection.erase(std::remove_if(d_->selection.begin(), d_->selection.end(),
+                                     [n](int64_t r) { return r >= n; }),
+                      d_->selection.end());
+  if (d_->pinned_row >= n) d_->pinned_row = -1;
+  d_->update_marks();
+  for (int i = 0; i < 3; ++i) {
+    const QString t = i < axis_titles.size() ? axis_titles[i] : QString();
+    const QByteArray utf8 = t.toUtf8();
+    if (i == 0) d_->axes->SetXTitle(utf8.constData());
+    if (i == 1) d_->axes->SetYTitle(utf8.constData());
+    if (i == 2) d_->axes->SetZTitle(utf8.constData());
+  }
+  d_->update_axes();
+  d_->interactor->SetInteractorStyle(planar ? static_cast<vtkInteractorObserver*>(d_->style2d)
+                                            : static_cast<vtkInteractorObserver*>(d_->style3d));
+  ++d_->points_version;
+  if (reset_camera || was_empty || was_planar != planar)
+    resetCamera();
+  else
+    d_->renderer->ResetCameraClippingRange();
+  d_->request_render();
+}
+
+void EmbeddingView::clearPoints() {
+  setPoints({}, d_->planar, {}, true);
+}
+
+void EmbeddingView::setColours(const PointColours& colours) {
+  auto& s = *d_->scalars;
+  if (colours.values.empty() || static_cast<int64_t>(colours.values.size()) != d_->n) {
+    d_->has_colours = false;
+    d_->cloud_mapper->ScalarVisibilityOff();
+    d_->lod_mapper->ScalarVisibilityOff();
+    d_->colour_bar->VisibilityOff();
+    d_->request_render();
+    return;
+  }
+  vtkNew<vtkFloatArray> values;
+  values->SetName("colour");
+  values->SetNumberOfTuples(static_cast<vtkIdType>(colours.values.size()));
+  std::copy(colours.values.begin(), colours.values.end(), values->GetPointer(0));
+  s.DeepCopy(values);
+  s.Modified();
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+  for (float v : colours.values)
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (!(lo <= hi)) lo = hi = 0;
+  vtkScalarsToColors* table = d_->gradient;
+  if (colours.categorical) {
+    std::map<int, int> seen;
+    for (float v : colours.values) seen.emplace(static_cast<int>(v), 0);
+    auto& lut = *d_->categories;
+    lut.ResetAnnotations();
+    lut.SetNumberOfTableValues(static_cast<vtkIdType>(seen.size()));
+    int i = 0;
+    for (auto& [value, unused] : seen) {
+      const QColor c = categoryColour(i);
+      lut.SetTableValue(i, c.redF(), c.greenF(), c.blueF(), 1.0);
+      lut.SetAnnotation(vtkVariant(static_cast<double>(value)), std::to_string(value));
+      ++i;
+    }
+    lut.Build();
+    table = d_->categories;
+  } else {
+    d_->gradient->RemoveAllPoints();
+    if (hi == lo) hi = lo + 1;
+    d_->gradient->AddRGBPoint(lo, 0.230, 0.299, 0.754);
+    d_->gradient->AddRGBPoint(0.5 * (lo + hi), 0.865, 0.865, 0.865);
+    d_->gradient->AddRGBPoint(hi, 0.706, 0.016, 0.150);
+    d_->gradient->SetColorSpaceToDiverging();
+  }
+  for (auto* m : {d_->cloud_mapper.GetPointer(), d_->lod_mapper.GetPointer()}) {
+    m->SetLookupTable(table);
+    m->ScalarVisibilityOn();
+    m->Modified();
+  }
+  d_->colour_bar->SetLookupTable(table);
+  const QByteArray title = colours.title.toUtf8();
+  d_->colour_bar->SetTitle(title.constData());
+  d_->colour_bar->VisibilityOn();
+  d_->has_colours = true;
+  d_->request_render();
+}
+
+void EmbeddingView::setSelection(std::vector<int64_t> rows) {
+  d_->selection = std::move(rows);
+  d_->update_marks();
+  d_->request_render();
+}
+
+void EmbeddingView::setPinned(int64_t row) {
+  d_->pinned_row = row;
+  d_->update_marks();
+  d_->request_render();
+}
+
+void EmbeddingView::setPointSize(double pixels) {
+  d_->point_size = std::clamp(pixels, 1.0, 30.0);
+  d_->update_marks();
+  d_->request_render();
+}
+
+void EmbeddingView::setTool(Tool tool) {
+  d_->tool = tool;
+  d_->lasso.clear();
+  setCursor(tool == Tool::Navigate ? Qt::ArrowCursor : Qt::CrossCursor);
+  update();
+}
+
+EmbeddingView::Tool EmbeddingView::tool() const { return d_->tool; }
+
+void EmbeddingView::resetCamera() {
+  vtkCamera* camera = d_->renderer->GetActiveCamera();
+  camera->SetFocalPoint(0, 0, 0);
+  camera->SetPosition(0, 0, 1);
+  camera->SetViewUp(0, 1, 0);
+  camera->SetParallelProjection(d_->planar);
+  d_->renderer->ResetCamera();
+  if (!d_->planar) {
+    camera->Azimuth(30);
+    camera->Elevation(20);
+    camera->OrthogonalizeViewUp();
+    d_->renderer->ResetCamera();
+  }
+  d_->renderer->ResetCameraClippingRange();
+  d_->request_render();
+}
+
+void EmbeddingView::rotateCamera(double azimuth, double elevation) {
+  vtkCamera* camera = d_->renderer->GetActiveCamera();
+  camera->Azimuth(azimuth);
+  camera->Elevation(elevation);
+  camera->OrthogonalizeViewUp();
+  d_->renderer->ResetCameraClippingRange();
+  d_->request_render();
+}
+
+void EmbeddingView::setLodThreshold(int64_t points) {
+  d_->lod_threshold = std::max<int64_t>(1000, points);
+}
+
+int64_t EmbeddingView::pointCount() const { return d_->n; }
+bool EmbeddingView::planar() const { return d_->planar; }
+const std::vector<int64_t>& EmbeddingView::selection() const { return d_->selection; }
+int64_t EmbeddingView::pinned() const { return d_->pinned_row; }
+double EmbeddingView::lastFrameMs() const { return d_->frame_ms; }
+
+QImage EmbeddingView::renderFrame() {
+  d_->render(true);
+  return d_->frame;
+}
+
+int64_t EmbeddingView::pointAt(QPointF pos, double radius) {
+  if (d_->n == 0) return -1;
+  d_->project();
+  const float px = static_cast<float>(pos.x()), py = static_cast<float>(pos.y());
+  const float r2 = static_cast<float>(radius * radius);
+  // A point hidden under another one drawn over it should not win just
+  // because its centre is a little nearer to the cursor.
+  const float overlap = static_cast<float>(std::max(1.5, d_->point_size / 2));
+  const float overlap2 = overlap * overlap;
+  int64_t best = -1, best_front = -1;
+  float best_d2 = r2, best_depth = 2;
+  const float* s = d_->screen.data();
+  for (int64_t i = 0; i < d_->n; ++i) {
+    const float dx = s[3 * i] - px, dy = s[3 * i + 1] - py, depth = s[3 * i + 2];
+    const float d2 = dx * dx + dy * dy;
+    if (!(d2 <= r2) || depth < -1 || depth > 1) continue;
+    if (d2 <= best_d2) best_d2 = d2, best = i;
+    if (d2 <= overlap2 && depth < best_depth) best_depth = depth, best_front = i;
+  }
+  return best_front >= 0 ? best_front : best;
+}
+
+std::vector<int64_t> EmbeddingView::pointsInPolygon(const QPolygonF& polygon) {
+  std::vector<int64_t> rows;
+  if (d_->n == 0 || polygon.size() < 3) return rows;
+  d_->project();
+  // Rasterising the polygon once makes the test per point O(1), whatever the
+  // number of lasso vertices.
+  const QSize size = d_->screen_size;
+  QImage mask(size, QImage::Format_Grayscale8);
+  mask.fill(0);
+  {
+    QPainter p(&mask);
+    p.setPen(Qt::NoPen);
+    p.setBrush(Qt::white);
+    p.drawPolygon(polygon, Qt::OddEvenFill);
+  }
+  const float* s = d_->screen.data();
+  const int w = size.width(), h = size.height();
+  for (int64_t i = 0; i < d_->n; ++i) {
+    const float x = s[3 * i], y = s[3 * i + 1], depth = s[3 * i + 2];
+    if (!(x >= 0 && y >= 0 && x < w && y < h) || depth < -1 || depth > 1) continue;
+    if (mask.constScanLine(static_cast<int>(y))[static_cast<int>(x)]) rows.push_back(i);
+  }
+  return rows;
+}
+
+QPointF EmbeddingView::projectedPosition(int64_t row) {
+  if (row < 0 || row >= d_->n) return {};
+  d_->project();
+  return {d_->screen[3 * row], d_->screen[3 * row + 1]};
+}
+
+// ---- Qt events --------------------------------------------------------------
+
+void EmbeddingView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  if (d_->n == 0) {
+    p.fillRect(rect(), QColor::fromRgbF(kBackground[0], kBackground[1], kBackground[2]));
+    p.setPen(QColor(230, 230, 230));
+    p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
+               tr("Open a dataset (or the demo) and press Run to see its diffusion map."));
+    return;
+  }
+  const QSize device(static_cast<int>(std::lround(width() * d_->dpr())),
+                     static_cast<int>(std::lround(height() * d_->dpr())));
+  if (d_->dirty || d_->frame.size() != device) d_->render(false);
+  p.drawImage(QPointF(0, 0), d_->frame);
+  if (d_->pressed && d_->tool != Tool::Navigate && d_->lasso.size() > 1) {
+    p.setRenderHint(QPainter::Antialiasing);
+    p.setPen(QPen(QColor(255, 0, 255), 1.5, Qt::DashLine));
+    p.setBrush(QColor(255, 0, 255, 40));
+    p.drawPolygon(d_->lasso);
+  }
+}
+
+void EmbeddingView::resizeEvent(QResizeEvent*) {
+  d_->dirty = true;
+}
+
+void EmbeddingView::mousePressEvent(QMouseEvent* e) {
+  d_->press_pos = e->position();
+  d_->pressed = true;
+  d_->moved = false;
+  d_->press_button = e->button();
+  if (d_->tool != Tool::Navigate && e->button() == Qt::LeftButton) {
+    d_->lasso = QPolygonF{e->position()};
+    return;
+  }
+  if (d_->n == 0) return;
+  d_->interacting = true;
+  d_->forward(e);
+  switch (e->button()) {
+    case Qt::LeftButton: d_->interactor->LeftButtonPressEvent(); break;
+    case Qt::MiddleButton: d_->interactor->MiddleButtonPressEvent(); break;
+    case Qt::RightButton: d_->interactor->RightButtonPressEvent(); break;
+    default: break;
+  }
+}
+
+void EmbeddingView::mouseMoveEvent(QMouseEvent* e) {
+  if (d_->pressed && (e->position() - d_->press_pos).manhattanLength() > 3) d_->moved = true;
+  if (d_->pressed && d_->tool != Tool::Navigate && d_->press_button == Qt::LeftButton) {
+    if (d_->tool == Tool::RectangleSelect) {
+      const QRectF r = QRectF(d_->press_pos, e->position()).normalized();
+      d_->lasso = QPolygonF(r);
+    } else {
+      d_->lasso << e->position();
+    }
+    update();
+    return;
+  }
+  if (d_->pressed) {
+    d_->forward(e);
+    d_->interactor->MouseMoveEvent();
+    return;
+  }
+  const int64_t row = pointAt(e->position());
+  if (row != d_->hover_row) {
+    d_->hover_row = row;
+    emit hovered(row);
+  }
+}
+
+void EmbeddingView::mouseReleaseEvent(QMouseEvent* e) {
+  const bool was_pressed = d_->pressed;
+  d_->pressed = false;
+  if (!was_pressed) return;
+  if (d_->tool != Tool::Navigate && d_->press_button == Qt::LeftButton) {
+    QPolygonF polygon = d_->lasso;
+    d_->lasso.clear();
+    if (d_->moved && polygon.size() >= 3) {
+      std::vector<int64_t> rows = pointsInPolygon(polygon);
+      if (e->modifiers() & (Qt::ShiftModifier | Qt::ControlModifier)) {
+        std::vector<int64_t> merged;
+        std::vector<int64_t> current = d_->selection;
+        std::sort(current.begin(), current.end());
+        if (e->modifiers() & Qt::ShiftModifier)
+          std::set_union(current.begin(), current.end(), rows.begin(), rows.end(),
+                         std::back_inserter(merged));
+        else
+          std::set_difference(current.begin(), current.end(), rows.begin(), rows.end(),
+                              std::back_inserter(merged));
+        rows = std::move(merged);
+      }
+      setSelection(std::move(rows));
+      emit selectionChanged();
+    }
+    update();
+    return;
+  }
+  if (d_->n == 0) return;
+  d_->forward(e);
+  switch (e->button()) {
+    case Qt::LeftButton: d_->interactor->LeftButtonReleaseEvent(); break;
+    case Qt::MiddleButton: d_->interactor->MiddleButtonReleaseEvent(); break;
+    case Qt::RightButton: d_->interactor->RightButtonReleaseEvent(); break;
+    default: break;
+  }
+  d_->interacting = false;
+  if (!d_->moved && e->button() == Qt::LeftButton) {
+    const int64_t row = pointAt(e->position());
+    if (row >= 0) {
+      setPinned(row);
+      emit picked(row);
+    }
+  }
+  d_->request_render();
+}
+
+void EmbeddingView::wheelEvent(QWheelEvent* e) {
+  if (d_->n == 0) return;
+  const QPointF p = e->position() * d_->dpr();
+  d_->interactor->SetEventInformationFlipY(static_cast<int>(p.x()), static_cast<int>(p.y()));
+  d_->interacting = true;
+  if (e->angleDelta().y() > 0)
+    d_->interactor->MouseWheelForwardEvent();
+  else if (e->angleDelta().y() < 0)
+    d_->interactor->MouseWheelBackwardEvent();
+  d_->wheel_settle.start();
+  e->accept();
+}
+
+void EmbeddingView::leaveEvent(QEvent*) {
+  if (d_->hover_row != -1) {
+    d_->hover_row = -1;
+    emit hovered(-1);
+  }
+}
+
+void EmbeddingView::keyPressEvent(QKeyEvent* e) {
+  if (e->key() == Qt::Key_R) {
+    resetCamera();
+  } else if (e->key() == Qt::Key_Escape && d_->tool != Tool::Navigate) {
+    d_->pressed = false;
+    d_->lasso.clear();
+    update();
+  } else {
+    QWidget::keyPressEvent(e);
+  }
+}
+
+}  // namespace manifold::ui
