@@ -1,0 +1,203 @@
+// HDF5 / CXI through the libhdf5 C API: one 2-D (N x d) or 3-D (N x h x w)
+// dataset of any integer or float type, converted to float32 by HDF5 itself.
+// max_rows becomes a hyperslab, so only those rows are read (and decompressed).
+#include <hdf5.h>
+
+#include <algorithm>
+
+#include "readers.h"
+
+namespace manifold::io {
+
+namespace {
+
+const char* kDefaultDataset = "/entry_1/data_1/data";
+
+// HDF5 prints its error stack to stderr by default; we report one line
+// instead, so printing is off while a reader runs.
+class QuietErrors {
+ public:
+  QuietErrors() {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+  QuietErrors(const QuietErrors&) = delete;
+  QuietErrors& operator=(const QuietErrors&) = delete;
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
+
+herr_t keep_innermost(unsigned n, const H5E_error2_t* e, void* out) {
+  if (n == 0 && e && e->desc) *static_cast<std::string*>(out) = e->desc;
+  return 0;
+}
+
+// The most specific message of the last failure ("truncated file: eof = ...",
+// "file signature not found"), in parentheses, or "".
+std::string last_error() {
+  std::string msg;
+  hid_t stack = H5Eget_current_stack();
+  if (stack >= 0) {
+    H5Ewalk2(stack, H5E_WALK_UPWARD, keep_innermost, &msg);
+    H5Eclose_stack(stack);
+  }
+  return msg.empty() ? "" : " (" + msg + ")";
+}
+
+class Handle {
+ public:
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  ~Handle() {
+    if (id_ >= 0) close_(id_);
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  hid_t get() const { return id_; }
+  bool ok() const { return id_ >= 0; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+std::string dims_text(const std::vector<hsize_t>& dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
+  return s;
+}
+
+std::vector<hsize_t> dataset_dims(hid_t dset) {
+  Handle space(H5Dget_space(dset), H5Sclose);
+  if (!space.ok()) return {};
+  const int nd = H5Sget_simple_extent_ndims(space.get());
+  if (nd <= 0) return {};
+  std::vector<hsize_t> dims(static_cast<size_t>(nd));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return dims;
+}
+
+struct Candidates {
+  std::vector<std::string> found;
+  size_t more = 0;
+};
+
+herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t* info, void* data) {
+  auto* c = static_cast<Candidates*>(data);
+  if (info->type != H5L_TYPE_HARD) return 0;
+  Handle d(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);  // fails quietly on groups
+  if (!d.ok()) return 0;
+  Handle type(H5Dget_type(d.get()), H5Tclose);
+  const H5T_class_t cls = H5Tget_class(type.get());
+  if (cls != H5T_INTEGER && cls != H5T_FLOAT) return 0;
+  const auto dims = dataset_dims(d.get());
+  if (dims.size() != 2 && dims.size() != 3) return 0;
+  if (c->found.size() < 6) c->found.push_back("/" + std::string(name) + " (" + dims_text(dims) + ")");
+  else ++c->more;
+  return 0;
+}
+
+// Names the datasets the user may have meant, for the "not found" message.
+std::string suggestions(hid_t file) {
+  Candidates c;
+  H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &c);
+  if (c.found.empty()) return "; the file holds no 2-D or 3-D dataset";
+  std::string s = "; 2-D/3-D datasets in the file: ";
+  for (size_t i = 0; i < c.found.size(); ++i) s += (i ? ", " : "") + c.found[i];
+  if (c.more) s += " and " + std::to_string(c.more) + " more";
+  return s + " (choose one with --dataset)";
+}
+
+// True when every link on the way to `name` exists (H5Lexists needs the
+// parents to exist, or it fails instead of answering no).
+bool path_exists(hid_t file, const std::string& name) {
+  size_t pos = 0;
+  while (pos < name.size()) {
+    size_t next = name.find('/', pos + 1);
+    if (next == std::string::npos) next = name.size();
+    const std::string prefix = name.substr(0, next);
+    if (prefix != "/" && !prefix.empty() && H5Lexists(file, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    pos = next;
+  }
+  return H5Oexists_by_name(file, name.c_str(), H5P_DEFAULT) > 0;
+}
+
+std::string type_name(hid_t type, bool* numeric) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t size = H5Tget_size(type);
+  *numeric = true;
+  if (cls == H5T_INTEGER) {
+    const bool sign = H5Tget_sign(type) == H5T_SGN_2;
+    return std::string(sign ? "int" : "uint") + std::to_string(8 * size);
+  }
+  if (cls == H5T_FLOAT) return "float" + std::to_string(8 * size);
+  *numeric = false;
+  switch (cls) {
+    case H5T_STRING: return "string";
+    case H5T_COMPOUND: return "compound";
+    case H5T_ENUM: return "enum";
+    case H5T_ARRAY: return "array";
+    case H5T_BITFIELD: return "bitfield";
+    case H5T_OPAQUE: return "opaque";
+    case H5T_REFERENCE: return "reference";
+    case H5T_VLEN: return "variable-length";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
+  QuietErrors quiet;
+  std::string name = opt.hdf5_dataset.empty() ? kDefaultDataset : opt.hdf5_dataset;
+  if (name[0] != '/') name = "/" + name;
+
+  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.ok()) fail(path, "cannot open as HDF5" + last_error());
+  if (!path_exists(file.get(), name)) fail(path, "no dataset '" + name + "'" + suggestions(file.get()));
+  Handle object(H5Oopen(file.get(), name.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!object.ok()) fail(path, "cannot open '" + name + "'" + last_error());
+  if (H5Iget_type(object.get()) != H5I_DATASET) fail(path, "'" + name + "' is a group, not a dataset" + suggestions(file.get()));
+
+  Handle dset(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!dset.ok()) fail(path, "cannot open dataset '" + name + "'" + last_error());
+  Handle type(H5Dget_type(dset.get()), H5Tclose);
+  bool numeric = false;
+  const std::string dtype = type_name(type.get(), &numeric);
+  if (!numeric) fail(path, "dataset '" + name + "' holds " + dtype + " values; expected integers or floats");
+
+  const std::vector<hsize_t> dims = dataset_dims(dset.get());
+  if (dims.size() != 2 && dims.size() != 3)
+    fail(path, "dataset '" + name + "' has shape " + (dims.empty() ? std::string("scalar") : dims_text(dims)) +
+                   "; expected N x d or N x h x w");
+  std::vector<int64_t> sdims(dims.begin(), dims.end());
+  checked_count(path, sdims, sizeof(float));
+  const std::vector<int64_t> item(sdims.begin() + 1, sdims.end());
+  int64_t d = 1;
+  for (int64_t x : item) d *= x;
+  if (d == 0) fail(path, "dataset '" + name + "' of shape " + dims_text(dims) + " holds no values per item");
+  int64_t n = sdims[0];
+  if (opt.max_rows >= 0) n = std::min(n, opt.max_rows);
+
+  std::vector<float> v(static_cast<size_t>(n * d));
+  if (n > 0) {
+    std::vector<hsize_t> start(dims.size(), 0), count(dims);
+    count[0] = static_cast<hsize_t>(n);
+    Handle fspace(H5Dget_space(dset.get()), H5Sclose);
+    Handle mspace(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose);
+    if (!fspace.ok() || !mspace.ok() ||
+        H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0)
+      fail(path, "cannot select rows of dataset '" + name + "'" + last_error());
+    if (H5Dread(dset.get(), H5T_NATIVE_FLOAT, mspace.get(), fspace.get(), H5P_DEFAULT, v.data()) < 0)
+      fail(path, "cannot read dataset '" + name + "'" + last_error());
+  }
+  Dataset ds(n, d, std::move(v));
+  ds.item_shape = item;
+  ds.source_dtype = dtype;
+  ds.format = "hdf5";
+  return ds;
+}
+
+}  // namespace manifold::io

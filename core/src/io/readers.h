@@ -1,0 +1,74 @@
+#pragma once
+// Private to the dataset readers: one reader per format, and the helpers they
+// share (errors naming the file, sample conversion, memory maps, stacking
+// same-sized images).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "manifold/dataset.h"
+
+namespace manifold::io {
+
+/// Throws Error("PATH: what"): every reader failure is one line naming the file.
+[[noreturn]] void fail(const std::string& path, const std::string& what);
+
+/// Element types found on disk.
+enum class Sample { u8, i8, u16, i16, u32, i32, i64, f16, f32, f64 };
+size_t sample_size(Sample s);
+const char* sample_name(Sample s);
+bool sample_is_float(Sample s);
+
+/// Converts `count` packed samples at `src` to float; `swap` reverses the byte
+/// order of each sample (big-endian data on this little-endian host).
+void convert_samples(const unsigned char* src, Sample s, bool swap, size_t count, float* dst);
+
+/// Reads `count` samples starting at byte `offset` of the file and converts
+/// them, in bounded chunks so a large file never needs a second full copy.
+void read_samples(const std::string& path, uint64_t offset, Sample s, bool swap, size_t count, float* dst);
+
+/// Maps the whole file read-only; the returned handle unmaps when released.
+/// `size` receives the file size.
+std::shared_ptr<const void> map_file(const std::string& path, size_t* size);
+
+/// rows * cols with a check against absurd headers (overflow, > 2^62 bytes).
+int64_t checked_count(const std::string& path, const std::vector<int64_t>& dims, size_t sample_bytes);
+
+/// Accumulates same-sized single-channel images (pages of a TIFF, files of a
+/// folder) into one row-major matrix, refusing one of a different size or type.
+struct ImageStack {
+  int64_t width = -1, height = -1;
+  std::string dtype;        ///< sample type of the first image
+  std::string first;        ///< where the first image came from, for messages
+  std::vector<float> values;
+  int64_t count = 0;
+  int64_t max_images = -1;  ///< stop accepting after this many (-1 = no limit)
+  int64_t expected = 0;     ///< how many images are likely to come: sizes the first allocation
+
+  bool full() const { return max_images >= 0 && count >= max_images; }
+  /// Checks the next image against the first one and returns where its
+  /// height * width values go. Messages start with `path`; `where` names the
+  /// image there ("image", "page 3"); `label` names it in the messages about
+  /// later images ("dir/a.png", "page 1").
+  float* add(const std::string& path, const std::string& where, const std::string& label, int64_t w, int64_t h,
+             const std::string& type);
+  Dataset finish(const std::string& format) &&;
+};
+
+/// Appends the image of one PNG file (8/16-bit; gray, gray+alpha, RGB, RGBA or
+/// palette, colour converted to Rec. 709 luma of the stored values).
+void append_png(const std::string& path, ImageStack& stack);
+/// Appends every page of a TIFF file (one channel, 8/16/32-bit integer or 32/64-bit float).
+/// `in_folder` words the messages for a file among others ("page 2 of dir/a.tif").
+void append_tiff(const std::string& path, ImageStack& stack, bool in_folder);
+
+Dataset read_npy(const std::string& path, const ReadOptions& opt);
+Dataset read_idx(const std::string& path, const ReadOptions& opt);
+Dataset read_image_folder(const std::string& path, const ReadOptions& opt);
+Dataset read_png(const std::string& path, const ReadOptions& opt);
+Dataset read_tiff(const std::string& path, const ReadOptions& opt);
+Dataset read_mrc(const std::string& path, const ReadOptions& opt);
+Dataset read_hdf5(const std::string& path, const ReadOptions& opt);
+
+}  // namespace manifold::io
