@@ -1,6 +1,28 @@
 #pragma once
 // Diffusion maps (Coifman-Lafon) from a k-NN graph.
-// (Interface fixed early so the GUI can code against it; see diffusion_map.cpp.)
+//
+// Pipeline (diffusion_map() runs all of it; the stages are public so the
+// benchmark and the GUI can time or reuse them):
+//   1. the first k' <= graph.k neighbours of every row (KnnGraph::sliced);
+//   2. scaled squared distances s_ij = d_ij^2, or d_ij^2 / (sigma_i sigma_j)
+//      with local scaling (sigma_i = distance to the j-th neighbour);
+//   3. the symmetrised pattern: "or" keeps an edge present in either
+//      direction with the larger kernel value (max), "and" keeps mutual edges
+//      with the smaller value (min), "average" takes (W + W^T) / 2;
+//   4. epsilon: a number, "median" (median over rows of the k'-th neighbour's
+//      s), or "auto" (Berry-Giannakis-Harlim: the epsilon of a log grid that
+//      maximises d log sum K / d log epsilon; 2 x that slope estimates the
+//      intrinsic dimension);
+//   5. K_ij = exp(-s_ij / epsilon) with the self-affinity K_ii = 1;
+//   6. alpha-normalisation K^a = Q^-a K Q^-a (Q = row sums of K), D = row
+//      sums of K^a, and the symmetric conjugate A = D^-1/2 K^a D^-1/2 in CSR;
+//   7. the top M+1 eigenpairs of A by Spectra (implicitly restarted Lanczos)
+//      with a multi-threaded CSR mat-vec; A is never dense;
+//   8. Markov eigenvectors psi = v / sqrt(d), scaled so psi_0 = 1, and the
+//      diffusion coordinates lambda_i^t psi_i, i = 1..M.
+// A graph with several connected components is not embedded as a whole
+// (the spectrum would be degenerate garbage): the largest component is
+// embedded and DiffusionResult says so (graph_components, point_index).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,16 +37,63 @@ namespace manifold {
 struct DiffusionParams {
   int k = 0;                        ///< neighbours used, 1..graph.k; 0 = all of the graph's
   std::string epsilon = "median";   ///< "median" | "auto" (Berry-Giannakis-Harlim) | a positive number
-  double alpha = 1.0;               ///< alpha-normalisation: 0, 0.5, 1
-  int components = 10;              ///< M diffusion coordinates (trivial one dropped)
-  double t = 1.0;                   ///< diffusion time
+  double alpha = 1.0;               ///< alpha-normalisation, 0..1 (0 graph Laplacian, 0.5 Fokker-Planck, 1 Laplace-Beltrami)
+  int components = 10;              ///< M diffusion coordinates (trivial one dropped); M + 1 < points embedded
+  double t = 1.0;                   ///< diffusion time, >= 0
   std::string symmetrize = "or";    ///< or (max) | and (min) | average
-  int local_scaling = 0;            ///< 0 off; j > 0: sigma_i = distance to j-th neighbour
+  int local_scaling = 0;            ///< 0 off; j in 1..k: sigma_i = distance to j-th neighbour
   int threads = 0;                  ///< 0 = all cores
+  double tolerance = 1e-10;         ///< eigensolver: relative residual per Ritz value (as ARPACK's tol)
+  int ncv = 0;                      ///< Lanczos basis size; 0 = chosen from M
 };
 
-/// Rejects bad parameters for `graph` with one line (UsageError).
+/// Rejects bad parameters for `graph` with one line (UsageError), and a graph
+/// whose arrays disagree with its shape or hold out-of-range indices (Error).
 void validate(const DiffusionParams& params, const KnnGraph& graph);
+
+/// The epsilon rule of `params.epsilon`: "median", "auto", or "value".
+std::string epsilon_rule(const DiffusionParams& params);
+
+/// The symmetric conjugate A = D^-1/2 K^a D^-1/2 restricted to the embedded
+/// component, in CSR with the diagonal stored separately.
+struct DiffusionMatrix {
+  int64_t n = 0;                    ///< rows (points embedded)
+  std::vector<int64_t> row_ptr;     ///< n + 1 offsets into col/val
+  std::vector<int32_t> col;         ///< column of each off-diagonal entry, ascending per row
+  std::vector<double> val;          ///< A_ij, symmetric
+  std::vector<double> diag;         ///< A_ii
+  std::vector<double> degree;       ///< d_i, row sums of K^a (for psi = v / sqrt(d))
+  std::vector<double> density;      ///< q_i, row sums of K before alpha-normalisation
+  std::vector<double> sigma;        ///< local scale per embedded point (empty without local scaling)
+  std::vector<int64_t> point_index; ///< graph row of each embedded point
+  int64_t graph_points = 0;         ///< rows of the input graph
+  int graph_components = 1;
+  int k = 0;                        ///< k' used
+  double epsilon = 0;
+  nlohmann::json bgh;               ///< BGH curve when epsilon = auto, else null
+  Timings timings;
+  int64_t nnz() const { return static_cast<int64_t>(val.size()) + n; }
+  /// y = A x (multi-threaded when large).
+  void multiply(const double* x, double* y, int threads) const;
+};
+
+/// Stages 1-6.
+DiffusionMatrix diffusion_matrix(const KnnGraph& graph, const DiffusionParams& params, Progress& progress);
+
+struct Eigenpairs {
+  std::vector<double> values;       ///< descending
+  std::vector<double> vectors;      ///< n x count, row-major, unit norm
+  int count = 0;
+  int ncv = 0;
+  int64_t iterations = 0;           ///< restarts
+  int64_t matvecs = 0;
+};
+
+/// The `count` largest (algebraic) eigenpairs of A by Spectra's SymEigsSolver
+/// on a CSR operator. Progress reports mat-vecs and cancels between them.
+/// Throws Error when the solver does not converge.
+Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, double tolerance, int ncv, int threads,
+                          Progress& progress);
 
 struct DiffusionResult {
   int64_t n = 0;                    ///< points embedded
@@ -35,11 +104,36 @@ struct DiffusionResult {
   double epsilon = 0;               ///< kernel width used
   int graph_components = 1;         ///< connected components of the symmetrised graph
   std::vector<int64_t> point_index; ///< rows of the input embedded (all unless disconnected)
-  nlohmann::json bgh;               ///< {"epsilon":[...], "slope":[...], "dimension": d} when epsilon=auto
+  nlohmann::json bgh;               ///< {"epsilon":[...], "log_sum":[...], "slope":[...], "dimension": d} when epsilon=auto
   Timings timings;
+  // What the Nystrom extension needs, and what embedding.json records.
+  int64_t graph_points = 0;         ///< rows of the input graph
+  int k = 0;                        ///< k' used
+  std::vector<double> density;      ///< q_i per embedded point (row sums of K before alpha)
+  std::vector<double> sigma;        ///< local scale per embedded point (empty without local scaling)
+  nlohmann::json solver;            ///< {"ncv", "iterations", "matvecs", "tolerance"}
 };
 
 DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& params,
                               Progress& progress);
+
+/// Nystrom extension: places `count` new points given, for each, `kn`
+/// neighbour rows of the input graph (indices, -1 = unused) and the true
+/// distances to them (same metric as the graph). The kernel, local scaling
+/// (sigma of the new point = distance to its j-th listed neighbour) and
+/// alpha-normalisation are those of `result` and `params`. Neighbours outside
+/// the embedded component are ignored. Returns count x m diffusion
+/// coordinates, row-major; `psi_out` (optional) receives count x (m+1) psi.
+/// A point given exactly its kernel row (itself at distance 0 included)
+/// reproduces its training coordinates. Throws Error when a point has no
+/// neighbour in the embedded component.
+std::vector<double> nystrom_extend(const DiffusionResult& result, const DiffusionParams& params, int64_t count,
+                                   int kn, const int64_t* indices, const float* distances,
+                                   std::vector<double>* psi_out = nullptr);
+
+/// Fisher-Lee circular correlation of two angle samples (radians), in
+/// [-1, 1]; +-1 when b = +-a + constant. Needs no mean direction, so it is
+/// well defined for angles spread uniformly over the circle.
+double circular_correlation(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace manifold

@@ -1,0 +1,66 @@
+#pragma once
+// The embedding directory written by `manifold embed` / `run`:
+//   eigenvalues.npy   float64 (M+1)      descending, the trivial 1 first
+//   embedding.npy     float64 N' x M     diffusion coordinates lambda_i^t psi_i
+//   point_index.npy   int64   N'         input row of each embedded point
+//                                        (0..N-1 unless the graph was disconnected)
+//   embedding.csv     "index,dc1,...,dcM" one line per embedded point, %.17g
+//   embedding.vtp     VTK XML PolyData: one vertex per point at (dc1, dc2, dc3)
+//                     (0 for missing axes), point-data arrays dc1..dcM (Float64)
+//                     and index (Int64); inline base64 binary, readable by
+//                     ParaView and vtkXMLPolyDataReader
+//   embedding.json    format "manifold-embedding" version 1: every parameter,
+//                     the epsilon used and its rule, components found, points
+//                     embedded, eigenvalues, solver facts, timings, the BGH
+//                     curve (epsilon = auto) and the graph's metadata
+// All files appear together or not at all (OutputTransaction).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "manifold/diffusion_map.h"
+#include "manifold/output.h"
+
+namespace manifold {
+
+/// embedding.json for a result. `graph` is the graph's metadata (graph.json), may be null.
+nlohmann::json embedding_metadata(const DiffusionResult& result, const DiffusionParams& params,
+                                  const nlohmann::json& graph = nullptr);
+
+/// Adds the six embedding files to an open transaction (so `run` can commit
+/// graph and embedding together). `extra` is merged into embedding.json.
+void write_embedding_files(OutputTransaction& tx, const DiffusionResult& result, const DiffusionParams& params,
+                           const nlohmann::json& graph = nullptr, const nlohmann::json& extra = nullptr);
+
+/// Writes the embedding files into `dir` (created if missing), all-or-nothing.
+void write_embedding(const std::string& dir, const DiffusionResult& result, const DiffusionParams& params,
+                     const nlohmann::json& graph = nullptr, const nlohmann::json& extra = nullptr);
+
+/// VTK XML PolyData of n points with m named coordinates (row-major n x m)
+/// and an Int64 "index" array. The file appears atomically.
+void write_vtp(const std::string& path, int64_t n, int m, const double* coordinates, const int64_t* index,
+               const std::vector<std::string>& names);
+
+/// CSV with a header line: index,<names...>. The file appears atomically.
+void write_csv(const std::string& path, int64_t n, int m, const double* coordinates, const int64_t* index,
+               const std::vector<std::string>& names);
+
+struct Embedding {
+  int64_t n = 0;                    ///< points embedded
+  int m = 0;                        ///< coordinates per point
+  std::vector<double> eigenvalues;  ///< m+1
+  std::vector<double> coordinates;  ///< n*m row-major
+  std::vector<int64_t> point_index; ///< n
+  nlohmann::json metadata;          ///< embedding.json
+};
+
+/// Reads eigenvalues.npy, embedding.npy, point_index.npy and embedding.json
+/// from `dir` and checks that they agree. Throws Error naming the file.
+Embedding read_embedding(const std::string& dir);
+
+/// Names of the diffusion coordinates: dc1..dcM.
+std::vector<std::string> coordinate_names(int m);
+
+}  // namespace manifold

@@ -1,0 +1,324 @@
+// Stages 7-8: the eigensolve (Spectra on a CSR operator) and the Markov
+// eigenvectors / diffusion coordinates.
+#include <Spectra/SymEigsSolver.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "manifold/diffusion_map.h"
+#include "manifold/error.h"
+#include "manifold/parallel.h"
+
+namespace manifold {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+/// Spectra's operator concept over the CSR matrix: every Lanczos step is one
+/// multi-threaded sparse mat-vec, and a chance to report and cancel.
+class CsrOperator {
+ public:
+  using Scalar = double;
+  CsrOperator(const DiffusionMatrix& a, int threads, Progress& progress)
+      : a_(a), threads_(threads), progress_(progress) {}
+  Eigen::Index rows() const { return static_cast<Eigen::Index>(a_.n); }
+  Eigen::Index cols() const { return static_cast<Eigen::Index>(a_.n); }
+  void perform_op(const double* x, double* y) const {
+    a_.multiply(x, y, threads_);
+    progress_.advance(1);
+  }
+
+ private:
+  const DiffusionMatrix& a_;
+  int threads_;
+  Progress& progress_;
+};
+
+/// (I - V V^T) A (I - V V^T): A with the found eigenvectors V locked out, so
+/// its top eigenpair is the best one not found yet.
+class DeflatedOperator {
+ public:
+  using Scalar = double;
+  DeflatedOperator(const DiffusionMatrix& a, const Eigen::MatrixXd& v, int threads, Progress& progress)
+      : a_(a), v_(v), threads_(threads), progress_(progress), z_(a.n) {}
+  Eigen::Index rows() const { return static_cast<Eigen::Index>(a_.n); }
+  Eigen::Index cols() const { return static_cast<Eigen::Index>(a_.n); }
+  void perform_op(const double* x, double* y) const {
+    Eigen::Map<const Eigen::VectorXd> xin(x, a_.n);
+    Eigen::Map<Eigen::VectorXd> yout(y, a_.n);
+    z_ = xin - v_ * (v_.transpose() * xin);
+    a_.multiply(z_.data(), y, threads_);
+    yout -= v_ * (v_.transpose() * yout);
+    progress_.advance(1);
+  }
+
+ private:
+  const DiffusionMatrix& a_;
+  const Eigen::MatrixXd& v_;
+  int threads_;
+  Progress& progress_;
+  mutable Eigen::VectorXd z_;
+};
+
+struct SolveResult {
+  Eigen::VectorXd values;
+  Eigen::MatrixXd vectors;
+  int64_t matvecs = 0, iterations = 0;
+  bool ok = false;
+  int64_t converged = 0;
+};
+
+template <class Op>
+SolveResult spectra_solve(Op& op, int count, int ncv, double tolerance, uint64_t seed) {
+  Spectra::SymEigsSolver<Op> solver(op, count, ncv);
+  // A fixed seed per role keeps results repeatable; the locking check needs
+  // a start vector other than the first solve's (see top_eigenpairs).
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  Eigen::VectorXd start(op.rows());
+  for (Eigen::Index i = 0; i < start.size(); ++i) start[i] = u(rng);
+  solver.init(start.data());
+  SolveResult r;
+  r.converged = solver.compute(Spectra::SortRule::LargestAlge, 100000, tolerance, Spectra::SortRule::LargestAlge);
+  r.ok = solver.info() == Spectra::CompInfo::Successful && r.converged >= count;
+  r.matvecs = solver.num_operations();
+  r.iterations = solver.num_iterations();
+  if (r.ok) {
+    r.values = solver.eigenvalues();
+    r.vectors = solver.eigenvectors();
+  }
+  return r;
+}
+
+/// lambda^t; for a negative lambda and fractional t the odd extension
+/// sign(lambda) |lambda|^t keeps the coordinate real.
+double lambda_power(double l, double t) {
+  if (t == std::floor(t)) return std::pow(l, t);
+  return std::copysign(std::pow(std::abs(l), t), l);
+}
+
+}  // namespace
+
+Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, double tolerance, int ncv, int threads,
+                          Progress& progress) {
+  if (count < 1 || count >= a.n)
+    throw UsageError("eigensolve: " + std::to_string(count) + " eigenpairs requested from a " + std::to_string(a.n) +
+                     "-point graph; need fewer than the points");
+  // A basis of about three times the wanted pairs converges in few restarts
+  // for the clustered top of a diffusion spectrum, where ARPACK's default
+  // 2 nev + 1 restarts often.
+  if (ncv <= 0) ncv = static_cast<int>(std::max<int64_t>(3 * count + 10, 40));
+  ncv = static_cast<int>(std::min<int64_t>(ncv, a.n));
+  if (ncv <= count) ncv = static_cast<int>(std::min<int64_t>(a.n, count + 1));
+  progress.stage("eigensolve", 0, "mat-vecs");
+  Eigenpairs e;
+  e.count = count;
+  e.ncv = ncv;
+  auto fail = [&](const SolveResult& s) {
+    throw Error("eigensolve: Spectra did not converge (" + std::to_string(s.converged) + " of " +
+                std::to_string(count) + " eigenpairs after " + std::to_string(s.matvecs) +
+                " mat-vecs); try a larger --epsilon, a larger --k or fewer --components");
+  };
+  CsrOperator op(a, threads, progress);
+  SolveResult s = spectra_solve(op, count, ncv, tolerance, 1);
+  e.matvecs += s.matvecs;
+  e.iterations += s.iterations;
+  if (!s.ok) fail(s);
+  Eigen::VectorXd vals = s.values;
+  Eigen::MatrixXd vecs = s.vectors;
+
+  // Locking check. A single-vector Krylov method sees one direction per
+  // eigenspace of its start vector, so a repeated eigenvalue (a circle's
+  // pairs, a sphere's triplet) can come back once. Search A with the found
+  // vectors locked out, from another start vector: while its top eigenvalue
+  // beats the smallest found one, it is a missed pair; swap it in.
+  const int check_ncv = static_cast<int>(std::min<int64_t>(a.n - count, 20));
+  for (int round = 0; round <= count && check_ncv > 1; ++round) {
+    DeflatedOperator dop(a, vecs, threads, progress);
+    const double loose = std::max(tolerance, 1e-6);
+    SolveResult c = spectra_solve(dop, 1, check_ncv, loose, 1000 + static_cast<uint64_t>(round));
+    e.matvecs += c.matvecs;
+    e.iterations += c.iterations;
+    if (!c.ok) break;  // nothing clearly above the found set to converge to
+    const double lmin = vals[count - 1];
+    const double margin = 10 * loose * std::max(std::abs(lmin), 1e-3);
+    if (!(c.values[0] > lmin + margin)) break;
+    if (loose > tolerance) {
+      c = spectra_solve(dop, 1, check_ncv, tolerance, 2000 + static_cast<uint64_t>(round));
+      e.matvecs += c.matvecs;
+      e.iterations += c.iterations;
+      if (!c.ok) fail(c);
+    }
+    // Insert in order, dropping the smallest found pair.
+    int pos = count - 1;
+    while (pos > 0 && vals[pos - 1] < c.values[0]) {
+      vals[pos] = vals[pos - 1];
+      vecs.col(pos) = vecs.col(pos - 1);
+      --pos;
+    }
+    vals[pos] = c.values[0];
+    vecs.col(pos) = c.vectors.col(0);
+  }
+  progress.finish();
+
+  e.values.assign(vals.data(), vals.data() + count);
+  e.vectors.resize(static_cast<size_t>(a.n * count));
+  for (int c = 0; c < count; ++c) {
+    // Deterministic sign: the entry of largest magnitude is positive.
+    Eigen::Index arg = 0;
+    vecs.col(c).cwiseAbs().maxCoeff(&arg);
+    const double sign = vecs(arg, c) < 0 ? -1.0 : 1.0;
+    for (int64_t i = 0; i < a.n; ++i) e.vectors[static_cast<size_t>(i * count + c)] = sign * vecs(i, c);
+  }
+  return e;
+}
+
+DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& params, Progress& progress) {
+  const auto t_start = Clock::now();
+  DiffusionMatrix a = diffusion_matrix(graph, params, progress);
+  const int m = params.components;
+  const int nev = m + 1;
+  if (nev >= a.n)
+    throw UsageError("--components " + std::to_string(m) + ": the embedded component has only " + std::to_string(a.n) +
+                     " points (the graph has " + std::to_string(a.graph_components) +
+                     " connected components); use fewer components or a larger --k");
+  auto t = Clock::now();
+  Eigenpairs e = top_eigenpairs(a, nev, params.tolerance, params.ncv, params.threads, progress);
+  const double t_eig = seconds_since(t);
+
+  // The trivial pair is lambda = 1 with v_0 = sqrt(d) / |sqrt(d)| whenever
+  // the graph is connected; anything else means a broken matrix.
+  if (std::abs(e.values[0] - 1.0) > 1e-6)
+    throw Error("eigensolve: the top eigenvalue is " + std::to_string(e.values[0]) +
+                ", not 1; the kernel matrix is not a Markov conjugate");
+
+  t = Clock::now();
+  DiffusionResult r;
+  r.n = a.n;
+  r.m = m;
+  r.eigenvalues = e.values;
+  r.epsilon = a.epsilon;
+  r.graph_components = a.graph_components;
+  r.point_index = std::move(a.point_index);
+  r.bgh = a.bgh;
+  r.graph_points = a.graph_points;
+  r.k = a.k;
+  r.density = a.density;
+  r.sigma = a.sigma;
+  r.solver = {{"method", "Spectra SymEigsSolver (implicitly restarted Lanczos)"},
+              {"ncv", e.ncv},
+              {"iterations", e.iterations},
+              {"matvecs", e.matvecs},
+              {"tolerance", params.tolerance},
+              {"nnz", a.nnz()}};
+  double dsum = 0;
+  for (double d : a.degree) dsum += d;
+  const double scale = std::sqrt(dsum);
+  // psi_0 = v_0 scale / sqrt(d) must be +1, not -1.
+  double v0sign = 0;
+  for (int64_t i = 0; i < a.n; ++i) v0sign += e.vectors[static_cast<size_t>(i * nev)];
+  const double s0 = v0sign < 0 ? -1.0 : 1.0;
+  r.psi.resize(static_cast<size_t>(a.n * nev));
+  r.coordinates.resize(static_cast<size_t>(a.n * m));
+  std::vector<double> lt(static_cast<size_t>(nev));
+  for (int c = 0; c < nev; ++c) lt[static_cast<size_t>(c)] = lambda_power(e.values[static_cast<size_t>(c)], params.t);
+  parallel_for(0, a.n, params.threads, [&](int64_t i) {
+    const double f = scale / std::sqrt(a.degree[static_cast<size_t>(i)]);
+    for (int c = 0; c < nev; ++c) {
+      double v = e.vectors[static_cast<size_t>(i * nev + c)] * f;
+      if (c == 0) v *= s0;
+      r.psi[static_cast<size_t>(i * nev + c)] = v;
+      if (c > 0) r.coordinates[static_cast<size_t>(i * m + c - 1)] = lt[static_cast<size_t>(c)] * v;
+    }
+  });
+  r.timings = a.timings;
+  r.timings.emplace_back("eigensolve", t_eig);
+  r.timings.emplace_back("coordinates", seconds_since(t));
+  r.timings.emplace_back("total", seconds_since(t_start));
+  return r;
+}
+
+std::vector<double> nystrom_extend(const DiffusionResult& r, const DiffusionParams& p, int64_t count, int kn,
+                                   const int64_t* indices, const float* distances, std::vector<double>* psi_out) {
+  if (count < 0 || kn < 1) throw UsageError("nystrom: need at least one neighbour per new point");
+  if (r.n == 0 || r.eigenvalues.size() != static_cast<size_t>(r.m + 1))
+    throw Error("nystrom: the diffusion result is empty");
+  if (p.local_scaling > kn)
+    throw UsageError("nystrom: local scaling uses the " + std::to_string(p.local_scaling) + "-th neighbour but only " +
+                     std::to_string(kn) + " are given");
+  std::vector<int64_t> embedded_of(static_cast<size_t>(r.graph_points), -1);
+  for (int64_t e = 0; e < r.n; ++e) embedded_of[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])] = e;
+  const int nev = r.m + 1;
+  const double inv_eps = 1.0 / r.epsilon;
+  std::vector<double> coords(static_cast<size_t>(count * r.m));
+  if (psi_out) psi_out->assign(static_cast<size_t>(count * nev), 0.0);
+  std::vector<double> lt(static_cast<size_t>(nev));
+  for (int c = 0; c < nev; ++c) lt[static_cast<size_t>(c)] = lambda_power(r.eigenvalues[static_cast<size_t>(c)], p.t);
+  parallel_for(0, count, p.threads, [&](int64_t x) {
+    const int64_t* idx = indices + x * kn;
+    const float* dist = distances + x * kn;
+    double sigma_x = 1;
+    if (p.local_scaling > 0) {
+      sigma_x = dist[p.local_scaling - 1];
+      if (!(sigma_x > 0))
+        throw Error("nystrom: new point " + std::to_string(x) + " is at distance 0 from its " +
+                    std::to_string(p.local_scaling) + "-th neighbour; local scaling is undefined");
+    }
+    std::vector<std::pair<int64_t, double>> w;
+    double q = 0;
+    for (int l = 0; l < kn; ++l) {
+      if (idx[l] < 0) continue;
+      if (idx[l] >= r.graph_points)
+        throw Error("nystrom: neighbour index " + std::to_string(idx[l]) + " of new point " + std::to_string(x) +
+                    " is out of range for " + std::to_string(r.graph_points) + " graph points");
+      const int64_t e = embedded_of[static_cast<size_t>(idx[l])];
+      if (e < 0) continue;
+      double s = static_cast<double>(dist[l]) * dist[l];
+      if (p.local_scaling > 0) s /= sigma_x * r.sigma[static_cast<size_t>(e)];
+      const double k = std::exp(-s * inv_eps);
+      w.emplace_back(e, k);
+      q += k;
+    }
+    if (w.empty() || !(q > 0))
+      throw Error("nystrom: new point " + std::to_string(x) + " has no neighbour in the embedded component");
+    double d = 0;
+    const double qx = std::pow(q, -p.alpha);
+    for (auto& [e, k] : w) {
+      k *= qx * std::pow(r.density[static_cast<size_t>(e)], -p.alpha);
+      d += k;
+    }
+    std::vector<double> acc(static_cast<size_t>(nev), 0.0);
+    for (auto& [e, k] : w)
+      for (int c = 0; c < nev; ++c) acc[static_cast<size_t>(c)] += k * r.psi[static_cast<size_t>(e * nev + c)];
+    for (int c = 0; c < nev; ++c) {
+      // psi(x) = (P psi)(x) / lambda
+      const double psi = acc[static_cast<size_t>(c)] / d / r.eigenvalues[static_cast<size_t>(c)];
+      if (psi_out) (*psi_out)[static_cast<size_t>(x * nev + c)] = psi;
+      if (c > 0) coords[static_cast<size_t>(x * r.m + c - 1)] = lt[static_cast<size_t>(c)] * psi;
+    }
+  });
+  return coords;
+}
+
+double circular_correlation(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size() || a.size() < 2) throw UsageError("circular correlation: need two samples of equal size >= 2");
+  // Fisher-Lee: sum_ij sin(a_i - a_j) sin(b_i - b_j) over all pairs, expanded
+  // into sums over single points (O(N) instead of O(N^2)).
+  double sasb = 0, cacb = 0, sacb = 0, casb = 0, sa2 = 0, ca2 = 0, saca = 0, sb2 = 0, cb2 = 0, sbcb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double sa = std::sin(a[i]), ca = std::cos(a[i]), sb = std::sin(b[i]), cb = std::cos(b[i]);
+    sasb += sa * sb, cacb += ca * cb, sacb += sa * cb, casb += ca * sb;
+    sa2 += sa * sa, ca2 += ca * ca, saca += sa * ca;
+    sb2 += sb * sb, cb2 += cb * cb, sbcb += sb * cb;
+  }
+  const double num = sasb * cacb - sacb * casb;
+  const double den = std::sqrt((sa2 * ca2 - saca * saca) * (sb2 * cb2 - sbcb * sbcb));
+  if (!(den > 0)) return 0;
+  return num / den;
+}
+
+}  // namespace manifold

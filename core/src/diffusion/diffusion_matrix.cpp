@@ -1,0 +1,514 @@
+// Stages 1-6 of the diffusion map: from the k-NN graph to the symmetric
+// conjugate A = D^-1/2 K^a D^-1/2 in CSR. Every stage is linear in the number
+// of edges, so changing k' or epsilon re-runs all of it interactively.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "manifold/diffusion_map.h"
+#include "manifold/error.h"
+#include "manifold/parallel.h"
+
+namespace manifold {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int64_t kBlock = 1024;  // rows per progress/parallel block
+
+int64_t blocks_of(int64_t n) { return (n + kBlock - 1) / kBlock; }
+
+/// The symmetrised pattern. For an edge present in both directions s_near
+/// and s_far are the smaller and larger of the two scaled squared distances
+/// (equal for exact distances); for a one-sided edge s_far = inf.
+struct Pattern {
+  int64_t n = 0;
+  std::vector<int64_t> ptr;
+  std::vector<int32_t> col;
+  std::vector<double> s_near, s_far;
+};
+
+enum class Sym { Or, And, Average };
+
+Sym parse_sym(const std::string& s) {
+  if (s == "or") return Sym::Or;
+  if (s == "and") return Sym::And;
+  return Sym::Average;
+}
+
+// Kernel value of a pattern entry under the symmetrisation rule.
+inline double edge_weight(double near, double far, double inv_eps, Sym sym) {
+  switch (sym) {
+    case Sym::Or: return std::exp(-near * inv_eps);
+    case Sym::And: return std::exp(-far * inv_eps);
+    case Sym::Average: return 0.5 * (std::exp(-near * inv_eps) + (far < kInf ? std::exp(-far * inv_eps) : 0.0));
+  }
+  return 0;
+}
+
+Pattern build_pattern(const KnnGraph& g, int kp, const std::vector<double>& sigma, Sym sym, int threads,
+                      Progress& progress) {
+  const int64_t n = g.n;
+  const int k = g.k;
+  // Directed rows sorted by column (self entries dropped: the self-affinity
+  // is added as the diagonal).
+  std::vector<int32_t> dcol(static_cast<size_t>(n * kp));
+  std::vector<double> ds(static_cast<size_t>(n * kp));
+  std::vector<int32_t> dcount(static_cast<size_t>(n));
+  progress.stage("kernel graph", static_cast<uint64_t>(n), "rows");
+  parallel_for(0, blocks_of(n), threads, [&](int64_t b) {
+    std::vector<std::pair<int32_t, double>> row(static_cast<size_t>(kp));
+    const int64_t r1 = std::min(n, (b + 1) * kBlock);
+    for (int64_t i = b * kBlock; i < r1; ++i) {
+      const int64_t* idx = g.indices.data() + i * k;
+      const float* dist = g.distances.data() + i * k;
+      int m = 0;
+      for (int e = 0; e < kp; ++e) {
+        const int64_t j = idx[e];
+        if (j == i) continue;
+        double d = dist[e];
+        double s = d * d;
+        if (!sigma.empty()) s /= sigma[static_cast<size_t>(i)] * sigma[static_cast<size_t>(j)];
+        row[static_cast<size_t>(m++)] = {static_cast<int32_t>(j), s};
+      }
+      std::sort(row.begin(), row.begin() + m, [](auto& a, auto& b) { return a.first < b.first; });
+      for (int e = 1; e < m; ++e)
+        if (row[static_cast<size_t>(e)].first == row[static_cast<size_t>(e - 1)].first)
+          throw Error("graph row " + std::to_string(i) + " lists neighbour " +
+                      std::to_string(row[static_cast<size_t>(e)].first) + " twice (corrupt indices.npy?)");
+      for (int e = 0; e < m; ++e) {
+        dcol[static_cast<size_t>(i * kp + e)] = row[static_cast<size_t>(e)].first;
+        ds[static_cast<size_t>(i * kp + e)] = row[static_cast<size_t>(e)].second;
+      }
+      dcount[static_cast<size_t>(i)] = m;
+    }
+    progress.advance(static_cast<uint64_t>(r1 - b * kBlock));
+  });
+
+  // Transpose by counting sort: filling in row order leaves each transposed
+  // row sorted by column.
+  std::vector<int64_t> tptr(static_cast<size_t>(n + 1), 0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int e = 0; e < dcount[static_cast<size_t>(i)]; ++e) ++tptr[static_cast<size_t>(dcol[static_cast<size_t>(i * kp + e)]) + 1];
+  for (int64_t i = 0; i < n; ++i) tptr[static_cast<size_t>(i + 1)] += tptr[static_cast<size_t>(i)];
+  std::vector<int32_t> tcol(static_cast<size_t>(tptr[static_cast<size_t>(n)]));
+  std::vector<double> ts(tcol.size());
+  {
+    std::vector<int64_t> fill(tptr.begin(), tptr.end() - 1);
+    for (int64_t i = 0; i < n; ++i)
+      for (int e = 0; e < dcount[static_cast<size_t>(i)]; ++e) {
+        const size_t src = static_cast<size_t>(i * kp + e);
+        const int64_t pos = fill[static_cast<size_t>(dcol[src])]++;
+        tcol[static_cast<size_t>(pos)] = static_cast<int32_t>(i);
+        ts[static_cast<size_t>(pos)] = ds[src];
+      }
+  }
+  progress.check_cancel();
+
+  // Merge row i of the directed graph with row i of its transpose.
+  auto merge_row = [&](int64_t i, int32_t* out_col, double* out_near, double* out_far) -> int64_t {
+    const int32_t* a = dcol.data() + i * kp;
+    const double* as = ds.data() + i * kp;
+    const int64_t na = dcount[static_cast<size_t>(i)];
+    const int32_t* b = tcol.data() + tptr[static_cast<size_t>(i)];
+    const double* bs = ts.data() + tptr[static_cast<size_t>(i)];
+    const int64_t nb = tptr[static_cast<size_t>(i + 1)] - tptr[static_cast<size_t>(i)];
+    int64_t p = 0, q = 0, m = 0;
+    while (p < na || q < nb) {
+      int32_t c;
+      double near, far;
+      if (q >= nb || (p < na && a[p] < b[q])) {
+        c = a[p];
+        near = as[p++];
+        far = kInf;
+      } else if (p >= na || b[q] < a[p]) {
+        c = b[q];
+        near = bs[q++];
+        far = kInf;
+      } else {
+        c = a[p];
+        near = std::min(as[p], bs[q]);
+        far = std::max(as[p], bs[q]);
+        ++p, ++q;
+      }
+      if (sym == Sym::And && far == kInf) continue;
+      if (out_col) {
+        out_col[m] = c;
+        out_near[m] = near;
+        out_far[m] = far;
+      }
+      ++m;
+    }
+    return m;
+  };
+  Pattern pat;
+  pat.n = n;
+  pat.ptr.assign(static_cast<size_t>(n + 1), 0);
+  parallel_for(0, n, threads, [&](int64_t i) {
+    pat.ptr[static_cast<size_t>(i + 1)] = merge_row(i, nullptr, nullptr, nullptr);
+  });
+  for (int64_t i = 0; i < n; ++i) pat.ptr[static_cast<size_t>(i + 1)] += pat.ptr[static_cast<size_t>(i)];
+  const size_t nnz = static_cast<size_t>(pat.ptr[static_cast<size_t>(n)]);
+  pat.col.resize(nnz);
+  pat.s_near.resize(nnz);
+  pat.s_far.resize(nnz);
+  parallel_for(0, n, threads, [&](int64_t i) {
+    const size_t o = static_cast<size_t>(pat.ptr[static_cast<size_t>(i)]);
+    merge_row(i, pat.col.data() + o, pat.s_near.data() + o, pat.s_far.data() + o);
+  });
+  progress.finish();
+  return pat;
+}
+
+/// Connected components by union-find; returns the component label (0..c-1,
+/// numbered by smallest member) of every row.
+std::vector<int32_t> components(const Pattern& p, int* count) {
+  std::vector<int64_t> parent(static_cast<size_t>(p.n));
+  std::iota(parent.begin(), parent.end(), 0);
+  auto find = [&](int64_t x) {
+    while (parent[static_cast<size_t>(x)] != x) {
+      parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+      x = parent[static_cast<size_t>(x)];
+    }
+    return x;
+  };
+  for (int64_t i = 0; i < p.n; ++i)
+    for (int64_t e = p.ptr[static_cast<size_t>(i)]; e < p.ptr[static_cast<size_t>(i + 1)]; ++e) {
+      const int64_t j = p.col[static_cast<size_t>(e)];
+      if (j <= i) continue;
+      int64_t a = find(i), b = find(j);
+      if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+    }
+  std::vector<int32_t> label(static_cast<size_t>(p.n), -1);
+  std::vector<int32_t> root_label(static_cast<size_t>(p.n), -1);
+  int c = 0;
+  for (int64_t i = 0; i < p.n; ++i) {
+    const int64_t r = find(i);
+    if (root_label[static_cast<size_t>(r)] < 0) root_label[static_cast<size_t>(r)] = c++;
+    label[static_cast<size_t>(i)] = root_label[static_cast<size_t>(r)];
+  }
+  *count = c;
+  return label;
+}
+
+/// The pattern restricted to the rows `keep` (sorted), renumbered.
+Pattern restrict(const Pattern& p, const std::vector<int64_t>& keep) {
+  std::vector<int32_t> renumber(static_cast<size_t>(p.n), -1);
+  for (size_t r = 0; r < keep.size(); ++r) renumber[static_cast<size_t>(keep[r])] = static_cast<int32_t>(r);
+  Pattern q;
+  q.n = static_cast<int64_t>(keep.size());
+  q.ptr.push_back(0);
+  for (int64_t i : keep) {
+    for (int64_t e = p.ptr[static_cast<size_t>(i)]; e < p.ptr[static_cast<size_t>(i + 1)]; ++e) {
+      // Edges never leave a component, so every column is kept.
+      q.col.push_back(renumber[static_cast<size_t>(p.col[static_cast<size_t>(e)])]);
+      q.s_near.push_back(p.s_near[static_cast<size_t>(e)]);
+      q.s_far.push_back(p.s_far[static_cast<size_t>(e)]);
+    }
+    q.ptr.push_back(static_cast<int64_t>(q.col.size()));
+  }
+  return q;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t m = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
+  double hi = v[m];
+  if (v.size() % 2) return hi;
+  double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m));
+  return 0.5 * (lo + hi);
+}
+
+/// Berry-Giannakis-Harlim: S(eps) = sum_ij K_ij over a log grid with four
+/// points per octave; the slope d log S / d log eps peaks where the kernel
+/// resolves the manifold, at d/2 for a d-dimensional manifold.
+nlohmann::json bgh_sweep(const Pattern& p, Sym sym, int threads, Progress& progress, double* chosen) {
+  // Range of the grid: from well below the smallest positive s to well above
+  // the largest, so S(eps) runs from its floor (n) to its ceiling (n + nnz).
+  double lo = kInf, hi = 0;
+  for (size_t e = 0; e < p.s_near.size(); ++e) {
+    const double a = p.s_near[e];
+    const double b = sym == Sym::Or ? a : p.s_far[e];
+    if (a > 0) lo = std::min(lo, a);
+    if (b < kInf) hi = std::max(hi, b);
+    else hi = std::max(hi, a);
+  }
+  if (!(lo < kInf) || !(hi > 0))
+    throw Error("epsilon auto: every neighbour distance is 0 (duplicate points?); give --epsilon VALUE");
+  constexpr int kPerOctave = 4;
+  const double e_min = lo / 16, e_max = hi * 16;
+  int L = static_cast<int>(std::ceil(kPerOctave * std::log2(e_max / e_min))) + 1;
+  L = std::clamp(L, 8, 400);
+  L = (L + kPerOctave - 1) / kPerOctave * kPerOctave;  // whole octaves: chains of squarings
+  std::vector<double> eps(static_cast<size_t>(L));
+  for (int l = 0; l < L; ++l) eps[static_cast<size_t>(l)] = e_min * std::exp2(static_cast<double>(l) / kPerOctave);
+
+  // exp(-s/eps_l) = exp(-s/eps_{l+4})^2: one exp per chain of four, then squarings.
+  std::vector<std::vector<double>> partial(static_cast<size_t>(blocks_of(p.n)));
+  progress.stage("epsilon sweep", static_cast<uint64_t>(p.n), "rows");
+  parallel_for(0, blocks_of(p.n), threads, [&](int64_t b) {
+    std::vector<double> acc(static_cast<size_t>(L), 0.0);
+    auto add = [&](double s, double weight) {
+      if (!(s < kInf)) return;
+      for (int c = 0; c < kPerOctave; ++c) {
+        int l = L - 1 - c;
+        double v = std::exp(-s / eps[static_cast<size_t>(l)]);
+        for (; l >= 0; l -= kPerOctave) {
+          if (v < 1e-150) break;  // the rest underflows; keep denormals out
+          acc[static_cast<size_t>(l)] += weight * v;
+          v *= v;
+        }
+      }
+    };
+    const int64_t r1 = std::min(p.n, (b + 1) * kBlock);
+    for (int64_t e = p.ptr[static_cast<size_t>(b * kBlock)]; e < p.ptr[static_cast<size_t>(r1)]; ++e) {
+      switch (sym) {
+        case Sym::Or: add(p.s_near[static_cast<size_t>(e)], 1.0); break;
+        case Sym::And: add(p.s_far[static_cast<size_t>(e)], 1.0); break;
+        case Sym::Average:
+          add(p.s_near[static_cast<size_t>(e)], 0.5);
+          add(p.s_far[static_cast<size_t>(e)], 0.5);
+          break;
+      }
+    }
+    partial[static_cast<size_t>(b)] = std::move(acc);
+    progress.advance(static_cast<uint64_t>(r1 - b * kBlock));
+  });
+  std::vector<double> log_sum(static_cast<size_t>(L));
+  for (int l = 0; l < L; ++l) {
+    double s = static_cast<double>(p.n);  // self-affinities
+    for (auto& v : partial) s += v[static_cast<size_t>(l)];
+    log_sum[static_cast<size_t>(l)] = std::log(s);
+  }
+  std::vector<double> slope(static_cast<size_t>(L), 0.0);
+  int best = 1;
+  for (int l = 1; l + 1 < L; ++l) {
+    slope[static_cast<size_t>(l)] = (log_sum[static_cast<size_t>(l + 1)] - log_sum[static_cast<size_t>(l - 1)]) /
+                                    std::log(eps[static_cast<size_t>(l + 1)] / eps[static_cast<size_t>(l - 1)]);
+    if (slope[static_cast<size_t>(l)] > slope[static_cast<size_t>(best)]) best = l;
+  }
+  progress.finish();
+  *chosen = eps[static_cast<size_t>(best)];
+  nlohmann::json j;
+  j["epsilon"] = eps;
+  j["log_sum"] = log_sum;
+  j["slope"] = slope;
+  j["epsilon_chosen"] = *chosen;
+  j["max_slope"] = slope[static_cast<size_t>(best)];
+  j["dimension"] = 2 * slope[static_cast<size_t>(best)];
+  return j;
+}
+
+}  // namespace
+
+std::string epsilon_rule(const DiffusionParams& p) {
+  if (p.epsilon == "median" || p.epsilon == "auto") return p.epsilon;
+  return "value";
+}
+
+void validate(const DiffusionParams& p, const KnnGraph& g) {
+  if (g.n < 3) throw UsageError("graph has " + std::to_string(g.n) + " points; a diffusion map needs at least 3");
+  if (g.k < 1) throw Error("graph has k = " + std::to_string(g.k) + " neighbours per point");
+  if (static_cast<int64_t>(g.indices.size()) != g.n * g.k)
+    throw Error("graph indices hold " + std::to_string(g.indices.size()) + " values, expected N x k = " +
+                std::to_string(g.n) + " x " + std::to_string(g.k));
+  if (static_cast<int64_t>(g.distances.size()) != g.n * g.k)
+    throw Error("graph distances hold " + std::to_string(g.distances.size()) + " values, expected N x k = " +
+                std::to_string(g.n) + " x " + std::to_string(g.k));
+  if (g.n > std::numeric_limits<int32_t>::max())
+    throw Error("graph has " + std::to_string(g.n) + " points; the diffusion map supports up to 2^31 - 1");
+  if (p.k < 0 || p.k > g.k)
+    throw UsageError("--k " + std::to_string(p.k) + ": must be between 1 and the graph's k = " + std::to_string(g.k));
+  const int kp = p.k == 0 ? g.k : p.k;
+  const std::string rule = epsilon_rule(p);
+  if (rule == "value") {
+    char* end = nullptr;
+    double v = std::strtod(p.epsilon.c_str(), &end);
+    if (p.epsilon.empty() || end == p.epsilon.c_str() || *end)
+      throw UsageError("--epsilon: '" + p.epsilon + "' is not a number, 'median' or 'auto'");
+    if (!(v > 0) || !std::isfinite(v)) throw UsageError("--epsilon " + p.epsilon + ": must be positive");
+  }
+  if (!(p.alpha >= 0 && p.alpha <= 1)) throw UsageError("--alpha " + std::to_string(p.alpha) + ": must be in [0, 1]");
+  if (!(p.t >= 0) || !std::isfinite(p.t)) throw UsageError("--t " + std::to_string(p.t) + ": must be >= 0");
+  if (p.components < 1 || static_cast<int64_t>(p.components) > g.n - 2)
+    throw UsageError("--components " + std::to_string(p.components) + ": must be between 1 and N - 2 = " +
+                     std::to_string(g.n - 2) + " for " + std::to_string(g.n) + " points");
+  if (p.symmetrize != "or" && p.symmetrize != "and" && p.symmetrize != "average")
+    throw UsageError("--symmetrize: unknown rule '" + p.symmetrize + "' (or, and, average)");
+  if (p.local_scaling < 0 || p.local_scaling > kp)
+    throw UsageError("--local-scaling " + std::to_string(p.local_scaling) + ": must be 0 (off) or between 1 and k = " +
+                     std::to_string(kp));
+  if (!(p.tolerance > 0) || !(p.tolerance < 1))
+    throw UsageError("--tolerance: must be in (0, 1)");
+  if (p.ncv != 0 && (p.ncv <= p.components + 1 || p.ncv > g.n))
+    throw UsageError("--ncv " + std::to_string(p.ncv) + ": must be between M + 2 = " + std::to_string(p.components + 2) +
+                     " and N = " + std::to_string(g.n));
+  if (p.threads < 0) throw UsageError("--threads: must be >= 0");
+  for (int64_t i = 0; i < g.n * g.k; ++i) {
+    if (g.indices[static_cast<size_t>(i)] < 0 || g.indices[static_cast<size_t>(i)] >= g.n)
+      throw Error("graph index " + std::to_string(g.indices[static_cast<size_t>(i)]) + " at row " +
+                  std::to_string(i / g.k) + " is out of range for " + std::to_string(g.n) + " points");
+    const float d = g.distances[static_cast<size_t>(i)];
+    if (!(d >= 0) || !std::isfinite(d))
+      throw Error("graph distance at row " + std::to_string(i / g.k) + " is negative or not finite");
+  }
+}
+
+DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Progress& progress) {
+  validate(p, g);
+  const auto t_start = Clock::now();
+  const int threads = hardware_threads(p.threads);
+  const int kp = p.k == 0 ? g.k : p.k;
+  const Sym sym = parse_sym(p.symmetrize);
+  DiffusionMatrix a;
+  a.graph_points = g.n;
+  a.k = kp;
+
+  // Local scales: distance to the j-th neighbour of the k'-graph.
+  std::vector<double> sigma;
+  if (p.local_scaling > 0) {
+    sigma.resize(static_cast<size_t>(g.n));
+    for (int64_t i = 0; i < g.n; ++i) {
+      sigma[static_cast<size_t>(i)] = g.distances[static_cast<size_t>(i * g.k + p.local_scaling - 1)];
+      if (!(sigma[static_cast<size_t>(i)] > 0))
+        throw Error("--local-scaling " + std::to_string(p.local_scaling) + ": point " + std::to_string(i) +
+                    " is at distance 0 from its " + std::to_string(p.local_scaling) +
+                    "-th neighbour (duplicates or a self entry); choose a larger value");
+    }
+  }
+
+  auto t = Clock::now();
+  Pattern pat = build_pattern(g, kp, sigma, sym, threads, progress);
+  a.timings.emplace_back("kernel graph", seconds_since(t));
+
+  // Epsilon over the whole graph, so it does not depend on which component is embedded.
+  t = Clock::now();
+  const std::string rule = epsilon_rule(p);
+  if (rule == "value") {
+    a.epsilon = std::strtod(p.epsilon.c_str(), nullptr);
+  } else if (rule == "median") {
+    std::vector<double> last(static_cast<size_t>(g.n));
+    for (int64_t i = 0; i < g.n; ++i) {
+      const double d = g.distances[static_cast<size_t>(i * g.k + kp - 1)];
+      double s = d * d;
+      if (!sigma.empty())
+        s /= sigma[static_cast<size_t>(i)] * sigma[static_cast<size_t>(g.indices[static_cast<size_t>(i * g.k + kp - 1)])];
+      last[static_cast<size_t>(i)] = s;
+    }
+    a.epsilon = median_of(std::move(last));
+    if (!(a.epsilon > 0))
+      throw Error("epsilon median: the median squared distance to the " + std::to_string(kp) +
+                  "-th neighbour is 0 (duplicate points?); give --epsilon VALUE or a larger --k");
+  } else {
+    a.bgh = bgh_sweep(pat, sym, threads, progress, &a.epsilon);
+  }
+  a.timings.emplace_back("epsilon", seconds_since(t));
+
+  t = Clock::now();
+  std::vector<int32_t> label = components(pat, &a.graph_components);
+  if (a.graph_components > 1) {
+    std::vector<int64_t> size(static_cast<size_t>(a.graph_components), 0);
+    for (int32_t c : label) ++size[static_cast<size_t>(c)];
+    // Labels follow the smallest member, so max_element breaks ties toward it.
+    const int32_t big = static_cast<int32_t>(std::max_element(size.begin(), size.end()) - size.begin());
+    for (int64_t i = 0; i < g.n; ++i)
+      if (label[static_cast<size_t>(i)] == big) a.point_index.push_back(i);
+    pat = restrict(pat, a.point_index);
+    if (!sigma.empty()) {
+      std::vector<double> s2;
+      for (int64_t i : a.point_index) s2.push_back(sigma[static_cast<size_t>(i)]);
+      sigma.swap(s2);
+    }
+  } else {
+    a.point_index.resize(static_cast<size_t>(g.n));
+    std::iota(a.point_index.begin(), a.point_index.end(), 0);
+  }
+  a.timings.emplace_back("components", seconds_since(t));
+
+  // Kernel, alpha-normalisation and the symmetric conjugate.
+  t = Clock::now();
+  const int64_t n = pat.n;
+  a.n = n;
+  a.row_ptr = std::move(pat.ptr);
+  a.col = std::move(pat.col);
+  a.val.resize(a.col.size());
+  a.diag.resize(static_cast<size_t>(n));
+  a.degree.resize(static_cast<size_t>(n));
+  a.density.resize(static_cast<size_t>(n));
+  const double inv_eps = 1.0 / a.epsilon;
+  progress.stage("normalise", static_cast<uint64_t>(n), "rows");
+  parallel_for(0, blocks_of(n), threads, [&](int64_t b) {
+    const int64_t r1 = std::min(n, (b + 1) * kBlock);
+    for (int64_t i = b * kBlock; i < r1; ++i) {
+      double q = 1.0;  // self-affinity
+      for (int64_t e = a.row_ptr[static_cast<size_t>(i)]; e < a.row_ptr[static_cast<size_t>(i + 1)]; ++e) {
+        const double w = edge_weight(pat.s_near[static_cast<size_t>(e)], pat.s_far[static_cast<size_t>(e)], inv_eps, sym);
+        a.val[static_cast<size_t>(e)] = w;
+        q += w;
+      }
+      a.density[static_cast<size_t>(i)] = q;
+    }
+  });
+  // q^-alpha, then K^a and its row sums d.
+  std::vector<double> qa(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) qa[static_cast<size_t>(i)] = std::pow(a.density[static_cast<size_t>(i)], -p.alpha);
+  parallel_for(0, blocks_of(n), threads, [&](int64_t b) {
+    const int64_t r1 = std::min(n, (b + 1) * kBlock);
+    for (int64_t i = b * kBlock; i < r1; ++i) {
+      const double qi = qa[static_cast<size_t>(i)];
+      double d = qi * qi;
+      a.diag[static_cast<size_t>(i)] = d;
+      for (int64_t e = a.row_ptr[static_cast<size_t>(i)]; e < a.row_ptr[static_cast<size_t>(i + 1)]; ++e) {
+        double& w = a.val[static_cast<size_t>(e)];
+        w *= qi * qa[static_cast<size_t>(a.col[static_cast<size_t>(e)])];
+        d += w;
+      }
+      a.degree[static_cast<size_t>(i)] = d;
+    }
+  });
+  std::vector<double> isd(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) isd[static_cast<size_t>(i)] = 1.0 / std::sqrt(a.degree[static_cast<size_t>(i)]);
+  parallel_for(0, blocks_of(n), threads, [&](int64_t b) {
+    const int64_t r1 = std::min(n, (b + 1) * kBlock);
+    for (int64_t i = b * kBlock; i < r1; ++i) {
+      const double si = isd[static_cast<size_t>(i)];
+      a.diag[static_cast<size_t>(i)] *= si * si;
+      for (int64_t e = a.row_ptr[static_cast<size_t>(i)]; e < a.row_ptr[static_cast<size_t>(i + 1)]; ++e)
+        a.val[static_cast<size_t>(e)] *= si * isd[static_cast<size_t>(a.col[static_cast<size_t>(e)])];
+    }
+    progress.advance(static_cast<uint64_t>(r1 - b * kBlock));
+  });
+  progress.finish();
+  a.sigma = std::move(sigma);
+  a.timings.emplace_back("normalise", seconds_since(t));
+  a.timings.emplace_back("matrix total", seconds_since(t_start));
+  return a;
+}
+
+void DiffusionMatrix::multiply(const double* x, double* y, int threads) const {
+  auto rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+      double s = diag[static_cast<size_t>(i)] * x[i];
+      const int64_t e1 = row_ptr[static_cast<size_t>(i + 1)];
+      for (int64_t e = row_ptr[static_cast<size_t>(i)]; e < e1; ++e)
+        s += val[static_cast<size_t>(e)] * x[col[static_cast<size_t>(e)]];
+      y[i] = s;
+    }
+  };
+  // Below ~50k entries a thread costs more than the rows it would take.
+  const int t = nnz() < 50000 ? 1 : hardware_threads(threads);
+  if (t == 1) {
+    rows(0, n);
+    return;
+  }
+  const int64_t chunks = static_cast<int64_t>(t) * 4;
+  parallel_for(0, chunks, t, [&](int64_t c) { rows(n * c / chunks, n * (c + 1) / chunks); }, 1);
+}
+
+}  // namespace manifold

@@ -1,0 +1,239 @@
+// Writers and reader of the embedding directory (see embedding_io.h).
+#include "manifold/embedding_io.h"
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "manifold/error.h"
+#include "manifold/npy.h"
+
+namespace fs = std::filesystem;
+
+namespace manifold {
+
+namespace {
+
+/// A FILE* written to path.tmp and renamed onto path by close(); removed
+/// when destroyed unclosed, so a failed write leaves nothing behind.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
+    f_ = std::fopen(tmp_.c_str(), "wb");
+    if (!f_) throw Error(path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
+    buffer_.resize(1 << 20);
+    std::setvbuf(f_, buffer_.data(), _IOFBF, buffer_.size());
+  }
+  ~AtomicFile() {
+    if (f_) {
+      std::fclose(f_);
+      std::remove(tmp_.c_str());
+    }
+  }
+  std::FILE* get() { return f_; }
+  void close() {
+    const bool ok = !std::ferror(f_);
+    const bool closed = std::fclose(f_) == 0;
+    f_ = nullptr;
+    if (!ok || !closed) {
+      std::remove(tmp_.c_str());
+      throw Error(path_ + ": write failed (disk full?)");
+    }
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      std::remove(tmp_.c_str());
+      throw Error(path_ + ": cannot rename temporary file into place");
+    }
+  }
+
+ private:
+  std::string path_, tmp_;
+  std::FILE* f_ = nullptr;
+  std::vector<char> buffer_;
+};
+
+const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+void base64(std::FILE* f, const unsigned char* p, size_t n) {
+  char out[4];
+  size_t i = 0;
+  for (; i + 3 <= n; i += 3) {
+    const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8) | p[i + 2];
+    out[0] = kB64[(v >> 18) & 63], out[1] = kB64[(v >> 12) & 63], out[2] = kB64[(v >> 6) & 63], out[3] = kB64[v & 63];
+    std::fwrite(out, 1, 4, f);
+  }
+  if (i < n) {
+    const uint32_t v = (uint32_t{p[i]} << 16) | (i + 1 < n ? uint32_t{p[i + 1]} << 8 : 0u);
+    out[0] = kB64[(v >> 18) & 63], out[1] = kB64[(v >> 12) & 63];
+    out[2] = i + 1 < n ? kB64[(v >> 6) & 63] : '=';
+    out[3] = '=';
+    std::fwrite(out, 1, 4, f);
+  }
+}
+
+// VTK's inline binary: a UInt64 byte count, then the raw little-endian
+// values, each base64-encoded on its own (the count is padded separately,
+// which every VTK reader accepts).
+void vtk_binary(std::FILE* f, const void* data, uint64_t bytes) {
+  base64(f, reinterpret_cast<const unsigned char*>(&bytes), sizeof bytes);
+  base64(f, reinterpret_cast<const unsigned char*>(data), bytes);
+}
+
+template <class T>
+void data_array(std::FILE* f, const char* type, const std::string& name, int components, const std::vector<T>& v) {
+  std::fprintf(f, "        <DataArray type=\"%s\"%s%s%s NumberOfComponents=\"%d\" format=\"binary\">\n          ", type,
+               name.empty() ? "" : " Name=\"", name.c_str(), name.empty() ? "" : "\"", components);
+  vtk_binary(f, v.data(), v.size() * sizeof(T));
+  std::fputs("\n        </DataArray>\n", f);
+}
+
+std::string join(const fs::path& dir, const char* name) { return (dir / name).string(); }
+
+}  // namespace
+
+std::vector<std::string> coordinate_names(int m) {
+  std::vector<std::string> names;
+  for (int c = 1; c <= m; ++c) names.push_back("dc" + std::to_string(c));
+  return names;
+}
+
+void write_vtp(const std::string& path, int64_t n, int m, const double* x, const int64_t* index,
+               const std::vector<std::string>& names) {
+  AtomicFile out(path);
+  std::FILE* f = out.get();
+  std::fputs("<?xml version=\"1.0\"?>\n", f);
+  std::fputs("<VTKFile type=\"PolyData\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n", f);
+  std::fputs("  <PolyData>\n", f);
+  std::fprintf(f,
+               "    <Piece NumberOfPoints=\"%lld\" NumberOfVerts=\"%lld\" NumberOfLines=\"0\" NumberOfStrips=\"0\" "
+               "NumberOfPolys=\"0\">\n",
+               static_cast<long long>(n), static_cast<long long>(n));
+  std::fprintf(f, "      <PointData Scalars=\"%s\">\n", m > 0 ? names[0].c_str() : "index");
+  std::vector<double> column(static_cast<size_t>(n));
+  for (int c = 0; c < m; ++c) {
+    for (int64_t i = 0; i < n; ++i) column[static_cast<size_t>(i)] = x[i * m + c];
+    data_array(f, "Float64", names[static_cast<size_t>(c)], 1, column);
+  }
+  std::vector<int64_t> idx(index, index + n);
+  data_array(f, "Int64", "index", 1, idx);
+  std::fputs("      </PointData>\n      <Points>\n", f);
+  std::vector<double> pts(static_cast<size_t>(n * 3), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int c = 0; c < std::min(m, 3); ++c) pts[static_cast<size_t>(i * 3 + c)] = x[i * m + c];
+  data_array(f, "Float64", "Points", 3, pts);
+  std::fputs("      </Points>\n      <Verts>\n", f);
+  std::vector<int64_t> conn(static_cast<size_t>(n)), offsets(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) conn[static_cast<size_t>(i)] = i, offsets[static_cast<size_t>(i)] = i + 1;
+  data_array(f, "Int64", "connectivity", 1, conn);
+  data_array(f, "Int64", "offsets", 1, offsets);
+  std::fputs("      </Verts>\n    </Piece>\n  </PolyData>\n</VTKFile>\n", f);
+  out.close();
+}
+
+void write_csv(const std::string& path, int64_t n, int m, const double* x, const int64_t* index,
+               const std::vector<std::string>& names) {
+  AtomicFile out(path);
+  std::FILE* f = out.get();
+  std::fputs("index", f);
+  for (int c = 0; c < m; ++c) std::fprintf(f, ",%s", names[static_cast<size_t>(c)].c_str());
+  std::fputc('\n', f);
+  for (int64_t i = 0; i < n; ++i) {
+    std::fprintf(f, "%lld", static_cast<long long>(index[i]));
+    for (int c = 0; c < m; ++c) std::fprintf(f, ",%.17g", x[i * m + c]);
+    std::fputc('\n', f);
+  }
+  out.close();
+}
+
+nlohmann::json embedding_metadata(const DiffusionResult& r, const DiffusionParams& p, const nlohmann::json& graph) {
+  nlohmann::json j;
+  j["format"] = "manifold-embedding";
+  j["version"] = 1;
+  j["parameters"] = {{"k", r.k},
+                     {"epsilon", p.epsilon},
+                     {"alpha", p.alpha},
+                     {"components", p.components},
+                     {"t", p.t},
+                     {"symmetrize", p.symmetrize},
+                     {"local_scaling", p.local_scaling},
+                     {"tolerance", p.tolerance},
+                     {"ncv", p.ncv}};
+  j["epsilon"] = r.epsilon;
+  j["epsilon_rule"] = epsilon_rule(p);
+  j["graph_points"] = r.graph_points;
+  j["points_embedded"] = r.n;
+  j["graph_components"] = r.graph_components;
+  j["coordinates"] = coordinate_names(r.m);
+  j["eigenvalues"] = r.eigenvalues;
+  j["solver"] = r.solver;
+  nlohmann::json t = nlohmann::json::object();
+  for (auto& [stage, seconds] : r.timings) t[stage] = seconds;
+  j["timings_s"] = t;
+  if (!r.bgh.is_null()) j["bgh"] = r.bgh;
+  if (!graph.is_null()) j["graph"] = graph;
+  return j;
+}
+
+void write_embedding_files(OutputTransaction& tx, const DiffusionResult& r, const DiffusionParams& p,
+                           const nlohmann::json& graph, const nlohmann::json& extra) {
+  if (r.coordinates.size() != static_cast<size_t>(r.n * r.m) || r.point_index.size() != static_cast<size_t>(r.n))
+    throw Error("embedding: result arrays do not match " + std::to_string(r.n) + " x " + std::to_string(r.m));
+  const auto names = coordinate_names(r.m);
+  npy::write(tx.path("eigenvalues.npy"), r.eigenvalues.data(), {static_cast<int64_t>(r.eigenvalues.size())});
+  npy::write(tx.path("embedding.npy"), r.coordinates.data(), {r.n, r.m});
+  npy::write(tx.path("point_index.npy"), r.point_index.data(), {r.n});
+  write_csv(tx.path("embedding.csv"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names);
+  write_vtp(tx.path("embedding.vtp"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names);
+  nlohmann::json j = embedding_metadata(r, p, graph);
+  if (extra.is_object()) j.update(extra);
+  write_text_file(tx.path("embedding.json"), j.dump(2) + "\n");
+}
+
+void write_embedding(const std::string& dir, const DiffusionResult& r, const DiffusionParams& p,
+                     const nlohmann::json& graph, const nlohmann::json& extra) {
+  OutputTransaction tx(dir);
+  write_embedding_files(tx, r, p, graph, extra);
+  tx.commit();
+}
+
+Embedding read_embedding(const std::string& dir) {
+  const fs::path d(dir);
+  if (!fs::is_directory(d)) throw Error(dir + ": not an embedding directory (missing)");
+  const std::string epath = join(d, "embedding.npy"), lpath = join(d, "eigenvalues.npy"),
+                    ipath = join(d, "point_index.npy"), jpath = join(d, "embedding.json");
+  for (auto& p : {epath, lpath, ipath, jpath})
+    if (!fs::exists(p)) throw Error(p + ": missing (not a directory written by manifold embed?)");
+  Embedding e;
+  try {
+    std::ifstream in(jpath);
+    e.metadata = nlohmann::json::parse(in);
+  } catch (const std::exception&) {
+    throw Error(jpath + ": not valid JSON");
+  }
+  if (e.metadata.value("format", std::string()) != "manifold-embedding")
+    throw Error(jpath + ": not a manifold embedding description (format field)");
+  std::vector<int64_t> es, ls, is;
+  e.coordinates = npy::read<double>(epath, &es);
+  e.eigenvalues = npy::read<double>(lpath, &ls);
+  e.point_index = npy::read<int64_t>(ipath, &is);
+  if (es.size() != 2) throw Error(epath + ": expected an N x M array");
+  e.n = es[0];
+  e.m = static_cast<int>(es[1]);
+  if (ls.size() != 1 || ls[0] != e.m + 1)
+    throw Error(lpath + ": expected " + std::to_string(e.m + 1) + " eigenvalues for " + std::to_string(e.m) +
+                " coordinates");
+  if (is.size() != 1 || is[0] != e.n)
+    throw Error(ipath + ": expected " + std::to_string(e.n) + " indices, one per embedded point");
+  const int64_t graph_points = e.metadata.value("graph_points", int64_t{-1});
+  for (int64_t i = 0; i < e.n; ++i)
+    if (e.point_index[static_cast<size_t>(i)] < 0 ||
+        (graph_points >= 0 && e.point_index[static_cast<size_t>(i)] >= graph_points))
+      throw Error(ipath + ": index " + std::to_string(e.point_index[static_cast<size_t>(i)]) + " at row " +
+                  std::to_string(i) + " is out of range");
+  if (e.metadata.value("points_embedded", e.n) != e.n)
+    throw Error(jpath + ": points_embedded disagrees with embedding.npy");
+  return e;
+}
+
+}  // namespace manifold

@@ -1,0 +1,572 @@
+// Diffusion maps: eigenpairs against a dense float64 eigensolver written
+// independently here, known spectra (circle, interval, sphere), the
+// symmetrisation and alpha variants, disconnected graphs, Nystrom, and bad
+// input.
+#include <gtest/gtest.h>
+
+#include <eigen3/Eigen/Dense>  // tests/CMakeLists.txt does not link Eigen3::Eigen
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "manifold/diffusion_map.h"
+#include "manifold/error.h"
+#include "manifold/knn.h"
+#include "test_support.h"
+
+using namespace manifold;
+
+namespace {
+
+KnnGraph knn_of(const std::vector<double>& pts, int64_t n, int64_t d, int k, bool keep_self = false) {
+  std::vector<float> v(pts.begin(), pts.end());
+  Dataset ds(n, d, std::move(v));
+  register_cpu_backend();
+  auto b = make_backend("cpu");
+  KnnParams p;
+  p.k = k;
+  p.keep_self = keep_self;
+  Progress progress;
+  return b->build(ds, p, progress);
+}
+
+std::vector<double> random_points(int64_t n, int64_t d, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g(0, 1);
+  std::vector<double> x(static_cast<size_t>(n * d));
+  for (auto& v : x) v = g(rng);
+  return x;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+/// The diffusion operator built densely from the definition, in float64.
+struct DenseReference {
+  Eigen::VectorXd values;   // descending
+  Eigen::MatrixXd psi;      // columns: Markov eigenvectors, psi_0 = 1
+  double epsilon = 0;
+};
+
+DenseReference dense_reference(const KnnGraph& g, const DiffusionParams& p) {
+  const int64_t n = g.n;
+  const int kp = p.k ? p.k : g.k;
+  std::vector<double> sigma(static_cast<size_t>(n), 1.0);
+  if (p.local_scaling)
+    for (int64_t i = 0; i < n; ++i) sigma[i] = g.distances[i * g.k + p.local_scaling - 1];
+  auto scaled = [&](int64_t i, int e) {
+    const double d = g.distances[i * g.k + e];
+    return d * d / (sigma[i] * sigma[g.indices[i * g.k + e]]);
+  };
+  double eps;
+  if (p.epsilon == "median") {
+    std::vector<double> last;
+    for (int64_t i = 0; i < n; ++i) last.push_back(scaled(i, kp - 1));
+    eps = median(last);
+  } else {
+    eps = std::stod(p.epsilon);
+  }
+  Eigen::MatrixXd kd = Eigen::MatrixXd::Zero(n, n);
+  Eigen::MatrixXi has = Eigen::MatrixXi::Zero(n, n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int e = 0; e < kp; ++e) {
+      const int64_t j = g.indices[i * g.k + e];
+      if (j == i) continue;
+      kd(i, j) = std::exp(-scaled(i, e) / eps);
+      has(i, j) = 1;
+    }
+  Eigen::MatrixXd k(n, n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      if (p.symmetrize == "or") k(i, j) = std::max(kd(i, j), kd(j, i));
+      else if (p.symmetrize == "and") k(i, j) = (has(i, j) && has(j, i)) ? std::min(kd(i, j), kd(j, i)) : 0.0;
+      else k(i, j) = 0.5 * (kd(i, j) + kd(j, i));
+    }
+  for (int64_t i = 0; i < n; ++i) k(i, i) = 1.0;
+  Eigen::VectorXd q = k.rowwise().sum();
+  Eigen::VectorXd qa = q.array().pow(-p.alpha);
+  Eigen::MatrixXd ka = qa.asDiagonal() * k * qa.asDiagonal();
+  Eigen::VectorXd d = ka.rowwise().sum();
+  Eigen::VectorXd isd = d.array().rsqrt();
+  Eigen::MatrixXd a = isd.asDiagonal() * ka * isd.asDiagonal();
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(a);
+  DenseReference r;
+  r.epsilon = eps;
+  r.values = es.eigenvalues().reverse();
+  Eigen::MatrixXd v = es.eigenvectors().rowwise().reverse();
+  r.psi = isd.asDiagonal() * v * std::sqrt(d.sum());
+  for (int c = 0; c < r.psi.cols(); ++c)
+    if (r.psi.col(c).sum() < 0 && c == 0) r.psi.col(c) *= -1;
+  return r;
+}
+
+DiffusionResult embed(const KnnGraph& g, DiffusionParams p) {
+  Progress progress;
+  return diffusion_map(g, p, progress);
+}
+
+/// |cos| of the angle between column c of the result's psi and a reference vector.
+double alignment(const DiffusionResult& r, int c, const Eigen::VectorXd& ref) {
+  const int nev = r.m + 1;
+  double dot = 0, na = 0, nb = 0;
+  for (int64_t i = 0; i < r.n; ++i) {
+    const double a = r.psi[i * nev + c];
+    dot += a * ref[i], na += a * a, nb += ref[i] * ref[i];
+  }
+  return std::abs(dot) / std::sqrt(na * nb);
+}
+
+struct Variant {
+  std::string sym;
+  double alpha;
+  int local_scaling;
+  std::string epsilon;
+};
+
+class DenseAgreement : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(DenseAgreement, EigenpairsMatchDenseFloat64Solver) {
+  const Variant v = GetParam();
+  const int64_t n = 350;
+  // Uniform in a cube: Gaussian tails would leave outliers without mutual neighbours.
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<double> pts(n * 3);
+  for (auto& x : pts) x = u(rng);
+  KnnGraph g = knn_of(pts, n, 3, 20);
+  DiffusionParams p;
+  p.symmetrize = v.sym;
+  p.alpha = v.alpha;
+  p.local_scaling = v.local_scaling;
+  p.epsilon = v.epsilon;
+  // A slice of the graph; mutual neighbours ("and") need more of it to stay connected.
+  p.k = v.sym == "and" ? 16 : 12;
+  p.components = 6;
+  DiffusionResult r = embed(g, p);
+  ASSERT_EQ(r.graph_components, 1);
+  ASSERT_EQ(r.n, n);
+  DenseReference ref = dense_reference(g, p);
+  EXPECT_NEAR(r.epsilon, ref.epsilon, 1e-12 * ref.epsilon);
+  ASSERT_EQ(r.eigenvalues.size(), 7u);
+  for (int c = 0; c <= p.components; ++c)
+    EXPECT_NEAR(r.eigenvalues[c], ref.values[c], 1e-8 * std::abs(ref.values[c])) << "eigenvalue " << c;
+  // psi_0 is the constant 1; the others match the reference where the
+  // eigenvalue is simple (random data: all are).
+  for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(r.psi[i * 7], 1.0, 1e-7);
+  for (int c = 1; c <= p.components; ++c) {
+    const double gap = std::min(std::abs(ref.values[c] - ref.values[c - 1]), std::abs(ref.values[c] - ref.values[c + 1]));
+    if (gap < 1e-6) continue;
+    EXPECT_GT(alignment(r, c, ref.psi.col(c)), 1 - 1e-8) << "eigenvector " << c;
+  }
+  // Coordinates are lambda^t psi.
+  for (int64_t i = 0; i < n; i += 37)
+    for (int c = 1; c <= p.components; ++c)
+      EXPECT_NEAR(r.coordinates[i * p.components + c - 1], r.eigenvalues[c] * r.psi[i * 7 + c], 1e-14);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, DenseAgreement,
+                         ::testing::Values(Variant{"or", 1.0, 0, "median"}, Variant{"and", 1.0, 0, "median"},
+                                           Variant{"average", 1.0, 0, "median"}, Variant{"or", 0.0, 0, "median"},
+                                           Variant{"or", 0.5, 0, "median"}, Variant{"average", 0.5, 5, "median"},
+                                           Variant{"or", 1.0, 7, "1.5"}, Variant{"and", 0.0, 0, "0.8"}));
+
+TEST(Diffusion, SymmetrisationRulesDiffer) {
+  // The three rules give different matrices on a graph with one-sided edges,
+  // so their spectra must differ; "and" has the fewest edges.
+  const int64_t n = 300;
+  KnnGraph g = knn_of(random_points(n, 4, 5), n, 4, 10);
+  DiffusionParams p;
+  p.components = 4;
+  p.epsilon = "2.0";
+  std::vector<std::vector<double>> vals;
+  std::vector<int64_t> nnz;
+  for (auto s : {"or", "and", "average"}) {
+    p.symmetrize = s;
+    Progress progress;
+    DiffusionMatrix a = diffusion_matrix(g, p, progress);
+    nnz.push_back(a.nnz());
+    vals.push_back(embed(g, p).eigenvalues);
+  }
+  EXPECT_GT(nnz[0], nnz[1]);
+  EXPECT_EQ(nnz[0], nnz[2]);
+  for (int i = 0; i < 3; ++i)
+    for (int j = i + 1; j < 3; ++j) EXPECT_GT(std::abs(vals[i][1] - vals[j][1]), 1e-6) << i << " vs " << j;
+}
+
+TEST(Diffusion, AlphaRemovesSamplingDensity) {
+  // Points on a circle with a strongly non-uniform angular density. With
+  // alpha = 1 the operator converges to the Laplace-Beltrami operator of the
+  // circle, whatever the density: psi_1, psi_2 are cos/sin of the arclength,
+  // so atan2(psi_2, psi_1) follows the true angle. alpha = 0 distorts it.
+  const int64_t n = 2000;
+  std::vector<double> pts, theta;
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = (i + 0.5) / n;
+    const double t = 2 * M_PI * u + 0.6 * std::sin(2 * M_PI * u);  // density varies 4x
+    theta.push_back(t);
+    pts.push_back(std::cos(t));
+    pts.push_back(std::sin(t));
+  }
+  // k reaches beyond 3 kernel widths even where the points are densest, so
+  // the k-NN truncation does not cut the kernel.
+  KnnGraph g = knn_of(pts, n, 2, 100);
+  auto corr = [&](double alpha) {
+    DiffusionParams p;
+    p.alpha = alpha;
+    p.components = 2;
+    p.epsilon = "0.0005";
+    DiffusionResult r = embed(g, p);
+    std::vector<double> phi;
+    for (int64_t i = 0; i < n; ++i) phi.push_back(std::atan2(r.psi[i * 3 + 2], r.psi[i * 3 + 1]));
+    return std::abs(circular_correlation(phi, theta));
+  };
+  const double c1 = corr(1.0), c0 = corr(0.0);
+  EXPECT_GT(c1, 0.999);
+  EXPECT_LT(c0, c1 - 0.001);
+}
+
+/// A circulant graph of n points evenly spaced on the unit circle, k nearest
+/// (k even: k/2 each side), built directly so it is exactly symmetric.
+KnnGraph circle_graph(int64_t n, int k) {
+  KnnGraph g;
+  g.n = n;
+  g.d = 2;
+  g.k = k;
+  for (int64_t i = 0; i < n; ++i)
+    for (int j = 1; j <= k / 2; ++j)
+      for (int s : {-1, 1}) {
+        g.indices.push_back(((i + s * j) % n + n) % n);
+        g.distances.push_back(static_cast<float>(2 * std::sin(M_PI * j / n)));
+      }
+  return g;
+}
+
+TEST(KnownSpectra, CircleGivesPairsWithRatiosOfSquares) {
+  const int64_t n = 400;
+  const int k = 20;
+  KnnGraph g = circle_graph(n, k);
+  DiffusionParams p;
+  p.components = 6;
+  DiffusionResult r = embed(g, p);
+  // The exact spectrum of the circulant kernel: lambda_m = sum_j w_j cos(2 pi m j / n) / sum_j w_j.
+  double eps;
+  {
+    const double d = g.distances[k - 1];
+    eps = double(d) * d;
+  }
+  EXPECT_NEAR(r.epsilon, eps, 1e-15);
+  auto lambda = [&](int m) {
+    double num = 1, den = 1;
+    for (int j = 1; j <= k / 2; ++j) {
+      const double d = g.distances[2 * (j - 1)];
+      const double w = std::exp(-double(d) * d / eps);
+      num += 2 * w * std::cos(2 * M_PI * m * j / n);
+      den += 2 * w;
+    }
+    return num / den;
+  };
+  EXPECT_NEAR(r.eigenvalues[0], 1.0, 1e-12);
+  for (int m = 1; m <= 3; ++m) {
+    EXPECT_NEAR(r.eigenvalues[2 * m - 1], lambda(m), 1e-10) << "m = " << m;
+    EXPECT_NEAR(r.eigenvalues[2 * m], lambda(m), 1e-10) << "m = " << m;
+  }
+  // Laplace-Beltrami on the circle: mu_m = m^2, and -log lambda_m ~ eps mu_m.
+  const double l1 = -std::log(r.eigenvalues[1]);
+  EXPECT_NEAR(-std::log(r.eigenvalues[3]) / l1, 4.0, 0.04);
+  EXPECT_NEAR(-std::log(r.eigenvalues[5]) / l1, 9.0, 0.2);
+}
+
+TEST(KnownSpectra, IntervalGivesRatiosOneFourNine) {
+  // Evenly spaced points on [0, 1]: with alpha = 1 the limit is the Neumann
+  // Laplacian, eigenfunctions cos(m pi x), eigenvalues (m pi)^2.
+  const int64_t n = 1000;
+  std::vector<double> x;
+  for (int64_t i = 0; i < n; ++i) x.push_back(static_cast<double>(i) / (n - 1));
+  KnnGraph g = knn_of(x, n, 1, 10);
+  DiffusionParams p;
+  p.components = 4;
+  DiffusionResult r = embed(g, p);
+  const double l1 = -std::log(r.eigenvalues[1]);
+  EXPECT_NEAR(-std::log(r.eigenvalues[2]) / l1, 4.0, 0.04);
+  EXPECT_NEAR(-std::log(r.eigenvalues[3]) / l1, 9.0, 0.09);
+  EXPECT_NEAR(-std::log(r.eigenvalues[4]) / l1, 16.0, 0.16);
+  // psi_1 is cos(pi x) up to sign and the normalisation sqrt(2).
+  Eigen::VectorXd c(n);
+  for (int64_t i = 0; i < n; ++i) c[i] = std::cos(M_PI * x[i]);
+  EXPECT_GT(alignment(r, 1, c), 0.9999);
+}
+
+TEST(KnownSpectra, SphereFirstEigenvalueIsThreefold) {
+  // Fibonacci points on the unit sphere: mu_l = l (l + 1) with multiplicity
+  // 2l + 1, so lambda_1..3 coincide, lambda_4..8 coincide at three times the rate.
+  const int64_t n = 3000;
+  std::vector<double> pts;
+  const double golden = M_PI * (3 - std::sqrt(5.0));
+  for (int64_t i = 0; i < n; ++i) {
+    const double z = 1 - 2 * (i + 0.5) / n, r = std::sqrt(1 - z * z), t = golden * i;
+    pts.push_back(r * std::cos(t));
+    pts.push_back(r * std::sin(t));
+    pts.push_back(z);
+  }
+  KnnGraph g = knn_of(pts, n, 3, 30);
+  DiffusionParams p;
+  p.components = 9;
+  DiffusionResult r = embed(g, p);
+  std::vector<double> mu;
+  for (int c = 1; c <= 9; ++c) mu.push_back(-std::log(r.eigenvalues[c]));
+  for (int c = 0; c < 3; ++c) EXPECT_NEAR(mu[c] / mu[0], 1.0, 0.01) << c;
+  for (int c = 3; c < 8; ++c) EXPECT_NEAR(mu[c] / mu[0], 3.0, 0.06) << c;
+  EXPECT_GT(mu[3] / mu[2], 2.5);       // a clear gap after the triplet
+  EXPECT_GT(mu[8] / mu[7], 1.5);       // and after the quintuplet (next: l = 3, ratio 6)
+  // The first three psi span the coordinate functions x, y, z.
+  Eigen::MatrixXd psi(n, 3), xyz(n, 3);
+  for (int64_t i = 0; i < n; ++i)
+    for (int c = 0; c < 3; ++c) psi(i, c) = r.psi[i * 10 + 1 + c], xyz(i, c) = pts[i * 3 + c];
+  // Residual of projecting x, y, z onto span(psi): small.
+  Eigen::MatrixXd q = psi.householderQr().householderQ() * Eigen::MatrixXd::Identity(n, 3);
+  const double resid = (xyz - q * (q.transpose() * xyz)).norm() / xyz.norm();
+  EXPECT_LT(resid, 0.01);
+}
+
+TEST(Diffusion, BghEstimatesIntrinsicDimension) {
+  // A 2-D square patch embedded in 3-D, and a 1-D curve: 2 x the maximal
+  // slope of log sum K against log epsilon estimates the dimension.
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0, 1);
+  const int64_t n = 4000;
+  std::vector<double> plane, curve;
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = u(rng), b = u(rng);
+    plane.insert(plane.end(), {a, b, 0.3 * a});
+    const double t = u(rng) * 6;
+    curve.insert(curve.end(), {std::cos(t), std::sin(t), 0.2 * t});
+  }
+  DiffusionParams p;
+  p.epsilon = "auto";
+  p.components = 3;
+  // k large enough that the kernel is resolved before the k-NN truncation
+  // caps sum K (the cap flattens the slope).
+  DiffusionResult r2 = embed(knn_of(plane, n, 3, 150), p);
+  DiffusionResult r1 = embed(knn_of(curve, n, 3, 40), p);
+  ASSERT_TRUE(r2.bgh.is_object());
+  EXPECT_NEAR(r2.bgh["dimension"].get<double>(), 2.0, 0.3);
+  EXPECT_NEAR(r1.bgh["dimension"].get<double>(), 1.0, 0.2);
+  EXPECT_DOUBLE_EQ(r2.bgh["epsilon_chosen"].get<double>(), r2.epsilon);
+  // The curve has one point per grid epsilon and the chosen one is the arg max.
+  auto eps = r2.bgh["epsilon"].get<std::vector<double>>();
+  auto slope = r2.bgh["slope"].get<std::vector<double>>();
+  ASSERT_EQ(eps.size(), slope.size());
+  const size_t best = std::max_element(slope.begin(), slope.end()) - slope.begin();
+  EXPECT_DOUBLE_EQ(eps[best], r2.epsilon);
+}
+
+TEST(Diffusion, SlicingEqualsAGraphBuiltWithSmallerK) {
+  const int64_t n = 400;
+  auto pts = random_points(n, 3, 8);
+  KnnGraph big = knn_of(pts, n, 3, 20), small = knn_of(pts, n, 3, 8);
+  DiffusionParams p;
+  p.components = 5;
+  DiffusionParams p8 = p;
+  p8.k = 8;
+  DiffusionResult a = embed(big, p8), b = embed(small, p);
+  EXPECT_EQ(a.k, 8);
+  EXPECT_EQ(a.epsilon, b.epsilon);
+  for (int c = 0; c <= 5; ++c) EXPECT_NEAR(a.eigenvalues[c], b.eigenvalues[c], 1e-12);
+  for (size_t i = 0; i < a.coordinates.size(); ++i) ASSERT_NEAR(a.coordinates[i], b.coordinates[i], 1e-9);
+}
+
+TEST(Diffusion, DisconnectedGraphEmbedsTheLargestComponentAndSaysSo) {
+  // Three far-apart blobs of 120, 200 and 80 points.
+  std::vector<double> pts;
+  auto blob = [&](int64_t m, double cx, uint64_t seed) {
+    auto b = random_points(m, 2, seed);
+    for (int64_t i = 0; i < m; ++i) pts.insert(pts.end(), {b[i * 2] + cx, b[i * 2 + 1]});
+  };
+  blob(120, 0, 1);
+  blob(200, 100, 2);
+  blob(80, 200, 3);
+  KnnGraph g = knn_of(pts, 400, 2, 10);
+  DiffusionParams p;
+  p.components = 4;
+  p.epsilon = "0.5";  // the median would differ between the whole graph and one blob
+  DiffusionResult r = embed(g, p);
+  EXPECT_EQ(r.graph_components, 3);
+  ASSERT_EQ(r.n, 200);
+  ASSERT_EQ(r.point_index.size(), 200u);
+  for (int64_t i = 0; i < 200; ++i) EXPECT_EQ(r.point_index[i], 120 + i);
+  EXPECT_NEAR(r.eigenvalues[0], 1.0, 1e-10);
+  EXPECT_LT(r.eigenvalues[1], 1.0 - 1e-6);  // one component left: lambda = 1 is simple
+  // Same as embedding the middle blob alone.
+  std::vector<double> mid(pts.begin() + 240, pts.begin() + 640);
+  DiffusionResult alone = embed(knn_of(mid, 200, 2, 10), p);
+  for (int c = 0; c <= 4; ++c) EXPECT_NEAR(r.eigenvalues[c], alone.eigenvalues[c], 1e-9);
+}
+
+TEST(Diffusion, NystromReproducesTrainingPoints) {
+  const int64_t n = 300;
+  auto pts = random_points(n, 3, 21);
+  for (bool scaling : {false, true}) {
+    // The complete graph with self: every row is exactly its kernel row.
+    KnnGraph g = knn_of(pts, n, 3, static_cast<int>(n), true);
+    DiffusionParams p;
+    p.components = 5;
+    p.epsilon = "3.0";
+    p.local_scaling = scaling ? 8 : 0;
+    DiffusionResult r = embed(g, p);
+    std::vector<double> psi;
+    std::vector<double> x = nystrom_extend(r, p, n, g.k, g.indices.data(), g.distances.data(), &psi);
+    ASSERT_EQ(x.size(), r.coordinates.size());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], r.coordinates[i], 1e-8) << i;
+    for (size_t i = 0; i < psi.size(); ++i) ASSERT_NEAR(psi[i], r.psi[i], 1e-7) << i;
+  }
+  // A sparse graph: the symmetrised kernel row (own neighbours, points that
+  // list it, itself at distance 0) reproduces the training point.
+  KnnGraph g = knn_of(pts, n, 3, 12);
+  DiffusionParams p;
+  p.components = 4;
+  DiffusionResult r = embed(g, p);
+  const int kn = 64;
+  std::vector<int64_t> idx(n * kn, -1);
+  std::vector<float> dist(n * kn, 0.f);
+  std::vector<int> fill(n, 0);
+  auto add = [&](int64_t i, int64_t j, float d) {
+    for (int l = 0; l < fill[i]; ++l)
+      if (idx[i * kn + l] == j) return;
+    ASSERT_LT(fill[i], kn);
+    idx[i * kn + fill[i]] = j;
+    dist[i * kn + fill[i]++] = d;
+  };
+  for (int64_t i = 0; i < n; ++i) add(i, i, 0.f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int e = 0; e < g.k; ++e) {
+      add(i, g.indices[i * g.k + e], g.distances[i * g.k + e]);
+      add(g.indices[i * g.k + e], i, g.distances[i * g.k + e]);
+    }
+  std::vector<double> x = nystrom_extend(r, p, n, kn, idx.data(), dist.data());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], r.coordinates[i], 1e-8) << i;
+  // A new point between neighbours lands near them.
+  const int64_t a = 0;
+  std::vector<int64_t> ni(g.indices.begin(), g.indices.begin() + g.k);
+  std::vector<float> nd(g.distances.begin(), g.distances.begin() + g.k);
+  ni.insert(ni.begin(), a);
+  nd.insert(nd.begin(), 0.05f);
+  ni.pop_back();
+  nd.pop_back();
+  std::vector<double> y = nystrom_extend(r, p, 1, g.k, ni.data(), nd.data());
+  double dist_to_a = 0, scale = 0;
+  for (int c = 0; c < r.m; ++c) {
+    dist_to_a += std::pow(y[c] - r.coordinates[a * r.m + c], 2);
+    scale += std::pow(r.coordinates[a * r.m + c], 2);
+  }
+  EXPECT_LT(std::sqrt(dist_to_a), 0.5 * std::sqrt(scale) + 1e-12);
+}
+
+TEST(Diffusion, CircularCorrelation) {
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<double> u(-M_PI, M_PI);
+  std::vector<double> a, b, c, noise;
+  for (int i = 0; i < 2000; ++i) {
+    a.push_back(u(rng));
+    b.push_back(std::remainder(a.back() + 1.3, 2 * M_PI));
+    c.push_back(-a.back() + 0.4);
+    noise.push_back(u(rng));
+  }
+  EXPECT_NEAR(circular_correlation(a, b), 1.0, 1e-12);
+  EXPECT_NEAR(circular_correlation(a, c), -1.0, 1e-12);
+  EXPECT_LT(std::abs(circular_correlation(a, noise)), 0.1);
+}
+
+TEST(Diffusion, CancelStopsTheEigensolve) {
+  const int64_t n = 500;
+  KnnGraph g = knn_of(random_points(n, 3, 2), n, 3, 10);
+  std::atomic<bool> cancel{true};
+  Progress progress(nullptr, &cancel);
+  DiffusionParams p;
+  EXPECT_THROW(diffusion_map(g, p, progress), Cancelled);
+}
+
+TEST(Diffusion, ProgressReportsEveryStage) {
+  struct Sink : ProgressSink {
+    std::vector<std::string> stages;
+    void report(const ProgressEvent& e) override {
+      if (stages.empty() || stages.back() != e.stage) stages.push_back(e.stage);
+    }
+  } sink;
+  const int64_t n = 500;
+  KnnGraph g = knn_of(random_points(n, 3, 2), n, 3, 10);
+  Progress progress(&sink);
+  DiffusionParams p;
+  p.epsilon = "auto";
+  diffusion_map(g, p, progress);
+  for (auto s : {"kernel graph", "epsilon sweep", "normalise", "eigensolve"})
+    EXPECT_NE(std::find(sink.stages.begin(), sink.stages.end(), s), sink.stages.end()) << s;
+}
+
+TEST(Diffusion, BadInputGivesOneClearLine) {
+  const int64_t n = 100;
+  KnnGraph g = knn_of(random_points(n, 3, 4), n, 3, 8);
+  auto message = [&](DiffusionParams p, const KnnGraph& graph) -> std::string {
+    try {
+      Progress progress;
+      diffusion_map(graph, p, progress);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  auto usage = [&](DiffusionParams p) {
+    try {
+      validate(p, g);
+    } catch (const UsageError&) {
+      return true;
+    } catch (...) {
+    }
+    return false;
+  };
+  DiffusionParams p;
+  p.epsilon = "0";
+  EXPECT_NE(message(p, g).find("--epsilon"), std::string::npos);
+  EXPECT_TRUE(usage(p));
+  p.epsilon = "-2";
+  EXPECT_NE(message(p, g).find("must be positive"), std::string::npos);
+  p.epsilon = "wide";
+  EXPECT_NE(message(p, g).find("not a number"), std::string::npos);
+  p = {};
+  p.k = 9;
+  EXPECT_NE(message(p, g).find("graph's k = 8"), std::string::npos);
+  EXPECT_TRUE(usage(p));
+  p = {};
+  p.components = static_cast<int>(n);
+  EXPECT_NE(message(p, g).find("--components"), std::string::npos);
+  EXPECT_TRUE(usage(p));
+  p.components = static_cast<int>(n - 1);
+  EXPECT_TRUE(usage(p));
+  p = {};
+  p.symmetrize = "xor";
+  EXPECT_NE(message(p, g).find("--symmetrize"), std::string::npos);
+  p = {};
+  p.alpha = 2;
+  EXPECT_NE(message(p, g).find("--alpha"), std::string::npos);
+  p = {};
+  p.local_scaling = 9;
+  EXPECT_NE(message(p, g).find("--local-scaling"), std::string::npos);
+  // A corrupt graph.
+  KnnGraph bad = g;
+  bad.indices[57] = n + 3;
+  EXPECT_NE(message({}, bad).find("out of range"), std::string::npos);
+  bad = g;
+  bad.distances.pop_back();
+  EXPECT_NE(message({}, bad).find("distances"), std::string::npos);
+  bad = g;
+  bad.indices[1] = bad.indices[0];
+  EXPECT_NE(message({}, bad).find("twice"), std::string::npos);
+  bad = g;
+  bad.distances[5] = -1.f;
+  EXPECT_NE(message({}, bad).find("negative"), std::string::npos);
+}
+
+}  // namespace
