@@ -48,6 +48,8 @@ const Type kU8{"uint8", 1, false, false}, kI8{"int8", 1, false, true}, kU16{"uin
     kI64{"int64", 8, false, true}, kF16{"float16", 2, true, true}, kF32{"float32", 4, true, true},
     kF64{"float64", 8, true, true};
 
+void PrintTo(const Type& t, std::ostream* os) { *os << t.name; }
+
 // Value number i of a test array: spread over the type's range, exactly
 // representable in it, never all zero.
 double pattern(const Type& t, int64_t i) {
@@ -181,6 +183,7 @@ struct NpyCase {
   Type type;
   const char* descr;
 };
+void PrintTo(const NpyCase& c, std::ostream* os) { *os << c.descr; }
 
 class NpyTypes : public ::testing::TestWithParam<NpyCase> {};
 
@@ -618,6 +621,7 @@ struct TiffPage {
   uint16_t spp = 1;
   bool tiled = false;
   uint16_t compression = COMPRESSION_NONE;
+  uint32_t subfile = 0;  // FILETYPE_REDUCEDIMAGE marks a thumbnail
 };
 
 void write_tiff(const std::string& path, const std::vector<TiffPage>& pages) {
@@ -635,7 +639,7 @@ void write_tiff(const std::string& path, const std::vector<TiffPage>& pages) {
     TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
     TIFFSetField(t, TIFFTAG_COMPRESSION, p.compression);
     if (pages.size() > 1) {
-      TIFFSetField(t, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
+      TIFFSetField(t, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE | p.subfile);
       TIFFSetField(t, TIFFTAG_PAGENUMBER, static_cast<uint16_t>(&p - pages.data()), static_cast<uint16_t>(pages.size()));
     }
     const size_t px = p.type.size * p.spp;
@@ -705,6 +709,18 @@ TEST(Tiff, TiledAndCompressed) {
   pages = {{9, 7, kF32, values(kF32, 63, 50), 1, false, COMPRESSION_LZW}};
   write_tiff(dir / "lzw.tif", pages);
   expect_values(load_dataset(dir / "lzw.tif"), pages[0].v);
+}
+
+TEST(Tiff, ThumbnailPagesAreSkipped) {
+  TempDir dir;
+  TiffPage a{8, 6, kU8, values(kU8, 48, 1)}, thumb{4, 3, kU8, values(kU8, 12, 2)}, b{8, 6, kU8, values(kU8, 48, 3)};
+  thumb.subfile = FILETYPE_REDUCEDIMAGE;
+  write_tiff(dir / "with-thumbnail.tif", {a, thumb, b});
+  Dataset ds = load_dataset(dir / "with-thumbnail.tif");
+  EXPECT_EQ(ds.rows(), 2);
+  auto all = a.v;
+  all.insert(all.end(), b.v.begin(), b.v.end());
+  expect_values(ds, all);
 }
 
 TEST(Tiff, FolderOfSinglePageTiffs) {
@@ -778,6 +794,7 @@ struct MrcCase {
   int mode;
   Type type;
 };
+void PrintTo(const MrcCase& c, std::ostream* os) { *os << "mode " << c.mode << " (" << c.type.name << ")"; }
 
 class MrcModes : public ::testing::TestWithParam<MrcCase> {};
 
