@@ -112,15 +112,20 @@ Dataset read_idx(const std::string& path, const ReadOptions& opt) {
   int64_t n = dims[0];
   if (opt.max_rows >= 0) n = std::min(n, opt.max_rows);
 
-  const size_t bytes = static_cast<size_t>(n * d) * sample_size(s);
-  std::vector<unsigned char> raw(bytes);
-  const size_t got = in.read(raw.data(), bytes);
-  if (got != bytes)
-    fail(path, "truncated: header announces " + std::to_string(dims[0]) + " items of " + std::to_string(d) +
-                   " values but the data ends after item " + std::to_string(got / (static_cast<size_t>(d) * sample_size(s))));
-  std::vector<float> v(static_cast<size_t>(n * d));
-  convert_samples(raw.data(), s, true, v.size(), v.data());
-  raw = {};
+  // Decompress in bounded chunks straight into the float matrix.
+  const size_t size = sample_size(s), total = static_cast<size_t>(n * d);
+  const size_t chunk = (size_t{4} << 20) / size;
+  std::vector<float> v(total);
+  std::vector<unsigned char> raw(std::min(total, chunk) * size);
+  for (size_t done = 0; done < total;) {
+    const size_t want = std::min(chunk, total - done);
+    const size_t got = in.read(raw.data(), want * size);
+    if (got != want * size)
+      fail(path, "truncated: header announces " + std::to_string(dims[0]) + " items of " + std::to_string(d) +
+                     " values but the data ends after item " + std::to_string((done + got / size) / static_cast<size_t>(d)));
+    convert_samples(raw.data(), s, true, want, v.data() + done);
+    done += want;
+  }
   Dataset ds(n, d, std::move(v));
   ds.item_shape = item;
   ds.source_dtype = sample_name(s);
