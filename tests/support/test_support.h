@@ -14,8 +14,9 @@ namespace testing_support {
 /// copied from earlier rows (exact ties).
 manifold::Dataset random_dataset(int64_t n, int64_t d, uint64_t seed, int64_t duplicates = 0);
 
-/// The first `n` Fashion-MNIST test images (Debian's dataset-fashion-mnist),
-/// or an empty dataset when the package is not installed.
+/// The first `n` Fashion-MNIST test images (Debian's dataset-fashion-mnist, or
+/// the folder named by $MANIFOLD_FASHION_MNIST_DIR), or an empty dataset when
+/// neither is there.
 manifold::Dataset fashion_mnist(int64_t n, bool train = false);
 std::string fashion_mnist_dir();
 
