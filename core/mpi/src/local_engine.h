@@ -1,0 +1,82 @@
+#pragma once
+// What one rank computes: the candidate lists of the rows it touches, from
+// the work units the plan gives it.
+//
+// "tiles" (the exact engine) computes the very 512 x 512 tiles the CPU backend
+// computes, with the same SGEMM call and the same arithmetic, and feeds them
+// into the same bounded (distance, index) lists: its lists, merged over the
+// ranks, select exactly what the CPU backend selects.
+//
+// "backend:NAME" runs a registered backend (the GPU one) on each unit as a
+// sub-problem (the rows of the unit, self-joined); candidates are then ranked
+// by their refined true distance and duplicates of a pair are dropped.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "block_plan.h"
+#include "manifold/dataset.h"
+#include "manifold/knn.h"
+
+namespace manifold::mpi {
+
+/// One neighbour candidate as exchanged between ranks. `key` orders the
+/// selection (the GEMM squared distance for tiles, the true distance for
+/// sub-problems); `dist` is the refined true distance; index -1 pads a list.
+struct Candidate {
+  int64_t index;
+  float key;
+  float dist;
+};
+static_assert(sizeof(Candidate) == 16, "Candidate crosses the wire as 16 bytes");
+
+inline bool key_less(const Candidate& a, const Candidate& b) {
+  return a.key < b.key || (a.key == b.key && a.index < b.index);
+}
+inline bool dist_less(const Candidate& a, const Candidate& b) {
+  return a.dist < b.dist || (a.dist == b.dist && a.index < b.index);
+}
+
+struct EngineOptions {
+  int threads = 1;
+  std::string sub_backend;          ///< empty: exact tiles
+  std::vector<int> sub_devices;     ///< devices for the sub-problem backend
+  /// Called by a worker after each finished tile (or unit) with its tile
+  /// count; may throw (fault injection for tests).
+  std::function<void(uint64_t)> after_work;
+};
+
+class LocalEngine {
+ public:
+  virtual ~LocalEngine() = default;
+  /// Reads and prepares the rows this rank touches (norms, normalisation).
+  virtual void prepare() = 0;
+  /// Computes every unit of the rank. Runs on worker threads; counts finished
+  /// tiles into `tiles_done`; returns early when `stop` is set; throws
+  /// Cancelled when the cancel flag is set.
+  virtual void compute(std::atomic<uint64_t>& tiles_done, const std::atomic<bool>& stop,
+                       const std::atomic<bool>* cancel) = 0;
+  /// The candidate lists of the touched rows, in the order of
+  /// plan.touched(rank): each at most k long, ascending by key_less, with
+  /// refined distances. Empties the engine.
+  virtual std::vector<std::vector<Candidate>> take_lists() = 0;
+  /// The selection strategy to report in graph.json.
+  virtual std::string strategy() const = 0;
+  virtual std::string name() const = 0;
+};
+
+std::unique_ptr<LocalEngine> make_local_engine(const Dataset& data, const KnnParams& params, const BlockPlan& plan,
+                                               int rank, const EngineOptions& options);
+
+/// The CPU backend's tile edge: the MPI tiles must be the same tiles.
+constexpr int64_t kCpuTile = 512;
+
+/// Rewrites "row I" in a message of prepare_rows() run on a slice of the data
+/// into the global row number.
+std::string globalise_row_message(const std::string& message, const std::string& source,
+                                  const std::function<int64_t(int64_t)>& to_global);
+
+}  // namespace manifold::mpi
