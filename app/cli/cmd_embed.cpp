@@ -1,9 +1,498 @@
-// Placeholder until the diffusion-map work lands (issue 4).
+// manifold embed / run / bench embed: diffusion maps from a graph directory,
+// the whole pipeline from a dataset (or the built-in demo, or a session
+// file), and the eigensolver benchmark.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <unistd.h>
+
 #include "cli/commands.h"
+#include "manifold/dataset.h"
+#include "manifold/diffusion_map.h"
+#include "manifold/embedding_io.h"
 #include "manifold/error.h"
+#include "manifold/graph_io.h"
+#include "manifold/npy.h"
+#include "manifold/output.h"
+#include "manifold/parallel.h"
+#include "manifold/pdb.h"
+#include "manifold/session.h"
+#include "manifold/simulate.h"
+#include "manifold/terminal_progress.h"
+
+namespace fs = std::filesystem;
 
 namespace manifold::cli {
-int cmd_embed(int, char**) { throw Error("embed: not built yet"); }
-int cmd_run(int, char**) { throw Error("run: not built yet"); }
-int cmd_bench_embed(int, char**) { throw Error("bench embed: not built yet"); }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+/// Diffusion options shared by embed and run; `k_option` is --k in embed and
+/// --embed-k in run (where -k/--k is the graph's k).
+std::vector<OptionSpec> diffusion_option_specs(const std::string& k_option) {
+  return {{k_option},       {"--epsilon"},   {"--alpha"}, {"--components"}, {"--t"},
+          {"--symmetrize"}, {"--local-scaling"}, {"--tolerance"}, {"--ncv"}};
+}
+
+DiffusionParams diffusion_params_from(const Args& a, const std::string& k_option, DiffusionParams p = {}) {
+  p.k = static_cast<int>(a.integer(k_option, p.k, 0, 1 << 20));
+  p.epsilon = a.str("--epsilon", p.epsilon);
+  p.alpha = a.real("--alpha", p.alpha);
+  p.components = static_cast<int>(a.integer("--components", p.components, 1, 1 << 20));
+  p.t = a.real("--t", p.t);
+  p.symmetrize = a.str("--symmetrize", p.symmetrize);
+  p.local_scaling = static_cast<int>(a.integer("--local-scaling", p.local_scaling, 0, 1 << 20));
+  p.tolerance = a.real("--tolerance", p.tolerance);
+  p.ncv = static_cast<int>(a.integer("--ncv", p.ncv, 0, 1 << 20));
+  p.threads = static_cast<int>(a.integer("--threads", p.threads, 0, 4096));
+  return p;
+}
+
+double total_of(const Timings& t) {
+  for (auto& [s, v] : t)
+    if (s == "total") return v;
+  return 0;
+}
+
+/// Says so when the graph was disconnected: never a silent partial embedding.
+void report_components(const DiffusionResult& r) {
+  if (r.graph_components > 1)
+    std::fprintf(stderr,
+                 "manifold: warning: the graph has %d connected components; embedded the largest (%lld of %lld "
+                 "points; point_index.npy lists them). A larger k joins them.\n",
+                 r.graph_components, static_cast<long long>(r.n), static_cast<long long>(r.graph_points));
+}
+
+void print_summary(const DiffusionResult& r, const DiffusionParams& p, const std::string& out) {
+  std::printf("diffusion map: N=%lld k=%d epsilon=%.6g (%s) alpha=%g t=%g, %d coordinates in %.3f s -> %s\n",
+              static_cast<long long>(r.n), r.k, r.epsilon, epsilon_rule(p).c_str(), p.alpha, p.t, r.m,
+              total_of(r.timings), out.c_str());
+  std::printf("eigenvalues:");
+  for (size_t i = 0; i < r.eigenvalues.size() && i < 11; ++i) std::printf(" %.6f", r.eigenvalues[i]);
+  std::printf("%s\n", r.eigenvalues.size() > 11 ? " ..." : "");
+  if (!r.bgh.is_null())
+    std::printf("epsilon auto (Berry-Giannakis-Harlim): max slope %.3f, intrinsic dimension ~ %.2f\n",
+                r.bgh.value("max_slope", 0.0), r.bgh.value("dimension", 0.0));
+}
+
+/// Graph files into an open transaction (write_graph commits on its own).
+void add_graph_files(OutputTransaction& tx, const KnnGraph& g) {
+  npy::write(tx.path("indices.npy"), g.indices.data(), {g.n, g.k});
+  npy::write(tx.path("distances.npy"), g.distances.data(), {g.n, g.k});
+  write_text_file(tx.path("graph.json"), graph_metadata(g).dump(2) + "\n");
+}
+
+/// The largest |Fisher-Lee correlation| of atan2(psi_2, psi_1) with the
+/// angle, and with twice the angle (Friedel symmetry folds rotations about the beam).
+std::pair<double, double> angle_recovery(const DiffusionResult& r, const std::vector<double>& angles) {
+  if (r.m < 2) return {0, 0};
+  std::vector<double> phi, once, twice;
+  const int nev = r.m + 1;
+  for (int64_t e = 0; e < r.n; ++e) {
+    phi.push_back(std::atan2(r.psi[static_cast<size_t>(e * nev + 2)], r.psi[static_cast<size_t>(e * nev + 1)]));
+    const double a = angles[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])];
+    once.push_back(a);
+    twice.push_back(2 * a);
+  }
+  return {std::abs(circular_correlation(phi, once)), std::abs(circular_correlation(phi, twice))};
+}
+
+struct PipelineResult {
+  KnnGraph graph;
+  DiffusionResult embedding;
+  double knn_s = 0;
+};
+
+/// k-NN graph then diffusion map; validates both parameter sets before the long work.
+PipelineResult run_pipeline(const Dataset& ds, const KnnParams& kp, const std::string& backend_name,
+                            const DiffusionParams& dp, Progress& progress) {
+  validate(kp, ds.rows());
+  {
+    // Check the embedding parameters against the graph-to-be before building it.
+    KnnGraph shape;
+    shape.n = ds.rows();
+    shape.k = kp.k;
+    shape.indices.assign(static_cast<size_t>(shape.n * shape.k), 0);
+    shape.distances.assign(static_cast<size_t>(shape.n * shape.k), 0.f);
+    validate(dp, shape);
+  }
+  auto backend = make_backend(backend_name);
+  PipelineResult r;
+  const auto t = Clock::now();
+  r.graph = backend->build(ds, kp, progress);
+  r.knn_s = seconds_since(t);
+  progress.check_cancel();
+  r.embedding = diffusion_map(r.graph, dp, progress);
+  progress.check_cancel();
+  return r;
+}
+
+Dataset load_with_transform(const std::string& path, const std::string& hdf5_dataset, const std::string& transform,
+                            Progress& progress) {
+  ReadOptions ro;
+  ro.hdf5_dataset = hdf5_dataset;
+  progress.stage("load", 1, "files");
+  Dataset ds = load_dataset(path, ro);
+  progress.finish();
+  if (transform == "anscombe") {
+    std::vector<float> v(ds.data(), ds.data() + ds.rows() * ds.cols());
+    anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
+    Dataset t(ds.rows(), ds.cols(), std::move(v));
+    t.source = ds.source;
+    t.format = ds.format;
+    t.source_dtype = ds.source_dtype;
+    t.item_shape = ds.item_shape;
+    t.labels = ds.labels;
+    return t;
+  }
+  if (transform != "none") throw UsageError("--transform: unknown transform '" + transform + "' (none, anscombe)");
+  return ds;
+}
+
+int run_session(const Session& s, const std::string& out, bool quiet, const std::string& session_origin) {
+  TerminalProgress sink(stderr, quiet);
+  install_cancel_on_signal();
+  Progress progress(&sink, &cancel_flag());
+  Dataset ds = load_with_transform(s.data, s.dataset, s.transform, progress);
+  PipelineResult r = run_pipeline(ds, s.knn, s.backend, s.diffusion, progress);
+  if (!r.graph.output_rank) return 0;
+  Session record = s;
+  record.data = fs::absolute(s.data).lexically_normal().string();
+  record.output.clear();
+  nlohmann::json extra = {{"data", record.data}, {"transform", s.transform}, {"knn_s", r.knn_s}};
+  if (!session_origin.empty()) extra["session"] = session_origin;
+  OutputTransaction tx(out);
+  add_graph_files(tx, r.graph);
+  write_embedding_files(tx, r.embedding, s.diffusion, graph_metadata(r.graph), extra);
+  write_text_file(tx.path("session.json"), session_to_json(record).dump(2) + "\n");
+  tx.commit();
+  report_components(r.embedding);
+  if (!quiet) {
+    std::printf("k-NN graph: N=%lld d=%lld k=%d metric=%s backend=%s in %.3f s\n", static_cast<long long>(r.graph.n),
+                static_cast<long long>(r.graph.d), r.graph.k, to_string(r.graph.metric).c_str(),
+                r.graph.backend.c_str(), r.knn_s);
+    print_summary(r.embedding, s.diffusion, out);
+  }
+  return 0;
+}
+
+int run_demo(const Args& a) {
+  const bool quiet = a.has("--quiet");
+  const std::string out = a.str("-o");
+  DiffractionParams sp;
+  sp.count = a.integer("--count", 2000, 3, INT64_MAX);
+  sp.size = static_cast<int>(a.integer("--size", 32, 2, 4096));
+  // About an axis in the detector plane: the patterns change in 3-D, not by
+  // an in-plane rotation of the image as about the beam (z).
+  sp.axis = a.str("--axis", "x");
+  sp.photons = a.real("--photons", 1e5);
+  sp.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
+  sp.q_max = a.real("--q-max", sp.q_max);
+  sp.threads = static_cast<int>(a.integer("--threads", 0, 0, 4096));
+  validate(sp);
+  if (sp.axis == "random") throw UsageError("--axis random: the demo recovers one rotation angle; use x, y or z");
+  KnnParams kp = knn_params_from(a);
+  if (!a.has("-k")) kp.k = 20;
+  DiffusionParams dp = diffusion_params_from(a, "--embed-k");
+  if (!a.has("--components")) dp.components = 4;
+  const std::string backend = a.str("--backend", "auto");
+  const std::string pdb = a.has("--pdb") ? a.str("--pdb") : find_packaged_pdb("1ubq");
+  Molecule mol = read_pdb(pdb);
+
+  TerminalProgress sink(stderr, quiet);
+  install_cancel_on_signal();
+  Progress progress(&sink, &cancel_flag());
+  DiffractionImages d = simulate_diffraction(mol, sp, progress);
+  // Photon counts are variance-stabilised before the graph (see anscombe_transform).
+  std::vector<float> v = d.images;
+  anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
+  Dataset ds(d.count, static_cast<int64_t>(d.size) * d.size, std::move(v));
+  ds.source = "patterns.npy";
+  ds.item_shape = {d.size, d.size};
+  PipelineResult r = run_pipeline(ds, kp, backend, dp, progress);
+  auto [once, twice] = angle_recovery(r.embedding, d.angles);
+
+  Session s;
+  s.data = "patterns.npy";
+  s.transform = "anscombe";
+  s.backend = backend;
+  s.knn = kp;
+  s.diffusion = dp;
+  nlohmann::json demo = {{"molecule", mol.id.empty() ? mol.source : mol.id},
+                         {"patterns", d.count},
+                         {"size", d.size},
+                         {"axis", sp.axis},
+                         {"photons", sp.photons},
+                         {"circular_correlation_angle", once},
+                         {"circular_correlation_twice_angle", twice},
+                         {"simulation", d.metadata}};
+  OutputTransaction tx(out);
+  npy::write(tx.path("patterns.npy"), d.images.data(), {d.count, d.size, d.size});
+  npy::write(tx.path("patterns.angles.npy"), d.angles.data(), {d.count});
+  write_text_file(tx.path("patterns.json"), d.metadata.dump(2) + "\n");
+  add_graph_files(tx, r.graph);
+  write_embedding_files(tx, r.embedding, dp, graph_metadata(r.graph),
+                        {{"data", "patterns.npy"}, {"transform", "anscombe"}, {"demo", demo}});
+  write_text_file(tx.path("session.json"), session_to_json(s).dump(2) + "\n");
+  tx.commit();
+  report_components(r.embedding);
+  if (!quiet) {
+    std::printf("demo: %lld diffraction patterns %dx%d of %s (%zu atoms) rotated about %s, Poisson noise %g photons/pattern\n",
+                static_cast<long long>(d.count), d.size, d.size, mol.id.empty() ? mol.source.c_str() : mol.id.c_str(),
+                mol.atoms.size(), sp.axis.c_str(), sp.photons);
+    std::printf("k-NN graph: k=%d backend=%s in %.3f s\n", r.graph.k, r.graph.backend.c_str(), r.knn_s);
+    print_summary(r.embedding, dp, out);
+  }
+  std::printf("circular correlation of atan2(psi2, psi1) with the rotation angle: %.4f (with twice the angle: %.4f)\n",
+              once, twice);
+  return 0;
+}
+
+// ---- bench embed -----------------------------------------------------------
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+/// Points on a noisy 2-D manifold in 3-D (never degenerate, never all zero).
+Dataset manifold_points(const std::string& kind, int64_t n, double noise, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::normal_distribution<double> g(0, noise);
+  std::vector<float> v(static_cast<size_t>(n * 3));
+  for (int64_t i = 0; i < n; ++i) {
+    double x, y, z;
+    if (kind == "swiss-roll") {
+      const double t = 1.5 * M_PI * (1 + 2 * u(rng)), h = 21 * u(rng);
+      x = t * std::cos(t), y = h, z = t * std::sin(t);
+    } else if (kind == "torus") {
+      const double a = 2 * M_PI * u(rng), b = 2 * M_PI * u(rng);
+      x = (3 + std::cos(b)) * std::cos(a), y = (3 + std::cos(b)) * std::sin(a), z = std::sin(b);
+    } else {
+      throw UsageError("--manifold: unknown manifold '" + kind + "' (swiss-roll, torus)");
+    }
+    v[static_cast<size_t>(i * 3)] = static_cast<float>(x + g(rng));
+    v[static_cast<size_t>(i * 3 + 1)] = static_cast<float>(y + g(rng));
+    v[static_cast<size_t>(i * 3 + 2)] = static_cast<float>(z + g(rng));
+  }
+  Dataset ds(n, 3, std::move(v));
+  ds.source = kind;
+  ds.format = "generated";
+  ds.source_dtype = "float32";
+  return ds;
+}
+
+/// The full symmetric matrix (diagonal merged in) as CSR arrays for SciPy.
+void write_matrix(const std::string& dir, const DiffusionMatrix& a) {
+  std::vector<int64_t> ptr(static_cast<size_t>(a.n + 1), 0);
+  std::vector<int32_t> idx;
+  std::vector<double> val;
+  idx.reserve(static_cast<size_t>(a.nnz()));
+  val.reserve(static_cast<size_t>(a.nnz()));
+  for (int64_t i = 0; i < a.n; ++i) {
+    bool diag_done = false;
+    for (int64_t e = a.row_ptr[static_cast<size_t>(i)]; e < a.row_ptr[static_cast<size_t>(i + 1)]; ++e) {
+      if (!diag_done && a.col[static_cast<size_t>(e)] > i) {
+        idx.push_back(static_cast<int32_t>(i));
+        val.push_back(a.diag[static_cast<size_t>(i)]);
+        diag_done = true;
+      }
+      idx.push_back(a.col[static_cast<size_t>(e)]);
+      val.push_back(a.val[static_cast<size_t>(e)]);
+    }
+    if (!diag_done) {
+      idx.push_back(static_cast<int32_t>(i));
+      val.push_back(a.diag[static_cast<size_t>(i)]);
+    }
+    ptr[static_cast<size_t>(i + 1)] = static_cast<int64_t>(idx.size());
+  }
+  OutputTransaction tx(dir);
+  npy::write(tx.path("indptr.npy"), ptr.data(), {a.n + 1});
+  npy::write(tx.path("indices.npy"), idx.data(), {static_cast<int64_t>(idx.size())});
+  npy::write(tx.path("data.npy"), val.data(), {static_cast<int64_t>(val.size())});
+  tx.commit();
+}
+
+}  // namespace
+
+int cmd_embed(int argc, char** argv) {
+  auto specs = diffusion_option_specs("--k");
+  for (OptionSpec s : {OptionSpec{"--threads"}, OptionSpec{"-o", true, "--output"}, OptionSpec{"--quiet", false, "-q"}})
+    specs.push_back(s);
+  Args a("embed", specs, argc, argv, 2);
+  const std::string graph_dir = a.one_positional("GRAPHDIR");
+  const std::string out = a.str("-o", graph_dir);
+  DiffusionParams p = diffusion_params_from(a, "--k");
+  const bool quiet = a.has("--quiet");
+  TerminalProgress sink(stderr, quiet);
+  install_cancel_on_signal();
+  Progress progress(&sink, &cancel_flag());
+  progress.stage("load graph", 1, "files");
+  KnnGraph g = read_graph(graph_dir);
+  progress.finish();
+  DiffusionResult r = diffusion_map(g, p, progress);
+  progress.check_cancel();
+  write_embedding(out, r, p, graph_metadata(g), {{"graph_dir", fs::absolute(graph_dir).lexically_normal().string()}});
+  report_components(r);
+  if (!quiet) print_summary(r, p, out);
+  return 0;
+}
+
+int cmd_run(int argc, char** argv) {
+  auto specs = knn_option_specs();
+  for (auto& s : diffusion_option_specs("--embed-k")) specs.push_back(s);
+  for (OptionSpec s : {OptionSpec{"--demo", false}, OptionSpec{"--session"}, OptionSpec{"--transform"},
+                       OptionSpec{"--pdb"}, OptionSpec{"--count"}, OptionSpec{"--size"}, OptionSpec{"--axis"},
+                       OptionSpec{"--photons"}, OptionSpec{"--seed"}, OptionSpec{"--q-max"}})
+    specs.push_back(s);
+  Args a("run", specs, argc, argv, 2);
+  const bool demo = a.has("--demo"), session = a.has("--session");
+  if (demo && session) throw UsageError("run: --demo and --session exclude each other");
+  if (!demo)
+    for (auto o : {"--pdb", "--count", "--size", "--axis", "--photons", "--seed", "--q-max"})
+      if (a.has(o)) throw UsageError(std::string("run: ") + o + " belongs to --demo");
+  if (demo) {
+    if (!a.positionals().empty()) throw UsageError("run --demo: unexpected argument '" + a.positionals()[0] + "'");
+    if (!a.has("-o")) throw UsageError("run --demo: missing -o OUTDIR");
+    return run_demo(a);
+  }
+  if (session) {
+    if (!a.positionals().empty()) throw UsageError("run --session: unexpected argument '" + a.positionals()[0] + "'");
+    const std::string path = a.str("--session");
+    Session s = read_session(path);
+    std::string out = a.str("-o", s.output);
+    if (out.empty()) throw UsageError("run --session: the session names no output folder; give -o OUTDIR");
+    return run_session(s, out, a.has("--quiet"), fs::absolute(path).lexically_normal().string());
+  }
+  Session s;
+  s.data = a.one_positional("DATA");
+  if (!a.has("-k")) throw UsageError("run: missing -k K");
+  if (!a.has("-o")) throw UsageError("run: missing -o OUTDIR");
+  s.dataset = a.str("--dataset");
+  s.transform = a.str("--transform", "none");
+  if (s.transform != "none" && s.transform != "anscombe")
+    throw UsageError("--transform: unknown transform '" + s.transform + "' (none, anscombe)");
+  s.backend = a.str("--backend", "auto");
+  s.knn = knn_params_from(a);
+  s.diffusion = diffusion_params_from(a, "--embed-k");
+  return run_session(s, a.str("-o"), a.has("--quiet"), "");
+}
+
+int cmd_bench_embed(int argc, char** argv) {
+  Args a("bench embed",
+         {{"-n"}, {"-k", true, "--k"}, {"--manifold"}, {"--noise"}, {"--seed"}, {"--components"}, {"--eigenpairs"},
+          {"--repeats"}, {"--tolerance"}, {"--ncv"}, {"--threads"}, {"--graph"}, {"--matrix"}, {"--json"},
+          {"--reembed-k"}},
+         argc, argv, 3);
+  if (!a.positionals().empty()) throw UsageError("bench embed: unexpected argument '" + a.positionals()[0] + "'");
+  const int64_t n = a.integer("-n", 100000, 100, INT64_MAX);
+  const int k = static_cast<int>(a.integer("-k", 20, 2, 4096));
+  const std::string kind = a.str("--manifold", "swiss-roll");
+  const double noise = a.real("--noise", 0.05);
+  const uint64_t seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
+  const int pairs = static_cast<int>(a.integer("--eigenpairs", 10, 2, 1000));
+  const int repeats = static_cast<int>(a.integer("--repeats", 5, 1, 1000));
+  const int reembed_k = static_cast<int>(a.integer("--reembed-k", std::max(2, k * 3 / 4), 1, k));
+  DiffusionParams p;
+  p.components = static_cast<int>(a.integer("--components", pairs - 1, 1, 1000));
+  p.tolerance = a.real("--tolerance", 1e-10);
+  p.ncv = static_cast<int>(a.integer("--ncv", 0, 0, 100000));
+  p.threads = static_cast<int>(a.integer("--threads", 0, 0, 4096));
+
+  install_cancel_on_signal();
+  TerminalProgress sink(stderr, true);
+  Progress progress(&sink, &cancel_flag());
+  nlohmann::json out;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  out["host"] = host;
+  out["cpu_threads"] = hardware_threads(p.threads);
+  out["data"] = {{"manifold", kind}, {"n", n}, {"d", 3}, {"noise", noise}, {"seed", seed}};
+
+  // The graph: cached in --graph DIR when given (the k-NN build is not what is timed here).
+  KnnGraph g;
+  const std::string graph_dir = a.str("--graph");
+  bool have = false;
+  if (!graph_dir.empty() && fs::exists(fs::path(graph_dir) / "indices.npy")) {
+    g = read_graph(graph_dir);
+    have = g.n == n && g.k == k;
+  }
+  if (!have) {
+    Dataset ds = manifold_points(kind, n, noise, seed);
+    register_cpu_backend();
+    KnnParams kp;
+    kp.k = k;
+    kp.threads = p.threads;
+    const auto t = Clock::now();
+    g = make_backend("cpu")->build(ds, kp, progress);
+    out["graph_build_s"] = seconds_since(t);
+    if (!graph_dir.empty()) write_graph(graph_dir, g);
+  }
+  out["graph"] = {{"n", g.n}, {"k", g.k}, {"backend", g.backend}, {"cached", have}};
+  std::printf("graph: N=%lld k=%d (%s)\n", static_cast<long long>(g.n), g.k, have ? "cached" : "built");
+
+  auto t = Clock::now();
+  DiffusionMatrix m = diffusion_matrix(g, p, progress);
+  const double matrix_s = seconds_since(t);
+  out["matrix"] = {{"n", m.n}, {"nnz", m.nnz()}, {"epsilon", m.epsilon}, {"components", m.graph_components},
+                   {"build_s", matrix_s}};
+  if (a.has("--matrix")) write_matrix(a.str("--matrix"), m);
+
+  auto time_solve = [&](bool check) {
+    std::vector<double> runs;
+    Eigenpairs last;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = Clock::now();
+      last = top_eigenpairs(m, pairs, p.tolerance, p.ncv, p.threads, progress, check);
+      runs.push_back(seconds_since(t0));
+    }
+    nlohmann::json j = {{"eigenpairs", pairs},    {"tolerance", p.tolerance}, {"ncv", last.ncv},
+                        {"runs_s", runs},         {"median_s", median(runs)}, {"matvecs", last.matvecs},
+                        {"restarts", last.iterations}, {"eigenvalues", last.values}, {"lock_check", check}};
+    std::printf("eigensolve (%d pairs, tol %g, ncv %d%s): median %.4f s over %d runs, %lld mat-vecs\n", pairs,
+                p.tolerance, last.ncv, check ? ", with locking check" : ", Spectra only", median(runs), repeats,
+                static_cast<long long>(last.matvecs));
+    std::fflush(stdout);
+    return j;
+  };
+  // One untimed solve first, so page faults and thread start-up are not measured.
+  top_eigenpairs(m, pairs, p.tolerance, p.ncv, p.threads, progress, false);
+  out["eigensolve"] = time_solve(true);
+  out["eigensolve_spectra_only"] = time_solve(false);
+
+  // Re-embedding as the GUI does it: a new k' or epsilon on the same graph, the whole diffusion_map().
+  auto time_embed = [&](const DiffusionParams& q, const std::string& what) {
+    std::vector<double> runs;
+    DiffusionResult last;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = Clock::now();
+      last = diffusion_map(g, q, progress);
+      runs.push_back(seconds_since(t0));
+    }
+    nlohmann::json stages = nlohmann::json::object();
+    for (auto& [s, v] : last.timings) stages[s] = v;
+    std::printf("re-embed after %s: median %.4f s (%d coordinates)\n", what.c_str(), median(runs), q.components);
+    std::fflush(stdout);
+    return nlohmann::json{{"k", last.k},       {"epsilon", last.epsilon}, {"components", q.components},
+                          {"runs_s", runs},    {"median_s", median(runs)}, {"stages_s", stages},
+                          {"solver", last.solver}};
+  };
+  DiffusionParams qk = p;
+  qk.k = reembed_k;
+  DiffusionParams qe = p;
+  qe.epsilon = std::to_string(2 * m.epsilon);
+  out["reembed"] = {{"k_change", time_embed(qk, "k' " + std::to_string(k) + " -> " + std::to_string(reembed_k))},
+                    {"epsilon_change", time_embed(qe, "epsilon x 2")}};
+  if (a.has("--json")) write_text_file(a.str("--json"), out.dump(2) + "\n");
+  return 0;
+}
+
 }  // namespace manifold::cli

@@ -91,9 +91,11 @@ struct Eigenpairs {
 
 /// The `count` largest (algebraic) eigenpairs of A by Spectra's SymEigsSolver
 /// on a CSR operator. Progress reports mat-vecs and cancels between them.
-/// Throws Error when the solver does not converge.
+/// `lock_check` runs the check for eigenvalues a single-vector Lanczos run
+/// misses when they are repeated (see diffusion_map.cpp); off only for timing
+/// the bare solver. Throws Error when the solver does not converge.
 Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, double tolerance, int ncv, int threads,
-                          Progress& progress);
+                          Progress& progress, bool lock_check = true);
 
 struct DiffusionResult {
   int64_t n = 0;                    ///< points embedded

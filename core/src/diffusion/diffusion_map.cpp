@@ -104,7 +104,7 @@ double lambda_power(double l, double t) {
 }  // namespace
 
 Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, double tolerance, int ncv, int threads,
-                          Progress& progress) {
+                          Progress& progress, bool lock_check) {
   if (count < 1 || count >= a.n)
     throw UsageError("eigensolve: " + std::to_string(count) + " eigenpairs requested from a " + std::to_string(a.n) +
                      "-point graph; need fewer than the points");
@@ -137,7 +137,7 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, double tolerance,
   // vectors locked out, from another start vector: while its top eigenvalue
   // beats the smallest found one, it is a missed pair; swap it in.
   const int check_ncv = static_cast<int>(std::min<int64_t>(a.n - count, 20));
-  for (int round = 0; round <= count && check_ncv > 1; ++round) {
+  for (int round = 0; lock_check && round <= count && check_ncv > 1; ++round) {
     DeflatedOperator dop(a, vecs, threads, progress);
     const double loose = std::max(tolerance, 1e-6);
     SolveResult c = spectra_solve(dop, 1, check_ncv, loose, 1000 + static_cast<uint64_t>(round));

@@ -1,0 +1,52 @@
+#pragma once
+// A session file: every parameter of a run and the data it ran on, so a run
+// made in the GUI can be reproduced with `manifold run --session FILE`.
+//
+// Format (JSON, UTF-8):
+//   {
+//     "format": "manifold-session",           required
+//     "version": 1,                           required
+//     "data": "patterns.npy",                 required; relative paths are relative to the session file's folder
+//     "dataset": "/entry_1/data_1/data",      optional HDF5/CXI dataset path ("" = the reader's default)
+//     "transform": "none",                    optional: none | anscombe (2 sqrt(x + 3/8), for photon counts)
+//     "knn": {                                optional object, every key optional (defaults of KnnParams):
+//       "k": 10, "metric": "euclidean", "backend": "auto", "select": "auto",
+//       "keep_self": false, "devices": [], "gpu_memory": 0, "threads": 0, "precision": "exact" },
+//     "diffusion": {                          optional object, every key optional (defaults of DiffusionParams):
+//       "k": 0, "epsilon": "median", "alpha": 1.0, "components": 10, "t": 1.0,
+//       "symmetrize": "or", "local_scaling": 0, "tolerance": 1e-10, "ncv": 0, "threads": 0 },
+//     "output": "run1",                       optional output folder (relative as "data"); -o overrides
+//     "view": { ... }                         optional GUI state (axes, colouring, selection); the CLI ignores it
+//   }
+// "epsilon" may also be written as a number. Unknown keys inside "knn" and
+// "diffusion" are errors (a typo must not silently change a run).
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "manifold/diffusion_map.h"
+#include "manifold/knn.h"
+
+namespace manifold {
+
+struct Session {
+  std::string data;                 ///< dataset path (absolute after read_session resolves it)
+  std::string dataset;              ///< HDF5 dataset path, "" = default
+  std::string transform = "none";   ///< none | anscombe
+  std::string backend = "auto";     ///< k-NN backend name
+  KnnParams knn;
+  DiffusionParams diffusion;
+  std::string output;               ///< "" = not given
+  nlohmann::json view;              ///< GUI state, passed through
+};
+
+nlohmann::json session_to_json(const Session& session);
+/// Parses a session; relative paths are resolved against `base_dir` ("" = as given).
+/// Throws Error starting with `source` for a malformed session.
+Session session_from_json(const nlohmann::json& j, const std::string& base_dir, const std::string& source);
+
+Session read_session(const std::string& path);
+/// Writes atomically. Paths are written as stored in `session`.
+void write_session(const std::string& path, const Session& session);
+
+}  // namespace manifold

@@ -1,0 +1,91 @@
+#pragma once
+// Single-molecule diffraction snapshots, for demos and physical validation.
+//
+// Small-angle (flat detector) approximation: the detector samples the plane
+// q_z = 0 of reciprocal space on an S x S grid, q = 4 pi sin(theta) / lambda
+// in 1/Angstrom, pixel centres at q = (i - (S-1)/2) * 2 q_max / S. The
+// molecule (rotation R) scatters I(q) = |sum_j o_j f_j(|q|) exp(i q . R r_j)|^2
+// with Cromer-Mann form factors f_j(s) = sum_i a_i exp(-b_i s^2) + c,
+// s = |q| / (4 pi), and occupancies o_j. Rotations are about one axis
+// (angle uniform in [0, 2 pi)) or uniform in SO(3) (Shoemake quaternions).
+// Poisson noise: one fluence for the whole set, scaled so that a pattern
+// holds `photons` photons on average; each pixel is Poisson(scale * I).
+//
+// simulate_diffraction() is the compute boundary: a GPU version can be added
+// behind the same signature.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "manifold/pdb.h"
+#include "manifold/progress.h"
+
+namespace manifold {
+
+/// Cromer-Mann coefficients of one element (International Tables for
+/// Crystallography, Vol. C, Table 6.1.1.4), f in electrons, s in 1/Angstrom.
+struct CromerMann {
+  const char* element;
+  double a[4];
+  double b[4];
+  double c;
+  double operator()(double s) const;
+};
+
+/// The coefficients for `element` ("Fe", "FE" and "fe" all work), or nullptr.
+const CromerMann* cromer_mann(const std::string& element);
+/// Every element of the table.
+const std::vector<CromerMann>& cromer_mann_table();
+
+struct DiffractionParams {
+  int64_t count = 1000;       ///< patterns
+  int size = 32;              ///< S: patterns are S x S pixels
+  std::string axis = "y";     ///< rotation axis x | y | z (z = the beam) | random (uniform in SO(3))
+  double photons = 1e5;       ///< mean photons per pattern; 0 = no noise (raw |A|^2 in electrons^2)
+  uint64_t seed = 1;
+  double q_max = 0.6;         ///< 1/Angstrom at the middle of the detector's edge (resolution 2 pi / q_max)
+  int threads = 0;            ///< 0 = all cores
+};
+
+/// Rejects bad parameters with one line (UsageError).
+void validate(const DiffractionParams& params);
+
+struct DiffractionImages {
+  int64_t count = 0;
+  int size = 0;
+  std::vector<float> images;       ///< count x size x size, row-major; row index = q_y, column = q_x
+  std::string axis;
+  std::vector<double> angles;      ///< count rotation angles (radians) for an axis; empty for random
+  std::vector<double> quaternions; ///< count x 4 (w, x, y, z), w >= 0, of every rotation
+  double scale = 0;                ///< photons per unit |A|^2 (0 without noise)
+  nlohmann::json metadata;         ///< every parameter, the molecule, atoms used
+};
+
+/// The compute boundary (CPU, multi-threaded). Progress counts patterns; cancellable.
+DiffractionImages simulate_diffraction(const Molecule& molecule, const DiffractionParams& params, Progress& progress);
+
+/// Writes FILE.npy (float32 N x S x S) with FILE.angles.npy (axis) or
+/// FILE.quaternions.npy (random) and FILE.json beside it, or FILE.cxi (HDF5,
+/// CXI layout: /entry_1/data_1/data N x S x S float32, ground truth under
+/// /entry_1/sample_1). All files appear together or not at all.
+void write_diffraction(const std::string& path, const DiffractionImages& images);
+
+/// The ground-truth file written beside FILE.npy: FILE.angles.npy or FILE.quaternions.npy.
+std::string ground_truth_path(const std::string& npy_path, const DiffractionImages& images);
+
+/// A PDB file shipped by a Debian package (freesasa's test data), by id
+/// ("1ubq"); throws Error naming the package when it is not installed.
+std::string find_packaged_pdb(const std::string& id);
+
+}  // namespace manifold
+
+namespace manifold {
+
+/// Anscombe's variance-stabilising transform 2 sqrt(x + 3/8): Poisson counts
+/// of any mean get unit variance, so Euclidean distances weigh every pixel by
+/// its information instead of letting the bright centre's noise dominate.
+void anscombe_transform(float* values, int64_t count);
+
+}  // namespace manifold
