@@ -1,2 +1,82 @@
-// manifold-explorer: the desktop application (placeholder main while the window is built).
-int main() { return 0; }
+// manifold-explorer: the desktop application. Thin: parses the command line
+// and opens the main window of manifold_ui.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QSaveFile>
+#include <QTimer>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "manifold/ui/main_window.h"
+
+int main(int argc, char** argv) {
+  // Debian's VTK opens its OpenGL context through GLX on the X display; Qt
+  // under native Wayland would still work, but xcb keeps both on one server.
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && !qEnvironmentVariableIsEmpty("DISPLAY"))
+    qputenv("QT_QPA_PLATFORM", "xcb");
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("ManifoldExplorer"));
+  QApplication::setApplicationName(QStringLiteral("Manifold Explorer"));
+  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral(
+      "Exact k-nearest-neighbour graphs of image stacks and their diffusion maps, in 3-D."));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument(QStringLiteral("DATA"),
+                               QStringLiteral("dataset to open (.npy, IDX, image folder, TIFF, MRC, HDF5/CXI)"),
+                               QStringLiteral("[DATA]"));
+  QCommandLineOption demo(QStringLiteral("demo"), QStringLiteral("open and embed the built-in demo"));
+  QCommandLineOption session(QStringLiteral("session"), QStringLiteral("open a saved session and run it"),
+                             QStringLiteral("FILE"));
+  QCommandLineOption run(QStringLiteral("run"), QStringLiteral("run at once with the default parameters"));
+  QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                QStringLiteral("after the first embedding, save the window as a PNG and quit"),
+                                QStringLiteral("FILE"));
+  parser.addOptions({demo, session, run, screenshot});
+  parser.process(app);
+
+  if (qEnvironmentVariableIsEmpty("DISPLAY")) {
+    std::fprintf(stderr, "manifold-explorer: no X display (DISPLAY is not set); the 3-D view needs one. "
+                         "Use xvfb-run on a headless machine.\n");
+    return 1;
+  }
+
+  manifold::cli::register_all_backends();
+  manifold::ui::MainWindow window;
+  window.resize(1440, 900);
+  window.show();
+
+  if (parser.isSet(screenshot)) {
+    const QString path = parser.value(screenshot);
+    QObject::connect(&window, &manifold::ui::MainWindow::embeddingShown, &window, [&window, path] {
+      // Let the view paint its first full frame before the window is grabbed.
+      QTimer::singleShot(200, &window, [&window, path] {
+        QSaveFile file(path);
+        const bool ok = file.open(QIODevice::WriteOnly) && window.grab().save(&file, "PNG") && file.commit();
+        if (!ok) std::fprintf(stderr, "manifold-explorer: %s: cannot write the screenshot\n", qPrintable(path));
+        QApplication::exit(ok ? 0 : 1);
+      });
+    });
+    QObject::connect(&window, &manifold::ui::MainWindow::errorShown, &window, [](const QString& message) {
+      std::fprintf(stderr, "manifold-explorer: %s\n", qPrintable(message));
+      QApplication::exit(1);
+    });
+  }
+
+  const QStringList args = parser.positionalArguments();
+  if (parser.isSet(session)) {
+    window.openSession(parser.value(session));
+  } else if (parser.isSet(demo)) {
+    window.openDemo(true);
+  } else if (!args.isEmpty()) {
+    if (parser.isSet(run))
+      QObject::connect(&window, &manifold::ui::MainWindow::datasetOpened, &window, [&window] { window.runNow(); },
+                       Qt::SingleShotConnection);
+    window.openFile(QDir::current().absoluteFilePath(args.first()));
+  }
+  return app.exec();
+}

@@ -30,7 +30,7 @@ std::vector<float> helix(int n) {
 class TestEmbeddingView : public QObject {
   Q_OBJECT
 
- private slots:
+ private Q_SLOTS:
   void drawsPoints() {
     EmbeddingView view;
     view.resize(640, 480);

@@ -231,10 +231,10 @@ void EmbeddingView::Impl::setup() {
   colour_bar->SetNumberOfLabels(5);
   colour_bar->SetMaximumWidthInPixels(90);
   colour_bar->SetBarRatio(0.25);
-  colour_bar->GetPositionCoordinate()->SetValue(0.88, 0.1);
-  colour_bar->SetWidth(0.1);
+  colour_bar->GetPositionCoordinate()->SetValue(0.83, 0.1);
+  colour_bar->SetWidth(0.15);
   colour_bar->SetHeight(0.8);
-  colour_bar->GetTitleTextProperty()->SetFontSize(14);
+  colour_bar->GetTitleTextProperty()->SetFontSize(13);
   colour_bar->GetLabelTextProperty()->SetFontSize(12);
   colour_bar->UnconstrainedFontSizeOn();
   colour_bar->VisibilityOff();
@@ -280,7 +280,7 @@ void EmbeddingView::Impl::render(bool full_detail) {
   frame = std::move(image);
   dirty = false;
   frame_ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
-  emit widget->frameRendered(frame_ms);
+  Q_EMIT widget->frameRendered(frame_ms);
 }
 
 void EmbeddingView::Impl::update_marks() {
@@ -679,7 +679,7 @@ void EmbeddingView::mouseMoveEvent(QMouseEvent* e) {
   const int64_t row = pointAt(e->position());
   if (row != d_->hover_row) {
     d_->hover_row = row;
-    emit hovered(row);
+    Q_EMIT hovered(row);
   }
 }
 
@@ -705,7 +705,7 @@ void EmbeddingView::mouseReleaseEvent(QMouseEvent* e) {
         rows = std::move(merged);
       }
       setSelection(std::move(rows));
-      emit selectionChanged();
+      Q_EMIT selectionChanged();
     }
     update();
     return;
@@ -723,7 +723,7 @@ void EmbeddingView::mouseReleaseEvent(QMouseEvent* e) {
     const int64_t row = pointAt(e->position());
     if (row >= 0) {
       setPinned(row);
-      emit picked(row);
+      Q_EMIT picked(row);
     }
   }
   d_->request_render();
@@ -745,7 +745,7 @@ void EmbeddingView::wheelEvent(QWheelEvent* e) {
 void EmbeddingView::leaveEvent(QEvent*) {
   if (d_->hover_row != -1) {
     d_->hover_row = -1;
-    emit hovered(-1);
+    Q_EMIT hovered(-1);
   }
 }
 

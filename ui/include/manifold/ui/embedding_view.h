@@ -72,7 +72,7 @@ class EmbeddingView : public QWidget {
   /// Where point `row` is drawn, in widget coordinates.
   QPointF projectedPosition(int64_t row);
 
- signals:
+ Q_SIGNALS:
   void hovered(qint64 row);  ///< -1 when the cursor leaves every point
   void picked(qint64 row);
   /// The user finished a rectangle or lasso selection.

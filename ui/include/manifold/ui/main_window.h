@@ -1,0 +1,194 @@
+#pragma once
+// The main window: dataset and parameter panels on the left, the embedding
+// view in the middle with its controls and the run bar, the spectrum, image
+// and selection panels on the right. Every long task (opening, k-NN,
+// diffusion map, export) runs off the GUI thread; errors appear in a message
+// bar above the view, never as a crash or a blocking dialog.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFutureWatcher>
+#include <QLabel>
+#include <QListView>
+#include <QMainWindow>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QTimer>
+#include <QToolButton>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "manifold/ui/dataset_panel.h"
+#include "manifold/ui/embedding_view.h"
+#include "manifold/ui/image_panel.h"
+#include "manifold/ui/job_runner.h"
+#include "manifold/ui/loaded_dataset.h"
+#include "manifold/ui/parameter_panel.h"
+#include "manifold/ui/plot_widget.h"
+#include "manifold/ui/run_parameters.h"
+#include "manifold/ui/thumbnail_model.h"
+
+class QMenu;
+
+namespace manifold::ui {
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // ---- opening (asynchronous: datasetOpened or errorShown follows) -------
+  void openFile(const QString& path);
+  /// Opens the built-in demo; `run` embeds it at once.
+  void openDemo(bool run = true);
+  /// Shows a dataset already in memory.
+  void openDataset(std::shared_ptr<const LoadedDataset> dataset, bool run = false);
+  /// Opens the session's dataset, applies its parameters and view, and runs.
+  void openSession(const QString& path);
+  bool saveSession(const QString& path);
+
+  // ---- running ------------------------------------------------------------
+  void runNow();
+  void cancelRun();
+
+  // ---- exports (asynchronous: exportFinished follows) ----------------------
+  /// A path ending in .mtx writes MatrixMarket, anything else a graph folder.
+  void exportGraph(const QString& path);
+  /// .npy, .csv, .vtp, or a folder with every file of `manifold embed`.
+  void exportEmbedding(const QString& path);
+  void exportSelectionIndices(const QString& path);
+  void exportSelectionImages(const QString& path);
+  void exportScreenshot(const QString& path);
+
+  // ---- view settings -------------------------------------------------------
+  /// Diffusion coordinates (1-based) on the axes; z is ignored in 2-D.
+  void setAxes(int x, int y, int z, bool planar);
+  /// "none", "dc<i>" (a diffusion coordinate) or a metadata name.
+  void setColourBy(const QString& key);
+  void setSelectedRows(std::vector<int64_t> rows);
+
+  // ---- state, for tests and the command line ------------------------------
+  JobRunner* runner() const { return runner_; }
+  EmbeddingView* view() const { return view_; }
+  ParameterPanel* parameterPanel() const { return parameters_; }
+  DatasetPanel* datasetPanel() const { return dataset_panel_; }
+  ImagePanel* imagePanel() const { return image_panel_; }
+  PlotWidget* spectrumPlot() const { return spectrum_; }
+  ThumbnailModel* selectionModel() const { return selection_model_; }
+  std::shared_ptr<const LoadedDataset> dataset() const { return dataset_; }
+  std::shared_ptr<const EmbeddingOutcome> outcome() const { return outcome_; }
+  const std::vector<int64_t>& selectedRows() const { return selected_rows_; }
+  QString lastError() const { return last_error_; }
+  QString statusText() const { return status_->text(); }
+  QString progressText() const { return progress_label_->text(); }
+  bool messageBarVisible() const;
+
+ Q_SIGNALS:
+  void datasetOpened();
+  void embeddingShown();
+  void errorShown(const QString& message);
+  void exportFinished(bool ok, const QStringList& files_or_error);
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  struct LoadResult {
+    std::shared_ptr<const LoadedDataset> dataset;
+    QString error;
+  };
+  struct ExportResult {
+    bool ok = false;
+    QStringList files;
+    QString error;
+  };
+
+  void build_menus();
+  QWidget* build_view_area();
+  void build_docks();
+  void start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what, bool run);
+  void on_loaded();
+  void show_error(const QString& message);
+  void show_notice(const QString& message);
+  void on_parameters_changed();
+  void on_run_started(bool builds_graph);
+  void on_progress(const ProgressInfo& info);
+  void on_finished(std::shared_ptr<const EmbeddingOutcome> outcome);
+  void on_failed(const QString& message);
+  void on_cancelled();
+  void on_busy(bool busy);
+  void update_view(bool reset_camera);
+  void update_colours();
+  void update_axis_choices();
+  void update_spectrum();
+  void on_view_selection();
+  void show_selection();
+  void on_hovered(qint64 embedded);
+  void on_picked(qint64 embedded);
+  void pin_row(int64_t row);
+  QString point_details(int64_t row) const;
+  int64_t embedded_index(int64_t row) const;
+  void start_export(const QString& what, std::function<QStringList()> work);
+  void update_actions();
+  void fill_recent_menu();
+  nlohmann::json view_settings() const;
+  void apply_view_settings(const nlohmann::json& view);
+  QString ask_save_path(const QString& title, const QString& filter, const QString& suffix);
+
+  JobRunner* runner_;
+  EmbeddingView* view_;
+  ParameterPanel* parameters_;
+  DatasetPanel* dataset_panel_;
+  ImagePanel* image_panel_;
+  PlotWidget* spectrum_;
+  ThumbnailModel* selection_model_;
+  QListView* selection_view_;
+  QLabel* selection_label_;
+
+  QComboBox* axis_[3];
+  QCheckBox* planar_;
+  QComboBox* colour_by_;
+  QDoubleSpinBox* point_size_;
+  QToolButton* tool_navigate_;
+  QToolButton* tool_rectangle_;
+  QToolButton* tool_lasso_;
+
+  QPushButton* run_button_;
+  QPushButton* cancel_button_;
+  QProgressBar* progress_;
+  QLabel* progress_label_;
+  QLabel* status_;
+  QWidget* message_bar_;
+  QLabel* message_text_;
+  QMenu* recent_menu_ = nullptr;
+  QAction* export_graph_action_ = nullptr;
+  QAction* export_mtx_action_ = nullptr;
+  QAction* export_embedding_action_ = nullptr;
+  QAction* export_selection_action_ = nullptr;
+  QAction* export_images_action_ = nullptr;
+  QAction* export_screenshot_action_ = nullptr;
+  QAction* save_session_action_ = nullptr;
+
+  std::shared_ptr<const LoadedDataset> dataset_;
+  std::shared_ptr<const EmbeddingOutcome> outcome_;
+  std::vector<int64_t> embedded_of_row_;  // dataset row -> embedded point, -1 when not embedded
+  std::vector<int64_t> selected_rows_;    // dataset rows, ascending
+  int64_t pinned_row_ = -1;
+  QString last_error_;
+  QString colour_key_;
+  QTimer reembed_timer_;
+  QFutureWatcher<LoadResult> load_watcher_;
+  bool run_after_load_ = false;
+  std::optional<Session> pending_session_;
+  QFutureWatcher<ExportResult> export_watcher_;
+  bool updating_controls_ = false;
+};
+
+}  // namespace manifold::ui

@@ -1,0 +1,70 @@
+#pragma once
+// The run parameters: the graph (k, metric, backend and devices) and the
+// diffusion map (epsilon, alpha, t, components, symmetrisation), each with a
+// tooltip and the defaults of the CLI. When epsilon is chosen automatically
+// the Berry-Giannakis-Harlim curve of the last run is drawn under it.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <QWidget>
+
+#include <nlohmann/json.hpp>
+
+#include "manifold/ui/plot_widget.h"
+#include "manifold/ui/run_parameters.h"
+
+namespace manifold::ui {
+
+class ParameterPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit ParameterPanel(QWidget* parent = nullptr);
+
+  RunParameters parameters() const;
+  void setParameters(const RunParameters& params);
+  /// Limits k and the number of components for a dataset of n points.
+  void setPointCount(int64_t n);
+  /// Shows the epsilon the last run used (and its BGH curve when automatic).
+  void showEpsilonResult(double epsilon, const nlohmann::json& bgh);
+  bool autoReembed() const { return auto_reembed_->isChecked(); }
+  void setAutoReembed(bool on) { auto_reembed_->setChecked(on); }
+  PlotWidget* bghPlot() const { return bgh_plot_; }
+
+  // The editors, for tests and for the main window's shortcuts.
+  QSpinBox* kEditor() const { return k_; }
+  QComboBox* metricEditor() const { return metric_; }
+  QComboBox* epsilonModeEditor() const { return epsilon_mode_; }
+  QDoubleSpinBox* epsilonValueEditor() const { return epsilon_value_; }
+  QDoubleSpinBox* alphaEditor() const { return alpha_; }
+  QDoubleSpinBox* timeEditor() const { return t_; }
+  QSpinBox* componentsEditor() const { return components_; }
+  QComboBox* symmetrizeEditor() const { return symmetrize_; }
+  QComboBox* backendEditor() const { return backend_; }
+
+ Q_SIGNALS:
+  /// Any parameter changed (emitted once per edit).
+  void changed();
+
+ private:
+  void update_enabled();
+
+  QSpinBox* k_;
+  QComboBox* metric_;
+  QComboBox* backend_;
+  QLineEdit* devices_;
+  QComboBox* epsilon_mode_;
+  QDoubleSpinBox* epsilon_value_;
+  QDoubleSpinBox* alpha_;
+  QDoubleSpinBox* t_;
+  QSpinBox* components_;
+  QComboBox* symmetrize_;
+  QSpinBox* local_scaling_;
+  QCheckBox* auto_reembed_;
+  PlotWidget* bgh_plot_;
+  bool loading_ = false;
+};
+
+}  // namespace manifold::ui

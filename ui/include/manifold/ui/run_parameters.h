@@ -1,0 +1,47 @@
+#pragma once
+// Everything a run depends on, as the parameter panel edits it, and the
+// session file that records it so the CLI can reproduce the run.
+#include <QString>
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "manifold/diffusion_map.h"
+#include "manifold/knn.h"
+
+namespace manifold::ui {
+
+struct RunParameters {
+  KnnParams knn;                 ///< the graph: k, metric, devices
+  std::string backend = "auto";  ///< auto | cpu | gpu
+  DiffusionParams diffusion;     ///< the embedding; diffusion.k <= knn.k slices the graph
+
+  /// True when `other` needs a different graph (metric, self, or more neighbours).
+  bool sameGraphFamily(const RunParameters& other) const;
+  /// True when only the diffusion time differs: the eigenvectors stay valid.
+  bool differsOnlyInTime(const RunParameters& other) const;
+};
+
+/// The session: dataset, parameters and (optionally) view settings, as JSON
+/// ("manifold-session" version 1, see docs/ui.md).
+struct Session {
+  QString data_path;   ///< empty for the demo
+  bool demo = false;
+  std::string fingerprint;
+  RunParameters params;
+  nlohmann::json view = nlohmann::json::object();  ///< GUI-only settings (axes, colours)
+};
+
+nlohmann::json sessionToJson(const Session& session);
+/// Throws manifold::Error naming the problem.
+Session sessionFromJson(const nlohmann::json& json);
+void writeSession(const QString& path, const Session& session);
+Session readSession(const QString& path);
+
+/// A copy of `result` at diffusion time `t`: coordinates = lambda_i^t psi_i,
+/// computed exactly as diffusion_map() does, without a new eigensolve.
+std::shared_ptr<const DiffusionResult> withDiffusionTime(const DiffusionResult& result, double t);
+
+}  // namespace manifold::ui

@@ -1,0 +1,140 @@
+#include "manifold/ui/dataset_panel.h"
+
+#include <QHBoxLayout>
+#include <algorithm>
+#include <QLocale>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+namespace manifold::ui {
+
+void configureThumbnailView(QListView* view, int thumbnail_size) {
+  view->setViewMode(QListView::IconMode);
+  view->setResizeMode(QListView::Adjust);
+  view->setMovement(QListView::Static);
+  // Uniform sizes let the view place 100,000 items without asking each one
+  // for its size; batches keep the window responsive while it lays them out.
+  view->setUniformItemSizes(true);
+  view->setLayoutMode(QListView::Batched);
+  view->setBatchSize(2000);
+  view->setGridSize(QSize(thumbnail_size + 12, thumbnail_size + 24));
+  view->setIconSize(QSize(thumbnail_size, thumbnail_size));
+  view->setSpacing(2);
+  view->setWordWrap(false);
+  view->setSelectionMode(QAbstractItemView::SingleSelection);
+  view->setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
+}
+
+DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+
+  auto* buttons = new QHBoxLayout;
+  auto* open = new QPushButton(tr("Open\u2026"), this);
+  open->setToolTip(tr("Open a dataset: .npy, MNIST IDX, a folder of PNG/TIFF images, multi-page TIFF, "
+                      "MRC/MRCS or HDF5/CXI. You can also drop a file on the window."));
+  auto* demo = new QPushButton(tr("Demo"), this);
+  demo->setToolTip(tr("Open the built-in demo (diffraction patterns of a molecule turning about one axis) "
+                      "and embed it: the points should trace a circle."));
+  buttons->addWidget(open);
+  buttons->addWidget(demo);
+  buttons->addStretch();
+  layout->addLayout(buttons);
+  connect(open, &QPushButton::clicked, this, &DatasetPanel::openRequested);
+  connect(demo, &QPushButton::clicked, this, &DatasetPanel::demoRequested);
+
+  facts_ = new QFormLayout;
+  facts_->setLabelAlignment(Qt::AlignRight);
+  layout->addLayout(facts_);
+  placeholder_ = new QLabel(tr("No dataset open."), this);
+  layout->addWidget(placeholder_);
+
+  model_ = new ThumbnailModel(this);
+  gallery_ = new QListView(this);
+  gallery_->setModel(model_);
+  configureThumbnailView(gallery_, model_->thumbnailSize());
+  layout->addWidget(gallery_, 1);
+  connect(gallery_, &QListView::clicked, this, [this](const QModelIndex& index) {
+    Q_EMIT imageActivated(model_->datasetRow(index.row()));
+  });
+
+  auto* options = new QHBoxLayout;
+  options->addWidget(new QLabel(tr("Size"), this));
+  size_ = new QSlider(Qt::Horizontal, this);
+  size_->setRange(32, 160);
+  size_->setValue(model_->thumbnailSize());
+  size_->setToolTip(tr("Thumbnail size in pixels"));
+  options->addWidget(size_, 1);
+  log_scale_ = new QCheckBox(tr("Log scale"), this);
+  log_scale_->setToolTip(tr("Show intensities on a logarithmic scale (diffraction patterns span several decades)"));
+  options->addWidget(log_scale_);
+  layout->addLayout(options);
+  connect(size_, &QSlider::valueChanged, this, [this](int v) {
+    model_->setThumbnailSize(v);
+    gallery_->setGridSize(QSize(v + 12, v + 24));
+    gallery_->setIconSize(QSize(v, v));
+  });
+  connect(log_scale_, &QCheckBox::toggled, this, [this](bool on) {
+    model_->setLogScale(on);
+    Q_EMIT logScaleChanged(on);
+  });
+}
+
+void DatasetPanel::set_fact(const QString& name, const QString& value) {
+  for (int r = 0; r < facts_->rowCount(); ++r) {
+    auto* label = qobject_cast<QLabel*>(facts_->itemAt(r, QFormLayout::LabelRole)->widget());
+    if (label && label->text() == name + ":") {
+      qobject_cast<QLabel*>(facts_->itemAt(r, QFormLayout::FieldRole)->widget())->setText(value);
+      return;
+    }
+  }
+  auto* field = new QLabel(value, this);
+  field->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  field->setWordWrap(true);
+  facts_->addRow(name + ":", field);
+}
+
+QString DatasetPanel::fact(const QString& name) const {
+  for (int r = 0; r < facts_->rowCount(); ++r) {
+    auto* label = qobject_cast<QLabel*>(facts_->itemAt(r, QFormLayout::LabelRole)->widget());
+    if (label && label->text() == name + ":")
+      return qobject_cast<QLabel*>(facts_->itemAt(r, QFormLayout::FieldRole)->widget())->text();
+  }
+  return {};
+}
+
+void DatasetPanel::setDataset(std::shared_ptr<const LoadedDataset> ds) {
+  model_->setDataset(ds);
+  placeholder_->setVisible(!ds);
+  while (facts_->rowCount() > 0) facts_->removeRow(0);
+  if (!ds) return;
+  const QLocale en(QLocale::English);
+  const Dataset& d = ds->data;
+  set_fact(tr("Name"), ds->name);
+  set_fact(tr("Source"), ds->origin);
+  set_fact(tr("N"), en.toString(static_cast<qlonglong>(d.rows())));
+  QString shape;
+  for (int64_t s : d.item_shape) shape += (shape.isEmpty() ? QString() : QStringLiteral(" \u00d7 ")) + QString::number(s);
+  if (shape.isEmpty()) shape = QString::number(d.cols());
+  set_fact(tr("Shape"), tr("%1 per item (d = %2)").arg(shape).arg(en.toString(static_cast<qlonglong>(d.cols()))));
+  set_fact(tr("Type"), tr("%1 on disk, float32 in memory%2")
+                           .arg(QString::fromStdString(d.source_dtype.empty() ? "float32" : d.source_dtype),
+                                d.memory_mapped() ? tr(" (memory-mapped)") : QString()));
+  set_fact(tr("Range"), QStringLiteral("%1 \u2026 %2").arg(ds->range.first, 0, 'g', 6).arg(ds->range.second, 0, 'g', 6));
+  if (!d.labels.empty()) {
+    std::vector<int32_t> distinct(d.labels);
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    set_fact(tr("Labels"), tr("%1 classes").arg(distinct.size()));
+  }
+}
+
+void DatasetPanel::revealRow(int64_t row) {
+  const int r = model_->modelRow(row);
+  if (r < 0) return;
+  const QModelIndex index = model_->index(r);
+  gallery_->setCurrentIndex(index);
+  gallery_->scrollTo(index, QAbstractItemView::EnsureVisible);
+}
+
+}  // namespace manifold::ui

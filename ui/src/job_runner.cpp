@@ -1,0 +1,225 @@
+#include "manifold/ui/job_runner.h"
+
+#include <QLocale>
+#include <QtConcurrent/QtConcurrent>
+
+#include <chrono>
+#include <cmath>
+#include <new>
+
+#include "manifold/error.h"
+#include "manifold/progress.h"
+
+namespace manifold::ui {
+
+namespace {
+constexpr size_t kCachedGraphs = 4;
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+QString duration_text(double s) {
+  if (s < 0) return {};
+  if (s < 60) return QObject::tr("%1 s").arg(static_cast<int>(std::ceil(s)));
+  if (s < 3600) return QObject::tr("%1 min %2 s").arg(static_cast<int>(s) / 60).arg(static_cast<int>(s) % 60);
+  return QObject::tr("%1 h %2 min").arg(static_cast<int>(s) / 3600).arg((static_cast<int>(s) % 3600) / 60);
+}
+}  // namespace
+
+int ProgressInfo::percent() const {
+  if (total == 0) return -1;
+  return static_cast<int>(std::min<quint64>(100, done * 100 / total));
+}
+
+QString ProgressInfo::text() const {
+  const QLocale locale(QLocale::English);
+  QString s = stage;
+  if (percent() >= 0) s += QStringLiteral(": %1%").arg(percent());
+  else if (done > 0) s += QStringLiteral(": %1 %2").arg(locale.toString(static_cast<qulonglong>(done)), unit);
+  if (rate > 0)
+    s += QStringLiteral(" \u00b7 %1 %2/s").arg(locale.toString(rate, 'f', rate < 10 ? 1 : 0), unit);
+  if (eta_s >= 0 && !finished) s += QObject::tr(" \u00b7 %1 left").arg(duration_text(eta_s));
+  return s;
+}
+
+/// Forwards core's progress events to the GUI thread. Events of a job that
+/// has been superseded are dropped there.
+class JobProgressSink final : public ProgressSink {
+ public:
+  JobProgressSink(JobRunner* runner, uint64_t job) : runner_(runner), job_(job) {}
+  void report(const ProgressEvent& e) override {
+    ProgressInfo info;
+    info.stage = QString::fromStdString(e.stage);
+    info.unit = QString::fromStdString(e.unit);
+    info.done = e.done;
+    info.total = e.total;
+    info.elapsed_s = e.elapsed_s;
+    info.rate = e.rate;
+    info.eta_s = e.eta_s;
+    info.finished = e.finished;
+    JobRunner* runner = runner_;
+    const uint64_t job = job_;
+    // The runner waits for its job in its destructor, so it outlives this call.
+    QMetaObject::invokeMethod(
+        runner,
+        [runner, job, info] {
+          if (runner->job_ == job && runner->running_) Q_EMIT runner->progressed(info);
+        },
+        Qt::QueuedConnection);
+  }
+
+ private:
+  JobRunner* runner_;
+  uint64_t job_;
+};
+
+JobRunner::JobRunner(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<ProgressInfo>();
+  qRegisterMetaType<std::shared_ptr<const EmbeddingOutcome>>();
+  connect(&watcher_, &QFutureWatcher<Output>::finished, this, &JobRunner::on_finished);
+}
+
+JobRunner::~JobRunner() {
+  if (cancel_flag_) cancel_flag_->store(true);
+  pending_.reset();
+  watcher_.waitForFinished();
+}
+
+void JobRunner::setDataset(std::shared_ptr<const LoadedDataset> dataset) {
+  if (running_) cancel();
+  dataset_ = std::move(dataset);
+  current_.reset();
+}
+
+std::shared_ptr<const KnnGraph> JobRunner::cachedGraph(const RunParameters& p) const {
+  if (!dataset_) return nullptr;
+  for (const auto& e : cache_)
+    if (e.fingerprint == dataset_->fingerprint && e.metric == p.knn.metric && e.keep_self == p.knn.keep_self &&
+        e.graph->k >= p.knn.k)
+      return e.graph;
+  return nullptr;
+}
+
+void JobRunner::clearCache() { cache_.clear(); }
+
+void JobRunner::remember(const std::string& fingerprint, std::shared_ptr<const KnnGraph> graph) {
+  // A larger graph of the same family serves every smaller k: keep only it.
+  cache_.remove_if([&](const CacheEntry& e) {
+    return e.fingerprint == fingerprint && e.metric == graph->metric && e.keep_self == graph->keep_self &&
+           e.graph->k <= graph->k;
+  });
+  cache_.push_front({fingerprint, graph->metric, graph->keep_self, std::move(graph)});
+  while (cache_.size() > kCachedGraphs) cache_.pop_back();
+}
+
+void JobRunner::run(const RunParameters& params) {
+  if (!dataset_) {
+    Q_EMIT failed(tr("Open a dataset first."));
+    return;
+  }
+  if (running_) {
+    pending_ = params;
+    if (cancel_flag_) cancel_flag_->store(true);
+    return;
+  }
+  start(params);
+}
+
+void JobRunner::cancel() {
+  pending_.reset();
+  if (!running_) return;
+  user_cancelled_ = true;
+  cancel_clock_.start();
+  if (cancel_flag_) cancel_flag_->store(true);
+}
+
+void JobRunner::start(const RunParameters& params) {
+  auto dataset = dataset_;
+  auto cached = cachedGraph(params);
+  auto previous = current_;
+  const bool retime = previous && cached && previous->dataset == dataset && previous->graph == cached &&
+                      params.differsOnlyInTime(previous->params);
+  auto flag = std::make_shared<std::atomic<bool>>(false);
+  cancel_flag_ = flag;
+  const uint64_t job = ++job_;
+  running_ = true;
+  user_cancelled_ = false;
+  auto sink = std::make_shared<JobProgressSink>(this, job);
+
+  QFuture<Output> future = QtConcurrent::run([dataset, params, cached, previous, retime, flag, sink]() -> Output {
+    Output out;
+    out.fingerprint = dataset->fingerprint;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      Progress progress(sink.get(), flag.get(), 0.1);
+      auto outcome = std::make_shared<EmbeddingOutcome>();
+      outcome->dataset = dataset;
+      outcome->params = params;
+      if (retime) {
+        outcome->graph = previous->graph;
+        outcome->graph_reused = true;
+        outcome->retimed = true;
+        outcome->result = withDiffusionTime(*previous->result, params.diffusion.t);
+        outcome->embed_seconds = seconds_since(t0);
+      } else {
+        std::shared_ptr<const KnnGraph> graph = cached;
+        if (!graph) {
+          auto backend = make_backend(params.backend);
+          auto built = std::make_shared<KnnGraph>(backend->build(dataset->data, params.knn, progress));
+          graph = built;
+          out.built_graph = built;
+          outcome->knn_seconds = seconds_since(t0);
+        } else {
+          outcome->graph_reused = true;
+        }
+        const auto t1 = std::chrono::steady_clock::now();
+        DiffusionParams dp = params.diffusion;
+        dp.k = dp.k > 0 ? std::min(dp.k, params.knn.k) : params.knn.k;
+        validate(dp, *graph);
+        outcome->graph = graph;
+        outcome->result = std::make_shared<DiffusionResult>(diffusion_map(*graph, dp, progress));
+        outcome->embed_seconds = seconds_since(t1);
+      }
+      outcome->total_seconds = seconds_since(t0);
+      out.outcome = std::move(outcome);
+    } catch (const Cancelled&) {
+      out.cancelled = true;
+    } catch (const std::bad_alloc&) {
+      out.error = QObject::tr("Out of memory: the dataset or the graph does not fit. Try a smaller k, "
+                              "fewer components, or a subset of the data.");
+    } catch (const std::exception& e) {
+      out.error = QString::fromStdString(e.what());
+    }
+    return out;
+  });
+  watcher_.setFuture(future);
+  Q_EMIT busyChanged(true);
+  Q_EMIT started(!cached);
+}
+
+void JobRunner::on_finished() {
+  Output out = watcher_.result();
+  running_ = false;
+  const bool superseded = pending_.has_value();
+  if (out.built_graph) remember(out.fingerprint, out.built_graph);
+  if (out.cancelled && user_cancelled_) cancel_latency_s_ = cancel_clock_.nsecsElapsed() / 1e9;
+  if (superseded) {
+    // A newer request replaced this job; its result (if any) is stale.
+    RunParameters next = *pending_;
+    pending_.reset();
+    start(next);
+    return;
+  }
+  Q_EMIT busyChanged(false);
+  if (out.cancelled) {
+    Q_EMIT cancelled();
+  } else if (!out.error.isEmpty()) {
+    Q_EMIT failed(out.error);
+  } else if (out.outcome && out.outcome->dataset == dataset_) {
+    current_ = out.outcome;
+    Q_EMIT finished(out.outcome);
+  }
+}
+
+}  // namespace manifold::ui

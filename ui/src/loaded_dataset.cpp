@@ -1,0 +1,145 @@
+#include "manifold/ui/loaded_dataset.h"
+
+#include <QFileInfo>
+#include <QLocale>
+#include <QSettings>
+
+#include <cmath>
+#include <random>
+
+#include "manifold/error.h"
+#include "manifold/parallel.h"
+
+namespace manifold::ui {
+namespace {
+
+// Rows that are not images (feature vectors) are drawn as the most square
+// image that holds them, so every dataset can be looked at.
+std::pair<int, int> image_geometry(const Dataset& d) {
+  const auto& s = d.item_shape;
+  if (s.size() >= 2 && s[s.size() - 2] > 0 && s.back() > 0) {
+    int64_t h = 1;
+    for (size_t i = 0; i + 1 < s.size(); ++i) h *= s[i];
+    if (h * s.back() == d.cols()) return {static_cast<int>(h), static_cast<int>(s.back())};
+  }
+  const int64_t cols = std::max<int64_t>(1, d.cols());
+  const auto w = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(cols))));
+  return {static_cast<int>((cols + w - 1) / w), static_cast<int>(w)};
+}
+
+void add_derived_metadata(LoadedDataset& ds) {
+  const Dataset& d = ds.data;
+  const int64_t n = d.rows(), cols = d.cols();
+  if (!d.labels.empty() && static_cast<int64_t>(d.labels.size()) == n) {
+    PointMetadata labels{QObject::tr("label"), {}, true};
+    labels.values.assign(d.labels.begin(), d.labels.end());
+    ds.metadata.insert(ds.metadata.begin(), std::move(labels));
+  }
+  PointMetadata mean{QObject::tr("mean intensity"), std::vector<float>(static_cast<size_t>(n)), false};
+  parallel_for(0, n, 0, [&](int64_t i) {
+    const float* r = d.row(i);
+    double s = 0;
+    for (int64_t j = 0; j < cols; ++j) s += r[j];
+    mean.values[static_cast<size_t>(i)] = static_cast<float>(cols ? s / cols : 0);
+  });
+  ds.metadata.push_back(std::move(mean));
+  PointMetadata index{QObject::tr("index"), std::vector<float>(static_cast<size_t>(n)), false};
+  for (int64_t i = 0; i < n; ++i) index.values[static_cast<size_t>(i)] = static_cast<float>(i);
+  ds.metadata.push_back(std::move(index));
+}
+
+std::shared_ptr<LoadedDataset> finish(Dataset data) {
+  auto ds = std::make_shared<LoadedDataset>();
+  ds->data = std::move(data);
+  ds->fingerprint = ds->data.fingerprint();
+  ds->range = ds->data.value_range();
+  const auto [h, w] = image_geometry(ds->data);
+  ds->image_height = h;
+  ds->image_width = w;
+  return ds;
+}
+
+}  // namespace
+
+QString LoadedDataset::shapeText() const {
+  QString shape = QLocale(QLocale::English).toString(static_cast<qlonglong>(data.rows()));
+  for (int64_t s : data.item_shape) shape += QStringLiteral(" \u00d7 %1").arg(s);
+  if (data.item_shape.empty()) shape += QStringLiteral(" \u00d7 %1").arg(data.cols());
+  return shape;
+}
+
+std::shared_ptr<const LoadedDataset> loadDataset(const QString& path) {
+  const QFileInfo info(path);
+  if (!info.exists()) throw Error(path.toStdString() + ": no such file or folder");
+  Dataset data = load_dataset(path.toStdString());
+  if (data.rows() < 2) throw Error(path.toStdString() + ": a dataset needs at least 2 items");
+  auto ds = finish(std::move(data));
+  ds->name = info.fileName();
+  ds->path = info.absoluteFilePath();
+  ds->origin = QObject::tr("%1 file").arg(QString::fromStdString(ds->data.format));
+  add_derived_metadata(*ds);
+  return ds;
+}
+
+std::shared_ptr<const LoadedDataset> adoptDataset(Dataset data, QString name, QString origin, bool demo,
+                                                  std::vector<PointMetadata> extra) {
+  auto ds = finish(std::move(data));
+  ds->name = std::move(name);
+  ds->origin = std::move(origin);
+  ds->demo = demo;
+  ds->metadata = std::move(extra);
+  add_derived_metadata(*ds);
+  return ds;
+}
+
+std::shared_ptr<const LoadedDataset> makeDemoDataset(int count, int size) {
+  // Stand-in until the diffraction simulator is part of core: an elongated
+  // spot turning through 180 degrees (a full turn of its symmetric pattern),
+  // with noise, so the stack lies on a circle as the ubiquitin set does.
+  std::vector<float> v(static_cast<size_t>(count) * size * size);
+  std::vector<float> angle(static_cast<size_t>(count));
+  const double c0 = (size - 1) / 2.0, sa = size / 4.0, sb = size / 11.0;
+  parallel_for(0, count, 0, [&](int64_t i) {
+    std::mt19937 rng(static_cast<uint32_t>(1234 + i));
+    std::normal_distribution<float> noise(0.f, 0.03f);
+    const double a = M_PI * static_cast<double>(i) / count;
+    angle[static_cast<size_t>(i)] = static_cast<float>(a * 360.0 / M_PI);
+    const double c = std::cos(a), s = std::sin(a);
+    float* img = v.data() + static_cast<size_t>(i) * size * size;
+    for (int y = 0; y < size; ++y)
+      for (int x = 0; x < size; ++x) {
+        const double dx = x - c0, dy = y - c0;
+        const double u = c * dx + s * dy, t = -s * dx + c * dy;
+        const double spot = std::exp(-0.5 * (u * u / (sa * sa) + t * t / (sb * sb)));
+        const double ring = 0.25 * std::exp(-0.5 * std::pow((std::hypot(dx, dy) - size * 0.38) / 1.5, 2));
+        img[y * size + x] = static_cast<float>(spot + ring) + noise(rng);
+      }
+  });
+  Dataset data(count, static_cast<int64_t>(size) * size, std::move(v));
+  data.source = "demo";
+  data.format = "generated";
+  data.source_dtype = "float32";
+  data.item_shape = {size, size};
+  std::vector<PointMetadata> extra;
+  extra.push_back({QObject::tr("rotation angle (deg)"), std::move(angle), false});
+  return adoptDataset(std::move(data), QObject::tr("Demo (generated)"),
+                      QObject::tr("generated demo: a spot turning through a full cycle "
+                                  "(stand-in until the ubiquitin diffraction simulator is built in)"),
+                      true, std::move(extra));
+}
+
+QStringList recentFiles() {
+  QSettings settings;
+  return settings.value(QStringLiteral("recentFiles")).toStringList();
+}
+
+void addRecentFile(const QString& path) {
+  QSettings settings;
+  QStringList files = settings.value(QStringLiteral("recentFiles")).toStringList();
+  files.removeAll(path);
+  files.prepend(path);
+  while (files.size() > 10) files.removeLast();
+  settings.setValue(QStringLiteral("recentFiles"), files);
+}
+
+}  // namespace manifold::ui

@@ -1,0 +1,995 @@
+#include "manifold/ui/main_window.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QButtonGroup>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QKeySequence>
+#include <QLocale>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSaveFile>
+#include <QSettings>
+#include <QStatusBar>
+#include <QStyle>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrent>
+
+#include <algorithm>
+#include <cmath>
+
+#include "manifold/error.h"
+#include "manifold/graph_io.h"
+#include "manifold/ui/exporters.h"
+
+namespace manifold::ui {
+namespace {
+
+QString en_number(int64_t n) { return QLocale(QLocale::English).toString(static_cast<qlonglong>(n)); }
+
+QString seconds_text(double s) {
+  return s < 1 ? QObject::tr("%1 ms").arg(static_cast<int>(std::lround(s * 1000)))
+               : QObject::tr("%1 s").arg(s, 0, 'f', s < 10 ? 2 : 1);
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle(tr("Manifold Explorer"));
+  setAcceptDrops(true);
+  setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
+
+  runner_ = new JobRunner(this);
+  view_ = new EmbeddingView(this);
+  parameters_ = new ParameterPanel(this);
+  dataset_panel_ = new DatasetPanel(this);
+  image_panel_ = new ImagePanel(this);
+  spectrum_ = new PlotWidget(this);
+  spectrum_->setStyle(PlotWidget::Style::Bars);
+  spectrum_->setTitles(tr("Eigenvalues \u03bb\u1d62"), tr("i"), tr("\u03bb"));
+  spectrum_->clear(tr("No embedding yet."));
+
+  setCentralWidget(build_view_area());
+  build_docks();
+  build_menus();
+  status_ = new QLabel(tr("Open a dataset, or the demo, to begin."), this);
+  statusBar()->addWidget(status_, 1);
+
+  reembed_timer_.setSingleShot(true);
+  // Coalesces a burst of edits (a spin box held down) into one re-embedding.
+  reembed_timer_.setInterval(120);
+  connect(&reembed_timer_, &QTimer::timeout, this, [this] {
+    if (dataset_) runner_->run(parameters_->parameters());
+  });
+
+  connect(runner_, &JobRunner::started, this, &MainWindow::on_run_started);
+  connect(runner_, &JobRunner::progressed, this, &MainWindow::on_progress);
+  connect(runner_, &JobRunner::finished, this, &MainWindow::on_finished);
+  connect(runner_, &JobRunner::failed, this, &MainWindow::on_failed);
+  connect(runner_, &JobRunner::cancelled, this, &MainWindow::on_cancelled);
+  connect(runner_, &JobRunner::busyChanged, this, &MainWindow::on_busy);
+  connect(parameters_, &ParameterPanel::changed, this, &MainWindow::on_parameters_changed);
+  connect(&load_watcher_, &QFutureWatcher<LoadResult>::finished, this, &MainWindow::on_loaded);
+  connect(&export_watcher_, &QFutureWatcher<ExportResult>::finished, this, [this] {
+    const ExportResult r = export_watcher_.result();
+    if (r.ok) {
+      status_->setText(tr("Wrote %1").arg(r.files.join(QStringLiteral(", "))));
+      Q_EMIT exportFinished(true, r.files);
+    } else {
+      show_error(r.error);
+      Q_EMIT exportFinished(false, {r.error});
+    }
+  });
+
+  connect(dataset_panel_, &DatasetPanel::openRequested, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open dataset"), QString(),
+        tr("Datasets (*.npy *idx3-ubyte *idx3-ubyte.gz *.idx *.tif *.tiff *.mrc *.mrcs *.h5 *.hdf5 *.cxi);;"
+           "All files (*)"));
+    if (!path.isEmpty()) openFile(path);
+  });
+  connect(dataset_panel_, &DatasetPanel::demoRequested, this, [this] { openDemo(true); });
+  connect(dataset_panel_, &DatasetPanel::imageActivated, this, [this](qint64 row) { pin_row(row); });
+  connect(dataset_panel_, &DatasetPanel::logScaleChanged, this, [this](bool on) {
+    image_panel_->setLogScale(on);
+    selection_model_->setLogScale(on);
+  });
+
+  connect(view_, &EmbeddingView::hovered, this, &MainWindow::on_hovered);
+  connect(view_, &EmbeddingView::picked, this, &MainWindow::on_picked);
+  connect(view_, &EmbeddingView::selectionChanged, this, &MainWindow::on_view_selection);
+
+  QSettings settings;
+  restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+  restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+  update_actions();
+}
+
+MainWindow::~MainWindow() {
+  load_watcher_.waitForFinished();
+  export_watcher_.waitForFinished();
+}
+
+// ---- layout -------------------------------------------------------------------
+
+QWidget* MainWindow::build_view_area() {
+  auto* area = new QWidget(this);
+  auto* layout = new QVBoxLayout(area);
+  layout->setContentsMargins(2, 2, 2, 2);
+  layout->setSpacing(3);
+
+  message_bar_ = new QFrame(area);
+  message_bar_->setObjectName(QStringLiteral("messageBar"));
+  message_bar_->setAutoFillBackground(true);
+  auto* bar = new QHBoxLayout(message_bar_);
+  bar->setContentsMargins(8, 4, 4, 4);
+  message_text_ = new QLabel(message_bar_);
+  message_text_->setWordWrap(true);
+  message_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* close = new QToolButton(message_bar_);
+  close->setText(QStringLiteral("\u2715"));
+  close->setToolTip(tr("Dismiss"));
+  bar->addWidget(message_text_, 1);
+  bar->addWidget(close);
+  connect(close, &QToolButton::clicked, message_bar_, &QWidget::hide);
+  message_bar_->hide();
+  layout->addWidget(message_bar_);
+
+  // View controls: axes, 2-D/3-D, colouring, point size, tools.
+  auto* controls = new QHBoxLayout;
+  controls->setSpacing(4);
+  const char* axis_names[3] = {"X", "Y", "Z"};
+  for (int i = 0; i < 3; ++i) {
+    controls->addWidget(new QLabel(axis_names[i], area));
+    axis_[i] = new QComboBox(area);
+    axis_[i]->setToolTip(tr("Diffusion coordinate on the %1 axis").arg(axis_names[i]));
+    axis_[i]->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    controls->addWidget(axis_[i]);
+    connect(axis_[i], &QComboBox::currentIndexChanged, this, [this] {
+      if (!updating_controls_) update_view(false);
+    });
+  }
+  planar_ = new QCheckBox(tr("2-D"), area);
+  planar_->setToolTip(tr("Flat view of the X and Y coordinates (left drag pans)"));
+  controls->addWidget(planar_);
+  connect(planar_, &QCheckBox::toggled, this, [this](bool on) {
+    axis_[2]->setEnabled(!on);
+    if (!updating_controls_) update_view(true);
+  });
+  controls->addSpacing(8);
+  controls->addWidget(new QLabel(tr("Colour"), area));
+  colour_by_ = new QComboBox(area);
+  colour_by_->setToolTip(tr("Colour the points by a diffusion coordinate, the dataset's labels or other "
+                            "per-image values"));
+  colour_by_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  controls->addWidget(colour_by_);
+  connect(colour_by_, &QComboBox::currentIndexChanged, this, [this] {
+    if (updating_controls_) return;
+    colour_key_ = colour_by_->currentData().toString();
+    update_colours();
+  });
+  controls->addWidget(new QLabel(tr("Size"), area));
+  point_size_ = new QDoubleSpinBox(area);
+  point_size_->setRange(1, 20);
+  point_size_->setDecimals(0);
+  point_size_->setValue(3);
+  point_size_->setToolTip(tr("Point size in pixels"));
+  controls->addWidget(point_size_);
+  connect(point_size_, &QDoubleSpinBox::valueChanged, view_, &EmbeddingView::setPointSize);
+  view_->setPointSize(3);
+  controls->addSpacing(8);
+  auto* tools = new QButtonGroup(area);
+  auto make_tool = [&](const QString& text, const QString& tip, EmbeddingView::Tool tool) {
+    auto* b = new QToolButton(area);
+    b->setText(text);
+    b->setToolTip(tip);
+    b->setCheckable(true);
+    tools->addButton(b);
+    controls->addWidget(b);
+    connect(b, &QToolButton::toggled, this, [this, tool](bool on) {
+      if (on) view_->setTool(tool);
+    });
+    return b;
+  };
+  tool_navigate_ = make_tool(tr("Rotate"), tr("Rotate (left drag), pan (middle drag), zoom (wheel or right "
+                                              "drag); hover a point to see its image, click to pin it"),
+                             EmbeddingView::Tool::Navigate);
+  tool_rectangle_ = make_tool(tr("Rectangle"), tr("Select the points in a rectangle (Shift adds, Ctrl removes)"),
+                              EmbeddingView::Tool::RectangleSelect);
+  tool_lasso_ = make_tool(tr("Lasso"), tr("Select the points inside a free-hand outline (Shift adds, Ctrl removes)"),
+                          EmbeddingView::Tool::LassoSelect);
+  tool_navigate_->setChecked(true);
+  auto* reset = new QToolButton(area);
+  reset->setText(tr("Reset view"));
+  reset->setToolTip(tr("Fit every point in the view (R)"));
+  connect(reset, &QToolButton::clicked, view_, &EmbeddingView::resetCamera);
+  controls->addWidget(reset);
+  controls->addStretch();
+  layout->addLayout(controls);
+
+  layout->addWidget(view_, 1);
+
+  // Run bar.
+  auto* run_bar = new QHBoxLayout;
+  run_button_ = new QPushButton(tr("Run"), area);
+  run_button_->setToolTip(tr("Build the k-NN graph (unless cached) and the diffusion map (Ctrl+R)"));
+  run_button_->setDefault(true);
+  cancel_button_ = new QPushButton(tr("Cancel"), area);
+  cancel_button_->setToolTip(tr("Stop the running job; nothing it half-computed is kept (Esc)"));
+  cancel_button_->setEnabled(false);
+  progress_ = new QProgressBar(area);
+  progress_->setRange(0, 100);
+  progress_->setValue(0);
+  progress_->setTextVisible(true);
+  progress_->setMaximumWidth(220);
+  progress_label_ = new QLabel(area);
+  progress_label_->setMinimumWidth(200);
+  run_bar->addWidget(run_button_);
+  run_bar->addWidget(cancel_button_);
+  run_bar->addWidget(progress_);
+  run_bar->addWidget(progress_label_, 1);
+  layout->addLayout(run_bar);
+  connect(run_button_, &QPushButton::clicked, this, &MainWindow::runNow);
+  connect(cancel_button_, &QPushButton::clicked, this, &MainWindow::cancelRun);
+  return area;
+}
+
+void MainWindow::build_docks() {
+  auto dock = [this](const QString& title, const QString& name, QWidget* content, Qt::DockWidgetArea area) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(name);
+    d->setWidget(content);
+    addDockWidget(area, d);
+    return d;
+  };
+  auto* data_dock = dock(tr("Dataset"), QStringLiteral("datasetDock"), dataset_panel_, Qt::LeftDockWidgetArea);
+  auto* param_dock = dock(tr("Parameters"), QStringLiteral("parametersDock"), parameters_, Qt::LeftDockWidgetArea);
+  tabifyDockWidget(data_dock, param_dock);
+  data_dock->raise();
+  dock(tr("Spectrum"), QStringLiteral("spectrumDock"), spectrum_, Qt::RightDockWidgetArea);
+  dock(tr("Image"), QStringLiteral("imageDock"), image_panel_, Qt::RightDockWidgetArea);
+
+  auto* selection = new QWidget(this);
+  auto* layout = new QVBoxLayout(selection);
+  layout->setContentsMargins(4, 4, 4, 4);
+  selection_label_ = new QLabel(tr("No points selected. Use the Rectangle or Lasso tool in the view."), selection);
+  selection_label_->setWordWrap(true);
+  layout->addWidget(selection_label_);
+  selection_model_ = new ThumbnailModel(this);
+  selection_model_->setThumbnailSize(48);
+  selection_view_ = new QListView(selection);
+  selection_view_->setModel(selection_model_);
+  configureThumbnailView(selection_view_, 48);
+  layout->addWidget(selection_view_, 1);
+  connect(selection_view_, &QListView::clicked, this,
+          [this](const QModelIndex& i) { pin_row(selection_model_->datasetRow(i.row())); });
+  auto* buttons = new QHBoxLayout;
+  auto* as_dataset = new QPushButton(tr("Embed selection"), selection);
+  as_dataset->setToolTip(tr("Open the selected images as a dataset of their own and embed them"));
+  auto* clear = new QPushButton(tr("Clear"), selection);
+  buttons->addWidget(as_dataset);
+  buttons->addWidget(clear);
+  buttons->addStretch();
+  layout->addLayout(buttons);
+  connect(clear, &QPushButton::clicked, this, [this] { setSelectedRows({}); });
+  connect(as_dataset, &QPushButton::clicked, this, [this] {
+    if (!dataset_ || selected_rows_.size() < 3) {
+      show_error(tr("Select at least 3 points to embed them on their own."));
+      return;
+    }
+    const int64_t d = dataset_->data.cols();
+    std::vector<float> values(selected_rows_.size() * static_cast<size_t>(d));
+    for (size_t s = 0; s < selected_rows_.size(); ++s)
+      std::copy_n(dataset_->data.row(selected_rows_[s]), d, values.begin() + static_cast<ptrdiff_t>(s * d));
+    Dataset sub(static_cast<int64_t>(selected_rows_.size()), d, std::move(values));
+    sub.source = dataset_->data.source;
+    sub.format = dataset_->data.format;
+    sub.source_dtype = dataset_->data.source_dtype;
+    sub.item_shape = dataset_->data.item_shape;
+    std::vector<PointMetadata> meta;
+    PointMetadata original{tr("row in %1").arg(dataset_->name), {}, false};
+    for (int64_t r : selected_rows_) {
+      original.values.push_back(static_cast<float>(r));
+      if (!dataset_->data.labels.empty()) sub.labels.push_back(dataset_->data.labels[static_cast<size_t>(r)]);
+    }
+    meta.push_back(std::move(original));
+    openDataset(adoptDataset(std::move(sub), tr("%1 (selection of %2)").arg(dataset_->name).arg(selected_rows_.size()),
+                             tr("%1 selected images of %2").arg(selected_rows_.size()).arg(dataset_->name), false,
+                             std::move(meta)),
+                true);
+  });
+  dock(tr("Selection"), QStringLiteral("selectionDock"), selection, Qt::RightDockWidgetArea);
+}
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  auto* open = file->addAction(tr("&Open Dataset\u2026"), this, [this] { Q_EMIT dataset_panel_->openRequested(); });
+  open->setShortcut(QKeySequence::Open);
+  file->addAction(tr("Open &Demo"), this, [this] { openDemo(true); });
+  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::fill_recent_menu);
+  file->addSeparator();
+  file->addAction(tr("Open &Session\u2026"), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open session"), QString(),
+                                                      tr("Sessions (*.json);;All files (*)"));
+    if (!path.isEmpty()) openSession(path);
+  });
+  save_session_action_ = file->addAction(tr("Save Session\u2026"), this, [this] {
+    const QString path = ask_save_path(tr("Save session"), tr("Sessions (*.json)"), ".json");
+    if (!path.isEmpty()) saveSession(path);
+  });
+  QMenu* exp = file->addMenu(tr("&Export"));
+  export_graph_action_ = exp->addAction(tr("Graph (NumPy folder)\u2026"), this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Export graph into folder"));
+    if (!dir.isEmpty()) exportGraph(dir);
+  });
+  export_mtx_action_ = exp->addAction(tr("Graph (MatrixMarket)\u2026"), this, [this] {
+    const QString path = ask_save_path(tr("Export graph"), tr("MatrixMarket (*.mtx)"), ".mtx");
+    if (!path.isEmpty()) exportGraph(path);
+  });
+  export_embedding_action_ = exp->addAction(tr("Embedding\u2026"), this, [this] {
+    QString filter;
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export embedding"), QString(),
+        tr("NumPy (*.npy);;CSV (*.csv);;VTK PolyData (*.vtp);;Folder with every format (*)"), &filter);
+    if (!path.isEmpty()) exportEmbedding(path);
+  });
+  export_selection_action_ = exp->addAction(tr("Selection (indices)\u2026"), this, [this] {
+    const QString path = ask_save_path(tr("Export selected indices"), tr("NumPy (*.npy)"), ".npy");
+    if (!path.isEmpty()) exportSelectionIndices(path);
+  });
+  export_images_action_ = exp->addAction(tr("Selected images\u2026"), this, [this] {
+    const QString path = ask_save_path(tr("Export selected images"), tr("NumPy (*.npy)"), ".npy");
+    if (!path.isEmpty()) exportSelectionImages(path);
+  });
+  export_screenshot_action_ = exp->addAction(tr("Screenshot of the view\u2026"), this, [this] {
+    const QString path = ask_save_path(tr("Save screenshot"), tr("PNG image (*.png)"), ".png");
+    if (!path.isEmpty()) exportScreenshot(path);
+  });
+  file->addSeparator();
+  auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  auto* run_action = run->addAction(tr("&Run"), this, &MainWindow::runNow);
+  run_action->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_R), QKeySequence(Qt::Key_F5)});
+  auto* cancel_action = run->addAction(tr("&Cancel"), this, &MainWindow::cancelRun);
+  cancel_action->setShortcut(QKeySequence(Qt::Key_Escape));
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(tr("Reset Camera"), view_, &EmbeddingView::resetCamera);
+  view->addAction(tr("2-D / 3-D"), this, [this] { planar_->toggle(); });
+  view->addSeparator();
+  for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About"), this, [this] {
+    QMessageBox::about(this, tr("About Manifold Explorer"),
+                       tr("<b>Manifold Explorer</b><p>Exact k-nearest-neighbour graphs of image stacks and "
+                          "their diffusion maps.</p><p>Mouse: left drag rotates (pans in 2-D), middle drag "
+                          "pans, wheel or right drag zooms, R resets. Hover a point to see its image, "
+                          "click to pin it.</p>"));
+  });
+}
+
+void MainWindow::fill_recent_menu() {
+  recent_menu_->clear();
+  const QStringList files = recentFiles();
+  if (files.isEmpty()) recent_menu_->addAction(tr("(none)"))->setEnabled(false);
+  for (const QString& f : files) recent_menu_->addAction(f, this, [this, f] { openFile(f); });
+}
+
+QString MainWindow::ask_save_path(const QString& title, const QString& filter, const QString& suffix) {
+  QString path = QFileDialog::getSaveFileName(this, title, QString(), filter);
+  if (!path.isEmpty() && QFileInfo(path).suffix().isEmpty()) path += suffix;
+  return path;
+}
+
+void MainWindow::update_actions() {
+  const bool has_result = outcome_ != nullptr;
+  const bool has_selection = !selected_rows_.empty();
+  export_graph_action_->setEnabled(has_result);
+  export_mtx_action_->setEnabled(has_result);
+  export_embedding_action_->setEnabled(has_result);
+  export_screenshot_action_->setEnabled(has_result);
+  export_selection_action_->setEnabled(has_selection);
+  export_images_action_->setEnabled(has_selection);
+  save_session_action_->setEnabled(dataset_ != nullptr);
+  run_button_->setEnabled(dataset_ != nullptr && !load_watcher_.isRunning());
+}
+
+bool MainWindow::messageBarVisible() const { return message_bar_->isVisible(); }
+
+void MainWindow::show_error(const QString& message) {
+  last_error_ = message;
+  QPalette pal = message_bar_->palette();
+  pal.setColor(QPalette::Window, QColor(250, 215, 215));
+  pal.setColor(QPalette::WindowText, QColor(110, 0, 0));
+  message_bar_->setPalette(pal);
+  message_text_->setText(message);
+  message_bar_->show();
+  status_->setText(message);
+  Q_EMIT errorShown(message);
+}
+
+void MainWindow::show_notice(const QString& message) {
+  QPalette pal = message_bar_->palette();
+  pal.setColor(QPalette::Window, QColor(250, 240, 200));
+  pal.setColor(QPalette::WindowText, QColor(80, 60, 0));
+  message_bar_->setPalette(pal);
+  message_text_->setText(message);
+  message_bar_->show();
+}
+
+// ---- opening ---------------------------------------------------------------------
+
+void MainWindow::start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what,
+                            bool run) {
+  if (load_watcher_.isRunning()) {
+    show_error(tr("Still opening the previous dataset; try again in a moment."));
+    return;
+  }
+  run_after_load_ = run;
+  message_bar_->hide();
+  status_->setText(tr("Opening %1\u2026").arg(what));
+  progress_->setRange(0, 0);
+  progress_label_->setText(tr("reading %1").arg(what));
+  load_watcher_.setFuture(QtConcurrent::run([load, what]() -> LoadResult {
+    LoadResult r;
+    try {
+      r.dataset = load();
+    } catch (const std::bad_alloc&) {
+      r.error = tr("%1: out of memory while reading it").arg(what);
+    } catch (const std::exception& e) {
+      r.error = QString::fromStdString(e.what());
+    }
+    return r;
+  }));
+  update_actions();
+}
+
+void MainWindow::openFile(const QString& path) {
+  start_load([path] { return loadDataset(path); }, path, false);
+}
+
+void MainWindow::openDemo(bool run) {
+  start_load([] { return makeDemoDataset(); }, tr("the demo"), run);
+}
+
+void MainWindow::on_loaded() {
+  LoadResult r = load_watcher_.result();
+  progress_->setRange(0, 100);
+  progress_->setValue(0);
+  progress_label_->clear();
+  if (!r.dataset) {
+    pending_session_.reset();
+    update_actions();
+    show_error(r.error.isEmpty() ? tr("The dataset could not be read.") : r.error);
+    return;
+  }
+  if (!r.dataset->path.isEmpty()) addRecentFile(r.dataset->path);
+  openDataset(r.dataset, run_after_load_);
+}
+
+void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) {
+  dataset_ = std::move(ds);
+  outcome_.reset();
+  embedded_of_row_.clear();
+  selected_rows_.clear();
+  pinned_row_ = -1;
+  runner_->setDataset(dataset_);
+  dataset_panel_->setDataset(dataset_);
+  image_panel_->setDataset(dataset_);
+  selection_model_->setDataset(dataset_);
+  selection_model_->setRows({});
+  selection_label_->setText(tr("No points selected. Use the Rectangle or Lasso tool in the view."));
+  parameters_->setPointCount(dataset_ ? dataset_->rows() : 0);
+  view_->clearPoints();
+  view_->setSelection({});
+  view_->setPinned(-1);
+  spectrum_->clear(tr("No embedding yet: press Run."));
+  setWindowTitle(dataset_ ? tr("%1 \u2014 Manifold Explorer").arg(dataset_->name) : tr("Manifold Explorer"));
+  update_axis_choices();
+  if (dataset_) {
+    status_->setText(tr("%1: %2 items of %3 values. Press Run to embed.")
+                         .arg(dataset_->name, en_number(dataset_->rows()), en_number(dataset_->data.cols())));
+    if (dataset_->demo) show_notice(dataset_->origin);
+  }
+  update_actions();
+  Q_EMIT datasetOpened();
+  if (pending_session_) {
+    const Session s = *pending_session_;
+    pending_session_.reset();
+    if (!s.fingerprint.empty() && dataset_ && s.fingerprint != dataset_->fingerprint)
+      show_notice(tr("The data differ from those the session was saved with (fingerprint %1, now %2).")
+                      .arg(QString::fromStdString(s.fingerprint), QString::fromStdString(dataset_->fingerprint)));
+    parameters_->setParameters(s.params);
+    apply_view_settings(s.view);
+    runNow();
+    return;
+  }
+  if (run) runNow();
+}
+
+void MainWindow::openSession(const QString& path) {
+  try {
+    Session s = readSession(path);
+    pending_session_ = s;
+    if (s.demo)
+      start_load([] { return makeDemoDataset(); }, tr("the demo"), false);
+    else
+      start_load([p = s.data_path] { return loadDataset(p); }, s.data_path, false);
+  } catch (const std::exception& e) {
+    show_error(QString::fromStdString(e.what()));
+  }
+}
+
+bool MainWindow::saveSession(const QString& path) {
+  if (!dataset_) {
+    show_error(tr("Open a dataset before saving a session."));
+    return false;
+  }
+  Session s;
+  s.demo = dataset_->demo;
+  s.data_path = dataset_->path;
+  s.fingerprint = dataset_->fingerprint;
+  s.params = outcome_ ? outcome_->params : parameters_->parameters();
+  s.view = view_settings();
+  if (!s.demo && s.data_path.isEmpty()) {
+    show_error(tr("This dataset exists only in memory (a selection); export its images first to save a session."));
+    return false;
+  }
+  try {
+    writeSession(path, s);
+    status_->setText(tr("Session saved to %1").arg(path));
+    return true;
+  } catch (const std::exception& e) {
+    show_error(QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  const QList<QUrl> urls = event->mimeData()->urls();
+  if (urls.isEmpty() || !urls.first().isLocalFile()) return;
+  const QString path = urls.first().toLocalFile();
+  if (path.endsWith(".json", Qt::CaseInsensitive))
+    openSession(path);
+  else
+    openFile(path);
+  event->acceptProposedAction();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  runner_->cancel();
+  QSettings settings;
+  settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  settings.setValue(QStringLiteral("window/state"), saveState());
+  QMainWindow::closeEvent(event);
+}
+
+// ---- running ---------------------------------------------------------------------
+
+void MainWindow::runNow() {
+  if (!dataset_) {
+    show_error(tr("Open a dataset (or the demo) first."));
+    return;
+  }
+  reembed_timer_.stop();
+  message_bar_->hide();
+  runner_->run(parameters_->parameters());
+}
+
+void MainWindow::cancelRun() {
+  reembed_timer_.stop();
+  if (!runner_->busy()) return;
+  runner_->cancel();
+  progress_label_->setText(tr("cancelling\u2026"));
+}
+
+void MainWindow::on_parameters_changed() {
+  if (!dataset_) return;
+  const RunParameters p = parameters_->parameters();
+  const bool reusable = outcome_ && outcome_->dataset == dataset_ && runner_->cachedGraph(p);
+  if (parameters_->autoReembed() && reusable) {
+    reembed_timer_.start();
+  } else if (outcome_) {
+    status_->setText(reusable ? tr("Parameters changed: press Run to re-embed.")
+                              : tr("Parameters changed: press Run to rebuild the graph and re-embed."));
+  }
+}
+
+void MainWindow::on_run_started(bool builds_graph) {
+  progress_->setRange(0, 100);
+  progress_->setValue(0);
+  progress_label_->setText(builds_graph ? tr("building the k-NN graph\u2026") : tr("re-embedding\u2026"));
+}
+
+void MainWindow::on_progress(const ProgressInfo& info) {
+  const int pct = info.percent();
+  if (pct < 0) {
+    progress_->setRange(0, 0);  // busy indicator: the stage's total is unknown
+  } else {
+    progress_->setRange(0, 100);
+    progress_->setValue(pct);
+  }
+  progress_label_->setText(info.text());
+}
+
+void MainWindow::on_busy(bool busy) {
+  cancel_button_->setEnabled(busy);
+  run_button_->setText(busy ? tr("Restart") : tr("Run"));
+}
+
+void MainWindow::on_finished(std::shared_ptr<const EmbeddingOutcome> outcome) {
+  const bool first = !outcome_ || outcome_->dataset != outcome->dataset ||
+                     outcome_->result->m != outcome->result->m;
+  outcome_ = std::move(outcome);
+  const DiffusionResult& r = *outcome_->result;
+  embedded_of_row_.assign(static_cast<size_t>(dataset_->rows()), -1);
+  for (int64_t e = 0; e < r.n; ++e) embedded_of_row_[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])] = e;
+  progress_->setRange(0, 100);
+  progress_->setValue(100);
+  QString how = outcome_->retimed ? tr("rescaled to t = %1 (no eigensolve)").arg(outcome_->params.diffusion.t)
+                : outcome_->graph_reused
+                    ? tr("graph reused (k = %1 of %2)").arg(outcome_->params.knn.k).arg(outcome_->graph->k)
+                    : tr("graph %1 on %2").arg(seconds_text(outcome_->knn_seconds),
+                                               QString::fromStdString(outcome_->graph->backend));
+  progress_label_->setText(tr("done in %1 \u00b7 %2").arg(seconds_text(outcome_->total_seconds), how));
+  status_->setText(tr("Embedded %1 points in %2 diffusion coordinates; \u03b5 = %3.")
+                       .arg(en_number(r.n))
+                       .arg(r.m)
+                       .arg(r.epsilon, 0, 'g', 4));
+  if (r.graph_components > 1)
+    show_notice(tr("The graph has %1 connected components: only the largest (%2 of %3 points) is embedded. "
+                   "A larger k joins them.")
+                    .arg(r.graph_components)
+                    .arg(en_number(r.n), en_number(dataset_->rows())));
+  parameters_->showEpsilonResult(r.epsilon, r.bgh);
+  if (first) update_axis_choices();
+  update_spectrum();
+  update_view(first);
+  update_actions();
+  Q_EMIT embeddingShown();
+}
+
+void MainWindow::on_failed(const QString& message) {
+  progress_->setRange(0, 100);
+  progress_->setValue(0);
+  progress_label_->setText(tr("failed"));
+  show_error(message);
+}
+
+void MainWindow::on_cancelled() {
+  progress_->setRange(0, 100);
+  progress_->setValue(0);
+  const double latency = runner_->lastCancelLatency();
+  progress_label_->setText(latency >= 0 ? tr("cancelled (stopped after %1)").arg(seconds_text(latency))
+                                        : tr("cancelled"));
+  status_->setText(outcome_ ? tr("Cancelled: the previous embedding is unchanged.")
+                            : tr("Cancelled: nothing was computed."));
+}
+
+// ---- the view ----------------------------------------------------------------------
+
+void MainWindow::update_axis_choices() {
+  updating_controls_ = true;
+  const int m = outcome_ ? outcome_->result->m : 0;
+  for (int i = 0; i < 3; ++i) {
+    const bool had_choice = axis_[i]->count() > 0;
+    const int previous = axis_[i]->currentData().toInt();
+    axis_[i]->clear();
+    for (int c = 1; c <= m; ++c) axis_[i]->addItem(QStringLiteral("\u03c8%1").arg(c), c);
+    const int want = (had_choice && previous >= 1 && previous <= m) ? previous : std::min(i + 1, std::max(1, m));
+    axis_[i]->setCurrentIndex(std::max(0, axis_[i]->findData(want)));
+  }
+  colour_by_->clear();
+  colour_by_->addItem(tr("none"), QStringLiteral("none"));
+  for (int c = 1; c <= m; ++c) colour_by_->addItem(QStringLiteral("\u03c8%1").arg(c), QStringLiteral("dc%1").arg(c));
+  if (dataset_)
+    for (const PointMetadata& meta : dataset_->metadata) colour_by_->addItem(meta.name, meta.name);
+  // colour_key_ is the user's wish; it may name a coordinate that exists only
+  // once the embedding does, so it is kept when it cannot be shown yet.
+  int idx = colour_by_->findData(colour_key_);
+  if (idx < 0 || colour_key_.isEmpty()) {
+    // Labels say most when a dataset has them, the known angle for the demo,
+    // else the first diffusion coordinate.
+    for (const QString& fallback : {tr("label"), tr("rotation angle (deg)"), QStringLiteral("dc1")})
+      if ((idx = colour_by_->findData(fallback)) >= 0) break;
+    if (idx < 0) idx = 0;
+    if (m > 0) colour_key_ = colour_by_->itemData(idx).toString();
+  }
+  colour_by_->setCurrentIndex(idx);
+  updating_controls_ = false;
+}
+
+void MainWindow::setAxes(int x, int y, int z, bool planar) {
+  updating_controls_ = true;
+  const int v[3] = {x, y, z};
+  for (int i = 0; i < 3; ++i) {
+    const int idx = axis_[i]->findData(v[i]);
+    if (idx >= 0) axis_[i]->setCurrentIndex(idx);
+  }
+  planar_->setChecked(planar);
+  axis_[2]->setEnabled(!planar);
+  updating_controls_ = false;
+  update_view(true);
+}
+
+void MainWindow::setColourBy(const QString& key) {
+  colour_key_ = key;
+  const int idx = colour_by_->findData(key);
+  if (idx >= 0) {
+    updating_controls_ = true;
+    colour_by_->setCurrentIndex(idx);
+    updating_controls_ = false;
+  }
+  update_colours();
+}
+
+void MainWindow::update_view(bool reset_camera) {
+  if (!outcome_) {
+    view_->clearPoints();
+    return;
+  }
+  const DiffusionResult& r = *outcome_->result;
+  const bool planar = planar_->isChecked() || r.m < 3;
+  int ax[3];
+  QStringList titles;
+  for (int i = 0; i < 3; ++i) {
+    ax[i] = std::clamp(axis_[i]->currentData().toInt(), 1, r.m);
+    // VTK's built-in font has no Greek letters.
+    titles << QStringLiteral("psi %1").arg(ax[i]);
+  }
+  std::vector<float> xyz(static_cast<size_t>(r.n) * 3);
+  for (int64_t e = 0; e < r.n; ++e) {
+    const double* c = r.coordinates.data() + e * r.m;
+    xyz[3 * e] = static_cast<float>(c[ax[0] - 1]);
+    xyz[3 * e + 1] = r.m >= 2 ? static_cast<float>(c[ax[1] - 1]) : 0.f;
+    xyz[3 * e + 2] = planar ? 0.f : static_cast<float>(c[ax[2] - 1]);
+  }
+  view_->setPoints(std::move(xyz), planar, titles, reset_camera);
+  update_colours();
+  show_selection();
+  view_->setPinned(embedded_index(pinned_row_));
+}
+
+void MainWindow::update_colours() {
+  if (!outcome_ || !dataset_) return;
+  const DiffusionResult& r = *outcome_->result;
+  PointColours colours;
+  if (colour_key_.startsWith("dc")) {
+    const int c = colour_key_.mid(2).toInt();
+    if (c >= 1 && c <= r.m) {
+      colours.values.resize(static_cast<size_t>(r.n));
+      for (int64_t e = 0; e < r.n; ++e) colours.values[static_cast<size_t>(e)] = static_cast<float>(r.coordinates[e * r.m + c - 1]);
+      colours.title = QStringLiteral("psi %1").arg(c);
+    }
+  } else {
+    for (const PointMetadata& meta : dataset_->metadata)
+      if (meta.name == colour_key_) {
+        colours.values.resize(static_cast<size_t>(r.n));
+        for (int64_t e = 0; e < r.n; ++e)
+          colours.values[static_cast<size_t>(e)] = meta.values[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])];
+        colours.title = meta.name;
+        colours.categorical = meta.categorical;
+      }
+  }
+  view_->setColours(colours);
+}
+
+void MainWindow::update_spectrum() {
+  if (!outcome_) return;
+  const auto& ev = outcome_->result->eigenvalues;
+  std::vector<double> x(ev.size()), y(ev.begin(), ev.end());
+  for (size_t i = 0; i < ev.size(); ++i) x[i] = static_cast<double>(i);
+  spectrum_->setData(std::move(x), std::move(y));
+  spectrum_->setFadedCount(1);
+}
+
+int64_t MainWindow::embedded_index(int64_t row) const {
+  if (row < 0 || row >= static_cast<int64_t>(embedded_of_row_.size())) return -1;
+  return embedded_of_row_[static_cast<size_t>(row)];
+}
+
+QString MainWindow::point_details(int64_t row) const {
+  const int64_t e = embedded_index(row);
+  if (!outcome_ || e < 0) return outcome_ ? tr("not embedded (outside the largest component)") : QString();
+  const DiffusionResult& r = *outcome_->result;
+  QStringList parts;
+  for (int c = 0; c < std::min(r.m, 3); ++c)
+    parts << QStringLiteral("\u03c8%1 = %2").arg(c + 1).arg(r.coordinates[e * r.m + c], 0, 'g', 4);
+  return parts.join(QStringLiteral(", "));
+}
+
+void MainWindow::on_hovered(qint64 embedded) {
+  if (!outcome_ || embedded < 0 || embedded >= outcome_->result->n) {
+    image_panel_->setHovered(-1);
+    return;
+  }
+  const int64_t row = outcome_->result->point_index[static_cast<size_t>(embedded)];
+  image_panel_->setHovered(row, point_details(row));
+}
+
+void MainWindow::on_picked(qint64 embedded) {
+  if (!outcome_ || embedded < 0 || embedded >= outcome_->result->n) return;
+  pin_row(outcome_->result->point_index[static_cast<size_t>(embedded)]);
+}
+
+void MainWindow::pin_row(int64_t row) {
+  if (!dataset_ || row < 0 || row >= dataset_->rows()) return;
+  pinned_row_ = row;
+  image_panel_->setPinned(row, point_details(row));
+  view_->setPinned(embedded_index(row));
+  dataset_panel_->revealRow(row);
+}
+
+void MainWindow::on_view_selection() {
+  if (!outcome_) return;
+  std::vector<int64_t> rows;
+  rows.reserve(view_->selection().size());
+  for (int64_t e : view_->selection()) rows.push_back(outcome_->result->point_index[static_cast<size_t>(e)]);
+  std::sort(rows.begin(), rows.end());
+  selected_rows_ = std::move(rows);
+  show_selection();
+}
+
+void MainWindow::setSelectedRows(std::vector<int64_t> rows) {
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  if (dataset_) rows.erase(std::remove_if(rows.begin(), rows.end(), [this](int64_t r) { return r < 0 || r >= dataset_->rows(); }), rows.end());
+  selected_rows_ = std::move(rows);
+  show_selection();
+}
+
+void MainWindow::show_selection() {
+  std::vector<int64_t> embedded;
+  embedded.reserve(selected_rows_.size());
+  for (int64_t r : selected_rows_) {
+    const int64_t e = embedded_index(r);
+    if (e >= 0) embedded.push_back(e);
+  }
+  view_->setSelection(std::move(embedded));
+  selection_model_->setRows(selected_rows_);
+  selection_label_->setText(selected_rows_.empty()
+                                ? tr("No points selected. Use the Rectangle or Lasso tool in the view.")
+                                : tr("%1 points selected (Shift adds, Ctrl removes).").arg(en_number(
+                                      static_cast<int64_t>(selected_rows_.size()))));
+  update_actions();
+}
+
+nlohmann::json MainWindow::view_settings() const {
+  return {{"axes", {axis_[0]->currentData().toInt(), axis_[1]->currentData().toInt(), axis_[2]->currentData().toInt()}},
+          {"planar", planar_->isChecked()},
+          {"colour_by", colour_key_.toStdString()},
+          {"point_size", point_size_->value()}};
+}
+
+void MainWindow::apply_view_settings(const nlohmann::json& v) {
+  if (!v.is_object()) return;
+  updating_controls_ = true;
+  if (v.contains("planar") && v["planar"].is_boolean()) planar_->setChecked(v["planar"].get<bool>());
+  if (v.contains("point_size") && v["point_size"].is_number()) point_size_->setValue(v["point_size"].get<double>());
+  if (v.contains("colour_by") && v["colour_by"].is_string()) colour_key_ = QString::fromStdString(v["colour_by"].get<std::string>());
+  updating_controls_ = false;
+  if (v.contains("axes") && v["axes"].is_array() && v["axes"].size() == 3) {
+    // The axis lists fill once the embedding exists; keep the wish until then.
+    const auto axes = v["axes"].get<std::vector<int>>();
+    auto apply = std::make_shared<QMetaObject::Connection>();
+    *apply = connect(this, &MainWindow::embeddingShown, this, [this, axes, apply] {
+      disconnect(*apply);
+      setAxes(axes[0], axes[1], axes[2], planar_->isChecked());
+    });
+  }
+}
+
+// ---- exports ---------------------------------------------------------------------
+
+void MainWindow::start_export(const QString& what, std::function<QStringList()> work) {
+  if (export_watcher_.isRunning()) {
+    show_error(tr("An export is still running; try again when it has finished."));
+    Q_EMIT exportFinished(false, {last_error_});
+    return;
+  }
+  status_->setText(tr("Exporting %1\u2026").arg(what));
+  export_watcher_.setFuture(QtConcurrent::run([work]() -> ExportResult {
+    ExportResult r;
+    try {
+      r.files = work();
+      r.ok = true;
+    } catch (const std::bad_alloc&) {
+      r.error = tr("Out of memory while exporting.");
+    } catch (const std::exception& e) {
+      r.error = QString::fromStdString(e.what());
+    }
+    return r;
+  }));
+}
+
+void MainWindow::exportGraph(const QString& path) {
+  if (!outcome_) {
+    show_error(tr("Run first: there is no graph to export."));
+    Q_EMIT exportFinished(false, {last_error_});
+    return;
+  }
+  auto graph = outcome_->graph;
+  const int k = outcome_->params.knn.k;
+  if (path.endsWith(".mtx", Qt::CaseInsensitive))
+    start_export(tr("the graph"), [graph, k, path] {
+      exportGraphMatrixMarket(path, *graph, k);
+      return QStringList{path};
+    });
+  else
+    start_export(tr("the graph"), [graph, k, path] {
+      exportGraphDirectory(path, *graph, k);
+      return QStringList{path + "/indices.npy", path + "/distances.npy", path + "/graph.json"};
+    });
+}
+
+void MainWindow::exportEmbedding(const QString& path) {
+  if (!outcome_) {
+    show_error(tr("Run first: there is no embedding to export."));
+    Q_EMIT exportFinished(false, {last_error_});
+    return;
+  }
+  auto outcome = outcome_;
+  start_export(tr("the embedding"), [outcome, path] {
+    DiffusionParams dp = outcome->params.diffusion;
+    dp.k = outcome->result->k;
+    nlohmann::json graph_meta = graph_metadata(*outcome->graph);
+    return ui::exportEmbedding(path, *outcome->result, dp, graph_meta);
+  });
+}
+
+void MainWindow::exportSelectionIndices(const QString& path) {
+  auto rows = selected_rows_;
+  start_export(tr("the selection"), [rows, path] {
+    ui::exportSelectionIndices(path, rows);
+    return QStringList{path};
+  });
+}
+
+void MainWindow::exportSelectionImages(const QString& path) {
+  if (!dataset_) {
+    show_error(tr("Open a dataset first."));
+    Q_EMIT exportFinished(false, {last_error_});
+    return;
+  }
+  auto rows = selected_rows_;
+  auto ds = dataset_;
+  start_export(tr("the selected images"), [rows, ds, path] {
+    ui::exportSelectionImages(path, *ds, rows);
+    return QStringList{path};
+  });
+}
+
+void MainWindow::exportScreenshot(const QString& path) {
+  if (view_->pointCount() == 0) {
+    show_error(tr("Nothing to capture: the view is empty."));
+    Q_EMIT exportFinished(false, {last_error_});
+    return;
+  }
+  const QImage frame = view_->renderFrame();
+  start_export(tr("the screenshot"), [frame, path] {
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || !frame.save(&file, "PNG") || !file.commit())
+      throw Error(path.toStdString() + ": cannot write the PNG (" + file.errorString().toStdString() + ")");
+    return QStringList{path};
+  });
+}
+
+}  // namespace manifold::ui

@@ -1,0 +1,221 @@
+#include "manifold/ui/parameter_panel.h"
+
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QLabel>
+#include <QRegularExpressionValidator>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <sstream>
+
+#include "manifold/error.h"
+
+namespace manifold::ui {
+
+ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+
+  auto* graph_box = new QGroupBox(tr("k-nearest-neighbour graph"), this);
+  auto* graph = new QFormLayout(graph_box);
+  k_ = new QSpinBox(graph_box);
+  k_->setRange(1, 4096);
+  k_->setValue(10);
+  k_->setToolTip(tr("Neighbours per point. Lowering k (or any embedding parameter) re-embeds at once from the "
+                    "cached graph; a k above the cached graph's rebuilds it."));
+  graph->addRow(tr("k"), k_);
+  metric_ = new QComboBox(graph_box);
+  metric_->addItem(tr("Euclidean"), "euclidean");
+  metric_->addItem(tr("Cosine"), "cosine");
+  metric_->addItem(tr("Pearson"), "pearson");
+  metric_->setToolTip(tr("Distance between images: Euclidean \u2016x\u2212y\u2016, cosine 1\u2212cos, "
+                         "Pearson 1\u2212r (insensitive to brightness and contrast)."));
+  graph->addRow(tr("Metric"), metric_);
+  backend_ = new QComboBox(graph_box);
+  backend_->addItem(tr("Auto (GPU if present)"), "auto");
+  backend_->addItem(tr("CPU"), "cpu");
+  backend_->addItem(tr("GPU"), "gpu");
+  const bool gpu = backend_available("gpu");
+  if (!gpu) {
+    backend_->setItemData(2, false, Qt::UserRole - 1);  // disables the item
+    backend_->setItemData(2, tr("No GPU backend in this build or no GPU present"), Qt::ToolTipRole);
+  }
+  backend_->setToolTip(tr("Where the exact k-NN graph is computed. Every backend gives the same graph."));
+  graph->addRow(tr("Backend"), backend_);
+  devices_ = new QLineEdit(QStringLiteral("all"), graph_box);
+  devices_->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("all|\\d+(,\\d+)*")), devices_));
+  devices_->setToolTip(tr("GPUs to use: \"all\" or a list of ordinals such as 0,1"));
+  graph->addRow(tr("Devices"), devices_);
+  layout->addWidget(graph_box);
+
+  auto* embed_box = new QGroupBox(tr("Diffusion map"), this);
+  auto* embed = new QFormLayout(embed_box);
+  epsilon_mode_ = new QComboBox(embed_box);
+  epsilon_mode_->addItem(tr("Median k-th distance\u00b2"), "median");
+  epsilon_mode_->addItem(tr("Automatic (BGH)"), "auto");
+  epsilon_mode_->addItem(tr("Value"), "value");
+  epsilon_mode_->setToolTip(tr("Kernel width \u03b5 of exp(\u2212d\u00b2/\u03b5): the median of the squared k-th "
+                               "neighbour distances, the Berry\u2013Giannakis\u2013Harlim choice (the \u03b5 where "
+                               "log \u03a3K grows fastest with log \u03b5), or a value."));
+  embed->addRow(tr("\u03b5"), epsilon_mode_);
+  epsilon_value_ = new QDoubleSpinBox(embed_box);
+  epsilon_value_->setDecimals(6);
+  epsilon_value_->setRange(1e-6, 1e12);
+  epsilon_value_->setValue(1.0);
+  epsilon_value_->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
+  epsilon_value_->setToolTip(tr("\u03b5 in squared-distance units. After a run it holds the \u03b5 that run used."));
+  embed->addRow(tr("\u03b5 value"), epsilon_value_);
+  bgh_plot_ = new PlotWidget(embed_box);
+  bgh_plot_->setStyle(PlotWidget::Style::Line);
+  bgh_plot_->setLogX(true);
+  bgh_plot_->setTitles(tr("BGH: d log \u03a3K / d log \u03b5"), tr("\u03b5"), tr("slope"));
+  bgh_plot_->clear(tr("Run with \u03b5 automatic to see the curve."));
+  bgh_plot_->setMinimumHeight(130);
+  embed->addRow(bgh_plot_);
+  alpha_ = new QDoubleSpinBox(embed_box);
+  alpha_->setRange(0, 1);
+  alpha_->setSingleStep(0.5);
+  alpha_->setDecimals(2);
+  alpha_->setValue(1.0);
+  alpha_->setToolTip(tr("\u03b1-normalisation: 0 graph Laplacian, 0.5 Fokker\u2013Planck, 1 Laplace\u2013Beltrami "
+                        "(removes the effect of the sampling density)."));
+  embed->addRow(tr("\u03b1"), alpha_);
+  t_ = new QDoubleSpinBox(embed_box);
+  t_->setRange(0, 1000);
+  t_->setDecimals(2);
+  t_->setValue(1.0);
+  t_->setToolTip(tr("Diffusion time: coordinates are \u03bb\u1d62\u1d57 \u03c8\u1d62. Changing only t rescales the "
+                    "coordinates without a new eigensolve."));
+  embed->addRow(tr("t"), t_);
+  components_ = new QSpinBox(embed_box);
+  components_->setRange(1, 100);
+  components_->setValue(10);
+  components_->setToolTip(tr("Diffusion coordinates to compute (the trivial eigenvector is dropped)."));
+  embed->addRow(tr("Components"), components_);
+  symmetrize_ = new QComboBox(embed_box);
+  symmetrize_->addItem(tr("or (either is a neighbour)"), "or");
+  symmetrize_->addItem(tr("and (mutual neighbours)"), "and");
+  symmetrize_->addItem(tr("average"), "average");
+  symmetrize_->setToolTip(tr("How the directed k-NN graph is made symmetric."));
+  embed->addRow(tr("Symmetrise"), symmetrize_);
+  local_scaling_ = new QSpinBox(embed_box);
+  local_scaling_->setRange(0, 4096);
+  local_scaling_->setSpecialValueText(tr("off"));
+  local_scaling_->setToolTip(tr("Self-tuning local scaling: \u03c3\u1d62 = distance to the j-th neighbour "
+                                "(0 = off)."));
+  embed->addRow(tr("Local scaling"), local_scaling_);
+  layout->addWidget(embed_box);
+
+  auto_reembed_ = new QCheckBox(tr("Re-embed when a parameter changes"), this);
+  auto_reembed_->setChecked(true);
+  auto_reembed_->setToolTip(tr("With a cached graph, changes of k (up to the graph's), \u03b5, \u03b1, t, "
+                               "components or symmetrisation re-embed at once."));
+  layout->addWidget(auto_reembed_);
+  layout->addStretch();
+
+  auto notify = [this] {
+    update_enabled();
+    if (!loading_) Q_EMIT changed();
+  };
+  connect(k_, &QSpinBox::valueChanged, this, notify);
+  connect(metric_, &QComboBox::currentIndexChanged, this, notify);
+  connect(backend_, &QComboBox::currentIndexChanged, this, notify);
+  connect(devices_, &QLineEdit::editingFinished, this, notify);
+  connect(epsilon_mode_, &QComboBox::currentIndexChanged, this, notify);
+  connect(epsilon_value_, &QDoubleSpinBox::valueChanged, this, [this, notify] {
+    if (epsilon_mode_->currentData().toString() == "value") notify();
+  });
+  connect(alpha_, &QDoubleSpinBox::valueChanged, this, notify);
+  connect(t_, &QDoubleSpinBox::valueChanged, this, notify);
+  connect(components_, &QSpinBox::valueChanged, this, notify);
+  connect(symmetrize_, &QComboBox::currentIndexChanged, this, notify);
+  connect(local_scaling_, &QSpinBox::valueChanged, this, notify);
+  update_enabled();
+}
+
+void ParameterPanel::update_enabled() {
+  const QString mode = epsilon_mode_->currentData().toString();
+  epsilon_value_->setEnabled(mode == "value");
+  bgh_plot_->setVisible(mode == "auto");
+  const QString backend = backend_->currentData().toString();
+  devices_->setEnabled(backend != "cpu" && backend_available("gpu"));
+  local_scaling_->setMaximum(k_->value());
+}
+
+RunParameters ParameterPanel::parameters() const {
+  RunParameters p;
+  p.knn.k = k_->value();
+  p.knn.metric = parse_metric(metric_->currentData().toString().toStdString());
+  p.backend = backend_->currentData().toString().toStdString();
+  const QString devices = devices_->text().trimmed();
+  if (!devices.isEmpty() && devices != "all")
+    for (const QString& d : devices.split(',', Qt::SkipEmptyParts)) p.knn.devices.push_back(d.toInt());
+  const QString mode = epsilon_mode_->currentData().toString();
+  if (mode == "value") {
+    std::ostringstream text;
+    text.precision(17);
+    text << epsilon_value_->value();
+    p.diffusion.epsilon = text.str();
+  } else {
+    p.diffusion.epsilon = mode.toStdString();
+  }
+  p.diffusion.k = k_->value();
+  p.diffusion.alpha = alpha_->value();
+  p.diffusion.t = t_->value();
+  p.diffusion.components = components_->value();
+  p.diffusion.symmetrize = symmetrize_->currentData().toString().toStdString();
+  p.diffusion.local_scaling = local_scaling_->value();
+  return p;
+}
+
+void ParameterPanel::setParameters(const RunParameters& p) {
+  loading_ = true;
+  k_->setValue(p.knn.k);
+  metric_->setCurrentIndex(metric_->findData(QString::fromStdString(to_string(p.knn.metric))));
+  backend_->setCurrentIndex(std::max(0, backend_->findData(QString::fromStdString(p.backend))));
+  QStringList devices;
+  for (int d : p.knn.devices) devices << QString::number(d);
+  devices_->setText(devices.isEmpty() ? QStringLiteral("all") : devices.join(','));
+  const QString eps = QString::fromStdString(p.diffusion.epsilon);
+  if (eps == "median" || eps == "auto") {
+    epsilon_mode_->setCurrentIndex(epsilon_mode_->findData(eps));
+  } else {
+    epsilon_mode_->setCurrentIndex(epsilon_mode_->findData("value"));
+    epsilon_value_->setValue(eps.toDouble());
+  }
+  alpha_->setValue(p.diffusion.alpha);
+  t_->setValue(p.diffusion.t);
+  components_->setValue(p.diffusion.components);
+  symmetrize_->setCurrentIndex(std::max(0, symmetrize_->findData(QString::fromStdString(p.diffusion.symmetrize))));
+  local_scaling_->setValue(p.diffusion.local_scaling);
+  loading_ = false;
+  update_enabled();
+}
+
+void ParameterPanel::setPointCount(int64_t n) {
+  loading_ = true;
+  k_->setMaximum(static_cast<int>(std::clamp<int64_t>(n - 1, 1, 4096)));
+  components_->setMaximum(static_cast<int>(std::clamp<int64_t>(n - 2, 1, 100)));
+  loading_ = false;
+}
+
+void ParameterPanel::showEpsilonResult(double epsilon, const nlohmann::json& bgh) {
+  if (epsilon_mode_->currentData().toString() != "value") {
+    const QSignalBlocker block(epsilon_value_);
+    epsilon_value_->setValue(epsilon);
+  }
+  if (bgh.is_object() && bgh.contains("epsilon") && bgh.contains("slope")) {
+    std::vector<double> x = bgh["epsilon"].get<std::vector<double>>();
+    std::vector<double> y = bgh["slope"].get<std::vector<double>>();
+    bgh_plot_->setData(std::move(x), std::move(y));
+    QString label = tr("\u03b5 = %1").arg(epsilon, 0, 'g', 4);
+    if (bgh.contains("dimension") && bgh["dimension"].is_number())
+      label += tr(", dim \u2248 %1").arg(bgh["dimension"].get<double>(), 0, 'f', 1);
+    bgh_plot_->setMarker(epsilon, label);
+  } else {
+    bgh_plot_->clear(tr("Run with \u03b5 automatic to see the curve."));
+  }
+}
+
+}  // namespace manifold::ui

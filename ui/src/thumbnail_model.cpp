@@ -1,0 +1,106 @@
+#include "manifold/ui/thumbnail_model.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "manifold/ui/image_render.h"
+
+namespace manifold::ui {
+
+ThumbnailModel::ThumbnailModel(QObject* parent) : QAbstractListModel(parent) {
+  // A few screens of thumbnails: scrolling back is free, memory stays bounded.
+  cache_.setMaxCost(4000);
+}
+
+void ThumbnailModel::setDataset(std::shared_ptr<const LoadedDataset> dataset) {
+  beginResetModel();
+  dataset_ = std::move(dataset);
+  rows_.clear();
+  subset_ = false;
+  reset_cache();
+  endResetModel();
+}
+
+void ThumbnailModel::setRows(std::vector<int64_t> rows) {
+  beginResetModel();
+  rows_ = std::move(rows);
+  subset_ = true;
+  endResetModel();
+}
+
+void ThumbnailModel::showAllRows() {
+  beginResetModel();
+  rows_.clear();
+  subset_ = false;
+  endResetModel();
+}
+
+void ThumbnailModel::setThumbnailSize(int pixels) {
+  if (pixels == size_) return;
+  beginResetModel();
+  size_ = pixels;
+  reset_cache();
+  endResetModel();
+}
+
+void ThumbnailModel::setLogScale(bool on) {
+  if (on == log_scale_) return;
+  log_scale_ = on;
+  reset_cache();
+  if (rowCount() > 0) Q_EMIT dataChanged(index(0), index(rowCount() - 1), {Qt::DecorationRole});
+}
+
+void ThumbnailModel::reset_cache() { cache_.clear(); }
+
+int64_t ThumbnailModel::datasetRow(int model_row) const {
+  if (model_row < 0 || model_row >= rowCount()) return -1;
+  return subset_ ? rows_[static_cast<size_t>(model_row)] : model_row;
+}
+
+int ThumbnailModel::modelRow(int64_t dataset_row) const {
+  if (!dataset_ || dataset_row < 0 || dataset_row >= dataset_->rows()) return -1;
+  if (!subset_) return static_cast<int>(dataset_row);
+  auto it = std::find(rows_.begin(), rows_.end(), dataset_row);
+  return it == rows_.end() ? -1 : static_cast<int>(it - rows_.begin());
+}
+
+int ThumbnailModel::rowCount(const QModelIndex& parent) const {
+  if (parent.isValid() || !dataset_) return 0;
+  // QListView counts rows in int; datasets beyond 2^31 images are shown in part.
+  const int64_t n = subset_ ? static_cast<int64_t>(rows_.size()) : dataset_->rows();
+  return static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max()));
+}
+
+QVariant ThumbnailModel::data(const QModelIndex& index, int role) const {
+  const int64_t row = datasetRow(index.row());
+  if (row < 0) return {};
+  switch (role) {
+    case Qt::DisplayRole: {
+      QString text = QString::number(row);
+      const auto& labels = dataset_->data.labels;
+      if (static_cast<int64_t>(labels.size()) > row) text += QStringLiteral(" \u00b7 %1").arg(labels[row]);
+      return text;
+    }
+    case Qt::DecorationRole: {
+      if (QPixmap* cached = cache_.object(row)) return *cached;
+      const QImage image = renderRow(*dataset_, row, size_, log_scale_);
+      ++drawn_;
+      auto* pixmap = new QPixmap(QPixmap::fromImage(
+          image.scaled(size_, size_, Qt::KeepAspectRatio,
+                       image.width() < size_ ? Qt::FastTransformation : Qt::SmoothTransformation)));
+      QPixmap copy = *pixmap;
+      cache_.insert(row, pixmap, 1);
+      return copy;
+    }
+    case Qt::ToolTipRole:
+      return tr("Image %1 of %2").arg(row).arg(dataset_->rows());
+    case DatasetRowRole:
+      return QVariant::fromValue<qlonglong>(row);
+    case Qt::SizeHintRole:
+      return QSize(size_ + 8, size_ + 22);
+    default:
+      return {};
+  }
+}
+
+}  // namespace manifold::ui
