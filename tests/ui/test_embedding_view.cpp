@@ -2,6 +2,7 @@
 #include <QSignalSpy>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 
 #include "manifold/ui/embedding_view.h"
@@ -54,6 +55,108 @@ class TestEmbeddingView : public QObject {
     QVERIFY2(s.near_background > s.total / 4, "the background is missing");
     QVERIFY2(s.total - s.near_background > 2000, "too few points drawn");
     QVERIFY2(s.distinct_colours > 50, "the colour map is not applied");
+  }
+
+  // Hover and click find the point drawn under the cursor, through the VTK
+  // camera's projection; a drag with the rectangle tool selects exactly the
+  // points drawn inside it.
+  void picksAndSelects() {
+    EmbeddingView view;
+    view.resize(600, 500);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    const int n = 400;
+    view.setPoints(helix(n), false, {}, true);
+    view.renderFrame();
+    QSignalSpy hovered(&view, &EmbeddingView::hovered);
+    QSignalSpy picked(&view, &EmbeddingView::picked);
+    int checked = 0;
+    for (int i : {5, 100, 233, 390}) {
+      const QPointF p = view.projectedPosition(i);
+      QVERIFY(view.rect().contains(p.toPoint()));
+      // Neighbours on the helix are a few pixels apart: the nearest wins.
+      QCOMPARE(view.pointAt(p, 3), static_cast<int64_t>(i));
+      hovered.clear();
+      QTest::mouseMove(&view, p.toPoint());
+      QTRY_VERIFY(!hovered.isEmpty());
+      const int64_t got = hovered.last().at(0).toLongLong();
+      QVERIFY2(std::abs(got - i) <= 1, qPrintable(QString("hovered %1 for %2").arg(got).arg(i)));
+      ++checked;
+    }
+    QCOMPARE(checked, 4);
+    QCOMPARE(view.pointAt(QPointF(2, 2), 6), int64_t(-1));
+
+    const QPoint target = view.projectedPosition(77).toPoint();
+    QTest::mouseClick(&view, Qt::LeftButton, {}, target);
+    QCOMPARE(picked.size(), 1);
+    QVERIFY(std::abs(picked.last().at(0).toLongLong() - 77) <= 1);
+    QCOMPARE(view.pinned(), picked.last().at(0).toLongLong());
+
+    view.setTool(EmbeddingView::Tool::RectangleSelect);
+    QSignalSpy selected(&view, &EmbeddingView::selectionChanged);
+    const QRect box(QPoint(150, 120), QPoint(400, 330));
+    QTest::mousePress(&view, Qt::LeftButton, {}, box.topLeft());
+    QTest::mouseMove(&view, box.center());
+    QTest::mouseMove(&view, box.bottomRight());
+    QTest::mouseRelease(&view, Qt::LeftButton, {}, box.bottomRight());
+    QCOMPARE(selected.size(), 1);
+    std::vector<int64_t> expected;
+    for (int i = 0; i < n; ++i) {
+      const QPointF p = view.projectedPosition(i);
+      if (QRectF(box).contains(p)) expected.push_back(i);
+    }
+    QVERIFY(expected.size() > 10 && expected.size() < static_cast<size_t>(n));
+    // Pixels on the rectangle's edge may fall either way; everything else must agree.
+    const auto& got = view.selection();
+    int disagree = 0;
+    for (int i = 0; i < n; ++i) {
+      const bool in_got = std::binary_search(got.begin(), got.end(), int64_t(i));
+      const bool in_expected = std::binary_search(expected.begin(), expected.end(), int64_t(i));
+      if (in_got != in_expected) {
+        const QPointF p = view.projectedPosition(i);
+        const double edge = std::min({std::abs(p.x() - box.left()), std::abs(p.x() - box.right()),
+                                      std::abs(p.y() - box.top()), std::abs(p.y() - box.bottom())});
+        QVERIFY2(edge < 1.5, qPrintable(QString("point %1 wrongly %2").arg(i).arg(in_got ? "selected" : "left out")));
+        ++disagree;
+      }
+    }
+    QVERIFY(disagree <= 2);
+
+    // The selection is drawn: magenta pixels appear.
+    const QImage frame = view.renderFrame();
+    int magenta = 0;
+    for (int y = 0; y < frame.height(); ++y)
+      for (int x = 0; x < frame.width(); ++x) {
+        const QColor c = frame.pixelColor(x, y);
+        magenta += c.red() > 200 && c.green() < 60 && c.blue() > 200;
+      }
+    QVERIFY2(magenta > 50, "selected points are not highlighted");
+  }
+
+  // A left drag rotates the camera (VTK's trackball style gets the events):
+  // the drawn frame changes, and the projected positions move.
+  void dragRotates() {
+    EmbeddingView view;
+    view.resize(500, 400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setPoints(helix(1000), false, {}, true);
+    const QImage before = view.renderFrame();
+    const QPointF p_before = view.projectedPosition(500);
+    QTest::mousePress(&view, Qt::LeftButton, {}, QPoint(250, 200));
+    for (int x = 250; x <= 330; x += 10) QTest::mouseMove(&view, QPoint(x, 200));
+    QTest::mouseRelease(&view, Qt::LeftButton, {}, QPoint(330, 200));
+    const QImage after = view.renderFrame();
+    QVERIFY(before != after);
+    QVERIFY((view.projectedPosition(500) - p_before).manhattanLength() > 2);
+
+    // Planar mode: a parallel projection in which z does not move the points.
+    std::vector<float> xyz = helix(1000);
+    view.setPoints(xyz, true, {}, true);
+    const QPointF a = view.projectedPosition(10);
+    for (size_t i = 2; i < xyz.size(); i += 3) xyz[i] = 5.f;
+    view.setPoints(xyz, true, {}, false);
+    QCOMPARE(view.projectedPosition(10), a);
   }
 };
 

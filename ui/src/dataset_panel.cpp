@@ -117,9 +117,12 @@ void DatasetPanel::setDataset(std::shared_ptr<const LoadedDataset> ds) {
   for (int64_t s : d.item_shape) shape += (shape.isEmpty() ? QString() : QStringLiteral(" \u00d7 ")) + QString::number(s);
   if (shape.isEmpty()) shape = QString::number(d.cols());
   set_fact(tr("Shape"), tr("%1 per item (d = %2)").arg(shape).arg(en.toString(static_cast<qlonglong>(d.cols()))));
-  set_fact(tr("Type"), tr("%1 on disk, float32 in memory%2")
-                           .arg(QString::fromStdString(d.source_dtype.empty() ? "float32" : d.source_dtype),
-                                d.memory_mapped() ? tr(" (memory-mapped)") : QString()));
+  const QString dtype = QString::fromStdString(d.source_dtype.empty() ? "float32" : d.source_dtype);
+  if (ds->path.isEmpty())
+    set_fact(tr("Type"), tr("float32, in memory"));
+  else
+    set_fact(tr("Type"), tr("%1 in the file, float32 in memory%2")
+                             .arg(dtype, d.memory_mapped() ? tr(" (memory-mapped)") : QString()));
   set_fact(tr("Range"), QStringLiteral("%1 \u2026 %2").arg(ds->range.first, 0, 'g', 6).arg(ds->range.second, 0, 'g', 6));
   if (!d.labels.empty()) {
     std::vector<int32_t> distinct(d.labels);

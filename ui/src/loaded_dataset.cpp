@@ -9,6 +9,8 @@
 
 #include "manifold/error.h"
 #include "manifold/parallel.h"
+#include "manifold/pdb.h"
+#include "manifold/simulate.h"
 
 namespace manifold::ui {
 namespace {
@@ -68,15 +70,35 @@ QString LoadedDataset::shapeText() const {
   return shape;
 }
 
-std::shared_ptr<const LoadedDataset> loadDataset(const QString& path) {
+static Dataset transformed(Dataset ds, const std::string& transform) {
+  if (transform == "none") return ds;
+  if (transform != "anscombe") throw UsageError("unknown transform '" + transform + "' (none, anscombe)");
+  std::vector<float> v(ds.data(), ds.data() + ds.rows() * ds.cols());
+  anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
+  Dataset t(ds.rows(), ds.cols(), std::move(v));
+  t.source = ds.source;
+  t.format = ds.format;
+  t.source_dtype = ds.source_dtype;
+  t.item_shape = ds.item_shape;
+  t.labels = ds.labels;
+  return t;
+}
+
+std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const OpenOptions& options) {
   const QFileInfo info(path);
   if (!info.exists()) throw Error(path.toStdString() + ": no such file or folder");
-  Dataset data = load_dataset(path.toStdString());
+  ReadOptions ro;
+  ro.hdf5_dataset = options.hdf5_dataset;
+  Dataset data = transformed(load_dataset(path.toStdString(), ro), options.transform);
   if (data.rows() < 2) throw Error(path.toStdString() + ": a dataset needs at least 2 items");
   auto ds = finish(std::move(data));
   ds->name = info.fileName();
   ds->path = info.absoluteFilePath();
+  ds->hdf5_dataset = options.hdf5_dataset;
+  ds->transform = options.transform;
   ds->origin = QObject::tr("%1 file").arg(QString::fromStdString(ds->data.format));
+  if (options.transform != "none")
+    ds->origin += QObject::tr(", %1-transformed").arg(QString::fromStdString(options.transform));
   add_derived_metadata(*ds);
   return ds;
 }
@@ -92,10 +114,13 @@ std::shared_ptr<const LoadedDataset> adoptDataset(Dataset data, QString name, QS
   return ds;
 }
 
-std::shared_ptr<const LoadedDataset> makeDemoDataset(int count, int size) {
-  // Stand-in until the diffraction simulator is part of core: an elongated
-  // spot turning through 180 degrees (a full turn of its symmetric pattern),
-  // with noise, so the stack lies on a circle as the ubiquitin set does.
+namespace {
+
+// Used only where the PDB file of the real demo is missing: an elongated spot
+// turning through 180 degrees (a full turn of its symmetric pattern), with
+// noise, so the stack lies on a circle as the diffraction set does.
+std::shared_ptr<const LoadedDataset> generated_demo(const QString& why) {
+  const int count = 1500, size = 32;
   std::vector<float> v(static_cast<size_t>(count) * size * size);
   std::vector<float> angle(static_cast<size_t>(count));
   const double c0 = (size - 1) / 2.0, sa = size / 4.0, sb = size / 11.0;
@@ -110,9 +135,7 @@ std::shared_ptr<const LoadedDataset> makeDemoDataset(int count, int size) {
       for (int x = 0; x < size; ++x) {
         const double dx = x - c0, dy = y - c0;
         const double u = c * dx + s * dy, t = -s * dx + c * dy;
-        const double spot = std::exp(-0.5 * (u * u / (sa * sa) + t * t / (sb * sb)));
-        const double ring = 0.25 * std::exp(-0.5 * std::pow((std::hypot(dx, dy) - size * 0.38) / 1.5, 2));
-        img[y * size + x] = static_cast<float>(spot + ring) + noise(rng);
+        img[y * size + x] = static_cast<float>(std::exp(-0.5 * (u * u / (sa * sa) + t * t / (sb * sb)))) + noise(rng);
       }
   });
   Dataset data(count, static_cast<int64_t>(size) * size, std::move(v));
@@ -123,9 +146,55 @@ std::shared_ptr<const LoadedDataset> makeDemoDataset(int count, int size) {
   std::vector<PointMetadata> extra;
   extra.push_back({QObject::tr("rotation angle (deg)"), std::move(angle), false});
   return adoptDataset(std::move(data), QObject::tr("Demo (generated)"),
-                      QObject::tr("generated demo: a spot turning through a full cycle "
-                                  "(stand-in until the ubiquitin diffraction simulator is built in)"),
-                      true, std::move(extra));
+                      QObject::tr("generated demo: a spot turning through a full cycle (%1)").arg(why), true,
+                      std::move(extra));
+}
+
+}  // namespace
+
+std::shared_ptr<const LoadedDataset> makeDemoDataset() {
+  std::string pdb;
+  try {
+    pdb = find_packaged_pdb("1ubq");
+  } catch (const Error& e) {
+    return generated_demo(QString::fromStdString(e.what()));
+  }
+  // The parameters of `manifold run --demo`, so the GUI and the CLI show the same data.
+  DiffractionParams sp;
+  sp.count = 2000;
+  sp.size = 32;
+  sp.axis = "x";
+  sp.photons = 1e5;
+  sp.seed = 1;
+  const Molecule molecule = read_pdb(pdb);
+  Progress quiet;
+  DiffractionImages d = simulate_diffraction(molecule, sp, quiet);
+  std::vector<float> v = d.images;
+  anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
+  Dataset data(d.count, static_cast<int64_t>(d.size) * d.size, std::move(v));
+  data.source = "demo";
+  data.format = "simulated";
+  data.source_dtype = "float32";
+  data.item_shape = {d.size, d.size};
+  std::vector<PointMetadata> extra;
+  PointMetadata angle{QObject::tr("rotation angle (deg)"), {}, false};
+  for (double a : d.angles) angle.values.push_back(static_cast<float>(a * 180.0 / M_PI));
+  extra.push_back(std::move(angle));
+  auto ds = std::const_pointer_cast<LoadedDataset>(adoptDataset(
+      std::move(data), QObject::tr("Demo: ubiquitin diffraction"),
+      QObject::tr("%1 simulated diffraction patterns of ubiquitin (1UBQ, %2 atoms) turning about the x axis, "
+                  "%3 photons per pattern, Anscombe-transformed; the embedding should trace a circle")
+          .arg(d.count)
+          .arg(molecule.atoms.size())
+          .arg(sp.photons, 0, 'g', 3),
+      true, std::move(extra)));
+  ds->transform = "anscombe";
+  RunParameters p;
+  p.knn.k = 20;
+  p.diffusion.k = 20;
+  p.diffusion.components = 4;
+  ds->suggested = p;
+  return ds;
 }
 
 QStringList recentFiles() {

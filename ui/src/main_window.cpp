@@ -30,6 +30,8 @@
 
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
+#include "manifold/npy.h"
+#include "manifold/session.h"
 #include "manifold/ui/exporters.h"
 
 namespace manifold::ui {
@@ -500,6 +502,7 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
   spectrum_->clear(tr("No embedding yet: press Run."));
   setWindowTitle(dataset_ ? tr("%1 \u2014 Manifold Explorer").arg(dataset_->name) : tr("Manifold Explorer"));
   update_axis_choices();
+  if (dataset_ && dataset_->suggested && !pending_session_) parameters_->setParameters(*dataset_->suggested);
   if (dataset_) {
     status_->setText(tr("%1: %2 items of %3 values. Press Run to embed.")
                          .arg(dataset_->name, en_number(dataset_->rows()), en_number(dataset_->data.cols())));
@@ -510,10 +513,16 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
   if (pending_session_) {
     const Session s = *pending_session_;
     pending_session_.reset();
-    if (!s.fingerprint.empty() && dataset_ && s.fingerprint != dataset_->fingerprint)
+    const std::string fingerprint = s.view.is_object() ? s.view.value("fingerprint", std::string()) : std::string();
+    if (!fingerprint.empty() && dataset_ && fingerprint != dataset_->fingerprint)
       show_notice(tr("The data differ from those the session was saved with (fingerprint %1, now %2).")
-                      .arg(QString::fromStdString(s.fingerprint), QString::fromStdString(dataset_->fingerprint)));
-    parameters_->setParameters(s.params);
+                      .arg(QString::fromStdString(fingerprint), QString::fromStdString(dataset_->fingerprint)));
+    RunParameters p;
+    p.knn = s.knn;
+    p.backend = s.backend;
+    p.diffusion = s.diffusion;
+    if (p.diffusion.k <= 0) p.diffusion.k = p.knn.k;
+    parameters_->setParameters(p);
     apply_view_settings(s.view);
     runNow();
     return;
@@ -523,12 +532,13 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
 
 void MainWindow::openSession(const QString& path) {
   try {
-    Session s = readSession(path);
+    Session s = read_session(path.toStdString());
     pending_session_ = s;
-    if (s.demo)
-      start_load([] { return makeDemoDataset(); }, tr("the demo"), false);
-    else
-      start_load([p = s.data_path] { return loadDataset(p); }, s.data_path, false);
+    OpenOptions options;
+    options.hdf5_dataset = s.dataset;
+    options.transform = s.transform;
+    const QString data = QString::fromStdString(s.data);
+    start_load([data, options] { return loadDataset(data, options); }, data, false);
   } catch (const std::exception& e) {
     show_error(QString::fromStdString(e.what()));
   }
@@ -540,18 +550,34 @@ bool MainWindow::saveSession(const QString& path) {
     return false;
   }
   Session s;
-  s.demo = dataset_->demo;
-  s.data_path = dataset_->path;
-  s.fingerprint = dataset_->fingerprint;
-  s.params = outcome_ ? outcome_->params : parameters_->parameters();
+  const RunParameters p = outcome_ ? outcome_->params : parameters_->parameters();
+  s.backend = p.backend;
+  s.knn = p.knn;
+  s.diffusion = p.diffusion;
+  s.dataset = dataset_->hdf5_dataset;
+  s.transform = dataset_->transform;
   s.view = view_settings();
-  if (!s.demo && s.data_path.isEmpty()) {
-    show_error(tr("This dataset exists only in memory (a selection); export its images first to save a session."));
-    return false;
-  }
+  s.view["fingerprint"] = dataset_->fingerprint;
   try {
-    writeSession(path, s);
-    status_->setText(tr("Session saved to %1").arg(path));
+    const QFileInfo info(path);
+    if (dataset_->path.isEmpty()) {
+      // Data made in memory (the demo, a selection) go beside the session,
+      // exactly as embedded, so the CLI reads the same numbers.
+      const QString data_name = info.completeBaseName() + QStringLiteral(".data.npy");
+      const Dataset& d = dataset_->data;
+      std::vector<int64_t> shape{d.rows()};
+      if (d.item_shape.size() >= 2)
+        shape.insert(shape.end(), d.item_shape.begin(), d.item_shape.end());
+      else
+        shape.push_back(d.cols());
+      npy::write(info.dir().filePath(data_name).toStdString(), d.data(), shape);
+      s.data = data_name.toStdString();
+      s.transform = "none";
+    } else {
+      s.data = dataset_->path.toStdString();
+    }
+    write_session(path.toStdString(), s);
+    status_->setText(tr("Session saved to %1; `manifold run --session %1 -o OUTDIR` reproduces it.").arg(path));
     return true;
   } catch (const std::exception& e) {
     show_error(QString::fromStdString(e.what()));

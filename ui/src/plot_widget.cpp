@@ -41,7 +41,12 @@ void PlotWidget::setData(std::vector<double> x, std::vector<double> y) {
   if (style_ == Style::Bars) {
     x_lo_ -= 0.6;
     x_hi_ += 0.6;
-    y_lo_ = std::min(0.0, y_lo_);
+    // Diffusion spectra often sit just below 1: bars from zero would all
+    // look equal, so the axis starts near the smallest value instead.
+    if (y_lo_ > 0 && y_hi_ - y_lo_ < 0.5 * y_hi_)
+      y_lo_ -= 0.15 * (y_hi_ - y_lo_) + 1e-12;
+    else
+      y_lo_ = std::min(0.0, y_lo_);
   }
   if (x_hi_ == x_lo_) x_hi_ = x_lo_ + 1;
   if (y_hi_ == y_lo_) y_hi_ = y_lo_ + 1;
@@ -120,7 +125,7 @@ void PlotWidget::paintEvent(QPaintEvent*) {
     const int label_every = std::max(1, static_cast<int>(x_.size() * fm.horizontalAdvance("00 ") / a.width()) + 1);
     for (size_t i = 0; i < x_.size(); ++i) {
       const double px = map_x(x_[i], a);
-      const double y0 = map_y(std::max(0.0, y_lo_), a), y1 = map_y(y_[i], a);
+      const double y0 = map_y(std::max(0.0, y_lo_), a), y1 = map_y(std::max(y_[i], y_lo_), a);
       QColor c = static_cast<int>(i) < faded_ ? palette().color(QPalette::Mid) : QColor(59, 110, 190);
       if (static_cast<int>(i) == hover_) c = c.lighter(140);
       p.fillRect(QRectF(px - bw / 2, std::min(y0, y1), bw, std::abs(y1 - y0)), c);

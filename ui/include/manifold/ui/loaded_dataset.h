@@ -5,11 +5,13 @@
 #include <QString>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "manifold/dataset.h"
+#include "manifold/ui/run_parameters.h"
 
 namespace manifold::ui {
 
@@ -25,28 +27,39 @@ struct LoadedDataset {
   std::string fingerprint;           ///< Dataset::fingerprint(), keys the graph cache
   std::pair<float, float> range{0, 0};
   QString name;                      ///< shown in the title bar and the dataset panel
-  QString path;                      ///< empty for the demo
+  QString path;                      ///< empty for data made in memory (demo, selection)
+  std::string hdf5_dataset;          ///< HDF5/CXI dataset path it was read from ("" = default)
+  std::string transform = "none";    ///< none | anscombe, applied after reading
   QString origin;                    ///< one line about where it came from (demo, file)
   bool demo = false;
   int image_height = 1, image_width = 1;  ///< how a row is drawn as an image
   std::vector<PointMetadata> metadata;
+  /// Parameters that suit this data (the demo's are those of `manifold run --demo`).
+  std::optional<RunParameters> suggested;
 
   int64_t rows() const { return data.rows(); }
   /// "70,000 x 28 x 28 (uint8 as float32)".
   QString shapeText() const;
 };
 
+struct OpenOptions {
+  std::string hdf5_dataset;        ///< "" = the reader's default
+  std::string transform = "none";  ///< none | anscombe (2 sqrt(x + 3/8), for photon counts)
+};
+
 /// Reads any dataset the CLI reads. Throws manifold::Error with one line.
-std::shared_ptr<const LoadedDataset> loadDataset(const QString& path);
+std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const OpenOptions& options = {});
 
 /// Wraps an in-memory dataset (tests, the demo).
 std::shared_ptr<const LoadedDataset> adoptDataset(Dataset data, QString name, QString origin, bool demo,
                                                   std::vector<PointMetadata> extra = {});
 
-/// The built-in demo: diffraction patterns of ubiquitin turning about one axis
-/// when the simulator is built in, else a generated stack of the same shape
-/// (a turning anisotropic spot); `origin` says which.
-std::shared_ptr<const LoadedDataset> makeDemoDataset(int count = 1500, int size = 48);
+/// The built-in demo, the data of `manifold run --demo`: diffraction patterns
+/// of ubiquitin (1UBQ, from Debian's freesasa package) turning about one axis,
+/// with Poisson noise, Anscombe-transformed. Where the PDB file is missing it
+/// falls back to a generated stack that also lies on a circle, and `origin`
+/// says so.
+std::shared_ptr<const LoadedDataset> makeDemoDataset();
 
 /// Recently opened files (QSettings), newest first.
 QStringList recentFiles();

@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "manifold/session.h"
 #include "manifold/ui/dataset_panel.h"
 #include "manifold/ui/embedding_view.h"
 #include "manifold/ui/image_panel.h"

@@ -1,8 +1,6 @@
 #pragma once
-// Everything a run depends on, as the parameter panel edits it, and the
-// session file that records it so the CLI can reproduce the run.
-#include <QString>
-
+// Everything a run depends on, as the parameter panel edits it. Sessions
+// (manifold/session.h in core) record it so the CLI can reproduce a run.
 #include <memory>
 #include <string>
 
@@ -23,22 +21,6 @@ struct RunParameters {
   /// True when only the diffusion time differs: the eigenvectors stay valid.
   bool differsOnlyInTime(const RunParameters& other) const;
 };
-
-/// The session: dataset, parameters and (optionally) view settings, as JSON
-/// ("manifold-session" version 1, see docs/ui.md).
-struct Session {
-  QString data_path;   ///< empty for the demo
-  bool demo = false;
-  std::string fingerprint;
-  RunParameters params;
-  nlohmann::json view = nlohmann::json::object();  ///< GUI-only settings (axes, colours)
-};
-
-nlohmann::json sessionToJson(const Session& session);
-/// Throws manifold::Error naming the problem.
-Session sessionFromJson(const nlohmann::json& json);
-void writeSession(const QString& path, const Session& session);
-Session readSession(const QString& path);
 
 /// A copy of `result` at diffusion time `t`: coordinates = lambda_i^t psi_i,
 /// computed exactly as diffusion_map() does, without a new eigensolve.
