@@ -1,13 +1,18 @@
 // manifold bench: times k-NN graph construction (median of repeats after
 // warm-up) per backend and selection strategy, on random data or a real
 // dataset, and writes JSON. Per-stage times come from the backend (the GPU
-// backend measures them with CUDA events).
+// backend measures them with CUDA events). -n and -k take lists, so one run
+// covers a grid of cases on the same data (smaller N are prefixes of the
+// largest). With the GPU backend it also measures the device's cuBLAS SGEMM
+// rate in the same run and reports each case against the float32 GEMM floor
+// N^2 d / rate (the distance matrix is symmetric: half of 2 N^2 d).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 #include <thread>
 #include <unistd.h>
 
@@ -17,6 +22,9 @@
 #include "manifold/output.h"
 #include "manifold/parallel.h"
 #include "manifold/terminal_progress.h"
+#ifdef MANIFOLD_HAVE_CUDA
+#include "manifold/gpu/gpu_knn_backend.h"
+#endif
 
 namespace manifold::cli {
 
@@ -46,28 +54,75 @@ Dataset random_dataset(int64_t n, int64_t d, uint64_t seed) {
   return ds;
 }
 
+/// "-n 10000,100000" -> {10000, 100000}; each value checked like a single one.
+std::vector<int64_t> integer_list(const Args& a, const std::string& name, int64_t fallback, int64_t lo, int64_t hi) {
+  if (!a.has(name)) return {fallback};
+  std::vector<int64_t> out;
+  std::stringstream ss(a.str(name));
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(tok.c_str(), &end, 10);
+    if (tok.empty() || *end || v < lo || v > hi)
+      throw UsageError(name + ": '" + a.str(name) + "' is not a list of integers between " + std::to_string(lo) +
+                       " and " + std::to_string(hi));
+    out.push_back(v);
+  }
+  if (out.empty()) throw UsageError(name + ": empty list");
+  return out;
+}
+
+/// The first n rows of `ds` as a dataset viewing its memory.
+Dataset prefix(const Dataset& ds, int64_t n, const std::shared_ptr<const Dataset>& keep) {
+  if (n == ds.rows()) return ds;
+  Dataset p(n, ds.cols(), ds.data(), keep);
+  p.source = ds.source;
+  p.format = ds.format;
+  p.source_dtype = ds.source_dtype;
+  p.item_shape = ds.item_shape;
+  return p;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
   auto specs = knn_option_specs();
-  for (auto s : {"-n", "-d", "--data", "--json", "--repeats", "--warmup", "--seed"}) specs.push_back({s});
+  for (auto s : {"-n", "-d", "--data", "--json", "--repeats", "--warmup", "--seed", "--sgemm"}) specs.push_back({s});
   Args a("bench", specs, argc, argv, 2);
   if (!a.positionals().empty()) throw UsageError("bench: unexpected argument '" + a.positionals()[0] + "'");
-  KnnParams base = knn_params_from(a);
-  if (!a.has("-k")) base.k = 10;
+  // As knn_params_from, except that -k may be a list here.
+  KnnParams base;
+  base.metric = parse_metric(a.str("--metric", "euclidean"));
+  base.keep_self = a.has("--keep-self");
+  base.select = a.str("--select", "auto");
+  base.devices = parse_devices(a.str("--devices", "all"));
+  base.gpu_memory = a.bytes("--gpu-memory", 0);
+  base.threads = static_cast<int>(a.integer("--threads", 0, 0, 4096));
+  base.precision = a.str("--precision", "exact");
+  const std::vector<int64_t> ks = integer_list(a, "-k", 10, 1, 1 << 20);
+  const std::vector<int64_t> ns = integer_list(a, "-n", 20000, 2, INT64_MAX);
   const int repeats = static_cast<int>(a.integer("--repeats", 5, 1, 1000));
   const int warmup = static_cast<int>(a.integer("--warmup", 1, 0, 100));
   const uint64_t seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
+  const int64_t sgemm_size = a.integer("--sgemm", 8192, 0, 65536);
+  const int64_t n_max = *std::max_element(ns.begin(), ns.end());
 
-  Dataset ds;
+  auto full = std::make_shared<Dataset>();
   if (a.has("--data")) {
     ReadOptions ro;
     ro.hdf5_dataset = a.str("--dataset");
-    ro.max_rows = a.integer("-n", -1, 2, INT64_MAX);
-    ds = load_dataset(a.str("--data"), ro);
+    ro.max_rows = a.has("-n") ? n_max : -1;
+    *full = load_dataset(a.str("--data"), ro);
+    for (int64_t n : ns)
+      if (n > full->rows())
+        throw UsageError("-n " + std::to_string(n) + ": " + a.str("--data") + " has only " +
+                         std::to_string(full->rows()) + " rows");
   } else {
-    ds = random_dataset(a.integer("-n", 20000, 2, INT64_MAX), a.integer("-d", 256, 1, 1 << 24), seed);
+    *full = random_dataset(n_max, a.integer("-d", 256, 1, 1 << 24), seed);
   }
+  const Dataset& ds = *full;
+  std::vector<int64_t> case_ns = ns;
+  if (a.has("--data") && !a.has("-n")) case_ns = {ds.rows()};
 
   std::vector<std::string> backends;
   std::string bname = a.str("--backend", "auto");
@@ -92,53 +147,118 @@ int cmd_bench(int argc, char** argv) {
   out["warmup"] = warmup;
   out["cases"] = nlohmann::json::array();
 
-  std::printf("%-6s %-8s %9s %6s %6s %-10s %12s\n", "backend", "select", "n", "d", "k", "metric", "median_s");
+  // The reference rate of the GPU backend, measured in this run.
+  double sgemm_tflops = 0;
+#ifdef MANIFOLD_HAVE_CUDA
+  const bool uses_gpu = std::find(backends.begin(), backends.end(), "gpu") != backends.end();
+  const int gpu0 = base.devices.empty() ? 0 : base.devices.front();
+  if (uses_gpu && sgemm_size > 0 && backend_available("gpu")) {
+    const gpu::SgemmRate r = gpu::measure_sgemm(gpu0, sgemm_size, sgemm_size, sgemm_size, 10);
+    sgemm_tflops = r.tflops;
+    out["sgemm"] = {{"device", r.device},       {"device_name", gpu::device_name(r.device)},
+                    {"m", r.m},                 {"n", r.n},
+                    {"k", r.k},                 {"median_s", r.median_s},
+                    {"tflops", r.tflops},       {"math_mode", r.math_mode},
+                    {"layout", "C = A^T B, float32, cuBLAS"}};
+    std::printf("cuBLAS SGEMM %lldx%lldx%lld on GPU %d: %.2f TFLOP/s (%s math)\n", static_cast<long long>(r.m),
+                static_cast<long long>(r.n), static_cast<long long>(r.k), gpu0, r.tflops, r.math_mode.c_str());
+  }
+#endif
+
+  std::printf("%-6s %-8s %-8s %9s %6s %6s %-10s %12s %10s %8s\n", "backend", "select", "strategy", "n", "d", "k",
+              "metric", "median_s", "select_s", "/floor");
+  // (n, k) -> best median among strategies, for the --select all table.
+  std::map<std::pair<int64_t, int64_t>, std::pair<double, std::string>> best;
   for (const auto& b : backends) {
     auto backend = make_backend(b);
-    for (const auto& s : selects) {
-      KnnParams p = base;
-      p.select = s;
-      nlohmann::json c;
-      c["backend"] = b;
-      c["select"] = s;
-      c["n"] = ds.rows();
-      c["d"] = ds.cols();
-      c["k"] = p.k;
-      c["metric"] = to_string(p.metric);
-      std::vector<double> totals;
-      std::map<std::string, std::vector<double>> stages;
-      KnnGraph last;
-      try {
-        for (int r = 0; r < warmup + repeats; ++r) {
-          auto t0 = std::chrono::steady_clock::now();
-          last = backend->build(ds, p, progress);
-          double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          if (r < warmup) continue;
-          totals.push_back(wall);
-          for (auto& [st, t] : last.timings) stages[st].push_back(t);
+    for (int64_t n : case_ns) {
+      const Dataset view = prefix(ds, n, full);
+      for (int64_t k : ks) {
+        for (const auto& s : selects) {
+          KnnParams p = base;
+          p.select = s;
+          p.k = static_cast<int>(k);
+          nlohmann::json c;
+          c["backend"] = b;
+          c["select"] = s;
+          c["n"] = view.rows();
+          c["d"] = view.cols();
+          c["k"] = p.k;
+          c["metric"] = to_string(p.metric);
+          std::vector<double> totals;
+          std::map<std::string, std::vector<double>> stages;
+          KnnGraph last;
+          try {
+            for (int r = 0; r < warmup + repeats; ++r) {
+              auto t0 = std::chrono::steady_clock::now();
+              last = backend->build(view, p, progress);
+              double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+              if (r < warmup) continue;
+              totals.push_back(wall);
+              for (auto& [st, t] : last.timings) stages[st].push_back(t);
+            }
+          } catch (const Cancelled&) {
+            throw;
+          } catch (const Error& e) {
+            c["error"] = e.what();
+            out["cases"].push_back(c);
+            std::printf("%-6s %-8s %-8s %9lld %6lld %6d %-10s %12s  (%s)\n", b.c_str(), s.c_str(), "-",
+                        static_cast<long long>(view.rows()), static_cast<long long>(view.cols()), p.k,
+                        to_string(p.metric).c_str(), "-", e.what());
+            continue;
+          }
+          const double med = median(totals);
+          c["strategy"] = last.strategy;
+          c["wall_s"] = totals;
+          c["median_wall_s"] = med;
+          nlohmann::json st = nlohmann::json::object();
+          for (auto& [name, v] : stages) st[name] = median(v);
+          c["median_stage_s"] = st;
+          c["extra"] = last.extra;
+          std::string over = "-";
+          std::string sel = "-";
+          if (st.contains("select")) sel = std::to_string(st["select"].get<double>()).substr(0, 8);
+          if (b == "gpu" && sgemm_tflops > 0) {
+            // The float32 GEMM floor of the symmetric problem: N^2 d multiply-adds.
+            const double flop = static_cast<double>(view.rows()) * static_cast<double>(view.rows()) *
+                                static_cast<double>(view.cols());
+            const double floor_s = flop / (sgemm_tflops * 1e12);
+            c["sgemm_tflops"] = sgemm_tflops;
+            c["floor_s"] = floor_s;
+            c["over_floor"] = med / floor_s;
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.3f", med / floor_s);
+            over = buf;
+#ifdef MANIFOLD_HAVE_CUDA
+            // cuBLAS alone on one tile of this case: how much of the gap is the
+            // GEMM's own efficiency at this shape.
+            if (last.extra.contains("tile_rows")) {
+              const gpu::SgemmRate tr = gpu::measure_sgemm(gpu0, last.extra["tile_rows"].get<int64_t>(),
+                                                           last.extra["tile_cols"].get<int64_t>(), view.cols(), 20);
+              c["sgemm_tile_tflops"] = tr.tflops;
+            }
+#endif
+          }
+          out["cases"].push_back(c);
+          auto key = std::make_pair(view.rows(), k);
+          if (s != "auto" && (!best.count(key) || med < best[key].first)) best[key] = {med, s};
+          std::printf("%-6s %-8s %-8s %9lld %6lld %6d %-10s %12.4f %10s %8s\n", b.c_str(), s.c_str(),
+                      last.strategy.c_str(), static_cast<long long>(view.rows()), static_cast<long long>(view.cols()),
+                      p.k, to_string(p.metric).c_str(), med, sel.c_str(), over.c_str());
+          std::fflush(stdout);
         }
-      } catch (const Cancelled&) {
-        throw;
-      } catch (const Error& e) {
-        c["error"] = e.what();
-        out["cases"].push_back(c);
-        std::printf("%-6s %-8s %9lld %6lld %6d %-10s %12s  (%s)\n", b.c_str(), s.c_str(),
-                    static_cast<long long>(ds.rows()), static_cast<long long>(ds.cols()), p.k,
-                    to_string(p.metric).c_str(), "-", e.what());
-        continue;
       }
-      c["strategy"] = last.strategy;
-      c["wall_s"] = totals;
-      c["median_wall_s"] = median(totals);
-      nlohmann::json st = nlohmann::json::object();
-      for (auto& [name, v] : stages) st[name] = median(v);
-      c["median_stage_s"] = st;
-      c["extra"] = last.extra;
-      out["cases"].push_back(c);
-      std::printf("%-6s %-8s %9lld %6lld %6d %-10s %12.4f\n", b.c_str(), s.c_str(), static_cast<long long>(ds.rows()),
-                  static_cast<long long>(ds.cols()), p.k, to_string(p.metric).c_str(), median(totals));
-      std::fflush(stdout);
     }
+  }
+  if (selects.size() > 1) {
+    nlohmann::json winners = nlohmann::json::array();
+    std::printf("\nfastest strategy per (n, k):\n%9s %6s %-8s %12s\n", "n", "k", "select", "median_s");
+    for (auto& [key, v] : best) {
+      winners.push_back({{"n", key.first}, {"k", key.second}, {"select", v.second}, {"median_wall_s", v.first}});
+      std::printf("%9lld %6lld %-8s %12.4f\n", static_cast<long long>(key.first), static_cast<long long>(key.second),
+                  v.second.c_str(), v.first);
+    }
+    out["winners"] = winners;
   }
   if (a.has("--json")) write_text_file(a.str("--json"), out.dump(2) + "\n");
   return 0;

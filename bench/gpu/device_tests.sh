@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root: the GPU tests, then
+# compute-sanitizer (memcheck and racecheck) on the small run of every kernel
+# path. Logs go to OUT_DIR.
+#   bash bench/gpu/device_tests.sh BUNDLE_DIR OUT_DIR
+# BUNDLE_DIR: made by shared/tools/device-bundle (bin/, lib/, run), with the
+# Fashion-MNIST test images in BUNDLE_DIR/../data (MANIFOLD_FASHION_MNIST_DIR).
+set -uo pipefail
+bundle=$(cd "${1:?usage: device_tests.sh BUNDLE_DIR OUT_DIR}" && pwd)
+out=${2:?usage: device_tests.sh BUNDLE_DIR OUT_DIR}
+mkdir -p "$out"
+export MANIFOLD_FASHION_MNIST_DIR=$(cd "$bundle/../data" 2>/dev/null && pwd)
+# run_cli executes $MANIFOLD_CLI directly: give it a one-file launcher.
+printf '#!/usr/bin/env bash\nexec %q manifold "$@"\n' "$bundle/run" > "$bundle/manifold"
+chmod +x "$bundle/manifold"
+export MANIFOLD_CLI=$bundle/manifold
+status=0
+for t in test_gpu_engine test_gpu_knn; do
+  "$bundle/run" "$t" --gtest_color=no > "$out/$t.log" 2>&1 || status=1
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|\[ info \]" "$out/$t.log"
+done
+export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+for tool in memcheck racecheck; do
+  compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/bin/test_gpu_engine" \
+    --gtest_filter='GpuSanitizer.*' --gtest_color=no > "$out/sanitizer_$tool.log" 2>&1 || status=1
+  echo "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.log" | tr '\n' ' ')"
+done
+exit $status

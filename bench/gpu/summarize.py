@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Combines the per-case JSON of run.sh into one file and prints the table
+(Markdown) quoted in bench/gpu/README.md."""
+import glob
+import json
+import os
+import sys
+
+out_dir, out_file = sys.argv[1], sys.argv[2]
+rows = []
+for path in sorted(glob.glob(os.path.join(out_dir, "ours_*.json"))):
+    tag = os.path.basename(path)[len("ours_"):-len(".json")]
+    ours = json.load(open(path))
+    torch_path = os.path.join(out_dir, "torch_%s.json" % tag)
+    base = json.load(open(torch_path)) if os.path.exists(torch_path) else None
+    c = ours["cases"][0]
+    if "error" in c:
+        rows.append({"n": c["n"], "d": c["d"], "k": c["k"], "error": c["error"]})
+        continue
+    r = {"n": c["n"], "d": c["d"], "k": c["k"], "device": ours["sgemm"]["device_name"],
+         "sgemm_tflops": ours["sgemm"]["tflops"], "sgemm_math": ours["sgemm"]["math_mode"],
+         "sgemm_tile_tflops": c.get("sgemm_tile_tflops"), "floor_s": c["floor_s"],
+         "ours_median_s": c["median_wall_s"], "ours_wall_s": c["wall_s"], "over_floor": c["over_floor"],
+         "stages_s": c["median_stage_s"], "extra": c["extra"]}
+    if base:
+        r["torch_median_s"] = base["median_wall_s"]
+        r["torch_wall_s"] = base["wall_s"]
+        r["torch_version"] = base["torch"]
+        r["speedup_over_torch"] = base["median_wall_s"] / c["median_wall_s"]
+    rows.append(r)
+json.dump({"cases": rows}, open(out_file, "w"), indent=2)
+print("| N | d | k | SGEMM TFLOP/s | floor s | ours s | ours / floor | loop s | GEMM s | select s | PyTorch s | speed-up |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+for r in rows:
+    if "error" in r:
+        print("| %d | %d | %d | error: %s |" % (r["n"], r["d"], r["k"], r["error"]))
+        continue
+    st = r["stages_s"]
+    print("| %d | %d | %d | %.1f | %.3f | %.3f | %.2f | %.3f | %.3f | %.3f | %s | %s |" % (
+        r["n"], r["d"], r["k"], r["sgemm_tflops"], r["floor_s"], r["ours_median_s"], r["over_floor"],
+        st.get("distances+select", 0), st.get("gemm", 0), st.get("select", 0),
+        "%.3f" % r["torch_median_s"] if "torch_median_s" in r else "-",
+        "%.2fx" % r["speedup_over_torch"] if "speedup_over_torch" in r else "-"))

@@ -1,0 +1,329 @@
+// GpuKnnBackend: the exact k-NN graph on one or several GPUs of this machine.
+// Plans tiles from the memory budget, splits the strips of the upper
+// triangle among devices (Kato & Hosino's mirrored assignment: strip i goes
+// to device j when i mod 2G is j or 2G-1-j, which evens out the shrinking
+// strips), runs one host thread per device, merges the per-device lists on
+// device 0 and refines the result exactly.
+#include "manifold/gpu/gpu_knn_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <exception>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "device_engine.h"
+#include "impl/kernels.h"
+#include "impl/refine_host.h"
+#include "manifold/error.h"
+#include "manifold/knn.h"
+#include "manifold/parallel.h"
+#include "tile_plan.h"
+#include "utils/cuda_check.h"
+#include "utils/resources.h"
+
+namespace manifold::gpu {
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+std::string device_name(int ordinal) {
+  cudaDeviceProp prop{};
+  cuda_check(cudaGetDeviceProperties(&prop, ordinal), "reading the device properties");
+  return prop.name;
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::vector<int> chosen_devices(const KnnParams& p) {
+  const int count = device_count();
+  if (count == 0) throw Error("--backend gpu: no CUDA GPU found");
+  std::vector<int> devices = p.devices;
+  if (devices.empty())
+    for (int i = 0; i < count; ++i) devices.push_back(i);
+  for (int dev : devices)
+    if (dev >= count)
+      throw UsageError("--devices: GPU " + std::to_string(dev) + " does not exist (this machine has " +
+                       std::to_string(count) + ")");
+  std::sort(devices.begin(), devices.end());
+  if (std::adjacent_find(devices.begin(), devices.end()) != devices.end())
+    throw UsageError("--devices: a GPU is listed twice");
+  return devices;
+}
+
+uint64_t device_budget(int dev, uint64_t requested) {
+  DeviceScope scope(dev);
+  size_t free_b = 0, total_b = 0;
+  cuda_check(cudaMemGetInfo(&free_b, &total_b), "reading the free device memory");
+  // Leave room for the CUDA context's own growth and for other processes.
+  const uint64_t usable = free_b > (uint64_t{512} << 20) ? static_cast<uint64_t>(free_b * 0.92) - (uint64_t{256} << 20)
+                                                        : free_b / 2;
+  return requested ? std::min<uint64_t>(requested, usable) : usable;
+}
+
+/// Strips of the upper triangle for each device (Kato & Hosino).
+std::vector<std::vector<int64_t>> assign_strips(int64_t blocks, int devices) {
+  std::vector<std::vector<int64_t>> out(static_cast<size_t>(devices));
+  for (int64_t i = 0; i < blocks; ++i) {
+    const int64_t m = i % (2 * devices);
+    const int64_t dev = m < devices ? m : 2 * devices - 1 - m;
+    out[static_cast<size_t>(dev)].push_back(i);
+  }
+  return out;
+}
+
+uint64_t tiles_of(const TilePlan& plan, const std::vector<int64_t>& strips) {
+  uint64_t t = 0;
+  for (int64_t I : strips) {
+    const int64_t left = plan.n - I * plan.T;
+    t += static_cast<uint64_t>((left + plan.W - 1) / plan.W);
+  }
+  return t;
+}
+
+class GpuKnnBackend final : public KnnBackend {
+ public:
+  std::string name() const override { return "gpu"; }
+
+  KnnGraph build(const Dataset& data, const KnnParams& params, Progress& progress) override {
+    validate(params, data.rows());
+    if (params.select != "auto" && params.select != "warp" && params.select != "merge")
+      throw UsageError("--select " + params.select +
+                       ": not available in the GPU backend yet (it has auto, warp, merge)");
+    if (params.precision != "exact")
+      throw UsageError("--precision " + params.precision + ": not available in the GPU backend yet (it has exact)");
+    if (params.k > kMaxK)
+      throw UsageError("-k " + std::to_string(params.k) + ": the GPU backend supports k up to " +
+                       std::to_string(kMaxK));
+    if (data.rows() >= INT_MAX)
+      throw Error("the GPU backend indexes rows with 32-bit integers: " + std::to_string(data.rows()) +
+                  " rows is too many");
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<int> devices = chosen_devices(params);
+    const bool force_block = params.select == "merge";
+
+    KnnGraph g;
+    g.n = data.rows();
+    g.d = data.cols();
+    g.k = params.k;
+    g.metric = params.metric;
+    g.keep_self = params.keep_self;
+    g.backend = "gpu";
+    g.strategy = force_block || params.k > kWarpMergeMaxK ? "merge" : "warp";
+    // Hashing every byte of the input takes longer than the GPU's whole job
+    // on large inputs: do it on a spare core meanwhile.
+    auto fingerprint = std::async(std::launch::async, [&data] { return data.fingerprint(); });
+
+    progress.stage("prepare", 1, "steps");
+    PreparedRows rows = prepare_rows(data, params.metric);
+    progress.finish();
+    g.timings.emplace_back("prepare", seconds_since(t0));
+
+    // Plan and allocate; when an allocation fails anyway (another process
+    // took memory meanwhile), plan again with a smaller budget.
+    const auto t1 = std::chrono::steady_clock::now();
+    uint64_t budget = UINT64_MAX;
+    size_t shared = SIZE_MAX;
+    for (int dev : devices) {
+      budget = std::min(budget, device_budget(dev, params.gpu_memory));
+      cudaDeviceProp prop{};
+      cuda_check(cudaGetDeviceProperties(&prop, dev), "reading the device properties");
+      shared = std::min(shared, static_cast<size_t>(prop.sharedMemPerBlockOptin));
+    }
+    PlanRequest req;
+    req.n = rows.rows, req.d = rows.cols, req.k = params.k, req.devices = static_cast<int>(devices.size());
+    req.shared_memory = shared;
+    if (const char* o = std::getenv("MANIFOLD_GPU_TILE")) req.tile_override = o;
+    TilePlan plan;
+    std::vector<std::unique_ptr<DeviceEngine>> engines;
+    for (int attempt = 0;; ++attempt) {
+      req.budget = budget;
+      plan = plan_tiles(req);
+      try {
+        engines.clear();
+        for (int dev : devices)
+          engines.push_back(std::make_unique<DeviceEngine>(dev, rows.data, plan, params.keep_self, force_block));
+        break;
+      } catch (const DeviceOutOfMemory& e) {
+        engines.clear();
+        if (attempt == 3 || params.gpu_memory)
+          throw Error(std::string(e.what()) + " (planned " + format_bytes(static_cast<double>(plan.bytes)) +
+                      " of device memory; try a smaller --gpu-memory)");
+        budget = static_cast<uint64_t>(static_cast<double>(plan.bytes) * 0.7);
+      }
+    }
+    g.timings.emplace_back("setup", seconds_since(t1));
+
+    // The tile loops, one host thread per device.
+    const auto strips = assign_strips(plan.blocks(), static_cast<int>(devices.size()));
+    uint64_t total_tiles = 0;
+    for (auto& s : strips) total_tiles += tiles_of(plan, s);
+    const auto t2 = std::chrono::steady_clock::now();
+    progress.stage("knn", total_tiles, "tiles");
+    std::atomic<bool> stop{false};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    auto work = [&](size_t i) {
+      try {
+        engines[i]->run(strips[i], progress, stop);
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        // The first error wins; the Cancelled others throw when told to stop is not news.
+        if (!failure) failure = std::current_exception();
+        stop = true;
+      }
+    };
+    if (engines.size() == 1) {
+      work(0);
+    } else {
+      std::vector<std::thread> threads;
+      for (size_t i = 0; i < engines.size(); ++i) threads.emplace_back(work, i);
+      for (auto& th : threads) th.join();
+    }
+    if (failure) std::rethrow_exception(failure);
+    progress.finish();
+    g.timings.emplace_back("distances+select", seconds_since(t2));
+    double gemm_ms = 0, select_ms = 0, loop_ms = 0, flop = 0;
+    uint64_t candidates = 0, h2d = 0;
+    for (auto& e : engines) {
+      const EngineStats& s = e->stats();
+      gemm_ms = std::max(gemm_ms, s.gemm_ms);
+      select_ms = std::max(select_ms, s.select_ms);
+      loop_ms = std::max(loop_ms, s.loop_ms);
+      flop += s.gemm_flop;
+      candidates += s.candidates;
+      h2d += s.h2d_bytes;
+    }
+    g.timings.emplace_back("gemm", gemm_ms / 1e3);
+    g.timings.emplace_back("select", select_ms / 1e3);
+
+    // Final steps on device 0.
+    const auto t3 = std::chrono::steady_clock::now();
+    progress.stage("refine", 1, "steps");
+    for (auto& e : engines) e->release_loop_buffers();
+    DeviceEngine& main = *engines[0];
+    DeviceScope scope(main.device());
+    const ListsView lists = main.lists();
+    cudaStream_t s = main.stream();
+    Event ev_merge0, ev_merge1, ev_refine0, ev_refine1, ev_down1;
+    ev_merge0.record(s);
+    for (size_t i = 1; i < engines.size(); ++i) {
+      const ListsView other = engines[i]->lists();
+      const size_t nk = static_cast<size_t>(g.n) * g.k;
+      DeviceBuffer<float> od(nk, "allocating room to merge the devices' lists");
+      DeviceBuffer<int> oi(nk, "allocating room to merge the devices' lists");
+      DeviceBuffer<int> of(static_cast<size_t>(g.n), "allocating room to merge the devices' lists");
+      cuda_check(cudaMemcpyPeerAsync(od.data(), main.device(), other.dist, engines[i]->device(), nk * sizeof(float), s),
+                 "copying lists between GPUs");
+      cuda_check(cudaMemcpyPeerAsync(oi.data(), main.device(), other.index, engines[i]->device(), nk * sizeof(int), s),
+                 "copying lists between GPUs");
+      cuda_check(cudaMemcpyPeerAsync(of.data(), main.device(), other.fill, engines[i]->device(),
+                                     static_cast<size_t>(g.n) * sizeof(int), s),
+                 "copying lists between GPUs");
+      constexpr int kChunk = 4096;
+      for (int from = 0; from < g.k; from += kChunk)
+        launch_merge_lists(lists, od.data(), oi.data(), of.data(), from, std::min(kChunk, g.k - from), s);
+      cuda_check(cudaStreamSynchronize(s), "merging the devices' lists");
+    }
+    ev_merge1.record(s);
+
+    {
+      DeviceBuffer<int> bad(2, "allocating a counter");
+      const int init[2] = {0, INT_MAX};
+      cuda_check(cudaMemcpyAsync(bad.data(), init, sizeof init, cudaMemcpyHostToDevice, s), "checking the lists");
+      launch_count_short_rows(lists, bad.data(), bad.data() + 1, s);
+      int out[2] = {0, 0};
+      cuda_check(cudaMemcpyAsync(out, bad.data(), sizeof out, cudaMemcpyDeviceToHost, s), "checking the lists");
+      cuda_check(cudaStreamSynchronize(s), "checking the lists");
+      if (out[0] > 0)
+        throw Error(data.source + (data.source.empty() ? "" : ": ") + "row " + std::to_string(out[1]) +
+                    " has fewer than k=" + std::to_string(g.k) + " neighbours at a finite distance (" +
+                    std::to_string(out[0]) + " such rows; the data hold NaN or infinite values?)");
+    }
+
+    const size_t nk = static_cast<size_t>(g.n) * g.k;
+    g.indices.resize(nk);
+    g.distances.resize(nk);
+    const float* device_rows = main.all_rows();
+    if (device_rows) {
+      DeviceBuffer<int64_t> out_i(nk, "allocating the result");
+      DeviceBuffer<float> out_d(nk, "allocating the result");
+      ev_refine0.record(s);
+      launch_refine(device_rows, rows.cols, lists, params.metric == Metric::Euclidean, out_i.data(), out_d.data(), s);
+      ev_refine1.record(s);
+      cuda_check(cudaMemcpyAsync(g.indices.data(), out_i.data(), nk * sizeof(int64_t), cudaMemcpyDeviceToHost, s),
+                 "copying the result from the GPU");
+      cuda_check(cudaMemcpyAsync(g.distances.data(), out_d.data(), nk * sizeof(float), cudaMemcpyDeviceToHost, s),
+                 "copying the result from the GPU");
+      ev_down1.record(s);
+      cuda_check(cudaStreamSynchronize(s), "refining the neighbour lists");
+      g.timings.emplace_back("merge_devices", ev_merge1.since(ev_merge0) / 1e3);
+      g.timings.emplace_back("refine", ev_refine1.since(ev_refine0) / 1e3);
+      g.timings.emplace_back("download", ev_down1.since(ev_refine1) / 1e3);
+    } else {
+      // Streamed rows: refine on the host in the device's exact summation order.
+      std::vector<int> idx(nk);
+      ev_refine0.record(s);
+      cuda_check(cudaMemcpyAsync(idx.data(), lists.index, nk * sizeof(int), cudaMemcpyDeviceToHost, s),
+                 "copying the lists from the GPU");
+      ev_down1.record(s);
+      cuda_check(cudaStreamSynchronize(s), "copying the lists from the GPU");
+      const auto th = std::chrono::steady_clock::now();
+      refine_on_host(rows.data, g.n, rows.cols, g.k, idx.data(), params.metric, params.threads, g.indices.data(),
+                     g.distances.data());
+      g.timings.emplace_back("merge_devices", ev_merge1.since(ev_merge0) / 1e3);
+      g.timings.emplace_back("refine", seconds_since(th));
+      g.timings.emplace_back("download", ev_down1.since(ev_refine0) / 1e3);
+    }
+    progress.finish();
+    g.timings.emplace_back("final", seconds_since(t3));
+    g.fingerprint = fingerprint.get();
+    const double total = seconds_since(t0);
+    g.timings.emplace_back("total", total);
+
+    nlohmann::json names = nlohmann::json::array();
+    for (auto& e : engines) names.push_back(e->device_name());
+    g.extra["devices"] = devices;
+    g.extra["device_names"] = names;
+    g.extra["tile_rows"] = plan.T;
+    g.extra["tile_cols"] = plan.W;
+    g.extra["resident"] = plan.resident;
+    if (!plan.resident) g.extra["slots"] = plan.slots;
+    g.extra["budget_bytes"] = plan.budget;
+    g.extra["planned_bytes"] = std::max(plan.bytes, plan.final_bytes);
+    g.extra["tiles"] = total_tiles;
+    g.extra["candidates"] = candidates;
+    g.extra["candidates_per_row"] = static_cast<double>(candidates) / static_cast<double>(g.n);
+    g.extra["h2d_bytes"] = h2d;
+    g.extra["cublas_math"] = engine_math_mode_name();
+    g.extra["gemm_flop"] = flop;
+    g.extra["gemm_tflops"] = gemm_ms > 0 ? flop / (gemm_ms / 1e3) / 1e12 : 0.0;
+    // The useful work: the upper triangle of N^2 d multiply-adds.
+    const double useful = static_cast<double>(g.n) * static_cast<double>(g.n) * static_cast<double>(g.d);
+    g.extra["loop_tflops"] = loop_ms > 0 ? useful / (loop_ms / 1e3) / 1e12 : 0.0;
+    g.extra["total_tflops"] = useful / total / 1e12;
+    return g;
+  }
+};
+
+}  // namespace
+
+void register_gpu_backend() {
+  register_backend("gpu", [] { return std::make_unique<GpuKnnBackend>(); }, [] { return device_count() > 0; });
+}
+
+}  // namespace manifold::gpu

@@ -1,0 +1,127 @@
+// The fused tile kernel: turns one tile of dot products into squared
+// distances and filters them, in one read, against the bounds of both the
+// tile's rows and its columns (the distance matrix is symmetric, so the tile
+// also stands for its mirror image below the diagonal). After a row's first
+// tile its bound is its k-th distance so far, so only a handful of entries
+// per row and tile pass; they are appended to per-slot candidate lists that
+// the merge kernel folds into the row lists.
+#include <cmath>
+
+#include "impl/kernels.h"
+#include "utils/cuda_check.h"
+#include "utils/keys.cuh"
+
+namespace manifold::gpu {
+
+namespace {
+
+constexpr int kThreads = 256;                 // 8 warps
+constexpr int kRowsPerBlock = 128;            // 32 lanes x 4 consecutive rows (one float4)
+constexpr int kColsPerWarp = 16;
+constexpr int kColsPerBlock = kColsPerWarp * (kThreads / 32);
+constexpr int kUnroll = 4;                    // columns whose loads are in flight together
+
+__global__ __launch_bounds__(kThreads) void filter_tile_kernel(TileView t, const float* __restrict__ thr,
+                                                               CandidatesView c, int parity) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int i0 = blockIdx.x * kRowsPerBlock + lane * 4;
+  const int jb = (blockIdx.y * (kThreads / 32) + warp) * kColsPerWarp;
+  if (jb >= t.cols) return;  // warp-uniform
+  const int je = min(jb + kColsPerWarp, t.cols);
+
+  float ni[4], tr[4];
+  int gi[4];
+  bool ok[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int i = i0 + q;
+    ok[q] = i < t.rows;
+    gi[q] = t.r0 + i;
+    ni[q] = ok[q] ? t.row_norms[i] : 0.f;
+    tr[q] = ok[q] ? __ldg(thr + t.r0 + i) : -INFINITY;  // a row outside the tile never passes
+  }
+  unsigned pushed = 0;
+
+  for (int j = jb; j < je; j += kUnroll) {
+    float4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (j + u < je)
+        v[u] = __ldg(reinterpret_cast<const float4*>(t.dots + static_cast<size_t>(j + u) * t.ld + i0));
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int jj = j + u;
+      if (jj >= je) break;
+      const float nj = __ldg(t.col_norms + jj);
+      const int gj = t.c0 + jj;
+      const float tc = jj >= t.col_role_from ? __ldg(thr + gj) : -INFINITY;
+      const float dots[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+      float dq[4];
+      bool pr[4], pc[4];
+      bool any = false;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        // (|x|^2 + |y|^2) - 2 x.y, rounded as the CPU backend rounds it.
+        dq[q] = fmaf(-2.f, dots[q], ni[q] + nj);
+        pr[q] = ok[q] && dq[q] <= tr[q] && (t.keep_self || gi[q] != gj);
+        pc[q] = ok[q] && dq[q] <= tc;
+        any |= pr[q] | pc[q];
+      }
+      if (!__any_sync(kFullMask, any)) continue;
+
+      // Row role: each lane owns its rows; appends are rare, plain atomics.
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        if (!pr[q]) continue;
+        const int slot = i0 + q;
+        const int pos = atomicAdd(c.count + slot, 1);
+        if (pos == 0) c.dirty[atomicAdd(c.n_dirty + parity, 1)] = slot;
+        const size_t at = static_cast<size_t>(slot) * c.W + pos;
+        c.dist[at] = dq[q];
+        c.index[at] = gj;
+        ++pushed;
+      }
+      // Column role: the whole warp shares column jj; one atomic per warp.
+      const int mine = pc[0] + pc[1] + pc[2] + pc[3];
+      int incl = mine;
+#pragma unroll
+      for (int off = 1; off < 32; off <<= 1) {
+        const int o = __shfl_up_sync(kFullMask, incl, off);
+        if (lane >= off) incl += o;
+      }
+      const int total = __shfl_sync(kFullMask, incl, 31);
+      if (total == 0) continue;
+      const int slot = c.T + jj;
+      int base = 0;
+      if (lane == 31) {
+        base = atomicAdd(c.count + slot, total);
+        if (base == 0) c.dirty[atomicAdd(c.n_dirty + parity, 1)] = slot;
+      }
+      base = __shfl_sync(kFullMask, base, 31);
+      int pos = base + incl - mine;
+      const size_t region = static_cast<size_t>(c.T) * c.W + static_cast<size_t>(jj) * c.T;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        if (!pc[q]) continue;
+        c.dist[region + pos] = dq[q];
+        c.index[region + pos] = gi[q];
+        ++pos;
+      }
+      pushed += mine;
+    }
+  }
+  for (int off = 16; off > 0; off >>= 1) pushed += __shfl_down_sync(kFullMask, pushed, off);
+  if (lane == 0 && pushed) atomicAdd(c.total, static_cast<unsigned long long>(pushed));
+}
+
+}  // namespace
+
+void launch_filter_tile(const TileView& t, const float* thr, CandidatesView c, int parity, cudaStream_t s) {
+  if (t.rows <= 0 || t.cols <= 0) return;
+  const dim3 grid((t.rows + kRowsPerBlock - 1) / kRowsPerBlock, (t.cols + kColsPerBlock - 1) / kColsPerBlock);
+  filter_tile_kernel<<<grid, kThreads, 0, s>>>(t, thr, c, parity);
+  launch_check("tile filter kernel");
+}
+
+}  // namespace manifold::gpu

@@ -1,0 +1,87 @@
+#pragma once
+// Launchers of the engine's kernels (defined in impl/*.cu). Host code sees
+// plain structs of device pointers ("views") and a stream; every launcher
+// checks its launch.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace manifold::gpu {
+
+/// Per-row neighbour lists on the device, each ascending by (distance, index):
+/// row g holds fill[g] <= k entries at dist/index + g*k; thr[g] is its k-th
+/// distance once full (+inf before), the bound a new candidate must meet.
+struct ListsView {
+  float* dist = nullptr;
+  int* index = nullptr;
+  int* fill = nullptr;
+  float* thr = nullptr;
+  int64_t n = 0;
+  int k = 0;
+};
+
+/// One distance tile: dot products of rows [r0, r0+rows) with rows
+/// [c0, c0+cols), column-major with leading dimension ld (element (i, j) at
+/// dots[i + j*ld]); squared distances are formed as |x|^2 + |y|^2 - 2 x.y.
+/// Columns from col_role_from on lie outside the row block, so the tile also
+/// feeds their own lists (the lower-triangle half, never computed).
+struct TileView {
+  const float* dots = nullptr;
+  int ld = 0;
+  int rows = 0, cols = 0;
+  int r0 = 0, c0 = 0;
+  int col_role_from = 0;
+  const float* row_norms = nullptr;  ///< |x|^2 of the tile's rows (local index)
+  const float* col_norms = nullptr;  ///< |y|^2 of the tile's columns (local index)
+  bool keep_self = false;
+};
+
+/// Candidates that passed a row's bound in one tile, per slot: slot s < T is
+/// tile row s (capacity cap_row = tile width), slot T + j is tile column j
+/// (capacity cap_col = tile height). Capacities equal the most a slot can
+/// receive from one tile, so nothing can overflow. dirty lists the slots that
+/// received any (filled in arrival order); n_dirty[parity] counts them.
+struct CandidatesView {
+  float* dist = nullptr;
+  int* index = nullptr;
+  int* count = nullptr;
+  int* dirty = nullptr;
+  int* n_dirty = nullptr;  ///< two counters, used by alternate tiles
+  unsigned long long* total = nullptr;  ///< candidates ever produced (statistics)
+  int T = 0, W = 0;        ///< slots: T row slots (capacity W), W column slots (capacity T)
+};
+
+/// Merge paths: warps take rows whose merge is small, blocks the rest; with
+/// force_block every row goes through the block path (select=merge).
+constexpr int kWarpMergeMaxK = 256;
+constexpr int kWarpMergeMaxC = 64;
+constexpr int kMaxK = 16384;
+
+/// Squared row norms in float64, rounded to float (as the CPU backend does).
+void launch_row_norms(const float* rows, int64_t n, int64_t d, float* norms, cudaStream_t s);
+/// Empty lists: fill 0, thr +inf.
+void launch_init_lists(ListsView lists, cudaStream_t s);
+/// Fused distance + bound filter over one tile, for its rows and columns.
+void launch_filter_tile(const TileView& t, const float* thr, CandidatesView c, int parity, cudaStream_t s);
+/// Merges the tile's candidates into the lists (rows of the dirty slots) and
+/// tightens the bounds; resets the other parity's dirty counter for the next tile.
+void launch_merge_tile(ListsView lists, CandidatesView c, int parity, int r0, int c0, bool force_block,
+                       int max_candidates, cudaStream_t s);
+/// Merges another device's lists (rows [0,n), candidates other[g][from, from+len)) into `lists`.
+void launch_merge_lists(ListsView lists, const float* other_dist, const int* other_index, const int* other_fill,
+                        int from, int len, cudaStream_t s);
+/// Exact refinement: float64 distances of the selected neighbours (resident
+/// rows), true distances, rows re-sorted by (distance, index), int64 out.
+void launch_refine(const float* rows, int64_t d, ListsView lists, bool euclidean, int64_t* out_index,
+                   float* out_dist, cudaStream_t s);
+/// Rows whose list is short (fewer than k finite distances): count into *bad, first row into *first_bad.
+void launch_count_short_rows(ListsView lists, int* bad, int* first_bad, cudaStream_t s);
+/// Deterministic pseudo-random values in [-1, 1) (never all zero), for the SGEMM rate.
+void launch_fill_random(float* x, int64_t count, uint64_t seed, cudaStream_t s);
+
+/// Bytes of dynamic shared memory the merge kernel needs, and whether the
+/// device allows it (max_candidates: the largest slot capacity).
+size_t merge_shared_bytes(int k, int max_candidates);
+size_t refine_shared_bytes(int k);
+
+}  // namespace manifold::gpu

@@ -1,0 +1,234 @@
+// Folding candidates into the per-row lists. Every (row, neighbour) pair
+// reaches a row exactly once (from the one tile that holds it), so all keys
+// (distance, index) of a row are distinct and a merge is a rank computation:
+// an entry's place in the merged list is its place in its own sorted run
+// plus the number of entries of the other run before it. Two paths:
+//  - warp path (small lists, few candidates): one warp per row, candidates
+//    ranked by counting, lists searched by bisection;
+//  - block path (any k up to kMaxK): one block per row; the candidates are
+//    sorted in shared memory (bitonic) and merged with the list keeping the
+//    lower k -- the truncated merge of sorted chunks (Li & Amenta), which is
+//    what reaches k in the thousands.
+#include <climits>
+#include <cmath>
+
+#include "impl/kernels.h"
+#include "utils/cuda_check.h"
+#include "utils/keys.cuh"
+
+namespace manifold::gpu {
+
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kWarpSmemFloats = 2 * (kWarpMergeMaxK + kWarpMergeMaxC);
+
+struct Item {
+  int row = 0;            // global row whose list receives the candidates
+  const float* dist = nullptr;
+  const int* index = nullptr;
+  int count = 0;
+  int slot = -1;
+};
+
+// Candidates of one tile, listed by the filter kernel in `dirty`.
+struct TileSource {
+  CandidatesView c;
+  int parity, r0, c0;
+  __device__ int items() const { return c.n_dirty[parity]; }
+  __device__ Item item(int it) const {
+    Item x;
+    x.slot = c.dirty[it];
+    size_t base;
+    if (x.slot < c.T) {
+      x.row = r0 + x.slot;
+      base = static_cast<size_t>(x.slot) * c.W;
+    } else {
+      x.row = c0 + (x.slot - c.T);
+      base = static_cast<size_t>(c.T) * c.W + static_cast<size_t>(x.slot - c.T) * c.T;
+    }
+    x.dist = c.dist + base;
+    x.index = c.index + base;
+    x.count = c.count[x.slot];
+    return x;
+  }
+  __device__ void done(const Item& x) const { c.count[x.slot] = 0; }
+  __device__ void finish() const { c.n_dirty[parity ^ 1] = 0; }
+};
+
+// A chunk [from, from+len) of another device's lists, row by row.
+struct ListSource {
+  const float* dist;
+  const int* index;
+  const int* fill;
+  int k;
+  int64_t n;
+  int from, len;
+  __device__ int items() const { return static_cast<int>(n); }
+  __device__ Item item(int it) const {
+    Item x;
+    x.row = it;
+    x.dist = dist + static_cast<size_t>(it) * k + from;
+    x.index = index + static_cast<size_t>(it) * k + from;
+    x.count = max(0, min(len, fill[it] - from));
+    return x;
+  }
+  __device__ void done(const Item&) const {}
+  __device__ void finish() const {}
+};
+
+__device__ __forceinline__ void publish(const ListsView& l, int row, int nf, const float* od) {
+  l.fill[row] = nf;
+  l.thr[row] = nf == l.k ? od[l.k - 1] : INFINITY;
+}
+
+template <class Source>
+__device__ void warp_merge(const ListsView& l, const Source& src, const Item& x, float* smem, int lane) {
+  float* od = smem;
+  int* oi = reinterpret_cast<int*>(od + kWarpMergeMaxK);
+  float* cd = reinterpret_cast<float*>(oi + kWarpMergeMaxK);
+  int* ci = reinterpret_cast<int*>(cd + kWarpMergeMaxC);
+  const int k = l.k;
+  float* ld = l.dist + static_cast<size_t>(x.row) * k;
+  int* li = l.index + static_cast<size_t>(x.row) * k;
+  const int f = l.fill[x.row];
+  for (int b = lane; b < x.count; b += 32) cd[b] = x.dist[b], ci[b] = x.index[b];
+  __syncwarp();
+  for (int a = lane; a < f; a += 32) {
+    const float kd = ld[a];
+    const int ki = li[a];
+    int r = a;
+    for (int t = 0; t < x.count; ++t) r += key_less(cd[t], ci[t], kd, ki);
+    if (r < k) od[r] = kd, oi[r] = ki;
+  }
+  for (int b = lane; b < x.count; b += 32) {
+    const float kd = cd[b];
+    const int ki = ci[b];
+    int r = count_less_sorted(ld, li, f, kd, ki);
+    for (int t = 0; t < x.count; ++t) r += key_less(cd[t], ci[t], kd, ki);
+    if (r < k) od[r] = kd, oi[r] = ki;
+  }
+  __syncwarp();
+  const int nf = min(k, f + x.count);
+  for (int a = lane; a < nf; a += 32) ld[a] = od[a], li[a] = oi[a];
+  if (lane == 0) {
+    publish(l, x.row, nf, od);
+    src.done(x);
+  }
+  __syncwarp();
+}
+
+template <class Source>
+__device__ void block_merge(const ListsView& l, const Source& src, const Item& x, float* smem) {
+  const int k = l.k;
+  const int p = next_pow2(x.count);
+  float* od = smem;
+  int* oi = reinterpret_cast<int*>(od + k);
+  float* cd = reinterpret_cast<float*>(oi + k);
+  int* ci = reinterpret_cast<int*>(cd + p);
+  float* ld = l.dist + static_cast<size_t>(x.row) * k;
+  int* li = l.index + static_cast<size_t>(x.row) * k;
+  const int f = l.fill[x.row];
+  for (int b = threadIdx.x; b < p; b += blockDim.x) {
+    const bool real = b < x.count;
+    cd[b] = real ? x.dist[b] : INFINITY;
+    ci[b] = real ? x.index[b] : INT_MAX;
+  }
+  __syncthreads();
+  block_bitonic_sort(cd, ci, p);
+  for (int a = threadIdx.x; a < f; a += blockDim.x) {
+    const float kd = ld[a];
+    const int ki = li[a];
+    const int r = a + count_less_sorted(cd, ci, x.count, kd, ki);
+    if (r < k) od[r] = kd, oi[r] = ki;
+  }
+  for (int b = threadIdx.x; b < x.count; b += blockDim.x) {
+    const float kd = cd[b];
+    const int ki = ci[b];
+    if (b >= k) break;  // sorted: position b + (list entries before it) >= k
+    const int r = b + count_less_sorted(ld, li, f, kd, ki);
+    if (r < k) od[r] = kd, oi[r] = ki;
+  }
+  __syncthreads();
+  const int nf = min(k, f + x.count);
+  for (int a = threadIdx.x; a < nf; a += blockDim.x) ld[a] = od[a], li[a] = oi[a];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    publish(l, x.row, nf, od);
+    src.done(x);
+  }
+  __syncthreads();
+}
+
+template <class Source>
+__global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src, bool force_block) {
+  extern __shared__ float smem[];
+  const int n_items = src.items();
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const bool warp_path = !force_block && l.k <= kWarpMergeMaxK;
+  if (warp_path) {
+    for (int it = blockIdx.x * kWarps + warp; it < n_items; it += gridDim.x * kWarps) {
+      const Item x = src.item(it);
+      if (x.count == 0 || x.count > kWarpMergeMaxC) continue;
+      warp_merge(l, src, x, smem + warp * kWarpSmemFloats, lane);
+    }
+    __syncthreads();
+  }
+  for (int it = blockIdx.x; it < n_items; it += gridDim.x) {
+    const Item x = src.item(it);
+    // A count read as 0 here was merged by a warp above (or had nothing).
+    if (x.count == 0 || (warp_path && x.count <= kWarpMergeMaxC)) continue;
+    block_merge(l, src, x, smem);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) src.finish();
+}
+
+int merge_grid() {
+  static int grid = [] {
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    return (sms > 0 ? sms : 80) * 8;
+  }();
+  return grid;
+}
+
+template <class Source>
+void launch_merge(ListsView l, Source src, bool force_block, size_t smem, cudaStream_t s) {
+  static thread_local int configured_device = -1;
+  static thread_local size_t configured_bytes = 0;
+  int dev = 0;
+  cudaGetDevice(&dev);
+  if (smem > 48 * 1024 && (dev != configured_device || smem > configured_bytes)) {
+    cuda_check(cudaFuncSetAttribute(merge_kernel<Source>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(smem)),
+               "raising the merge kernel's shared memory limit");
+    configured_device = dev;
+    configured_bytes = smem;
+  }
+  merge_kernel<Source><<<merge_grid(), kThreads, smem, s>>>(l, src, force_block);
+  launch_check("merge kernel");
+}
+
+}  // namespace
+
+size_t merge_shared_bytes(int k, int max_candidates) {
+  const size_t block = 2 * sizeof(float) * (static_cast<size_t>(k) + next_pow2(max_candidates));
+  const size_t warps = kWarps * kWarpSmemFloats * sizeof(float);
+  return block > warps ? block : warps;
+}
+
+void launch_merge_tile(ListsView lists, CandidatesView c, int parity, int r0, int c0, bool force_block,
+                       int max_candidates, cudaStream_t s) {
+  launch_merge(lists, TileSource{c, parity, r0, c0}, force_block, merge_shared_bytes(lists.k, max_candidates), s);
+}
+
+void launch_merge_lists(ListsView lists, const float* other_dist, const int* other_index, const int* other_fill,
+                        int from, int len, cudaStream_t s) {
+  launch_merge(lists, ListSource{other_dist, other_index, other_fill, lists.k, lists.n, from, len}, false,
+               merge_shared_bytes(lists.k, len), s);
+}
+
+}  // namespace manifold::gpu

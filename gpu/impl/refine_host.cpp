@@ -1,0 +1,52 @@
+#include "impl/refine_host.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "manifold/parallel.h"
+
+namespace manifold::gpu {
+
+namespace {
+
+// Lane l of a warp sums terms c = l, l+32, ...; then shfl_down by 16, 8, 4, 2, 1.
+// Compiled with -ffp-contract=off (see CMakeLists.txt): no fused multiply-add.
+double sum_sq_diff_like_device(const float* x, const float* y, int64_t d) {
+  double lane[32];
+  for (int l = 0; l < 32; ++l) {
+    double s = 0;
+    for (int64_t c = l; c < d; c += 32) {
+      const double t = static_cast<double>(x[c]) - static_cast<double>(y[c]);
+      const double sq = t * t;
+      s = s + sq;
+    }
+    lane[l] = s;
+  }
+  for (int off = 16; off > 0; off >>= 1)
+    for (int l = 0; l < off; ++l) lane[l] = lane[l] + lane[l + off];
+  return lane[0];
+}
+
+}  // namespace
+
+void refine_on_host(const float* rows, int64_t n, int64_t d, int k, const int* index, Metric metric, int threads,
+                    int64_t* out_index, float* out_dist) {
+  parallel_for(0, n, threads, [&](int64_t g) {
+    std::vector<std::pair<float, int>> row(static_cast<size_t>(k));
+    const float* x = rows + g * d;
+    for (int j = 0; j < k; ++j) {
+      const int nb = index[g * k + j];
+      const double s = sum_sq_diff_like_device(x, rows + static_cast<int64_t>(nb) * d, d);
+      row[static_cast<size_t>(j)] = {to_true_distance(static_cast<float>(s), metric), nb};
+    }
+    std::sort(row.begin(), row.end());
+    for (int j = 0; j < k; ++j) {
+      out_index[g * k + j] = row[static_cast<size_t>(j)].second;
+      out_dist[g * k + j] = row[static_cast<size_t>(j)].first;
+    }
+  });
+}
+
+}  // namespace manifold::gpu

@@ -1,0 +1,80 @@
+#include "tile_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+#include <vector>
+
+#include "impl/kernels.h"
+#include "manifold/error.h"
+#include "utils/cuda_check.h"
+
+namespace manifold::gpu {
+
+namespace {
+
+uint64_t round_up(uint64_t x, uint64_t m) { return (x + m - 1) / m * m; }
+
+uint64_t workspace_for(uint64_t budget) {
+  return std::clamp<uint64_t>(budget / 16, uint64_t{1} << 20, uint64_t{32} << 20);
+}
+
+// Tile buffers (two, so a GEMM can run while the previous tile is filtered),
+// candidate slots (T rows of capacity W, W columns of capacity T) and their
+// counters.
+uint64_t loop_bytes(int T, int W) {
+  const uint64_t t = static_cast<uint64_t>(T), w = static_cast<uint64_t>(W);
+  return 2 * t * w * 4 + 2 * t * w * 8 + (t + w) * 8 + 64;
+}
+
+}  // namespace
+
+int64_t TilePlan::blocks() const { return (n + T - 1) / T; }
+
+uint64_t list_bytes(int64_t n, int k) {
+  return static_cast<uint64_t>(n) * static_cast<uint64_t>(k) * 8 + static_cast<uint64_t>(n) * 8;
+}
+
+TilePlan plan_tiles(const PlanRequest& r) {
+  std::vector<std::pair<int, int>> shapes = {{2048, 4096}, {2048, 2048}, {1024, 2048}, {1024, 1024}, {512, 1024},
+                                             {512, 512},   {256, 512},   {256, 256},   {128, 256},   {128, 128}};
+  int oT = 0, oW = 0;
+  if (!r.tile_override.empty() && std::sscanf(r.tile_override.c_str(), "%dx%d", &oT, &oW) == 2 && oT >= 128 &&
+      oT % 128 == 0 && oW >= oT && oW % oT == 0)
+    shapes.insert(shapes.begin(), {oT, oW});
+
+  const uint64_t n = static_cast<uint64_t>(r.n), d = static_cast<uint64_t>(r.d);
+  const uint64_t lists = list_bytes(r.n, r.k);
+  const uint64_t ws = workspace_for(r.budget);
+  const uint64_t nmax = round_up(n, 128);
+  // Device 0 also holds the other devices' lists while merging them, then the
+  // int64 + float output of the refinement.
+  const uint64_t merge_extra = r.devices > 1 ? lists : 0;
+  const uint64_t out = n * static_cast<uint64_t>(r.k) * 12;
+
+  auto fits_shared = [&](int W) { return merge_shared_bytes(r.k, W) <= r.shared_memory; };
+
+  for (bool resident : {true, false}) {
+    for (auto [T0, W0] : shapes) {
+      const int T = static_cast<int>(std::min<uint64_t>(T0, nmax));
+      const int W = static_cast<int>(std::min<uint64_t>(resident ? W0 : T, round_up(n, T)));
+      if (!fits_shared(std::max(T, W))) continue;
+      TilePlan p;
+      p.n = r.n, p.d = r.d, p.k = r.k;
+      p.T = T, p.W = W, p.resident = resident, p.budget = r.budget, p.workspace = ws;
+      const uint64_t data = resident ? n * d * 4 + n * 4 : 0;
+      p.slots = resident ? 0 : 4;
+      const uint64_t slots = resident ? 0 : static_cast<uint64_t>(p.slots) * T * (d + 1) * 4;
+      p.bytes = lists + data + slots + loop_bytes(T, W) + ws;
+      p.final_bytes = lists + data + ws + (resident ? std::max(out, merge_extra) : merge_extra);
+      if (std::max(p.bytes, p.final_bytes) <= r.budget) return p;
+    }
+  }
+  const uint64_t least = lists + 4 * 128 * (d + 1) * 4 + loop_bytes(128, 128) + workspace_for(0) + merge_extra;
+  throw Error("GPU memory budget of " + format_bytes(static_cast<double>(r.budget)) + " is too small for N=" +
+              std::to_string(r.n) + ", k=" + std::to_string(r.k) + ": the neighbour lists alone take " +
+              format_bytes(static_cast<double>(lists)) + " and the smallest plan needs " +
+              format_bytes(static_cast<double>(least)) + " (raise --gpu-memory or lower -k)");
+}
+
+}  // namespace manifold::gpu

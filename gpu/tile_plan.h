@@ -1,0 +1,40 @@
+#pragma once
+// How the engine cuts the work to fit a device memory budget: tile sizes,
+// whether every row stays on the device or row blocks stream from host
+// memory, and the bytes each buffer takes.
+#include <cstdint>
+#include <string>
+
+namespace manifold::gpu {
+
+struct TilePlan {
+  int T = 0;              ///< tile height: rows of a row block (multiple of 128)
+  int W = 0;              ///< tile width: columns per tile (a multiple of T; T when streaming)
+  bool resident = true;   ///< all rows on the device; otherwise blocks stream through `slots`
+  int slots = 0;          ///< streaming: row blocks held on the device at once
+  uint64_t budget = 0;    ///< bytes the plan may use on each device
+  uint64_t bytes = 0;     ///< bytes it uses during the tile loop (peak)
+  uint64_t final_bytes = 0;  ///< bytes of the final merge and refinement
+  uint64_t workspace = 0;    ///< cuBLAS workspace
+  int64_t blocks() const;    ///< row blocks of n rows
+  int64_t n = 0, d = 0;
+  int k = 0;
+};
+
+struct PlanRequest {
+  int64_t n = 0, d = 0;
+  int k = 0;
+  uint64_t budget = 0;       ///< bytes allowed per device
+  int devices = 1;           ///< devices sharing the work (device 0 merges their lists)
+  size_t shared_memory = 0;  ///< the device's opt-in shared memory per block
+  std::string tile_override; ///< "TxW" (MANIFOLD_GPU_TILE), honoured when it fits
+};
+
+/// The largest tiles that fit, preferring all rows resident. Throws Error
+/// (one line) when even the smallest streaming plan exceeds the budget.
+TilePlan plan_tiles(const PlanRequest& r);
+
+/// Bytes of the per-row lists: dist + index per entry, fill + bound per row.
+uint64_t list_bytes(int64_t n, int k);
+
+}  // namespace manifold::gpu

@@ -1,0 +1,51 @@
+#include "utils/cuda_check.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "utils/resources.h"
+
+namespace manifold::gpu {
+
+namespace {
+std::string where() {
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess) return "GPU";
+  return "GPU " + std::to_string(dev);
+}
+}  // namespace
+
+void throw_cuda_error(cudaError_t status, const char* what) {
+  std::string msg = where() + ": " + what + " failed: " + cudaGetErrorString(status);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky: clear it so a retry with smaller tiles can proceed
+    throw DeviceOutOfMemory(msg);
+  }
+  throw Error(msg);
+}
+
+void throw_cublas_error(cublasStatus_t status, const char* what) {
+  std::string msg = where() + ": " + what + " failed: " + cublasGetStatusString(status);
+  if (status == CUBLAS_STATUS_ALLOC_FAILED) throw DeviceOutOfMemory(msg);
+  throw Error(msg);
+}
+
+cublasMath_t engine_math_mode() {
+  const char* v = std::getenv("MANIFOLD_GPU_MATH");
+  if (v && !std::strcmp(v, "default")) return CUBLAS_DEFAULT_MATH;
+  return CUBLAS_PEDANTIC_MATH;
+}
+
+const char* engine_math_mode_name() { return engine_math_mode() == CUBLAS_DEFAULT_MATH ? "default" : "pedantic"; }
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"bytes", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+
+}  // namespace manifold::gpu

@@ -1,0 +1,236 @@
+// The GPU engine's machinery: memory budgets that force many tiles and
+// streaming from host memory, several devices, bad input, cancellation
+// between tiles, the CLI, and a small run for compute-sanitizer.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+#include "gpu_test_util.h"
+#include "manifold/error.h"
+#include "manifold/gpu/gpu_knn_backend.h"
+#include "manifold/graph_io.h"
+#include "manifold/knn.h"
+#include "manifold/npy.h"
+#include "test_support.h"
+
+using namespace manifold;
+using namespace testing_support;
+using namespace gpu_tests;
+
+namespace {
+
+uint64_t lists_bytes(int64_t n, int k) { return static_cast<uint64_t>(n) * k * 8 + static_cast<uint64_t>(n) * 8; }
+
+void expect_same_graph(const KnnGraph& a, const KnnGraph& b, const Dataset& ds, const Reference& ref,
+                       const std::string& what) {
+  ASSERT_EQ(check_graph(b, ds, ref), "") << what;
+  const int64_t same = same_rows(a, b);
+  // Reported so the logs show whether tiling changes any float32 rounding.
+  std::cout << "[ info ] " << what << ": " << same << " of " << a.n << " rows identical, distances "
+            << (a.distances == b.distances ? "identical" : "differ") << "\n";
+  EXPECT_GE(same, a.n * 995 / 1000) << what;
+}
+
+TEST(GpuEngine, SmallBudgetManyResidentTiles) {
+  REQUIRE_GPU();
+  const int64_t n = 5000, d = 96;
+  const int k = 32;
+  Dataset ds = random_dataset(n, d, 2024);
+  KnnGraph big = build("gpu", ds, params(k));
+  KnnParams p = params(k);
+  // Rows, lists and the result fit; the tiles get only a few megabytes.
+  p.gpu_memory = lists_bytes(n, k) + n * (d + 1) * 4 + n * k * 12 + (3 << 20);
+  KnnGraph small = build("gpu", ds, p);
+  EXPECT_TRUE(small.extra["resident"].get<bool>());
+  EXPECT_LT(small.extra["tile_rows"].get<int>(), 2048);
+  EXPECT_GT(small.extra["tiles"].get<int>(), 50);
+  EXPECT_LE(small.extra["planned_bytes"].get<uint64_t>(), p.gpu_memory);
+  Reference ref = brute_force(ds, k, Metric::Euclidean, false);
+  EXPECT_EQ(check_graph(big, ds, ref), "");
+  expect_same_graph(big, small, ds, ref, "small budget vs default");
+}
+
+TEST(GpuEngine, StreamsRowsWhenTheyDoNotFit) {
+  REQUIRE_GPU();
+  const int64_t n = 6000, d = 96;
+  const int k = 32;
+  for (Metric m : {Metric::Euclidean, Metric::Cosine}) {
+    Dataset ds = random_dataset(n, d, 99 + static_cast<int>(m));
+    KnnGraph in_memory = build("gpu", ds, params(k, m));
+    KnnParams p = params(k, m);
+    // Less than the rows need: blocks must stream through a few slots.
+    p.gpu_memory = lists_bytes(n, k) + n * d * 4 * 2 / 5 + (4 << 20);
+    KnnGraph streamed = build("gpu", ds, p);
+    EXPECT_FALSE(streamed.extra["resident"].get<bool>()) << "budget " << p.gpu_memory;
+    EXPECT_GT(streamed.extra["h2d_bytes"].get<uint64_t>(), static_cast<uint64_t>(n * d * 4));
+    Reference ref = brute_force(ds, k, m, false);
+    EXPECT_EQ(check_graph(in_memory, ds, ref), "");
+    expect_same_graph(in_memory, streamed, ds, ref, "streamed vs in memory, " + to_string(m));
+  }
+}
+
+TEST(GpuEngine, SeveralDevicesGiveTheSameGraph) {
+  REQUIRE_GPU();
+  if (gpu::device_count() < 2) GTEST_SKIP() << "fewer than 2 CUDA devices: multi-GPU test skipped";
+  Dataset ds = random_dataset(9000, 64, 8);
+  KnnParams one = params(20);
+  one.devices = {0};
+  KnnParams two = params(20);
+  two.devices = {0, 1};
+  KnnGraph a = build("gpu", ds, one);
+  KnnGraph b = build("gpu", ds, two);
+  EXPECT_EQ(b.extra["devices"].size(), 2u);
+  Reference ref = brute_force(ds, 20, Metric::Euclidean, false);
+  expect_same_graph(a, b, ds, ref, "two devices vs one");
+}
+
+template <class E>
+std::string error_of(const Dataset& ds, const KnnParams& p) {
+  try {
+    build("gpu", ds, p);
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("wrong exception type: ") + e.what();
+  }
+  return "no error";
+}
+
+TEST(GpuEngine, BadInputGivesOneClearLine) {
+  REQUIRE_GPU();
+  Dataset ds = random_dataset(500, 8, 1);
+  auto one_line = [](const std::string& s) { return !s.empty() && s.find('\n') == std::string::npos; };
+
+  std::string e = error_of<UsageError>(ds, params(0));
+  EXPECT_NE(e.find("-k 0"), std::string::npos) << e;
+  e = error_of<UsageError>(ds, params(500));
+  EXPECT_NE(e.find("between 1 and 499"), std::string::npos) << e;
+  KnnParams p = params(5);
+  p.select = "quick";
+  e = error_of<UsageError>(ds, p);
+  EXPECT_NE(e.find("--select quick"), std::string::npos) << e;
+  EXPECT_TRUE(one_line(e)) << e;
+  p = params(5);
+  p.devices = {97};
+  e = error_of<UsageError>(ds, p);
+  EXPECT_NE(e.find("GPU 97 does not exist"), std::string::npos) << e;
+  p = params(5);
+  p.precision = "fast-exact";
+  e = error_of<UsageError>(ds, p);
+  EXPECT_NE(e.find("--precision"), std::string::npos) << e;
+
+  Dataset big = random_dataset(20000, 4, 2);
+  p = params(16385);
+  e = error_of<UsageError>(big, p);
+  EXPECT_NE(e.find("up to 16384"), std::string::npos) << e;
+  p = params(1000);
+  p.gpu_memory = 1 << 20;  // the lists alone need 160 MB
+  e = error_of<Error>(big, p);
+  EXPECT_NE(e.find("too small"), std::string::npos) << e;
+  EXPECT_TRUE(one_line(e)) << e;
+
+  // NaN in the data: no finite distances for that row.
+  std::vector<float> v(ds.data(), ds.data() + ds.rows() * ds.cols());
+  v[37 * 8 + 3] = std::numeric_limits<float>::quiet_NaN();
+  Dataset nan_ds(500, 8, std::move(v));
+  e = error_of<Error>(nan_ds, params(5));
+  EXPECT_NE(e.find("row 37"), std::string::npos) << e;
+  EXPECT_TRUE(one_line(e)) << e;
+
+  // A zero row has no cosine distance: the message names it.
+  std::vector<float> z(ds.data(), ds.data() + ds.rows() * ds.cols());
+  for (int c = 0; c < 8; ++c) z[12 * 8 + c] = 0.f;
+  Dataset zero_ds(500, 8, std::move(z));
+  e = error_of<Error>(zero_ds, params(5, Metric::Cosine));
+  EXPECT_NE(e.find("row 12"), std::string::npos) << e;
+
+  // The device is still usable after all of that.
+  KnnGraph g = build("gpu", ds, params(5));
+  EXPECT_EQ(check_graph(g, ds, brute_force(ds, 5, Metric::Euclidean, false)), "");
+}
+
+// Cancels once the tile loop has reported progress.
+class CancelAfterTiles : public ProgressSink {
+ public:
+  explicit CancelAfterTiles(std::atomic<bool>& flag) : flag_(flag) {}
+  void report(const ProgressEvent& e) override {
+    if (e.stage == "knn" && e.done >= 3) flag_ = true;
+    if (e.stage == "knn") last_total = e.total;
+  }
+  uint64_t last_total = 0;
+
+ private:
+  std::atomic<bool>& flag_;
+};
+
+TEST(GpuEngine, CancelsBetweenTiles) {
+  REQUIRE_GPU();
+  Dataset ds = random_dataset(20000, 64, 4);
+  register_cpu_backend();
+  gpu::register_gpu_backend();
+  auto backend = make_backend("gpu");
+  std::atomic<bool> cancel{false};
+  CancelAfterTiles sink(cancel);
+  Progress progress(&sink, &cancel, 0.0);
+  KnnParams p = params(10);
+  p.gpu_memory = lists_bytes(20000, 10) + 20000 * 65 * 4 + 20000 * 10 * 12 + (6 << 20);  // many small tiles
+  EXPECT_THROW(backend->build(ds, p, progress), Cancelled);
+  EXPECT_GT(sink.last_total, 10u);
+  // Nothing is left behind on the device: the next build works.
+  Progress quiet;
+  KnnGraph g = backend->build(random_dataset(800, 8, 5), params(4), quiet);
+  EXPECT_EQ(g.n, 800);
+}
+
+TEST(GpuEngine, SgemmRateIsMeasured) {
+  REQUIRE_GPU();
+  const gpu::SgemmRate r = gpu::measure_sgemm(0, 1024, 1024, 512, 3);
+  EXPECT_GT(r.tflops, 0.5);
+  EXPECT_GT(r.median_s, 0.0);
+  EXPECT_NE(r.math_mode, "");
+}
+
+TEST(GpuEngine, CliUsesTheGpuAndMatchesTheCpu) {
+  REQUIRE_GPU();
+  TempDir t;
+  Dataset ds = random_dataset(1500, 20, 77);
+  npy::write(t / "x.npy", ds.data(), {ds.rows(), ds.cols()});
+  std::string err;
+  ASSERT_EQ(run_cli("knn " + (t / "x.npy") + " -k 12 --metric pearson -o " + (t / "g") + " --quiet", &err), 0) << err;
+  ASSERT_EQ(run_cli("knn " + (t / "x.npy") + " -k 12 --metric pearson --backend cpu -o " + (t / "c") + " --quiet",
+                    &err),
+            0)
+      << err;
+  KnnGraph g = read_graph(t / "g");
+  KnnGraph c = read_graph(t / "c");
+  EXPECT_EQ(g.backend, "gpu") << "--backend auto takes the GPU when there is one";
+  EXPECT_EQ(g.fingerprint, ds.fingerprint());
+  EXPECT_GE(same_rows(g, c), ds.rows() - 3);
+  EXPECT_EQ(check_graph(g, ds, brute_force(ds, 12, Metric::Pearson, false)), "");
+  // A bad strategy: exit status 2 and one line.
+  EXPECT_EQ(run_cli("knn " + (t / "x.npy") + " -k 3 --backend gpu --select heap -o " + (t / "h"), &err), 2);
+  EXPECT_NE(err.find("--select heap"), std::string::npos) << err;
+}
+
+// Small and quick: what compute-sanitizer (memcheck, racecheck) runs.
+TEST(GpuSanitizer, SmallRunsOfEveryPath) {
+  REQUIRE_GPU();
+  Dataset ds = random_dataset(1500, 200, 42, 30);
+  for (int k : {1, 32, 300}) {
+    for (const char* select : {"warp", "merge"}) {
+      KnnParams p = params(k, Metric::Cosine);
+      p.select = select;
+      KnnGraph g = build("gpu", ds, p);
+      EXPECT_EQ(check_graph(g, ds, brute_force(ds, k, Metric::Cosine, false)), "") << select << " k=" << k;
+    }
+  }
+  KnnParams p = params(8, Metric::Euclidean, true);
+  p.gpu_memory = lists_bytes(1500, 8) + 1500 * 200 * 4 / 2 + (3 << 19);  // streamed, 128-row tiles
+  KnnGraph s = build("gpu", ds, p);
+  EXPECT_FALSE(s.extra["resident"].get<bool>());
+  EXPECT_EQ(check_graph(s, ds, brute_force(ds, 8, Metric::Euclidean, true)), "");
+}
+
+}  // namespace
