@@ -521,10 +521,15 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
     p.knn = s.knn;
     p.backend = s.backend;
     p.diffusion = s.diffusion;
-    if (p.diffusion.k <= 0) p.diffusion.k = p.knn.k;
+    if (p.diffusion.k <= 0 || p.diffusion.k > p.knn.k) p.diffusion.k = p.knn.k;
     parameters_->setParameters(p);
     apply_view_settings(s.view);
-    runNow();
+    // The session's graph k may exceed the embedding's k (a re-embedding at
+    // a smaller k); building that graph reproduces the run exactly, because
+    // the k-NN selection of k' < k neighbours can differ from the first k'
+    // of k where neighbours are equidistant within rounding.
+    message_bar_->hide();
+    runner_->run(p);
     return;
   }
   if (run) runNow();
@@ -550,7 +555,13 @@ bool MainWindow::saveSession(const QString& path) {
     return false;
   }
   Session s;
-  const RunParameters p = outcome_ ? outcome_->params : parameters_->parameters();
+  RunParameters p = outcome_ ? outcome_->params : parameters_->parameters();
+  if (outcome_) {
+    // Record the graph that was built and the k the embedding used, so the
+    // CLI builds the same graph and slices it the same way.
+    p.knn.k = outcome_->graph->k;
+    p.diffusion.k = outcome_->result->k;
+  }
   s.backend = p.backend;
   s.knn = p.knn;
   s.diffusion = p.diffusion;
@@ -672,7 +683,7 @@ void MainWindow::on_finished(std::shared_ptr<const EmbeddingOutcome> outcome) {
   progress_->setValue(100);
   QString how = outcome_->retimed ? tr("rescaled to t = %1 (no eigensolve)").arg(outcome_->params.diffusion.t)
                 : outcome_->graph_reused
-                    ? tr("graph reused (k = %1 of %2)").arg(outcome_->params.knn.k).arg(outcome_->graph->k)
+                    ? tr("graph reused (k = %1 of %2)").arg(outcome_->result->k).arg(outcome_->graph->k)
                     : tr("graph %1 on %2").arg(seconds_text(outcome_->knn_seconds),
                                                QString::fromStdString(outcome_->graph->backend));
   progress_label_->setText(tr("done in %1 \u00b7 %2").arg(seconds_text(outcome_->total_seconds), how));
@@ -953,7 +964,7 @@ void MainWindow::exportGraph(const QString& path) {
     return;
   }
   auto graph = outcome_->graph;
-  const int k = outcome_->params.knn.k;
+  const int k = outcome_->result->k;  // the neighbours the embedding used
   if (path.endsWith(".mtx", Qt::CaseInsensitive))
     start_export(tr("the graph"), [graph, k, path] {
       exportGraphMatrixMarket(path, *graph, k);

@@ -171,7 +171,7 @@ RunParameters ParameterPanel::parameters() const {
 
 void ParameterPanel::setParameters(const RunParameters& p) {
   loading_ = true;
-  k_->setValue(p.knn.k);
+  k_->setValue(p.diffusion.k > 0 ? std::min(p.diffusion.k, p.knn.k) : p.knn.k);
   metric_->setCurrentIndex(metric_->findData(QString::fromStdString(to_string(p.knn.metric))));
   backend_->setCurrentIndex(std::max(0, backend_->findData(QString::fromStdString(p.backend))));
   QStringList devices;
