@@ -2,29 +2,33 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "manifold/error.h"
 #include "manifold/parallel.h"
 
 namespace manifold::gpu {
 
+namespace {
+DeviceContext& context_on(int device) {
+  DeviceContext& ctx = DeviceContext::get(device);
+  cuda_check(cudaSetDevice(device), "selecting the device");
+  return ctx;
+}
+}  // namespace
+
 DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& plan, bool keep_self, bool force_block)
-    : device_(device),
+    : ctx_(context_on(device)),
+      lock_(ctx_.busy),
       host_rows_(host_rows),
       plan_(plan),
       keep_self_(keep_self),
-      force_block_(force_block),
-      gemm_((cuda_check(cudaSetDevice(device), "selecting the device"), Stream())),
-      ring_(kRing) {
-  cudaDeviceProp prop{};
-  cuda_check(cudaGetDeviceProperties(&prop, device), "reading the device properties");
-  name_ = prop.name;
-
+      force_block_(force_block) {
+  cuda_check(cudaSetDevice(device), "selecting the device");
   const int64_t n = plan.n, d = plan.d;
   const size_t nk = static_cast<size_t>(n) * plan.k;
-  workspace_.reset(plan.workspace, "allocating the cuBLAS workspace");
-  cublas_check(cublasSetWorkspace(cublas_, workspace_.data(), workspace_.bytes()), "setting the cuBLAS workspace");
-  cublas_check(cublasSetStream(cublas_, gemm_), "binding cuBLAS to its stream");
+  cublas_check(cublasSetWorkspace(ctx_.cublas, ctx_.workspace(plan.workspace), plan.workspace),
+               "setting the cuBLAS workspace");
 
   list_dist_.reset(nk, "allocating the neighbour lists");
   list_index_.reset(nk, "allocating the neighbour lists");
@@ -36,7 +40,8 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   const size_t slot_rows = plan.resident ? static_cast<size_t>(n) : static_cast<size_t>(slots) * plan.T;
   rows_.reset(slot_rows * d, "allocating device memory for the rows");
   norms_.reset(slot_rows, "allocating device memory for the row norms");
-  for (auto& t : tiles_) t.reset(static_cast<size_t>(plan.T) * plan.W, "allocating a distance tile");
+  if (!plan.fused)
+    for (auto& t : tiles_) t.reset(static_cast<size_t>(plan.T) * plan.W, "allocating a distance tile");
   const size_t cand = 2 * static_cast<size_t>(plan.T) * plan.W;
   cand_dist_.reset(cand, "allocating the candidate buffers");
   cand_index_.reset(cand, "allocating the candidate buffers");
@@ -44,10 +49,6 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   dirty_.reset(static_cast<size_t>(plan.T) + plan.W, "allocating the candidate buffers");
   n_dirty_.reset(2, "allocating the candidate buffers");
   cand_total_.reset(1, "allocating the candidate buffers");
-
-  staging_bytes_ = std::min<size_t>(size_t{32} << 20, static_cast<size_t>(n) * d * sizeof(float));
-  staging_bytes_ = std::max<size_t>(staging_bytes_, 4096);
-  for (auto& s : staging_) s = PinnedBuffer<unsigned char>(staging_bytes_);
 
   block_slot_.assign(static_cast<size_t>(nb), -1);
   slot_block_.assign(static_cast<size_t>(slots), -1);
@@ -57,17 +58,19 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   slot_free_recorded_.assign(static_cast<size_t>(slots), 0);
   slot_last_use_.assign(static_cast<size_t>(slots), 0);
 
-  cuda_check(cudaMemsetAsync(cand_count_.data(), 0, cand_count_.bytes(), select_), "clearing the candidate counters");
-  cuda_check(cudaMemsetAsync(n_dirty_.data(), 0, n_dirty_.bytes(), select_), "clearing the candidate counters");
-  cuda_check(cudaMemsetAsync(cand_total_.data(), 0, cand_total_.bytes(), select_), "clearing the candidate counters");
-  launch_init_lists(lists(), select_);
+  cudaStream_t s = ctx_.select;
+  cuda_check(cudaMemsetAsync(cand_count_.data(), 0, cand_count_.bytes(), s), "clearing the candidate counters");
+  cuda_check(cudaMemsetAsync(n_dirty_.data(), 0, n_dirty_.bytes(), s), "clearing the candidate counters");
+  cuda_check(cudaMemsetAsync(cand_total_.data(), 0, cand_total_.bytes(), s), "clearing the candidate counters");
+  launch_init_lists(lists(), s);
 }
 
 DeviceEngine::~DeviceEngine() {
   // Work may still be queued when an error or a cancellation unwinds: let it
-  // finish before the buffers it uses are freed.
-  cudaSetDevice(device_);
+  // finish before the buffers it uses are freed and the context is passed on.
+  cudaSetDevice(ctx_.device);
   cudaDeviceSynchronize();
+  for (int i = 0; i < DeviceContext::kStaging; ++i) ctx_.staging_used[i] = false;
 }
 
 ListsView DeviceEngine::lists() const {
@@ -79,6 +82,15 @@ ListsView DeviceEngine::lists() const {
   l.n = plan_.n;
   l.k = plan_.k;
   return l;
+}
+
+uint64_t DeviceEngine::tiles_for(const TilePlan& plan, const std::vector<int64_t>& strips) {
+  uint64_t t = static_cast<uint64_t>(plan.blocks());  // the seeds
+  for (int64_t I : strips) {
+    const int64_t left = plan.n - (I + 1) * plan.T;
+    if (left > 0) t += static_cast<uint64_t>((left + plan.W - 1) / plan.W);
+  }
+  return t;
 }
 
 void DeviceEngine::host_copy(void* dst, const void* src, size_t bytes) {
@@ -99,19 +111,19 @@ void DeviceEngine::upload_block(int64_t b, float* rows, float* norms) {
   const char* src = reinterpret_cast<const char*>(host_rows_ + r0 * d);
   const size_t bytes = static_cast<size_t>(count) * d * sizeof(float);
   for (size_t off = 0; off < bytes;) {
-    const size_t len = std::min(staging_bytes_, bytes - off);
+    const size_t len = std::min(DeviceContext::kStagingBytes, bytes - off);
     const int s = staging_next_;
-    staging_next_ = (s + 1) % kStaging;
-    if (staging_used_[s]) staging_free_[s].synchronize("copying rows to the GPU");
-    host_copy(staging_[s].data(), src + off, len);
-    cuda_check(cudaMemcpyAsync(reinterpret_cast<char*>(rows) + off, staging_[s].data(), len, cudaMemcpyHostToDevice,
-                               copy_),
+    staging_next_ = (s + 1) % DeviceContext::kStaging;
+    if (ctx_.staging_used[s]) ctx_.staging_free[s].synchronize("copying rows to the GPU");
+    unsigned char* staging = ctx_.staging(s);
+    host_copy(staging, src + off, len);
+    cuda_check(cudaMemcpyAsync(reinterpret_cast<char*>(rows) + off, staging, len, cudaMemcpyHostToDevice, ctx_.copy),
                "copying rows to the GPU");
-    staging_free_[s].record(copy_);
-    staging_used_[s] = true;
+    ctx_.staging_free[s].record(ctx_.copy);
+    ctx_.staging_used[s] = true;
     off += len;
   }
-  launch_row_norms(rows, count, d, norms, copy_);
+  launch_row_norms(rows, count, d, norms, ctx_.copy);
   stats_.h2d_bytes += bytes;
 }
 
@@ -126,7 +138,7 @@ int DeviceEngine::ensure_block(int64_t b, int64_t keep_a, int64_t keep_b) {
       int64_t best = -1;
       for (int64_t c = 0; c < static_cast<int64_t>(slot_block_.size()); ++c) {
         const int64_t held = slot_block_[static_cast<size_t>(c)];
-        if (held == keep_a || held == keep_b) continue;
+        if (held >= 0 && (held == keep_a || held == keep_b)) continue;
         if (held < 0) {
           best = c;
           break;
@@ -136,33 +148,31 @@ int DeviceEngine::ensure_block(int64_t b, int64_t keep_a, int64_t keep_b) {
       s = best;
       const int64_t old = slot_block_[static_cast<size_t>(s)];
       if (old >= 0) block_slot_[static_cast<size_t>(old)] = -1;
-      // The slot's last reader (a filter on the selection stream) must be done.
-      if (slot_free_recorded_[static_cast<size_t>(s)]) copy_.wait(slot_free_[static_cast<size_t>(s)]);
+      // The slot's last reader (on the selection stream) must be done.
+      if (slot_free_recorded_[static_cast<size_t>(s)]) ctx_.copy.wait(slot_free_[static_cast<size_t>(s)]);
     }
     upload_block(b, rows_.data() + static_cast<size_t>(s) * T * d, norms_.data() + static_cast<size_t>(s) * T);
-    slot_ready_[static_cast<size_t>(s)].record(copy_);
+    slot_ready_[static_cast<size_t>(s)].record(ctx_.copy);
     slot_waited_[static_cast<size_t>(s)] = 0;
     block_slot_[static_cast<size_t>(b)] = s;
     slot_block_[static_cast<size_t>(s)] = b;
   }
   slot_last_use_[static_cast<size_t>(s)] = ++use_clock_;
   if (!slot_waited_[static_cast<size_t>(s)]) {
-    gemm_.wait(slot_ready_[static_cast<size_t>(s)]);
+    (plan_.fused ? ctx_.select : ctx_.gemm).wait(slot_ready_[static_cast<size_t>(s)]);
     slot_waited_[static_cast<size_t>(s)] = 1;
   }
   return static_cast<int>(s);
 }
 
-void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J) {
+void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense) {
   const int64_t T = plan_.T, d = plan_.d;
   const int64_t r0 = I * T;
   const int64_t rows = std::min<int64_t>(T, plan_.n - r0);
-  TileEvents& ev = ring_[t % kRing];
+  DeviceContext::TileEvents& ev = ctx_.ring[t % DeviceContext::kRing];
+  const Stream& sel = ctx_.select;
 
-  const float* a_rows;
-  const float* a_norms;
-  const float* b_rows;
-  const float* b_norms;
+  const float *a_rows, *a_norms, *b_rows, *b_norms;
   int slot_a = -1, slot_b = -1;
   if (plan_.resident) {
     ensure_block(I, -1, -1);
@@ -180,29 +190,6 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     b_norms = norms_.data() + static_cast<size_t>(slot_b) * T;
   }
 
-  float* dots = tiles_[t % 2].data();
-  if (t >= 2) gemm_.wait(ring_[(t - 2) % kRing].filter_end);  // its tile buffer is free again
-  ev.gemm_start.record(gemm_);
-  const float one = 1.f, zero = 0.f;
-  cublas_check(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(cols),
-                           static_cast<int>(d), &one, a_rows, static_cast<int>(d), b_rows, static_cast<int>(d), &zero,
-                           dots, static_cast<int>(T)),
-               "cublasSgemm on a distance tile");
-  ev.gemm_end.record(gemm_);
-
-  select_.wait(ev.gemm_end);
-  ev.sel_start.record(select_);
-  TileView view;
-  view.dots = dots;
-  view.ld = static_cast<int>(T);
-  view.rows = static_cast<int>(rows);
-  view.cols = static_cast<int>(cols);
-  view.r0 = static_cast<int>(r0);
-  view.c0 = static_cast<int>(c0);
-  view.col_role_from = c0 == r0 ? static_cast<int>(rows) : 0;
-  view.row_norms = a_norms;
-  view.col_norms = b_norms;
-  view.keep_self = keep_self_;
   CandidatesView cv;
   cv.dist = cand_dist_.data();
   cv.index = cand_index_.data();
@@ -213,65 +200,122 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
   cv.T = plan_.T;
   cv.W = plan_.W;
   const int parity = static_cast<int>(t % 2);
-  launch_filter_tile(view, thr_.data(), cv, parity, select_);
-  ev.filter_end.record(select_);
+
+  if (plan_.fused) {
+    ev.sel_start.record(sel);
+    FusedTileArgs f;
+    f.a = a_rows, f.b = b_rows, f.d = d;
+    f.rows = static_cast<int>(rows), f.cols = static_cast<int>(cols);
+    f.r0 = static_cast<int>(r0), f.c0 = static_cast<int>(c0);
+    f.col_role_from = c0 == r0 ? static_cast<int>(rows) : 0;
+    f.row_norms = a_norms, f.col_norms = b_norms, f.thr = thr_.data();
+    f.keep_self = keep_self_, f.dense = dense;
+    launch_fused_tile(f, cv, parity, sel);
+    ev.filter_end.record(sel);
+  } else {
+    float* dots = tiles_[t % 2].data();
+    const Stream& g = ctx_.gemm;
+    if (t >= 2) g.wait(ctx_.ring[(t - 2) % DeviceContext::kRing].filter_end);  // its tile buffer is free again
+    ev.gemm_start.record(g);
+    const float one = 1.f, zero = 0.f;
+    cublas_check(cublasSgemm(ctx_.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(cols),
+                             static_cast<int>(d), &one, a_rows, static_cast<int>(d), b_rows, static_cast<int>(d), &zero,
+                             dots, static_cast<int>(T)),
+                 "cublasSgemm on a distance tile");
+    ev.gemm_end.record(g);
+    sel.wait(ev.gemm_end);
+    ev.sel_start.record(sel);
+    TileView view;
+    view.dots = dots;
+    view.ld = static_cast<int>(T);
+    view.rows = static_cast<int>(rows);
+    view.cols = static_cast<int>(cols);
+    view.r0 = static_cast<int>(r0);
+    view.c0 = static_cast<int>(c0);
+    view.col_role_from = c0 == r0 ? static_cast<int>(rows) : 0;
+    view.row_norms = a_norms;
+    view.col_norms = b_norms;
+    view.keep_self = keep_self_;
+    view.dense = dense;
+    launch_filter_tile(view, thr_.data(), cv, parity, sel);
+    ev.filter_end.record(sel);
+  }
   if (!plan_.resident) {
-    slot_free_[static_cast<size_t>(slot_a)].record(select_);
+    slot_free_[static_cast<size_t>(slot_a)].record(sel);
     slot_free_recorded_[static_cast<size_t>(slot_a)] = 1;
-    slot_free_[static_cast<size_t>(slot_b)].record(select_);
+    slot_free_[static_cast<size_t>(slot_b)].record(sel);
     slot_free_recorded_[static_cast<size_t>(slot_b)] = 1;
   }
   launch_merge_tile(lists(), cv, parity, static_cast<int>(r0), static_cast<int>(c0), force_block_,
-                    std::max(plan_.T, plan_.W), select_);
-  ev.sel_end.record(select_);
+                    std::max(plan_.T, plan_.W), sel);
+  ev.sel_end.record(sel);
   stats_.gemm_flop += 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(d);
 }
 
 void DeviceEngine::complete(uint64_t t, Progress& progress, const std::atomic<bool>& stop) {
-  TileEvents& ev = ring_[t % kRing];
+  DeviceContext::TileEvents& ev = ctx_.ring[t % DeviceContext::kRing];
   ev.sel_end.synchronize("computing a distance tile");
-  stats_.gemm_ms += ev.gemm_end.since(ev.gemm_start);
-  stats_.select_ms += ev.sel_end.since(ev.sel_start);
+  if (plan_.fused) {
+    stats_.gemm_ms += ev.filter_end.since(ev.sel_start);
+    stats_.select_ms += ev.sel_end.since(ev.filter_end);
+  } else {
+    stats_.gemm_ms += ev.gemm_end.since(ev.gemm_start);
+    stats_.select_ms += ev.sel_end.since(ev.sel_start);
+  }
   ++stats_.tiles;
   progress.advance(1);
   if (stop.load(std::memory_order_relaxed)) throw Cancelled();
 }
 
 void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, const std::atomic<bool>& stop) {
-  cuda_check(cudaSetDevice(device_), "selecting the device");
+  cuda_check(cudaSetDevice(ctx_.device), "selecting the device");
   const int64_t T = plan_.T, n = plan_.n, nb = plan_.blocks();
-  loop_start_.record(copy_);
+  constexpr uint64_t R = DeviceContext::kRing;
+  const std::set<int64_t> owned(strips.begin(), strips.end());
+  ctx_.loop_start.record(ctx_.copy);
   uint64_t t = 0;
+  auto next = [&](int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense) {
+    if (t >= R) complete(t - R, progress, stop);
+    tile(t++, I, c0, cols, J, dense);
+  };
+  // Seeds: each diagonal tile fills its rows' lists, so every row has a
+  // bound before the strips begin and they pass only a few candidates.
+  for (int64_t I = 0; I < nb; ++I) {
+    const int64_t r0 = I * T, rows = std::min<int64_t>(T, n - r0);
+    next(I, r0, rows, I, true);
+    // A block another device owns keeps the bound only: its entries are
+    // that device's to report.
+    if (!owned.count(I))
+      cuda_check(cudaMemsetAsync(fill_.data() + r0, 0, static_cast<size_t>(rows) * sizeof(int), ctx_.select),
+                 "clearing seed entries");
+  }
   bool reverse = false;
   for (int64_t I : strips) {
-    const int64_t r0 = I * T;
+    const int64_t first = (I + 1) * T;
+    if (first >= n) continue;
     if (plan_.resident) {
-      for (int64_t c0 = r0; c0 < n; c0 += plan_.W) {
-        if (t >= kRing) complete(t - kRing, progress, stop);
-        tile(t++, I, c0, std::min<int64_t>(plan_.W, n - c0), -1);
-      }
+      for (int64_t c0 = first; c0 < n; c0 += plan_.W) next(I, c0, std::min<int64_t>(plan_.W, n - c0), -1, false);
     } else {
       // Serpentine order: the blocks a strip ends with are the ones the next
       // strip starts with, still in their slots.
-      for (int64_t s = 0; s < nb - I; ++s) {
-        const int64_t J = reverse ? nb - 1 - s : I + s;
-        if (t >= kRing) complete(t - kRing, progress, stop);
-        tile(t++, I, J * T, std::min<int64_t>(T, n - J * T), J);
+      for (int64_t s = 0; s < nb - 1 - I; ++s) {
+        const int64_t J = reverse ? nb - 1 - s : I + 1 + s;
+        next(I, J * T, std::min<int64_t>(T, n - J * T), J, false);
       }
       reverse = !reverse;
     }
   }
-  for (uint64_t u = t >= kRing ? t - kRing : 0; u < t; ++u) complete(u, progress, stop);
-  loop_end_.record(select_);
-  loop_end_.synchronize("finishing the tiles");
-  stats_.loop_ms = loop_end_.since(loop_start_);
+  for (uint64_t u = t >= R ? t - R : 0; u < t; ++u) complete(u, progress, stop);
+  ctx_.loop_end.record(ctx_.select);
+  ctx_.loop_end.synchronize("finishing the tiles");
+  stats_.loop_ms = ctx_.loop_end.since(ctx_.loop_start);
   unsigned long long total = 0;
   cuda_check(cudaMemcpy(&total, cand_total_.data(), sizeof total, cudaMemcpyDeviceToHost), "reading statistics");
   stats_.candidates = total;
 }
 
 void DeviceEngine::release_loop_buffers() {
-  cudaSetDevice(device_);
+  cudaSetDevice(ctx_.device);
   cuda_check(cudaDeviceSynchronize(), "finishing the tiles");
   for (auto& t : tiles_) t.release();
   cand_dist_.release();
@@ -284,11 +328,11 @@ void DeviceEngine::release_loop_buffers() {
 
 const float* DeviceEngine::all_rows() {
   if (!plan_.resident) return nullptr;
-  cuda_check(cudaSetDevice(device_), "selecting the device");
+  cuda_check(cudaSetDevice(ctx_.device), "selecting the device");
   for (int64_t b = 0; b < plan_.blocks(); ++b) ensure_block(b, -1, -1);
   Event ready(false);
-  ready.record(copy_);
-  select_.wait(ready);
+  ready.record(ctx_.copy);
+  ctx_.select.wait(ready);
   return rows_.data();
 }
 

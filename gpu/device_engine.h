@@ -1,18 +1,22 @@
 #pragma once
-// The tile loop of one GPU: for each assigned strip (a row block I and every
-// column block J >= I), cuBLAS SGEMM writes a tile of dot products, the fused
-// filter turns it into squared distances and keeps what beats each row's and
-// each column's current bound, and the merge folds those candidates into the
-// device's per-row lists. Rows come from host memory through pinned staging
-// buffers on a copy stream; with a resident plan each block is copied once,
-// otherwise blocks stream through a few slots (least recently used replaced).
-// GEMMs run on one stream and selection on another, double-buffered, so a
-// tile's GEMM overlaps the previous tile's selection.
+// The tile loop of one GPU. First every diagonal tile (row block I against
+// itself) seeds the lists, so each row has a finite bound before any other
+// tile is seen; then each assigned strip -- row block I against all columns
+// after it, W at a time -- is computed tile by tile: the dot products (cuBLAS
+// SGEMM then the filter kernel, or the fused kernel alone), the squared
+// distances filtered against each row's and each column's bound, and the
+// merge that folds the few survivors into the device's per-row lists.
+// Rows come from host memory through pinned staging buffers on a copy
+// stream; with a resident plan each block is copied once, otherwise blocks
+// stream through a few slots (least recently used replaced, strips in
+// serpentine order so consecutive strips share blocks).
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "device_context.h"
 #include "impl/kernels.h"
 #include "manifold/progress.h"
 #include "tile_plan.h"
@@ -22,8 +26,8 @@ namespace manifold::gpu {
 
 struct EngineStats {
   uint64_t tiles = 0;
-  double gemm_ms = 0;      ///< summed GEMM time of the tiles (CUDA events)
-  double select_ms = 0;    ///< summed filter + merge time of the tiles (CUDA events)
+  double gemm_ms = 0;      ///< summed time of the tiles' dot products (CUDA events; fused: the fused kernel)
+  double select_ms = 0;    ///< summed filter + merge time of the tiles (CUDA events; fused: merge only)
   double loop_ms = 0;      ///< first copy to last merge (CUDA events)
   double gemm_flop = 0;    ///< 2 rows cols d over all tiles computed
   uint64_t candidates = 0; ///< entries that passed a bound
@@ -32,22 +36,24 @@ struct EngineStats {
 
 class DeviceEngine {
  public:
-  /// Allocates everything the plan needs (throws DeviceOutOfMemory).
+  /// Takes the device's context (waiting for another build on it to finish)
+  /// and allocates what the plan needs (throws DeviceOutOfMemory).
   DeviceEngine(int device, const float* host_rows, const TilePlan& plan, bool keep_self, bool force_block);
   ~DeviceEngine();
   DeviceEngine(const DeviceEngine&) = delete;
   DeviceEngine& operator=(const DeviceEngine&) = delete;
 
-  /// Runs the strips (row-block indices) on this device; call from one thread.
-  /// Advances `progress` per finished tile; stops between tiles (Cancelled)
-  /// when progress is cancelled or `stop` is set.
+  /// Runs on this device: seeds all row blocks (keeping the seed's entries
+  /// only for `owned` blocks, the bound for the others), then the strips.
+  /// Call from one thread. Advances `progress` per finished tile; stops
+  /// between tiles (Cancelled) when progress is cancelled or `stop` is set.
   void run(const std::vector<int64_t>& strips, Progress& progress, const std::atomic<bool>& stop);
 
-  int device() const { return device_; }
-  const std::string& device_name() const { return name_; }
+  int device() const { return ctx_.device; }
+  const std::string& device_name() const { return ctx_.name; }
   ListsView lists() const;
   const EngineStats& stats() const { return stats_; }
-  cudaStream_t stream() const { return select_.get(); }
+  cudaStream_t stream() const { return ctx_.select.get(); }
 
   /// Frees the tile and candidate buffers (and streaming slots) after run().
   void release_loop_buffers();
@@ -55,39 +61,30 @@ class DeviceEngine {
   /// the device, ready on stream(). Streaming plans: nullptr.
   const float* all_rows();
 
+  /// Tiles run() computes for these strips (seeds included).
+  static uint64_t tiles_for(const TilePlan& plan, const std::vector<int64_t>& strips);
+
  private:
-  struct TileEvents {
-    Event gemm_start, gemm_end, sel_start, filter_end, sel_end;
-  };
-  void tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J);
+  void tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense);
   void complete(uint64_t t, Progress& progress, const std::atomic<bool>& stop);
   int ensure_block(int64_t b, int64_t keep_a, int64_t keep_b);
   void upload_block(int64_t b, float* rows, float* norms);
   void host_copy(void* dst, const void* src, size_t bytes);
 
-  int device_;
-  std::string name_;
+  DeviceContext& ctx_;
+  std::unique_lock<std::mutex> lock_;
   const float* host_rows_;
   TilePlan plan_;
   bool keep_self_, force_block_;
 
-  Stream gemm_, select_, copy_;
-  CublasHandle cublas_;
-  DeviceBuffer<unsigned char> workspace_;
   DeviceBuffer<float> list_dist_, thr_;
   DeviceBuffer<int> list_index_, fill_;
   DeviceBuffer<float> rows_, norms_;  // resident: all rows; streaming: `slots` blocks
-  DeviceBuffer<float> tiles_[2];
+  DeviceBuffer<float> tiles_[2];      // cuBLAS path only
   DeviceBuffer<float> cand_dist_;
   DeviceBuffer<int> cand_index_, cand_count_, dirty_, n_dirty_;
   DeviceBuffer<unsigned long long> cand_total_;
-
-  static constexpr int kStaging = 3;
-  PinnedBuffer<unsigned char> staging_[kStaging];
-  Event staging_free_[kStaging];
-  bool staging_used_[kStaging] = {false, false, false};
   int staging_next_ = 0;
-  size_t staging_bytes_ = 0;
 
   // Block residency. Resident: slot b holds block b. Streaming: LRU slots.
   std::vector<int64_t> block_slot_, slot_block_;
@@ -96,9 +93,6 @@ class DeviceEngine {
   std::vector<uint64_t> slot_last_use_;
   uint64_t use_clock_ = 0;
 
-  static constexpr int kRing = 4;  // tiles in flight
-  std::vector<TileEvents> ring_;
-  Event loop_start_, loop_end_;
   EngineStats stats_;
 };
 

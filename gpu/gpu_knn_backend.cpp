@@ -10,12 +10,14 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <thread>
 
+#include "device_context.h"
 #include "device_engine.h"
 #include "impl/kernels.h"
 #include "impl/refine_host.h"
@@ -66,13 +68,27 @@ std::vector<int> chosen_devices(const KnnParams& p) {
 }
 
 uint64_t device_budget(int dev, uint64_t requested) {
+  DeviceContext& ctx = DeviceContext::get(dev);
   DeviceScope scope(dev);
   size_t free_b = 0, total_b = 0;
   cuda_check(cudaMemGetInfo(&free_b, &total_b), "reading the free device memory");
-  // Leave room for the CUDA context's own growth and for other processes.
-  const uint64_t usable = free_b > (uint64_t{512} << 20) ? static_cast<uint64_t>(free_b * 0.92) - (uint64_t{256} << 20)
-                                                        : free_b / 2;
+  // Leave room for the CUDA context's own growth and for other processes;
+  // what our device context already holds is ours to use.
+  const uint64_t usable = (free_b > (uint64_t{512} << 20) ? static_cast<uint64_t>(free_b * 0.92) - (uint64_t{256} << 20)
+                                                         : free_b / 2) +
+                          ctx.held_bytes();
   return requested ? std::min<uint64_t>(requested, usable) : usable;
+}
+
+/// The fused kernel wins where cuBLAS is far from its large-GEMM rate: a
+/// short inner dimension (see impl/fused_tile.cu). MANIFOLD_GPU_GEMM=fused
+/// or cublas overrides.
+bool use_fused(int64_t d) {
+  if (const char* v = std::getenv("MANIFOLD_GPU_GEMM")) {
+    if (!std::strcmp(v, "fused")) return true;
+    if (!std::strcmp(v, "cublas")) return false;
+  }
+  return d <= kFusedMaxD;
 }
 
 /// Strips of the upper triangle for each device (Kato & Hosino).
@@ -84,15 +100,6 @@ std::vector<std::vector<int64_t>> assign_strips(int64_t blocks, int devices) {
     out[static_cast<size_t>(dev)].push_back(i);
   }
   return out;
-}
-
-uint64_t tiles_of(const TilePlan& plan, const std::vector<int64_t>& strips) {
-  uint64_t t = 0;
-  for (int64_t I : strips) {
-    const int64_t left = plan.n - I * plan.T;
-    t += static_cast<uint64_t>((left + plan.W - 1) / plan.W);
-  }
-  return t;
 }
 
 class GpuKnnBackend final : public KnnBackend {
@@ -140,12 +147,11 @@ class GpuKnnBackend final : public KnnBackend {
     size_t shared = SIZE_MAX;
     for (int dev : devices) {
       budget = std::min(budget, device_budget(dev, params.gpu_memory));
-      cudaDeviceProp prop{};
-      cuda_check(cudaGetDeviceProperties(&prop, dev), "reading the device properties");
-      shared = std::min(shared, static_cast<size_t>(prop.sharedMemPerBlockOptin));
+      shared = std::min(shared, DeviceContext::get(dev).shared_optin);
     }
     PlanRequest req;
     req.n = rows.rows, req.d = rows.cols, req.k = params.k, req.devices = static_cast<int>(devices.size());
+    req.fused = use_fused(rows.cols);
     req.shared_memory = shared;
     if (const char* o = std::getenv("MANIFOLD_GPU_TILE")) req.tile_override = o;
     TilePlan plan;
@@ -171,7 +177,13 @@ class GpuKnnBackend final : public KnnBackend {
     // The tile loops, one host thread per device.
     const auto strips = assign_strips(plan.blocks(), static_cast<int>(devices.size()));
     uint64_t total_tiles = 0;
-    for (auto& s : strips) total_tiles += tiles_of(plan, s);
+    for (auto& s : strips) total_tiles += DeviceEngine::tiles_for(plan, s);
+    // The result's host memory is fresh pages to fault in: touch it meanwhile.
+    const size_t nk = static_cast<size_t>(g.n) * g.k;
+    auto host_result = std::async(std::launch::async, [&g, nk] {
+      g.indices.resize(nk);
+      g.distances.resize(nk);
+    });
     const auto t2 = std::chrono::steady_clock::now();
     progress.stage("knn", total_tiles, "tiles");
     std::atomic<bool> stop{false};
@@ -255,9 +267,7 @@ class GpuKnnBackend final : public KnnBackend {
                     std::to_string(out[0]) + " such rows; the data hold NaN or infinite values?)");
     }
 
-    const size_t nk = static_cast<size_t>(g.n) * g.k;
-    g.indices.resize(nk);
-    g.distances.resize(nk);
+    host_result.get();
     const float* device_rows = main.all_rows();
     if (device_rows) {
       DeviceBuffer<int64_t> out_i(nk, "allocating the result");
@@ -291,7 +301,10 @@ class GpuKnnBackend final : public KnnBackend {
     }
     progress.finish();
     g.timings.emplace_back("final", seconds_since(t3));
+    // Core's byte-serial input hash can outlast the whole GPU job.
+    const auto t4 = std::chrono::steady_clock::now();
     g.fingerprint = fingerprint.get();
+    g.timings.emplace_back("fingerprint_wait", seconds_since(t4));
     const double total = seconds_since(t0);
     g.timings.emplace_back("total", total);
 
@@ -302,6 +315,7 @@ class GpuKnnBackend final : public KnnBackend {
     g.extra["tile_rows"] = plan.T;
     g.extra["tile_cols"] = plan.W;
     g.extra["resident"] = plan.resident;
+    g.extra["tile_kernel"] = plan.fused ? "fused FFMA GEMM + filter" : "cuBLAS SGEMM + filter";
     if (!plan.resident) g.extra["slots"] = plan.slots;
     g.extra["budget_bytes"] = plan.budget;
     g.extra["planned_bytes"] = std::max(plan.bytes, plan.final_bytes);

@@ -22,9 +22,9 @@ uint64_t workspace_for(uint64_t budget) {
 // Tile buffers (two, so a GEMM can run while the previous tile is filtered),
 // candidate slots (T rows of capacity W, W columns of capacity T) and their
 // counters.
-uint64_t loop_bytes(int T, int W) {
+uint64_t loop_bytes(int T, int W, bool fused) {
   const uint64_t t = static_cast<uint64_t>(T), w = static_cast<uint64_t>(W);
-  return 2 * t * w * 4 + 2 * t * w * 8 + (t + w) * 8 + 64;
+  return (fused ? 0 : 2 * t * w * 4) + 2 * t * w * 8 + (t + w) * 8 + 64;
 }
 
 }  // namespace
@@ -61,16 +61,16 @@ TilePlan plan_tiles(const PlanRequest& r) {
       if (!fits_shared(std::max(T, W))) continue;
       TilePlan p;
       p.n = r.n, p.d = r.d, p.k = r.k;
-      p.T = T, p.W = W, p.resident = resident, p.budget = r.budget, p.workspace = ws;
+      p.T = T, p.W = W, p.resident = resident, p.fused = r.fused, p.budget = r.budget, p.workspace = ws;
       const uint64_t data = resident ? n * d * 4 + n * 4 : 0;
       p.slots = resident ? 0 : 4;
       const uint64_t slots = resident ? 0 : static_cast<uint64_t>(p.slots) * T * (d + 1) * 4;
-      p.bytes = lists + data + slots + loop_bytes(T, W) + ws;
+      p.bytes = lists + data + slots + loop_bytes(T, W, r.fused) + ws;
       p.final_bytes = lists + data + ws + (resident ? std::max(out, merge_extra) : merge_extra);
       if (std::max(p.bytes, p.final_bytes) <= r.budget) return p;
     }
   }
-  const uint64_t least = lists + 4 * 128 * (d + 1) * 4 + loop_bytes(128, 128) + workspace_for(0) + merge_extra;
+  const uint64_t least = lists + 4 * 128 * (d + 1) * 4 + loop_bytes(128, 128, r.fused) + workspace_for(0) + merge_extra;
   throw Error("GPU memory budget of " + format_bytes(static_cast<double>(r.budget)) + " is too small for N=" +
               std::to_string(r.n) + ", k=" + std::to_string(r.k) + ": the neighbour lists alone take " +
               format_bytes(static_cast<double>(lists)) + " and the smallest plan needs " +

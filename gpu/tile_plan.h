@@ -11,6 +11,7 @@ struct TilePlan {
   int T = 0;              ///< tile height: rows of a row block (multiple of 128)
   int W = 0;              ///< tile width: columns per tile (a multiple of T; T when streaming)
   bool resident = true;   ///< all rows on the device; otherwise blocks stream through `slots`
+  bool fused = false;     ///< dot products by the fused kernel (no tile buffers) instead of cuBLAS
   int slots = 0;          ///< streaming: row blocks held on the device at once
   uint64_t budget = 0;    ///< bytes the plan may use on each device
   uint64_t bytes = 0;     ///< bytes it uses during the tile loop (peak)
@@ -26,6 +27,7 @@ struct PlanRequest {
   int k = 0;
   uint64_t budget = 0;       ///< bytes allowed per device
   int devices = 1;           ///< devices sharing the work (device 0 merges their lists)
+  bool fused = false;        ///< the fused kernel computes the dot products (no tile buffers)
   size_t shared_memory = 0;  ///< the device's opt-in shared memory per block
   std::string tile_override; ///< "TxW" (MANIFOLD_GPU_TILE), honoured when it fits
 };

@@ -21,7 +21,7 @@ constexpr int kColsPerWarp = 16;
 constexpr int kColsPerBlock = kColsPerWarp * (kThreads / 32);
 constexpr int kUnroll = 4;                    // columns whose loads are in flight together
 
-__global__ __launch_bounds__(kThreads) void filter_tile_kernel(TileView t, const float* __restrict__ thr,
+__global__ __launch_bounds__(kThreads, 2) void filter_tile_kernel(TileView t, const float* __restrict__ thr,
                                                                CandidatesView c, int parity) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
@@ -42,6 +42,37 @@ __global__ __launch_bounds__(kThreads) void filter_tile_kernel(TileView t, const
     tr[q] = ok[q] ? __ldg(thr + t.r0 + i) : -INFINITY;  // a row outside the tile never passes
   }
   unsigned pushed = 0;
+
+  if (t.dense) {
+    // A diagonal tile seeding empty lists: every entry goes to its row at a
+    // fixed place (self skipped), no atomics.
+    for (int j = jb; j < je; ++j) {
+      const float4 v = __ldg(reinterpret_cast<const float4*>(t.dots + static_cast<size_t>(j) * t.ld + i0));
+      const float dots[4] = {v.x, v.y, v.z, v.w};
+      const float nj = __ldg(t.col_norms + j);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int i = i0 + q;
+        if (!ok[q] || (!t.keep_self && j == i)) continue;
+        const int pos = (t.keep_self || j < i) ? j : j - 1;
+        c.dist[static_cast<size_t>(i) * c.W + pos] = fmaf(-2.f, dots[q], ni[q] + nj);
+        c.index[static_cast<size_t>(i) * c.W + pos] = t.c0 + j;
+      }
+    }
+    if (blockIdx.y == 0 && warp == 0) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (ok[q]) {
+          c.count[i0 + q] = t.cols - (t.keep_self ? 0 : 1);
+          c.dirty[i0 + q] = i0 + q;
+        }
+    }
+    if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+      c.n_dirty[parity] = t.rows;
+      atomicAdd(c.total, static_cast<unsigned long long>(t.rows) * (t.cols - (t.keep_self ? 0 : 1)));
+    }
+    return;
+  }
 
   for (int j = jb; j < je; j += kUnroll) {
     float4 v[kUnroll];

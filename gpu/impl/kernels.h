@@ -34,6 +34,26 @@ struct TileView {
   const float* row_norms = nullptr;  ///< |x|^2 of the tile's rows (local index)
   const float* col_norms = nullptr;  ///< |y|^2 of the tile's columns (local index)
   bool keep_self = false;
+  /// A diagonal tile seeding empty lists: every entry is a candidate of its
+  /// row, written at a fixed place (no bounds, no atomics, no column role).
+  bool dense = false;
+};
+
+/// The same tile for the fused kernel, which computes the dot products
+/// itself from the rows: a = rows [r0, r0+rows), b = rows [c0, c0+cols),
+/// both row-major with d columns.
+struct FusedTileArgs {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  int64_t d = 0;
+  int rows = 0, cols = 0;
+  int r0 = 0, c0 = 0;
+  int col_role_from = 0;
+  const float* row_norms = nullptr;
+  const float* col_norms = nullptr;
+  const float* thr = nullptr;
+  bool keep_self = false;
+  bool dense = false;
 };
 
 /// Candidates that passed a row's bound in one tile, per slot: slot s < T is
@@ -56,13 +76,19 @@ struct CandidatesView {
 constexpr int kWarpMergeMaxK = 256;
 constexpr int kWarpMergeMaxC = 64;
 constexpr int kMaxK = 16384;
+/// Largest dimension for which the fused kernel computes the dot products
+/// by default (cuBLAS is near its large-GEMM rate beyond).
+constexpr int64_t kFusedMaxD = 512;
 
 /// Squared row norms in float64, rounded to float (as the CPU backend does).
 void launch_row_norms(const float* rows, int64_t n, int64_t d, float* norms, cudaStream_t s);
 /// Empty lists: fill 0, thr +inf.
 void launch_init_lists(ListsView lists, cudaStream_t s);
-/// Fused distance + bound filter over one tile, for its rows and columns.
+/// Fused distance + bound filter over one tile of cuBLAS dot products, for
+/// its rows and columns.
 void launch_filter_tile(const TileView& t, const float* thr, CandidatesView c, int parity, cudaStream_t s);
+/// Dot products, distances and the bound filter of one tile in one kernel.
+void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int parity, cudaStream_t s);
 /// Merges the tile's candidates into the lists (rows of the dirty slots) and
 /// tightens the bounds; resets the other parity's dirty counter for the next tile.
 void launch_merge_tile(ListsView lists, CandidatesView c, int parity, int r0, int c0, bool force_block,

@@ -78,9 +78,11 @@ struct ListSource {
   __device__ void finish() const {}
 };
 
+// A row's bound only ever tightens: a device that seeded a row it does not
+// own keeps that seed's bound while its own list is still short.
 __device__ __forceinline__ void publish(const ListsView& l, int row, int nf, const float* od) {
   l.fill[row] = nf;
-  l.thr[row] = nf == l.k ? od[l.k - 1] : INFINITY;
+  if (nf == l.k) l.thr[row] = fminf(l.thr[row], od[l.k - 1]);
 }
 
 template <class Source>

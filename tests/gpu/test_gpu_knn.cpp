@@ -3,6 +3,8 @@
 // metric and k from 1 to 4096, with both merge strategies.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "gpu_test_util.h"
 #include "manifold/error.h"
 #include "manifold/knn.h"
@@ -160,6 +162,31 @@ TEST(GpuKnn, DuplicatesAndTiesAreDeterministic) {
       if (a.distances[i * a.k + j] == a.distances[i * a.k + j - 1]) {
         EXPECT_LT(a.indices[i * a.k + j - 1], a.indices[i * a.k + j]) << "row " << i;
       }
+}
+
+// Sets MANIFOLD_GPU_GEMM for one scope: which kernel computes the dot products.
+struct GemmPath {
+  explicit GemmPath(const char* path) { setenv("MANIFOLD_GPU_GEMM", path, 1); }
+  ~GemmPath() { unsetenv("MANIFOLD_GPU_GEMM"); }
+};
+
+TEST(GpuKnn, BothDotProductPathsOnAwkwardDimensions) {
+  REQUIRE_GPU();
+  // d = 1, 3, 37: the fused kernel's unaligned path; 130: aligned with a
+  // partial last slab; rows not a multiple of any tile size.
+  for (int64_t d : {1, 3, 37, 130}) {
+    Dataset ds = random_dataset(2311, d, 90 + d);
+    const int k = d == 1 ? 5 : 24;
+    Reference ref = brute_force(ds, k, Metric::Euclidean, false);
+    for (const char* path : {"fused", "cublas"}) {
+      GemmPath use(path);
+      KnnGraph g = build("gpu", ds, params(k));
+      const std::string kernel = g.extra["tile_kernel"].get<std::string>();
+      EXPECT_EQ(kernel.rfind(std::string(path) == "fused" ? "fused" : "cuBLAS", 0), 0u) << kernel;
+      // d = 1 is all ties; the check allows exactly those.
+      EXPECT_EQ(check_graph(g, ds, ref), "") << path << " d=" << d;
+    }
+  }
 }
 
 TEST(GpuKnn, KEqualsNMinusOne) {

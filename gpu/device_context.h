@@ -1,0 +1,54 @@
+#pragma once
+// What a device keeps between builds (FAISS's GpuResources in spirit):
+// streams, the cuBLAS handle and its workspace, pinned staging buffers and
+// timing events. Creating these costs tens of milliseconds -- more than a
+// whole 100k-point graph on an H100 -- so each device gets one context for
+// the life of the process, and builds on a device take turns (its mutex).
+#include <cuda_runtime_api.h>
+
+#include <mutex>
+#include <string>
+
+#include "utils/resources.h"
+
+namespace manifold::gpu {
+
+class DeviceContext {
+ public:
+  /// The device's context, created on first use (thread-safe).
+  static DeviceContext& get(int device);
+
+  std::mutex busy;  ///< held by the build using this device
+  int device = 0;
+  std::string name;
+  size_t shared_optin = 0;  ///< opt-in shared memory per block
+  int sms = 0;
+
+  Stream gemm, select, copy;
+  CublasHandle cublas;
+
+  /// The cuBLAS workspace, grown to `bytes` (never shrunk); device bytes held.
+  void* workspace(size_t bytes);
+  size_t held_bytes() const { return workspace_.bytes(); }
+
+  static constexpr int kStaging = 3;
+  static constexpr size_t kStagingBytes = size_t{32} << 20;
+  /// Pinned staging buffer i (kStagingBytes), allocated on first use.
+  unsigned char* staging(int i);
+  Event staging_free[kStaging];
+  bool staging_used[kStaging] = {false, false, false};
+
+  struct TileEvents {
+    Event gemm_start, gemm_end, sel_start, filter_end, sel_end;
+  };
+  static constexpr int kRing = 4;  ///< tiles in flight
+  TileEvents ring[kRing];
+  Event loop_start, loop_end;
+
+ private:
+  explicit DeviceContext(int device);
+  DeviceBuffer<unsigned char> workspace_;
+  PinnedBuffer<unsigned char> staging_[kStaging];
+};
+
+}  // namespace manifold::gpu
