@@ -28,6 +28,8 @@ class MpiKnn : public ::testing::Test {
     random_ = new Dataset(random_dataset(2100, 48, 17, 60));
     write_npy(*dir_ / "random.npy", *random_);
     write_npy(*dir_ / "random64.npy", random_dataset(1300, 20, 23), true);
+    // One tile only: with several ranks most row blocks are empty.
+    write_npy(*dir_ / "tiny.npy", random_dataset(300, 6, 29, 10));
     Dataset fm = fashion_mnist(3000);
     if (!fm.empty()) write_npy(*dir_ / "fashion.npy", fm);
   }
@@ -81,6 +83,12 @@ TEST_F(MpiKnn, RandomDataEqualsCpuForAllMetrics) {
                         std::string("random-") + metric);
   expect_equal_to_cpu(*dir_ / "random.npy", "-k 37 --keep-self", "random-keep-self");
   expect_equal_to_cpu(*dir_ / "random.npy", "-k 1 --metric cosine", "random-k1");
+}
+
+TEST_F(MpiKnn, MoreRanksThanTilesAndKUpToNMinusOne) {
+  expect_equal_to_cpu(*dir_ / "tiny.npy", "-k 299 --metric pearson", "tiny-all");
+  expect_equal_to_cpu(*dir_ / "tiny.npy", "-k 300 --keep-self", "tiny-keep-self");
+  expect_equal_to_cpu(*dir_ / "random.npy", "-k 2099", "random-all");
 }
 
 TEST_F(MpiKnn, LoadedPerRankFormatEqualsCpu) {

@@ -7,6 +7,12 @@
 // single-process CPU backend's. Rank 0 returns the graph; the other ranks
 // return a KnnGraph with output_rank = false.
 //
+// Data: each rank reads only the rows of its blocks (about half of them) when
+// the input is a float32 .npy, which is memory-mapped. Every other format
+// (IDX, other .npy types, images, MRC, HDF5) is loaded whole by every rank
+// before the backend runs, so each rank then holds the full data in memory.
+// Rank 0 also reads the whole input once for the fingerprint in graph.json.
+//
 // MPI is initialised lazily (MPI_THREAD_FUNNELED) by the first build() and
 // finalised at exit, so build() must always be called from the same thread.
 //
