@@ -3,9 +3,12 @@
 // its progress file, and return the graph; cancel ends mpirun and its ranks.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "manifold/cluster.h"
@@ -115,6 +118,44 @@ TEST_F(MpirunDispatch, CancelEndsMpirunAndItsRanksWithNoOutput) {
   EXPECT_TRUE(cancel.load()) << "the job never reported the knn stage";
   EXPECT_NE(killpg(std::stoi(job->id()), 0), 0) << "mpirun or a rank is still running";
   EXPECT_FALSE(fs::exists(t / "graph"));
+}
+
+TEST_F(MpirunDispatch, CtrlCOnSubmitCancelsTheJob) {
+  const std::string big = t / "big.npy", out = t / "graph", err = t / "submit.err";
+  write_npy(big, random_dataset(40000, 64, 10));
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen(err.c_str(), "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    const char* cli = std::getenv("MANIFOLD_CLI");
+    execl(cli, cli, "submit", "--profile", profile_path.c_str(), big.c_str(), "-k", "10", "-o", out.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto text = [&] {
+    std::ifstream in(err);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  // Wait until the job runs, then press Ctrl-C.
+  for (int i = 0; i < 600 && text().find(": running") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_NE(text().find(": running"), std::string::npos) << text();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1) << text();
+  const std::string e = text();
+  EXPECT_NE(e.find("cancelled; no output written"), std::string::npos) << e;
+  const size_t at = e.find("submitted job ");
+  ASSERT_NE(at, std::string::npos) << e;
+  const int job_pid = std::atoi(e.c_str() + at + 14);
+  EXPECT_NE(killpg(job_pid, 0), 0) << "mpirun or a rank is still running";
+  EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace
