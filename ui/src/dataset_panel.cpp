@@ -33,7 +33,7 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
   auto* open = new QPushButton(tr("Open\u2026"), this);
   open->setToolTip(tr("Open a dataset: .npy, MNIST IDX, a folder of PNG/TIFF images, multi-page TIFF, "
                       "MRC/MRCS or HDF5/CXI. You can also drop a file on the window."));
-  auto* demo = new QPushButton(tr("Demo"), this);
+  auto* demo = new QPushButton(QIcon(QStringLiteral(":/icons/demo.png")), tr("Demo"), this);
   demo->setToolTip(tr("Open the built-in demo (diffraction patterns of a molecule turning about one axis) "
                       "and embed it: the points should trace a circle."));
   buttons->addWidget(open);

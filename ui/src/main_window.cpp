@@ -22,6 +22,7 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
+#include <QToolBar>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrent>
 
@@ -33,6 +34,9 @@
 #include "manifold/npy.h"
 #include "manifold/session.h"
 #include "manifold/ui/exporters.h"
+
+// Resources compiled into a static library must be registered by name.
+static void init_explorer_resources() { Q_INIT_RESOURCE(explorer); }
 
 namespace manifold::ui {
 namespace {
@@ -47,7 +51,9 @@ QString seconds_text(double s) {
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  init_explorer_resources();
   setWindowTitle(tr("Manifold Explorer"));
+  setWindowIcon(QIcon(QStringLiteral(":/icons/manifold-explorer.png")));
   setAcceptDrops(true);
   setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
 
@@ -69,7 +75,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   reembed_timer_.setSingleShot(true);
   // Coalesces a burst of edits (a spin box held down) into one re-embedding.
-  reembed_timer_.setInterval(120);
+  reembed_timer_.setInterval(40);
   connect(&reembed_timer_, &QTimer::timeout, this, [this] {
     if (dataset_) runner_->run(parameters_->parameters());
   });
@@ -147,15 +153,25 @@ QWidget* MainWindow::build_view_area() {
   message_bar_->hide();
   layout->addWidget(message_bar_);
 
-  // View controls: axes, 2-D/3-D, colouring, point size, tools.
-  auto* controls = new QHBoxLayout;
-  controls->setSpacing(4);
+  // View controls: axes, 2-D/3-D, colouring, point size, tools. A tool bar
+  // folds what does not fit behind its extension button instead of
+  // widening the window.
+  auto* controls = new QToolBar(area);
+  controls->setIconSize(QSize(18, 18));
+  auto spacing = [controls, area](int px) {
+    auto* gap = new QWidget(area);
+    gap->setFixedWidth(px);
+    controls->addWidget(gap);
+  };
   const char* axis_names[3] = {"X", "Y", "Z"};
   for (int i = 0; i < 3; ++i) {
     controls->addWidget(new QLabel(axis_names[i], area));
     axis_[i] = new QComboBox(area);
     axis_[i]->setToolTip(tr("Diffusion coordinate on the %1 axis").arg(axis_names[i]));
-    axis_[i]->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    // Fixed widths: the lists change with every embedding and must not
+    // push the other controls around.
+    axis_[i]->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    axis_[i]->setMinimumContentsLength(4);
     controls->addWidget(axis_[i]);
     connect(axis_[i], &QComboBox::currentIndexChanged, this, [this] {
       if (!updating_controls_) update_view(false);
@@ -168,12 +184,13 @@ QWidget* MainWindow::build_view_area() {
     axis_[2]->setEnabled(!on);
     if (!updating_controls_) update_view(true);
   });
-  controls->addSpacing(8);
+  spacing(8);
   controls->addWidget(new QLabel(tr("Colour"), area));
   colour_by_ = new QComboBox(area);
   colour_by_->setToolTip(tr("Colour the points by a diffusion coordinate, the dataset's labels or other "
                             "per-image values"));
-  colour_by_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  colour_by_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  colour_by_->setMinimumContentsLength(16);
   controls->addWidget(colour_by_);
   connect(colour_by_, &QComboBox::currentIndexChanged, this, [this] {
     if (updating_controls_) return;
@@ -189,11 +206,13 @@ QWidget* MainWindow::build_view_area() {
   controls->addWidget(point_size_);
   connect(point_size_, &QDoubleSpinBox::valueChanged, view_, &EmbeddingView::setPointSize);
   view_->setPointSize(3);
-  controls->addSpacing(8);
+  spacing(8);
   auto* tools = new QButtonGroup(area);
-  auto make_tool = [&](const QString& text, const QString& tip, EmbeddingView::Tool tool) {
+  auto make_tool = [&](const QString& text, const QString& icon, const QString& tip, EmbeddingView::Tool tool) {
     auto* b = new QToolButton(area);
     b->setText(text);
+    b->setIcon(QIcon(icon));
+    b->setToolButtonStyle(Qt::ToolButtonIconOnly);
     b->setToolTip(tip);
     b->setCheckable(true);
     tools->addButton(b);
@@ -203,30 +222,31 @@ QWidget* MainWindow::build_view_area() {
     });
     return b;
   };
-  tool_navigate_ = make_tool(tr("Rotate"), tr("Rotate (left drag), pan (middle drag), zoom (wheel or right "
+  tool_navigate_ = make_tool(tr("Rotate"), QStringLiteral(":/icons/rotate.png"), tr("Rotate (left drag), pan (middle drag), zoom (wheel or right "
                                               "drag); hover a point to see its image, click to pin it"),
                              EmbeddingView::Tool::Navigate);
-  tool_rectangle_ = make_tool(tr("Rectangle"), tr("Select the points in a rectangle (Shift adds, Ctrl removes)"),
+  tool_rectangle_ = make_tool(tr("Rectangle"), QStringLiteral(":/icons/select-rectangle.png"), tr("Select the points in a rectangle (Shift adds, Ctrl removes)"),
                               EmbeddingView::Tool::RectangleSelect);
-  tool_lasso_ = make_tool(tr("Lasso"), tr("Select the points inside a free-hand outline (Shift adds, Ctrl removes)"),
+  tool_lasso_ = make_tool(tr("Lasso"), QStringLiteral(":/icons/select-lasso.png"), tr("Select the points inside a free-hand outline (Shift adds, Ctrl removes)"),
                           EmbeddingView::Tool::LassoSelect);
   tool_navigate_->setChecked(true);
   auto* reset = new QToolButton(area);
   reset->setText(tr("Reset view"));
+  reset->setIcon(QIcon(QStringLiteral(":/icons/reset-view.png")));
+  reset->setToolButtonStyle(Qt::ToolButtonIconOnly);
   reset->setToolTip(tr("Fit every point in the view (R)"));
   connect(reset, &QToolButton::clicked, view_, &EmbeddingView::resetCamera);
   controls->addWidget(reset);
-  controls->addStretch();
-  layout->addLayout(controls);
+  layout->addWidget(controls);
 
   layout->addWidget(view_, 1);
 
   // Run bar.
   auto* run_bar = new QHBoxLayout;
-  run_button_ = new QPushButton(tr("Run"), area);
+  run_button_ = new QPushButton(QIcon(QStringLiteral(":/icons/run.png")), tr("Run"), area);
   run_button_->setToolTip(tr("Build the k-NN graph (unless cached) and the diffusion map (Ctrl+R)"));
   run_button_->setDefault(true);
-  cancel_button_ = new QPushButton(tr("Cancel"), area);
+  cancel_button_ = new QPushButton(QIcon(QStringLiteral(":/icons/cancel.png")), tr("Cancel"), area);
   cancel_button_->setToolTip(tr("Stop the running job; nothing it half-computed is kept (Esc)"));
   cancel_button_->setEnabled(false);
   progress_ = new QProgressBar(area);
@@ -317,7 +337,7 @@ void MainWindow::build_menus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   auto* open = file->addAction(tr("&Open Dataset\u2026"), this, [this] { Q_EMIT dataset_panel_->openRequested(); });
   open->setShortcut(QKeySequence::Open);
-  file->addAction(tr("Open &Demo"), this, [this] { openDemo(true); });
+  file->addAction(QIcon(QStringLiteral(":/icons/demo.png")), tr("Open &Demo"), this, [this] { openDemo(true); });
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::fill_recent_menu);
   file->addSeparator();

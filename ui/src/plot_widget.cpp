@@ -72,7 +72,7 @@ void PlotWidget::clear(const QString& message) {
 
 QRectF PlotWidget::plot_area() const {
   const QFontMetrics fm(font());
-  const double left = fm.horizontalAdvance(QStringLiteral("-0.000")) + fm.height() + 6;
+  const double left = fm.horizontalAdvance(QStringLiteral("-0.00000")) + fm.height() + 6;
   const double top = fm.height() + 8, bottom = 2 * fm.height() + 8;
   return QRectF(left, top, std::max(10.0, width() - left - 10), std::max(10.0, height() - top - bottom));
 }
@@ -112,13 +112,15 @@ void PlotWidget::paintEvent(QPaintEvent*) {
     return 10 * mag;
   };
   const double ys = nice_step(y_hi_ - y_lo_);
+  // Enough decimals to tell neighbouring ticks apart (eigenvalues like 0.9997).
+  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(ys))), 0, 8);
   for (double y = std::ceil(y_lo_ / ys) * ys; y <= y_hi_; y += ys) {
     const double py = map_y(y, a);
     p.setPen(QPen(palette().color(QPalette::Mid), 0.5, Qt::DotLine));
     p.drawLine(QPointF(a.left(), py), QPointF(a.right(), py));
     p.setPen(text);
     p.drawText(QRectF(0, py - fm.height() / 2.0, a.left() - 4, fm.height()), Qt::AlignRight | Qt::AlignVCenter,
-               QString::number(std::abs(y) < 1e-12 ? 0.0 : y, 'g', 3));
+               QString::number(std::abs(y) < 1e-12 ? 0.0 : y, 'f', decimals));
   }
   if (style_ == Style::Bars) {
     const double bw = std::max(2.0, 0.7 * a.width() / std::max<size_t>(1, x_.size()));

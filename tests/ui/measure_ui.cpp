@@ -1,0 +1,182 @@
+// Measurements for docs/ui.md and the report: frame time of the view with a
+// million points, picking cost, and re-embedding latency (parameter change to
+// the view updated) for 100,000 points. Run under xvfb-run like the tests:
+//   measure_ui [VIEW_POINTS=1000000] [EMBED_POINTS=100000]
+// Prints one line per figure; asserts nothing (speed is measured, not tested).
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTest>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "cli/commands.h"
+#include "manifold/ui/embedding_view.h"
+#include "manifold/ui/main_window.h"
+
+using namespace manifold;
+using namespace manifold::ui;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+void measure_view(int64_t n) {
+  // A noisy trefoil knot: a 1-D manifold in 3-D that fills the view.
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g(0.f, 0.08f);
+  std::vector<float> xyz(static_cast<size_t>(n) * 3);
+  PointColours colours;
+  colours.values.resize(static_cast<size_t>(n));
+  colours.title = "t";
+  for (int64_t i = 0; i < n; ++i) {
+    const double t = 2 * M_PI * static_cast<double>(i) / n;
+    xyz[3 * i] = static_cast<float>(std::sin(t) + 2 * std::sin(2 * t)) + g(rng);
+    xyz[3 * i + 1] = static_cast<float>(std::cos(t) - 2 * std::cos(2 * t)) + g(rng);
+    xyz[3 * i + 2] = static_cast<float>(-std::sin(3 * t)) + g(rng);
+    colours.values[static_cast<size_t>(i)] = static_cast<float>(t);
+  }
+  EmbeddingView view;
+  view.resize(1200, 800);
+  view.show();
+  QTest::qWaitForWindowExposed(&view);
+  view.setPointSize(2);
+  QElapsedTimer timer;
+  timer.start();
+  view.setPoints(xyz, false, {"x", "y", "z"}, true);
+  const double points_ms = timer.nsecsElapsed() / 1e6;
+  timer.restart();
+  view.setColours(colours);
+  const double colours_ms = timer.nsecsElapsed() / 1e6;
+  timer.restart();
+  view.renderFrame();
+  const double first_ms = timer.nsecsElapsed() / 1e6;
+  // A new embedding of the same size, as a re-embedding delivers it.
+  for (auto& c : xyz) c *= 1.01f;
+  timer.restart();
+  view.setPoints(xyz, false, {"x", "y", "z"}, false);
+  view.setColours(colours);
+  view.renderFrame();
+  const double update_ms = timer.nsecsElapsed() / 1e6;
+
+  std::vector<double> full;
+  for (int i = 0; i < 10; ++i) {
+    view.rotateCamera(4, 1);
+    view.renderFrame();
+    full.push_back(view.lastFrameMs());
+  }
+  // Interaction as the user does it: a left drag, painted event by event,
+  // which draws the level-of-detail subset.
+  std::vector<double> drag;
+  QObject::connect(&view, &EmbeddingView::frameRendered, &view, [&drag](double ms) { drag.push_back(ms); });
+  QTest::mousePress(&view, Qt::LeftButton, {}, QPoint(600, 400));
+  for (int x = 600; x < 800; x += 10) {
+    QTest::mouseMove(&view, QPoint(x, 400));
+    view.repaint();
+  }
+  QTest::mouseRelease(&view, Qt::LeftButton, {}, QPoint(800, 400));
+  view.repaint();
+  const double settle = drag.empty() ? 0 : drag.back();
+  if (!drag.empty()) drag.pop_back();
+  timer.restart();
+  const int64_t hit = view.pointAt(QPointF(600, 400), 8);
+  const double pick_cold = timer.nsecsElapsed() / 1e6;
+  timer.restart();
+  for (int i = 0; i < 10; ++i) view.pointAt(QPointF(500 + 10 * i, 400), 8);
+  const double pick_warm = timer.nsecsElapsed() / 1e6 / 10;
+  timer.restart();
+  const auto inside = view.pointsInPolygon(QPolygonF(QRectF(300, 200, 600, 400)));
+  const double select_ms = timer.nsecsElapsed() / 1e6;
+
+  std::printf("view: %lld points, 1200x800 window, point size 2 (Xvfb + Mesa llvmpipe, software OpenGL)\n",
+              static_cast<long long>(n));
+  std::printf("  first frame: points %.0f ms, colours %.0f ms, first render (upload + draw + read-back) %.0f ms\n",
+              points_ms, colours_ms, first_ms);
+  std::printf("  new coordinates for the same points (a re-embedding), drawn: %.0f ms\n", update_ms);
+  std::printf("  full-detail frame, median of 10: %.0f ms (%.1f frames/s)\n", median(full), 1000 / median(full));
+  std::printf("  frame while dragging (level of detail), median of %zu: %.0f ms (%.1f frames/s)\n", drag.size(),
+              median(drag), drag.empty() ? 0 : 1000 / median(drag));
+  std::printf("  full-detail frame after release: %.0f ms\n", settle);
+  std::printf("  hover pick: %.1f ms after a camera change (projection), %.2f ms otherwise (hit %lld)\n", pick_cold,
+              pick_warm, static_cast<long long>(hit));
+  std::printf("  rectangle selection: %.1f ms (%zu points)\n", select_ms, inside.size());
+}
+
+void measure_reembed(int64_t n) {
+  // A noisy Swiss roll in 3-D: the classic diffusion-map test manifold.
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::normal_distribution<double> g(0, 0.05);
+  std::vector<float> v(static_cast<size_t>(n) * 3);
+  for (int64_t i = 0; i < n; ++i) {
+    const double t = 1.5 * M_PI * (1 + 2 * u(rng)), h = 21 * u(rng);
+    v[3 * i] = static_cast<float>(t * std::cos(t) + g(rng));
+    v[3 * i + 1] = static_cast<float>(h + g(rng));
+    v[3 * i + 2] = static_cast<float>(t * std::sin(t) + g(rng));
+  }
+  Dataset data(n, 3, std::move(v));
+  data.source = "swiss roll";
+  data.format = "generated";
+  MainWindow w;
+  w.resize(1400, 900);
+  w.show();
+  QTest::qWaitForWindowExposed(&w);
+  QSignalSpy shown(&w, &MainWindow::embeddingShown), errors(&w, &MainWindow::errorShown);
+  ParameterPanel* p = w.parameterPanel();
+  p->backendEditor()->setCurrentIndex(p->backendEditor()->findData("cpu"));
+  p->kEditor()->setValue(15);
+  p->componentsEditor()->setValue(4);
+  QElapsedTimer timer;
+  timer.start();
+  w.openDataset(adoptDataset(std::move(data), "swiss roll", "generated", false), true);
+  if (!shown.wait(1800000)) {
+    std::printf("re-embedding: the first run did not finish: %s\n",
+                errors.isEmpty() ? "timeout" : qPrintable(errors.last().at(0).toString()));
+    return;
+  }
+  const auto first = w.outcome();
+  std::printf("re-embedding: %lld points (Swiss roll, d = 3), k = 15, 4 components, CPU\n", static_cast<long long>(n));
+  std::printf("  first run: graph %.1f s, diffusion map %.2f s\n", first->knn_seconds, first->embed_seconds);
+
+  auto change = [&](const char* what, auto&& edit) {
+    shown.clear();
+    QElapsedTimer t;
+    t.start();
+    edit();
+    if (!shown.wait(600000)) {
+      std::printf("  %s: no result (%s)\n", what, errors.isEmpty() ? "timeout" : qPrintable(errors.last().at(0).toString()));
+      return;
+    }
+    w.view()->repaint();  // the view drawn with the new points
+    const double total = t.nsecsElapsed() / 1e6;
+    const auto o = w.outcome();
+    std::printf("  %s: %.0f ms from the edit to the view redrawn (diffusion map %.0f ms, graph %s)\n", what, total,
+                o->embed_seconds * 1000, o->graph_reused ? "reused" : "rebuilt");
+  };
+  change("k 15 -> 10", [&] { p->kEditor()->setValue(10); });
+  change("epsilon median -> automatic (BGH)", [&] { p->epsilonModeEditor()->setCurrentIndex(p->epsilonModeEditor()->findData("auto")); });
+  change("alpha 1 -> 0.5", [&] { p->alphaEditor()->setValue(0.5); });
+  change("t 1 -> 3 (no eigensolve)", [&] { p->timeEditor()->setValue(3); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QStandardPaths::setTestModeEnabled(true);
+  QCoreApplication::setOrganizationName("ManifoldExplorerTests");
+  cli::register_all_backends();
+  const int64_t view_points = argc > 1 ? std::atoll(argv[1]) : 1000000;
+  const int64_t embed_points = argc > 2 ? std::atoll(argv[2]) : 100000;
+  if (view_points > 0) measure_view(view_points);
+  std::fflush(stdout);
+  if (embed_points > 0) measure_reembed(embed_points);
+  return 0;
+}
