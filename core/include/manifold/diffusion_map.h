@@ -45,6 +45,7 @@ struct DiffusionParams {
   int threads = 0;                  ///< 0 = all cores
   double tolerance = 1e-10;         ///< eigensolver: relative residual per Ritz value (as ARPACK's tol)
   int ncv = 0;                      ///< Lanczos basis size; 0 = chosen from M
+  bool lock_check = true;           ///< look for eigenvalues missed because they are repeated (see top_eigenpairs)
 };
 
 /// Rejects bad parameters for `graph` with one line (UsageError), and a graph
@@ -86,16 +87,26 @@ struct Eigenpairs {
   int count = 0;
   int ncv = 0;
   int64_t iterations = 0;           ///< restarts
-  int64_t matvecs = 0;
+  int64_t matvecs = 0;              ///< products with A, all stages
+  double max_residual = 0;          ///< max_i |A v_i - lambda_i v_i| / |lambda_i|
+};
+
+struct EigenOptions {
+  double tolerance = 1e-10;
+  int ncv = 0;                      ///< 0 = from count
+  int threads = 0;
+  bool lock_check = true;           ///< look for eigenvalues missed because they are repeated
 };
 
 /// The `count` largest (algebraic) eigenpairs of A by Spectra's SymEigsSolver
-/// on a CSR operator. Progress reports mat-vecs and cancels between them.
-/// `lock_check` runs the check for eigenvalues a single-vector Lanczos run
-/// misses when they are repeated (see diffusion_map.cpp); off only for timing
-/// the bare solver. Throws Error when the solver does not converge.
-Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, double tolerance, int ncv, int threads,
-                          Progress& progress, bool lock_check = true);
+/// (implicitly restarted Lanczos) on a CSR operator. A single start vector
+/// sees one direction per eigenspace, so a repeated eigenvalue (a circle's
+/// pairs, a sphere's triplet) can come back once: the lock check then solves
+/// again with the found vectors locked out, from another start vector, and
+/// swaps in what beats the smallest found eigenvalue. Progress reports
+/// mat-vecs and cancels between them. Throws Error when the solver does not
+/// converge.
+Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOptions& options, Progress& progress);
 
 struct DiffusionResult {
   int64_t n = 0;                    ///< points embedded

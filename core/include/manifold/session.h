@@ -14,7 +14,8 @@
 //       "keep_self": false, "devices": [], "gpu_memory": 0, "threads": 0, "precision": "exact" },
 //     "diffusion": {                          optional object, every key optional (defaults of DiffusionParams):
 //       "k": 0, "epsilon": "median", "alpha": 1.0, "components": 10, "t": 1.0,
-//       "symmetrize": "or", "local_scaling": 0, "tolerance": 1e-10, "ncv": 0, "threads": 0 },
+//       "symmetrize": "or", "local_scaling": 0, "tolerance": 1e-10, "ncv": 0, "lock_check": true,
+//       "threads": 0 },
 //     "output": "run1",                       optional output folder (relative as "data"); -o overrides
 //     "view": { ... }                         optional GUI state (axes, colouring, selection); the CLI ignores it
 //   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <random>
 
 #include "manifold/diffusion_map.h"
@@ -18,17 +19,30 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-/// Spectra's operator concept over the CSR matrix: every Lanczos step is one
-/// multi-threaded sparse mat-vec, and a chance to report and cancel.
-class CsrOperator {
+/// Spectra's operator concept over the CSR matrix, optionally restricted to
+/// the complement of locked vectors V: (I - V V^T) A (I - V V^T). Every
+/// Lanczos step is one multi-threaded sparse mat-vec (A is never dense) and
+/// a chance to report progress and to cancel.
+class DiffusionOperator {
  public:
   using Scalar = double;
-  CsrOperator(const DiffusionMatrix& a, int threads, Progress& progress)
-      : a_(a), threads_(threads), progress_(progress) {}
+  DiffusionOperator(const DiffusionMatrix& a, int threads, Progress& progress, const Eigen::MatrixXd* locked)
+      : a_(a), threads_(threads), progress_(progress), locked_(locked), z_(locked ? a.n : 0) {}
   Eigen::Index rows() const { return static_cast<Eigen::Index>(a_.n); }
   Eigen::Index cols() const { return static_cast<Eigen::Index>(a_.n); }
+  int64_t matvecs() const { return matvecs_; }
+
   void perform_op(const double* x, double* y) const {
-    a_.multiply(x, y, threads_);
+    if (locked_) {
+      Eigen::Map<const Eigen::VectorXd> xin(x, a_.n);
+      Eigen::Map<Eigen::VectorXd> yout(y, a_.n);
+      z_ = xin - *locked_ * (locked_->transpose() * xin);
+      a_.multiply(z_.data(), y, threads_);
+      yout -= *locked_ * (locked_->transpose() * yout);
+    } else {
+      a_.multiply(x, y, threads_);
+    }
+    ++matvecs_;
     progress_.advance(1);
   }
 
@@ -36,56 +50,34 @@ class CsrOperator {
   const DiffusionMatrix& a_;
   int threads_;
   Progress& progress_;
-};
-
-/// (I - V V^T) A (I - V V^T): A with the found eigenvectors V locked out, so
-/// its top eigenpair is the best one not found yet.
-class DeflatedOperator {
- public:
-  using Scalar = double;
-  DeflatedOperator(const DiffusionMatrix& a, const Eigen::MatrixXd& v, int threads, Progress& progress)
-      : a_(a), v_(v), threads_(threads), progress_(progress), z_(a.n) {}
-  Eigen::Index rows() const { return static_cast<Eigen::Index>(a_.n); }
-  Eigen::Index cols() const { return static_cast<Eigen::Index>(a_.n); }
-  void perform_op(const double* x, double* y) const {
-    Eigen::Map<const Eigen::VectorXd> xin(x, a_.n);
-    Eigen::Map<Eigen::VectorXd> yout(y, a_.n);
-    z_ = xin - v_ * (v_.transpose() * xin);
-    a_.multiply(z_.data(), y, threads_);
-    yout -= v_ * (v_.transpose() * yout);
-    progress_.advance(1);
-  }
-
- private:
-  const DiffusionMatrix& a_;
-  const Eigen::MatrixXd& v_;
-  int threads_;
-  Progress& progress_;
+  const Eigen::MatrixXd* locked_;
   mutable Eigen::VectorXd z_;
+  mutable int64_t matvecs_ = 0;
 };
 
 struct SolveResult {
-  Eigen::VectorXd values;
+  Eigen::VectorXd values;   // descending
   Eigen::MatrixXd vectors;
   int64_t matvecs = 0, iterations = 0;
   bool ok = false;
   int64_t converged = 0;
 };
 
-template <class Op>
-SolveResult spectra_solve(Op& op, int count, int ncv, double tolerance, uint64_t seed) {
-  Spectra::SymEigsSolver<Op> solver(op, count, ncv);
-  // A fixed seed per role keeps results repeatable; the locking check needs
-  // a start vector other than the first solve's (see top_eigenpairs).
+SolveResult spectra_solve(const DiffusionMatrix& a, const Eigen::MatrixXd* locked, int count, int ncv, double tolerance,
+                          int threads, Progress& progress, uint64_t seed) {
+  DiffusionOperator op(a, threads, progress, locked);
+  Spectra::SymEigsSolver<DiffusionOperator> solver(op, count, ncv);
+  // A fixed seed per role keeps results repeatable; the lock check needs a
+  // start vector other than the first solve's (see top_eigenpairs).
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-0.5, 0.5);
-  Eigen::VectorXd start(op.rows());
-  for (Eigen::Index i = 0; i < start.size(); ++i) start[i] = u(rng);
+  Eigen::VectorXd start(a.n);
+  for (int64_t i = 0; i < a.n; ++i) start[i] = u(rng);
   solver.init(start.data());
   SolveResult r;
   r.converged = solver.compute(Spectra::SortRule::LargestAlge, 100000, tolerance, Spectra::SortRule::LargestAlge);
   r.ok = solver.info() == Spectra::CompInfo::Successful && r.converged >= count;
-  r.matvecs = solver.num_operations();
+  r.matvecs = op.matvecs();
   r.iterations = solver.num_iterations();
   if (r.ok) {
     r.values = solver.eigenvalues();
@@ -103,11 +95,11 @@ double lambda_power(double l, double t) {
 
 }  // namespace
 
-Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, double tolerance, int ncv, int threads,
-                          Progress& progress, bool lock_check) {
+Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOptions& o, Progress& progress) {
   if (count < 1 || count >= a.n)
     throw UsageError("eigensolve: " + std::to_string(count) + " eigenpairs requested from a " + std::to_string(a.n) +
                      "-point graph; need fewer than the points");
+  int ncv = o.ncv;
   // A basis of about three times the wanted pairs converges in few restarts
   // for the clustered top of a diffusion spectrum, where ARPACK's default
   // 2 nev + 1 restarts often.
@@ -123,56 +115,66 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, double tolerance,
                 std::to_string(count) + " eigenpairs after " + std::to_string(s.matvecs) +
                 " mat-vecs); try a larger --epsilon, a larger --k or fewer --components");
   };
-  CsrOperator op(a, threads, progress);
-  SolveResult s = spectra_solve(op, count, ncv, tolerance, 1);
+
+  SolveResult s = spectra_solve(a, nullptr, count, ncv, o.tolerance, o.threads, progress, 1);
   e.matvecs += s.matvecs;
   e.iterations += s.iterations;
   if (!s.ok) fail(s);
   Eigen::VectorXd vals = s.values;
   Eigen::MatrixXd vecs = s.vectors;
 
-  // Locking check. A single-vector Krylov method sees one direction per
+  // Lock check. A single-vector Krylov method sees one direction per
   // eigenspace of its start vector, so a repeated eigenvalue (a circle's
   // pairs, a sphere's triplet) can come back once. Search A with the found
   // vectors locked out, from another start vector: while its top eigenvalue
   // beats the smallest found one, it is a missed pair; swap it in.
   const int check_ncv = static_cast<int>(std::min<int64_t>(a.n - count, 20));
-  for (int round = 0; lock_check && round <= count && check_ncv > 1; ++round) {
-    DeflatedOperator dop(a, vecs, threads, progress);
-    const double loose = std::max(tolerance, 1e-6);
-    SolveResult c = spectra_solve(dop, 1, check_ncv, loose, 1000 + static_cast<uint64_t>(round));
-    e.matvecs += c.matvecs;
-    e.iterations += c.iterations;
-    if (!c.ok) break;  // nothing clearly above the found set to converge to
+  for (int round = 0; o.lock_check && round <= count && check_ncv > 1; ++round) {
+    const double loose = std::max(o.tolerance, 1e-6);
+    SolveResult k = spectra_solve(a, &vecs, 1, check_ncv, loose, o.threads, progress, 1000 + static_cast<uint64_t>(round));
+    e.matvecs += k.matvecs;
+    e.iterations += k.iterations;
+    if (!k.ok) break;  // nothing clearly above the found set to converge to
     const double lmin = vals[count - 1];
     const double margin = 10 * loose * std::max(std::abs(lmin), 1e-3);
-    if (!(c.values[0] > lmin + margin)) break;
-    if (loose > tolerance) {
-      c = spectra_solve(dop, 1, check_ncv, tolerance, 2000 + static_cast<uint64_t>(round));
-      e.matvecs += c.matvecs;
-      e.iterations += c.iterations;
-      if (!c.ok) fail(c);
+    if (!(k.values[0] > lmin + margin)) break;
+    if (loose > o.tolerance) {
+      k = spectra_solve(a, &vecs, 1, check_ncv, o.tolerance, o.threads, progress, 2000 + static_cast<uint64_t>(round));
+      e.matvecs += k.matvecs;
+      e.iterations += k.iterations;
+      if (!k.ok) fail(k);
     }
     // Insert in order, dropping the smallest found pair.
     int pos = count - 1;
-    while (pos > 0 && vals[pos - 1] < c.values[0]) {
+    while (pos > 0 && vals[pos - 1] < k.values[0]) {
       vals[pos] = vals[pos - 1];
       vecs.col(pos) = vecs.col(pos - 1);
       --pos;
     }
-    vals[pos] = c.values[0];
-    vecs.col(pos) = c.vectors.col(0);
+    vals[pos] = k.values[0];
+    vecs.col(pos) = k.vectors.col(0);
+  }
+
+  // Residuals in terms of A, whatever operator was iterated.
+  {
+    Eigen::VectorXd av(a.n);
+    for (int col = 0; col < count; ++col) {
+      a.multiply(vecs.col(col).data(), av.data(), o.threads);
+      const double r = (av - vals[col] * vecs.col(col)).norm() / std::max(std::abs(vals[col]), 1e-300);
+      e.max_residual = std::max(e.max_residual, r);
+    }
+    e.matvecs += count;
   }
   progress.finish();
 
   e.values.assign(vals.data(), vals.data() + count);
   e.vectors.resize(static_cast<size_t>(a.n * count));
-  for (int c = 0; c < count; ++c) {
+  for (int col = 0; col < count; ++col) {
     // Deterministic sign: the entry of largest magnitude is positive.
     Eigen::Index arg = 0;
-    vecs.col(c).cwiseAbs().maxCoeff(&arg);
-    const double sign = vecs(arg, c) < 0 ? -1.0 : 1.0;
-    for (int64_t i = 0; i < a.n; ++i) e.vectors[static_cast<size_t>(i * count + c)] = sign * vecs(i, c);
+    vecs.col(col).cwiseAbs().maxCoeff(&arg);
+    const double sign = vecs(arg, col) < 0 ? -1.0 : 1.0;
+    for (int64_t i = 0; i < a.n; ++i) e.vectors[static_cast<size_t>(i * count + col)] = sign * vecs(i, col);
   }
   return e;
 }
@@ -187,7 +189,12 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
                      " points (the graph has " + std::to_string(a.graph_components) +
                      " connected components); use fewer components or a larger --k");
   auto t = Clock::now();
-  Eigenpairs e = top_eigenpairs(a, nev, params.tolerance, params.ncv, params.threads, progress);
+  EigenOptions eo;
+  eo.tolerance = params.tolerance;
+  eo.ncv = params.ncv;
+  eo.threads = params.threads;
+  eo.lock_check = params.lock_check;
+  Eigenpairs e = top_eigenpairs(a, nev, eo, progress);
   const double t_eig = seconds_since(t);
 
   // The trivial pair is lambda = 1 with v_0 = sqrt(d) / |sqrt(d)| whenever
@@ -211,6 +218,8 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
   r.sigma = a.sigma;
   r.solver = {{"method", "Spectra SymEigsSolver (implicitly restarted Lanczos)"},
               {"ncv", e.ncv},
+              {"lock_check", params.lock_check},
+              {"max_residual", e.max_residual},
               {"iterations", e.iterations},
               {"matvecs", e.matvecs},
               {"tolerance", params.tolerance},

@@ -492,12 +492,14 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
 }
 
 void DiffusionMatrix::multiply(const double* x, double* y, int threads) const {
+  const double* dg = diag.data();
+  const int64_t* rp = row_ptr.data();
+  const int32_t* cl = col.data();
+  const double* vl = val.data();
   auto rows = [&](int64_t r0, int64_t r1) {
     for (int64_t i = r0; i < r1; ++i) {
-      double s = diag[static_cast<size_t>(i)] * x[i];
-      const int64_t e1 = row_ptr[static_cast<size_t>(i + 1)];
-      for (int64_t e = row_ptr[static_cast<size_t>(i)]; e < e1; ++e)
-        s += val[static_cast<size_t>(e)] * x[col[static_cast<size_t>(e)]];
+      double s = dg[i] * x[i];
+      for (int64_t e = rp[i]; e < rp[i + 1]; ++e) s += vl[e] * x[cl[e]];
       y[i] = s;
     }
   };
@@ -507,8 +509,16 @@ void DiffusionMatrix::multiply(const double* x, double* y, int threads) const {
     rows(0, n);
     return;
   }
-  const int64_t chunks = static_cast<int64_t>(t) * 4;
-  parallel_for(0, chunks, t, [&](int64_t c) { rows(n * c / chunks, n * (c + 1) / chunks); }, 1);
+  // Contiguous row ranges of about equal entries: one per thread.
+  const int64_t total = row_ptr[static_cast<size_t>(n)];
+  parallel_for(0, t, t, [&](int64_t c) {
+    auto bound = [&](int64_t part) {
+      if (part == t) return n;
+      const int64_t target = total * part / t;
+      return static_cast<int64_t>(std::lower_bound(row_ptr.begin(), row_ptr.end(), target) - row_ptr.begin());
+    };
+    rows(bound(c), bound(c + 1));
+  }, 1);
 }
 
 }  // namespace manifold

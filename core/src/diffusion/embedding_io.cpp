@@ -158,7 +158,8 @@ nlohmann::json embedding_metadata(const DiffusionResult& r, const DiffusionParam
                      {"symmetrize", p.symmetrize},
                      {"local_scaling", p.local_scaling},
                      {"tolerance", p.tolerance},
-                     {"ncv", p.ncv}};
+                     {"ncv", p.ncv},
+                     {"lock_check", p.lock_check}};
   j["epsilon"] = r.epsilon;
   j["epsilon_rule"] = epsilon_rule(p);
   j["graph_points"] = r.graph_points;

@@ -39,6 +39,7 @@ nlohmann::json session_to_json(const Session& s) {
                     {"local_scaling", d.local_scaling},
                     {"tolerance", d.tolerance},
                     {"ncv", d.ncv},
+                    {"lock_check", d.lock_check},
                     {"threads", d.threads}};
   if (!s.output.empty()) j["output"] = s.output;
   if (!s.view.is_null()) j["view"] = s.view;
@@ -109,6 +110,7 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
       p.local_scaling = d.value("local_scaling", p.local_scaling);
       p.tolerance = d.value("tolerance", p.tolerance);
       p.ncv = d.value("ncv", p.ncv);
+      p.lock_check = d.value("lock_check", p.lock_check);
       p.threads = d.value("threads", p.threads);
     }
   } catch (const nlohmann::json::exception& e) {
