@@ -1,7 +1,9 @@
 // The job runner: k-NN graph and diffusion map off the GUI thread, with the
 // results equal to core's (and the CLI's), the graph cache, and cancellation
 // that leaves nothing half-done.
+#include <QDir>
 #include <QProcess>
+#include <QStandardPaths>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -281,6 +283,60 @@ class TestJobRunner : public QObject {
     const QString msg = failed.last().at(0).toString();
     QVERIFY2(msg.contains("k") && !msg.isEmpty(), qPrintable(msg));
     QVERIFY(!runner.busy());
+  }
+
+  // The cluster backend: the graph is built by `manifold knn --backend mpi`
+  // under a real local mpirun (two ranks), followed through its progress
+  // file, and equals the CPU backend's.
+  void clusterBackend() {
+    const QByteArray cli = qgetenv("MANIFOLD_CLI");
+    if (cli.isEmpty()) QSKIP("MANIFOLD_CLI is not set (run through CTest)");
+    if (QStandardPaths::findExecutable("mpirun").isEmpty()) QSKIP("mpirun is not installed");
+    const QString profile_path = dir_.filePath("local-mpi.json");
+    {
+      const nlohmann::json profile = {
+          {"kind", "mpirun"},
+          {"ranks", 2},
+          {"mpirun_args", {"--oversubscribe"}},
+          // OpenMPI refuses root (CI runs as root) unless told otherwise.
+          {"env", {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}}},
+          {"manifold", cli.toStdString()},
+          {"work_dir", dir_.filePath("jobs").toStdString()}};
+      QFile f(profile_path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QByteArray::fromStdString(profile.dump(2)));
+    }
+    JobRunner runner;
+    runner.setDataset(dataset_);
+    QSignalSpy finished(&runner, &JobRunner::finished), failed(&runner, &JobRunner::failed),
+        progressed(&runner, &JobRunner::progressed);
+    RunParameters p;
+    p.backend = "cluster";
+    p.cluster_profile = profile_path.toStdString();
+    p.knn.k = 9;
+    p.diffusion.k = 9;
+    p.diffusion.components = 3;
+    runner.run(p);
+    auto outcome = wait_for_outcome(runner, finished, failed);
+    QVERIFY2(outcome, failed.isEmpty() ? "no result" : qPrintable(failed.last().at(0).toString()));
+    QCOMPARE(QString::fromStdString(outcome->graph->backend), QString("mpi"));
+    QVERIFY(!progressed.isEmpty());
+    Progress quiet;
+    KnnGraph cpu = make_backend("cpu")->build(dataset_->data, p.knn, quiet);
+    QCOMPARE(outcome->graph->indices, cpu.indices);
+    QCOMPARE(outcome->graph->distances, cpu.distances);
+    // The job's folders are cleaned up; only job records stay in the work folder.
+    for (const QString& name : QDir(dir_.filePath("jobs")).entryList(QDir::NoDotAndDotDot | QDir::AllEntries))
+      QVERIFY2(!name.startsWith("explorer-graph-"), qPrintable(name));
+
+    // A profile that cannot be read is an error message.
+    RunParameters bad = p;
+    bad.cluster_profile = dir_.filePath("missing-profile.json").toStdString();
+    bad.knn.k = 11;  // not cached
+    bad.diffusion.k = 11;
+    runner.run(bad);
+    QVERIFY(failed.wait(30000));
+    QVERIFY2(failed.last().at(0).toString().contains("missing-profile.json"), qPrintable(failed.last().at(0).toString()));
   }
 
   // The GUI's embedding equals what `manifold run --session` writes for the

@@ -5,10 +5,15 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <new>
 
+#include "manifold/cluster.h"
 #include "manifold/error.h"
+#include "manifold/npy.h"
 #include "manifold/progress.h"
+
+namespace fs = std::filesystem;
 
 namespace manifold::ui {
 
@@ -17,6 +22,39 @@ constexpr size_t kCachedGraphs = 4;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// The graph built by a cluster job (local mpirun or Slurm, as the profile
+/// says), followed through its progress file. Data made in memory (the demo,
+/// a selection, a transformed file) go to the profile's work folder first,
+/// where the nodes can read them.
+KnnGraph build_on_cluster(const LoadedDataset& ds, const RunParameters& p, const std::string& cli, Progress& progress) {
+  if (p.cluster_profile.empty()) throw UsageError("cluster backend: choose a cluster profile first");
+  cluster::Profile profile = cluster::load_profile(p.cluster_profile);
+  if (profile.manifold.empty() && !cli.empty()) profile.manifold = cli;
+  const fs::path work = profile.work_dir.empty() ? fs::temp_directory_path() : fs::path(profile.work_dir);
+  fs::create_directories(work);
+  const std::string stamp = std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::string data = ds.path.toStdString();
+  fs::path temp_data;
+  if (data.empty() || ds.transform != "none" || !ds.hdf5_dataset.empty()) {
+    temp_data = work / ("explorer-data-" + stamp + ".npy");
+    npy::write(temp_data.string(), ds.data.data(), {ds.data.rows(), ds.data.cols()});
+    data = temp_data.string();
+  }
+  const fs::path out = work / ("explorer-graph-" + stamp);
+  struct Cleanup {
+    fs::path a, b;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!a.empty()) fs::remove(a, ec);
+      if (!b.empty()) fs::remove_all(b, ec);
+    }
+  } cleanup{temp_data, out};
+  std::vector<std::string> args = {"-k", std::to_string(p.knn.k), "--metric", to_string(p.knn.metric)};
+  if (p.knn.keep_self) args.push_back("--keep-self");
+  auto job = cluster::Job::submit(profile, {data, out.string(), args});
+  return cluster::follow(*job, progress);
 }
 
 QString duration_text(double s) {
@@ -146,8 +184,9 @@ void JobRunner::start(const RunParameters& params) {
   running_ = true;
   user_cancelled_ = false;
   auto sink = std::make_shared<JobProgressSink>(this, job);
+  const std::string cli = cli_path_;
 
-  QFuture<Output> future = QtConcurrent::run([dataset, params, cached, previous, retime, flag, sink]() -> Output {
+  QFuture<Output> future = QtConcurrent::run([dataset, params, cached, previous, retime, flag, sink, cli]() -> Output {
     Output out;
     out.fingerprint = dataset->fingerprint;
     const auto t0 = std::chrono::steady_clock::now();
@@ -165,8 +204,11 @@ void JobRunner::start(const RunParameters& params) {
       } else {
         std::shared_ptr<const KnnGraph> graph = cached;
         if (!graph) {
-          auto backend = make_backend(params.backend);
-          auto built = std::make_shared<KnnGraph>(backend->build(dataset->data, params.knn, progress));
+          std::shared_ptr<KnnGraph> built;
+          if (params.backend == "cluster")
+            built = std::make_shared<KnnGraph>(build_on_cluster(*dataset, params, cli, progress));
+          else
+            built = std::make_shared<KnnGraph>(make_backend(params.backend)->build(dataset->data, params.knn, progress));
           graph = built;
           out.built_graph = built;
           outcome->knn_seconds = seconds_since(t0);

@@ -58,6 +58,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
 
   runner_ = new JobRunner(this);
+  {
+    // Cluster jobs run the command-line program installed beside this one.
+    const QString cli = QCoreApplication::applicationDirPath() + QStringLiteral("/manifold");
+    if (QFileInfo(cli).isExecutable()) runner_->setCliPath(cli.toStdString());
+  }
   view_ = new EmbeddingView(this);
   parameters_ = new ParameterPanel(this);
   dataset_panel_ = new DatasetPanel(this);
@@ -582,13 +587,17 @@ bool MainWindow::saveSession(const QString& path) {
     p.knn.k = outcome_->graph->k;
     p.diffusion.k = outcome_->result->k;
   }
-  s.backend = p.backend;
+  // Every backend builds the same graph; the CLI's `run` has no cluster
+  // backend, so a cluster run is recorded as "auto" with the profile kept
+  // in the view block.
+  s.backend = p.backend == "cluster" ? "auto" : p.backend;
   s.knn = p.knn;
   s.diffusion = p.diffusion;
   s.dataset = dataset_->hdf5_dataset;
   s.transform = dataset_->transform;
   s.view = view_settings();
   s.view["fingerprint"] = dataset_->fingerprint;
+  if (p.backend == "cluster") s.view["cluster_profile"] = p.cluster_profile;
   try {
     const QFileInfo info(path);
     if (dataset_->path.isEmpty()) {

@@ -1,6 +1,9 @@
 #include "manifold/ui/parameter_panel.h"
 
+#include <QFileDialog>
 #include <QFormLayout>
+#include <QHBoxLayout>
+#include <QToolButton>
 #include <QGroupBox>
 #include <QLabel>
 #include <QRegularExpressionValidator>
@@ -41,8 +44,33 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
     backend_->setItemData(2, false, Qt::UserRole - 1);  // disables the item
     backend_->setItemData(2, tr("No GPU backend in this build or no GPU present"), Qt::ToolTipRole);
   }
+  backend_->addItem(tr("Cluster (profile)"), "cluster");
+  backend_->setItemData(3, tr("Submit the k-NN graph to a cluster (local mpirun or Slurm) described by a profile file; "
+                              "the data must be on a file system the nodes see"),
+                        Qt::ToolTipRole);
   backend_->setToolTip(tr("Where the exact k-NN graph is computed. Every backend gives the same graph."));
   graph->addRow(tr("Backend"), backend_);
+  profile_row_ = new QWidget(graph_box);
+  auto* profile_layout = new QHBoxLayout(profile_row_);
+  profile_layout->setContentsMargins(0, 0, 0, 0);
+  profile_ = new QLineEdit(profile_row_);
+  profile_->setPlaceholderText(tr("cluster profile (.json)"));
+  profile_->setToolTip(tr("A cluster profile: {\"kind\": \"mpirun\" | \"slurm\", \"ranks\", \"hostfile\", "
+                          "\"partition\", \"work_dir\", ...} (see manifold submit)"));
+  auto* browse = new QToolButton(profile_row_);
+  browse->setText(QStringLiteral("\u2026"));
+  browse->setToolTip(tr("Choose a cluster profile"));
+  profile_layout->addWidget(profile_, 1);
+  profile_layout->addWidget(browse);
+  graph->addRow(tr("Profile"), profile_row_);
+  connect(browse, &QToolButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Cluster profile"), QString(),
+                                                      tr("Profiles (*.json);;All files (*)"));
+    if (!path.isEmpty()) {
+      profile_->setText(path);
+      Q_EMIT profile_->editingFinished();
+    }
+  });
   devices_ = new QLineEdit(QStringLiteral("all"), graph_box);
   devices_->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("all|\\d+(,\\d+)*")), devices_));
   devices_->setToolTip(tr("GPUs to use: \"all\" or a list of ordinals such as 0,1"));
@@ -122,6 +150,7 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   connect(metric_, &QComboBox::currentIndexChanged, this, notify);
   connect(backend_, &QComboBox::currentIndexChanged, this, notify);
   connect(devices_, &QLineEdit::editingFinished, this, notify);
+  connect(profile_, &QLineEdit::editingFinished, this, notify);
   connect(epsilon_mode_, &QComboBox::currentIndexChanged, this, notify);
   connect(epsilon_value_, &QDoubleSpinBox::valueChanged, this, [this, notify] {
     if (epsilon_mode_->currentData().toString() == "value") notify();
@@ -139,7 +168,8 @@ void ParameterPanel::update_enabled() {
   epsilon_value_->setEnabled(mode == "value");
   bgh_plot_->setVisible(mode == "auto");
   const QString backend = backend_->currentData().toString();
-  devices_->setEnabled(backend != "cpu" && backend_available("gpu"));
+  devices_->setEnabled((backend == "auto" || backend == "gpu") && backend_available("gpu"));
+  profile_row_->setEnabled(backend == "cluster");
   local_scaling_->setMaximum(k_->value());
 }
 
@@ -148,6 +178,7 @@ RunParameters ParameterPanel::parameters() const {
   p.knn.k = k_->value();
   p.knn.metric = parse_metric(metric_->currentData().toString().toStdString());
   p.backend = backend_->currentData().toString().toStdString();
+  if (p.backend == "cluster") p.cluster_profile = profile_->text().trimmed().toStdString();
   const QString devices = devices_->text().trimmed();
   if (!devices.isEmpty() && devices != "all")
     for (const QString& d : devices.split(',', Qt::SkipEmptyParts)) p.knn.devices.push_back(d.toInt());
@@ -174,6 +205,7 @@ void ParameterPanel::setParameters(const RunParameters& p) {
   k_->setValue(p.diffusion.k > 0 ? std::min(p.diffusion.k, p.knn.k) : p.knn.k);
   metric_->setCurrentIndex(metric_->findData(QString::fromStdString(to_string(p.knn.metric))));
   backend_->setCurrentIndex(std::max(0, backend_->findData(QString::fromStdString(p.backend))));
+  if (!p.cluster_profile.empty()) profile_->setText(QString::fromStdString(p.cluster_profile));
   QStringList devices;
   for (int d : p.knn.devices) devices << QString::number(d);
   devices_->setText(devices.isEmpty() ? QStringLiteral("all") : devices.join(','));

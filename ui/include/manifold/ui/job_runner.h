@@ -69,6 +69,9 @@ class JobRunner : public QObject {
   std::shared_ptr<const KnnGraph> cachedGraph(const RunParameters& params) const;
   std::shared_ptr<const EmbeddingOutcome> current() const { return current_; }
   void clearCache();
+  /// The `manifold` program cluster jobs run (default: the profile's, else
+  /// the one beside this program).
+  void setCliPath(const std::string& path) { cli_path_ = path; }
   /// Seconds from the last cancel() to the job actually stopping.
   double lastCancelLatency() const { return cancel_latency_s_; }
 
@@ -110,6 +113,7 @@ class JobRunner : public QObject {
   uint64_t job_ = 0;
   QElapsedTimer cancel_clock_;
   double cancel_latency_s_ = -1;
+  std::string cli_path_;
 
   friend class JobProgressSink;
 };

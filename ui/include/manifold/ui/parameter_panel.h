@@ -43,6 +43,7 @@ class ParameterPanel : public QWidget {
   QSpinBox* componentsEditor() const { return components_; }
   QComboBox* symmetrizeEditor() const { return symmetrize_; }
   QComboBox* backendEditor() const { return backend_; }
+  QLineEdit* clusterProfileEditor() const { return profile_; }
 
  Q_SIGNALS:
   /// Any parameter changed (emitted once per edit).
@@ -55,6 +56,8 @@ class ParameterPanel : public QWidget {
   QComboBox* metric_;
   QComboBox* backend_;
   QLineEdit* devices_;
+  QLineEdit* profile_;
+  QWidget* profile_row_;
   QComboBox* epsilon_mode_;
   QDoubleSpinBox* epsilon_value_;
   QDoubleSpinBox* alpha_;

@@ -13,7 +13,8 @@ namespace manifold::ui {
 
 struct RunParameters {
   KnnParams knn;                 ///< the graph: k, metric, devices
-  std::string backend = "auto";  ///< auto | cpu | gpu
+  std::string backend = "auto";  ///< auto | cpu | gpu | cluster
+  std::string cluster_profile;   ///< backend "cluster": the profile file (manifold/cluster.h)
   DiffusionParams diffusion;     ///< the embedding; diffusion.k <= knn.k slices the graph
 
   /// True when `other` needs a different graph (metric, self, or more neighbours).
