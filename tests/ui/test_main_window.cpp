@@ -4,6 +4,7 @@
 #include <QDropEvent>
 #include <QMimeData>
 #include <QProcess>
+#include <QPushButton>
 #include <QScrollBar>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -45,6 +46,9 @@ class TestMainWindow : public QObject {
 
   QTemporaryDir dir_;
   QString data_path_;
+  std::vector<float> original_;  // the spots, as written
+
+  const float* data_row_copy(int64_t row) const { return original_.data() + row * 256; }
 
   static bool wait_for(QSignalSpy& spy, int ms = 60000) { return !spy.isEmpty() || spy.wait(ms); }
 
@@ -56,6 +60,7 @@ class TestMainWindow : public QObject {
     QVERIFY(dir_.isValid());
     data_path_ = dir_.filePath("spots.npy");
     t::write_rotating_spot_npy(data_path_, 600, 16, 16);
+    original_ = t::rotating_spot_images(600, 16, 16);
   }
 
   void badFileShowsMessage() {
@@ -317,6 +322,20 @@ class TestMainWindow : public QObject {
       QCOMPARE(cli_run.coordinates, res.coordinates);
     }
     QVERIFY(errors.isEmpty() || errors.size() == 1);  // only the deliberate export failure
+
+    // "Embed selection" opens the selected images as a dataset and embeds them.
+    QPushButton* embed_selection = nullptr;
+    for (auto* b : w.findChildren<QPushButton*>())
+      if (b->text() == "Embed selection") embed_selection = b;
+    QVERIFY(embed_selection);
+    opened.clear();
+    shown.clear();
+    embed_selection->click();
+    QVERIFY(opened.wait(20000));
+    QCOMPARE(w.dataset()->rows(), static_cast<int64_t>(selection.size()));
+    QVERIFY(std::equal(w.dataset()->data.row(0), w.dataset()->data.row(0) + 256, data_row_copy(selection[0])));
+    QVERIFY(shown.wait(60000));
+    QCOMPARE(w.outcome()->result->graph_points, static_cast<int64_t>(selection.size()));
   }
 
   // Cancel from the window: the run stops within moments, the previous

@@ -314,26 +314,32 @@ void MainWindow::build_docks() {
       show_error(tr("Select at least 3 points to embed them on their own."));
       return;
     }
-    const int64_t d = dataset_->data.cols();
-    std::vector<float> values(selected_rows_.size() * static_cast<size_t>(d));
-    for (size_t s = 0; s < selected_rows_.size(); ++s)
-      std::copy_n(dataset_->data.row(selected_rows_[s]), d, values.begin() + static_cast<ptrdiff_t>(s * d));
-    Dataset sub(static_cast<int64_t>(selected_rows_.size()), d, std::move(values));
-    sub.source = dataset_->data.source;
-    sub.format = dataset_->data.format;
-    sub.source_dtype = dataset_->data.source_dtype;
-    sub.item_shape = dataset_->data.item_shape;
-    std::vector<PointMetadata> meta;
-    PointMetadata original{tr("row in %1").arg(dataset_->name), {}, false};
-    for (int64_t r : selected_rows_) {
-      original.values.push_back(static_cast<float>(r));
-      if (!dataset_->data.labels.empty()) sub.labels.push_back(dataset_->data.labels[static_cast<size_t>(r)]);
-    }
-    meta.push_back(std::move(original));
-    openDataset(adoptDataset(std::move(sub), tr("%1 (selection of %2)").arg(dataset_->name).arg(selected_rows_.size()),
-                             tr("%1 selected images of %2").arg(selected_rows_.size()).arg(dataset_->name), false,
-                             std::move(meta)),
-                true);
+    // Copying the rows can be large: it runs off the GUI thread like any open.
+    auto source = dataset_;
+    auto rows = selected_rows_;
+    start_load(
+        [source, rows]() -> std::shared_ptr<const LoadedDataset> {
+          const int64_t d = source->data.cols();
+          std::vector<float> values(rows.size() * static_cast<size_t>(d));
+          for (size_t s = 0; s < rows.size(); ++s)
+            std::copy_n(source->data.row(rows[s]), d, values.begin() + static_cast<ptrdiff_t>(s * d));
+          Dataset sub(static_cast<int64_t>(rows.size()), d, std::move(values));
+          sub.source = source->data.source;
+          sub.format = source->data.format;
+          sub.source_dtype = source->data.source_dtype;
+          sub.item_shape = source->data.item_shape;
+          std::vector<PointMetadata> meta;
+          PointMetadata original{tr("row in %1").arg(source->name), {}, false};
+          for (int64_t r : rows) {
+            original.values.push_back(static_cast<float>(r));
+            if (!source->data.labels.empty()) sub.labels.push_back(source->data.labels[static_cast<size_t>(r)]);
+          }
+          meta.push_back(std::move(original));
+          return adoptDataset(std::move(sub), tr("%1 (selection of %2)").arg(source->name).arg(rows.size()),
+                              tr("%1 selected images of %2").arg(rows.size()).arg(source->name), false,
+                              std::move(meta));
+        },
+        tr("the selection"), true);
   });
   dock(tr("Selection"), QStringLiteral("selectionDock"), selection, Qt::RightDockWidgetArea);
 }
