@@ -88,7 +88,8 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
       const auto& d = j["diffusion"];
       if (!d.is_object()) fail("\"diffusion\" must be an object");
       static const std::set<std::string> keys = {"k",          "epsilon",       "alpha",     "components", "t",
-                                                 "symmetrize", "local_scaling", "tolerance", "ncv",        "threads"};
+                                                 "symmetrize", "local_scaling", "tolerance", "ncv",        "threads",
+                                                 "lock_check"};
       for (auto& [key, v] : d.items())
         if (!keys.count(key)) fail("unknown key 'diffusion." + key + "'");
       auto& p = s.diffusion;

@@ -1,0 +1,322 @@
+// The CLI end to end: embed, run (data, session, demo), simulate, bench
+// embed; exit codes, one-line errors, no partial output.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "manifold/embedding_io.h"
+#include "manifold/graph_io.h"
+#include "manifold/npy.h"
+#include "manifold/simulate.h"
+#include "test_support.h"
+
+using namespace manifold;
+using testing_support::run_cli;
+using testing_support::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+bool have_cli() { return std::getenv("MANIFOLD_CLI") != nullptr; }
+
+#define REQUIRE_CLI() \
+  if (!have_cli()) GTEST_SKIP() << "MANIFOLD_CLI is not set (run through ctest)"
+
+/// A noisy circle in 5-D (two informative dimensions), written as .npy.
+std::string write_circle(const TempDir& t, int64_t n, std::vector<double>* angle = nullptr) {
+  std::mt19937_64 rng(6);
+  std::uniform_real_distribution<double> u(0, 2 * M_PI);
+  std::normal_distribution<double> g(0, 0.02);
+  std::vector<float> v;
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = u(rng);
+    if (angle) angle->push_back(a);
+    v.insert(v.end(), {static_cast<float>(std::cos(a) + g(rng)), static_cast<float>(std::sin(a) + g(rng)),
+                       static_cast<float>(g(rng)), static_cast<float>(g(rng)), static_cast<float>(g(rng))});
+  }
+  const std::string path = t / "circle.npy";
+  npy::write(path, v.data(), {n, 5});
+  return path;
+}
+
+TEST(CliEmbed, KnnThenEmbedWritesEveryFile) {
+  REQUIRE_CLI();
+  TempDir t;
+  std::vector<double> angle;
+  const std::string data = write_circle(t, 600, &angle);
+  std::string err, out;
+  ASSERT_EQ(run_cli("knn " + data + " -k 15 -q -o " + (t / "g"), &err), 0) << err;
+  ASSERT_EQ(run_cli("embed " + (t / "g") + " --components 3", &err, &out), 0) << err;
+  EXPECT_NE(out.find("diffusion map: N=600 k=15"), std::string::npos) << out;
+  for (auto f : {"eigenvalues.npy", "embedding.npy", "point_index.npy", "embedding.csv", "embedding.vtp", "embedding.json"})
+    EXPECT_TRUE(fs::exists(t / (std::string("g/") + f))) << f;
+  Embedding e = read_embedding(t / "g");
+  ASSERT_EQ(e.n, 600);
+  ASSERT_EQ(e.m, 3);
+  // The circle is recovered: atan2(dc2, dc1) follows the angle.
+  std::vector<double> phi;
+  for (int64_t i = 0; i < e.n; ++i) phi.push_back(std::atan2(e.coordinates[i * 3 + 1], e.coordinates[i * 3]));
+  EXPECT_GT(std::abs(circular_correlation(phi, angle)), 0.99);
+
+  // Another output folder and other parameters, recorded in embedding.json.
+  ASSERT_EQ(run_cli("embed " + (t / "g") + " --k 8 --epsilon auto --alpha 0.5 --t 2 --symmetrize and --components 2 "
+                    "--local-scaling 4 -q -o " + (t / "e2"),
+                    &err),
+            0)
+      << err;
+  Embedding e2 = read_embedding(t / "e2");
+  EXPECT_EQ(e2.m, 2);
+  const auto& p = e2.metadata["parameters"];
+  EXPECT_EQ(p["k"], 8);
+  EXPECT_EQ(p["epsilon"], "auto");
+  EXPECT_EQ(p["alpha"], 0.5);
+  EXPECT_EQ(p["t"], 2.0);
+  EXPECT_EQ(p["symmetrize"], "and");
+  EXPECT_EQ(p["local_scaling"], 4);
+  EXPECT_TRUE(e2.metadata.contains("bgh"));
+  EXPECT_EQ(e2.metadata["graph"]["k"], 15);
+}
+
+TEST(CliEmbed, BadInputGivesOneLineAndNoOutput) {
+  REQUIRE_CLI();
+  TempDir t;
+  const std::string data = write_circle(t, 200);
+  ASSERT_EQ(run_cli("knn " + data + " -k 10 -q -o " + (t / "g")), 0);
+  struct Case {
+    std::string args;
+    int status;
+    std::string says;
+  };
+  const std::string g = t / "g";
+  const std::vector<Case> cases = {
+      {"embed " + g + " --epsilon 0", 2, "--epsilon"},
+      {"embed " + g + " --epsilon -3", 2, "must be positive"},
+      {"embed " + g + " --epsilon wide", 2, "not a number"},
+      {"embed " + g + " --k 11", 2, "graph's k = 10"},
+      {"embed " + g + " --components 200", 2, "--components"},
+      {"embed " + g + " --components 199", 2, "--components"},
+      {"embed " + g + " --symmetrize xor", 2, "--symmetrize"},
+      {"embed " + g + " --alpha 3", 2, "--alpha"},
+      {"embed " + g + " --bogus 1", 2, "unknown option"},
+      {"embed", 2, "missing GRAPHDIR"},
+      {"embed " + (t / "nowhere"), 1, "nowhere"},
+  };
+  for (const auto& c : cases) {
+    std::string err;
+    EXPECT_EQ(run_cli(c.args + " -q -o " + (t / "out"), &err), c.status) << c.args << ": " << err;
+    EXPECT_EQ(lines(err), 1) << c.args << ": " << err;
+    EXPECT_NE(err.find(c.says), std::string::npos) << c.args << ": " << err;
+    EXPECT_FALSE(fs::exists(t / "out")) << c.args;
+  }
+  // Inconsistent graph files: out-of-range index, shapes that disagree.
+  KnnGraph graph = read_graph(g);
+  auto bad_case = [&](const std::string& what) {
+    std::string err;
+    EXPECT_EQ(run_cli("embed " + (t / "bad") + " -q -o " + (t / "out"), &err), 1) << what << ": " << err;
+    EXPECT_EQ(lines(err), 1) << err;
+    EXPECT_NE(err.find(what), std::string::npos) << err;
+    EXPECT_FALSE(fs::exists(t / "out"));
+    EXPECT_FALSE(fs::exists(t / "bad/embedding.npy"));
+  };
+  fs::copy(g, t / "bad");
+  std::vector<int64_t> idx = graph.indices;
+  idx[77] = 9999;
+  npy::write(t / "bad/indices.npy", idx.data(), {graph.n, graph.k});
+  bad_case("indices.npy");
+  std::vector<float> d(graph.distances.begin(), graph.distances.end() - graph.k);
+  npy::write(t / "bad/indices.npy", graph.indices.data(), {graph.n, graph.k});
+  npy::write(t / "bad/distances.npy", d.data(), {graph.n - 1, graph.k});
+  bad_case("distances.npy");
+}
+
+TEST(CliRun, DataSessionAndReproduction) {
+  REQUIRE_CLI();
+  TempDir t;
+  const std::string data = write_circle(t, 500);
+  std::string err, out;
+  ASSERT_EQ(run_cli("run " + data + " -k 12 --backend cpu --components 3 --embed-k 10 -o " + (t / "r"), &err, &out), 0)
+      << err;
+  EXPECT_NE(out.find("k-NN graph: N=500"), std::string::npos) << out;
+  for (auto f : {"indices.npy", "distances.npy", "graph.json", "embedding.npy", "embedding.vtp", "session.json"})
+    EXPECT_TRUE(fs::exists(t / (std::string("r/") + f))) << f;
+  EXPECT_EQ(read_graph(t / "r").k, 12);
+  Embedding a = read_embedding(t / "r");
+  EXPECT_EQ(a.metadata["parameters"]["k"], 10);
+  // The session written by run reproduces it exactly.
+  ASSERT_EQ(run_cli("run --session " + (t / "r/session.json") + " -q -o " + (t / "again"), &err), 0) << err;
+  Embedding b = read_embedding(t / "again");
+  EXPECT_EQ(a.coordinates, b.coordinates);
+  // A hand-written session with a relative data path and output folder.
+  fs::create_directories(t / "s");
+  fs::copy(data, t / "s/points.npy");
+  std::ofstream(t / "s/mine.json") << R"({"format": "manifold-session", "version": 1, "data": "points.npy",
+    "knn": {"k": 9}, "diffusion": {"components": 2, "epsilon": 0.05}, "output": "result"})";
+  ASSERT_EQ(run_cli("run --session " + (t / "s/mine.json") + " -q", &err), 0) << err;
+  Embedding c = read_embedding(t / "s/result");
+  EXPECT_EQ(c.m, 2);
+  EXPECT_EQ(c.metadata["epsilon"], 0.05);
+  // Bad run arguments.
+  EXPECT_EQ(run_cli("run " + data + " -o " + (t / "x"), &err), 2);
+  EXPECT_NE(err.find("missing -k"), std::string::npos);
+  EXPECT_EQ(run_cli("run " + data + " -k 10", &err), 2);
+  EXPECT_EQ(run_cli("run " + data + " -k 600 -q -o " + (t / "x"), &err), 2);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_EQ(run_cli("run " + data + " -k 10 --components 600 -q -o " + (t / "x"), &err), 2) << err;
+  EXPECT_NE(err.find("--components"), std::string::npos);
+  EXPECT_EQ(run_cli("run --session " + (t / "nowhere.json") + " -o " + (t / "x"), &err), 1);
+  EXPECT_NE(err.find("nowhere.json"), std::string::npos);
+  EXPECT_EQ(run_cli("run --demo --session " + (t / "s/mine.json") + " -o " + (t / "x"), &err), 2);
+  EXPECT_FALSE(fs::exists(t / "x"));
+}
+
+TEST(CliRun, DemoRecoversTheRotationAngle) {
+  REQUIRE_CLI();
+  try {
+    find_packaged_pdb("1ubq");
+  } catch (const Error&) {
+    GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed";
+  }
+  TempDir t;
+  std::string err, out;
+  ASSERT_EQ(run_cli("run --demo --count 1000 -o " + (t / "demo"), &err, &out), 0) << err;
+  const auto pos = out.find("circular correlation of atan2(psi2, psi1) with the rotation angle: ");
+  ASSERT_NE(pos, std::string::npos) << out;
+  const double corr = std::strtod(out.c_str() + pos + 67, nullptr);
+  EXPECT_GE(corr, 0.99) << out;
+  for (auto f : {"patterns.npy", "patterns.angles.npy", "indices.npy", "embedding.npy", "embedding.vtp", "session.json"})
+    EXPECT_TRUE(fs::exists(t / (std::string("demo/") + f))) << f;
+  Embedding e = read_embedding(t / "demo");
+  EXPECT_EQ(e.n, 1000);
+  EXPECT_NEAR(e.metadata["demo"]["circular_correlation_angle"].get<double>(), corr, 1e-4);
+  // The session reproduces the demo's embedding from its patterns.
+  ASSERT_EQ(run_cli("run --session " + (t / "demo/session.json") + " -q -o " + (t / "again"), &err), 0) << err;
+  EXPECT_EQ(read_embedding(t / "again").coordinates, e.coordinates);
+}
+
+TEST(CliRun, CtrlCCancelsWithoutOutput) {
+  REQUIRE_CLI();
+  TempDir t;
+  const std::string data = write_circle(t, 30000);
+  // SIGINT after a moment, while the graph is being built.
+  const std::string cmd = "timeout --preserve-status -s INT 0.5 '" + std::string(std::getenv("MANIFOLD_CLI")) +
+                          "' run " + data + " -k 30 --backend cpu -o " + (t / "out") + " >/dev/null 2>" + (t / "err");
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream in(t / "err");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_NE(ss.str().find("cancelled"), std::string::npos) << ss.str();
+  EXPECT_FALSE(fs::exists(t / "out"));
+}
+
+TEST(CliSimulate, WritesNpyAndCxiAndRejectsBadInput) {
+  REQUIRE_CLI();
+  std::string pdb;
+  try {
+    pdb = find_packaged_pdb("1ubq");
+  } catch (const Error&) {
+    GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed";
+  }
+  TempDir t;
+  std::string err, out;
+  ASSERT_EQ(run_cli("simulate diffraction --pdb " + pdb + " --count 30 --size 16 --axis y --photons 5000 --seed 4 -o " +
+                        (t / "p.npy"),
+                    &err, &out),
+            0)
+      << err;
+  EXPECT_NE(out.find("simulated 30 patterns 16x16 of 1UBQ"), std::string::npos) << out;
+  std::vector<int64_t> shape;
+  auto img = npy::read<float>(t / "p.npy", &shape);
+  EXPECT_EQ(shape, (std::vector<int64_t>{30, 16, 16}));
+  double total = 0;
+  for (float v : img) total += v;
+  EXPECT_NEAR(total / 30, 5000, 300);
+  EXPECT_EQ(npy::read<double>(t / "p.angles.npy", &shape).size(), 30u);
+  // Bare PDB ids resolve to the packaged structure; CXI holds data and truth.
+  ASSERT_EQ(run_cli("simulate diffraction --pdb 1ubq --count 20 --size 12 --axis random -q -o " + (t / "r.cxi"), &err), 0)
+      << err;
+  ASSERT_EQ(run_cli("info " + (t / "r.cxi"), &err, &out), 0) << err;
+  EXPECT_NE(out.find("N:       20"), std::string::npos) << out;
+  EXPECT_NE(out.find("d:       144"), std::string::npos) << out;
+
+  std::ofstream(t / "junk.pdb") << "nothing here\n";
+  struct Case {
+    std::string args;
+    int status;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"simulate diffraction --pdb " + pdb + " --count 5 --axis w -o " + (t / "x.npy"), 2, "--axis"},
+      {"simulate diffraction --count 5 -o " + (t / "x.npy"), 2, "--pdb"},
+      {"simulate diffraction --pdb " + pdb + " -o " + (t / "x.npy"), 2, "--count"},
+      {"simulate diffraction --pdb " + pdb + " --count 5 -o " + (t / "x.txt"), 2, ".npy or .cxi"},
+      {"simulate diffraction --pdb " + pdb + " --count 0 -o " + (t / "x.npy"), 2, "--count"},
+      {"simulate diffraction --pdb " + pdb + " --count 5 --photons -1 -o " + (t / "x.npy"), 2, "--photons"},
+      {"simulate diffraction --pdb " + (t / "missing.pdb") + " --count 5 -o " + (t / "x.npy"), 1, "missing.pdb"},
+      {"simulate diffraction --pdb " + (t / "junk.pdb") + " --count 5 -o " + (t / "x.npy"), 1, "no ATOM/HETATM"},
+      {"simulate noise --count 5", 2, "unknown kind"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(run_cli(c.args, &err), c.status) << c.args << ": " << err;
+    EXPECT_EQ(lines(err), 1) << c.args << ": " << err;
+    EXPECT_NE(err.find(c.says), std::string::npos) << c.args << ": " << err;
+  }
+  EXPECT_FALSE(fs::exists(t / "x.npy"));
+  EXPECT_FALSE(fs::exists(t / "x.txt"));
+}
+
+TEST(CliBench, EmbedBenchWritesJsonAndMatrix) {
+  REQUIRE_CLI();
+  TempDir t;
+  std::string err, out;
+  ASSERT_EQ(run_cli("bench embed -n 3000 -k 10 --repeats 1 --json " + (t / "b.json") + " --matrix " + (t / "m"), &err,
+                    &out),
+            0)
+      << err;
+  std::ifstream in(t / "b.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["data"]["n"], 3000);
+  EXPECT_EQ(j["eigensolve"]["eigenpairs"], 10);
+  EXPECT_GT(j["eigensolve"]["median_s"].get<double>(), 0);
+  EXPECT_LE(j["eigensolve"]["max_residual"].get<double>(), 1e-9);
+  EXPECT_TRUE(j["reembed"]["k_change"].contains("median_s"));
+  EXPECT_TRUE(j["reembed"]["epsilon_change"].contains("median_s"));
+  // The matrix written for SciPy is the symmetric operator that was solved.
+  std::vector<int64_t> s1, s2, s3;
+  auto ptr = npy::read<int64_t>(t / "m/indptr.npy", &s1);
+  auto col = npy::read<int64_t>(t / "m/indices.npy", &s2);
+  auto val = npy::read<double>(t / "m/data.npy", &s3);
+  ASSERT_EQ(ptr.size(), 3001u);
+  ASSERT_EQ(col.size(), val.size());
+  EXPECT_EQ(ptr.back(), static_cast<int64_t>(val.size()));
+  EXPECT_EQ(j["matrix"]["nnz"], static_cast<int64_t>(val.size()));
+  // Symmetric, and rows of D^-1/2 K D^-1/2 times sqrt(d) give sqrt(d) back: check symmetry on a sample.
+  std::map<std::pair<int64_t, int64_t>, double> entries;
+  for (int64_t i = 0; i < 3000; ++i)
+    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) entries[{i, col[e]}] = val[e];
+  int checked = 0;
+  for (auto& [ij, v] : entries) {
+    if (ij.first % 97) continue;
+    ASSERT_TRUE(entries.count({ij.second, ij.first}));
+    const double mirror = entries[std::make_pair(ij.second, ij.first)];
+    EXPECT_NEAR(mirror, v, 1e-15);
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);
+}
+
+}  // namespace

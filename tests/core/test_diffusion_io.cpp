@@ -1,0 +1,350 @@
+// Embedding files and session files: every writer round-trips (npy read
+// back, VTP and CSV parsed here), the reader rejects inconsistent files, and
+// output is all-or-nothing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include "manifold/diffusion_map.h"
+#include "manifold/embedding_io.h"
+#include "manifold/error.h"
+#include "manifold/npy.h"
+#include "manifold/session.h"
+#include "test_support.h"
+
+using namespace manifold;
+using testing_support::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+DiffusionResult small_result(int64_t graph_points = 300) {
+  std::mt19937_64 rng(4);
+  std::normal_distribution<float> g(0, 1);
+  std::vector<float> v(static_cast<size_t>(graph_points * 3));
+  for (auto& x : v) x = g(rng);
+  Dataset ds(graph_points, 3, std::move(v));
+  register_cpu_backend();
+  KnnParams kp;
+  kp.k = 10;
+  Progress progress;
+  KnnGraph graph = make_backend("cpu")->build(ds, kp, progress);
+  DiffusionParams p;
+  p.components = 5;
+  p.epsilon = "auto";
+  return diffusion_map(graph, p, progress);
+}
+
+std::vector<uint8_t> base64_decode(const std::string& s) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::vector<uint8_t> out;
+  // Decode quads one by one: the length header is padded on its own.
+  for (size_t i = 0; i + 4 <= s.size(); i += 4) {
+    int a = val(s[i]), b = val(s[i + 1]), c = s[i + 2] == '=' ? 0 : val(s[i + 2]), d = s[i + 3] == '=' ? 0 : val(s[i + 3]);
+    const uint32_t v = (a << 18) | (b << 12) | (c << 6) | d;
+    out.push_back(static_cast<uint8_t>(v >> 16));
+    if (s[i + 2] != '=') out.push_back(static_cast<uint8_t>(v >> 8));
+    if (s[i + 3] != '=') out.push_back(static_cast<uint8_t>(v));
+  }
+  return out;
+}
+
+/// One DataArray of a VTK XML file written with header_type UInt64: the
+/// header quads decode to the byte count, the rest to the values.
+struct VtpArray {
+  std::string type, name;
+  int components = 1;
+  std::vector<uint8_t> bytes;
+};
+
+std::vector<VtpArray> parse_vtp(const std::string& text) {
+  std::vector<VtpArray> out;
+  std::regex re(R"re(<DataArray type="(\w+)"(?: Name="([^"]*)")? NumberOfComponents="(\d+)" format="binary">\s*([A-Za-z0-9+/=]+)\s*</DataArray>)re");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
+    VtpArray a;
+    a.type = (*it)[1];
+    a.name = (*it)[2];
+    a.components = std::stoi((*it)[3]);
+    const std::string b64 = (*it)[4];
+    // The UInt64 byte count is 8 bytes: 12 characters when padded alone.
+    const auto header = base64_decode(b64.substr(0, 12));
+    uint64_t nbytes = 0;
+    std::memcpy(&nbytes, header.data(), 8);
+    a.bytes = base64_decode(b64.substr(12));
+    EXPECT_EQ(a.bytes.size(), nbytes) << a.name;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> as(const VtpArray& a) {
+  std::vector<T> v(a.bytes.size() / sizeof(T));
+  std::memcpy(v.data(), a.bytes.data(), v.size() * sizeof(T));
+  return v;
+}
+
+TEST(EmbeddingIo, EveryFileRoundTrips) {
+  DiffusionResult r = small_result();
+  DiffusionParams p;
+  p.components = 5;
+  p.epsilon = "auto";
+  TempDir t;
+  write_embedding(t.path, r, p, nlohmann::json{{"n", 300}}, {{"note", "test"}});
+  for (auto f : {"eigenvalues.npy", "embedding.npy", "point_index.npy", "embedding.csv", "embedding.vtp", "embedding.json"})
+    EXPECT_TRUE(fs::exists(t / f)) << f;
+  // Nothing temporary is left.
+  for (auto& e : fs::directory_iterator(t.path)) EXPECT_NE(e.path().filename().string()[0], '.') << e.path();
+
+  std::vector<int64_t> shape;
+  EXPECT_EQ(npy::read<double>(t / "embedding.npy", &shape), r.coordinates);
+  EXPECT_EQ(shape, (std::vector<int64_t>{r.n, 5}));
+  EXPECT_EQ(npy::read<double>(t / "eigenvalues.npy", &shape), r.eigenvalues);
+  EXPECT_EQ(npy::read<int64_t>(t / "point_index.npy", &shape), r.point_index);
+
+  // CSV: header, then index and %.17g coordinates that parse back exactly.
+  std::istringstream csv(slurp(t / "embedding.csv"));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "index,dc1,dc2,dc3,dc4,dc5");
+  int64_t row = 0;
+  while (std::getline(csv, line)) {
+    std::istringstream ls(line);
+    std::string cell;
+    std::getline(ls, cell, ',');
+    ASSERT_EQ(std::stoll(cell), r.point_index[row]);
+    for (int c = 0; c < 5; ++c) {
+      std::getline(ls, cell, ',');
+      ASSERT_EQ(std::strtod(cell.c_str(), nullptr), r.coordinates[row * 5 + c]) << row << "," << c;
+    }
+    ++row;
+  }
+  EXPECT_EQ(row, r.n);
+
+  // VTP: points, one array per coordinate, the index, and vertex cells.
+  const std::string vtp = slurp(t / "embedding.vtp");
+  EXPECT_NE(vtp.find("<VTKFile type=\"PolyData\""), std::string::npos);
+  EXPECT_NE(vtp.find("NumberOfPoints=\"" + std::to_string(r.n) + "\""), std::string::npos);
+  auto arrays = parse_vtp(vtp);
+  ASSERT_EQ(arrays.size(), 5u + 1 + 1 + 2);
+  for (int c = 0; c < 5; ++c) {
+    ASSERT_EQ(arrays[c].name, "dc" + std::to_string(c + 1));
+    ASSERT_EQ(arrays[c].type, "Float64");
+    auto v = as<double>(arrays[c]);
+    ASSERT_EQ(v.size(), static_cast<size_t>(r.n));
+    for (int64_t i = 0; i < r.n; ++i) ASSERT_EQ(v[i], r.coordinates[i * 5 + c]);
+  }
+  EXPECT_EQ(arrays[5].name, "index");
+  EXPECT_EQ(as<int64_t>(arrays[5]), r.point_index);
+  auto pts = as<double>(arrays[6]);
+  EXPECT_EQ(arrays[6].components, 3);
+  ASSERT_EQ(pts.size(), static_cast<size_t>(r.n * 3));
+  for (int64_t i = 0; i < r.n; ++i)
+    for (int c = 0; c < 3; ++c) ASSERT_EQ(pts[i * 3 + c], r.coordinates[i * 5 + c]);
+  auto conn = as<int64_t>(arrays[7]), off = as<int64_t>(arrays[8]);
+  ASSERT_EQ(conn.size(), static_cast<size_t>(r.n));
+  for (int64_t i = 0; i < r.n; ++i) ASSERT_TRUE(conn[i] == i && off[i] == i + 1);
+
+  // JSON: every parameter, epsilon and its rule, the BGH curve, extras.
+  Embedding e = read_embedding(t.path);
+  EXPECT_EQ(e.n, r.n);
+  EXPECT_EQ(e.m, 5);
+  EXPECT_EQ(e.coordinates, r.coordinates);
+  EXPECT_EQ(e.eigenvalues, r.eigenvalues);
+  EXPECT_EQ(e.point_index, r.point_index);
+  const auto& j = e.metadata;
+  EXPECT_EQ(j["epsilon"].get<double>(), r.epsilon);
+  EXPECT_EQ(j["epsilon_rule"], "auto");
+  for (auto key : {"k", "epsilon", "alpha", "components", "t", "symmetrize", "local_scaling", "tolerance"})
+    EXPECT_TRUE(j["parameters"].contains(key)) << key;
+  EXPECT_EQ(j["graph_components"], 1);
+  EXPECT_TRUE(j["bgh"].contains("slope"));
+  EXPECT_TRUE(j["timings_s"].contains("eigensolve"));
+  EXPECT_EQ(j["note"], "test");
+  EXPECT_EQ(j["graph"]["n"], 300);
+}
+
+TEST(EmbeddingIo, VtkReadsTheVtp) {
+  // Cross-check with VTK's own reader when Debian's python3-vtk9 is there.
+  if (std::system("/usr/bin/python3 -c 'import vtk' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3-vtk9 is not installed";
+  DiffusionResult r = small_result();
+  DiffusionParams p;
+  p.components = 5;
+  TempDir t;
+  write_embedding(t.path, r, p);
+  const std::string script = t / "check.py";
+  std::ofstream(script) << "import sys, vtk\n"
+                           "r = vtk.vtkXMLPolyDataReader(); r.SetFileName(sys.argv[1]); r.Update()\n"
+                           "o = r.GetOutput(); pd = o.GetPointData()\n"
+                           "print(o.GetNumberOfPoints(), o.GetNumberOfVerts(), pd.GetNumberOfArrays(),\n"
+                           "      repr(pd.GetArray('dc2').GetValue(7)), pd.GetArray('index').GetValue(299))\n";
+  const std::string out = t / "out.txt";
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + script + " " + (t / "embedding.vtp") + " > " + out).c_str()), 0);
+  std::istringstream in(slurp(out));
+  int64_t points, verts, arrays, last;
+  double dc2;
+  in >> points >> verts >> arrays >> dc2 >> last;
+  EXPECT_EQ(points, r.n);
+  EXPECT_EQ(verts, r.n);
+  EXPECT_EQ(arrays, 6);
+  EXPECT_EQ(dc2, r.coordinates[7 * 5 + 1]);
+  EXPECT_EQ(last, 299);
+}
+
+TEST(EmbeddingIo, ReaderRejectsInconsistentFiles) {
+  DiffusionResult r = small_result();
+  DiffusionParams p;
+  p.components = 5;
+  TempDir t;
+  write_embedding(t.path, r, p);
+  auto message = [&] {
+    try {
+      read_embedding(t.path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message(), "");
+  std::vector<double> four(4, 0.5);
+  npy::write(t / "eigenvalues.npy", four.data(), {4});
+  EXPECT_NE(message().find("eigenvalues.npy: expected 6 eigenvalues"), std::string::npos) << message();
+  npy::write(t / "eigenvalues.npy", r.eigenvalues.data(), {6});
+  std::vector<int64_t> idx = r.point_index;
+  idx[3] = 5000;
+  npy::write(t / "point_index.npy", idx.data(), {r.n});
+  EXPECT_NE(message().find("point_index.npy: index 5000"), std::string::npos) << message();
+  idx.pop_back();
+  npy::write(t / "point_index.npy", idx.data(), {r.n - 1});
+  EXPECT_NE(message().find("point_index.npy: expected"), std::string::npos) << message();
+  fs::remove(t / "point_index.npy");
+  EXPECT_NE(message().find("point_index.npy: missing"), std::string::npos);
+  EXPECT_THROW(read_embedding(t / "nowhere"), Error);
+}
+
+TEST(EmbeddingIo, FailedWriteLeavesNothing) {
+  DiffusionResult r = small_result();
+  DiffusionParams p;
+  p.components = 5;
+  TempDir t;
+  r.point_index.pop_back();  // inconsistent result: rejected before anything is written
+  EXPECT_THROW(write_embedding(t / "out", r, p), Error);
+  EXPECT_FALSE(fs::exists(t / "out"));
+  // A path through a regular file cannot be created.
+  std::ofstream(t / "file") << "x";
+  r = small_result();
+  EXPECT_THROW(write_embedding(t / "file/out", r, p), Error);
+}
+
+TEST(EmbeddingIo, DisconnectedIndexSurvivesTheRoundTrip) {
+  std::vector<float> v;
+  std::mt19937_64 rng(2);
+  std::normal_distribution<float> g(0, 1);
+  for (int i = 0; i < 150; ++i) v.insert(v.end(), {g(rng), g(rng)});
+  for (int i = 0; i < 60; ++i) v.insert(v.end(), {g(rng) + 100, g(rng)});
+  Dataset ds(210, 2, std::move(v));
+  register_cpu_backend();
+  KnnParams kp;
+  kp.k = 8;
+  Progress progress;
+  KnnGraph graph = make_backend("cpu")->build(ds, kp, progress);
+  DiffusionParams p;
+  p.components = 3;
+  DiffusionResult r = diffusion_map(graph, p, progress);
+  ASSERT_EQ(r.graph_components, 2);
+  TempDir t;
+  write_embedding(t.path, r, p);
+  Embedding e = read_embedding(t.path);
+  EXPECT_EQ(e.n, 150);
+  EXPECT_EQ(e.point_index.back(), 149);
+  EXPECT_EQ(e.metadata["graph_components"], 2);
+  EXPECT_EQ(e.metadata["graph_points"], 210);
+}
+
+TEST(Session, RoundTripsAndResolvesPaths) {
+  TempDir t;
+  Session s;
+  s.data = "images/stack.npy";
+  s.transform = "anscombe";
+  s.backend = "cpu";
+  s.knn.k = 17;
+  s.knn.metric = Metric::Cosine;
+  s.diffusion.k = 12;
+  s.diffusion.epsilon = "auto";
+  s.diffusion.alpha = 0.5;
+  s.diffusion.components = 7;
+  s.diffusion.t = 2;
+  s.diffusion.symmetrize = "average";
+  s.diffusion.local_scaling = 4;
+  s.output = "run1";
+  s.view = {{"axes", {1, 2, 3}}};
+  fs::create_directories(t / "sessions");
+  write_session(t / "sessions/a.json", s);
+  Session b = read_session(t / "sessions/a.json");
+  EXPECT_EQ(b.data, (fs::path(t / "sessions") / "images/stack.npy").lexically_normal().string());
+  EXPECT_EQ(b.output, (fs::path(t / "sessions") / "run1").lexically_normal().string());
+  EXPECT_EQ(b.transform, "anscombe");
+  EXPECT_EQ(b.backend, "cpu");
+  EXPECT_EQ(b.knn.k, 17);
+  EXPECT_EQ(b.knn.metric, Metric::Cosine);
+  EXPECT_EQ(b.diffusion.k, 12);
+  EXPECT_EQ(b.diffusion.epsilon, "auto");
+  EXPECT_EQ(b.diffusion.alpha, 0.5);
+  EXPECT_EQ(b.diffusion.components, 7);
+  EXPECT_EQ(b.diffusion.t, 2);
+  EXPECT_EQ(b.diffusion.symmetrize, "average");
+  EXPECT_EQ(b.diffusion.local_scaling, 4);
+  EXPECT_EQ(b.view["axes"][2], 3);
+  // A number for epsilon is accepted; typos and wrong types are errors naming the file.
+  nlohmann::json j = session_to_json(s);
+  j["diffusion"]["epsilon"] = 0.25;
+  EXPECT_EQ(session_from_json(j, "", "x.json").diffusion.epsilon, "0.25");
+  auto msg = [&](nlohmann::json bad) {
+    try {
+      session_from_json(bad, "", "x.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  nlohmann::json bad = j;
+  bad["diffusion"]["alpah"] = 1;
+  EXPECT_NE(msg(bad).find("x.json: unknown key 'diffusion.alpah'"), std::string::npos);
+  bad = j;
+  bad["knn"]["k"] = "ten";
+  EXPECT_NE(msg(bad).find("x.json: a value has the wrong type"), std::string::npos);
+  bad = j;
+  bad.erase("data");
+  EXPECT_NE(msg(bad).find("missing \"data\""), std::string::npos);
+  bad = j;
+  bad["format"] = "other";
+  EXPECT_NE(msg(bad).find("not a manifold session"), std::string::npos);
+  bad = j;
+  bad["knn"]["metric"] = "manhattan";
+  EXPECT_NE(msg(bad).find("x.json: --metric"), std::string::npos);
+  std::ofstream(t / "broken.json") << "{ not json";
+  EXPECT_THROW(read_session(t / "broken.json"), Error);
+}
+
+}  // namespace
