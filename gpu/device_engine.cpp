@@ -43,11 +43,13 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   if (!plan.fused)
     for (auto& t : tiles_) t.reset(static_cast<size_t>(plan.T) * plan.W, "allocating a distance tile");
   const size_t cand = 2 * static_cast<size_t>(plan.T) * plan.W;
-  cand_dist_.reset(cand, "allocating the candidate buffers");
-  cand_index_.reset(cand, "allocating the candidate buffers");
-  cand_count_.reset(static_cast<size_t>(plan.T) + plan.W, "allocating the candidate buffers");
-  dirty_.reset(static_cast<size_t>(plan.T) + plan.W, "allocating the candidate buffers");
-  n_dirty_.reset(2, "allocating the candidate buffers");
+  for (int i = 0; i < 2; ++i) {
+    cand_dist_[i].reset(cand, "allocating the candidate buffers");
+    cand_index_[i].reset(cand, "allocating the candidate buffers");
+    cand_count_[i].reset(static_cast<size_t>(plan.T) + plan.W, "allocating the candidate buffers");
+    dirty_[i].reset(static_cast<size_t>(plan.T) + plan.W, "allocating the candidate buffers");
+  }
+  n_dirty_.reset(4, "allocating the candidate buffers");
   cand_total_.reset(1, "allocating the candidate buffers");
 
   block_slot_.assign(static_cast<size_t>(nb), -1);
@@ -59,7 +61,8 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   slot_last_use_.assign(static_cast<size_t>(slots), 0);
 
   cudaStream_t s = ctx_.select;
-  cuda_check(cudaMemsetAsync(cand_count_.data(), 0, cand_count_.bytes(), s), "clearing the candidate counters");
+  for (auto& c : cand_count_)
+    cuda_check(cudaMemsetAsync(c.data(), 0, c.bytes(), s), "clearing the candidate counters");
   cuda_check(cudaMemsetAsync(n_dirty_.data(), 0, n_dirty_.bytes(), s), "clearing the candidate counters");
   cuda_check(cudaMemsetAsync(cand_total_.data(), 0, cand_total_.bytes(), s), "clearing the candidate counters");
   launch_init_lists(lists(), s);
@@ -159,7 +162,7 @@ int DeviceEngine::ensure_block(int64_t b, int64_t keep_a, int64_t keep_b) {
   }
   slot_last_use_[static_cast<size_t>(s)] = ++use_clock_;
   if (!slot_waited_[static_cast<size_t>(s)]) {
-    (plan_.fused ? ctx_.select : ctx_.gemm).wait(slot_ready_[static_cast<size_t>(s)]);
+    ctx_.gemm.wait(slot_ready_[static_cast<size_t>(s)]);
     slot_waited_[static_cast<size_t>(s)] = 1;
   }
   return static_cast<int>(s);
@@ -190,19 +193,25 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     b_norms = norms_.data() + static_cast<size_t>(slot_b) * T;
   }
 
+  const int set = static_cast<int>(t % 2);
   CandidatesView cv;
-  cv.dist = cand_dist_.data();
-  cv.index = cand_index_.data();
-  cv.count = cand_count_.data();
-  cv.dirty = dirty_.data();
+  cv.dist = cand_dist_[set].data();
+  cv.index = cand_index_[set].data();
+  cv.count = cand_count_[set].data();
+  cv.dirty = dirty_[set].data();
   cv.n_dirty = n_dirty_.data();
   cv.total = cand_total_.data();
   cv.T = plan_.T;
   cv.W = plan_.W;
-  const int parity = static_cast<int>(t % 2);
+  const int counter = static_cast<int>(t % 4);
+  const Stream& g = ctx_.gemm;
+  // The candidate set (and, for cuBLAS, the tile buffer) of tile t-2 must be
+  // consumed before tile t overwrites it.
+  const DeviceContext::TileEvents* before = t >= 2 ? &ctx_.ring[(t - 2) % DeviceContext::kRing] : nullptr;
 
   if (plan_.fused) {
-    ev.sel_start.record(sel);
+    if (before) g.wait(before->sel_end);
+    ev.gemm_start.record(g);
     FusedTileArgs f;
     f.a = a_rows, f.b = b_rows, f.d = d;
     f.rows = static_cast<int>(rows), f.cols = static_cast<int>(cols);
@@ -210,12 +219,14 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     f.col_role_from = c0 == r0 ? static_cast<int>(rows) : 0;
     f.row_norms = a_norms, f.col_norms = b_norms, f.thr = thr_.data();
     f.keep_self = keep_self_, f.dense = dense;
-    launch_fused_tile(f, cv, parity, sel);
-    ev.filter_end.record(sel);
+    launch_fused_tile(f, cv, counter, g);
+    ev.gemm_end.record(g);
+    ev.filter_end.record(g);
+    sel.wait(ev.gemm_end);
+    ev.sel_start.record(sel);
   } else {
     float* dots = tiles_[t % 2].data();
-    const Stream& g = ctx_.gemm;
-    if (t >= 2) g.wait(ctx_.ring[(t - 2) % DeviceContext::kRing].filter_end);  // its tile buffer is free again
+    if (before) g.wait(before->filter_end);
     ev.gemm_start.record(g);
     const float one = 1.f, zero = 0.f;
     cublas_check(cublasSgemm(ctx_.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(cols),
@@ -237,17 +248,19 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     view.col_norms = b_norms;
     view.keep_self = keep_self_;
     view.dense = dense;
-    launch_filter_tile(view, thr_.data(), cv, parity, sel);
+    launch_filter_tile(view, thr_.data(), cv, counter, sel);
     ev.filter_end.record(sel);
   }
   if (!plan_.resident) {
-    slot_free_[static_cast<size_t>(slot_a)].record(sel);
+    // The last reader of the tile's rows: the fused kernel, or the filter.
+    const Stream& reader = plan_.fused ? g : sel;
+    slot_free_[static_cast<size_t>(slot_a)].record(reader);
     slot_free_recorded_[static_cast<size_t>(slot_a)] = 1;
-    slot_free_[static_cast<size_t>(slot_b)].record(sel);
+    slot_free_[static_cast<size_t>(slot_b)].record(reader);
     slot_free_recorded_[static_cast<size_t>(slot_b)] = 1;
   }
-  launch_merge_tile(lists(), cv, parity, static_cast<int>(r0), static_cast<int>(c0), force_block_,
-                    std::max(plan_.T, plan_.W), sel);
+  launch_merge_tile(lists(), cv, counter, static_cast<int>((t + 2) % 4), static_cast<int>(r0), static_cast<int>(c0),
+                    force_block_, std::max(plan_.T, plan_.W), sel);
   ev.sel_end.record(sel);
   stats_.gemm_flop += 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(d);
 }
@@ -255,13 +268,8 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
 void DeviceEngine::complete(uint64_t t, Progress& progress, const std::atomic<bool>& stop) {
   DeviceContext::TileEvents& ev = ctx_.ring[t % DeviceContext::kRing];
   ev.sel_end.synchronize("computing a distance tile");
-  if (plan_.fused) {
-    stats_.gemm_ms += ev.filter_end.since(ev.sel_start);
-    stats_.select_ms += ev.sel_end.since(ev.filter_end);
-  } else {
-    stats_.gemm_ms += ev.gemm_end.since(ev.gemm_start);
-    stats_.select_ms += ev.sel_end.since(ev.sel_start);
-  }
+  stats_.gemm_ms += ev.gemm_end.since(ev.gemm_start);
+  stats_.select_ms += ev.sel_end.since(ev.sel_start);
   ++stats_.tiles;
   progress.advance(1);
   if (stop.load(std::memory_order_relaxed)) throw Cancelled();
@@ -318,8 +326,10 @@ void DeviceEngine::release_loop_buffers() {
   cudaSetDevice(ctx_.device);
   cuda_check(cudaDeviceSynchronize(), "finishing the tiles");
   for (auto& t : tiles_) t.release();
-  cand_dist_.release();
-  cand_index_.release();
+  for (int i = 0; i < 2; ++i) {
+    cand_dist_[i].release();
+    cand_index_[i].release();
+  }
   if (!plan_.resident) {
     rows_.release();
     norms_.release();

@@ -81,8 +81,11 @@ class DeviceEngine {
   DeviceBuffer<int> list_index_, fill_;
   DeviceBuffer<float> rows_, norms_;  // resident: all rows; streaming: `slots` blocks
   DeviceBuffer<float> tiles_[2];      // cuBLAS path only
-  DeviceBuffer<float> cand_dist_;
-  DeviceBuffer<int> cand_index_, cand_count_, dirty_, n_dirty_;
+  // Two candidate sets, used by alternate tiles, so one tile's merge can run
+  // while the next tile is computed.
+  DeviceBuffer<float> cand_dist_[2];
+  DeviceBuffer<int> cand_index_[2], cand_count_[2], dirty_[2];
+  DeviceBuffer<int> n_dirty_;
   DeviceBuffer<unsigned long long> cand_total_;
   int staging_next_ = 0;
 

@@ -8,8 +8,9 @@ import sys
 
 out_dir, out_file = sys.argv[1], sys.argv[2]
 rows = []
-for path in sorted(glob.glob(os.path.join(out_dir, "ours_*.json"))):
-    tag = os.path.basename(path)[len("ours_"):-len(".json")]
+for path in sorted(glob.glob(os.path.join(out_dir, "ours_*.json")) + glob.glob(os.path.join(out_dir, "alt_*.json"))):
+    prefix = os.path.basename(path).split("_")[0] + "_"
+    tag = os.path.basename(path)[len(prefix):-len(".json")]
     ours = json.load(open(path))
     torch_path = os.path.join(out_dir, "torch_%s.json" % tag)
     base = json.load(open(torch_path)) if os.path.exists(torch_path) else None
@@ -17,7 +18,8 @@ for path in sorted(glob.glob(os.path.join(out_dir, "ours_*.json"))):
     if "error" in c:
         rows.append({"n": c["n"], "d": c["d"], "k": c["k"], "error": c["error"]})
         continue
-    r = {"n": c["n"], "d": c["d"], "k": c["k"], "device": ours["sgemm"]["device_name"],
+    r = {"run": "default" if prefix == "ours_" else "MANIFOLD_GPU_GEMM=cublas",
+         "n": c["n"], "d": c["d"], "k": c["k"], "device": ours["sgemm"]["device_name"],
          "sgemm_tflops": ours["sgemm"]["tflops"], "sgemm_math": ours["sgemm"]["math_mode"],
          "sgemm_tile_tflops": c.get("sgemm_tile_tflops"), "floor_s": c["floor_s"],
          "ours_median_s": c["median_wall_s"], "ours_wall_s": c["wall_s"], "over_floor": c["over_floor"],

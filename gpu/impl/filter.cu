@@ -22,7 +22,7 @@ constexpr int kColsPerBlock = kColsPerWarp * (kThreads / 32);
 constexpr int kUnroll = 4;                    // columns whose loads are in flight together
 
 __global__ __launch_bounds__(kThreads, 2) void filter_tile_kernel(TileView t, const float* __restrict__ thr,
-                                                               CandidatesView c, int parity) {
+                                                               CandidatesView c, int counter) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int i0 = blockIdx.x * kRowsPerBlock + lane * 4;
@@ -55,7 +55,8 @@ __global__ __launch_bounds__(kThreads, 2) void filter_tile_kernel(TileView t, co
         const int i = i0 + q;
         if (!ok[q] || (!t.keep_self && j == i)) continue;
         const int pos = (t.keep_self || j < i) ? j : j - 1;
-        c.dist[static_cast<size_t>(i) * c.W + pos] = fmaf(-2.f, dots[q], ni[q] + nj);
+        const float dist = fmaf(-2.f, dots[q], ni[q] + nj);
+        c.dist[static_cast<size_t>(i) * c.W + pos] = dist == dist ? dist : INFINITY;  // NaN sorts as +inf
         c.index[static_cast<size_t>(i) * c.W + pos] = t.c0 + j;
       }
     }
@@ -68,7 +69,7 @@ __global__ __launch_bounds__(kThreads, 2) void filter_tile_kernel(TileView t, co
         }
     }
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
-      c.n_dirty[parity] = t.rows;
+      c.n_dirty[counter] = t.rows;
       atomicAdd(c.total, static_cast<unsigned long long>(t.rows) * (t.cols - (t.keep_self ? 0 : 1)));
     }
     return;
@@ -107,7 +108,7 @@ __global__ __launch_bounds__(kThreads, 2) void filter_tile_kernel(TileView t, co
         if (!pr[q]) continue;
         const int slot = i0 + q;
         const int pos = atomicAdd(c.count + slot, 1);
-        if (pos == 0) c.dirty[atomicAdd(c.n_dirty + parity, 1)] = slot;
+        if (pos == 0) c.dirty[atomicAdd(c.n_dirty + counter, 1)] = slot;
         const size_t at = static_cast<size_t>(slot) * c.W + pos;
         c.dist[at] = dq[q];
         c.index[at] = gj;
@@ -127,7 +128,7 @@ __global__ __launch_bounds__(kThreads, 2) void filter_tile_kernel(TileView t, co
       int base = 0;
       if (lane == 31) {
         base = atomicAdd(c.count + slot, total);
-        if (base == 0) c.dirty[atomicAdd(c.n_dirty + parity, 1)] = slot;
+        if (base == 0) c.dirty[atomicAdd(c.n_dirty + counter, 1)] = slot;
       }
       base = __shfl_sync(kFullMask, base, 31);
       int pos = base + incl - mine;
@@ -148,10 +149,10 @@ __global__ __launch_bounds__(kThreads, 2) void filter_tile_kernel(TileView t, co
 
 }  // namespace
 
-void launch_filter_tile(const TileView& t, const float* thr, CandidatesView c, int parity, cudaStream_t s) {
+void launch_filter_tile(const TileView& t, const float* thr, CandidatesView c, int counter, cudaStream_t s) {
   if (t.rows <= 0 || t.cols <= 0) return;
   const dim3 grid((t.rows + kRowsPerBlock - 1) / kRowsPerBlock, (t.cols + kColsPerBlock - 1) / kColsPerBlock);
-  filter_tile_kernel<<<grid, kThreads, 0, s>>>(t, thr, c, parity);
+  filter_tile_kernel<<<grid, kThreads, 0, s>>>(t, thr, c, counter);
   launch_check("tile filter kernel");
 }
 

@@ -51,11 +51,17 @@ __device__ __forceinline__ void store_slab(float (*s)[kPad], int t, const float 
 }
 
 template <bool VEC>
-__global__ __launch_bounds__(kThreads, 2) void fused_tile_kernel(FusedTileArgs f, CandidatesView c, int parity) {
+__global__ __launch_bounds__(kThreads, 2) void fused_tile_kernel(FusedTileArgs f, CandidatesView c, int counter) {
   __shared__ __align__(16) float as[2][BK][kPad];
   __shared__ __align__(16) float bs[2][BK][kPad];
   const int t = threadIdx.x;
-  const int tx = t & 15, ty = t >> 4;
+  // Warp tiles of 32 x 64 (4 x 2 warps); in a warp, 4 x 8 threads of 8 x 8
+  // entries, as two 4-row and two 4-column groups 16 rows / 32 columns apart.
+  // A warp's fragment loads then touch 64 and 128 contiguous bytes: one
+  // shared-memory wavefront each.
+  const int warp = t >> 5, lane = t & 31;
+  const int wm = (warp >> 1) * 32 + (lane >> 3) * 4;
+  const int wn = (warp & 1) * 64 + (lane & 7) * 4;
   const int i_base = blockIdx.x * BM, j_base = blockIdx.y * BN;
   const float* a = f.a + static_cast<int64_t>(i_base) * f.d;
   const float* b = f.b + static_cast<int64_t>(j_base) * f.d;
@@ -83,10 +89,10 @@ __global__ __launch_bounds__(kThreads, 2) void fused_tile_kernel(FusedTileArgs f
     }
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
-      const float4 a0 = *reinterpret_cast<const float4*>(&as[cur][k][ty * 4]);
-      const float4 a1 = *reinterpret_cast<const float4*>(&as[cur][k][64 + ty * 4]);
-      const float4 b0 = *reinterpret_cast<const float4*>(&bs[cur][k][tx * 4]);
-      const float4 b1 = *reinterpret_cast<const float4*>(&bs[cur][k][64 + tx * 4]);
+      const float4 a0 = *reinterpret_cast<const float4*>(&as[cur][k][wm]);
+      const float4 a1 = *reinterpret_cast<const float4*>(&as[cur][k][wm + 16]);
+      const float4 b0 = *reinterpret_cast<const float4*>(&bs[cur][k][wn]);
+      const float4 b1 = *reinterpret_cast<const float4*>(&bs[cur][k][wn + 32]);
       const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
       const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
@@ -107,14 +113,14 @@ __global__ __launch_bounds__(kThreads, 2) void fused_tile_kernel(FusedTileArgs f
   float ni[8], tr[8], nj[8], tc[8];
 #pragma unroll
   for (int r = 0; r < 8; ++r) {
-    li[r] = i_base + (r < 4 ? ty * 4 + r : 64 + ty * 4 + r - 4);
+    li[r] = i_base + wm + (r < 4 ? r : 16 + r - 4);
     const bool ok = li[r] < f.rows;
     ni[r] = ok ? f.row_norms[li[r]] : 0.f;
     tr[r] = ok && !f.dense ? __ldg(f.thr + f.r0 + li[r]) : -INFINITY;
   }
 #pragma unroll
   for (int q = 0; q < 8; ++q) {
-    lj[q] = j_base + (q < 4 ? tx * 4 + q : 64 + tx * 4 + q - 4);
+    lj[q] = j_base + wn + (q < 4 ? q : 32 + q - 4);
     const bool ok = lj[q] < f.cols;
     nj[q] = ok ? f.col_norms[lj[q]] : 0.f;
     tc[q] = ok && !f.dense && lj[q] >= f.col_role_from ? __ldg(f.thr + f.c0 + lj[q]) : -INFINITY;
@@ -133,7 +139,8 @@ __global__ __launch_bounds__(kThreads, 2) void fused_tile_kernel(FusedTileArgs f
         const int j = lj[q];
         if (j >= f.cols || (!f.keep_self && j == li[r])) continue;
         const int pos = (f.keep_self || j < li[r]) ? j : j - 1;
-        cd[pos] = fmaf(-2.f, acc[r][q], ni[r] + nj[q]);
+        const float dist = fmaf(-2.f, acc[r][q], ni[r] + nj[q]);
+        cd[pos] = dist == dist ? dist : INFINITY;  // NaN sorts as +inf: never ahead of a real distance
         ci[pos] = f.c0 + j;
       }
     }
@@ -142,7 +149,7 @@ __global__ __launch_bounds__(kThreads, 2) void fused_tile_kernel(FusedTileArgs f
       c.dirty[i_base + t] = i_base + t;
     }
     if (blockIdx.x == 0 && blockIdx.y == 0 && t == 0) {
-      c.n_dirty[parity] = f.rows;
+      c.n_dirty[counter] = f.rows;
       atomicAdd(c.total, static_cast<unsigned long long>(f.rows) * (f.cols - (f.keep_self ? 0 : 1)));
     }
     return;
@@ -157,7 +164,7 @@ __global__ __launch_bounds__(kThreads, 2) void fused_tile_kernel(FusedTileArgs f
       if (dist <= tr[r] && lj[q] < f.cols && (f.keep_self || gi != gj)) {
         const int slot = li[r];
         const int pos = atomicAdd(c.count + slot, 1);
-        if (pos == 0) c.dirty[atomicAdd(c.n_dirty + parity, 1)] = slot;
+        if (pos == 0) c.dirty[atomicAdd(c.n_dirty + counter, 1)] = slot;
         const size_t at = static_cast<size_t>(slot) * c.W + pos;
         c.dist[at] = dist;
         c.index[at] = gj;
@@ -166,7 +173,7 @@ __global__ __launch_bounds__(kThreads, 2) void fused_tile_kernel(FusedTileArgs f
       if (dist <= tc[q] && li[r] < f.rows) {
         const int slot = c.T + lj[q];
         const int pos = atomicAdd(c.count + slot, 1);
-        if (pos == 0) c.dirty[atomicAdd(c.n_dirty + parity, 1)] = slot;
+        if (pos == 0) c.dirty[atomicAdd(c.n_dirty + counter, 1)] = slot;
         const size_t at = static_cast<size_t>(c.T) * c.W + static_cast<size_t>(lj[q]) * c.T + pos;
         c.dist[at] = dist;
         c.index[at] = gi;
@@ -180,13 +187,13 @@ __global__ __launch_bounds__(kThreads, 2) void fused_tile_kernel(FusedTileArgs f
 
 }  // namespace
 
-void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int parity, cudaStream_t s) {
+void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cudaStream_t s) {
   if (f.rows <= 0 || f.cols <= 0) return;
   const dim3 grid((f.rows + BM - 1) / BM, (f.cols + BN - 1) / BN);
   const bool vec = f.d % 4 == 0 && reinterpret_cast<uintptr_t>(f.a) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(f.b) % 16 == 0;
-  if (vec) fused_tile_kernel<true><<<grid, kThreads, 0, s>>>(f, c, parity);
-  else fused_tile_kernel<false><<<grid, kThreads, 0, s>>>(f, c, parity);
+  if (vec) fused_tile_kernel<true><<<grid, kThreads, 0, s>>>(f, c, counter);
+  else fused_tile_kernel<false><<<grid, kThreads, 0, s>>>(f, c, counter);
   launch_check("fused tile kernel");
 }
 

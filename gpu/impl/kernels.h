@@ -60,13 +60,14 @@ struct FusedTileArgs {
 /// tile row s (capacity cap_row = tile width), slot T + j is tile column j
 /// (capacity cap_col = tile height). Capacities equal the most a slot can
 /// receive from one tile, so nothing can overflow. dirty lists the slots that
-/// received any (filled in arrival order); n_dirty[parity] counts them.
+/// received any (filled in arrival order); n_dirty[counter] counts them, with
+/// four counters used in turn so a merge can clear the one of a later tile.
 struct CandidatesView {
   float* dist = nullptr;
   int* index = nullptr;
   int* count = nullptr;
   int* dirty = nullptr;
-  int* n_dirty = nullptr;  ///< two counters, used by alternate tiles
+  int* n_dirty = nullptr;  ///< four counters, used by tiles in turn
   unsigned long long* total = nullptr;  ///< candidates ever produced (statistics)
   int T = 0, W = 0;        ///< slots: T row slots (capacity W), W column slots (capacity T)
 };
@@ -76,6 +77,8 @@ struct CandidatesView {
 constexpr int kWarpMergeMaxK = 256;
 constexpr int kWarpMergeMaxC = 64;
 constexpr int kMaxK = 16384;
+/// Candidates a block-path merge sorts at a time.
+constexpr int kMergeChunk = 4096;
 /// Largest dimension for which the fused kernel computes the dot products
 /// by default (cuBLAS is near its large-GEMM rate beyond).
 constexpr int64_t kFusedMaxD = 512;
@@ -86,13 +89,13 @@ void launch_row_norms(const float* rows, int64_t n, int64_t d, float* norms, cud
 void launch_init_lists(ListsView lists, cudaStream_t s);
 /// Fused distance + bound filter over one tile of cuBLAS dot products, for
 /// its rows and columns.
-void launch_filter_tile(const TileView& t, const float* thr, CandidatesView c, int parity, cudaStream_t s);
+void launch_filter_tile(const TileView& t, const float* thr, CandidatesView c, int counter, cudaStream_t s);
 /// Dot products, distances and the bound filter of one tile in one kernel.
-void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int parity, cudaStream_t s);
+void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cudaStream_t s);
 /// Merges the tile's candidates into the lists (rows of the dirty slots) and
-/// tightens the bounds; resets the other parity's dirty counter for the next tile.
-void launch_merge_tile(ListsView lists, CandidatesView c, int parity, int r0, int c0, bool force_block,
-                       int max_candidates, cudaStream_t s);
+/// tightens the bounds; clears dirty counter reset_counter for a later tile.
+void launch_merge_tile(ListsView lists, CandidatesView c, int counter, int reset_counter, int r0, int c0,
+                       bool force_block, int max_candidates, cudaStream_t s);
 /// Merges another device's lists (rows [0,n), candidates other[g][from, from+len)) into `lists`.
 void launch_merge_lists(ListsView lists, const float* other_dist, const int* other_index, const int* other_fill,
                         int from, int len, cudaStream_t s);

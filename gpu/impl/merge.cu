@@ -9,6 +9,7 @@
 //    sorted in shared memory (bitonic) and merged with the list keeping the
 //    lower k -- the truncated merge of sorted chunks (Li & Amenta), which is
 //    what reaches k in the thousands.
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -35,8 +36,8 @@ struct Item {
 // Candidates of one tile, listed by the filter kernel in `dirty`.
 struct TileSource {
   CandidatesView c;
-  int parity, r0, c0;
-  __device__ int items() const { return c.n_dirty[parity]; }
+  int counter, reset_counter, r0, c0;
+  __device__ int items() const { return c.n_dirty[counter]; }
   __device__ Item item(int it) const {
     Item x;
     x.slot = c.dirty[it];
@@ -54,7 +55,7 @@ struct TileSource {
     return x;
   }
   __device__ void done(const Item& x) const { c.count[x.slot] = 0; }
-  __device__ void finish() const { c.n_dirty[parity ^ 1] = 0; }
+  __device__ void finish() const { c.n_dirty[reset_counter] = 0; }
 };
 
 // A chunk [from, from+len) of another device's lists, row by row.
@@ -121,43 +122,49 @@ __device__ void warp_merge(const ListsView& l, const Source& src, const Item& x,
   __syncwarp();
 }
 
+// Candidates are taken kMergeChunk at a time: each chunk is sorted in shared
+// memory and merged into the list, keeping the lower k, so shared memory
+// stays (k + kMergeChunk) entries whatever a slot's capacity.
 template <class Source>
 __device__ void block_merge(const ListsView& l, const Source& src, const Item& x, float* smem) {
   const int k = l.k;
-  const int p = next_pow2(x.count);
   float* od = smem;
   int* oi = reinterpret_cast<int*>(od + k);
   float* cd = reinterpret_cast<float*>(oi + k);
-  int* ci = reinterpret_cast<int*>(cd + p);
+  int* ci = reinterpret_cast<int*>(cd + kMergeChunk);
   float* ld = l.dist + static_cast<size_t>(x.row) * k;
   int* li = l.index + static_cast<size_t>(x.row) * k;
-  const int f = l.fill[x.row];
-  for (int b = threadIdx.x; b < p; b += blockDim.x) {
-    const bool real = b < x.count;
-    cd[b] = real ? x.dist[b] : INFINITY;
-    ci[b] = real ? x.index[b] : INT_MAX;
+  int f = l.fill[x.row];
+  for (int from = 0; from < x.count; from += kMergeChunk) {
+    const int m = min(kMergeChunk, x.count - from);
+    const int p = next_pow2(m);
+    for (int b = threadIdx.x; b < p; b += blockDim.x) {
+      const bool real = b < m;
+      cd[b] = real ? x.dist[from + b] : INFINITY;
+      ci[b] = real ? x.index[from + b] : INT_MAX;
+    }
+    __syncthreads();
+    block_bitonic_sort(cd, ci, p);
+    for (int a = threadIdx.x; a < f; a += blockDim.x) {
+      const float kd = ld[a];
+      const int ki = li[a];
+      const int r = a + count_less_sorted(cd, ci, m, kd, ki);
+      if (r < k) od[r] = kd, oi[r] = ki;
+    }
+    for (int b = threadIdx.x; b < m; b += blockDim.x) {
+      if (b >= k) break;  // sorted: position b + (list entries before it) >= k
+      const float kd = cd[b];
+      const int ki = ci[b];
+      const int r = b + count_less_sorted(ld, li, f, kd, ki);
+      if (r < k) od[r] = kd, oi[r] = ki;
+    }
+    __syncthreads();
+    f = min(k, f + m);
+    for (int a = threadIdx.x; a < f; a += blockDim.x) ld[a] = od[a], li[a] = oi[a];
+    __syncthreads();
   }
-  __syncthreads();
-  block_bitonic_sort(cd, ci, p);
-  for (int a = threadIdx.x; a < f; a += blockDim.x) {
-    const float kd = ld[a];
-    const int ki = li[a];
-    const int r = a + count_less_sorted(cd, ci, x.count, kd, ki);
-    if (r < k) od[r] = kd, oi[r] = ki;
-  }
-  for (int b = threadIdx.x; b < x.count; b += blockDim.x) {
-    const float kd = cd[b];
-    const int ki = ci[b];
-    if (b >= k) break;  // sorted: position b + (list entries before it) >= k
-    const int r = b + count_less_sorted(ld, li, f, kd, ki);
-    if (r < k) od[r] = kd, oi[r] = ki;
-  }
-  __syncthreads();
-  const int nf = min(k, f + x.count);
-  for (int a = threadIdx.x; a < nf; a += blockDim.x) ld[a] = od[a], li[a] = oi[a];
-  __syncthreads();
   if (threadIdx.x == 0) {
-    publish(l, x.row, nf, od);
+    publish(l, x.row, f, od);
     src.done(x);
   }
   __syncthreads();
@@ -217,14 +224,15 @@ void launch_merge(ListsView l, Source src, bool force_block, size_t smem, cudaSt
 }  // namespace
 
 size_t merge_shared_bytes(int k, int max_candidates) {
-  const size_t block = 2 * sizeof(float) * (static_cast<size_t>(k) + next_pow2(max_candidates));
+  const size_t block = 2 * sizeof(float) * (static_cast<size_t>(k) + next_pow2(std::min(max_candidates, kMergeChunk)));
   const size_t warps = kWarps * kWarpSmemFloats * sizeof(float);
   return block > warps ? block : warps;
 }
 
-void launch_merge_tile(ListsView lists, CandidatesView c, int parity, int r0, int c0, bool force_block,
-                       int max_candidates, cudaStream_t s) {
-  launch_merge(lists, TileSource{c, parity, r0, c0}, force_block, merge_shared_bytes(lists.k, max_candidates), s);
+void launch_merge_tile(ListsView lists, CandidatesView c, int counter, int reset_counter, int r0, int c0,
+                       bool force_block, int max_candidates, cudaStream_t s) {
+  launch_merge(lists, TileSource{c, counter, reset_counter, r0, c0}, force_block,
+               merge_shared_bytes(lists.k, max_candidates), s);
 }
 
 void launch_merge_lists(ListsView lists, const float* other_dist, const int* other_index, const int* other_fill,

@@ -38,7 +38,8 @@ __global__ void init_lists_kernel(ListsView l) {
 __global__ void count_short_rows_kernel(ListsView l, int* bad, int* first_bad) {
   for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < l.n;
        g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    if (l.fill[g] < l.k) {
+    // Short, or full only thanks to NaN/inf entries (kept as +inf).
+    if (l.fill[g] < l.k || !(l.thr[g] < INFINITY)) {
       atomicAdd(bad, 1);
       atomicMin(first_bad, static_cast<int>(g));
     }

@@ -233,4 +233,19 @@ TEST(GpuSanitizer, SmallRunsOfEveryPath) {
   EXPECT_EQ(check_graph(s, ds, brute_force(ds, 8, Metric::Euclidean, true)), "");
 }
 
+// Smaller still, for racecheck, which instruments every shared-memory access:
+// the fused and filter kernels, both merge paths and the refinement.
+TEST(GpuSanitizer, TinyRunsForRacecheck) {
+  REQUIRE_GPU();
+  Dataset ds = random_dataset(400, 40, 43, 10);
+  for (int k : {1, 32, 300}) {
+    for (const char* select : {"warp", "merge"}) {
+      KnnParams p = params(k, Metric::Pearson, k == 32);
+      p.select = select;
+      KnnGraph g = build("gpu", ds, p);
+      EXPECT_EQ(check_graph(g, ds, brute_force(ds, k, Metric::Pearson, k == 32)), "") << select << " k=" << k;
+    }
+  }
+}
+
 }  // namespace
