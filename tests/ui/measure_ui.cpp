@@ -46,7 +46,7 @@ void measure_view(int64_t n) {
   EmbeddingView view;
   view.resize(1200, 800);
   view.show();
-  QTest::qWaitForWindowExposed(&view);
+  if (!QTest::qWaitForWindowExposed(&view)) std::printf("the view was never exposed\n");
   view.setPointSize(2);
   QElapsedTimer timer;
   timer.start();
@@ -127,7 +127,7 @@ void measure_reembed(int64_t n) {
   MainWindow w;
   w.resize(1400, 900);
   w.show();
-  QTest::qWaitForWindowExposed(&w);
+  if (!QTest::qWaitForWindowExposed(&w)) std::printf("the window was never exposed\n");
   QSignalSpy shown(&w, &MainWindow::embeddingShown), errors(&w, &MainWindow::errorShown);
   ParameterPanel* p = w.parameterPanel();
   p->backendEditor()->setCurrentIndex(p->backendEditor()->findData("cpu"));
