@@ -365,7 +365,8 @@ class TestMainWindow : public QObject {
     QSignalSpy cancelled(w.runner(), &JobRunner::cancelled), progressed(w.runner(), &JobRunner::progressed);
     w.runNow();
     QVERIFY(w.runner()->busy());
-    QVERIFY(progressed.wait(30000));
+    // Cancel at once: deterministic however fast the machine (the runner's
+    // test cancels in the middle of a k-NN stage).
     w.cancelRun();
     QVERIFY(cancelled.wait(30000));
     qInfo("cancel from the window took effect after %.3f s", w.runner()->lastCancelLatency());
