@@ -11,6 +11,6 @@ apt-get install -y --no-install-recommends \
   libhdf5-dev libtiff-dev libpng-dev zlib1g-dev \
   libopenmpi-dev openmpi-bin slurm-wlm munge \
   libgtest-dev nlohmann-json3-dev \
-  qt6-base-dev libvtk9-dev libgl1-mesa-dri xvfb xauth \
+  qt6-base-dev libqt6opengl6-dev libvtk9-dev libgl1-mesa-dri xvfb xauth \
   dataset-fashion-mnist freesasa \
   python3 python3-numpy python3-scipy

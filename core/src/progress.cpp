@@ -15,7 +15,7 @@ void Progress::stage(const std::string& name, uint64_t total, const std::string&
   total_ = total;
   done_.store(0);
   start_ = last_report_ = std::chrono::steady_clock::now();
-  emit(false);
+  publish(false);
 }
 
 void Progress::advance(uint64_t n) {
@@ -28,7 +28,7 @@ void Progress::advance(uint64_t n) {
       if (lock.owns_lock() &&
           std::chrono::duration<double>(now - last_report_).count() >= min_interval_s_) {
         last_report_ = now;
-        emit(false);
+        publish(false);
       }
     }
   }
@@ -38,10 +38,10 @@ void Progress::advance(uint64_t n) {
 void Progress::finish() {
   std::lock_guard lock(mutex_);
   if (total_ > 0) done_.store(total_);
-  emit(true);
+  publish(true);
 }
 
-void Progress::emit(bool finished) {
+void Progress::publish(bool finished) {
   if (!sink_) return;
   ProgressEvent e;
   e.stage = stage_;

@@ -54,7 +54,7 @@ class Progress {
   const std::atomic<bool>* cancel_flag() const { return cancel_; }
 
  private:
-  void emit(bool finished);
+  void publish(bool finished);
   ProgressSink* sink_;
   const std::atomic<bool>* cancel_;
   double min_interval_s_;
