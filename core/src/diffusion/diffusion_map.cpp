@@ -12,12 +12,7 @@
 #include "manifold/error.h"
 #include "manifold/parallel.h"
 
-namespace manifold {
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+namespace manifold::detail {
 
 /// Spectra's operator concept over the CSR matrix, optionally restricted to
 /// the complement of locked vectors V: (I - V V^T) A (I - V V^T). Every
@@ -31,6 +26,8 @@ class DiffusionOperator {
   Eigen::Index rows() const { return static_cast<Eigen::Index>(a_.n); }
   Eigen::Index cols() const { return static_cast<Eigen::Index>(a_.n); }
   int64_t matvecs() const { return matvecs_; }
+  /// Threads worth using for `work` doubles streamed (one, below a cache's worth).
+  int threads_for(int64_t work) const { return work < 200000 ? 1 : hardware_threads(threads_); }
 
   void perform_op(const double* x, double* y) const {
     if (locked_) {
@@ -54,6 +51,63 @@ class DiffusionOperator {
   mutable Eigen::VectorXd z_;
   mutable int64_t matvecs_ = 0;
 };
+
+}  // namespace manifold::detail
+
+namespace manifold {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+}  // namespace manifold
+
+// Spectra's Lanczos reorthogonalises every step against the whole basis V
+// (n x ncv): two V^T f products and one V h product, each a pass over a
+// basis far larger than the cache, which costs more than the sparse mat-vec
+// itself for large n. Spectra routes the V^T f products through this class,
+// so a specialisation for our operator spreads them over the cores.
+template <>
+class Spectra::ArnoldiOp<double, manifold::detail::DiffusionOperator, Spectra::IdentityBOp> {
+  using Index = Eigen::Index;
+  using Vector = Eigen::VectorXd;
+  const manifold::detail::DiffusionOperator& m_op;
+
+ public:
+  ArnoldiOp(const manifold::detail::DiffusionOperator& op, const IdentityBOp&) : m_op(op) {}
+  Index rows() const { return m_op.rows(); }
+  template <typename Arg1, typename Arg2>
+  double inner_product(const Arg1& x, const Arg2& y) const {
+    return x.dot(y);
+  }
+  template <typename Arg1, typename Arg2>
+  void trans_product(const Arg1& x, const Arg2& y, Eigen::Ref<Vector> res) const {
+    const Index n = x.rows(), m = x.cols();
+    const int t = m_op.threads_for(n * m);
+    if (t <= 1) {
+      res.noalias() = x.transpose() * y;
+      return;
+    }
+    std::vector<Vector> part(static_cast<size_t>(t), Vector::Zero(m));
+    manifold::parallel_for(0, t, t, [&](int64_t c) {
+      const Index r0 = n * c / t, r1 = n * (c + 1) / t;
+      part[static_cast<size_t>(c)].noalias() = x.middleRows(r0, r1 - r0).transpose() * y.segment(r0, r1 - r0);
+    }, 1);
+    res = part[0];
+    for (int c = 1; c < t; ++c) res += part[static_cast<size_t>(c)];
+  }
+  template <typename Arg>
+  double norm(const Arg& x) const {
+    return x.norm();
+  }
+  void perform_op(const double* x_in, double* y_out) const { m_op.perform_op(x_in, y_out); }
+};
+
+namespace manifold {
+namespace {
+
+using detail::DiffusionOperator;
 
 struct SolveResult {
   Eigen::VectorXd values;   // descending
@@ -128,15 +182,19 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOption
   // pairs, a sphere's triplet) can come back once. Search A with the found
   // vectors locked out, from another start vector: while its top eigenvalue
   // beats the smallest found one, it is a missed pair; swap it in.
-  const int check_ncv = static_cast<int>(std::min<int64_t>(a.n - count, 20));
+  const int check_ncv = static_cast<int>(std::min<int64_t>(a.n - count, ncv));
   for (int round = 0; o.lock_check && round <= count && check_ncv > 1; ++round) {
-    const double loose = std::max(o.tolerance, 1e-6);
+    // Fine enough to resolve the wanted cluster (its width is 1 - lmin).
+    const double loose = std::max(o.tolerance, std::min(1e-6, 1e-2 * (1 - vals[count - 1])));
     SolveResult k = spectra_solve(a, &vecs, 1, check_ncv, loose, o.threads, progress, 1000 + static_cast<uint64_t>(round));
     e.matvecs += k.matvecs;
     e.iterations += k.iterations;
     if (!k.ok) break;  // nothing clearly above the found set to converge to
+    // A Ritz value never exceeds the top eigenvalue of what it was taken
+    // from, so one above lmin proves a missed eigenvalue; the margin only
+    // keeps rounding-level ties at the cut from swapping.
     const double lmin = vals[count - 1];
-    const double margin = 10 * loose * std::max(std::abs(lmin), 1e-3);
+    const double margin = 100 * o.tolerance * std::max(std::abs(lmin), 1e-3);
     if (!(k.values[0] > lmin + margin)) break;
     if (loose > o.tolerance) {
       k = spectra_solve(a, &vecs, 1, check_ncv, o.tolerance, o.threads, progress, 2000 + static_cast<uint64_t>(round));

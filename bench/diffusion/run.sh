@@ -1,0 +1,93 @@
+#!/bin/sh
+# Diffusion-map eigensolve against SciPy's eigsh on the same matrix, same
+# tolerance and number of eigenpairs, in alternating rounds on the same
+# machine (other load hits both alike), plus the re-embedding latency.
+# Writes bench/diffusion/results.json.
+#
+#   bench/diffusion/run.sh [BUILD_DIR]        (default: build)
+#   env: N (100000) K (20) ROUNDS (3) TOL (1e-10) WORK (scratch folder, keeps the graph)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${1:-$root/build}
+manifold=$build/app/manifold
+[ -x "$manifold" ] || { echo "run.sh: $manifold not found; build the manifold target first" >&2; exit 1; }
+N=${N:-100000}
+K=${K:-20}
+ROUNDS=${ROUNDS:-3}
+TOL=${TOL:-1e-10}
+WORK=${WORK:-${TMPDIR:-/tmp}/manifold-bench-diffusion}
+mkdir -p "$WORK"
+
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" -c 'import scipy' 2>/dev/null; then
+  # Debian's python3-scipy lives with the system interpreter.
+  PYTHON=/usr/bin/python3
+  "$PYTHON" -c 'import scipy' 2>/dev/null || { echo "run.sh: SciPy not found (apt-get install python3-scipy)" >&2; exit 1; }
+fi
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+r=1
+while [ "$r" -le "$ROUNDS" ]; do
+  echo "== round $r of $ROUNDS"
+  "$manifold" bench embed -n "$N" -k "$K" --repeats 1 --tolerance "$TOL" --graph "$WORK/graph" \
+    --matrix "$WORK/matrix" --json "$WORK/manifold-$r.json"
+  "$PYTHON" "$here/scipy_eigsh.py" --matrix "$WORK/matrix" --tolerance "$TOL" --repeats 1 --json "$WORK/scipy-$r.json"
+  r=$((r + 1))
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+"$PYTHON" - "$WORK" "$ROUNDS" "$here/results.json" "$load_before" "$load_after" <<'PY'
+import json, os, platform, statistics, sys
+work, rounds, out, load0, load1 = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+ours = [json.load(open(os.path.join(work, "manifold-%d.json" % r))) for r in range(1, rounds + 1)]
+scipy = [json.load(open(os.path.join(work, "scipy-%d.json" % r))) for r in range(1, rounds + 1)]
+med = lambda xs: statistics.median(xs)
+t_ours = [o["eigensolve"]["runs_s"][0] for o in ours]
+t_bare = [o["eigensolve_without_lock_check"]["runs_s"][0] for o in ours]
+t_scipy = [s["runs_s"][0] for s in scipy]
+ev_ours, ev_scipy = ours[-1]["eigensolve"]["eigenvalues"], scipy[-1]["eigenvalues"]
+cpu = ""
+try:
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+except OSError:
+    pass
+res = {
+    "what": "top eigenpairs of the diffusion operator D^-1/2 K D^-1/2, manifold (Spectra, multi-threaded CSR) vs SciPy eigsh (ARPACK)",
+    "machine": {"cpu": cpu, "cores": os.cpu_count(), "loadavg_before": load0, "loadavg_after": load1,
+                "python": platform.python_version(), "scipy": scipy[-1]["scipy"]},
+    "data": ours[-1]["data"],
+    "matrix": ours[-1]["matrix"],
+    "eigenpairs": ours[-1]["eigensolve"]["eigenpairs"],
+    "tolerance": ours[-1]["eigensolve"]["tolerance"],
+    "rounds": rounds,
+    "manifold": {"runs_s": t_ours, "median_s": med(t_ours), "matvecs": ours[-1]["eigensolve"]["matvecs"],
+                 "ncv": ours[-1]["eigensolve"]["ncv"], "max_residual": ours[-1]["eigensolve"]["max_residual"],
+                 "lock_check": True},
+    "manifold_without_lock_check": {"runs_s": t_bare, "median_s": med(t_bare),
+                                    "matvecs": ours[-1]["eigensolve_without_lock_check"]["matvecs"]},
+    "scipy": {"runs_s": t_scipy, "median_s": med(t_scipy), "matvecs": scipy[-1]["matvecs"], "ncv": scipy[-1]["ncv"],
+              "max_residual": scipy[-1]["max_residual"]},
+    "ratio_manifold_over_scipy": med(t_ours) / med(t_scipy),
+    "ratio_without_lock_check": med(t_bare) / med(t_scipy),
+    "max_eigenvalue_difference": max(abs(a - b) for a, b in zip(ev_ours, ev_scipy)),
+    "reembed": {
+        "k_change": {"k": ours[-1]["reembed"]["k_change"]["k"],
+                     "median_s": med([o["reembed"]["k_change"]["runs_s"][0] for o in ours]),
+                     "stages_s": ours[-1]["reembed"]["k_change"]["stages_s"]},
+        "epsilon_change": {"epsilon": ours[-1]["reembed"]["epsilon_change"]["epsilon"],
+                           "median_s": med([o["reembed"]["epsilon_change"]["runs_s"][0] for o in ours]),
+                           "stages_s": ours[-1]["reembed"]["epsilon_change"]["stages_s"]},
+    },
+}
+json.dump(res, open(out, "w"), indent=2)
+print("eigensolve: manifold %.3f s (without lock check %.3f s), scipy %.3f s: ratio %.2f (%.2f)"
+      % (res["manifold"]["median_s"], res["manifold_without_lock_check"]["median_s"], res["scipy"]["median_s"],
+         res["ratio_manifold_over_scipy"], res["ratio_without_lock_check"]))
+print("re-embed: k change %.3f s, epsilon change %.3f s" % (res["reembed"]["k_change"]["median_s"],
+                                                           res["reembed"]["epsilon_change"]["median_s"]))
+print("eigenvalues agree to %.1e; written %s" % (res["max_eigenvalue_difference"], out))
+PY
