@@ -2,7 +2,7 @@
 // SGEMM on square tiles, only tiles on and above the diagonal (the distance
 // matrix is symmetric: each tile feeds the lists of its rows and of its
 // columns), bounded per-row selection, all cores.
-#include <cblas.h>
+#include <cblas.h>  // openblas_{get,set}_num_threads
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 
+#include "manifold/distance_tile.h"
 #include "manifold/error.h"
 #include "manifold/knn.h"
 #include "manifold/parallel.h"
@@ -47,12 +48,7 @@ class CpuKnnBackend final : public KnnBackend {
     const int64_t n = rows.rows, d = rows.cols;
     std::vector<float> norms(static_cast<size_t>(n));
     const int threads = hardware_threads(params.threads);
-    parallel_for(0, n, threads, [&](int64_t i) {
-      const float* x = rows.data + i * d;
-      double s = 0;
-      for (int64_t c = 0; c < d; ++c) s += static_cast<double>(x[c]) * x[c];
-      norms[i] = static_cast<float>(s);
-    });
+    squared_norms(rows.data, n, d, norms.data(), threads);
     progress.finish();
     g.timings.emplace_back("prepare", seconds_since(t0));
 
@@ -83,42 +79,15 @@ class CpuKnnBackend final : public KnnBackend {
       const auto [bi, bj] = tiles[static_cast<size_t>(t)];
       const int64_t r0 = bi * kTile, rn = std::min(kTile, n - r0);
       const int64_t c0 = bj * kTile, cn = std::min(kTile, n - c0);
-      // tile = X_I * X_J^T   (rn x cn, row-major, leading dimension cn)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rn), static_cast<int>(cn),
-                  static_cast<int>(d), 1.0f, rows.data + r0 * d, static_cast<int>(d), rows.data + c0 * d,
-                  static_cast<int>(d), 0.0f, tile.data(), static_cast<int>(cn));
-      for (int64_t i = 0; i < rn; ++i) {
-        float* row = tile.data() + i * cn;
-        const float ni = norms[r0 + i];
-        for (int64_t j = 0; j < cn; ++j) row[j] = ni + norms[c0 + j] - 2.0f * row[j];
-      }
+      distance_tile(rows.data + r0 * d, norms.data() + r0, rn, rows.data + c0 * d, norms.data() + c0, cn, d,
+                    tile.data());
       {
         std::lock_guard lock(block_locks[static_cast<size_t>(bi)]);
-        for (int64_t i = 0; i < rn; ++i) {
-          TopK& list = lists[static_cast<size_t>(r0 + i)];
-          const float* row = tile.data() + i * cn;
-          float bound = list.bound();
-          for (int64_t j = 0; j < cn; ++j) {
-            if (row[j] > bound) continue;
-            const int64_t col = c0 + j;
-            if (!keep_self && col == r0 + i) continue;
-            list.push(row[j], col);
-            bound = list.bound();
-          }
-        }
+        offer_to_rows(tile.data(), rn, cn, r0, c0, lists.data() + r0, keep_self);
       }
       if (bj != bi) {
         std::lock_guard lock(block_locks[static_cast<size_t>(bj)]);
-        for (int64_t j = 0; j < cn; ++j) {
-          TopK& list = lists[static_cast<size_t>(c0 + j)];
-          float bound = list.bound();
-          for (int64_t i = 0; i < rn; ++i) {
-            const float v = tile[static_cast<size_t>(i * cn + j)];
-            if (v > bound) continue;
-            list.push(v, r0 + i);
-            bound = list.bound();
-          }
-        }
+        offer_to_columns(tile.data(), rn, cn, r0, c0, lists.data() + c0, keep_self);
       }
       progress.advance(1);
     };

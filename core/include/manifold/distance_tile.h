@@ -1,0 +1,30 @@
+#pragma once
+// The CPU building block of the exact k-NN graph: one tile of squared
+// distances |x|^2 + |y|^2 - 2 x.y from OpenBLAS SGEMM, offered to bounded
+// (distance, index) lists of its rows and of its columns. The CPU backend and
+// the MPI backend's per-rank engine both assemble graphs from it, so their
+// candidates are bit-identical.
+#include <cstdint>
+
+#include "manifold/topk.h"
+
+namespace manifold {
+
+/// Row norms |x|^2 accumulated in double, rounded to float.
+void squared_norms(const float* rows, int64_t n, int64_t d, float* norms, int threads = 0);
+
+/// tile[i*cn + j] = norms_r[i] + norms_c[j] - 2 <r_i, c_j> for rn rows `r`
+/// and cn rows `c` of dimension d (row-major). Single-threaded (callers run
+/// tiles in parallel).
+void distance_tile(const float* r, const float* norms_r, int64_t rn, const float* c, const float* norms_c,
+                   int64_t cn, int64_t d, float* tile);
+
+/// Offers each tile row i to lists[i] with column ids c0 + j; skips the pair
+/// of a point with itself (global ids equal) unless keep_self.
+void offer_to_rows(const float* tile, int64_t rn, int64_t cn, int64_t r0, int64_t c0, TopK* lists, bool keep_self);
+
+/// Offers each tile column j to lists[j] with row ids r0 + i (the transposed
+/// tile: the other half of a symmetric distance matrix).
+void offer_to_columns(const float* tile, int64_t rn, int64_t cn, int64_t r0, int64_t c0, TopK* lists, bool keep_self);
+
+}  // namespace manifold

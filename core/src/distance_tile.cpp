@@ -1,0 +1,60 @@
+#include "manifold/distance_tile.h"
+
+#include <cblas.h>
+
+#include "manifold/parallel.h"
+
+namespace manifold {
+
+void squared_norms(const float* rows, int64_t n, int64_t d, float* norms, int threads) {
+  parallel_for(0, n, threads, [&](int64_t i) {
+    const float* x = rows + i * d;
+    double s = 0;
+    for (int64_t c = 0; c < d; ++c) s += static_cast<double>(x[c]) * x[c];
+    norms[i] = static_cast<float>(s);
+  });
+}
+
+void distance_tile(const float* r, const float* norms_r, int64_t rn, const float* c, const float* norms_c,
+                   int64_t cn, int64_t d, float* tile) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rn), static_cast<int>(cn),
+              static_cast<int>(d), 1.0f, r, static_cast<int>(d), c, static_cast<int>(d), 0.0f, tile,
+              static_cast<int>(cn));
+  for (int64_t i = 0; i < rn; ++i) {
+    float* row = tile + i * cn;
+    const float ni = norms_r[i];
+    for (int64_t j = 0; j < cn; ++j) row[j] = ni + norms_c[j] - 2.0f * row[j];
+  }
+}
+
+void offer_to_rows(const float* tile, int64_t rn, int64_t cn, int64_t r0, int64_t c0, TopK* lists, bool keep_self) {
+  for (int64_t i = 0; i < rn; ++i) {
+    TopK& list = lists[i];
+    const float* row = tile + i * cn;
+    float bound = list.bound();
+    for (int64_t j = 0; j < cn; ++j) {
+      if (row[j] > bound) continue;
+      const int64_t col = c0 + j;
+      if (!keep_self && col == r0 + i) continue;
+      list.push(row[j], col);
+      bound = list.bound();
+    }
+  }
+}
+
+void offer_to_columns(const float* tile, int64_t rn, int64_t cn, int64_t r0, int64_t c0, TopK* lists,
+                      bool keep_self) {
+  for (int64_t j = 0; j < cn; ++j) {
+    TopK& list = lists[j];
+    float bound = list.bound();
+    for (int64_t i = 0; i < rn; ++i) {
+      const float v = tile[i * cn + j];
+      if (v > bound) continue;
+      if (!keep_self && r0 + i == c0 + j) continue;
+      list.push(v, r0 + i);
+      bound = list.bound();
+    }
+  }
+}
+
+}  // namespace manifold
