@@ -78,7 +78,9 @@ def main():
     data = os.path.join(work, "fashion-train-%d.npy" % a.n)
     n, d = write_fashion_npy(data, a.n, a.data)
     env = dict(os.environ)
-    mpirun = [a.mpirun, "-q", "--oversubscribe"]
+    # Unbound ranks: a lone rank may use every core, as the CPU backend does
+    # (mpirun's default binds each of up to two ranks to a single core).
+    mpirun = [a.mpirun, "-q", "--oversubscribe", "--bind-to", "none"]
     if os.geteuid() == 0:
         mpirun.append("--allow-run-as-root")
     knn = ["knn", data, "-k", str(a.k), "-q"]

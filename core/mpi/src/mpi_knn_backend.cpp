@@ -5,6 +5,8 @@
 // flows to rank 0 in small control messages while the tiles are computed.
 #include "manifold/mpi/mpi_knn_backend.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -37,6 +39,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Threads per rank: the cores of the host shared by its ranks, but never more
+// than the CPUs this rank may run on (mpirun binds a rank to one core by
+// default when there are at most two ranks; two threads there would only
+// take turns). Launch with `--bind-to none` to give a lone rank every core.
+int default_threads(int ranks_on_host) {
+  int allowed = hardware_threads();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) allowed = std::max(1, CPU_COUNT(&set));
+  return std::max(1, std::min(allowed, hardware_threads() / ranks_on_host));
+}
 
 // Test hook: MANIFOLD_MPI_FAIL_RANK=r makes rank r fail at one stage.
 class FaultInjection {
@@ -240,7 +254,7 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
     int has_gpu = backend_available("gpu") ? 1 : 0, all_gpu = 0;
     MPI_Allreduce(&has_gpu, &all_gpu, 1, MPI_INT, MPI_MIN, g.comm());
     EngineOptions eo;
-    eo.threads = params.threads > 0 ? params.threads : std::max(1, hardware_threads() / g.local_size());
+    eo.threads = params.threads > 0 ? params.threads : default_threads(g.local_size());
     if (mode == "auto") eo.sub_backend = all_gpu ? "gpu" : "";
     else if (mode != "tiles") eo.sub_backend = mode;
     if (!params.devices.empty())
