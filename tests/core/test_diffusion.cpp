@@ -482,6 +482,54 @@ TEST(Diffusion, NystromReproducesTrainingPoints) {
   EXPECT_LT(std::sqrt(dist_to_a), 0.5 * std::sqrt(scale) + 1e-12);
 }
 
+TEST(Diffusion, WarmReembedFromThePreviousResult) {
+  // A noisy 2-D strip: re-embedding after a change of k' or epsilon starts
+  // from the previous eigenvectors instead of a random vector.
+  std::mt19937_64 rng(12);
+  std::uniform_real_distribution<double> u(0, 1);
+  const int64_t n = 3000;
+  std::vector<double> pts;
+  for (int64_t i = 0; i < n; ++i) pts.insert(pts.end(), {4 * u(rng), u(rng), 0.05 * u(rng)});
+  KnnGraph g = knn_of(pts, n, 3, 20);
+  DiffusionParams p;
+  p.components = 6;
+  DiffusionResult base = embed(g, p);
+  Progress progress;
+  // Same parameters: the previous eigenvectors span an invariant subspace,
+  // so the Rayleigh-Ritz step is exact.
+  DiffusionResult same = rediffuse(g, p, base, progress);
+  EXPECT_LE(same.solver["max_residual"].get<double>(), 1e-8);
+  EXPECT_TRUE(same.solver["converged"].get<bool>());
+  for (int c = 0; c <= 6; ++c) EXPECT_NEAR(same.eigenvalues[c], base.eigenvalues[c], 1e-12);
+  for (size_t i = 0; i < base.coordinates.size(); ++i) ASSERT_NEAR(std::abs(same.coordinates[i]), std::abs(base.coordinates[i]), 1e-6);
+  // New k' and new epsilon: close to the full solve, and says how close.
+  for (int variant = 0; variant < 2; ++variant) {
+    DiffusionParams q = p;
+    if (variant == 0) q.k = 14;
+    else q.epsilon = std::to_string(1.5 * base.epsilon);
+    DiffusionResult full = embed(g, q);
+    DiffusionResult warm = rediffuse(g, q, base, progress);
+    EXPECT_EQ(warm.k, full.k);
+    EXPECT_EQ(warm.epsilon, full.epsilon);
+    const double resid = warm.solver["max_residual"].get<double>();
+    EXPECT_GT(resid, 0);
+    EXPECT_LT(resid, 1e-2);
+    EXPECT_EQ(warm.solver["converged"].get<bool>(), resid <= q.tolerance);
+    EXPECT_LT(warm.solver["matvecs"].get<int64_t>(), full.solver["matvecs"].get<int64_t>() / 5);
+    EXPECT_NEAR(warm.eigenvalues[0], 1.0, 1e-12);
+    for (int c = 1; c <= 6; ++c) {
+      EXPECT_NEAR(1 - warm.eigenvalues[c], 1 - full.eigenvalues[c], 0.02 * (1 - full.eigenvalues[c])) << c;
+      Eigen::VectorXd ref(n);
+      for (int64_t i = 0; i < n; ++i) ref[i] = full.psi[i * 7 + c];
+      EXPECT_GT(alignment(warm, c, ref), 0.99) << "variant " << variant << " psi " << c;
+    }
+  }
+  // A previous result over other points is not reused: the full solve runs.
+  KnnGraph other = knn_of(random_points(500, 3, 1), 500, 3, 10);
+  DiffusionResult cold = rediffuse(other, p, base, progress);
+  EXPECT_NE(cold.solver["method"].get<std::string>().find("Spectra"), std::string::npos);
+}
+
 TEST(Diffusion, CircularCorrelation) {
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<double> u(-M_PI, M_PI);

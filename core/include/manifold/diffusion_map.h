@@ -130,6 +130,20 @@ struct DiffusionResult {
 DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& params,
                               Progress& progress);
 
+/// Re-embedding for interaction after a change of k' or epsilon on the same
+/// graph. The full solve needs thousands of Lanczos steps when the top of the
+/// spectrum is clustered (gaps ~1e-5 at N = 1e5); but the eigenvectors of a
+/// diffusion operator approximate the same Laplace-Beltrami eigenfunctions
+/// for every k' and epsilon, so the previous ones (mapped to the new degrees)
+/// and `block_steps` block-Krylov extensions span a space on which one
+/// Rayleigh-Ritz step gives the new eigenpairs, for (block_steps + 1)(M + 1)
+/// mat-vecs. The accuracy is measured, not assumed: result.solver holds
+/// "max_residual" and "converged" (residual <= params.tolerance); a caller
+/// that needs the tolerance runs diffusion_map() next. Falls back to
+/// diffusion_map() when `previous` embedded other points.
+DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, const DiffusionResult& previous,
+                          Progress& progress, int block_steps = 2);
+
 /// Nystrom extension: places `count` new points given, for each, `kn`
 /// neighbour rows of the input graph (indices, -1 = unused) and the true
 /// distances to them (same metric as the graph). The kernel, local scaling

@@ -1,5 +1,6 @@
 // Stages 7-8: the eigensolve (Spectra on a CSR operator) and the Markov
 // eigenvectors / diffusion coordinates.
+#include <Eigen/Dense>
 #include <Spectra/SymEigsSolver.h>
 
 #include <algorithm>
@@ -237,31 +238,18 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOption
   return e;
 }
 
-DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& params, Progress& progress) {
-  const auto t_start = Clock::now();
-  DiffusionMatrix a = diffusion_matrix(graph, params, progress);
+namespace {
+
+/// Stage 8 from the eigenpairs of A: psi = v / sqrt(d) scaled so psi_0 = 1,
+/// coordinates lambda^t psi.
+DiffusionResult finish(DiffusionMatrix& a, const Eigenpairs& e, const DiffusionParams& params) {
   const int m = params.components;
   const int nev = m + 1;
-  if (nev >= a.n)
-    throw UsageError("--components " + std::to_string(m) + ": the embedded component has only " + std::to_string(a.n) +
-                     " points (the graph has " + std::to_string(a.graph_components) +
-                     " connected components); use fewer components or a larger --k");
-  auto t = Clock::now();
-  EigenOptions eo;
-  eo.tolerance = params.tolerance;
-  eo.ncv = params.ncv;
-  eo.threads = params.threads;
-  eo.lock_check = params.lock_check;
-  Eigenpairs e = top_eigenpairs(a, nev, eo, progress);
-  const double t_eig = seconds_since(t);
-
   // The trivial pair is lambda = 1 with v_0 = sqrt(d) / |sqrt(d)| whenever
   // the graph is connected; anything else means a broken matrix.
   if (std::abs(e.values[0] - 1.0) > 1e-6)
     throw Error("eigensolve: the top eigenvalue is " + std::to_string(e.values[0]) +
                 ", not 1; the kernel matrix is not a Markov conjugate");
-
-  t = Clock::now();
   DiffusionResult r;
   r.n = a.n;
   r.m = m;
@@ -274,14 +262,6 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
   r.k = a.k;
   r.density = a.density;
   r.sigma = a.sigma;
-  r.solver = {{"method", "Spectra SymEigsSolver (implicitly restarted Lanczos)"},
-              {"ncv", e.ncv},
-              {"lock_check", params.lock_check},
-              {"max_residual", e.max_residual},
-              {"iterations", e.iterations},
-              {"matvecs", e.matvecs},
-              {"tolerance", params.tolerance},
-              {"nnz", a.nnz()}};
   double dsum = 0;
   for (double d : a.degree) dsum += d;
   const double scale = std::sqrt(dsum);
@@ -302,7 +282,156 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
       if (c > 0) r.coordinates[static_cast<size_t>(i * m + c - 1)] = lt[static_cast<size_t>(c)] * v;
     }
   });
-  r.timings = a.timings;
+  return r;
+}
+
+void check_component_size(const DiffusionMatrix& a, int m) {
+  if (m + 1 >= a.n)
+    throw UsageError("--components " + std::to_string(m) + ": the embedded component has only " + std::to_string(a.n) +
+                     " points (the graph has " + std::to_string(a.graph_components) +
+                     " connected components); use fewer components or a larger --k");
+}
+
+/// Orthonormal columns spanning w minus span(q): projected out twice, then
+/// whitened through the eigen-decomposition of w'w, dropping directions that
+/// are numerically already in span(q).
+Eigen::MatrixXd orthonormal_complement(Eigen::MatrixXd w, const Eigen::MatrixXd& q) {
+  for (int pass = 0; pass < 2 && q.cols() > 0; ++pass) w -= q * (q.transpose() * w);
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(w.transpose() * w);
+  const Eigen::VectorXd ev = es.eigenvalues();
+  const double top = ev.size() ? ev.maxCoeff() : 0;
+  std::vector<Eigen::Index> keep;
+  for (Eigen::Index i = 0; i < ev.size(); ++i)
+    if (ev[i] > 1e-20 * std::max(top, 1e-300) && ev[i] > 1e-24) keep.push_back(i);
+  Eigen::MatrixXd basis(w.cols(), static_cast<Eigen::Index>(keep.size()));
+  for (size_t c = 0; c < keep.size(); ++c)
+    basis.col(static_cast<Eigen::Index>(c)) = es.eigenvectors().col(keep[c]) / std::sqrt(ev[keep[c]]);
+  Eigen::MatrixXd out = w * basis;
+  // One more pass against q and within: whitening loses orthogonality to rounding.
+  if (q.cols() > 0) out -= q * (q.transpose() * out);
+  Eigen::HouseholderQR<Eigen::MatrixXd> qr(out);
+  return qr.householderQ() * Eigen::MatrixXd::Identity(out.rows(), out.cols());
+}
+
+/// Columns of A x (one multi-threaded CSR pass each).
+Eigen::MatrixXd apply(const DiffusionMatrix& a, const Eigen::MatrixXd& x, int threads, Progress& progress) {
+  Eigen::MatrixXd y(x.rows(), x.cols());
+  for (Eigen::Index c = 0; c < x.cols(); ++c) {
+    a.multiply(x.col(c).data(), y.col(c).data(), threads);
+    progress.advance(1);
+  }
+  return y;
+}
+
+}  // namespace
+
+DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& params, Progress& progress) {
+  const auto t_start = Clock::now();
+  DiffusionMatrix a = diffusion_matrix(graph, params, progress);
+  check_component_size(a, params.components);
+  auto t = Clock::now();
+  EigenOptions eo;
+  eo.tolerance = params.tolerance;
+  eo.ncv = params.ncv;
+  eo.threads = params.threads;
+  eo.lock_check = params.lock_check;
+  Eigenpairs e = top_eigenpairs(a, params.components + 1, eo, progress);
+  const double t_eig = seconds_since(t);
+  t = Clock::now();
+  Timings timings = a.timings;
+  const int64_t nnz = a.nnz();
+  DiffusionResult r = finish(a, e, params);
+  r.solver = {{"method", "Spectra SymEigsSolver (implicitly restarted Lanczos)"},
+              {"ncv", e.ncv},
+              {"lock_check", params.lock_check},
+              {"max_residual", e.max_residual},
+              {"converged", true},
+              {"iterations", e.iterations},
+              {"matvecs", e.matvecs},
+              {"tolerance", params.tolerance},
+              {"nnz", nnz}};
+  r.timings = timings;
+  r.timings.emplace_back("eigensolve", t_eig);
+  r.timings.emplace_back("coordinates", seconds_since(t));
+  r.timings.emplace_back("total", seconds_since(t_start));
+  return r;
+}
+
+DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, const DiffusionResult& previous,
+                          Progress& progress, int block_steps) {
+  const auto t_start = Clock::now();
+  DiffusionMatrix a = diffusion_matrix(graph, params, progress);
+  check_component_size(a, params.components);
+  const int nev = params.components + 1;
+  const int p0 = previous.m + 1;
+  // The previous embedding must cover the same points; otherwise start cold.
+  if (previous.point_index != a.point_index || previous.psi.size() != static_cast<size_t>(previous.n * p0) ||
+      previous.n != a.n || block_steps < 0)
+    return diffusion_map(graph, params, progress);
+  auto t = Clock::now();
+  progress.stage("eigensolve (warm)", static_cast<uint64_t>(std::max(p0, nev)) * (block_steps + 1), "mat-vecs");
+  // The old Markov eigenvectors in the new conjugate's coordinates
+  // (v = sqrt(d) psi); random columns make up for missing ones.
+  Eigen::MatrixXd v0(a.n, std::max(p0, nev));
+  for (int64_t i = 0; i < a.n; ++i) {
+    const double sd = std::sqrt(a.degree[static_cast<size_t>(i)]);
+    for (int c = 0; c < p0; ++c) v0(i, c) = sd * previous.psi[static_cast<size_t>(i * p0 + c)];
+  }
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  for (Eigen::Index c = p0; c < v0.cols(); ++c)
+    for (int64_t i = 0; i < a.n; ++i) v0(i, c) = u(rng);
+  // Block Krylov space [V, AV, ..., A^s V], orthonormalised block by block;
+  // A Q is kept so the Rayleigh-Ritz step costs no further mat-vecs.
+  Eigen::MatrixXd q = orthonormal_complement(v0, Eigen::MatrixXd(a.n, 0));
+  Eigen::MatrixXd aq = apply(a, q, params.threads, progress);
+  int64_t matvecs = q.cols();
+  for (int s = 0; s < block_steps; ++s) {
+    Eigen::MatrixXd next = orthonormal_complement(aq.rightCols(std::min<Eigen::Index>(aq.cols(), v0.cols())), q);
+    if (next.cols() == 0) break;  // the space is invariant: exact
+    Eigen::MatrixXd anext = apply(a, next, params.threads, progress);
+    matvecs += next.cols();
+    Eigen::MatrixXd q2(a.n, q.cols() + next.cols()), aq2(a.n, q.cols() + next.cols());
+    q2 << q, next;
+    aq2 << aq, anext;
+    q.swap(q2);
+    aq.swap(aq2);
+  }
+  if (q.cols() < nev) return diffusion_map(graph, params, progress);
+  Eigen::MatrixXd h = q.transpose() * aq;
+  h = 0.5 * (h + h.transpose());
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(h);
+  Eigenpairs e;
+  e.count = nev;
+  e.matvecs = matvecs;
+  Eigen::MatrixXd w = es.eigenvectors().rowwise().reverse().leftCols(nev);
+  Eigen::VectorXd theta = es.eigenvalues().reverse().head(nev);
+  Eigen::MatrixXd y = q * w, ay = aq * w;
+  e.values.assign(theta.data(), theta.data() + nev);
+  e.vectors.resize(static_cast<size_t>(a.n * nev));
+  for (int c = 0; c < nev; ++c) {
+    const double r = (ay.col(c) - theta[c] * y.col(c)).norm() / std::max(std::abs(theta[c]), 1e-300);
+    e.max_residual = std::max(e.max_residual, r);
+    Eigen::Index arg = 0;
+    y.col(c).cwiseAbs().maxCoeff(&arg);
+    const double sign = y(arg, c) < 0 ? -1.0 : 1.0;
+    for (int64_t i = 0; i < a.n; ++i) e.vectors[static_cast<size_t>(i * nev + c)] = sign * y(i, c);
+  }
+  progress.finish();
+  const double t_eig = seconds_since(t);
+  t = Clock::now();
+  Timings timings = a.timings;
+  const int64_t nnz = a.nnz();
+  DiffusionResult r = finish(a, e, params);
+  r.solver = {{"method", "block Rayleigh-Ritz warm-started from the previous embedding"},
+              {"block_steps", block_steps},
+              {"basis", q.cols()},
+              {"max_residual", e.max_residual},
+              {"converged", e.max_residual <= params.tolerance},
+              {"matvecs", matvecs},
+              {"tolerance", params.tolerance},
+              {"nnz", nnz}};
+  r.timings = timings;
   r.timings.emplace_back("eigensolve", t_eig);
   r.timings.emplace_back("coordinates", seconds_since(t));
   r.timings.emplace_back("total", seconds_since(t_start));
