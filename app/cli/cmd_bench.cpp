@@ -104,7 +104,7 @@ int cmd_bench(int argc, char** argv) {
   const int repeats = static_cast<int>(a.integer("--repeats", 5, 1, 1000));
   const int warmup = static_cast<int>(a.integer("--warmup", 1, 0, 100));
   const uint64_t seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
-  const int64_t sgemm_size = a.integer("--sgemm", 8192, 0, 65536);
+  [[maybe_unused]] const int64_t sgemm_size = a.integer("--sgemm", 8192, 0, 65536);  // GPU builds only
   const int64_t n_max = *std::max_element(ns.begin(), ns.end());
 
   auto full = std::make_shared<Dataset>();

@@ -1,10 +1,12 @@
-// The fused tile kernel for small dimensions: the tile's dot products by a
-// register-blocked float32 FFMA GEMM (128 x 128 per block, 8 x 8 per
+// The fused tile kernel (MANIFOLD_GPU_GEMM=fused): the tile's dot products by
+// a register-blocked float32 FFMA GEMM (128 x 128 per block, 8 x 8 per
 // thread), turned into squared distances and filtered against the row and
-// column bounds in registers, so the tile is never written to memory. cuBLAS
-// reaches only ~60% of its large-GEMM rate when the inner dimension is ~128
-// (few main-loop steps per block, then a full tile to write back); here the
-// inner loop is just as short but nothing is written back.
+// column bounds in registers, so the tile is never written to memory. It
+// exists because cuBLAS reaches only ~60% of its large-GEMM rate when the
+// inner dimension is ~128 (few main-loop steps per block, then a whole tile
+// to write back). Measured on an H200 it is not there yet: ~23 TFLOP/s at
+// d = 128 against cuBLAS's ~30 (bench/gpu/README.md), so cuBLAS stays the
+// default; it is kept, tested and sanitizer-clean as the base to tune.
 //
 // Each entry is one fmaf chain over c = 0..d-1 in order, whatever the tile
 // shape, device or launch: the same input gives the same distances

@@ -80,8 +80,10 @@ constexpr int kMaxK = 16384;
 /// Candidates a block-path merge sorts at a time.
 constexpr int kMergeChunk = 4096;
 /// Largest dimension for which the fused kernel computes the dot products
-/// by default (cuBLAS is near its large-GEMM rate beyond).
-constexpr int64_t kFusedMaxD = 512;
+/// by default. Measured on an H200 (bench/gpu/README.md) cuBLAS + filter was
+/// still 3-8% faster at d = 128 and 256, so the fused kernel is opt-in
+/// (MANIFOLD_GPU_GEMM=fused) until it is.
+constexpr int64_t kFusedMaxD = 0;
 
 /// Squared row norms in float64, rounded to float (as the CPU backend does).
 void launch_row_norms(const float* rows, int64_t n, int64_t d, float* norms, cudaStream_t s);

@@ -126,17 +126,17 @@ __device__ void warp_merge(const ListsView& l, const Source& src, const Item& x,
 // memory and merged into the list, keeping the lower k, so shared memory
 // stays (k + kMergeChunk) entries whatever a slot's capacity.
 template <class Source>
-__device__ void block_merge(const ListsView& l, const Source& src, const Item& x, float* smem) {
+__device__ void block_merge(const ListsView& l, const Source& src, const Item& x, float* smem, int chunk) {
   const int k = l.k;
   float* od = smem;
   int* oi = reinterpret_cast<int*>(od + k);
   float* cd = reinterpret_cast<float*>(oi + k);
-  int* ci = reinterpret_cast<int*>(cd + kMergeChunk);
+  int* ci = reinterpret_cast<int*>(cd + chunk);
   float* ld = l.dist + static_cast<size_t>(x.row) * k;
   int* li = l.index + static_cast<size_t>(x.row) * k;
   int f = l.fill[x.row];
-  for (int from = 0; from < x.count; from += kMergeChunk) {
-    const int m = min(kMergeChunk, x.count - from);
+  for (int from = 0; from < x.count; from += chunk) {
+    const int m = min(chunk, x.count - from);
     const int p = next_pow2(m);
     for (int b = threadIdx.x; b < p; b += blockDim.x) {
       const bool real = b < m;
@@ -171,7 +171,8 @@ __device__ void block_merge(const ListsView& l, const Source& src, const Item& x
 }
 
 template <class Source>
-__global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src, bool force_block) {
+// chunk: candidates sorted at a time, a power of two; shared memory holds k + chunk entries.
+__global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src, bool force_block, int chunk) {
   extern __shared__ float smem[];
   const int n_items = src.items();
   const int lane = threadIdx.x & 31;
@@ -189,7 +190,7 @@ __global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src
     const Item x = src.item(it);
     // A count read as 0 here was merged by a warp above (or had nothing).
     if (x.count == 0 || (warp_path && x.count <= kWarpMergeMaxC)) continue;
-    block_merge(l, src, x, smem);
+    block_merge(l, src, x, smem, chunk);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) src.finish();
 }
@@ -205,7 +206,9 @@ int merge_grid() {
 }
 
 template <class Source>
-void launch_merge(ListsView l, Source src, bool force_block, size_t smem, cudaStream_t s) {
+void launch_merge(ListsView l, Source src, bool force_block, int max_candidates, cudaStream_t s) {
+  const size_t smem = merge_shared_bytes(l.k, max_candidates);
+  const int chunk = next_pow2(std::min(std::max(max_candidates, 1), kMergeChunk));
   static thread_local int configured_device = -1;
   static thread_local size_t configured_bytes = 0;
   int dev = 0;
@@ -217,28 +220,27 @@ void launch_merge(ListsView l, Source src, bool force_block, size_t smem, cudaSt
     configured_device = dev;
     configured_bytes = smem;
   }
-  merge_kernel<Source><<<merge_grid(), kThreads, smem, s>>>(l, src, force_block);
+  merge_kernel<Source><<<merge_grid(), kThreads, smem, s>>>(l, src, force_block, chunk);
   launch_check("merge kernel");
 }
 
 }  // namespace
 
 size_t merge_shared_bytes(int k, int max_candidates) {
-  const size_t block = 2 * sizeof(float) * (static_cast<size_t>(k) + next_pow2(std::min(max_candidates, kMergeChunk)));
+  const size_t block =
+      2 * sizeof(float) * (static_cast<size_t>(k) + next_pow2(std::min(std::max(max_candidates, 1), kMergeChunk)));
   const size_t warps = kWarps * kWarpSmemFloats * sizeof(float);
   return block > warps ? block : warps;
 }
 
 void launch_merge_tile(ListsView lists, CandidatesView c, int counter, int reset_counter, int r0, int c0,
                        bool force_block, int max_candidates, cudaStream_t s) {
-  launch_merge(lists, TileSource{c, counter, reset_counter, r0, c0}, force_block,
-               merge_shared_bytes(lists.k, max_candidates), s);
+  launch_merge(lists, TileSource{c, counter, reset_counter, r0, c0}, force_block, max_candidates, s);
 }
 
 void launch_merge_lists(ListsView lists, const float* other_dist, const int* other_index, const int* other_fill,
                         int from, int len, cudaStream_t s) {
-  launch_merge(lists, ListSource{other_dist, other_index, other_fill, lists.k, lists.n, from, len}, false,
-               merge_shared_bytes(lists.k, len), s);
+  launch_merge(lists, ListSource{other_dist, other_index, other_fill, lists.k, lists.n, from, len}, false, len, s);
 }
 
 }  // namespace manifold::gpu
