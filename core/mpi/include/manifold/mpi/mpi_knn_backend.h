@@ -7,7 +7,8 @@
 // single-process CPU backend's. Rank 0 returns the graph; the other ranks
 // return a KnnGraph with output_rank = false.
 //
-// Data: each rank reads only the rows of its blocks (about half of them) when
+// Data: each rank reads only the rows of its blocks (about 2/3 of them at P = 3,
+// 0.6 to 0.8 at P = 4, towards half for large P) when
 // the input is a float32 .npy, which is memory-mapped. Every other format
 // (IDX, other .npy types, images, MRC, HDF5) is loaded whole by every rank
 // before the backend runs, so each rank then holds the full data in memory.
