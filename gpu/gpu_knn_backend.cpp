@@ -5,6 +5,7 @@
 // strips), runs one host thread per device, merges the per-device lists on
 // device 0 and refines the result exactly.
 #include "manifold/gpu/gpu_knn_backend.h"
+#include "select/paper_strategies.h"
 
 #include <algorithm>
 #include <chrono>
@@ -108,6 +109,7 @@ class GpuKnnBackend final : public KnnBackend {
 
   KnnGraph build(const Dataset& data, const KnnParams& params, Progress& progress) override {
     validate(params, data.rows());
+    if (select::is_paper_strategy(params.select)) return select::build_with_paper_strategy(data, params, progress);
     if (params.select != "auto" && params.select != "warp" && params.select != "merge")
       throw UsageError("--select " + params.select +
                        ": not available in the GPU backend yet (it has auto, warp, merge)");

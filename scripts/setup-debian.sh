@@ -10,7 +10,7 @@ apt-get install -y --no-install-recommends \
   libeigen3-dev libspectra-dev libopenblas-dev \
   libhdf5-dev libtiff-dev libpng-dev zlib1g-dev \
   libopenmpi-dev openmpi-bin slurm-wlm munge \
-  libgtest-dev nlohmann-json3-dev \
+  libgtest-dev nlohmann-json3-dev libxxhash-dev \
   qt6-base-dev libqt6opengl6-dev libvtk9-dev libgl1-mesa-dri xvfb xauth \
   dataset-fashion-mnist freesasa \
   python3 python3-numpy python3-scipy

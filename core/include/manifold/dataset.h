@@ -33,7 +33,7 @@ class Dataset {
 
   /// Value range over all elements (computed once, cached).
   std::pair<float, float> value_range() const;
-  /// A 64-bit FNV-1a hash over shape and values, as hex: identifies the input in graph.json.
+  /// A 64-bit XXH3 hash over shape and values, as hex: identifies the input in graph.json.
   std::string fingerprint() const;
 
  private:
