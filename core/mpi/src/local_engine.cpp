@@ -6,6 +6,7 @@
 #include <cctype>
 #include <mutex>
 
+#include "manifold/distance_tile.h"
 #include "manifold/error.h"
 #include "manifold/parallel.h"
 #include "manifold/topk.h"
@@ -96,7 +97,8 @@ class TouchedRows {
   int64_t slots_ = 0;
 };
 
-// Exact engine: the CPU backend's tiles, arithmetic and selection.
+// Exact engine: the CPU backend's tiles, with its building blocks
+// (manifold/distance_tile.h), so the candidates are bit-identical.
 class TileEngine final : public LocalEngine {
  public:
   TileEngine(const Dataset& data, const KnnParams& params, const BlockPlan& plan, int rank, EngineOptions options)
@@ -107,14 +109,10 @@ class TileEngine final : public LocalEngine {
 
   void prepare() override {
     rows_ = std::make_unique<TouchedRows>(data_, params_.metric, plan_.touched(rank_));
-    const int64_t d = data_.cols();
     norms_.assign(static_cast<size_t>(rows_->slots()), 0.f);
-    parallel_for(0, rows_->slots(), options_.threads, [&](int64_t s) {
-      const float* x = rows_->row(rows_->row_of_slot(s));
-      double acc = 0;
-      for (int64_t c = 0; c < d; ++c) acc += static_cast<double>(x[c]) * x[c];
-      norms_[s] = static_cast<float>(acc);
-    });
+    for (const RowRange& r : rows_->ranges())
+      squared_norms(rows_->row(r.begin), r.size(), data_.cols(), norms_.data() + rows_->slot_of(r.begin),
+                    options_.threads);
     lists_.assign(static_cast<size_t>(rows_->slots()), TopK(params_.k));
     for (const WorkUnit& u : plan_.units(rank_))
       for (auto t : plan_.tiles(u)) tiles_.push_back(t);
@@ -133,6 +131,8 @@ class TileEngine final : public LocalEngine {
       ~RestoreBlas() { openblas_set_num_threads(n); }
     } restore{saved_blas_threads};
 
+    // The CPU backend's tile loop; only the lists are indexed by this rank's
+    // slots instead of global rows.
     auto work = [&](int64_t t) {
       if (stop.load(std::memory_order_relaxed)) return;
       if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
@@ -142,41 +142,14 @@ class TileEngine final : public LocalEngine {
       const int64_t r0 = bi * tile, rn = std::min(tile, n - r0);
       const int64_t c0 = bj * tile, cn = std::min(tile, n - c0);
       const int64_t rs = rows_->slot_of(r0), cs = rows_->slot_of(c0);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rn), static_cast<int>(cn),
-                  static_cast<int>(d), 1.0f, rows_->row(r0), static_cast<int>(d), rows_->row(c0),
-                  static_cast<int>(d), 0.0f, buf.data(), static_cast<int>(cn));
-      for (int64_t i = 0; i < rn; ++i) {
-        float* row = buf.data() + i * cn;
-        const float ni = norms_[rs + i];
-        for (int64_t j = 0; j < cn; ++j) row[j] = ni + norms_[cs + j] - 2.0f * row[j];
-      }
+      distance_tile(rows_->row(r0), norms_.data() + rs, rn, rows_->row(c0), norms_.data() + cs, cn, d, buf.data());
       {
         std::lock_guard lock(locks_[static_cast<size_t>(bi)]);
-        for (int64_t i = 0; i < rn; ++i) {
-          TopK& list = lists_[static_cast<size_t>(rs + i)];
-          const float* row = buf.data() + i * cn;
-          float bound = list.bound();
-          for (int64_t j = 0; j < cn; ++j) {
-            if (row[j] > bound) continue;
-            const int64_t col = c0 + j;
-            if (!keep_self && col == r0 + i) continue;
-            list.push(row[j], col);
-            bound = list.bound();
-          }
-        }
+        offer_to_rows(buf.data(), rn, cn, r0, c0, lists_.data() + rs, keep_self);
       }
       if (bj != bi) {
         std::lock_guard lock(locks_[static_cast<size_t>(bj)]);
-        for (int64_t j = 0; j < cn; ++j) {
-          TopK& list = lists_[static_cast<size_t>(cs + j)];
-          float bound = list.bound();
-          for (int64_t i = 0; i < rn; ++i) {
-            const float v = buf[static_cast<size_t>(i * cn + j)];
-            if (v > bound) continue;
-            list.push(v, r0 + i);
-            bound = list.bound();
-          }
-        }
+        offer_to_columns(buf.data(), rn, cn, r0, c0, lists_.data() + cs, keep_self);
       }
       tiles_done.fetch_add(1, std::memory_order_relaxed);
       if (options_.after_work) options_.after_work(1);
