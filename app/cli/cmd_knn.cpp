@@ -6,6 +6,9 @@
 #include "manifold/graph_io.h"
 #include "manifold/output.h"
 #include "manifold/terminal_progress.h"
+#ifdef MANIFOLD_HAVE_MPI
+#include "manifold/mpi/mpi_knn_backend.h"
+#endif
 
 namespace manifold::cli {
 
@@ -37,7 +40,11 @@ int cmd_knn(int argc, char** argv) {
   auto backend = make_backend(a.str("--backend", "auto"));
   check_output_dir(a.str("-o"));
 
-  TerminalProgress sink(stderr, a.has("--quiet"));
+  bool other_rank = false;  // MPI ranks other than 0 stay silent
+#ifdef MANIFOLD_HAVE_MPI
+  other_rank = a.str("--backend") == "mpi" && mpi::launcher_rank() > 0;
+#endif
+  TerminalProgress sink(stderr, a.has("--quiet") || other_rank);
   install_cancel_on_signal();
   Progress progress(&sink, &cancel_flag());
   progress.stage("load", 1, "files");
@@ -45,8 +52,8 @@ int cmd_knn(int argc, char** argv) {
   progress.finish();
   validate(p, ds.rows());
   KnnGraph g = backend->build(ds, p, progress);
-  progress.check_cancel();
   if (!g.output_rank) return 0;
+  progress.check_cancel();
   write_graph(a.str("-o"), g);
   double total = 0;
   for (auto& [s, t] : g.timings)

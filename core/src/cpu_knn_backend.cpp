@@ -19,9 +19,7 @@
 namespace manifold {
 namespace {
 
-// Tiles of kTile x kTile floats (1 MiB) stay in L2 while both their rows and
-// their columns are scanned.
-constexpr int64_t kTile = 512;
+constexpr int64_t kTile = kCpuTile;
 
 class CpuKnnBackend final : public KnnBackend {
  public:

@@ -148,6 +148,15 @@ PreparedRows prepare_rows(const Dataset& data, Metric metric) {
   return p;
 }
 
+float refined_distance(const float* x, const float* y, int64_t d, Metric metric) {
+  double s = 0;
+  for (int64_t c = 0; c < d; ++c) {
+    double t = static_cast<double>(x[c]) - static_cast<double>(y[c]);
+    s += t * t;
+  }
+  return to_true_distance(static_cast<float>(s), metric);
+}
+
 void refine_graph(const PreparedRows& rows, KnnGraph& g, int threads) {
   const int64_t d = rows.cols;
   const int k = g.k;
@@ -156,13 +165,7 @@ void refine_graph(const PreparedRows& rows, KnnGraph& g, int threads) {
     std::vector<std::pair<float, int64_t>> row(static_cast<size_t>(k));
     for (int j = 0; j < k; ++j) {
       int64_t nb = g.indices[i * k + j];
-      const float* y = rows.data + nb * d;
-      double s = 0;
-      for (int64_t c = 0; c < d; ++c) {
-        double t = static_cast<double>(x[c]) - static_cast<double>(y[c]);
-        s += t * t;
-      }
-      row[j] = {to_true_distance(static_cast<float>(s), g.metric), nb};
+      row[j] = {refined_distance(x, rows.data + nb * d, d, g.metric), nb};
     }
     std::sort(row.begin(), row.end());
     for (int j = 0; j < k; ++j) {

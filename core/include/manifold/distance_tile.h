@@ -10,6 +10,11 @@
 
 namespace manifold {
 
+/// Edge of the CPU tiles: 512 x 512 floats (1 MiB) stay in L2 while both their
+/// rows and their columns are scanned. The MPI engine cuts row blocks on these
+/// boundaries so that it computes the very same tiles.
+inline constexpr int64_t kCpuTile = 512;
+
 /// Row norms |x|^2 accumulated in double, rounded to float.
 void squared_norms(const float* rows, int64_t n, int64_t d, float* norms, int threads = 0);
 

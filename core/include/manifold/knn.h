@@ -106,6 +106,11 @@ inline float to_true_distance(float d2, Metric m) {
   return 0.5f * d2;
 }
 
+/// The exact true distance of two prepared rows: squared differences summed
+/// in double, rounded to float, converted by to_true_distance. Every backend's
+/// final re-evaluation uses exactly this arithmetic.
+float refined_distance(const float* x, const float* y, int64_t d, Metric metric);
+
 /// Recomputes the selected neighbours' squared distances directly (sum of
 /// squared differences in double, free of the GEMM cancellation error),
 /// converts them to true distances and re-sorts each row by (distance, index).

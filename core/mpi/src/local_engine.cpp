@@ -27,16 +27,6 @@ std::string globalise_row_message(const std::string& message, const std::string&
 
 namespace {
 
-// The same arithmetic as refine_graph(): the squared distance summed in
-// double over the prepared float rows, rounded to float, then made true.
-float refined_distance(const float* x, const float* y, int64_t d, Metric metric) {
-  double s = 0;
-  for (int64_t c = 0; c < d; ++c) {
-    double t = static_cast<double>(x[c]) - static_cast<double>(y[c]);
-    s += t * t;
-  }
-  return to_true_distance(static_cast<float>(s), metric);
-}
 
 // The rows a rank touches, prepared for the metric: views of the (possibly
 // memory-mapped) data for Euclidean, normalised copies of just those rows for

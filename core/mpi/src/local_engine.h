@@ -1,4 +1,5 @@
 #pragma once
+#include "manifold/distance_tile.h"
 // What one rank computes: the candidate lists of the rows it touches, from
 // the work units the plan gives it.
 //
@@ -72,7 +73,7 @@ std::unique_ptr<LocalEngine> make_local_engine(const Dataset& data, const KnnPar
                                                int rank, const EngineOptions& options);
 
 /// The CPU backend's tile edge: the MPI tiles must be the same tiles.
-constexpr int64_t kCpuTile = 512;
+using manifold::kCpuTile;  // the CPU backend's tile edge (distance_tile.h)
 
 /// Rewrites "row I" in a message of prepare_rows() run on a slice of the data
 /// into the global row number.
