@@ -16,14 +16,14 @@
 namespace manifold::detail {
 
 /// Spectra's operator concept over the CSR matrix, optionally restricted to
-/// the complement of locked vectors V: (I - V V^T) A (I - V V^T). Every
+/// the complement of locked eigenvectors V. Every
 /// Lanczos step is one multi-threaded sparse mat-vec (A is never dense) and
 /// a chance to report progress and to cancel.
 class DiffusionOperator {
  public:
   using Scalar = double;
   DiffusionOperator(const DiffusionMatrix& a, int threads, Progress& progress, const Eigen::MatrixXd* locked)
-      : a_(a), threads_(threads), progress_(progress), locked_(locked), z_(locked ? a.n : 0) {}
+      : a_(a), threads_(threads), progress_(progress), locked_(locked) {}
   Eigen::Index rows() const { return static_cast<Eigen::Index>(a_.n); }
   Eigen::Index cols() const { return static_cast<Eigen::Index>(a_.n); }
   int64_t matvecs() const { return matvecs_; }
@@ -32,10 +32,11 @@ class DiffusionOperator {
 
   void perform_op(const double* x, double* y) const {
     if (locked_) {
-      Eigen::Map<const Eigen::VectorXd> xin(x, a_.n);
+      // (I - V V^T) A x equals (I - V V^T) A (I - V V^T) x while V spans an
+      // invariant subspace (to the solver's tolerance): A V = V Lambda is
+      // projected out anyway, so one projection per product is enough.
       Eigen::Map<Eigen::VectorXd> yout(y, a_.n);
-      z_ = xin - *locked_ * (locked_->transpose() * xin);
-      a_.multiply(z_.data(), y, threads_);
+      a_.multiply(x, y, threads_);
       yout -= *locked_ * (locked_->transpose() * yout);
     } else {
       a_.multiply(x, y, threads_);
@@ -49,7 +50,6 @@ class DiffusionOperator {
   int threads_;
   Progress& progress_;
   const Eigen::MatrixXd* locked_;
-  mutable Eigen::VectorXd z_;
   mutable int64_t matvecs_ = 0;
 };
 
@@ -90,13 +90,15 @@ class Spectra::ArnoldiOp<double, manifold::detail::DiffusionOperator, Spectra::I
       res.noalias() = x.transpose() * y;
       return;
     }
-    std::vector<Vector> part(static_cast<size_t>(t), Vector::Zero(m));
-    manifold::parallel_for(0, t, t, [&](int64_t c) {
-      const Index r0 = n * c / t, r1 = n * (c + 1) / t;
+    // Several row blocks per thread, handed out dynamically (see DiffusionMatrix::multiply).
+    const Index parts = static_cast<Index>(t) * 8;
+    std::vector<Vector> part(static_cast<size_t>(parts), Vector::Zero(m));
+    manifold::parallel_for(0, parts, t, [&](int64_t c) {
+      const Index r0 = n * c / parts, r1 = n * (c + 1) / parts;
       part[static_cast<size_t>(c)].noalias() = x.middleRows(r0, r1 - r0).transpose() * y.segment(r0, r1 - r0);
     }, 1);
     res = part[0];
-    for (int c = 1; c < t; ++c) res += part[static_cast<size_t>(c)];
+    for (Index c = 1; c < parts; ++c) res += part[static_cast<size_t>(c)];
   }
   template <typename Arg>
   double norm(const Arg& x) const {
@@ -128,6 +130,7 @@ SolveResult spectra_solve(const DiffusionMatrix& a, const Eigen::MatrixXd* locke
   std::uniform_real_distribution<double> u(-0.5, 0.5);
   Eigen::VectorXd start(a.n);
   for (int64_t i = 0; i < a.n; ++i) start[i] = u(rng);
+  if (locked) start -= *locked * (locked->transpose() * start);
   solver.init(start.data());
   SolveResult r;
   r.converged = solver.compute(Spectra::SortRule::LargestAlge, 100000, tolerance, Spectra::SortRule::LargestAlge);

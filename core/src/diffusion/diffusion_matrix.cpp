@@ -509,16 +509,17 @@ void DiffusionMatrix::multiply(const double* x, double* y, int threads) const {
     rows(0, n);
     return;
   }
-  // Contiguous row ranges of about equal entries: one per thread.
+  // Row ranges of about equal entries, several per thread, handed out
+  // dynamically: on a busy machine a descheduled thread must not hold up the
+  // whole product (every Lanczos step waits for it).
+  const int64_t parts = static_cast<int64_t>(t) * 16;
   const int64_t total = row_ptr[static_cast<size_t>(n)];
-  parallel_for(0, t, t, [&](int64_t c) {
-    auto bound = [&](int64_t part) {
-      if (part == t) return n;
-      const int64_t target = total * part / t;
-      return static_cast<int64_t>(std::lower_bound(row_ptr.begin(), row_ptr.end(), target) - row_ptr.begin());
-    };
-    rows(bound(c), bound(c + 1));
-  }, 1);
+  auto bound = [&](int64_t part) {
+    if (part >= parts) return n;
+    const int64_t target = total * part / parts;
+    return static_cast<int64_t>(std::lower_bound(row_ptr.begin(), row_ptr.end(), target) - row_ptr.begin());
+  };
+  parallel_for(0, parts, t, [&](int64_t c) { rows(bound(c), bound(c + 1)); }, 1);
 }
 
 }  // namespace manifold
