@@ -1,7 +1,36 @@
-// Placeholder until issue 7's strategies land.
+// The papers' selection strategies (quick, sort, heap, bitonic) behind one
+// tile loop of their own, on one GPU:
+//  - all rows resident on the device, squared norms once;
+//  - tiles of the upper triangle: first every diagonal tile (row block I
+//    against itself), so every row has a bound before the rest, then each
+//    strip (block I against the columns after it, W at a time);
+//  - each tile's dot products by cuBLAS SGEMM (float32, never TF32) on one
+//    stream, the selection on a second, two tile buffers so the next
+//    tile's GEMM overlaps this tile's selection;
+//  - each tile feeds the lists of its rows and, above the diagonal, of its
+//    columns (the distance matrix is symmetric);
+//  - the engine's exact float64 refinement of the selected neighbours.
+// Only the selection differs between strategies (select/*.cu); every one
+// keeps, for every row, the k smallest (float32 distance, index) keys, so
+// all four return the same graph.
 #include "select/paper_strategies.h"
 
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "impl/kernels.h"
 #include "manifold/error.h"
+#include "manifold/gpu/gpu_knn_backend.h"
+#include "select/select_kernels.h"
+#include "utils/cuda_check.h"
+#include "utils/resources.h"
 
 namespace manifold::gpu::select {
 
@@ -9,8 +38,405 @@ bool is_paper_strategy(const std::string& name) {
   return name == "quick" || name == "sort" || name == "heap" || name == "bitonic";
 }
 
-KnnGraph build_with_paper_strategy(const Dataset&, const KnnParams& params, Progress&) {
-  throw UsageError("--select " + params.select + ": not available in the GPU backend yet (it has auto, warp, merge)");
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+int select_device(int device) {
+  cuda_check(cudaSetDevice(device), "selecting the device");
+  return device;
+}
+
+/// What a device keeps between builds: creating streams and a cuBLAS handle
+/// costs tens of milliseconds, more than a small graph, so once per process.
+struct Context {
+  explicit Context(int dev) : device(select_device(dev)) {
+    cudaDeviceProp prop{};
+    cuda_check(cudaGetDeviceProperties(&prop, dev), "reading the device properties");
+    name = prop.name;
+    shared_optin = prop.sharedMemPerBlockOptin;
+    sms = prop.multiProcessorCount;
+    cublas_check(cublasSetStream(cublas, gemm), "binding cuBLAS to its stream");
+  }
+  int device;
+  std::string name;
+  size_t shared_optin = 0;
+  int sms = 0;
+  std::mutex busy;  ///< one build at a time on this device
+  Stream gemm, select;
+  CublasHandle cublas;
+  PinnedBuffer<int> host_items{1};
+  struct TileEvents {
+    Event gemm_start, gemm_end, sel_start, filter_end, sel_end;
+  };
+  static constexpr int kRing = 4;  ///< tiles in flight
+  TileEvents ring[kRing];
+};
+
+Context& context(int device) {
+  static std::mutex registry_mutex;
+  // Never destroyed: CUDA objects must not be released from static
+  // destructors, after the runtime may have shut down.
+  static auto* contexts = new std::map<int, Context*>();
+  std::lock_guard lock(registry_mutex);
+  auto it = contexts->find(device);
+  if (it != contexts->end()) return *it->second;
+  auto* ctx = new Context(device);
+  (*contexts)[device] = ctx;
+  return *ctx;
+}
+
+struct TileSpec {
+  int64_t r0, rows, c0, cols;
+  bool diagonal;
+};
+
+/// Tile height T (rows of a block) and width W (columns per tile): the
+/// engine's measured 2048 x 4096 (32 MB of float32, within the L2 cache),
+/// smaller for small N. MANIFOLD_GPU_SELECT_TILE=TxW overrides (tests use it
+/// to run many tiles on small data).
+std::pair<int, int> tile_shape(int64_t n) {
+  int T = static_cast<int>(std::min<int64_t>(2048, n));
+  int W = static_cast<int>(std::min<int64_t>(4096, n));
+  if (const char* o = std::getenv("MANIFOLD_GPU_SELECT_TILE"); o && *o) {
+    int t = 0, w = 0;
+    char x = 0;
+    if (std::sscanf(o, "%d%c%d", &t, &x, &w) != 3 || x != 'x' || t < 1 || w < t || w > 65536)
+      throw UsageError(std::string("MANIFOLD_GPU_SELECT_TILE: '") + o +
+                       "' is not TxW with 1 <= T <= W <= 65536");
+    T = static_cast<int>(std::min<int64_t>(t, n));
+    W = static_cast<int>(std::min<int64_t>(w, n));
+  }
+  return {T, W};
+}
+
+uint64_t free_budget(uint64_t requested) {
+  size_t free_b = 0, total_b = 0;
+  cuda_check(cudaMemGetInfo(&free_b, &total_b), "reading the free device memory");
+  // Room for the CUDA context's own growth and for other processes.
+  const uint64_t usable = free_b > (uint64_t{512} << 20) ? static_cast<uint64_t>(free_b * 0.92) - (uint64_t{256} << 20)
+                                                        : free_b / 2;
+  return requested ? std::min<uint64_t>(requested, usable) : usable;
+}
+
+}  // namespace
+
+KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params, Progress& progress) {
+  const std::string& strategy = params.select;
+  if (!is_paper_strategy(strategy))
+    throw UsageError("--select " + strategy + ": not one of the papers' strategies (quick, sort, heap, bitonic)");
+  validate(params, data.rows());
+  if (params.precision != "exact")
+    throw UsageError("--precision " + params.precision + ": --select " + strategy + " supports exact only");
+  if (params.k > kMaxK)
+    throw UsageError("-k " + std::to_string(params.k) + ": --select " + strategy + " supports k up to " +
+                     std::to_string(kMaxK));
+  if (data.rows() >= INT_MAX)
+    throw Error("the GPU backend indexes rows with 32-bit integers: " + std::to_string(data.rows()) +
+                " rows is too many");
+  const int count = device_count();
+  if (count == 0) throw Error("--backend gpu: no CUDA GPU found");
+  // These strategies run on one GPU (the engine's warp and merge split the
+  // work over several): the first one listed.
+  const int dev = params.devices.empty() ? 0 : params.devices.front();
+  if (dev < 0 || dev >= count)
+    throw UsageError("--devices: GPU " + std::to_string(dev) + " does not exist (this machine has " +
+                     std::to_string(count) + ")");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  Context& ctx = context(dev);
+  std::unique_lock busy(ctx.busy);
+  DeviceScope scope(dev);
+
+  const int64_t n = data.rows();
+  const int k = params.k;
+  const auto [T, W] = tile_shape(n);
+
+  // What a strategy cannot do is refused before any work.
+  const size_t bitonic_smem = bitonic_shared_bytes(k, W);
+  if (strategy == "bitonic" && bitonic_smem > ctx.shared_optin)
+    throw UsageError("-k " + std::to_string(k) + ": --select bitonic sorts a row's list and a tile's entries in one "
+                     "block's shared memory, which needs " + format_bytes(static_cast<double>(bitonic_smem)) +
+                     " here; this GPU allows " + format_bytes(static_cast<double>(ctx.shared_optin)) +
+                     " per block (k up to 8192 fits)");
+
+  KnnGraph g;
+  g.n = n;
+  g.d = data.cols();
+  g.k = k;
+  g.metric = params.metric;
+  g.keep_self = params.keep_self;
+  g.backend = "gpu";
+  g.strategy = strategy;
+  auto fingerprint = std::async(std::launch::async, [&data] { return data.fingerprint(); });
+
+  progress.stage("prepare", 1, "steps");
+  PreparedRows rows = prepare_rows(data, params.metric);
+  const int64_t d = rows.cols;
+  progress.finish();
+  g.timings.emplace_back("prepare", seconds_since(t0));
+
+  // Memory: the loop's peak, then the final step's (loop buffers freed).
+  const auto t1 = std::chrono::steady_clock::now();
+  const uint64_t TW = static_cast<uint64_t>(T) * W;
+  const uint64_t nk = static_cast<uint64_t>(n) * k;
+  const uint64_t resident = static_cast<uint64_t>(n) * d * 4 + n * 4 + nk * 8 + n * 8;
+  const bool sort = strategy == "sort";
+  const int q_warps = strategy == "quick" ? quick_warps(ctx.sms, T + W) : 0;
+  const int q_cap = k + W;
+  uint64_t loop = 2 * TW * 4;
+  if (sort) {
+    loop += 3 * TW * 8 + sort_temp_bytes(T, W) + 4 * static_cast<uint64_t>(T + W) * 4 + 64 +
+            static_cast<uint64_t>(sort_merge_blocks(ctx.sms)) * k * 8;
+  } else {
+    loop += 2 * TW * 8 + 2 * static_cast<uint64_t>(T + W) * 4 + 64;
+    loop += static_cast<uint64_t>(q_warps) * 2 * q_cap * 8;
+  }
+  const uint64_t final_bytes = nk * 12;
+  const uint64_t need = resident + std::max(loop, final_bytes);
+  const uint64_t budget = free_budget(params.gpu_memory);
+  if (need > budget)
+    throw Error("--select " + strategy + " keeps every row and list on the GPU and needs " +
+                format_bytes(static_cast<double>(need)) + " of device memory here; " +
+                format_bytes(static_cast<double>(budget)) +
+                (params.gpu_memory ? " allowed by --gpu-memory" : " is free") +
+                " (--select warp or merge stream rows through a smaller budget)");
+
+  cudaStream_t ss = ctx.select, gs = ctx.gemm;
+  DeviceBuffer<float> dev_rows(static_cast<size_t>(n) * d, "allocating device memory for the rows");
+  DeviceBuffer<float> norms(static_cast<size_t>(n), "allocating device memory for the row norms");
+  DeviceBuffer<float> list_dist(nk, "allocating the neighbour lists");
+  DeviceBuffer<int> list_index(nk, "allocating the neighbour lists");
+  DeviceBuffer<int> fill(static_cast<size_t>(n), "allocating the neighbour lists");
+  DeviceBuffer<float> thr(static_cast<size_t>(n), "allocating the neighbour lists");
+  DeviceBuffer<float> dots[2];
+  for (auto& b : dots) b.reset(TW, "allocating a distance tile");
+  DeviceBuffer<float> cand_dist, q_dist, merge_dist;
+  DeviceBuffer<int> cand_index, cand_count, dirty, counters, q_index, merge_index, sort_counts;
+  DeviceBuffer<unsigned long long> total;
+  DeviceBuffer<uint64_t> keys[3];
+  DeviceBuffer<unsigned char> temp;
+  Slots slots;
+  SortBuffers sb;
+  total.reset(1, "allocating a counter");
+  if (sort) {
+    for (auto& kb : keys) kb.reset(TW, "allocating the sort keys");
+    sb.temp_bytes = sort_temp_bytes(T, W);
+    temp.reset(sb.temp_bytes, "allocating the radix sort's temporary storage");
+    sort_counts.reset(2 * static_cast<size_t>(T + W) + 1, "allocating the sort counters");
+    merge_dist.reset(static_cast<size_t>(sort_merge_blocks(ctx.sms)) * k, "allocating the sort merge buffers");
+    merge_index.reset(static_cast<size_t>(sort_merge_blocks(ctx.sms)) * k, "allocating the sort merge buffers");
+    for (int i = 0; i < 3; ++i) sb.keys[i] = keys[i].data();
+    sb.row_count = sort_counts.data();
+    sb.col_count = sb.row_count + T;
+    sb.row_start = sb.col_count + W;
+    sb.col_start = sb.row_start + T;
+    sb.n_items = sb.col_start + W;
+    sb.temp = temp.data();
+    sb.merge_dist = merge_dist.data();
+    sb.merge_index = merge_index.data();
+    sb.T = T, sb.W = W;
+  } else {
+    cand_dist.reset(2 * TW, "allocating the candidate buffers");
+    cand_index.reset(2 * TW, "allocating the candidate buffers");
+    cand_count.reset(static_cast<size_t>(T) + W, "allocating the candidate buffers");
+    dirty.reset(static_cast<size_t>(T) + W, "allocating the candidate buffers");
+    counters.reset(1, "allocating the candidate buffers");
+    slots.dist = cand_dist.data();
+    slots.index = cand_index.data();
+    slots.count = cand_count.data();
+    slots.dirty = dirty.data();
+    slots.n_dirty = counters.data();
+    slots.T = T, slots.W = W;
+    cuda_check(cudaMemsetAsync(cand_count.data(), 0, cand_count.bytes(), ss), "clearing the candidate counters");
+    if (q_warps) {
+      q_dist.reset(static_cast<size_t>(q_warps) * 2 * q_cap, "allocating the quick-select arrays");
+      q_index.reset(static_cast<size_t>(q_warps) * 2 * q_cap, "allocating the quick-select arrays");
+    }
+  }
+  slots.total = total.data();
+  // Work still queued when an error or a cancellation unwinds must finish
+  // before the buffers above are freed (destroyed after this guard).
+  struct Drain {
+    Context& c;
+    ~Drain() {
+      cudaStreamSynchronize(c.gemm);
+      cudaStreamSynchronize(c.select);
+    }
+  } drain{ctx};
+
+  ListsView lists;
+  lists.dist = list_dist.data();
+  lists.index = list_index.data();
+  lists.fill = fill.data();
+  lists.thr = thr.data();
+  lists.n = n;
+  lists.k = k;
+  cuda_check(cudaMemsetAsync(total.data(), 0, sizeof(unsigned long long), ss), "clearing a counter");
+  cuda_check(cudaMemcpyAsync(dev_rows.data(), rows.data, dev_rows.bytes(), cudaMemcpyHostToDevice, ss),
+             "copying rows to the GPU");
+  launch_row_norms(dev_rows.data(), n, d, norms.data(), ss);
+  launch_init_lists(lists, ss);
+  cuda_check(cudaStreamSynchronize(ss), "copying rows to the GPU");
+  g.timings.emplace_back("setup", seconds_since(t1));
+
+  // Diagonal tiles first, then the strips.
+  std::vector<TileSpec> tiles;
+  for (int64_t r0 = 0; r0 < n; r0 += T) tiles.push_back({r0, std::min<int64_t>(T, n - r0), r0, 0, true});
+  for (auto& t : tiles) t.cols = t.rows;
+  const size_t seeds = tiles.size();
+  for (size_t b = 0; b < seeds; ++b) {
+    const int64_t r0 = tiles[b].r0, rows_b = tiles[b].rows;
+    for (int64_t c0 = r0 + rows_b; c0 < n; c0 += W) tiles.push_back({r0, rows_b, c0, std::min<int64_t>(W, n - c0), false});
+  }
+
+  const auto t2 = std::chrono::steady_clock::now();
+  progress.stage("knn", tiles.size(), "tiles");
+  constexpr size_t R = Context::kRing;
+  double gemm_ms = 0, select_ms = 0;
+  unsigned long long sort_items = 0;
+  size_t completed = 0;
+  auto complete_one = [&] {
+    Context::TileEvents& ev = ctx.ring[completed % R];
+    ev.sel_end.synchronize("computing a distance tile");
+    gemm_ms += ev.gemm_end.since(ev.gemm_start);
+    select_ms += ev.sel_end.since(ev.sel_start);
+    ++completed;
+    progress.advance(1);
+  };
+  auto gemm = [&](size_t t) {
+    while (completed + R <= t) complete_one();  // its ring slot must be read first
+    const TileSpec& ts = tiles[t];
+    Context::TileEvents& ev = ctx.ring[t % R];
+    // Tile t-2 used the same buffer: its filter (the one reader) must be done.
+    if (t >= 2) ctx.gemm.wait(ctx.ring[(t - 2) % R].filter_end);
+    ev.gemm_start.record(gs);
+    const float one = 1.f, zero = 0.f;
+    cublas_check(cublasSgemm(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(ts.rows), static_cast<int>(ts.cols),
+                             static_cast<int>(d), &one, dev_rows.data() + ts.r0 * d, static_cast<int>(d),
+                             dev_rows.data() + ts.c0 * d, static_cast<int>(d), &zero, dots[t % 2].data(), T),
+                 "cublasSgemm on a distance tile");
+    ev.gemm_end.record(gs);
+  };
+  auto select_tile = [&](size_t t) {
+    const TileSpec& ts = tiles[t];
+    Context::TileEvents& ev = ctx.ring[t % R];
+    ctx.select.wait(ev.gemm_end);
+    ev.sel_start.record(ss);
+    Tile tile;
+    tile.dots = dots[t % 2].data();
+    tile.ld = T;
+    tile.rows = static_cast<int>(ts.rows);
+    tile.cols = static_cast<int>(ts.cols);
+    tile.r0 = static_cast<int>(ts.r0);
+    tile.c0 = static_cast<int>(ts.c0);
+    tile.col_role = !ts.diagonal;
+    tile.row_norms = norms.data() + ts.r0;
+    tile.col_norms = norms.data() + ts.c0;
+    tile.keep_self = params.keep_self;
+    if (sort) {
+      cuda_check(cudaMemsetAsync(sb.row_count, 0, sizeof(int) * (static_cast<size_t>(T) + W), ss),
+                 "clearing the sort counters");
+      cuda_check(cudaMemsetAsync(sb.n_items, 0, sizeof(int), ss), "clearing the sort counters");
+      launch_sort_filter(tile, thr.data(), sb, ss);
+      ev.filter_end.record(ss);
+      // CUB takes the number of keys from the host.
+      cuda_check(cudaMemcpyAsync(ctx.host_items.data(), sb.n_items, sizeof(int), cudaMemcpyDeviceToHost, ss),
+                 "reading the tile's triple count");
+      cuda_check(cudaStreamSynchronize(ss), "filtering a distance tile");
+      sort_items += static_cast<unsigned long long>(*ctx.host_items.data());
+      sort_select_tile(lists, tile, sb, *ctx.host_items.data(), ss);
+    } else {
+      cuda_check(cudaMemsetAsync(slots.n_dirty, 0, sizeof(int), ss), "clearing the candidate counters");
+      slots.r0 = tile.r0, slots.c0 = tile.c0;
+      launch_slot_filter(tile, thr.data(), slots, ss);
+      ev.filter_end.record(ss);
+      if (strategy == "heap") launch_heap_push(lists, slots, ss);
+      else if (strategy == "quick") launch_quick_select(lists, slots, q_dist.data(), q_index.data(), q_cap, q_warps, ss);
+      else launch_bitonic_select(lists, slots, W, ss);
+    }
+    ev.sel_end.record(ss);
+  };
+  if (!tiles.empty()) gemm(0);
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    if (t + 1 < tiles.size()) gemm(t + 1);
+    select_tile(t);
+  }
+  while (completed < tiles.size()) complete_one();
+  progress.finish();
+  g.timings.emplace_back("distances+select", seconds_since(t2));
+  g.timings.emplace_back("gemm", gemm_ms / 1e3);
+  g.timings.emplace_back("select", select_ms / 1e3);
+  unsigned long long passed = 0;
+  cuda_check(cudaMemcpy(&passed, total.data(), sizeof passed, cudaMemcpyDeviceToHost), "reading statistics");
+  if (sort) passed = sort_items;  // triples sorted
+
+  // Final: check, refine, download (the engine's kernels).
+  const auto t3 = std::chrono::steady_clock::now();
+  progress.stage("refine", 1, "steps");
+  for (auto& b : dots) b.release();
+  cand_dist.release(), cand_index.release(), q_dist.release(), q_index.release();
+  for (auto& kb : keys) kb.release();
+  temp.release(), merge_dist.release(), merge_index.release();
+  {
+    DeviceBuffer<int> bad(2, "allocating a counter");
+    const int init[2] = {0, INT_MAX};
+    cuda_check(cudaMemcpyAsync(bad.data(), init, sizeof init, cudaMemcpyHostToDevice, ss), "checking the lists");
+    launch_count_short_rows(lists, bad.data(), bad.data() + 1, ss);
+    int out[2] = {0, 0};
+    cuda_check(cudaMemcpyAsync(out, bad.data(), sizeof out, cudaMemcpyDeviceToHost, ss), "checking the lists");
+    cuda_check(cudaStreamSynchronize(ss), "checking the lists");
+    if (out[0] > 0)
+      throw Error(data.source + (data.source.empty() ? "" : ": ") + "row " + std::to_string(out[1]) +
+                  " has fewer than k=" + std::to_string(k) + " neighbours at a finite distance (" +
+                  std::to_string(out[0]) + " such rows; the data hold NaN or infinite values?)");
+  }
+  g.indices.resize(nk);
+  g.distances.resize(nk);
+  {
+    DeviceBuffer<int64_t> out_i(nk, "allocating the result");
+    DeviceBuffer<float> out_d(nk, "allocating the result");
+    Event r0, r1, r2;
+    r0.record(ss);
+    launch_refine(dev_rows.data(), d, lists, params.metric == Metric::Euclidean, out_i.data(), out_d.data(), ss);
+    r1.record(ss);
+    cuda_check(cudaMemcpyAsync(g.indices.data(), out_i.data(), nk * sizeof(int64_t), cudaMemcpyDeviceToHost, ss),
+               "copying the result from the GPU");
+    cuda_check(cudaMemcpyAsync(g.distances.data(), out_d.data(), nk * sizeof(float), cudaMemcpyDeviceToHost, ss),
+               "copying the result from the GPU");
+    r2.record(ss);
+    cuda_check(cudaStreamSynchronize(ss), "refining the neighbour lists");
+    g.timings.emplace_back("refine", r1.since(r0) / 1e3);
+    g.timings.emplace_back("download", r2.since(r1) / 1e3);
+  }
+  progress.finish();
+  g.timings.emplace_back("final", seconds_since(t3));
+  const auto t4 = std::chrono::steady_clock::now();
+  g.fingerprint = fingerprint.get();
+  g.timings.emplace_back("fingerprint_wait", seconds_since(t4));
+  const double total_s = seconds_since(t0);
+  g.timings.emplace_back("total", total_s);
+
+  g.extra["devices"] = std::vector<int>{dev};
+  g.extra["device_names"] = std::vector<std::string>{ctx.name};
+  g.extra["tile_rows"] = T;
+  g.extra["tile_cols"] = W;
+  g.extra["resident"] = true;
+  g.extra["tile_kernel"] = "cuBLAS SGEMM + " + strategy + " selection";
+  g.extra["tiles"] = tiles.size();
+  g.extra["budget_bytes"] = budget;
+  g.extra["planned_bytes"] = need;
+  g.extra["candidates"] = passed;
+  g.extra["candidates_per_row"] = static_cast<double>(passed) / static_cast<double>(n);
+  g.extra["cublas_math"] = engine_math_mode_name();
+  double flop = 0;
+  for (auto& t : tiles) flop += 2.0 * static_cast<double>(t.rows) * static_cast<double>(t.cols) * static_cast<double>(d);
+  g.extra["gemm_flop"] = flop;
+  g.extra["gemm_tflops"] = gemm_ms > 0 ? flop / (gemm_ms / 1e3) / 1e12 : 0.0;
+  g.extra["total_tflops"] = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(d) / total_s / 1e12;
+  return g;
 }
 
 }  // namespace manifold::gpu::select
