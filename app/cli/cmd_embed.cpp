@@ -113,15 +113,7 @@ struct PipelineResult {
 PipelineResult run_pipeline(const Dataset& ds, const KnnParams& kp, const std::string& backend_name,
                             const DiffusionParams& dp, Progress& progress) {
   validate(kp, ds.rows());
-  {
-    // Check the embedding parameters against the graph-to-be before building it.
-    KnnGraph shape;
-    shape.n = ds.rows();
-    shape.k = kp.k;
-    shape.indices.assign(static_cast<size_t>(shape.n * shape.k), 0);
-    shape.distances.assign(static_cast<size_t>(shape.n * shape.k), 0.f);
-    validate(dp, shape);
-  }
+  validate(dp, ds.rows(), kp.k);  // before the long k-NN build, not after it
   auto backend = make_backend(backend_name);
   PipelineResult r;
   const auto t = Clock::now();

@@ -51,6 +51,8 @@ struct DiffusionParams {
 /// Rejects bad parameters for `graph` with one line (UsageError), and a graph
 /// whose arrays disagree with its shape or hold out-of-range indices (Error).
 void validate(const DiffusionParams& params, const KnnGraph& graph);
+/// The parameter checks alone, for a graph of n points and k neighbours yet to be built.
+void validate(const DiffusionParams& params, int64_t n, int graph_k);
 
 /// The epsilon rule of `params.epsilon`: "median", "auto", or "value".
 std::string epsilon_rule(const DiffusionParams& params);

@@ -312,22 +312,15 @@ std::string epsilon_rule(const DiffusionParams& p) {
   return "value";
 }
 
-void validate(const DiffusionParams& p, const KnnGraph& g) {
-  if (g.n < 3) throw UsageError("graph has " + std::to_string(g.n) + " points; a diffusion map needs at least 3");
-  if (g.k < 1) throw Error("graph has k = " + std::to_string(g.k) + " neighbours per point");
-  if (static_cast<int64_t>(g.indices.size()) != g.n * g.k)
-    throw Error("graph indices hold " + std::to_string(g.indices.size()) + " values, expected N x k = " +
-                std::to_string(g.n) + " x " + std::to_string(g.k));
-  if (static_cast<int64_t>(g.distances.size()) != g.n * g.k)
-    throw Error("graph distances hold " + std::to_string(g.distances.size()) + " values, expected N x k = " +
-                std::to_string(g.n) + " x " + std::to_string(g.k));
-  if (g.n > std::numeric_limits<int32_t>::max())
-    throw Error("graph has " + std::to_string(g.n) + " points; the diffusion map supports up to 2^31 - 1");
-  if (p.k < 0 || p.k > g.k)
-    throw UsageError("--k " + std::to_string(p.k) + ": must be between 1 and the graph's k = " + std::to_string(g.k));
-  const int kp = p.k == 0 ? g.k : p.k;
-  const std::string rule = epsilon_rule(p);
-  if (rule == "value") {
+void validate(const DiffusionParams& p, int64_t n, int graph_k) {
+  if (n < 3) throw UsageError("graph has " + std::to_string(n) + " points; a diffusion map needs at least 3");
+  if (graph_k < 1) throw Error("graph has k = " + std::to_string(graph_k) + " neighbours per point");
+  if (n > std::numeric_limits<int32_t>::max())
+    throw Error("graph has " + std::to_string(n) + " points; the diffusion map supports up to 2^31 - 1");
+  if (p.k < 0 || p.k > graph_k)
+    throw UsageError("--k " + std::to_string(p.k) + ": must be between 1 and the graph's k = " + std::to_string(graph_k));
+  const int kp = p.k == 0 ? graph_k : p.k;
+  if (epsilon_rule(p) == "value") {
     char* end = nullptr;
     double v = std::strtod(p.epsilon.c_str(), &end);
     if (p.epsilon.empty() || end == p.epsilon.c_str() || *end)
@@ -336,20 +329,29 @@ void validate(const DiffusionParams& p, const KnnGraph& g) {
   }
   if (!(p.alpha >= 0 && p.alpha <= 1)) throw UsageError("--alpha " + std::to_string(p.alpha) + ": must be in [0, 1]");
   if (!(p.t >= 0) || !std::isfinite(p.t)) throw UsageError("--t " + std::to_string(p.t) + ": must be >= 0");
-  if (p.components < 1 || static_cast<int64_t>(p.components) > g.n - 2)
+  if (p.components < 1 || static_cast<int64_t>(p.components) > n - 2)
     throw UsageError("--components " + std::to_string(p.components) + ": must be between 1 and N - 2 = " +
-                     std::to_string(g.n - 2) + " for " + std::to_string(g.n) + " points");
+                     std::to_string(n - 2) + " for " + std::to_string(n) + " points");
   if (p.symmetrize != "or" && p.symmetrize != "and" && p.symmetrize != "average")
     throw UsageError("--symmetrize: unknown rule '" + p.symmetrize + "' (or, and, average)");
   if (p.local_scaling < 0 || p.local_scaling > kp)
     throw UsageError("--local-scaling " + std::to_string(p.local_scaling) + ": must be 0 (off) or between 1 and k = " +
                      std::to_string(kp));
-  if (!(p.tolerance > 0) || !(p.tolerance < 1))
-    throw UsageError("--tolerance: must be in (0, 1)");
-  if (p.ncv != 0 && (p.ncv <= p.components + 1 || p.ncv > g.n))
+  if (!(p.tolerance > 0) || !(p.tolerance < 1)) throw UsageError("--tolerance: must be in (0, 1)");
+  if (p.ncv != 0 && (p.ncv <= p.components + 1 || p.ncv > n))
     throw UsageError("--ncv " + std::to_string(p.ncv) + ": must be between M + 2 = " + std::to_string(p.components + 2) +
-                     " and N = " + std::to_string(g.n));
+                     " and N = " + std::to_string(n));
   if (p.threads < 0) throw UsageError("--threads: must be >= 0");
+}
+
+void validate(const DiffusionParams& p, const KnnGraph& g) {
+  if (g.k >= 1 && static_cast<int64_t>(g.indices.size()) != g.n * g.k)
+    throw Error("graph indices hold " + std::to_string(g.indices.size()) + " values, expected N x k = " +
+                std::to_string(g.n) + " x " + std::to_string(g.k));
+  if (g.k >= 1 && static_cast<int64_t>(g.distances.size()) != g.n * g.k)
+    throw Error("graph distances hold " + std::to_string(g.distances.size()) + " values, expected N x k = " +
+                std::to_string(g.n) + " x " + std::to_string(g.k));
+  validate(p, g.n, g.k);
   for (int64_t i = 0; i < g.n * g.k; ++i) {
     if (g.indices[static_cast<size_t>(i)] < 0 || g.indices[static_cast<size_t>(i)] >= g.n)
       throw Error("graph index " + std::to_string(g.indices[static_cast<size_t>(i)]) + " at row " +
