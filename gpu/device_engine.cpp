@@ -17,14 +17,20 @@ DeviceContext& context_on(int device) {
 }
 }  // namespace
 
-DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& plan, bool keep_self, bool force_block)
+DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& plan, bool keep_self, bool force_block,
+                           bool tensor)
     : ctx_(context_on(device)),
       lock_(ctx_.busy),
       host_rows_(host_rows),
       plan_(plan),
       keep_self_(keep_self),
-      force_block_(force_block) {
+      force_block_(force_block),
+      tensor_(tensor && !plan.fused) {
   cuda_check(cudaSetDevice(device), "selecting the device");
+  // The TF32 compute type is asked for explicitly in each GEMM; the default
+  // math mode lets cuBLAS honour it (pedantic is restored afterwards).
+  cublas_check(cublasSetMathMode(ctx_.cublas, tensor_ ? CUBLAS_DEFAULT_MATH : engine_math_mode()),
+               "setting the cuBLAS math mode");
   const int64_t n = plan.n, d = plan.d;
   const size_t nk = static_cast<size_t>(n) * plan.k;
   cublas_check(cublasSetWorkspace(ctx_.cublas, ctx_.workspace(plan.workspace), plan.workspace),
@@ -40,6 +46,7 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   const size_t slot_rows = plan.resident ? static_cast<size_t>(n) : static_cast<size_t>(slots) * plan.T;
   rows_.reset(slot_rows * d, "allocating device memory for the rows");
   norms_.reset(slot_rows, "allocating device memory for the row norms");
+  if (!plan.resident) all_norms_.reset(static_cast<size_t>(n), "allocating device memory for the row norms");
   if (!plan.fused)
     for (auto& t : tiles_) t.reset(static_cast<size_t>(plan.T) * plan.W, "allocating a distance tile");
   const size_t cand = 2 * static_cast<size_t>(plan.T) * plan.W;
@@ -74,6 +81,7 @@ DeviceEngine::~DeviceEngine() {
   cudaSetDevice(ctx_.device);
   cudaDeviceSynchronize();
   for (int i = 0; i < DeviceContext::kStaging; ++i) ctx_.staging_used[i] = false;
+  cublasSetMathMode(ctx_.cublas, engine_math_mode());
 }
 
 ListsView DeviceEngine::lists() const {
@@ -127,6 +135,10 @@ void DeviceEngine::upload_block(int64_t b, float* rows, float* norms) {
     off += len;
   }
   launch_row_norms(rows, count, d, norms, ctx_.copy);
+  if (!plan_.resident)
+    cuda_check(cudaMemcpyAsync(all_norms_.data() + r0, norms, static_cast<size_t>(count) * sizeof(float),
+                               cudaMemcpyDeviceToDevice, ctx_.copy),
+               "keeping the row norms");
   stats_.h2d_bytes += bytes;
 }
 
@@ -229,10 +241,20 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     if (before) g.wait(before->filter_end);
     ev.gemm_start.record(g);
     const float one = 1.f, zero = 0.f;
-    cublas_check(cublasSgemm(ctx_.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(cols),
-                             static_cast<int>(d), &one, a_rows, static_cast<int>(d), b_rows, static_cast<int>(d), &zero,
-                             dots, static_cast<int>(T)),
-                 "cublasSgemm on a distance tile");
+    if (tensor_) {
+      // Inputs rounded to TF32 on tensor cores, float32 accumulation: the
+      // error bound of impl/error_bound.h (u_in = 2^-10) covers it.
+      cublas_check(cublasGemmEx(ctx_.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(cols),
+                                static_cast<int>(d), &one, a_rows, CUDA_R_32F, static_cast<int>(d), b_rows, CUDA_R_32F,
+                                static_cast<int>(d), &zero, dots, CUDA_R_32F, static_cast<int>(T),
+                                CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmEx (TF32) on a distance tile");
+    } else {
+      cublas_check(cublasSgemm(ctx_.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(cols),
+                               static_cast<int>(d), &one, a_rows, static_cast<int>(d), b_rows, static_cast<int>(d),
+                               &zero, dots, static_cast<int>(T)),
+                   "cublasSgemm on a distance tile");
+    }
     ev.gemm_end.record(g);
     sel.wait(ev.gemm_end);
     ev.sel_start.record(sel);
@@ -297,20 +319,26 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
       cuda_check(cudaMemsetAsync(fill_.data() + r0, 0, static_cast<size_t>(rows) * sizeof(int), ctx_.select),
                  "clearing seed entries");
   }
-  bool reverse = false;
-  for (int64_t I : strips) {
-    const int64_t first = (I + 1) * T;
-    if (first >= n) continue;
-    if (plan_.resident) {
+  if (plan_.resident) {
+    for (int64_t I : strips) {
+      const int64_t first = (I + 1) * T;
       for (int64_t c0 = first; c0 < n; c0 += plan_.W) next(I, c0, std::min<int64_t>(plan_.W, n - c0), -1, false);
-    } else {
-      // Serpentine order: the blocks a strip ends with are the ones the next
-      // strip starts with, still in their slots.
-      for (int64_t s = 0; s < nb - 1 - I; ++s) {
-        const int64_t J = reverse ? nb - 1 - s : I + 1 + s;
-        next(I, J * T, std::min<int64_t>(T, n - J * T), J, false);
-      }
-      reverse = !reverse;
+    }
+  } else {
+    // Panels: `panel` row blocks of this device stay in their slots (each is
+    // used by every column step, so least-recently-used never picks them)
+    // while each later column block is copied once and meets the whole
+    // panel. A copied block then serves `panel` tiles, which keeps the copies
+    // far below the GEMM time; two slots are left for the column blocks in
+    // flight.
+    const size_t panel = static_cast<size_t>(std::max(1, plan_.slots - 2));
+    for (size_t p0 = 0; p0 < strips.size(); p0 += panel) {
+      const size_t p1 = std::min(strips.size(), p0 + panel);
+      int64_t first = nb;
+      for (size_t i = p0; i < p1; ++i) first = std::min(first, strips[i]);
+      for (int64_t J = first + 1; J < nb; ++J)
+        for (size_t i = p0; i < p1; ++i)
+          if (J > strips[i]) next(strips[i], J * T, std::min<int64_t>(T, n - J * T), J, false);
     }
   }
   for (uint64_t u = t >= R ? t - R : 0; u < t; ++u) complete(u, progress, stop);

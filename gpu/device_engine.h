@@ -8,8 +8,9 @@
 // merge that folds the few survivors into the device's per-row lists.
 // Rows come from host memory through pinned staging buffers on a copy
 // stream; with a resident plan each block is copied once, otherwise blocks
-// stream through a few slots (least recently used replaced, strips in
-// serpentine order so consecutive strips share blocks).
+// stream through slots (least recently used replaced): a panel of row
+// blocks stays in its slots while every later column block streams past it
+// once, so each block copied serves a whole panel's worth of tiles.
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -38,7 +39,11 @@ class DeviceEngine {
  public:
   /// Takes the device's context (waiting for another build on it to finish)
   /// and allocates what the plan needs (throws DeviceOutOfMemory).
-  DeviceEngine(int device, const float* host_rows, const TilePlan& plan, bool keep_self, bool force_block);
+  /// `tensor`: dot products on tensor cores (TF32, cublasGemmEx with
+  /// CUBLAS_COMPUTE_32F_FAST_TF32) for --precision fast-exact; otherwise
+  /// float32 (cuBLAS SGEMM in the engine's math mode, or the fused kernel).
+  DeviceEngine(int device, const float* host_rows, const TilePlan& plan, bool keep_self, bool force_block,
+               bool tensor = false);
   ~DeviceEngine();
   DeviceEngine(const DeviceEngine&) = delete;
   DeviceEngine& operator=(const DeviceEngine&) = delete;
@@ -61,6 +66,10 @@ class DeviceEngine {
   /// the device, ready on stream(). Streaming plans: nullptr.
   const float* all_rows();
 
+  /// Stored squared norms of all n rows (as the tile loop used them), ready
+  /// after run() and all_rows() / release_loop_buffers().
+  const float* norms() const { return plan_.resident ? norms_.data() : all_norms_.data(); }
+
   /// Tiles run() computes for these strips (seeds included).
   static uint64_t tiles_for(const TilePlan& plan, const std::vector<int64_t>& strips);
 
@@ -75,11 +84,12 @@ class DeviceEngine {
   std::unique_lock<std::mutex> lock_;
   const float* host_rows_;
   TilePlan plan_;
-  bool keep_self_, force_block_;
+  bool keep_self_, force_block_, tensor_;
 
   DeviceBuffer<float> list_dist_, thr_;
   DeviceBuffer<int> list_index_, fill_;
   DeviceBuffer<float> rows_, norms_;  // resident: all rows; streaming: `slots` blocks
+  DeviceBuffer<float> all_norms_;     // streaming: the norms of every row, kept for the final step
   DeviceBuffer<float> tiles_[2];      // cuBLAS path only
   // Two candidate sets, used by alternate tiles, so one tile's merge can run
   // while the next tile is computed.

@@ -3,7 +3,12 @@
 // triangle among devices (Kato & Hosino's mirrored assignment: strip i goes
 // to device j when i mod 2G is j or 2G-1-j, which evens out the shrinking
 // strips), runs one host thread per device, merges the per-device lists on
-// device 0 and refines the result exactly.
+// device 0 and certifies the result: every row's list is checked against the
+// rigorous error bound of its dot products (impl/error_bound.h), the
+// candidates the bound cannot rule out are re-evaluated exactly, and rows the
+// bound cannot certify are scanned exactly. Both precisions (float32 SGEMM,
+// TF32 tensor cores) therefore return the same graph: the k smallest exact
+// keys (float64 distance rounded to float, then index).
 #include "manifold/gpu/gpu_knn_backend.h"
 #include "select/paper_strategies.h"
 
@@ -20,8 +25,9 @@
 
 #include "device_context.h"
 #include "device_engine.h"
+#include "impl/certify_host.h"
+#include "impl/error_bound.h"
 #include "impl/kernels.h"
-#include "impl/refine_host.h"
 #include "manifold/error.h"
 #include "manifold/knn.h"
 #include "manifold/parallel.h"
@@ -103,6 +109,22 @@ std::vector<std::vector<int64_t>> assign_strips(int64_t blocks, int devices) {
   return out;
 }
 
+/// Candidates kept per row beyond k: the room the certificate needs between
+/// the k-th upper bound and the last list entry (impl/error_bound.h). The
+/// TF32 bound is ~10x wider than float32's, so fast-exact keeps more.
+/// MANIFOLD_GPU_SLACK overrides (tests force the fallback with it).
+int list_slack(int k, bool tensor) {
+  if (const char* v = std::getenv("MANIFOLD_GPU_SLACK")) {
+    char* end = nullptr;
+    const long s = std::strtol(v, &end, 10);
+    if (*v && !*end && s >= 0 && s <= kMaxK) return static_cast<int>(s);
+  }
+  return tensor ? std::max(96, k / 4) : std::max(16, k / 8);
+}
+
+/// Rows the fallback scans at a time on the device: keys of 64 MB.
+int64_t fallback_chunk(int64_t n) { return std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(n, 1)); }
+
 class GpuKnnBackend final : public KnnBackend {
  public:
   std::string name() const override { return "gpu"; }
@@ -113,17 +135,21 @@ class GpuKnnBackend final : public KnnBackend {
     if (params.select != "auto" && params.select != "warp" && params.select != "merge")
       throw UsageError("--select " + params.select +
                        ": not available in the GPU backend yet (it has auto, warp, merge)");
-    if (params.precision != "exact")
-      throw UsageError("--precision " + params.precision + ": not available in the GPU backend yet (it has exact)");
-    if (params.k > kMaxK)
+    if (params.precision != "exact" && params.precision != "fast-exact")
+      throw UsageError("--precision " + params.precision + ": unknown (the GPU backend has exact, fast-exact)");
+    if (params.k > kMaxNeighbours)
       throw UsageError("-k " + std::to_string(params.k) + ": the GPU backend supports k up to " +
-                       std::to_string(kMaxK));
+                       std::to_string(kMaxNeighbours));
     if (data.rows() >= INT_MAX)
       throw Error("the GPU backend indexes rows with 32-bit integers: " + std::to_string(data.rows()) +
                   " rows is too many");
+    if (data.cols() > kMaxBoundDim)
+      throw UsageError("the GPU backend's error bound covers up to " + std::to_string(kMaxBoundDim) +
+                       " values per item; these items have " + std::to_string(data.cols()));
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<int> devices = chosen_devices(params);
     const bool force_block = params.select == "merge";
+    const bool tensor = params.precision == "fast-exact";
 
     KnnGraph g;
     g.n = data.rows();
@@ -132,7 +158,13 @@ class GpuKnnBackend final : public KnnBackend {
     g.metric = params.metric;
     g.keep_self = params.keep_self;
     g.backend = "gpu";
-    g.strategy = force_block || params.k > kWarpMergeMaxK ? "merge" : "warp";
+    // The list capacity: k plus the room the certificate needs, at most every
+    // other point (then every list is complete and trivially certified).
+    const int64_t available = g.n - (params.keep_self ? 0 : 1);
+    const int cap = static_cast<int>(
+        std::min<int64_t>({static_cast<int64_t>(g.k) + list_slack(g.k, tensor), available, int64_t{kMaxK}}));
+    const bool complete = cap >= available;
+    g.strategy = force_block || cap > kWarpMergeMaxK ? "merge" : "warp";
     // Hashing every byte of the input takes longer than the GPU's whole job
     // on large inputs: do it on a spare core meanwhile.
     auto fingerprint = std::async(std::launch::async, [&data] { return data.fingerprint(); });
@@ -151,9 +183,13 @@ class GpuKnnBackend final : public KnnBackend {
       budget = std::min(budget, device_budget(dev, params.gpu_memory));
       shared = std::min(shared, DeviceContext::get(dev).shared_optin);
     }
+    if (certify_shared_bytes(cap) > shared)
+      throw UsageError("-k " + std::to_string(g.k) + ": the final step needs more shared memory than this GPU has");
     PlanRequest req;
-    req.n = rows.rows, req.d = rows.cols, req.k = params.k, req.devices = static_cast<int>(devices.size());
-    req.fused = use_fused(rows.cols);
+    req.n = rows.rows, req.d = rows.cols, req.k = cap, req.k_out = g.k;
+    req.devices = static_cast<int>(devices.size());
+    // Tensor cores come through cuBLAS; the fused kernel is float32 FFMA.
+    req.fused = !tensor && use_fused(rows.cols);
     req.shared_memory = shared;
     if (const char* o = std::getenv("MANIFOLD_GPU_TILE")) req.tile_override = o;
     TilePlan plan;
@@ -164,7 +200,8 @@ class GpuKnnBackend final : public KnnBackend {
       try {
         engines.clear();
         for (int dev : devices)
-          engines.push_back(std::make_unique<DeviceEngine>(dev, rows.data, plan, params.keep_self, force_block));
+          engines.push_back(
+              std::make_unique<DeviceEngine>(dev, rows.data, plan, params.keep_self, force_block, tensor));
         break;
       } catch (const DeviceOutOfMemory& e) {
         engines.clear();
@@ -176,7 +213,8 @@ class GpuKnnBackend final : public KnnBackend {
     }
     g.timings.emplace_back("setup", seconds_since(t1));
 
-    // The tile loops, one host thread per device.
+    // The tile loops, one host thread per device. Progress counts the tiles
+    // of all devices together, so rate and time left are the whole job's.
     const auto strips = assign_strips(plan.blocks(), static_cast<int>(devices.size()));
     uint64_t total_tiles = 0;
     for (auto& s : strips) total_tiles += DeviceEngine::tiles_for(plan, s);
@@ -208,11 +246,15 @@ class GpuKnnBackend final : public KnnBackend {
       for (size_t i = 0; i < engines.size(); ++i) threads.emplace_back(work, i);
       for (auto& th : threads) th.join();
     }
-    if (failure) std::rethrow_exception(failure);
+    if (failure) {
+      host_result.wait();
+      std::rethrow_exception(failure);
+    }
     progress.finish();
     g.timings.emplace_back("distances+select", seconds_since(t2));
     double gemm_ms = 0, select_ms = 0, loop_ms = 0, flop = 0;
     uint64_t candidates = 0, h2d = 0;
+    nlohmann::json per_device = nlohmann::json::array();
     for (auto& e : engines) {
       const EngineStats& s = e->stats();
       gemm_ms = std::max(gemm_ms, s.gemm_ms);
@@ -221,36 +263,40 @@ class GpuKnnBackend final : public KnnBackend {
       flop += s.gemm_flop;
       candidates += s.candidates;
       h2d += s.h2d_bytes;
+      per_device.push_back({{"device", e->device()}, {"tiles", s.tiles}, {"loop_s", s.loop_ms / 1e3},
+                            {"gemm_s", s.gemm_ms / 1e3}, {"h2d_bytes", s.h2d_bytes}});
     }
     g.timings.emplace_back("gemm", gemm_ms / 1e3);
     g.timings.emplace_back("select", select_ms / 1e3);
 
     // Final steps on device 0.
     const auto t3 = std::chrono::steady_clock::now();
-    progress.stage("refine", 1, "steps");
+    progress.stage("certify", 1, "steps");
     for (auto& e : engines) e->release_loop_buffers();
     DeviceEngine& main = *engines[0];
     DeviceScope scope(main.device());
     const ListsView lists = main.lists();
     cudaStream_t s = main.stream();
-    Event ev_merge0, ev_merge1, ev_refine0, ev_refine1, ev_down1;
+    const size_t ncap = static_cast<size_t>(g.n) * cap;
+    Event ev_merge0, ev_merge1;
     ev_merge0.record(s);
     for (size_t i = 1; i < engines.size(); ++i) {
       const ListsView other = engines[i]->lists();
-      const size_t nk = static_cast<size_t>(g.n) * g.k;
-      DeviceBuffer<float> od(nk, "allocating room to merge the devices' lists");
-      DeviceBuffer<int> oi(nk, "allocating room to merge the devices' lists");
+      DeviceBuffer<float> od(ncap, "allocating room to merge the devices' lists");
+      DeviceBuffer<int> oi(ncap, "allocating room to merge the devices' lists");
       DeviceBuffer<int> of(static_cast<size_t>(g.n), "allocating room to merge the devices' lists");
-      cuda_check(cudaMemcpyPeerAsync(od.data(), main.device(), other.dist, engines[i]->device(), nk * sizeof(float), s),
+      cuda_check(cudaMemcpyPeerAsync(od.data(), main.device(), other.dist, engines[i]->device(), ncap * sizeof(float),
+                                     s),
                  "copying lists between GPUs");
-      cuda_check(cudaMemcpyPeerAsync(oi.data(), main.device(), other.index, engines[i]->device(), nk * sizeof(int), s),
+      cuda_check(cudaMemcpyPeerAsync(oi.data(), main.device(), other.index, engines[i]->device(), ncap * sizeof(int),
+                                     s),
                  "copying lists between GPUs");
       cuda_check(cudaMemcpyPeerAsync(of.data(), main.device(), other.fill, engines[i]->device(),
                                      static_cast<size_t>(g.n) * sizeof(int), s),
                  "copying lists between GPUs");
       constexpr int kChunk = 4096;
-      for (int from = 0; from < g.k; from += kChunk)
-        launch_merge_lists(lists, od.data(), oi.data(), of.data(), from, std::min(kChunk, g.k - from), s);
+      for (int from = 0; from < cap; from += kChunk)
+        launch_merge_lists(lists, od.data(), oi.data(), of.data(), from, std::min(kChunk, cap - from), s);
       cuda_check(cudaStreamSynchronize(s), "merging the devices' lists");
     }
     ev_merge1.record(s);
@@ -259,7 +305,7 @@ class GpuKnnBackend final : public KnnBackend {
       DeviceBuffer<int> bad(2, "allocating a counter");
       const int init[2] = {0, INT_MAX};
       cuda_check(cudaMemcpyAsync(bad.data(), init, sizeof init, cudaMemcpyHostToDevice, s), "checking the lists");
-      launch_count_short_rows(lists, bad.data(), bad.data() + 1, s);
+      launch_count_short_rows(lists, g.k, bad.data(), bad.data() + 1, s);
       int out[2] = {0, 0};
       cuda_check(cudaMemcpyAsync(out, bad.data(), sizeof out, cudaMemcpyDeviceToHost, s), "checking the lists");
       cuda_check(cudaStreamSynchronize(s), "checking the lists");
@@ -269,63 +315,169 @@ class GpuKnnBackend final : public KnnBackend {
                     std::to_string(out[0]) + " such rows; the data hold NaN or infinite values?)");
     }
 
+    // Every row's stored norm: the error bound needs each candidate's and
+    // the largest (for the points a list does not hold).
+    const float* device_rows = main.all_rows();  // resident: all rows on device 0; else nullptr
+    std::vector<float> norms(static_cast<size_t>(g.n));
+    cuda_check(cudaMemcpyAsync(norms.data(), main.norms(), norms.size() * sizeof(float), cudaMemcpyDeviceToHost, s),
+               "copying the row norms from the GPU");
+    cuda_check(cudaStreamSynchronize(s), "copying the row norms from the GPU");
+    double ymax = 0;
+    for (float v : norms) ymax = std::max(ymax, static_cast<double>(v));
+    const ErrorModel model = make_error_model(g.d, tensor);
+
     host_result.get();
-    const float* device_rows = main.all_rows();
+    std::vector<int> status(static_cast<size_t>(g.n));
+    float max_use = 0.f;
+    Event ev_cert0, ev_cert1, ev_down1;
     if (device_rows) {
       DeviceBuffer<int64_t> out_i(nk, "allocating the result");
       DeviceBuffer<float> out_d(nk, "allocating the result");
-      ev_refine0.record(s);
-      launch_refine(device_rows, rows.cols, lists, params.metric == Metric::Euclidean, out_i.data(), out_d.data(), s);
-      ev_refine1.record(s);
+      DeviceBuffer<int> st(static_cast<size_t>(g.n), "allocating the result");
+      DeviceBuffer<float> use(1, "allocating the result");
+      cuda_check(cudaMemsetAsync(use.data(), 0, sizeof(float), s), "clearing a counter");
+      CertifyArgs ca;
+      ca.rows = device_rows, ca.d = rows.cols, ca.norms = main.norms(), ca.lists = lists, ca.k = g.k;
+      ca.euclidean = params.metric == Metric::Euclidean, ca.complete = complete, ca.ymax = ymax, ca.model = model;
+      ca.out_index = out_i.data(), ca.out_dist = out_d.data(), ca.status = st.data(), ca.max_use = use.data();
+      ev_cert0.record(s);
+      launch_certify(ca, s);
+      ev_cert1.record(s);
       cuda_check(cudaMemcpyAsync(g.indices.data(), out_i.data(), nk * sizeof(int64_t), cudaMemcpyDeviceToHost, s),
                  "copying the result from the GPU");
       cuda_check(cudaMemcpyAsync(g.distances.data(), out_d.data(), nk * sizeof(float), cudaMemcpyDeviceToHost, s),
                  "copying the result from the GPU");
+      cuda_check(cudaMemcpyAsync(status.data(), st.data(), status.size() * sizeof(int), cudaMemcpyDeviceToHost, s),
+                 "copying the result from the GPU");
+      cuda_check(cudaMemcpyAsync(&max_use, use.data(), sizeof(float), cudaMemcpyDeviceToHost, s),
+                 "copying the result from the GPU");
       ev_down1.record(s);
-      cuda_check(cudaStreamSynchronize(s), "refining the neighbour lists");
+      cuda_check(cudaStreamSynchronize(s), "certifying the neighbour lists");
       g.timings.emplace_back("merge_devices", ev_merge1.since(ev_merge0) / 1e3);
-      g.timings.emplace_back("refine", ev_refine1.since(ev_refine0) / 1e3);
-      g.timings.emplace_back("download", ev_down1.since(ev_refine1) / 1e3);
+      g.timings.emplace_back("certify", ev_cert1.since(ev_cert0) / 1e3);
+      g.timings.emplace_back("download", ev_down1.since(ev_cert1) / 1e3);
     } else {
-      // Streamed rows: refine on the host in the device's exact summation order.
-      std::vector<int> idx(nk);
-      ev_refine0.record(s);
-      cuda_check(cudaMemcpyAsync(idx.data(), lists.index, nk * sizeof(int), cudaMemcpyDeviceToHost, s),
+      // Streamed rows: the same step on the host, in the device's exact
+      // float64 order, reading candidates' rows from host memory.
+      std::vector<float> ld(ncap);
+      std::vector<int> li(ncap), lf(static_cast<size_t>(g.n));
+      ev_cert0.record(s);
+      cuda_check(cudaMemcpyAsync(ld.data(), lists.dist, ncap * sizeof(float), cudaMemcpyDeviceToHost, s),
+                 "copying the lists from the GPU");
+      cuda_check(cudaMemcpyAsync(li.data(), lists.index, ncap * sizeof(int), cudaMemcpyDeviceToHost, s),
+                 "copying the lists from the GPU");
+      cuda_check(cudaMemcpyAsync(lf.data(), lists.fill, lf.size() * sizeof(int), cudaMemcpyDeviceToHost, s),
                  "copying the lists from the GPU");
       ev_down1.record(s);
       cuda_check(cudaStreamSynchronize(s), "copying the lists from the GPU");
       const auto th = std::chrono::steady_clock::now();
-      refine_on_host(rows.data, g.n, rows.cols, g.k, idx.data(), params.metric, params.threads, g.indices.data(),
-                     g.distances.data());
+      HostLists hl{ld.data(), li.data(), lf.data(), g.n, cap};
+      max_use = certify_on_host(rows.data, rows.cols, hl, g.k, norms.data(), ymax, model, params.metric, complete,
+                                params.threads, g.indices.data(), g.distances.data(), status.data());
       g.timings.emplace_back("merge_devices", ev_merge1.since(ev_merge0) / 1e3);
-      g.timings.emplace_back("refine", seconds_since(th));
-      g.timings.emplace_back("download", ev_down1.since(ev_refine0) / 1e3);
+      g.timings.emplace_back("certify", seconds_since(th));
+      g.timings.emplace_back("download", ev_down1.since(ev_cert0) / 1e3);
     }
     progress.finish();
-    g.timings.emplace_back("final", seconds_since(t3));
-    // Core's byte-serial input hash can outlast the whole GPU job.
+
+    // Rows the bound could not certify: their list might miss a neighbour,
+    // so every point is evaluated exactly (float64) and ranked by key.
+    std::vector<int64_t> fb;
+    uint64_t reevaluated = 0;
+    int max_reevaluated = 0;
+    for (int64_t i = 0; i < g.n; ++i) {
+      const int st = status[static_cast<size_t>(i)];
+      if (st < 0) {
+        fb.push_back(i);
+      } else {
+        reevaluated += static_cast<uint64_t>(st);
+        max_reevaluated = std::max(max_reevaluated, st);
+      }
+    }
     const auto t4 = std::chrono::steady_clock::now();
+    if (!fb.empty()) {
+      // The stage's name says what happens, so the terminal shows it.
+      progress.stage("fallback: " + std::to_string(fb.size()) + " rows whose error bound keeps more than " +
+                         std::to_string(cap) + " candidates, each re-ranked by an exact scan of all points",
+                     fb.size(), "rows");
+      if (device_rows) {
+        const int64_t chunk = std::min<int64_t>(fallback_chunk(g.n), static_cast<int64_t>(fb.size()));
+        DeviceBuffer<int> fb_dev(static_cast<size_t>(chunk), "allocating the fallback scan");
+        DeviceBuffer<float> keys_dev(static_cast<size_t>(chunk * g.n), "allocating the fallback scan");
+        std::vector<float> keys(static_cast<size_t>(chunk * g.n));
+        std::vector<int> idx(static_cast<size_t>(chunk));
+        for (size_t r0 = 0; r0 < fb.size(); r0 += static_cast<size_t>(chunk)) {
+          const int count = static_cast<int>(std::min<size_t>(static_cast<size_t>(chunk), fb.size() - r0));
+          for (int r = 0; r < count; ++r) idx[static_cast<size_t>(r)] = static_cast<int>(fb[r0 + r]);
+          cuda_check(cudaMemcpyAsync(fb_dev.data(), idx.data(), count * sizeof(int), cudaMemcpyHostToDevice, s),
+                     "copying the fallback rows to the GPU");
+          launch_fallback_keys(device_rows, g.n, rows.cols, fb_dev.data(), count,
+                               params.metric == Metric::Euclidean, params.keep_self, keys_dev.data(), s);
+          cuda_check(cudaMemcpyAsync(keys.data(), keys_dev.data(), static_cast<size_t>(count) * g.n * sizeof(float),
+                                     cudaMemcpyDeviceToHost, s),
+                     "copying the fallback keys from the GPU");
+          cuda_check(cudaStreamSynchronize(s), "scanning the fallback rows");
+          parallel_for(0, count, params.threads, [&](int64_t r) {
+            const int64_t row = fb[r0 + static_cast<size_t>(r)];
+            select_k_from_keys(keys.data() + r * g.n, g.n, g.k, g.indices.data() + row * g.k,
+                               g.distances.data() + row * g.k);
+          }, 1);
+          progress.advance(static_cast<uint64_t>(count));
+        }
+      } else {
+        for (size_t r0 = 0; r0 < fb.size(); r0 += 64) {
+          const std::vector<int64_t> part(fb.begin() + r0, fb.begin() + std::min(fb.size(), r0 + 64));
+          fallback_on_host(rows.data, g.n, rows.cols, part, g.k, params.metric, params.keep_self, params.threads,
+                           g.indices.data(), g.distances.data());
+          progress.advance(part.size());
+        }
+      }
+      progress.finish();
+    }
+    g.timings.emplace_back("fallback", seconds_since(t4));
+    g.timings.emplace_back("final", seconds_since(t3));
+    // Core's input hash can outlast the whole GPU job.
+    const auto t5 = std::chrono::steady_clock::now();
     g.fingerprint = fingerprint.get();
-    g.timings.emplace_back("fingerprint_wait", seconds_since(t4));
+    g.timings.emplace_back("fingerprint_wait", seconds_since(t5));
     const double total = seconds_since(t0);
     g.timings.emplace_back("total", total);
 
     nlohmann::json names = nlohmann::json::array();
     for (auto& e : engines) names.push_back(e->device_name());
+    const int64_t certified = g.n - static_cast<int64_t>(fb.size());
+    g.extra["precision"] = params.precision;
+    g.extra["dot_products"] = tensor ? "TF32 tensor cores (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32)"
+                                     : (plan.fused ? "float32 FFMA (fused kernel)" : "float32 FFMA (cuBLAS SGEMM)");
+    g.extra["list_capacity"] = cap;
+    g.extra["reevaluated_per_row"] = certified > 0 ? static_cast<double>(reevaluated) / certified : 0.0;
+    g.extra["reevaluated_max"] = max_reevaluated;
+    g.extra["fallback_rows"] = fb.size();
+    g.extra["error_bound_c_dot"] = model.c_dot;
+    g.extra["error_bound_max_use"] = max_use;
     g.extra["devices"] = devices;
     g.extra["device_names"] = names;
+    g.extra["per_device"] = per_device;
     g.extra["tile_rows"] = plan.T;
     g.extra["tile_cols"] = plan.W;
     g.extra["resident"] = plan.resident;
-    g.extra["tile_kernel"] = plan.fused ? "fused FFMA GEMM + filter" : "cuBLAS SGEMM + filter";
-    if (!plan.resident) g.extra["slots"] = plan.slots;
+    g.extra["tile_kernel"] = plan.fused ? "fused FFMA GEMM + filter"
+                                        : (tensor ? "cuBLAS TF32 GEMM + filter" : "cuBLAS SGEMM + filter");
+    if (!plan.resident) {
+      g.extra["slots"] = plan.slots;
+      g.extra["panel_blocks"] = std::max(1, plan.slots - 2);
+    }
+    g.extra["rows_on_device_bytes"] = plan.row_bytes;
+    g.extra["list_bytes"] = plan.list_bytes;
+    g.extra["loop_bytes"] = plan.loop_bytes;
+    g.extra["workspace_bytes"] = plan.workspace;
     g.extra["budget_bytes"] = plan.budget;
     g.extra["planned_bytes"] = std::max(plan.bytes, plan.final_bytes);
     g.extra["tiles"] = total_tiles;
     g.extra["candidates"] = candidates;
     g.extra["candidates_per_row"] = static_cast<double>(candidates) / static_cast<double>(g.n);
     g.extra["h2d_bytes"] = h2d;
-    g.extra["cublas_math"] = engine_math_mode_name();
+    g.extra["cublas_math"] = tensor ? "default (TF32 compute type)" : engine_math_mode_name();
     g.extra["gemm_flop"] = flop;
     g.extra["gemm_tflops"] = gemm_ms > 0 ? flop / (gemm_ms / 1e3) / 1e12 : 0.0;
     // The useful work: the upper triangle of N^2 d multiply-adds.

@@ -53,7 +53,8 @@ TilePlan plan_tiles(const PlanRequest& r) {
   // Device 0 also holds the other devices' lists while merging them, then the
   // int64 + float output of the refinement.
   const uint64_t merge_extra = r.devices > 1 ? lists : 0;
-  const uint64_t out = n * static_cast<uint64_t>(r.k) * 12;
+  // The final step's result (int64 index + float distance) and per-row status.
+  const uint64_t out = n * static_cast<uint64_t>(r.k_out > 0 ? r.k_out : r.k) * 12 + n * 4;
 
   auto fits_shared = [&](int W) { return merge_shared_bytes(r.k, W) <= r.shared_memory; };
 
@@ -65,17 +66,33 @@ TilePlan plan_tiles(const PlanRequest& r) {
       TilePlan p;
       p.n = r.n, p.d = r.d, p.k = r.k;
       p.T = T, p.W = W, p.resident = resident, p.fused = r.fused, p.budget = r.budget, p.workspace = ws;
-      const uint64_t data = resident ? n * d * 4 + n * 4 : 0;
-      p.slots = resident ? 0 : 4;
-      const uint64_t slots = resident ? 0 : static_cast<uint64_t>(p.slots) * T * (d + 1) * 4;
-      p.bytes = lists + data + slots + loop_bytes(T, W, r.fused) + ws;
+      // Streaming keeps every row's norm (n floats) for the final step.
+      const uint64_t data = resident ? n * d * 4 + n * 4 : n * 4;
+      const uint64_t loop = loop_bytes(T, W, r.fused);
+      const uint64_t slot_bytes = static_cast<uint64_t>(T) * (d + 1) * 4;
+      if (!resident) {
+        // As many slots as the budget leaves (at least 4, at most every
+        // block): a larger panel means each streamed block serves more tiles.
+        const uint64_t fixed = lists + data + loop + ws;
+        const int64_t blocks = static_cast<int64_t>((n + T - 1) / T);
+        const uint64_t room = r.budget > fixed ? (r.budget - fixed) / slot_bytes : 0;
+        p.slots = static_cast<int>(std::clamp<int64_t>(static_cast<int64_t>(std::min<uint64_t>(room, INT32_MAX)), 4,
+                                                       std::max<int64_t>(4, blocks)));
+      }
+      const uint64_t slots = resident ? 0 : static_cast<uint64_t>(p.slots) * slot_bytes;
+      p.bytes = lists + data + slots + loop + ws;
       p.final_bytes = lists + data + ws + (resident ? std::max(out, merge_extra) : merge_extra);
+      p.list_bytes = lists;
+      p.loop_bytes = loop;
+      p.row_bytes = resident ? n * d * 4 + n * 4 : slots;
       if (std::max(p.bytes, p.final_bytes) <= r.budget) return p;
     }
   }
-  const uint64_t least = lists + 4 * 128 * (d + 1) * 4 + loop_bytes(128, 128, r.fused) + workspace_for(0) + merge_extra;
+  const uint64_t least =
+      lists + n * 4 + 4 * 128 * (d + 1) * 4 + loop_bytes(128, 128, r.fused) + workspace_for(0) + merge_extra;
   throw Error("GPU memory budget of " + format_bytes(static_cast<double>(r.budget)) + " is too small for N=" +
-              std::to_string(r.n) + ", k=" + std::to_string(r.k) + ": the neighbour lists alone take " +
+              std::to_string(r.n) + ", k=" + std::to_string(r.k_out > 0 ? r.k_out : r.k) +
+              ": the neighbour lists alone take " +
               format_bytes(static_cast<double>(lists)) + " and the smallest plan needs " +
               format_bytes(static_cast<double>(least)) + " (raise --gpu-memory or lower -k)");
 }

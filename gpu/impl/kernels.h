@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "impl/error_bound.h"
+
 namespace manifold::gpu {
 
 /// Per-row neighbour lists on the device, each ascending by (distance, index):
@@ -76,7 +78,11 @@ struct CandidatesView {
 /// force_block every row goes through the block path (select=merge).
 constexpr int kWarpMergeMaxK = 256;
 constexpr int kWarpMergeMaxC = 64;
-constexpr int kMaxK = 16384;
+constexpr int kMaxK = 16384;  ///< largest list capacity (candidates kept per row)
+/// Largest k a caller may ask for: k plus the certificate's room (k/8 or
+/// k/4, see gpu_knn_backend.cpp) stays within kMaxK, and the final step's
+/// shared memory (8 bytes per entry of the next power of two) within 128 KB.
+constexpr int kMaxNeighbours = 14336;
 /// Candidates a block-path merge sorts at a time.
 constexpr int kMergeChunk = 4096;
 /// Largest dimension for which the fused kernel computes the dot products
@@ -107,6 +113,39 @@ void launch_refine(const float* rows, int64_t d, ListsView lists, bool euclidean
                    float* out_dist, cudaStream_t s);
 /// Rows whose list is short (fewer than k finite distances): count into *bad, first row into *first_bad.
 void launch_count_short_rows(ListsView lists, int* bad, int* first_bad, cudaStream_t s);
+/// Rows whose k-th entry (position k-1 of lists of capacity lists.k) is
+/// missing or not finite: count into *bad, first row into *first_bad.
+void launch_count_short_rows(ListsView lists, int k, int* bad, int* first_bad, cudaStream_t s);
+
+/// The final step of both precisions (see impl/error_bound.h): from each
+/// row's list of `lists.k` (the capacity) candidates ranked by the GEMM's
+/// distance, the rows whose list provably holds the k nearest (by the exact
+/// key: float64 distance, then index) re-evaluate exactly the candidates the
+/// bound cannot rule out and write the k nearest; the others are marked for
+/// the fallback scan.
+struct CertifyArgs {
+  const float* rows = nullptr;  ///< all n prepared rows (resident)
+  int64_t d = 0;
+  const float* norms = nullptr; ///< all n stored squared norms
+  ListsView lists;              ///< capacity lists.k >= k
+  int k = 0;
+  bool euclidean = true;
+  bool complete = false;        ///< every other point is in every list (capacity = N-1, or N with self)
+  double ymax = 0;              ///< largest stored squared norm
+  ErrorModel model;
+  int64_t* out_index = nullptr; ///< n*k
+  float* out_dist = nullptr;    ///< n*k
+  int* status = nullptr;        ///< per row: candidates re-evaluated, or -1 (fallback)
+  float* max_use = nullptr;     ///< largest |a - s64| / bound seen (float bits, >= 0)
+};
+void launch_certify(const CertifyArgs& a, cudaStream_t s);
+size_t certify_shared_bytes(int capacity);
+
+/// Exact keys of `count` rows (fb[0..count)) against all n rows: keys[r*n + j]
+/// = key_of(s64), +inf for the row itself unless keep_self.
+void launch_fallback_keys(const float* rows, int64_t n, int64_t d, const int* fb, int count, bool euclidean,
+                          bool keep_self, float* keys, cudaStream_t s);
+
 /// Deterministic pseudo-random values in [-1, 1) (never all zero), for the SGEMM rate.
 void launch_fill_random(float* x, int64_t count, uint64_t seed, cudaStream_t s);
 

@@ -46,6 +46,17 @@ __global__ void count_short_rows_kernel(ListsView l, int* bad, int* first_bad) {
   }
 }
 
+__global__ void count_short_rows_k_kernel(ListsView l, int k, int* bad, int* first_bad) {
+  for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < l.n;
+       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    // Short, or the k-th entry is +inf (NaN or infinite data).
+    if (l.fill[g] < k || !(l.dist[g * l.k + k - 1] < INFINITY)) {
+      atomicAdd(bad, 1);
+      atomicMin(first_bad, static_cast<int>(g));
+    }
+  }
+}
+
 __device__ __forceinline__ uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -80,6 +91,11 @@ void launch_init_lists(ListsView lists, cudaStream_t s) {
 
 void launch_count_short_rows(ListsView lists, int* bad, int* first_bad, cudaStream_t s) {
   count_short_rows_kernel<<<grid_for(lists.n, 256), 256, 0, s>>>(lists, bad, first_bad);
+  launch_check("list check kernel");
+}
+
+void launch_count_short_rows(ListsView lists, int k, int* bad, int* first_bad, cudaStream_t s) {
+  count_short_rows_k_kernel<<<grid_for(lists.n, 256), 256, 0, s>>>(lists, k, bad, first_bad);
   launch_check("list check kernel");
 }
 

@@ -9,8 +9,6 @@
 
 namespace manifold::gpu {
 
-namespace {
-
 // Lane l of a warp sums terms c = l, l+32, ...; then shfl_down by 16, 8, 4, 2, 1.
 // Compiled with -ffp-contract=off (see CMakeLists.txt): no fused multiply-add.
 double sum_sq_diff_like_device(const float* x, const float* y, int64_t d) {
@@ -28,8 +26,6 @@ double sum_sq_diff_like_device(const float* x, const float* y, int64_t d) {
     for (int l = 0; l < off; ++l) lane[l] = lane[l] + lane[l + off];
   return lane[0];
 }
-
-}  // namespace
 
 void refine_on_host(const float* rows, int64_t n, int64_t d, int k, const int* index, Metric metric, int threads,
                     int64_t* out_index, float* out_dist) {

@@ -9,6 +9,10 @@
 
 namespace manifold::gpu {
 
+/// The device's float64 sum of squared differences (warp_sum_sq_diff), in
+/// its exact order of operations: the same double, bit for bit.
+double sum_sq_diff_like_device(const float* x, const float* y, int64_t d);
+
 /// rows: n x d prepared rows; index: n*k selected neighbours (int32);
 /// writes out_index / out_dist (n*k), each row ascending by (distance, index).
 void refine_on_host(const float* rows, int64_t n, int64_t d, int k, const int* index, Metric metric, int threads,

@@ -1,0 +1,160 @@
+// The final step of both precisions: certify each row's candidate list with
+// the error bound of impl/error_bound.h, re-evaluate exactly what the bound
+// cannot rule out, and rank by the exact key. Rows the bound cannot certify
+// (their list might miss a neighbour) are left to the fallback scan, whose
+// keys the second kernel computes.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+#include "impl/kernels.h"
+#include "utils/cuda_check.h"
+#include "utils/keys.cuh"
+
+namespace manifold::gpu {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
+  extern __shared__ float smem[];
+  __shared__ int s_count, s_fail;
+  __shared__ float s_ukey;
+  const int cap = c.lists.k;
+  const int P = next_pow2(cap);
+  float* sd = smem;
+  int* si = reinterpret_cast<int*>(sd + P);
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  float use = 0.f;
+  for (int64_t g = blockIdx.x; g < c.lists.n; g += gridDim.x) {
+    const int f = c.lists.fill[g];
+    const float* ld = c.lists.dist + g * cap;
+    const int* li = c.lists.index + g * cap;
+    const double ni = c.norms[g];
+
+    // U: the k-th smallest upper bound (rounded up to float, so still an
+    // upper bound on the k-th smallest s64 of the row).
+    for (int t = threadIdx.x; t < P; t += blockDim.x) {
+      if (t < f) {
+        const double a = ld[t];
+        sd[t] = __double2float_ru(upper64(a, entry_error(a, ni, c.norms[li[t]], c.model), c.model));
+      } else {
+        sd[t] = INFINITY;
+      }
+      si[t] = t;
+    }
+    __syncthreads();
+    block_bitonic_sort(sd, si, P);
+    if (threadIdx.x == 0) {
+      const float ukey = key_of(sd[c.k - 1], c.euclidean);
+      int fail = 0;
+      // Every point missing from a full list ranks after its last entry by
+      // the GEMM's distance; with the largest norm its lower bound is still
+      // below U when the certificate fails. A list that never filled up
+      // holds every point with a comparable distance (NaN never enters).
+      if (!c.complete && f == cap) {
+        const double amax = ld[cap - 1];
+        const double lmin = lower64(amax, entry_error(amax, ni, c.ymax, c.model), c.model);
+        fail = !(key_of(lmin, c.euclidean) > ukey);
+      }
+      s_ukey = ukey;
+      s_fail = fail;
+      s_count = 0;
+    }
+    __syncthreads();
+    if (s_fail) {
+      if (threadIdx.x == 0) c.status[g] = -1;
+      __syncthreads();
+      continue;
+    }
+    const float ukey = s_ukey;
+
+    // The candidates whose lower bound ranks no later than U.
+    for (int t = threadIdx.x; t < f; t += blockDim.x) {
+      const double a = ld[t];
+      const int j = li[t];
+      if (key_of(lower64(a, entry_error(a, ni, c.norms[j], c.model), c.model), c.euclidean) <= ukey) {
+        const int p = atomicAdd(&s_count, 1);
+        sd[p] = ld[t];
+        si[p] = j;
+      }
+    }
+    __syncthreads();
+    const int cnt = s_count;
+    const float* x = c.rows + g * c.d;
+    for (int j = warp; j < cnt; j += kThreads / 32) {
+      const int nb = si[j];
+      const double s = warp_sum_sq_diff(x, c.rows + static_cast<int64_t>(nb) * c.d, c.d, lane);
+      if (lane == 0) {
+        const double a = sd[j];
+        // How much of the bound the real error used: evidence for the model.
+        use = fmaxf(use, static_cast<float>(fabs(a - s) / entry_error(a, ni, c.norms[nb], c.model)));
+        sd[j] = key_of(s, c.euclidean);
+      }
+    }
+    const int pc = next_pow2(cnt);
+    for (int t = cnt + threadIdx.x; t < pc; t += blockDim.x) sd[t] = INFINITY, si[t] = INT_MAX;
+    __syncthreads();
+    block_bitonic_sort(sd, si, pc);
+    for (int j = threadIdx.x; j < c.k; j += blockDim.x) {
+      c.out_index[g * c.k + j] = si[j];
+      c.out_dist[g * c.k + j] = sd[j];
+    }
+    if (threadIdx.x == 0) c.status[g] = cnt;
+    __syncthreads();
+  }
+  if (lane == 0 && use > 0.f) atomicMax(reinterpret_cast<int*>(c.max_use), __float_as_int(use));
+}
+
+// One warp per (row, point) pair, consecutive warps on consecutive points of
+// the same row, in the refinement's own summation order.
+__global__ void fallback_keys_kernel(const float* __restrict__ rows, int64_t n, int64_t d, const int* __restrict__ fb,
+                                     int count, int euclidean, int keep_self, float* __restrict__ keys) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
+  const int64_t total = static_cast<int64_t>(count) * n;
+  for (int64_t p = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); p < total;
+       p += warps) {
+    const int64_t r = p / n;
+    const int64_t j = p - r * n;
+    const int64_t g = fb[r];
+    const double s = warp_sum_sq_diff(rows + g * d, rows + j * d, d, lane);
+    if (lane == 0) keys[p] = (j == g && !keep_self) ? INFINITY : key_of(s, euclidean != 0);
+  }
+}
+
+int sm_count() {
+  int dev = 0, sms = 0;
+  cuda_check(cudaGetDevice(&dev), "reading the current device");
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "reading the device properties");
+  return sms > 0 ? sms : 80;
+}
+
+}  // namespace
+
+size_t certify_shared_bytes(int capacity) { return 2 * sizeof(float) * static_cast<size_t>(next_pow2(capacity)); }
+
+void launch_certify(const CertifyArgs& a, cudaStream_t s) {
+  if (a.lists.n == 0) return;
+  const size_t smem = certify_shared_bytes(a.lists.k);
+  if (smem > 48 * 1024)
+    cuda_check(cudaFuncSetAttribute(certify_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+               "raising the certification kernel's shared memory limit");
+  const int64_t grid = std::min<int64_t>(a.lists.n, static_cast<int64_t>(sm_count()) * 8);
+  certify_kernel<<<static_cast<int>(grid), kThreads, smem, s>>>(a);
+  launch_check("certification kernel");
+}
+
+void launch_fallback_keys(const float* rows, int64_t n, int64_t d, const int* fb, int count, bool euclidean,
+                          bool keep_self, float* keys, cudaStream_t s) {
+  if (count <= 0 || n <= 0) return;
+  const int64_t warps_needed = static_cast<int64_t>(count) * n;
+  const int64_t grid = std::min<int64_t>((warps_needed + 7) / 8, static_cast<int64_t>(sm_count()) * 32);
+  fallback_keys_kernel<<<static_cast<int>(grid), 256, 0, s>>>(rows, n, d, fb, count, euclidean ? 1 : 0,
+                                                             keep_self ? 1 : 0, keys);
+  launch_check("fallback key kernel");
+}
+
+}  // namespace manifold::gpu

@@ -1,0 +1,169 @@
+// The certification logic of both precisions, without a GPU: candidate lists
+// ranked by distances that carry any error within the bound (random or at
+// the bound's very edge) must certify to exactly the float64 ranking, and
+// rows whose list is too short for the bound must be detected and fixed by
+// the fallback scan. This runs everywhere (CI has no GPU); the device kernel
+// (impl/certify.cu) follows the same rules and is compared with it on the
+// GPU machine (streamed runs certify on the host).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "gpu_test_util.h"
+#include "impl/certify_host.h"
+#include "impl/error_bound.h"
+#include "impl/refine_host.h"
+#include "manifold/knn.h"
+#include "test_support.h"
+
+using namespace manifold;
+using namespace gpu_tests;
+
+namespace {
+
+struct Simulated {
+  std::vector<float> dist;
+  std::vector<int> index, fill;
+  std::vector<float> norms;
+  double ymax = 0;
+};
+
+// Lists of capacity `cap` as the tile loop would leave them, from distances
+// a = s + theta e with |theta| <= 0.95 (edge: theta = +-0.95, the sign chosen
+// to make near neighbours look far and far ones near).
+Simulated simulate(const PreparedRows& rows, int cap, bool keep_self, const gpu::ErrorModel& m, bool edge,
+                   uint64_t seed) {
+  const int64_t n = rows.rows, d = rows.cols;
+  Simulated s;
+  s.norms.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    double q = 0;
+    for (int64_t c = 0; c < d; ++c) q += static_cast<double>(rows.data[i * d + c]) * rows.data[i * d + c];
+    s.norms[static_cast<size_t>(i)] = static_cast<float>(q);
+    s.ymax = std::max(s.ymax, static_cast<double>(s.norms[static_cast<size_t>(i)]));
+  }
+  s.dist.resize(static_cast<size_t>(n * cap));
+  s.index.resize(static_cast<size_t>(n * cap));
+  s.fill.assign(static_cast<size_t>(n), cap);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> theta(-0.95, 0.95);
+  std::vector<std::pair<float, int>> all;
+  for (int64_t i = 0; i < n; ++i) {
+    all.clear();
+    std::vector<double> exact(static_cast<size_t>(n));
+    double median = 0;
+    for (int64_t j = 0; j < n; ++j) exact[static_cast<size_t>(j)] =
+        gpu::sum_sq_diff_like_device(rows.data + i * d, rows.data + j * d, d);
+    std::vector<double> sorted = exact;
+    std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());
+    median = sorted[static_cast<size_t>(n / 2)];
+    for (int64_t j = 0; j < n; ++j) {
+      if (j == i && !keep_self) continue;
+      const double e = gpu::entry_error(exact[static_cast<size_t>(j)], s.norms[static_cast<size_t>(i)],
+                                        s.norms[static_cast<size_t>(j)], m);
+      const double t = edge ? (exact[static_cast<size_t>(j)] < median ? 0.95 : -0.95) : theta(rng);
+      all.emplace_back(static_cast<float>(exact[static_cast<size_t>(j)] + t * e), static_cast<int>(j));
+    }
+    std::sort(all.begin(), all.end());
+    for (int t = 0; t < cap; ++t) {
+      s.dist[static_cast<size_t>(i * cap + t)] = all[static_cast<size_t>(t)].first;
+      s.index[static_cast<size_t>(i * cap + t)] = all[static_cast<size_t>(t)].second;
+    }
+  }
+  return s;
+}
+
+struct Outcome {
+  KnnGraph g;
+  int64_t fallback = 0;
+  double reevaluated = 0;
+};
+
+Outcome certify(const Dataset& ds, Metric metric, int k, int cap, bool keep_self, bool tensor, bool edge) {
+  const PreparedRows rows = prepare_rows(ds, metric);
+  const gpu::ErrorModel m = gpu::make_error_model(rows.cols, tensor);
+  const Simulated s = simulate(rows, cap, keep_self, m, edge, 7);
+  Outcome o;
+  o.g.n = rows.rows, o.g.d = rows.cols, o.g.k = k, o.g.metric = metric, o.g.keep_self = keep_self;
+  o.g.indices.resize(static_cast<size_t>(rows.rows * k));
+  o.g.distances.resize(static_cast<size_t>(rows.rows * k));
+  std::vector<int> status(static_cast<size_t>(rows.rows));
+  const gpu::HostLists l{s.dist.data(), s.index.data(), s.fill.data(), rows.rows, cap};
+  const int64_t available = rows.rows - (keep_self ? 0 : 1);
+  const float use = gpu::certify_on_host(rows.data, rows.cols, l, k, s.norms.data(), s.ymax, m, metric,
+                                         cap >= available, 0, o.g.indices.data(), o.g.distances.data(),
+                                         status.data());
+  EXPECT_LT(use, 1.f) << "the simulated errors stay within the bound";
+  std::vector<int64_t> fb;
+  for (int64_t i = 0; i < rows.rows; ++i) {
+    if (status[static_cast<size_t>(i)] < 0) fb.push_back(i);
+    else o.reevaluated += status[static_cast<size_t>(i)];
+  }
+  o.fallback = static_cast<int64_t>(fb.size());
+  if (rows.rows > o.fallback) o.reevaluated /= static_cast<double>(rows.rows - o.fallback);
+  gpu::fallback_on_host(rows.data, rows.rows, rows.cols, fb, k, metric, keep_self, 0, o.g.indices.data(),
+                        o.g.distances.data());
+  return o;
+}
+
+TEST(CertifyHost, RandomErrorsWithinTheBoundRankExactly) {
+  const Dataset ds = testing_support::random_dataset(700, 24, 5);
+  for (Metric m : {Metric::Euclidean, Metric::Cosine, Metric::Pearson}) {
+    for (bool tensor : {false, true}) {
+      const int k = 10;
+      Outcome o = certify(ds, m, k, tensor ? k + 96 : k + 16, false, tensor, false);
+      EXPECT_EQ(first_difference(o.g, exact_reference(ds, k, m, false)), "") << to_string(m) << " tensor " << tensor;
+      EXPECT_GE(o.reevaluated, k);
+      std::cout << "[ info ] " << to_string(m) << (tensor ? " TF32" : " float32") << ": " << o.reevaluated
+                << " re-evaluated per row, " << o.fallback << " fallback rows\n";
+    }
+  }
+}
+
+TEST(CertifyHost, ErrorsAtTheEdgeOfTheBoundRankExactly) {
+  // Every distance off by 95% of its bound, near ones pushed out and far
+  // ones pulled in: the certificate must still hold or send the row to the
+  // fallback, never return a wrong row.
+  const Dataset ds = near_duplicates(600, 16, 11, 12, 30, 1e-5f);
+  for (bool tensor : {false, true})
+    for (int cap : {11, 20, 60}) {
+      Outcome o = certify(ds, Metric::Euclidean, 10, cap, false, tensor, true);
+      EXPECT_EQ(first_difference(o.g, exact_reference(ds, 10, Metric::Euclidean, false)), "")
+          << "cap " << cap << " tensor " << tensor;
+      std::cout << "[ info ] edge errors, cap " << cap << (tensor ? " TF32" : " float32") << ": " << o.fallback
+                << " fallback rows, " << o.reevaluated << " re-evaluated per certified row\n";
+    }
+}
+
+TEST(CertifyHost, ShortListsFallBackAndStayExact) {
+  // Clusters of 30 near-duplicates and a capacity of 12: the bound cannot
+  // tell the cluster apart, so those rows must fall back.
+  const Dataset ds = near_duplicates(500, 12, 3, 10, 30, 1e-6f);
+  Outcome o = certify(ds, Metric::Euclidean, 8, 12, false, true, false);
+  EXPECT_GT(o.fallback, 100);
+  EXPECT_EQ(first_difference(o.g, exact_reference(ds, 8, Metric::Euclidean, false)), "");
+  // Complete lists (every other point) need no certificate.
+  const Dataset small = testing_support::random_dataset(40, 5, 2);
+  Outcome c = certify(small, Metric::Cosine, 39, 39, false, true, true);
+  EXPECT_EQ(c.fallback, 0);
+  EXPECT_EQ(first_difference(c.g, exact_reference(small, 39, Metric::Cosine, false)), "");
+  Outcome s = certify(small, Metric::Pearson, 5, 40, true, false, false);
+  EXPECT_EQ(first_difference(s.g, exact_reference(small, 5, Metric::Pearson, true)), "");
+}
+
+TEST(CertifyHost, BoundCoversTheFormatsUnitRoundoff) {
+  // The TF32 bound must exceed the plain rounding of inputs to 10 fraction
+  // bits (2 * 2^-11 relative); float32's must not be zero.
+  const gpu::ErrorModel t = gpu::make_error_model(1024, true);
+  const gpu::ErrorModel f = gpu::make_error_model(1024, false);
+  EXPECT_GT(t.c_dot, 2 * std::ldexp(1.0, -11));
+  EXPECT_GT(f.c_dot, 1024 * std::ldexp(1.0, -24));
+  EXPECT_GT(t.c_dot, 5 * f.c_dot);
+  EXPECT_GE(gpu::entry_error(10.0, 4.0, 4.0, t), 2 * t.c_dot * 4.0);
+  EXPECT_EQ(gpu::key_of(std::nan(""), true), INFINITY);
+  EXPECT_EQ(gpu::to_float_up(1.0 + 1e-12), std::nextafter(1.f, 2.f));
+}
+
+}  // namespace

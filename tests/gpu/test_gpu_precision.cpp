@@ -1,0 +1,135 @@
+// --precision exact and --precision fast-exact (issue 9). Both rank by the
+// exact key (float64 distance rounded to float, then index) after certifying
+// each row's candidates with a rigorous error bound, so fast-exact (TF32
+// tensor cores) must equal exact entry for entry, and exact must equal the
+// CPU-computed exact ranking, on fresh random data, on near-duplicates (the
+// hard case: neighbours closer than the GEMM's error) and on Fashion-MNIST,
+// for every metric.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+
+#include "gpu_test_util.h"
+#include "manifold/knn.h"
+#include "test_support.h"
+
+using namespace manifold;
+using namespace testing_support;
+using namespace gpu_tests;
+
+namespace {
+
+KnnParams with(int k, Metric m, const char* precision, bool keep_self = false) {
+  KnnParams p = params(k, m, keep_self);
+  p.precision = precision;
+  return p;
+}
+
+// Runs both precisions, checks them against each other and (when asked)
+// against the CPU reference, and reports the re-evaluation counts.
+void expect_fast_equals_exact(const Dataset& ds, int k, Metric m, const std::string& what, bool reference,
+                              bool keep_self = false) {
+  KnnGraph exact = build("gpu", ds, with(k, m, "exact", keep_self));
+  KnnGraph fast = build("gpu", ds, with(k, m, "fast-exact", keep_self));
+  EXPECT_EQ(exact.extra["precision"], "exact");
+  EXPECT_EQ(fast.extra["precision"], "fast-exact");
+  EXPECT_NE(fast.extra["tile_kernel"].get<std::string>().find("TF32"), std::string::npos);
+  EXPECT_EQ(first_difference(exact, fast), "") << what << ", " << to_string(m) << ", k=" << k;
+  if (reference)
+    EXPECT_EQ(first_difference(exact, exact_reference(ds, k, m, keep_self)), "")
+        << what << ", " << to_string(m) << ", k=" << k << ": exact vs the CPU's exact ranking";
+  // The model's bound was never exceeded by a real error that was measured.
+  EXPECT_LT(exact.extra["error_bound_max_use"].get<double>(), 1.0) << what;
+  EXPECT_LT(fast.extra["error_bound_max_use"].get<double>(), 1.0) << what;
+  std::cout << "[ info ] " << what << ", " << to_string(m) << ", k=" << k << ": re-evaluated per row exact "
+            << exact.extra["reevaluated_per_row"] << " (max " << exact.extra["reevaluated_max"] << ", fallback rows "
+            << exact.extra["fallback_rows"] << "), fast-exact " << fast.extra["reevaluated_per_row"] << " (max "
+            << fast.extra["reevaluated_max"] << ", fallback rows " << fast.extra["fallback_rows"]
+            << "); bound use " << exact.extra["error_bound_max_use"] << " / " << fast.extra["error_bound_max_use"]
+            << "\n";
+}
+
+class Precision : public ::testing::TestWithParam<Metric> {};
+
+TEST_P(Precision, FreshRandomData) {
+  REQUIRE_GPU();
+  const Metric m = GetParam();
+  // Fresh data on every run; the seed is printed so a failure can be replayed.
+  const uint64_t seed = std::random_device{}();
+  std::cout << "[ info ] random seed " << seed << "\n";
+  expect_fast_equals_exact(random_dataset(3000, 64, seed), 20, m, "random 3000x64", true);
+  // Several row blocks and tiles; no reference (its cost), fast vs exact only.
+  expect_fast_equals_exact(random_dataset(20000, 200, seed + 1), 32, m, "random 20000x200", false);
+}
+
+TEST_P(Precision, NearDuplicates) {
+  REQUIRE_GPU();
+  const Metric m = GetParam();
+  // Clusters of 3 to 150 rows, perturbed by a few ulps (1e-6) or a few
+  // hundred (1e-5), and exact copies: the bound cannot separate a cluster,
+  // so small ones are re-evaluated whole and large ones fall back.
+  for (float eps : {1e-6f, 1e-5f}) {
+    Dataset ds = near_duplicates(3000, 48, 77 + static_cast<int>(m), 40, 60, eps);
+    expect_fast_equals_exact(ds, 12, m, "near-duplicates eps " + std::to_string(eps), true);
+  }
+  Dataset big = near_duplicates(2500, 32, 5, 4, 300, 1e-6f);
+  expect_fast_equals_exact(big, 40, m, "clusters of 300", true, true);
+}
+
+TEST_P(Precision, FashionMnist) {
+  REQUIRE_GPU();
+  const Metric m = GetParam();
+  Dataset ds = fashion(2500);
+  if (ds.empty()) GTEST_SKIP() << "Fashion-MNIST not found (set MANIFOLD_FASHION_MNIST_DIR)";
+  expect_fast_equals_exact(ds, 32, m, "Fashion-MNIST 2500", true);
+  Dataset more = fashion(10000);
+  expect_fast_equals_exact(more, 10, m, "Fashion-MNIST 10000", false);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllMetrics, Precision,
+                         ::testing::Values(Metric::Euclidean, Metric::Cosine, Metric::Pearson),
+                         [](const ::testing::TestParamInfo<Metric>& i) { return to_string(i.param); });
+
+TEST(PrecisionEdges, LargeKAndCompleteLists) {
+  REQUIRE_GPU();
+  Dataset ds = random_dataset(3000, 24, 4);
+  // Lists of k + k/4 = 1250 (block merge path); k = N-1 (complete lists).
+  KnnGraph e = build("gpu", ds, with(1000, Metric::Cosine, "exact"));
+  KnnGraph f = build("gpu", ds, with(1000, Metric::Cosine, "fast-exact"));
+  EXPECT_EQ(f.strategy, "merge");
+  EXPECT_EQ(first_difference(e, f), "");
+  Dataset small = random_dataset(600, 10, 8);
+  KnnGraph a = build("gpu", small, with(599, Metric::Pearson, "fast-exact"));
+  EXPECT_EQ(a.extra["fallback_rows"].get<int64_t>(), 0);
+  EXPECT_EQ(first_difference(a, exact_reference(small, 599, Metric::Pearson, false)), "");
+}
+
+TEST(PrecisionEdges, FallbackRowsAreExact) {
+  REQUIRE_GPU();
+  // No room beyond k: every row falls back to the exact scan.
+  setenv("MANIFOLD_GPU_SLACK", "0", 1);
+  Dataset ds = random_dataset(2000, 33, 12);
+  KnnGraph f = build("gpu", ds, with(7, Metric::Euclidean, "fast-exact"));
+  unsetenv("MANIFOLD_GPU_SLACK");
+  EXPECT_EQ(f.extra["fallback_rows"].get<int64_t>(), ds.rows());
+  EXPECT_EQ(first_difference(f, exact_reference(ds, 7, Metric::Euclidean, false)), "");
+  KnnGraph e = build("gpu", ds, with(7, Metric::Euclidean, "exact"));
+  EXPECT_EQ(first_difference(e, f), "");
+}
+
+TEST(PrecisionEdges, StreamedFastExactEqualsInMemoryExact) {
+  REQUIRE_GPU();
+  // Streamed rows are certified on the host: same rules, same graph.
+  const int64_t n = 7000, d = 100;
+  Dataset ds = near_duplicates(n, d, 21, 30, 40, 1e-6f);
+  KnnGraph e = build("gpu", ds, with(16, Metric::Cosine, "exact"));
+  KnnParams p = with(16, Metric::Cosine, "fast-exact");
+  p.gpu_memory = static_cast<uint64_t>(n) * (16 + 96) * 8 + n * 16 + n * (d + 1) * 4 / 3 + (4 << 20);
+  KnnGraph f = build("gpu", ds, p);
+  EXPECT_FALSE(f.extra["resident"].get<bool>());
+  EXPECT_GT(f.extra["fallback_rows"].get<int64_t>(), 0);
+  EXPECT_EQ(first_difference(e, f), "");
+}
+
+}  // namespace
