@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 #include "cli/commands.h"
@@ -98,7 +99,19 @@ int cmd_bench(int argc, char** argv) {
   base.devices = parse_devices(a.str("--devices", "all"));
   base.gpu_memory = a.bytes("--gpu-memory", 0);
   base.threads = static_cast<int>(a.integer("--threads", 0, 0, 4096));
-  base.precision = a.str("--precision", "exact");
+  // --precision takes a list: exact,fast-exact times both on the same data.
+  std::vector<std::string> precisions;
+  {
+    std::stringstream ps(a.str("--precision", "exact"));
+    std::string tok;
+    while (std::getline(ps, tok, ',')) {
+      if (tok != "exact" && tok != "fast-exact")
+        throw UsageError("--precision: '" + a.str("--precision") + "' is not a list of exact, fast-exact");
+      precisions.push_back(tok);
+    }
+    if (precisions.empty()) throw UsageError("--precision: empty list");
+  }
+  base.precision = precisions.front();
   const std::vector<int64_t> ks = integer_list(a, "-k", 10, 1, 1 << 20);
   const std::vector<int64_t> ns = integer_list(a, "-n", 20000, 2, INT64_MAX);
   const int repeats = static_cast<int>(a.integer("--repeats", 5, 1, 1000));
@@ -165,8 +178,10 @@ int cmd_bench(int argc, char** argv) {
   }
 #endif
 
-  std::printf("%-6s %-8s %-8s %9s %6s %6s %-10s %12s %10s %8s\n", "backend", "select", "strategy", "n", "d", "k",
-              "metric", "median_s", "select_s", "/floor");
+  std::printf("%-6s %-8s %-8s %-10s %9s %6s %6s %-10s %12s %10s %8s %9s\n", "backend", "select", "strategy",
+              "precision", "n", "d", "k", "metric", "median_s", "select_s", "/floor", "reeval/row");
+  // (n, k, select) -> median per precision, for the speed-up of fast-exact.
+  std::map<std::tuple<int64_t, int64_t, std::string>, std::map<std::string, double>> by_precision;
   // (n, k) -> best median among strategies, for the --select all table.
   std::map<std::pair<int64_t, int64_t>, std::pair<double, std::string>> best;
   for (const auto& b : backends) {
@@ -174,13 +189,16 @@ int cmd_bench(int argc, char** argv) {
     for (int64_t n : case_ns) {
       const Dataset view = prefix(ds, n, full);
       for (int64_t k : ks) {
-        for (const auto& s : selects) {
+        for (const auto& s : selects)
+        for (const auto& prec : precisions) {
           KnnParams p = base;
           p.select = s;
+          p.precision = prec;
           p.k = static_cast<int>(k);
           nlohmann::json c;
           c["backend"] = b;
           c["select"] = s;
+          c["precision"] = prec;
           c["n"] = view.rows();
           c["d"] = view.cols();
           c["k"] = p.k;
@@ -202,8 +220,8 @@ int cmd_bench(int argc, char** argv) {
           } catch (const Error& e) {
             c["error"] = e.what();
             out["cases"].push_back(c);
-            std::printf("%-6s %-8s %-8s %9lld %6lld %6d %-10s %12s  (%s)\n", b.c_str(), s.c_str(), "-",
-                        static_cast<long long>(view.rows()), static_cast<long long>(view.cols()), p.k,
+            std::printf("%-6s %-8s %-8s %-10s %9lld %6lld %6d %-10s %12s  (%s)\n", b.c_str(), s.c_str(), "-",
+                        prec.c_str(), static_cast<long long>(view.rows()), static_cast<long long>(view.cols()), p.k,
                         to_string(p.metric).c_str(), "-", e.what());
             continue;
           }
@@ -242,9 +260,14 @@ int cmd_bench(int argc, char** argv) {
           out["cases"].push_back(c);
           auto key = std::make_pair(view.rows(), k);
           if (s != "auto" && (!best.count(key) || med < best[key].first)) best[key] = {med, s};
-          std::printf("%-6s %-8s %-8s %9lld %6lld %6d %-10s %12.4f %10s %8s\n", b.c_str(), s.c_str(),
-                      last.strategy.c_str(), static_cast<long long>(view.rows()), static_cast<long long>(view.cols()),
-                      p.k, to_string(p.metric).c_str(), med, sel.c_str(), over.c_str());
+          by_precision[{view.rows(), k, s}][prec] = med;
+          char reeval[32] = "-";
+          if (last.extra.contains("reevaluated_per_row"))
+            std::snprintf(reeval, sizeof reeval, "%.1f", last.extra["reevaluated_per_row"].get<double>());
+          std::printf("%-6s %-8s %-8s %-10s %9lld %6lld %6d %-10s %12.4f %10s %8s %9s\n", b.c_str(), s.c_str(),
+                      last.strategy.c_str(), prec.c_str(), static_cast<long long>(view.rows()),
+                      static_cast<long long>(view.cols()), p.k, to_string(p.metric).c_str(), med, sel.c_str(),
+                      over.c_str(), reeval);
           std::fflush(stdout);
         }
       }
@@ -259,6 +282,19 @@ int cmd_bench(int argc, char** argv) {
                   v.second.c_str(), v.first);
     }
     out["winners"] = winners;
+  }
+  if (precisions.size() > 1) {
+    // Measured in this run, on the same data: exact time over fast-exact time.
+    nlohmann::json ratios = nlohmann::json::array();
+    for (auto& [key, m] : by_precision)
+      if (m.count("exact") && m.count("fast-exact")) {
+        const double r = m["exact"] / m["fast-exact"];
+        ratios.push_back({{"n", std::get<0>(key)}, {"k", std::get<1>(key)}, {"select", std::get<2>(key)},
+                          {"exact_s", m["exact"]}, {"fast_exact_s", m["fast-exact"]}, {"speedup", r}});
+        std::printf("fast-exact speed-up n=%lld k=%lld: %.2fx\n", static_cast<long long>(std::get<0>(key)),
+                    static_cast<long long>(std::get<1>(key)), r);
+      }
+    out["precision_speedup"] = ratios;
   }
   if (a.has("--json")) write_text_file(a.str("--json"), out.dump(2) + "\n");
   return 0;
