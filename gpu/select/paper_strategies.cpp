@@ -103,9 +103,12 @@ std::pair<int, int> tile_shape(int64_t n) {
   if (const char* o = std::getenv("MANIFOLD_GPU_SELECT_TILE"); o && *o) {
     int t = 0, w = 0;
     char x = 0;
-    if (std::sscanf(o, "%d%c%d", &t, &x, &w) != 3 || x != 'x' || t < 1 || w < t || w > 65536)
+    // T <= W: a row slot (capacity W) must hold a diagonal tile's row.
+    // 65536: the sort strategy packs tile rows and columns in 16 bits each.
+    if (std::sscanf(o, "%d%c%d", &t, &x, &w) != 3 || x != 'x' || t < 1 || w < t || w > 65536 ||
+        static_cast<int64_t>(t) * w > (int64_t{1} << 26))
       throw UsageError(std::string("MANIFOLD_GPU_SELECT_TILE: '") + o +
-                       "' is not TxW with 1 <= T <= W <= 65536");
+                       "' is not TxW with 1 <= T <= W <= 65536 and T*W <= 2^26");
     T = static_cast<int>(std::min<int64_t>(t, n));
     W = static_cast<int>(std::min<int64_t>(w, n));
   }
@@ -146,9 +149,9 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
                      std::to_string(count) + ")");
 
   const auto t0 = std::chrono::steady_clock::now();
+  DeviceScope scope(dev);
   Context& ctx = context(dev);
   std::unique_lock busy(ctx.busy);
-  DeviceScope scope(dev);
 
   const int64_t n = data.rows();
   const int k = params.k;
