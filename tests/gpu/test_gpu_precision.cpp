@@ -36,9 +36,10 @@ void expect_fast_equals_exact(const Dataset& ds, int k, Metric m, const std::str
   EXPECT_EQ(fast.extra["precision"], "fast-exact");
   EXPECT_NE(fast.extra["tile_kernel"].get<std::string>().find("TF32"), std::string::npos);
   EXPECT_EQ(first_difference(exact, fast), "") << what << ", " << to_string(m) << ", k=" << k;
-  if (reference)
+  if (reference) {
     EXPECT_EQ(first_difference(exact, exact_reference(ds, k, m, keep_self)), "")
         << what << ", " << to_string(m) << ", k=" << k << ": exact vs the CPU's exact ranking";
+  }
   // The model's bound was never exceeded by a real error that was measured.
   EXPECT_LT(exact.extra["error_bound_max_use"].get<double>(), 1.0) << what;
   EXPECT_LT(fast.extra["error_bound_max_use"].get<double>(), 1.0) << what;
@@ -125,7 +126,7 @@ TEST(PrecisionEdges, StreamedFastExactEqualsInMemoryExact) {
   Dataset ds = near_duplicates(n, d, 21, 30, 40, 1e-6f);
   KnnGraph e = build("gpu", ds, with(16, Metric::Cosine, "exact"));
   KnnParams p = with(16, Metric::Cosine, "fast-exact");
-  p.gpu_memory = static_cast<uint64_t>(n) * (16 + 96) * 8 + n * 16 + n * (d + 1) * 4 / 3 + (4 << 20);
+  p.gpu_memory = static_cast<uint64_t>(n) * (16 + 96) * 8 + n * 16 + n * (d + 1) * 4 / 4 + (2 << 20);
   KnnGraph f = build("gpu", ds, p);
   EXPECT_FALSE(f.extra["resident"].get<bool>());
   EXPECT_GT(f.extra["fallback_rows"].get<int64_t>(), 0);
