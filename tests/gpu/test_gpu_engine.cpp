@@ -111,8 +111,8 @@ TEST(GpuEngine, SeveralDevicesGiveTheSameGraph) {
     KnnGraph b = build("gpu", ds, two);
     EXPECT_EQ(b.extra["devices"].size(), 2u);
     expect_same_graph(a, b, ds, ref, std::string("two devices vs one, ") + precision);
-    // Both devices did a share of the tiles.
-    for (auto& dev : b.extra["per_device"]) EXPECT_GT(dev["tiles"].get<uint64_t>(), 10u);
+    // Both devices computed strips beyond the 5 diagonal seeds each does.
+    for (auto& dev : b.extra["per_device"]) EXPECT_GT(dev["tiles"].get<uint64_t>(), 5u);
     // All visible devices by default.
     KnnParams all = params(20);
     all.precision = precision;
@@ -136,7 +136,9 @@ TEST(GpuEngine, SeveralDevicesGiveTheSameGraph) {
   nd2.precision = "fast-exact";
   KnnGraph x = build("gpu", nd, nd1);
   KnnGraph y = build("gpu", nd, nd2);
-  EXPECT_GT(y.extra["fallback_rows"].get<int64_t>(), 0);
+  // Clusters of 60 exceed exact's 26 candidates (fallback) but not
+  // fast-exact's 106 (certified): two different routes to one graph.
+  EXPECT_GT(x.extra["fallback_rows"].get<int64_t>(), 0);
   EXPECT_EQ(first_difference(x, y), "") << "near-duplicates, two devices fast-exact vs one exact";
 }
 

@@ -123,7 +123,7 @@ TEST(PrecisionEdges, StreamedFastExactEqualsInMemoryExact) {
   REQUIRE_GPU();
   // Streamed rows are certified on the host: same rules, same graph.
   const int64_t n = 7000, d = 100;
-  Dataset ds = near_duplicates(n, d, 21, 30, 40, 1e-6f);
+  Dataset ds = near_duplicates(n, d, 21, 30, 150, 1e-6f);  // clusters larger than the lists: fallback rows
   KnnGraph e = build("gpu", ds, with(16, Metric::Cosine, "exact"));
   KnnParams p = with(16, Metric::Cosine, "fast-exact");
   p.gpu_memory = static_cast<uint64_t>(n) * (16 + 96) * 8 + n * 16 + n * (d + 1) * 4 / 4 + (2 << 20);
