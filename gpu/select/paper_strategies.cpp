@@ -1,6 +1,8 @@
 // The papers' selection strategies (quick, sort, heap, bitonic) behind one
 // tile loop of their own, on one GPU:
-//  - all rows resident on the device, squared norms once;
+//  - all rows resident on the device, copied block by block through pinned
+//    staging buffers on a copy stream while earlier tiles compute, squared
+//    norms per block;
 //  - tiles of the upper triangle: first every diagonal tile (row block I
 //    against itself), so every row has a bound before the rest, then each
 //    strip (block I against the columns after it, W at a time);
@@ -20,6 +22,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <map>
 #include <memory>
@@ -65,9 +68,14 @@ struct Context {
   size_t shared_optin = 0;
   int sms = 0;
   std::mutex busy;  ///< one build at a time on this device
-  Stream gemm, select;
+  Stream gemm, select, copy;
   CublasHandle cublas;
   PinnedBuffer<int> host_items{1};
+  // Row blocks reach the device through two pinned buffers in turn.
+  static constexpr size_t kStagingFloats = size_t{2} << 20;  // 8 MB
+  PinnedBuffer<float> staging[2];
+  Event staging_free[2] = {Event(false), Event(false)};
+  bool staging_used[2] = {false, false};
   struct TileEvents {
     Event gemm_start, gemm_end, sel_start, filter_end, sel_end;
   };
@@ -267,6 +275,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
     ~Drain() {
       cudaStreamSynchronize(c.gemm);
       cudaStreamSynchronize(c.select);
+      cudaStreamSynchronize(c.copy);
     }
   } drain{ctx};
 
@@ -278,12 +287,41 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   lists.n = n;
   lists.k = k;
   cuda_check(cudaMemsetAsync(total.data(), 0, sizeof(unsigned long long), ss), "clearing a counter");
-  cuda_check(cudaMemcpyAsync(dev_rows.data(), rows.data, dev_rows.bytes(), cudaMemcpyHostToDevice, ss),
-             "copying rows to the GPU");
-  launch_row_norms(dev_rows.data(), n, d, norms.data(), ss);
   launch_init_lists(lists, ss);
-  cuda_check(cudaStreamSynchronize(ss), "copying rows to the GPU");
   g.timings.emplace_back("setup", seconds_since(t1));
+
+  // Row block b goes up when a tile first needs it; ready[b] marks it (and
+  // its norms) on the copy stream. Pageable memory would make each copy
+  // synchronous, so the host copies into pinned staging while the GPU works
+  // on earlier tiles.
+  const int64_t n_blocks = (n + T - 1) / T;
+  std::vector<Event> ready;
+  ready.reserve(static_cast<size_t>(n_blocks));
+  for (int64_t b = 0; b < n_blocks; ++b) ready.emplace_back(false);
+  int64_t uploaded = 0;
+  int next_staging = 0;
+  auto upload_through = [&](int64_t last) {
+    for (; uploaded <= last; ++uploaded) {
+      const int64_t r0 = uploaded * T, count_b = std::min<int64_t>(T, n - r0);
+      const size_t floats = static_cast<size_t>(count_b) * d;
+      for (size_t off = 0; off < floats;) {
+        const size_t len = std::min(Context::kStagingFloats, floats - off);
+        const int sidx = next_staging;
+        next_staging ^= 1;
+        if (!ctx.staging[sidx].data()) ctx.staging[sidx] = PinnedBuffer<float>(Context::kStagingFloats);
+        if (ctx.staging_used[sidx]) ctx.staging_free[sidx].synchronize("copying rows to the GPU");
+        std::memcpy(ctx.staging[sidx].data(), rows.data + r0 * d + off, len * sizeof(float));
+        cuda_check(cudaMemcpyAsync(dev_rows.data() + r0 * d + off, ctx.staging[sidx].data(), len * sizeof(float),
+                                   cudaMemcpyHostToDevice, ctx.copy),
+                   "copying rows to the GPU");
+        ctx.staging_free[sidx].record(ctx.copy);
+        ctx.staging_used[sidx] = true;
+        off += len;
+      }
+      launch_row_norms(dev_rows.data() + r0 * d, count_b, d, norms.data() + r0, ctx.copy);
+      ready[static_cast<size_t>(uploaded)].record(ctx.copy);
+    }
+  };
 
   // Diagonal tiles first, then the strips.
   std::vector<TileSpec> tiles;
@@ -295,6 +333,12 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
     for (int64_t c0 = r0 + rows_b; c0 < n; c0 += W) tiles.push_back({r0, rows_b, c0, std::min<int64_t>(W, n - c0), false});
   }
 
+  // The result's host memory is fresh pages to fault in (seconds for large
+  // n k): touch it meanwhile.
+  auto host_result = std::async(std::launch::async, [&g, nk] {
+    g.indices.resize(nk);
+    g.distances.resize(nk);
+  });
   const auto t2 = std::chrono::steady_clock::now();
   progress.stage("knn", tiles.size(), "tiles");
   constexpr size_t R = Context::kRing;
@@ -313,6 +357,11 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
     while (completed + R <= t) complete_one();  // its ring slot must be read first
     const TileSpec& ts = tiles[t];
     Context::TileEvents& ev = ctx.ring[t % R];
+    // Blocks are uploaded in order on one stream: the last one the tile
+    // needs stands for all.
+    const int64_t last_block = (ts.c0 + ts.cols - 1) / T;
+    upload_through(last_block);
+    ctx.gemm.wait(ready[static_cast<size_t>(last_block)]);
     // Tile t-2 used the same buffer: its filter (the one reader) must be done.
     if (t >= 2) ctx.gemm.wait(ctx.ring[(t - 2) % R].filter_end);
     ev.gemm_start.record(gs);
@@ -368,6 +417,8 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
     select_tile(t);
   }
   while (completed < tiles.size()) complete_one();
+  upload_through(n_blocks - 1);  // every block was needed by a tile; kept for clarity
+  ctx.select.wait(ready[static_cast<size_t>(n_blocks - 1)]);
   progress.finish();
   g.timings.emplace_back("distances+select", seconds_since(t2));
   g.timings.emplace_back("gemm", gemm_ms / 1e3);
@@ -396,8 +447,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
                   " has fewer than k=" + std::to_string(k) + " neighbours at a finite distance (" +
                   std::to_string(out[0]) + " such rows; the data hold NaN or infinite values?)");
   }
-  g.indices.resize(nk);
-  g.distances.resize(nk);
+  host_result.get();
   {
     DeviceBuffer<int64_t> out_i(nk, "allocating the result");
     DeviceBuffer<float> out_d(nk, "allocating the result");
