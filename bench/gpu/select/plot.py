@@ -24,6 +24,19 @@ def main():
     colors = dict(zip(STRATEGIES, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
     for ax, n in zip(axes[0], ns):
         rows = sorted((r for r in table if r["n"] == n), key=lambda r: r["k"])
+        if len(rows) == 1:
+            # One k measured (the 1M column): bars, total and selection.
+            r = rows[0]
+            names = [s for s in STRATEGIES if s in r["total_s"]]
+            xs = range(len(names))
+            ax.bar(xs, [r["total_s"][s] for s in names], color=[colors[s] for s in names], label="total")
+            ax.bar(xs, [r["select_s"].get(s) or 0 for s in names], color="none", edgecolor="black", hatch="//",
+                   label="selection")
+            ax.set_xticks(list(xs), names)
+            ax.set_ylabel("seconds")
+            ax.set_title(f"N = {n:,}, d = 256, k = {r['k']}")
+            ax.legend(fontsize=8)
+            continue
         for s in STRATEGIES:
             pts = [(r["k"], r["total_s"][s], r["select_s"].get(s)) for r in rows if s in r["total_s"]]
             if not pts:
