@@ -40,13 +40,15 @@ done
 
 # 3. The benchmark, d = 256, every strategy: N = 10k (5 repeats), 100k
 # (3 repeats for k <= 128; 1 for k = 1024, 4096, whose runs take seconds),
-# then 1M at k = 16 as far as the budget goes.
+# then 1M at k = 16 as far as the budget goes. One GPU (--devices 0) for
+# every strategy: the papers' strategies run on one, the engine's would
+# split the work over all.
 run_bench() {  # name limit args...
   local name=$1 limit=$2; shift 2
   if [ "$(left)" -lt 20 ]; then echo "skipped (device budget): $name"; return; fi
   [ "$limit" -gt "$(left)" ] && limit=$(left)
   t=$SECONDS
-  timeout "$limit" "$bundle/bin/manifold" bench --backend gpu -d 256 --json "$out/raw/$name.json" "$@" \
+  timeout "$limit" "$bundle/bin/manifold" bench --backend gpu --devices 0 -d 256 --json "$out/raw/$name.json" "$@" \
     > "$out/raw/$name.log" 2>&1 || echo "$name: exit $? after $((SECONDS - t)) s"
   echo "$name: $((SECONDS - t)) s"
 }
