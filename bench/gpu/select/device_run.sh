@@ -52,7 +52,7 @@ run_bench() {  # name limit args...
     > "$out/raw/$name.log" 2>&1 || echo "$name: exit $? after $((SECONDS - t)) s"
   echo "$name: $((SECONDS - t)) s"
 }
-run_bench select_10k 60 --select all -n 10000 -k 1,16,128,1024,4096 --repeats 5 --warmup 1
+run_bench select_10k 60 --select all -n 10000 -k 1,16,128,1024,4096 --repeats 3 --warmup 1
 run_bench select_100k_small 60 --select all -n 100000 -k 1,16,128 --repeats 3 --warmup 1
 run_bench select_100k_large 100 --select all -n 100000 -k 1024,4096 --repeats 1 --warmup 1
 for s in ${STRATEGIES_1M:-warp heap quick bitonic sort merge}; do
