@@ -37,7 +37,9 @@ class DiffusionOperator {
       // projected out anyway, so one projection per product is enough.
       Eigen::Map<Eigen::VectorXd> yout(y, a_.n);
       a_.multiply(x, y, threads_);
-      yout -= *locked_ * (locked_->transpose() * yout);
+      // noalias: no n-sized temporary (a fresh mapping, page faults and all, per step).
+      coef_.noalias() = locked_->transpose() * yout;
+      yout.noalias() -= *locked_ * coef_;
     } else {
       a_.multiply(x, y, threads_);
     }
@@ -50,6 +52,7 @@ class DiffusionOperator {
   int threads_;
   Progress& progress_;
   const Eigen::MatrixXd* locked_;
+  mutable Eigen::VectorXd coef_;
   mutable int64_t matvecs_ = 0;
 };
 
