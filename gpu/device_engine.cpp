@@ -350,6 +350,21 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   stats_.candidates = total;
 }
 
+void DeviceEngine::dot_products(const float* a, int m, const float* b, int n, float* c, int ldc, cudaStream_t s) {
+  const int d = static_cast<int>(plan_.d);
+  const float one = 1.f, zero = 0.f;
+  cublas_check(cublasSetStream(ctx_.cublas, s), "binding cuBLAS to a stream");
+  if (tensor_) {
+    cublas_check(cublasGemmEx(ctx_.cublas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, d, &one, a, CUDA_R_32F, d, b, CUDA_R_32F, d,
+                              &zero, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx (TF32) for the rescan");
+  } else {
+    cublas_check(cublasSgemm(ctx_.cublas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, d, &one, a, d, b, d, &zero, c, ldc),
+                 "cublasSgemm for the rescan");
+  }
+  cublas_check(cublasSetStream(ctx_.cublas, ctx_.gemm), "binding cuBLAS to its stream");
+}
+
 void DeviceEngine::release_loop_buffers() {
   cudaSetDevice(ctx_.device);
   cuda_check(cudaDeviceSynchronize(), "finishing the tiles");

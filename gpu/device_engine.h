@@ -70,6 +70,11 @@ class DeviceEngine {
   /// after run() and all_rows() / release_loop_buffers().
   const float* norms() const { return plan_.resident ? norms_.data() : all_norms_.data(); }
 
+  /// C = A B^T for row-major A (m x d) and B (n x d) into column-major C
+  /// (m x n, leading dimension ldc), with the same kind of GEMM as the tile
+  /// loop (so the same error bound holds), on stream `s`.
+  void dot_products(const float* a, int m, const float* b, int n, float* c, int ldc, cudaStream_t s);
+
   /// Tiles run() computes for these strips (seeds included).
   static uint64_t tiles_for(const TilePlan& plan, const std::vector<int64_t>& strips);
 

@@ -329,33 +329,99 @@ class GpuKnnBackend final : public KnnBackend {
     host_result.get();
     std::vector<int> status(static_cast<size_t>(g.n));
     float max_use = 0.f;
-    Event ev_cert0, ev_cert1, ev_down1;
+    int64_t uncertified = 0, rescanned = 0;
+    Event ev_cert0, ev_cert1, ev_down1;  // ev_down1: streamed path
     if (device_rows) {
       DeviceBuffer<int64_t> out_i(nk, "allocating the result");
       DeviceBuffer<float> out_d(nk, "allocating the result");
       DeviceBuffer<int> st(static_cast<size_t>(g.n), "allocating the result");
+      DeviceBuffer<float> ukey(static_cast<size_t>(g.n), "allocating the result");
       DeviceBuffer<float> use(1, "allocating the result");
       cuda_check(cudaMemsetAsync(use.data(), 0, sizeof(float), s), "clearing a counter");
       CertifyArgs ca;
       ca.rows = device_rows, ca.d = rows.cols, ca.norms = main.norms(), ca.lists = lists, ca.k = g.k;
       ca.euclidean = params.metric == Metric::Euclidean, ca.complete = complete, ca.ymax = ymax, ca.model = model;
       ca.out_index = out_i.data(), ca.out_dist = out_d.data(), ca.status = st.data(), ca.max_use = use.data();
+      ca.ukey = ukey.data();
       ev_cert0.record(s);
       launch_certify(ca, s);
       ev_cert1.record(s);
-      cuda_check(cudaMemcpyAsync(g.indices.data(), out_i.data(), nk * sizeof(int64_t), cudaMemcpyDeviceToHost, s),
-                 "copying the result from the GPU");
-      cuda_check(cudaMemcpyAsync(g.distances.data(), out_d.data(), nk * sizeof(float), cudaMemcpyDeviceToHost, s),
-                 "copying the result from the GPU");
       cuda_check(cudaMemcpyAsync(status.data(), st.data(), status.size() * sizeof(int), cudaMemcpyDeviceToHost, s),
                  "copying the result from the GPU");
       cuda_check(cudaMemcpyAsync(&max_use, use.data(), sizeof(float), cudaMemcpyDeviceToHost, s),
                  "copying the result from the GPU");
-      ev_down1.record(s);
       cuda_check(cudaStreamSynchronize(s), "certifying the neighbour lists");
-      g.timings.emplace_back("merge_devices", ev_merge1.since(ev_merge0) / 1e3);
       g.timings.emplace_back("certify", ev_cert1.since(ev_cert0) / 1e3);
-      g.timings.emplace_back("download", ev_down1.since(ev_cert1) / 1e3);
+
+      // The rescan: each uncertified row against every point, with the same
+      // kind of GEMM and bound, keeping what its own k-th upper bound cannot
+      // rule out (up to kRescanCap), ranked exactly.
+      std::vector<int> failed;
+      for (int64_t i = 0; i < g.n; ++i)
+        if (status[static_cast<size_t>(i)] < 0) failed.push_back(static_cast<int>(i));
+      uncertified = static_cast<int64_t>(failed.size());
+      const auto tr = std::chrono::steady_clock::now();
+      if (!failed.empty()) {
+        progress.stage("rescan: " + std::to_string(failed.size()) + " rows whose " + std::to_string(cap) +
+                           " candidates the error bound could not certify, screened against every point",
+                       failed.size(), "rows");
+        try {
+          const int R = static_cast<int>(std::min<size_t>(2048, failed.size()));
+          const int Wc = static_cast<int>(std::min<int64_t>(8192, g.n));
+          DeviceBuffer<int> fb_dev(static_cast<size_t>(R), "allocating the rescan");
+          DeviceBuffer<float> a_rows(static_cast<size_t>(R) * rows.cols, "allocating the rescan");
+          DeviceBuffer<float> a_norms(static_cast<size_t>(R), "allocating the rescan");
+          DeviceBuffer<float> a_ukey(static_cast<size_t>(R), "allocating the rescan");
+          DeviceBuffer<float> dots(static_cast<size_t>(R) * Wc, "allocating the rescan");
+          DeviceBuffer<int> found(static_cast<size_t>(R), "allocating the rescan");
+          DeviceBuffer<int> cand(static_cast<size_t>(R) * kRescanCap, "allocating the rescan");
+          DeviceBuffer<int> st2(static_cast<size_t>(R), "allocating the rescan");
+          std::vector<int> st2_host(static_cast<size_t>(R));
+          for (size_t r0 = 0; r0 < failed.size(); r0 += static_cast<size_t>(R)) {
+            const int count = static_cast<int>(std::min<size_t>(static_cast<size_t>(R), failed.size() - r0));
+            cuda_check(cudaMemcpyAsync(fb_dev.data(), failed.data() + r0, count * sizeof(int), cudaMemcpyHostToDevice,
+                                       s),
+                       "copying the rows to rescan to the GPU");
+            launch_gather_rows(device_rows, rows.cols, main.norms(), ukey.data(), fb_dev.data(), count, a_rows.data(),
+                               a_norms.data(), a_ukey.data(), s);
+            cuda_check(cudaMemsetAsync(found.data(), 0, count * sizeof(int), s), "clearing the rescan counters");
+            for (int64_t c0 = 0; c0 < g.n; c0 += Wc) {
+              const int cols = static_cast<int>(std::min<int64_t>(Wc, g.n - c0));
+              main.dot_products(a_rows.data(), count, device_rows + c0 * rows.cols, cols, dots.data(), count, s);
+              RescanTile t;
+              t.dots = dots.data(), t.ld = count, t.count = count, t.cols = cols, t.c0 = c0;
+              t.fb = fb_dev.data(), t.row_norms = a_norms.data(), t.ukey = a_ukey.data(), t.norms = main.norms();
+              t.model = model, t.euclidean = params.metric == Metric::Euclidean, t.keep_self = params.keep_self;
+              t.found = found.data(), t.cand = cand.data();
+              launch_rescan_filter(t, s);
+            }
+            launch_rescan_select(device_rows, rows.cols, fb_dev.data(), count, found.data(), cand.data(), g.k,
+                                 params.metric == Metric::Euclidean, out_i.data(), out_d.data(), st2.data(), s);
+            cuda_check(cudaMemcpyAsync(st2_host.data(), st2.data(), count * sizeof(int), cudaMemcpyDeviceToHost, s),
+                       "copying the rescan's result from the GPU");
+            cuda_check(cudaStreamSynchronize(s), "rescanning rows");
+            for (int r = 0; r < count; ++r)
+              if (st2_host[static_cast<size_t>(r)] >= 0) {
+                status[static_cast<size_t>(failed[r0 + r])] = st2_host[static_cast<size_t>(r)];
+                ++rescanned;
+              }
+            progress.advance(static_cast<uint64_t>(count));
+          }
+        } catch (const DeviceOutOfMemory&) {
+          // No room for the rescan's buffers: the exact scan below takes every
+          // uncertified row (slower, same result).
+        }
+        progress.finish();
+      }
+      g.timings.emplace_back("rescan", seconds_since(tr));
+      const auto t_down = std::chrono::steady_clock::now();
+      cuda_check(cudaMemcpyAsync(g.indices.data(), out_i.data(), nk * sizeof(int64_t), cudaMemcpyDeviceToHost, s),
+                 "copying the result from the GPU");
+      cuda_check(cudaMemcpyAsync(g.distances.data(), out_d.data(), nk * sizeof(float), cudaMemcpyDeviceToHost, s),
+                 "copying the result from the GPU");
+      cuda_check(cudaStreamSynchronize(s), "copying the result from the GPU");
+      g.timings.emplace_back("merge_devices", ev_merge1.since(ev_merge0) / 1e3);
+      g.timings.emplace_back("download", seconds_since(t_down));
     } else {
       // Streamed rows: the same step on the host, in the device's exact
       // float64 order, reading candidates' rows from host memory.
@@ -374,6 +440,7 @@ class GpuKnnBackend final : public KnnBackend {
       HostLists hl{ld.data(), li.data(), lf.data(), g.n, cap};
       max_use = certify_on_host(rows.data, rows.cols, hl, g.k, norms.data(), ymax, model, params.metric, complete,
                                 params.threads, g.indices.data(), g.distances.data(), status.data());
+      for (int st : status) uncertified += st < 0;
       g.timings.emplace_back("merge_devices", ev_merge1.since(ev_merge0) / 1e3);
       g.timings.emplace_back("certify", seconds_since(th));
       g.timings.emplace_back("download", ev_down1.since(ev_cert0) / 1e3);
@@ -398,7 +465,8 @@ class GpuKnnBackend final : public KnnBackend {
     if (!fb.empty()) {
       // The stage's name says what happens, so the terminal shows it.
       progress.stage("fallback: " + std::to_string(fb.size()) + " rows whose error bound keeps more than " +
-                         std::to_string(cap) + " candidates, each re-ranked by an exact scan of all points",
+                         std::to_string(device_rows ? kRescanCap : cap) +
+                         " candidates, each ranked by an exact scan of all points",
                      fb.size(), "rows");
       if (device_rows) {
         const int64_t chunk = std::min<int64_t>(fallback_chunk(g.n), static_cast<int64_t>(fb.size()));
@@ -452,6 +520,8 @@ class GpuKnnBackend final : public KnnBackend {
     g.extra["list_capacity"] = cap;
     g.extra["reevaluated_per_row"] = certified > 0 ? static_cast<double>(reevaluated) / certified : 0.0;
     g.extra["reevaluated_max"] = max_reevaluated;
+    g.extra["uncertified_rows"] = uncertified;
+    g.extra["rescanned_rows"] = rescanned;
     g.extra["fallback_rows"] = fb.size();
     g.extra["error_bound_c_dot"] = model.c_dot;
     g.extra["error_bound_max_use"] = max_use;

@@ -53,13 +53,20 @@ TilePlan plan_tiles(const PlanRequest& r) {
   // Device 0 also holds the other devices' lists while merging them, then the
   // int64 + float output of the refinement.
   const uint64_t merge_extra = r.devices > 1 ? lists : 0;
-  // The final step's result (int64 index + float distance) and per-row status.
-  const uint64_t out = n * static_cast<uint64_t>(r.k_out > 0 ? r.k_out : r.k) * 12 + n * 4;
+  // The final step's result (int64 index + float distance), per-row status
+  // and bound for the rescan. (The rescan's own buffers, ~100 MB at most,
+  // are taken when needed; without room for them its rows go to the scan.)
+  const uint64_t out = n * static_cast<uint64_t>(r.k_out > 0 ? r.k_out : r.k) * 12 + n * 8;
 
   auto fits_shared = [&](int W) { return merge_shared_bytes(r.k, W) <= r.shared_memory; };
 
   for (bool resident : {true, false}) {
-    for (auto [T0, W0] : shapes) {
+    // Streaming tiles are square (one row block against one column block);
+    // 4096 x 4096 halves the tiles of 2048 x 2048 (fewer filter and merge
+    // launches, a more efficient GEMM) when the budget has room.
+    std::vector<std::pair<int, int>> tried = shapes;
+    if (!resident) tried.insert(tried.begin() + (oT > 0 ? 1 : 0), {4096, 4096});
+    for (auto [T0, W0] : tried) {
       const int T = static_cast<int>(std::min<uint64_t>(T0, nmax));
       const int W = static_cast<int>(std::min<uint64_t>(resident ? W0 : T, round_up(n, T)));
       if (!fits_shared(std::max(T, W))) continue;

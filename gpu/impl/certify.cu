@@ -65,7 +65,10 @@ __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
     }
     __syncthreads();
     if (s_fail) {
-      if (threadIdx.x == 0) c.status[g] = -1;
+      if (threadIdx.x == 0) {
+        c.status[g] = -1;
+        if (c.ukey) c.ukey[g] = s_ukey;
+      }
       __syncthreads();
       continue;
     }
@@ -108,6 +111,71 @@ __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
   if (lane == 0 && use > 0.f) atomicMax(reinterpret_cast<int*>(c.max_use), __float_as_int(use));
 }
 
+__global__ void gather_rows_kernel(const float* __restrict__ rows, int64_t d, const float* __restrict__ norms,
+                                   const float* __restrict__ ukey, const int* __restrict__ fb, int count,
+                                   float* __restrict__ out_rows, float* __restrict__ out_norms,
+                                   float* __restrict__ out_ukey) {
+  for (int r = blockIdx.x; r < count; r += gridDim.x) {
+    const int64_t g = fb[r];
+    for (int64_t c = threadIdx.x; c < d; c += blockDim.x) out_rows[r * d + c] = rows[g * d + c];
+    if (threadIdx.x == 0) out_norms[r] = norms[g], out_ukey[r] = ukey[g];
+  }
+}
+
+// One thread per (rescanned row, point); consecutive threads take
+// consecutive rows of a column-major tile (coalesced reads). The distance is
+// formed exactly as in the tile loop, so the same bound holds.
+__global__ void rescan_filter_kernel(RescanTile t) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  const int jj = blockIdx.y;
+  if (r >= t.count || jj >= t.cols) return;
+  const int64_t j = t.c0 + jj;
+  const int64_t g = t.fb[r];
+  if (j == g && !t.keep_self) return;
+  const float ni = t.row_norms[r], nj = t.norms[j];
+  const float a = fmaf(-2.f, t.dots[static_cast<size_t>(jj) * t.ld + r], ni + nj);
+  if (!(a == a)) return;  // NaN: no comparable distance (non-finite data)
+  const double e = entry_error(a, ni, nj, t.model);
+  if (key_of(lower64(a, e, t.model), t.euclidean) <= t.ukey[r]) {
+    const int pos = atomicAdd(t.found + r, 1);
+    if (pos < kRescanCap) t.cand[static_cast<size_t>(r) * kRescanCap + pos] = static_cast<int>(j);
+  }
+}
+
+__global__ __launch_bounds__(kThreads) void rescan_select_kernel(const float* __restrict__ rows, int64_t d,
+                                                                 const int* __restrict__ fb, const int* found,
+                                                                 const int* cand, int k, int euclidean,
+                                                                 int64_t* out_index, float* out_dist, int* status) {
+  extern __shared__ float smem[];
+  float* sd = smem;
+  int* si = reinterpret_cast<int*>(sd + kRescanCap);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int r = blockIdx.x;
+  const int cnt = found[r];
+  // Too many survivors for shared memory, or (never expected: the k
+  // entries behind the bound survive) too few: the exact scan decides.
+  if (cnt > kRescanCap || cnt < k) {
+    if (threadIdx.x == 0) status[r] = -1;
+    return;
+  }
+  const int64_t g = fb[r];
+  const float* x = rows + g * d;
+  for (int t = warp; t < cnt; t += kThreads / 32) {
+    const int nb = cand[static_cast<size_t>(r) * kRescanCap + t];
+    const double s = warp_sum_sq_diff(x, rows + static_cast<int64_t>(nb) * d, d, lane);
+    if (lane == 0) sd[t] = key_of(s, euclidean != 0), si[t] = nb;
+  }
+  const int pc = next_pow2(max(cnt, 1));
+  for (int t = cnt + threadIdx.x; t < pc; t += blockDim.x) sd[t] = INFINITY, si[t] = INT_MAX;
+  __syncthreads();
+  block_bitonic_sort(sd, si, pc);
+  for (int j = threadIdx.x; j < k; j += blockDim.x) {
+    out_index[g * k + j] = si[j];
+    out_dist[g * k + j] = sd[j];
+  }
+  if (threadIdx.x == 0) status[r] = cnt;
+}
+
 // One warp per (row, point) pair, consecutive warps on consecutive points of
 // the same row, in the refinement's own summation order.
 __global__ void fallback_keys_kernel(const float* __restrict__ rows, int64_t n, int64_t d, const int* __restrict__ fb,
@@ -145,6 +213,33 @@ void launch_certify(const CertifyArgs& a, cudaStream_t s) {
   const int64_t grid = std::min<int64_t>(a.lists.n, static_cast<int64_t>(sm_count()) * 8);
   certify_kernel<<<static_cast<int>(grid), kThreads, smem, s>>>(a);
   launch_check("certification kernel");
+}
+
+void launch_gather_rows(const float* rows, int64_t d, const float* norms, const float* ukey, const int* fb, int count,
+                        float* out_rows, float* out_norms, float* out_ukey, cudaStream_t s) {
+  if (count <= 0) return;
+  gather_rows_kernel<<<std::min(count, 65535), 256, 0, s>>>(rows, d, norms, ukey, fb, count, out_rows, out_norms,
+                                                            out_ukey);
+  launch_check("row gather kernel");
+}
+
+void launch_rescan_filter(const RescanTile& t, cudaStream_t s) {
+  if (t.count <= 0 || t.cols <= 0) return;
+  const dim3 grid((t.count + 255) / 256, t.cols);
+  rescan_filter_kernel<<<grid, 256, 0, s>>>(t);
+  launch_check("rescan filter kernel");
+}
+
+void launch_rescan_select(const float* rows, int64_t d, const int* fb, int count, const int* found, const int* cand,
+                          int k, bool euclidean, int64_t* out_index, float* out_dist, int* status, cudaStream_t s) {
+  if (count <= 0) return;
+  const size_t smem = 2 * sizeof(float) * static_cast<size_t>(kRescanCap);
+  cuda_check(cudaFuncSetAttribute(rescan_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(smem)),
+             "raising the rescan kernel's shared memory limit");
+  rescan_select_kernel<<<count, kThreads, smem, s>>>(rows, d, fb, found, cand, k, euclidean ? 1 : 0, out_index,
+                                                     out_dist, status);
+  launch_check("rescan select kernel");
 }
 
 void launch_fallback_keys(const float* rows, int64_t n, int64_t d, const int* fb, int count, bool euclidean,

@@ -135,11 +135,38 @@ struct CertifyArgs {
   ErrorModel model;
   int64_t* out_index = nullptr; ///< n*k
   float* out_dist = nullptr;    ///< n*k
-  int* status = nullptr;        ///< per row: candidates re-evaluated, or -1 (fallback)
+  int* status = nullptr;        ///< per row: candidates re-evaluated, or -1 (not certified)
   float* max_use = nullptr;     ///< largest |a - s64| / bound seen (float bits, >= 0)
+  float* ukey = nullptr;        ///< per row not certified: key of its k-th upper bound, for the rescan
 };
 void launch_certify(const CertifyArgs& a, cudaStream_t s);
 size_t certify_shared_bytes(int capacity);
+
+/// The rescan of rows the certificate failed (resident rows): every point is
+/// screened against the row's own k-th upper bound, with the tile loop's
+/// kind of dot product, and the survivors (at most kRescanCap) are ranked
+/// exactly. Rows with more survivors are left to the exact scan.
+constexpr int kRescanCap = 8192;
+/// Copies rows fb[0..count) (and their norms and ukeys) into contiguous buffers.
+void launch_gather_rows(const float* rows, int64_t d, const float* norms, const float* ukey, const int* fb, int count,
+                        float* out_rows, float* out_norms, float* out_ukey, cudaStream_t s);
+struct RescanTile {
+  const float* dots = nullptr;  ///< column-major count x cols, leading dimension ld
+  int ld = 0, count = 0, cols = 0;
+  int64_t c0 = 0;               ///< first column's row index
+  const int* fb = nullptr;      ///< the rows' indices
+  const float* row_norms = nullptr, *ukey = nullptr;  ///< per rescanned row
+  const float* norms = nullptr; ///< all n rows
+  ErrorModel model;
+  bool euclidean = true, keep_self = false;
+  int* found = nullptr;         ///< per rescanned row: survivors so far (may exceed kRescanCap)
+  int* cand = nullptr;          ///< count x kRescanCap survivors
+};
+void launch_rescan_filter(const RescanTile& t, cudaStream_t s);
+/// Ranks each rescanned row's survivors exactly into out_index/out_dist (row
+/// fb[r]); status[r] = survivors, or -1 when they overflowed.
+void launch_rescan_select(const float* rows, int64_t d, const int* fb, int count, const int* found, const int* cand,
+                          int k, bool euclidean, int64_t* out_index, float* out_dist, int* status, cudaStream_t s);
 
 /// Exact keys of `count` rows (fb[0..count)) against all n rows: keys[r*n + j]
 /// = key_of(s64), +inf for the row itself unless keep_self.

@@ -113,9 +113,22 @@ TEST(PrecisionEdges, FallbackRowsAreExact) {
   Dataset ds = random_dataset(2000, 33, 12);
   KnnGraph f = build("gpu", ds, with(7, Metric::Euclidean, "fast-exact"));
   unsetenv("MANIFOLD_GPU_SLACK");
-  EXPECT_EQ(f.extra["fallback_rows"].get<int64_t>(), ds.rows());
+  EXPECT_EQ(f.extra["uncertified_rows"].get<int64_t>(), ds.rows());
+  EXPECT_EQ(f.extra["rescanned_rows"].get<int64_t>(), ds.rows());
   EXPECT_EQ(first_difference(f, exact_reference(ds, 7, Metric::Euclidean, false)), "");
   KnnGraph e = build("gpu", ds, with(7, Metric::Euclidean, "exact"));
+  EXPECT_EQ(first_difference(e, f), "");
+}
+
+TEST(PrecisionEdges, HugeClusterGoesToTheExactScan) {
+  REQUIRE_GPU();
+  // 9000 near-copies of one row: more survivors than the rescan holds
+  // (8192), so those rows are ranked by the exact scan of all points.
+  Dataset ds = near_duplicates(10000, 8, 17, 1, 9000, 1e-6f);
+  KnnGraph e = build("gpu", ds, with(5, Metric::Euclidean, "exact"));
+  EXPECT_GT(e.extra["fallback_rows"].get<int64_t>(), 8000);
+  EXPECT_EQ(first_difference(e, exact_reference(ds, 5, Metric::Euclidean, false)), "");
+  KnnGraph f = build("gpu", ds, with(5, Metric::Euclidean, "fast-exact"));
   EXPECT_EQ(first_difference(e, f), "");
 }
 
@@ -126,6 +139,7 @@ TEST(PrecisionEdges, StreamedFastExactEqualsInMemoryExact) {
   Dataset ds = near_duplicates(n, d, 21, 30, 150, 1e-6f);  // clusters larger than the lists: fallback rows
   KnnGraph e = build("gpu", ds, with(16, Metric::Cosine, "exact"));
   KnnParams p = with(16, Metric::Cosine, "fast-exact");
+  p.devices = {0};  // one device's budget (several add room to merge lists)
   p.gpu_memory = static_cast<uint64_t>(n) * (16 + 96) * 8 + n * 16 + n * (d + 1) * 4 / 4 + (2 << 20);
   KnnGraph f = build("gpu", ds, p);
   EXPECT_FALSE(f.extra["resident"].get<bool>());
