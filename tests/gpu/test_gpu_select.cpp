@@ -17,6 +17,7 @@
 #include "gpu_test_util.h"
 #include "manifold/error.h"
 #include "manifold/knn.h"
+#include "select/auto_table.h"
 #include "test_support.h"
 
 using namespace manifold;
@@ -260,4 +261,22 @@ TEST(GpuSelectSanitizer, TinyManyTiles) {
     KnnGraph cpu = build("cpu", ds, params(k));
     check_all(ds, k, Metric::Euclidean, ref, cpu, ds.rows() - 3, ds.rows() - 3);
   }
+}
+
+// The `--select auto` table (no GPU needed): nearest measured bucket.
+TEST(GpuSelectAuto, TableLookup) {
+  using manifold::gpu::select::best_strategy;
+  EXPECT_EQ(best_strategy(10000, 1), "heap");
+  EXPECT_EQ(best_strategy(12000, 20), "heap");         // bucket (10k, 16)
+  EXPECT_EQ(best_strategy(100000, 128), "warp");
+  EXPECT_EQ(best_strategy(90000, 900), "quick");       // bucket (100k, 1024)
+  EXPECT_EQ(best_strategy(1000000, 16), "heap");
+  EXPECT_EQ(best_strategy(5000, 16384), "quick");      // beyond the grid: nearest k
+  EXPECT_EQ(best_strategy(100000, 16, 2), "warp");     // several GPUs: the engine's
+  for (int64_t n : {2, 1000, 50000, 300000, 5000000})
+    for (int k : {1, 7, 100, 2000, 8192, 16384}) {
+      const std::string s = best_strategy(n, k);
+      EXPECT_TRUE(s == "warp" || s == "merge" || s == "quick" || s == "sort" || s == "heap" || s == "bitonic") << s;
+      if (s == "bitonic") EXPECT_LE(k, 8192);
+    }
 }
