@@ -17,8 +17,8 @@ def load(name):
 
 combined = {}
 print("### fast-exact vs exact (one GPU, same process, same data)\n")
-print("| N | d | k | precision | median s | / FP32 floor | re-evaluated per row (max) | fallback rows "
-      "| bound use | GEMM TFLOP/s | certify s | speed-up |")
+print("| N | d | k | precision | median s | / FP32 floor | re-evaluated per row (max) | rows rescanned / exact scan "
+      "| bound use | GEMM TFLOP/s | certify + rescan s | speed-up |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for path in sorted(glob.glob(os.path.join(d, "p9_*.json"))):
     r = json.load(open(path))
@@ -29,10 +29,10 @@ for path in sorted(glob.glob(os.path.join(d, "p9_*.json"))):
             print("| %d | %d | %d | %s | error: %s |" % (c["n"], c["d"], c["k"], c.get("precision"), c["error"]))
             continue
         e, st = c["extra"], c["median_stage_s"]
-        print("| %d | %d | %d | %s | %.3f | %.2f | %.1f (%d) | %d | %.3f | %.1f | %.3f | %s |" % (
+        print("| %d | %d | %d | %s | %.3f | %.2f | %.1f (%d) | %s / %d | %.3f | %.1f | %.3f + %.3f | %s |" % (
             c["n"], c["d"], c["k"], c["precision"], c["median_wall_s"], c.get("over_floor", 0),
-            e["reevaluated_per_row"], e["reevaluated_max"], e["fallback_rows"], e["error_bound_max_use"],
-            e["gemm_tflops"], st.get("certify", 0),
+            e["reevaluated_per_row"], e["reevaluated_max"], e.get("rescanned_rows", "-"), e["fallback_rows"],
+            e["error_bound_max_use"], e["gemm_tflops"], st.get("certify", 0), st.get("rescan", 0),
             "%.2fx" % speed[(c["n"], c["k"])] if c["precision"] == "fast-exact" and (c["n"], c["k"]) in speed else "-"))
 
 runs = [("1 GPU, in memory", "p8_1gpu.json"), ("2 GPUs, in memory", "p8_2gpu.json"),
