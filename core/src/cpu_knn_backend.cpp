@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <memory>
 #include <mutex>
 
 #include "manifold/distance_tile.h"
 #include "manifold/error.h"
+#include "manifold/exact/certify.h"
 #include "manifold/knn.h"
 #include "manifold/parallel.h"
 #include "manifold/topk.h"
@@ -57,7 +59,12 @@ class CpuKnnBackend final : public KnnBackend {
     for (int64_t bi = 0; bi < nb; ++bi)
       for (int64_t bj = bi; bj < nb; ++bj) tiles.emplace_back(bi, bj);
 
-    std::vector<TopK> lists(static_cast<size_t>(n), TopK(params.k));
+    // Lists keep k + slack candidates so the certificate can prove the exact
+    // ranking from them (manifold/exact/certify.h).
+    if (n >= INT_MAX) throw Error("the CPU backend indexes rows with 32-bit integers: " + std::to_string(n) + " rows is too many");
+    const int64_t others = params.keep_self ? n : n - 1;
+    const int capacity = static_cast<int>(std::min<int64_t>(others, int64_t{params.k} + exact::exact_slack(params.k)));
+    std::vector<TopK> lists(static_cast<size_t>(n), TopK(capacity));
     std::vector<std::mutex> block_locks(static_cast<size_t>(nb));
     const auto t1 = std::chrono::steady_clock::now();
     progress.stage("knn", tiles.size(), "tiles");
@@ -94,19 +101,47 @@ class CpuKnnBackend final : public KnnBackend {
     g.timings.emplace_back("distances+select", seconds_since(t1));
 
     const auto t2 = std::chrono::steady_clock::now();
-    progress.stage("refine", 1, "steps");
-    g.indices.resize(static_cast<size_t>(n * g.k));
-    g.distances.resize(static_cast<size_t>(n * g.k));
+    progress.stage("certify", 1, "steps");
+    std::vector<float> cand_dist(static_cast<size_t>(n) * capacity);
+    std::vector<int> cand_index(static_cast<size_t>(n) * capacity);
+    std::vector<int> fill(static_cast<size_t>(n));
     parallel_for(0, n, threads, [&](int64_t i) {
       auto sorted = lists[static_cast<size_t>(i)].take_sorted();
-      for (int j = 0; j < g.k; ++j) {
-        g.indices[i * g.k + j] = sorted[static_cast<size_t>(j)].index;
-        g.distances[i * g.k + j] = sorted[static_cast<size_t>(j)].dist;
+      fill[static_cast<size_t>(i)] = static_cast<int>(sorted.size());
+      for (size_t j = 0; j < sorted.size(); ++j) {
+        cand_dist[static_cast<size_t>(i) * capacity + j] = sorted[j].dist;
+        cand_index[static_cast<size_t>(i) * capacity + j] = static_cast<int>(sorted[j].index);
       }
     });
-    refine_graph(rows, g, threads);
+    lists = {};
+    g.indices.resize(static_cast<size_t>(n * g.k));
+    g.distances.resize(static_cast<size_t>(n * g.k));
+    exact::CandidateLists cl{cand_dist.data(), cand_index.data(), fill.data(), n, capacity};
+    const double ymax = n ? *std::max_element(norms.begin(), norms.end()) : 0.0;
+    std::vector<int> status(static_cast<size_t>(n));
+    const float bound_use = exact::certify_rows(rows.data, d, cl, g.k, norms.data(), ymax,
+                                                exact::make_error_model(d, false), params.metric,
+                                                capacity == others, threads, g.indices.data(), g.distances.data(),
+                                                status.data());
+    std::vector<int64_t> uncertified;
+    int64_t reevaluated = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (status[static_cast<size_t>(i)] < 0) uncertified.push_back(i);
+      else reevaluated += status[static_cast<size_t>(i)];
+    }
     progress.finish();
-    g.timings.emplace_back("refine", seconds_since(t2));
+    if (!uncertified.empty()) {
+      // Dense neighbourhoods inside the bound: rank those rows by an exact scan.
+      progress.stage("exact scan", uncertified.size(), "rows");
+      exact::exact_scan_rows(rows.data, n, d, uncertified, g.k, params.metric, params.keep_self, threads,
+                             g.indices.data(), g.distances.data());
+      progress.finish();
+    }
+    g.extra["capacity"] = capacity;
+    g.extra["reevaluated_per_row"] = n ? static_cast<double>(reevaluated) / static_cast<double>(n) : 0.0;
+    g.extra["fallback_rows"] = uncertified.size();
+    g.extra["error_bound_max_use"] = bound_use;
+    g.timings.emplace_back("certify", seconds_since(t2));
     g.timings.emplace_back("total", seconds_since(t0));
     g.extra["threads"] = threads;
     g.extra["tile"] = kTile;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "manifold/error.h"
+#include "manifold/exact/certify.h"
 #include "manifold/parallel.h"
 
 namespace manifold {
@@ -149,12 +150,7 @@ PreparedRows prepare_rows(const Dataset& data, Metric metric) {
 }
 
 float refined_distance(const float* x, const float* y, int64_t d, Metric metric) {
-  double s = 0;
-  for (int64_t c = 0; c < d; ++c) {
-    double t = static_cast<double>(x[c]) - static_cast<double>(y[c]);
-    s += t * t;
-  }
-  return to_true_distance(static_cast<float>(s), metric);
+  return exact::key_of(exact::exact_sum_sq_diff(x, y, d), metric == Metric::Euclidean);
 }
 
 void refine_graph(const PreparedRows& rows, KnnGraph& g, int threads) {

@@ -5,33 +5,12 @@
 #include <utility>
 #include <vector>
 
+#include "manifold/exact/certify.h"
 #include "manifold/parallel.h"
 
 namespace manifold::gpu {
 
-// Lane l of a warp sums terms c = l, l+32, ...; then shfl_down by 16, 8, 4, 2, 1.
-// The loop runs over 32 consecutive columns at a time, lane by lane, so each
-// lane still adds its own terms in the device's order (the bits do not
-// change) while the reads are contiguous and the 32 sums vectorise.
-// Compiled with -ffp-contract=off (see CMakeLists.txt): no fused multiply-add.
-double sum_sq_diff_like_device(const float* x, const float* y, int64_t d) {
-  double lane[32] = {};
-  int64_t c0 = 0;
-  for (; c0 + 32 <= d; c0 += 32)
-    for (int l = 0; l < 32; ++l) {
-      const double t = static_cast<double>(x[c0 + l]) - static_cast<double>(y[c0 + l]);
-      const double sq = t * t;
-      lane[l] = lane[l] + sq;
-    }
-  for (int l = 0; c0 + l < d; ++l) {
-    const double t = static_cast<double>(x[c0 + l]) - static_cast<double>(y[c0 + l]);
-    const double sq = t * t;
-    lane[l] = lane[l] + sq;
-  }
-  for (int off = 16; off > 0; off >>= 1)
-    for (int l = 0; l < off; ++l) lane[l] = lane[l] + lane[l + off];
-  return lane[0];
-}
+double sum_sq_diff_like_device(const float* x, const float* y, int64_t d) { return exact::exact_sum_sq_diff(x, y, d); }
 
 void refine_on_host(const float* rows, int64_t n, int64_t d, int k, const int* index, Metric metric, int threads,
                     int64_t* out_index, float* out_dist) {

@@ -131,3 +131,63 @@ TEST(CpuKnn, SlicedGraphEqualsSmallerK) {
 }
 
 }  // namespace
+
+namespace {
+
+// The float64 brute force the contract promises, written independently of
+// the library: squared distances summed in double (naive order) over the
+// rows the metric ranks (prepared rows), rounded to float, converted to the
+// metric's distance, ranked by (distance, index).
+void float64_ranking(const PreparedRows& rows, int k, Metric m, bool keep_self, std::vector<int64_t>& idx,
+                     std::vector<float>& dist) {
+  const int64_t n = rows.rows, d = rows.cols;
+  idx.assign(static_cast<size_t>(n * k), -1);
+  dist.assign(static_cast<size_t>(n * k), 0.f);
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<std::pair<float, int64_t>> all;
+    for (int64_t j = 0; j < n; ++j) {
+      if (j == i && !keep_self) continue;
+      double s = 0;
+      for (int64_t c = 0; c < d; ++c) {
+        double t = static_cast<double>(rows.data[i * d + c]) - rows.data[j * d + c];
+        s += t * t;
+      }
+      float f = static_cast<float>(s);
+      all.emplace_back(m == Metric::Euclidean ? std::sqrt(f) : 0.5f * f, j);
+    }
+    std::partial_sort(all.begin(), all.begin() + k, all.end());
+    for (int j = 0; j < k; ++j) {
+      idx[i * k + j] = all[j].second;
+      dist[i * k + j] = all[j].first;
+    }
+  }
+}
+
+TEST(CpuKnn, EqualsTheFloat64RankingOnEveryRow) {
+  // Certified selection (manifold/exact/certify.h): not "up to near-ties", but
+  // the float64 brute force itself, row for row, duplicates included.
+  std::vector<std::pair<std::string, Dataset>> inputs;
+  inputs.emplace_back("random with duplicates", random_dataset(900, 24, 77, 150));
+  Dataset fm = fashion_mnist(1500);
+  if (!fm.empty()) inputs.emplace_back("Fashion-MNIST", std::move(fm));
+  for (auto& [name, ds] : inputs) {
+    for (Metric m : {Metric::Euclidean, Metric::Cosine, Metric::Pearson}) {
+      PreparedRows rows = prepare_rows(ds, m);
+      std::vector<int64_t> ridx;
+      std::vector<float> rdist;
+      float64_ranking(rows, 30, m, false, ridx, rdist);
+      KnnGraph g = build_cpu(ds, 30, m);
+      int64_t differing = 0;
+      for (int64_t i = 0; i < g.n; ++i)
+        for (int j = 0; j < 30; ++j)
+          differing += g.indices[i * 30 + j] != ridx[i * 30 + j] || g.distances[i * 30 + j] != rdist[i * 30 + j];
+      EXPECT_EQ(differing, 0) << name << " " << to_string(m);
+      EXPECT_LT(g.extra.value("error_bound_max_use", 2.0), 1.0) << name;
+      // Slicing the k = 30 graph now equals building with the smaller k.
+      KnnGraph small = build_cpu(ds, 7, m);
+      EXPECT_EQ(g.sliced(7).indices, small.indices) << name << " " << to_string(m);
+    }
+  }
+}
+
+}  // namespace

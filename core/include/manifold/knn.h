@@ -107,8 +107,8 @@ inline float to_true_distance(float d2, Metric m) {
 }
 
 /// The exact true distance of two prepared rows: squared differences summed
-/// in double, rounded to float, converted by to_true_distance. Every backend's
-/// final re-evaluation uses exactly this arithmetic.
+/// in double in one fixed order (exact::exact_sum_sq_diff), rounded to float,
+/// converted to the metric's distance. Every backend ranks by exactly this.
 float refined_distance(const float* x, const float* y, int64_t d, Metric metric);
 
 /// Recomputes the selected neighbours' squared distances directly (sum of

@@ -1,4 +1,4 @@
-#include "impl/certify_host.h"
+#include "manifold/exact/certify.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,10 +6,35 @@
 #include <cmath>
 #include <utility>
 
-#include "impl/refine_host.h"
 #include "manifold/parallel.h"
 
-namespace manifold::gpu {
+namespace manifold::exact {
+
+// Lane l of a warp sums terms c = l, l+32, ...; then shfl_down by 16, 8, 4, 2, 1.
+// The loop runs over 32 consecutive columns at a time, lane by lane, so each
+// lane still adds its own terms in the device's order (the bits do not
+// change) while the reads are contiguous and the 32 sums vectorise.
+// Compiled with -ffp-contract=off (see core/CMakeLists.txt): no fused multiply-add.
+double exact_sum_sq_diff(const float* x, const float* y, int64_t d) {
+  double lane[32] = {};
+  int64_t c0 = 0;
+  for (; c0 + 32 <= d; c0 += 32)
+    for (int l = 0; l < 32; ++l) {
+      const double t = static_cast<double>(x[c0 + l]) - static_cast<double>(y[c0 + l]);
+      const double sq = t * t;
+      lane[l] = lane[l] + sq;
+    }
+  for (int l = 0; c0 + l < d; ++l) {
+    const double t = static_cast<double>(x[c0 + l]) - static_cast<double>(y[c0 + l]);
+    const double sq = t * t;
+    lane[l] = lane[l] + sq;
+  }
+  for (int off = 16; off > 0; off >>= 1)
+    for (int l = 0; l < off; ++l) lane[l] = lane[l] + lane[l + off];
+  return lane[0];
+}
+
+
 
 float to_float_up(double v) {
   float f = static_cast<float>(v);
@@ -17,7 +42,7 @@ float to_float_up(double v) {
   return f;
 }
 
-float certify_on_host(const float* rows, int64_t d, const HostLists& l, int k, const float* norms, double ymax,
+float certify_rows(const float* rows, int64_t d, const CandidateLists& l, int k, const float* norms, double ymax,
                       const ErrorModel& m, Metric metric, bool complete, int threads, int64_t* out_index,
                       float* out_dist, int* status) {
   const bool euclidean = metric == Metric::Euclidean;
@@ -51,7 +76,7 @@ float certify_on_host(const float* rows, int64_t d, const HostLists& l, int k, c
       const int j = li[t];
       const double e = entry_error(a, ni, norms[j], m);
       if (!(key_of(lower64(a, e, m), euclidean) <= ukey)) continue;
-      const double s = sum_sq_diff_like_device(x, rows + static_cast<int64_t>(j) * d, d);
+      const double s = exact_sum_sq_diff(x, rows + static_cast<int64_t>(j) * d, d);
       use = std::max(use, static_cast<float>(std::fabs(a - s) / e));
       cand.emplace_back(key_of(s, euclidean), j);
     }
@@ -80,19 +105,19 @@ void select_k_from_keys(const float* keys, int64_t n, int k, int64_t* out_index,
   }
 }
 
-void fallback_on_host(const float* rows, int64_t n, int64_t d, const std::vector<int64_t>& fb, int k, Metric metric,
+void exact_scan_rows(const float* rows, int64_t n, int64_t d, const std::vector<int64_t>& rows_to_scan, int k, Metric metric,
                       bool keep_self, int threads, int64_t* out_index, float* out_dist) {
   const bool euclidean = metric == Metric::Euclidean;
   std::vector<float> keys(static_cast<size_t>(n));
-  for (int64_t g : fb) {
+  for (int64_t g : rows_to_scan) {
     const float* x = rows + g * d;
     parallel_for(0, n, threads, [&](int64_t j) {
       keys[static_cast<size_t>(j)] = (j == g && !keep_self)
                                          ? INFINITY
-                                         : key_of(sum_sq_diff_like_device(x, rows + j * d, d), euclidean);
+                                         : key_of(exact_sum_sq_diff(x, rows + j * d, d), euclidean);
     });
     select_k_from_keys(keys.data(), n, k, out_index + g * k, out_dist + g * k);
   }
 }
 
-}  // namespace manifold::gpu
+}  // namespace manifold::exact

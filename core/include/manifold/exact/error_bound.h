@@ -1,0 +1,107 @@
+#pragma once
+// The rigorous error bound behind exact k-NN graphs, shared by the CPU
+// backend, the GPU's certification kernel and its host twin (so all keep the
+// same candidates). CUDA-compatible (MANIFOLD_HD), otherwise plain C++.
+// Derivation (also in gpu/PRECISION.md):
+//
+// The tile loop ranks neighbours by a = fl(fl(ni + nj) - 2 D), computed as
+// fmaf(-2, D, ni + nj), where ni = fl32(|x|^2 summed in float64), nj likewise
+// and D is the GEMM's dot product. The true squared distance is
+// s = |x|^2 + |y|^2 - 2 x.y. With u = 2^-24 (float32 rounding):
+//   |fl(ni + nj) - (ni + nj)| <= u (ni + nj)
+//   |a - (fl(ni + nj) - 2 D)| <= u |a| / (1 - u)               (the fma's rounding)
+//   |ni - |x|^2| <= 2^-23 |x|^2                                 (float64 sum, float32 rounding)
+//   |D - x.y| <= c_dot |x| |y| + 2 d 2^-126                     (below)
+// so |a - s| <= u|a|(1+2u) + u(ni+nj) + 2^-23(|x|^2+|y|^2) + 2 c_dot |x||y| + 4 d 2^-126.
+//
+// The dot product. Rounding the inputs to a format with unit roundoff u_in
+// (TF32 keeps 10 fraction bits: u_in = 2^-11 rounding to nearest, 2^-10 when
+// the hardware truncates; we take 2^-10) gives x~ = x(1+a_i), y~ = y(1+b_i),
+// |x~_i y~_i - x_i y_i| <= (2 u_in + u_in^2) |x_i y_i|. The products of
+// TF32 operands are exact in float32 (11 x 11 significant bits), and any
+// summation order of d terms with per-step relative error u_acc is off by
+// at most gamma_d = d u_acc / (1 - d u_acc) times sum |x~_i y~_i| (Higham,
+// Accuracy and Stability, 3.1). With sum |x_i y_i| <= |x||y| (Cauchy-Schwarz):
+//   c_dot = 2 u_in + u_in^2 + gamma_d (1 + u_in)^2.
+// u_acc: float32 FFMA rounds to nearest (2^-24); tensor cores align the
+// addends of a block to the largest exponent and truncate, and their
+// accumulator truncates (Fasi, Higham, Mikaitis, Pranesh 2021), which the
+// same recursion bounds with twice the truncation unit. We take 2^-23 for the
+// float32 path (a factor 2 to spare) and 2^-22 for tensor cores. Products or
+// partial sums below 2^-126 may be flushed to zero: at most 2^-126 each, the
+// additive 2 d 2^-126 per dot product. The bound uses 1+2^-22 times ni and nj
+// for |x|^2 and |y|^2 and is inflated by 1e-4 relative, which covers the
+// float64 rounding of evaluating it.
+//
+// The exact distance used for the final ranking is s64, the float64 sum of
+// squared float64 differences (warp_sum_sq_diff): |s64 - s| <= (d+2) 2^-53 s
+// (1.01), taken as delta = (d + 16) 2^-52 to cover the rounding of a -+ e too.
+// So for every pair: lower64 <= s64 <= upper64.
+#include <math.h>
+
+#include <cmath>
+#include <cstdint>
+
+#ifndef MANIFOLD_HD
+#ifdef __CUDACC__
+#define MANIFOLD_HD __host__ __device__ __forceinline__
+#else
+#define MANIFOLD_HD inline
+#endif
+#endif
+
+namespace manifold::exact {
+
+struct ErrorModel {
+  double c_dot = 0;     ///< |D - x.y| <= c_dot |x||y| + abs_term/2
+  double abs_term = 0;  ///< 4 d 2^-126: flushed tiny products, in the distance
+  double delta = 0;     ///< relative error of s64 (float64 evaluation), with margin
+};
+
+/// Largest dimension the model covers (d u_acc stays below 1/4).
+constexpr int64_t kMaxBoundDim = int64_t{1} << 20;
+
+/// The model for dimension d <= kMaxBoundDim: tensor-core TF32 (`tensor`) or float32 FFMA.
+inline ErrorModel make_error_model(int64_t d, bool tensor) {
+  const double dd = static_cast<double>(d);
+  const double u_in = tensor ? std::ldexp(1.0, -10) : 0.0;
+  const double u_acc = tensor ? std::ldexp(1.0, -22) : std::ldexp(1.0, -23);
+  const double gamma = dd * u_acc / (1.0 - dd * u_acc);
+  ErrorModel m;
+  m.c_dot = 2 * u_in + u_in * u_in + gamma * (1 + u_in) * (1 + u_in);
+  m.abs_term = 4 * dd * std::ldexp(1.0, -126);
+  m.delta = (dd + 16) * std::ldexp(1.0, -52);
+  return m;
+}
+
+/// Bound on |a - s| for a ranking distance a between rows with stored norms ni, nj.
+MANIFOLD_HD double entry_error(double a, double ni, double nj, const ErrorModel& m) {
+  const double u = 5.9604644775390625e-08;    // 2^-24
+  const double u2 = 1.1920928955078125e-07;   // 2^-23
+  const double grow = 1.0 + 2.384185791015625e-07;  // 1 + 2^-22
+  const double nx = ni * grow, ny = nj * grow;
+  const double e = u * std::fabs(a) * (1 + 2 * u) + u * (ni + nj) + u2 * (nx + ny) + 2 * m.c_dot * std::sqrt(nx * ny) +
+                   m.abs_term;
+  return e * 1.0001;
+}
+
+/// Lower and upper bounds on s64 (s64 >= 0 always: a sum of squares).
+MANIFOLD_HD double lower64(double a, double e, const ErrorModel& m) {
+  if (a > 1e300) return a;  // +inf (NaN data seeded as +inf): no bound below it either
+  const double l = a - e;
+  return l > 0 ? l * (1 - m.delta) : 0.0;
+}
+MANIFOLD_HD double upper64(double a, double e, const ErrorModel& m) { return (a + e) * (1 + m.delta); }
+
+/// The metric's true distance from a float64 squared distance: the key the
+/// result is ranked by (float first, then sqrt or halving, as core's
+/// to_true_distance). Monotone non-decreasing in d2.
+/// NaN (non-finite data) ranks as +inf, after every real distance.
+MANIFOLD_HD float key_of(double d2, bool euclidean) {
+  float f = static_cast<float>(d2);
+  if (f != f) return INFINITY;
+  if (f < 0.f) f = 0.f;
+  return euclidean ? sqrtf(f) : 0.5f * f;
+}
+
+}  // namespace manifold::exact
