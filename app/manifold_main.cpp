@@ -17,11 +17,15 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
           [--backend auto|cpu|gpu|mpi] [--select auto|warp|quick|sort|heap|merge|bitonic]
           [--devices all|0,1] [--gpu-memory BYTES] [--keep-self] [--threads T]
   embed GRAPHDIR [--k K] [--epsilon auto|median|VALUE] [--alpha A] [--components M]
-          [--t T] [--symmetrize or|and|average] [-o OUTDIR]
-  run DATA -k K [knn and embed options] -o OUTDIR     knn then embed
-  run --demo -o OUTDIR                     the built-in demo (simulated ubiquitin diffraction)
-  simulate diffraction --pdb FILE --count N [--size S] [--axis x|y|z|random]
-          [--photons P] [--seed S] -o FILE.npy|FILE.cxi
+          [--t T] [--symmetrize or|and|average] [--local-scaling J] [--tolerance TOL]
+          [--ncv NCV] [--no-lock-check] [-o OUTDIR]
+  run DATA -k K [knn and embed options] [--embed-k K'] [--transform none|anscombe] -o OUTDIR
+                                           knn then embed (-k is the graph's k, --embed-k the embedding's)
+  run --demo -o OUTDIR [--pdb ID|FILE --count N --size S --axis A --photons P --seed S --q-max Q]
+                                           the built-in demo (simulated ubiquitin diffraction)
+  run --session FILE [-o OUTDIR]           reproduce a saved session (GUI or CLI)
+  simulate diffraction --pdb FILE|ID --count N [--size S] [--axis x|y|z|random]
+          [--photons P] [--seed S] [--q-max Q] [--threads T] [--keep-water] -o FILE.npy|FILE.cxi
   bench [--backend ...] [--select ...] [-n N] [-d D] [-k K] [--data FILE] [--json FILE]
   bench embed [...]                        time the diffusion-map eigensolve
   submit --profile FILE DATA [knn options] -o OUTDIR   run on a cluster (mpirun or Slurm)
