@@ -4,7 +4,7 @@
 // input.
 #include <gtest/gtest.h>
 
-#include <Eigen/Dense>  // tests/CMakeLists.txt does not link Eigen3::Eigen
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <numeric>
