@@ -8,6 +8,7 @@
 
 #include "manifold/distance_tile.h"
 #include "manifold/error.h"
+#include "manifold/exact/certify.h"
 #include "manifold/parallel.h"
 #include "manifold/topk.h"
 
@@ -25,8 +26,12 @@ std::string globalise_row_message(const std::string& message, const std::string&
   return message.substr(0, p) + std::to_string(to_global(local)) + message.substr(q);
 }
 
-namespace {
+int list_capacity(const KnnParams& params, int64_t n) {
+  const int64_t others = params.keep_self ? n : n - 1;
+  return static_cast<int>(std::min<int64_t>(others, int64_t{params.k} + exact::exact_slack(params.k)));
+}
 
+namespace {
 
 // The rows a rank touches, prepared for the metric: views of the (possibly
 // memory-mapped) data for Euclidean, normalised copies of just those rows for
@@ -61,11 +66,6 @@ class TouchedRows {
     const size_t i = range_of(row);
     return slot_start_[i] + (row - ranges_[i].begin);
   }
-  int64_t row_of_slot(int64_t slot) const {
-    const size_t i = static_cast<size_t>(std::upper_bound(slot_start_.begin(), slot_start_.end(), slot) -
-                                         slot_start_.begin()) - 1;
-    return ranges_[i].begin + (slot - slot_start_[i]);
-  }
   const float* row(int64_t row) const {
     const size_t i = range_of(row);
     return base_[i] + (row - ranges_[i].begin) * d_;
@@ -96,6 +96,7 @@ class TileEngine final : public LocalEngine {
 
   std::string name() const override { return "tiles"; }
   std::string strategy() const override { return "heap"; }
+  int list_width() const override { return list_capacity(params_, plan_.n()); }
 
   void prepare() override {
     rows_ = std::make_unique<TouchedRows>(data_, params_.metric, plan_.touched(rank_));
@@ -103,7 +104,7 @@ class TileEngine final : public LocalEngine {
     for (const RowRange& r : rows_->ranges())
       squared_norms(rows_->row(r.begin), r.size(), data_.cols(), norms_.data() + rows_->slot_of(r.begin),
                     options_.threads);
-    lists_.assign(static_cast<size_t>(rows_->slots()), TopK(params_.k));
+    lists_.assign(static_cast<size_t>(rows_->slots()), TopK(list_width()));
     for (const WorkUnit& u : plan_.units(rank_))
       for (auto t : plan_.tiles(u)) tiles_.push_back(t);
     locks_ = std::vector<std::mutex>(static_cast<size_t>(plan_.tile_count()));
@@ -148,16 +149,12 @@ class TileEngine final : public LocalEngine {
   }
 
   std::vector<std::vector<Candidate>> take_lists() override {
-    const int64_t d = data_.cols();
     std::vector<std::vector<Candidate>> out(static_cast<size_t>(rows_->slots()));
     parallel_for(0, rows_->slots(), options_.threads, [&](int64_t s) {
-      const int64_t row = rows_->row_of_slot(s);
-      const float* x = rows_->row(row);
       auto sorted = lists_[static_cast<size_t>(s)].take_sorted();
       auto& o = out[static_cast<size_t>(s)];
       o.reserve(sorted.size());
-      for (const Neighbour& nb : sorted)
-        o.push_back({nb.index, nb.dist, refined_distance(x, rows_->row(nb.index), d, params_.metric)});
+      for (const Neighbour& nb : sorted) o.push_back({nb.dist, static_cast<int32_t>(nb.index)});
     });
     lists_.clear();
     return out;
@@ -188,6 +185,7 @@ class SubProblemEngine final : public LocalEngine {
 
   std::string name() const override { return "backend:" + options_.sub_backend; }
   std::string strategy() const override { return strategy_.empty() ? options_.sub_backend : strategy_; }
+  int list_width() const override { return params_.k; }
 
   void prepare() override {
     ranges_ = plan_.touched(rank_);
@@ -240,7 +238,7 @@ class SubProblemEngine final : public LocalEngine {
           auto& list = lists_[static_cast<size_t>(slot_of(to_global(i)))];
           for (int j = 0; j < g.k; ++j) {
             const float dist = g.distances[i * g.k + j];
-            list.push_back({to_global(g.indices[i * g.k + j]), dist, dist});
+            list.push_back({dist, static_cast<int32_t>(to_global(g.indices[i * g.k + j]))});
           }
         }
       }

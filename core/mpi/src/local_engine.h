@@ -10,7 +10,7 @@
 //
 // "backend:NAME" runs a registered backend (the GPU one) on each unit as a
 // sub-problem (the rows of the unit, self-joined); candidates are then ranked
-// by their refined true distance and duplicates of a pair are dropped.
+// by the backend's (exact) distance and duplicates of a pair are dropped.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -25,21 +25,23 @@
 namespace manifold::mpi {
 
 /// One neighbour candidate as exchanged between ranks. `key` orders the
-/// selection (the GEMM squared distance for tiles, the true distance for
-/// sub-problems); `dist` is the refined true distance; index -1 pads a list.
+/// selection: the GEMM squared distance a for tiles (certified exactly by the
+/// owner, manifold/exact/certify.h), the true distance for sub-problems;
+/// index -1 pads a list. Rows are indexed with 32-bit integers, as in the CPU
+/// backend.
 struct Candidate {
-  int64_t index;
   float key;
-  float dist;
+  int32_t index;
 };
-static_assert(sizeof(Candidate) == 16, "Candidate crosses the wire as 16 bytes");
+static_assert(sizeof(Candidate) == 8, "Candidate crosses the wire as 8 bytes");
 
 inline bool key_less(const Candidate& a, const Candidate& b) {
   return a.key < b.key || (a.key == b.key && a.index < b.index);
 }
-inline bool dist_less(const Candidate& a, const Candidate& b) {
-  return a.dist < b.dist || (a.dist == b.dist && a.index < b.index);
-}
+
+/// The CPU backend's list capacity: k + exact::exact_slack(k), at most the
+/// number of other points (n - 1, or n with keep_self).
+int list_capacity(const KnnParams& params, int64_t n);
 
 struct EngineOptions {
   int threads = 1;
@@ -61,11 +63,14 @@ class LocalEngine {
   virtual void compute(std::atomic<uint64_t>& tiles_done, const std::atomic<bool>& stop,
                        const std::atomic<bool>* cancel) = 0;
   /// The candidate lists of the touched rows, in the order of
-  /// plan.touched(rank): each at most k long, ascending by key_less, with
-  /// refined distances. Empties the engine.
+  /// plan.touched(rank): each at most list_width() long, ascending by
+  /// key_less. Empties the engine.
   virtual std::vector<std::vector<Candidate>> take_lists() = 0;
   /// The selection strategy to report in graph.json.
   virtual std::string strategy() const = 0;
+  /// Candidates kept per row: list_capacity() for tiles (certified by the
+  /// owner), k for sub-problems (already exact).
+  virtual int list_width() const = 0;
   virtual std::string name() const = 0;
 };
 

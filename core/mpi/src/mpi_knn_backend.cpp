@@ -18,6 +18,7 @@
 #include "local_engine.h"
 #include "manifold/cluster.h"
 #include "manifold/error.h"
+#include "manifold/exact/certify.h"
 #include "manifold/parallel.h"
 #include "rank_group.h"
 
@@ -81,8 +82,9 @@ class FaultInjection {
 
 // Plain doubles so that MPI_Gather can carry it (value-initialise it).
 struct RankStats {
-  double prepare_s, compute_s, merge_s, gather_s;
+  double prepare_s, compute_s, merge_s, certify_s, gather_s;
   double tiles, units, rows_touched, threads;
+  double reevaluated, fallback_rows, bound_use;
   double bytes_merge, bytes_gather, bytes_control, bytes_received;
 };
 constexpr int kStatsDoubles = sizeof(RankStats) / sizeof(double);
@@ -273,6 +275,9 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
     g.agree(early);
     g.agree(capture([&] {
       validate(params, data.rows());
+      if (data.rows() >= std::numeric_limits<int32_t>::max())
+        throw Error("the MPI backend indexes rows with 32-bit integers: " + std::to_string(data.rows()) +
+                    " rows is too many");
       if (!eo.sub_backend.empty() && !backend_available(eo.sub_backend))
         throw UsageError("MANIFOLD_MPI_LOCAL=" + mode + ": backend '" + eo.sub_backend +
                          "' is not usable on this rank");
@@ -301,6 +306,11 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
     // ---- merge: candidate lists to the owners of their rows ---------------
     t = Clock::now();
     const int k = params.k;
+    // Tiles: each row travels as the CPU backend's `capacity` candidates by
+    // GEMM distance, and the owner certifies the exact ranking from them.
+    // Sub-problems: k candidates by their (already exact) distance.
+    const bool certify = eo.sub_backend.empty();
+    const int width = engine->list_width();
     std::vector<Candidate> send, recv;
     std::vector<int> send_rows(static_cast<size_t>(P), 0), send_displ(static_cast<size_t>(P), 0);
     std::vector<int> recv_rows(static_cast<size_t>(P), 0), recv_displ(static_cast<size_t>(P), 0);
@@ -335,37 +345,49 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
         rows_out += c;
         rows_in += in;
       }
-      send.resize(static_cast<size_t>(rows_out * k));
-      recv.resize(static_cast<size_t>(rows_in * k));
-      // Every row travels as exactly k candidates, padded when the rank saw fewer.
-      const Candidate pad{-1, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity()};
+      send.resize(static_cast<size_t>(rows_out * width));
+      recv.resize(static_cast<size_t>(rows_in * width));
+      // Every row travels as exactly `width` candidates, padded when the rank saw fewer.
+      const Candidate pad{std::numeric_limits<float>::infinity(), -1};
       size_t at = 0;
       for (int dst = 0; dst < P; ++dst)
         for (const RowRange& r : plan->touched_within(rank, plan->block(dst)))
           for (int64_t row = r.begin; row < r.end; ++row) {
             const auto& l = lists[static_cast<size_t>(slot_of(row))];
-            for (int j = 0; j < k; ++j) send[at++] = j < static_cast<int>(l.size()) ? l[static_cast<size_t>(j)] : pad;
+            for (int j = 0; j < width; ++j)
+              send[at++] = j < static_cast<int>(l.size()) ? l[static_cast<size_t>(j)] : pad;
           }
     }));
     MPI_Datatype row_type;
-    MPI_Type_contiguous(static_cast<int>(k * sizeof(Candidate)), MPI_BYTE, &row_type);
+    MPI_Type_contiguous(static_cast<int>(width * sizeof(Candidate)), MPI_BYTE, &row_type);
     MPI_Type_commit(&row_type);
     MPI_Alltoallv(send.data(), send_rows.data(), send_displ.data(), row_type, recv.data(), recv_rows.data(),
                   recv_displ.data(), row_type, g.comm());
     MPI_Type_free(&row_type);
     for (int dst = 0; dst < P; ++dst)
       if (dst != rank) {
-        stats.bytes_merge += static_cast<double>(send_rows[static_cast<size_t>(dst)]) * k * sizeof(Candidate);
-        stats.bytes_received += static_cast<double>(recv_rows[static_cast<size_t>(dst)]) * k * sizeof(Candidate);
+        stats.bytes_merge += static_cast<double>(send_rows[static_cast<size_t>(dst)]) * width * sizeof(Candidate);
+        stats.bytes_received += static_cast<double>(recv_rows[static_cast<size_t>(dst)]) * width * sizeof(Candidate);
       }
     std::vector<Candidate>().swap(send);
 
-    // The owner's final rows: the k best by selection key over all senders,
-    // then ordered by refined distance as refine_graph() orders them.
+    // The owner's lists: the `width` smallest by (key, index) over all
+    // senders. Each tile is computed once, so for tiles these are exactly the
+    // CPU backend's lists (TopK keeps the smallest by the same total order).
     const RowRange mine = plan->block(rank);
     const int64_t m = mine.size();
     std::vector<int64_t> out_index(static_cast<size_t>(m * k));
     std::vector<float> out_dist(static_cast<size_t>(m * k));
+    std::vector<float> cand_key;
+    std::vector<int> cand_index;  // global rows; for certification, compact slots relative to `mine`
+    // Certification input: the prepared rows of the owner's rows and of every
+    // candidate, ascending by global row (so ties order as in the CPU
+    // backend); the owner's rows start at slot `own_at`.
+    std::vector<int64_t> slot_row;
+    int64_t own_at = 0;
+    PreparedRows compact;
+    std::vector<float> compact_raw, norms;
+    double local_ymax = 0;
     g.agree(capture([&] {
       std::vector<std::vector<int64_t>> position(static_cast<size_t>(P));  // row -> row in recv, or -1
       for (int s = 0; s < P; ++s) {
@@ -375,34 +397,137 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
         for (const RowRange& r : incoming[static_cast<size_t>(s)])
           for (int64_t row = r.begin; row < r.end; ++row) pos[static_cast<size_t>(row - mine.begin)] = at++;
       }
+      cand_key.resize(static_cast<size_t>(m * width));
+      cand_index.resize(static_cast<size_t>(m * width));
       parallel_for(0, m, eo.threads, [&](int64_t i) {
         std::vector<Candidate> c;
-        c.reserve(static_cast<size_t>(P * k));
+        c.reserve(static_cast<size_t>(P * width));
         for (int s = 0; s < P; ++s) {
           const int64_t p = position[static_cast<size_t>(s)][static_cast<size_t>(i)];
           if (p < 0) continue;
-          for (int j = 0; j < k; ++j) {
-            const Candidate& x = recv[static_cast<size_t>(p * k + j)];
+          for (int j = 0; j < width; ++j) {
+            const Candidate& x = recv[static_cast<size_t>(p * width + j)];
             if (x.index >= 0) c.push_back(x);
           }
         }
         std::sort(c.begin(), c.end(), key_less);
         c.erase(std::unique(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) { return a.index == b.index; }),
                 c.end());
-        if (static_cast<int>(c.size()) < k)
+        if (static_cast<int>(c.size()) < width)
           throw Error("internal: row " + std::to_string(mine.begin + i) + " received " + std::to_string(c.size()) +
-                      " candidates, fewer than k");
-        std::sort(c.begin(), c.begin() + k, dist_less);
-        for (int j = 0; j < k; ++j) {
-          out_index[static_cast<size_t>(i * k + j)] = c[static_cast<size_t>(j)].index;
-          out_dist[static_cast<size_t>(i * k + j)] = c[static_cast<size_t>(j)].dist;
+                      " candidates, fewer than " + std::to_string(width));
+        for (int j = 0; j < width; ++j) {
+          cand_key[static_cast<size_t>(i * width + j)] = c[static_cast<size_t>(j)].key;
+          cand_index[static_cast<size_t>(i * width + j)] = c[static_cast<size_t>(j)].index;
         }
       });
+      if (certify) {
+        std::vector<int64_t> others;
+        for (int v : cand_index)
+          if (v < mine.begin || v >= mine.end) others.push_back(v);
+        std::sort(others.begin(), others.end());
+        others.erase(std::unique(others.begin(), others.end()), others.end());
+        own_at = std::lower_bound(others.begin(), others.end(), mine.begin) - others.begin();
+        slot_row.reserve(others.size() + static_cast<size_t>(m));
+        slot_row.insert(slot_row.end(), others.begin(), others.begin() + own_at);
+        for (int64_t r = mine.begin; r < mine.end; ++r) slot_row.push_back(r);
+        slot_row.insert(slot_row.end(), others.begin() + own_at, others.end());
+        // Slots relative to the owner's first row: negative before it.
+        parallel_for(0, m, eo.threads, [&](int64_t i) {
+          for (int j = 0; j < width; ++j) {
+            int& v = cand_index[static_cast<size_t>(i * width + j)];
+            const int64_t slot = std::lower_bound(slot_row.begin(), slot_row.end(), int64_t{v}) - slot_row.begin();
+            v = static_cast<int>(slot - own_at);
+          }
+        });
+        // prepare_rows() works row by row: a subset gives the same floats.
+        const int64_t d = data.cols(), slots = static_cast<int64_t>(slot_row.size());
+        compact_raw.resize(static_cast<size_t>(slots * d));
+        parallel_for(0, slots, eo.threads, [&](int64_t s) {
+          std::copy_n(data.row(slot_row[static_cast<size_t>(s)]), d, compact_raw.data() + s * d);
+        });
+        Dataset view(slots, d, compact_raw.data(), nullptr);
+        view.source = data.source;
+        try {
+          compact = prepare_rows(view, params.metric);
+        } catch (const Error& e) {
+          throw Error(globalise_row_message(e.what(), data.source,
+                                            [&](int64_t s) { return slot_row[static_cast<size_t>(s)]; }));
+        }
+        if (params.metric != Metric::Euclidean) std::vector<float>().swap(compact_raw);
+        norms.resize(static_cast<size_t>(slots));
+        squared_norms(compact.data, slots, d, norms.data(), eo.threads);
+        // Every row is owned by one rank: the maximum over the owners' rows is
+        // the maximum over all rows.
+        for (int64_t i = 0; i < m; ++i) local_ymax = std::max(local_ymax, double{norms[static_cast<size_t>(own_at + i)]});
+      } else {
+        for (int64_t i = 0; i < m; ++i)
+          for (int j = 0; j < k; ++j) {
+            out_index[static_cast<size_t>(i * k + j)] = cand_index[static_cast<size_t>(i * width + j)];
+            out_dist[static_cast<size_t>(i * k + j)] = cand_key[static_cast<size_t>(i * width + j)];
+          }
+      }
       fault.at("merge");
       progress.finish();
     }));
     std::vector<Candidate>().swap(recv);
     stats.merge_s = seconds_since(t);
+
+    // ---- certify: the exact ranking of the owner's rows (as the CPU backend)
+    t = Clock::now();
+    double ymax = 0;
+    MPI_Allreduce(&local_ymax, &ymax, 1, MPI_DOUBLE, MPI_MAX, g.comm());
+    g.agree(capture([&] {
+      if (!certify) return;
+      progress.stage("certify", 1, "steps");
+      const int64_t n = data.rows(), d = data.cols();
+      const int64_t others = params.keep_self ? n : n - 1;
+      exact::CandidateLists cl{cand_key.data(), cand_index.data(), nullptr, m, width};
+      std::vector<int> fill(static_cast<size_t>(m), width), status(static_cast<size_t>(m));
+      cl.fill = fill.data();
+      const float* base = compact.data + own_at * d;
+      stats.bound_use = exact::certify_rows(base, d, cl, k, norms.data() + own_at, ymax,
+                                            exact::make_error_model(d, false), params.metric, width == others,
+                                            eo.threads, out_index.data(), out_dist.data(), status.data());
+      std::vector<int64_t> uncertified;
+      for (int64_t i = 0; i < m; ++i) {
+        if (status[static_cast<size_t>(i)] < 0) {
+          uncertified.push_back(i);
+          continue;
+        }
+        stats.reevaluated += status[static_cast<size_t>(i)];
+        for (int j = 0; j < k; ++j) {
+          int64_t& v = out_index[static_cast<size_t>(i * k + j)];
+          v = slot_row[static_cast<size_t>(own_at + v)];
+        }
+      }
+      stats.fallback_rows = static_cast<double>(uncertified.size());
+      if (!uncertified.empty()) {
+        // Dense neighbourhoods inside the bound: an exact scan over all rows,
+        // which needs them all prepared (rare). exact::exact_scan_rows() with
+        // this rank's output rows.
+        PreparedRows all = prepare_rows(data, params.metric);
+        const bool euclidean = params.metric == Metric::Euclidean;
+        std::vector<float> keys(static_cast<size_t>(n));
+        for (int64_t i : uncertified) {
+          const int64_t row = mine.begin + i;
+          const float* x = all.data + row * d;
+          parallel_for(0, n, eo.threads, [&](int64_t j) {
+            keys[static_cast<size_t>(j)] = (j == row && !params.keep_self)
+                                               ? std::numeric_limits<float>::infinity()
+                                               : exact::key_of(exact::exact_sum_sq_diff(x, all.data + j * d, d), euclidean);
+          });
+          exact::select_k_from_keys(keys.data(), n, k, out_index.data() + i * k, out_dist.data() + i * k);
+        }
+      }
+      progress.finish();
+    }));
+    std::vector<float>().swap(cand_key);
+    std::vector<int>().swap(cand_index);
+    std::vector<float>().swap(norms);
+    std::vector<float>().swap(compact_raw);
+    compact = PreparedRows{};
+    stats.certify_s = seconds_since(t);
 
     // ---- gather: the final rows to rank 0, which writes them --------------
     t = Clock::now();
@@ -449,16 +574,20 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
     result.timings.emplace_back("prepare", stats.prepare_s);
     result.timings.emplace_back("distances+select", stats.compute_s);
     result.timings.emplace_back("merge", stats.merge_s);
+    result.timings.emplace_back("certify", stats.certify_s);
     result.timings.emplace_back("gather", stats.gather_s);
     result.timings.emplace_back("total", seconds_since(t0));
     nlohmann::json per_rank = nlohmann::json::array();
-    double sent_total = 0;
+    double sent_total = 0, reevaluated = 0, fallback_rows = 0, bound_use = 0;
     const double row_bytes = static_cast<double>(data.cols()) * sizeof(float);
     for (int r = 0; r < P; ++r) {
       RankStats s{};
       std::memcpy(&s, all_stats.data() + static_cast<size_t>(r) * kStatsDoubles, sizeof s);
       const double sent = s.bytes_merge + s.bytes_gather + s.bytes_control;
       sent_total += sent;
+      reevaluated += s.reevaluated;
+      fallback_rows += s.fallback_rows;
+      bound_use = std::max(bound_use, s.bound_use);
       per_rank.push_back({{"rank", r},
                           {"host", std::string(hosts.data() + static_cast<size_t>(r) * kHostChars)},
                           {"threads", static_cast<int>(s.threads)},
@@ -476,6 +605,7 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
                            {{"prepare", s.prepare_s},
                             {"distances+select", s.compute_s},
                             {"merge", s.merge_s},
+                            {"certify", s.certify_s},
                             {"gather", s.gather_s}}}});
     }
     nlohmann::json& x = result.extra;
@@ -488,6 +618,12 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
     x["input_memory_mapped"] = data.memory_mapped();
     x["bytes_sent_total"] = sent_total;
     x["per_rank"] = per_rank;
+    if (eo.sub_backend.empty()) {
+      x["capacity"] = list_capacity(params, data.rows());
+      x["reevaluated_per_row"] = data.rows() ? reevaluated / static_cast<double>(data.rows()) : 0.0;
+      x["fallback_rows"] = static_cast<int64_t>(fallback_rows);
+      x["error_bound_max_use"] = bound_use;
+    }
     if (file_sink) file_sink->event("computed", {{"ranks", P}});
     return result;
   } catch (const RankFailure& f) {
