@@ -58,6 +58,36 @@ std::shared_ptr<const EmbeddingOutcome> wait_for_outcome(JobRunner& runner, QSig
   return finished.last().at(0).value<std::shared_ptr<const EmbeddingOutcome>>();
 }
 
+/// |cos| of the angle between column c of two n x m row-major matrices.
+double column_cosine(const std::vector<double>& a, const std::vector<double>& b, int m, int c) {
+  const size_t n = a.size() / static_cast<size_t>(m);
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ab += a[i * m + c] * b[i * m + c];
+    aa += a[i * m + c] * a[i * m + c];
+    bb += b[i * m + c] * b[i * m + c];
+  }
+  return std::abs(ab) / std::sqrt(aa * bb);
+}
+
+/// A smooth 2-D strip, 5 long and 1 wide, bent in 3-D: its first diffusion
+/// coordinates are well separated (no repeated eigenvalues).
+std::shared_ptr<const LoadedDataset> bent_strip(int64_t n) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<float> v(static_cast<size_t>(n) * 3);
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = 5 * u(rng), y = u(rng);
+    v[3 * i] = static_cast<float>(x);
+    v[3 * i + 1] = static_cast<float>(y);
+    v[3 * i + 2] = static_cast<float>(0.5 * std::sin(x));
+  }
+  Dataset data(n, 3, std::move(v));
+  data.source = "bent strip";
+  data.format = "generated";
+  return adoptDataset(std::move(data), "bent strip", "generated", false);
+}
+
 }  // namespace
 
 class TestJobRunner : public QObject {
@@ -192,6 +222,98 @@ class TestJobRunner : public QObject {
     // Both graphs stay cached.
     QVERIFY(runner.cachedGraph(q) == first->graph);
     QVERIFY(runner.cachedGraph(cosine) == fifth->graph);
+  }
+
+  // A re-embedding on the cached graph shows a warm-start preview first
+  // (close to the exact result), then the exact result, equal to core's
+  // diffusion_map(). Previews of superseded jobs are dropped; a t-only change
+  // needs none.
+  void reembedPreviewsThenRefines() {
+    auto strip = bent_strip(3000);
+    JobRunner runner;
+    runner.setDataset(strip);
+    QVERIFY(runner.previewEnabled());
+    QSignalSpy finished(&runner, &JobRunner::finished), failed(&runner, &JobRunner::failed),
+        previews(&runner, &JobRunner::previewReady);
+    QStringList order;
+    connect(&runner, &JobRunner::previewReady, this, [&order] { order << "preview"; });
+    connect(&runner, &JobRunner::finished, this, [&order] { order << "final"; });
+    RunParameters p;
+    p.backend = "cpu";
+    p.knn.k = 16;
+    p.diffusion.k = 16;
+    p.diffusion.components = 3;
+    runner.run(p);
+    auto first = wait_for_outcome(runner, finished, failed);
+    QVERIFY(first);
+    QVERIFY(previews.isEmpty());  // a new graph: nothing to start from
+    QVERIFY(!first->preview);
+
+    RunParameters q = p;
+    q.knn.k = 10;
+    q.diffusion.k = 10;
+    order.clear();
+    runner.run(q);
+    auto final_outcome = wait_for_outcome(runner, finished, failed);
+    QVERIFY(final_outcome);
+    QCOMPARE(order, QStringList({"preview", "final"}));
+    auto preview = previews.last().at(0).value<std::shared_ptr<const EmbeddingOutcome>>();
+    QVERIFY(preview && preview->preview && !final_outcome->preview);
+    QVERIFY(preview->graph_reused && preview->graph == first->graph);
+    QCOMPARE(preview->params.knn.k, 10);
+    QVERIFY(preview->residual >= 0);
+    QCOMPARE(preview->result->n, final_outcome->result->n);
+    QCOMPARE(preview->result->m, 3);
+    for (int c = 0; c < 3; ++c) {
+      const double cs = column_cosine(preview->result->coordinates, final_outcome->result->coordinates, 3, c);
+      QVERIFY2(cs > 0.99, qPrintable(QStringLiteral("column %1: |cos| = %2").arg(c + 1).arg(cs)));
+    }
+    // The exact result is core's, and it is what the runner keeps.
+    Progress quiet;
+    DiffusionResult direct = diffusion_map(first->graph->sliced(10), q.diffusion, quiet);
+    QVERIFY(max_abs_diff(final_outcome->result->coordinates, direct.coordinates) < 1e-12);
+    QVERIFY(max_abs_diff(final_outcome->result->eigenvalues, direct.eigenvalues) < 1e-12);
+    QVERIFY(runner.current() == final_outcome);
+
+    // A change that supersedes a re-embedding drops its preview: only the
+    // newest job's preview (if any) and result arrive.
+    previews.clear();
+    finished.clear();
+    RunParameters a = q, b = q;
+    a.diffusion.alpha = 0.5;
+    b.diffusion.alpha = 0.0;
+    b.knn.k = b.diffusion.k = 12;
+    runner.run(a);
+    runner.run(b);
+    auto last = wait_for_outcome(runner, finished, failed);
+    QVERIFY(last);
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(last->params.diffusion.alpha, 0.0);
+    for (const auto& args : previews)
+      QCOMPARE(args.at(0).value<std::shared_ptr<const EmbeddingOutcome>>()->params.diffusion.alpha, 0.0);
+    DiffusionResult direct_b = diffusion_map(first->graph->sliced(12), b.diffusion, quiet);
+    QVERIFY(max_abs_diff(last->result->coordinates, direct_b.coordinates) < 1e-12);
+
+    // Cancelling during the refinement keeps the last exact result.
+    previews.clear();
+    QSignalSpy cancelled(&runner, &JobRunner::cancelled);
+    RunParameters c = b;
+    c.diffusion.alpha = 1.0;
+    connect(&runner, &JobRunner::previewReady, &runner, [&runner] { runner.cancel(); });
+    runner.run(c);
+    QVERIFY(cancelled.wait(60000) || finished.count() > 1);
+    QVERIFY(runner.current() == last || finished.count() > 1);
+    QVERIFY(!runner.busy());
+
+    // Only t: rescaled at once, no preview.
+    previews.clear();
+    finished.clear();
+    RunParameters tt = b;
+    tt.diffusion.t = 2;
+    runner.run(tt);
+    auto retimed = wait_for_outcome(runner, finished, failed);
+    QVERIFY(retimed && retimed->retimed);
+    QVERIFY(previews.isEmpty());
   }
 
   // Cancelling a long k-NN run stops it, reports `cancelled`, and keeps the

@@ -185,8 +185,14 @@ void JobRunner::start(const RunParameters& params) {
   user_cancelled_ = false;
   auto sink = std::make_shared<JobProgressSink>(this, job);
   const std::string cli = cli_path_;
+  // A warm-start preview first when the graph is cached and the previous
+  // result embedded this dataset (rediffuse() itself checks the point set).
+  const bool warm = preview_enabled_ && !retime && cached && previous && previous->dataset == dataset &&
+                    previous->result && previous->result->graph_points == cached->n;
+  JobRunner* runner = this;
 
-  QFuture<Output> future = QtConcurrent::run([dataset, params, cached, previous, retime, flag, sink, cli]() -> Output {
+  QFuture<Output> future = QtConcurrent::run([dataset, params, cached, previous, retime, warm, flag, sink, cli,
+                                              runner, job]() -> Output {
     Output out;
     out.fingerprint = dataset->fingerprint;
     const auto t0 = std::chrono::steady_clock::now();
@@ -220,7 +226,33 @@ void JobRunner::start(const RunParameters& params) {
         dp.k = dp.k > 0 ? std::min(dp.k, params.knn.k) : params.knn.k;
         validate(dp, *graph);
         outcome->graph = graph;
-        outcome->result = std::make_shared<DiffusionResult>(diffusion_map(*graph, dp, progress));
+        std::shared_ptr<DiffusionResult> exact;
+        if (warm) {
+          DiffusionResult r = rediffuse(*graph, dp, *previous->result, progress);
+          if (!r.solver.contains("max_residual")) {
+            // rediffuse() started cold (another point set): that is the exact result.
+            exact = std::make_shared<DiffusionResult>(std::move(r));
+          } else {
+            auto preview = std::make_shared<EmbeddingOutcome>(*outcome);
+            preview->preview = true;
+            if (r.solver["max_residual"].is_number()) preview->residual = r.solver["max_residual"].get<double>();
+            preview->result = std::make_shared<DiffusionResult>(std::move(r));
+            preview->embed_seconds = seconds_since(t1);
+            preview->total_seconds = seconds_since(t0);
+            std::shared_ptr<const EmbeddingOutcome> shown = std::move(preview);
+            // The runner waits for its job in its destructor, so it outlives this call.
+            QMetaObject::invokeMethod(
+                runner,
+                [runner, job, shown] {
+                  if (runner->job_ == job && runner->running_ && !runner->pending_ &&
+                      shown->dataset == runner->dataset_)
+                    Q_EMIT runner->previewReady(shown);
+                },
+                Qt::QueuedConnection);
+          }
+        }
+        if (!exact) exact = std::make_shared<DiffusionResult>(diffusion_map(*graph, dp, progress));
+        outcome->result = std::move(exact);
         outcome->embed_seconds = seconds_since(t1);
       }
       outcome->total_seconds = seconds_since(t0);

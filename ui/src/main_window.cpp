@@ -88,6 +88,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(runner_, &JobRunner::started, this, &MainWindow::on_run_started);
   connect(runner_, &JobRunner::progressed, this, &MainWindow::on_progress);
   connect(runner_, &JobRunner::finished, this, &MainWindow::on_finished);
+  connect(runner_, &JobRunner::previewReady, this, &MainWindow::on_preview);
   connect(runner_, &JobRunner::failed, this, &MainWindow::on_failed);
   connect(runner_, &JobRunner::cancelled, this, &MainWindow::on_cancelled);
   connect(runner_, &JobRunner::busyChanged, this, &MainWindow::on_busy);
@@ -707,26 +708,42 @@ void MainWindow::on_busy(bool busy) {
   run_button_->setText(busy ? tr("Restart") : tr("Run"));
 }
 
+void MainWindow::on_preview(std::shared_ptr<const EmbeddingOutcome> outcome) {
+  show_outcome(std::move(outcome));
+  // The job goes on refining: its progress keeps the progress line.
+  status_->setText(tr("Preview (warm start, residual %1) \u2014 refining\u2026")
+                       .arg(outcome_->residual >= 0 ? QString::number(outcome_->residual, 'g', 2) : tr("unknown")));
+  Q_EMIT previewShown();
+}
+
 void MainWindow::on_finished(std::shared_ptr<const EmbeddingOutcome> outcome) {
+  show_outcome(std::move(outcome));
+  Q_EMIT embeddingShown();
+}
+
+void MainWindow::show_outcome(std::shared_ptr<const EmbeddingOutcome> outcome) {
   const bool first = !outcome_ || outcome_->dataset != outcome->dataset ||
                      outcome_->result->m != outcome->result->m;
   outcome_ = std::move(outcome);
   const DiffusionResult& r = *outcome_->result;
   embedded_of_row_.assign(static_cast<size_t>(dataset_->rows()), -1);
   for (int64_t e = 0; e < r.n; ++e) embedded_of_row_[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])] = e;
-  progress_->setRange(0, 100);
-  progress_->setValue(100);
+  if (!outcome_->preview) {
+    progress_->setRange(0, 100);
+    progress_->setValue(100);
+  }
   QString how = outcome_->retimed ? tr("rescaled to t = %1 (no eigensolve)").arg(outcome_->params.diffusion.t)
                 : outcome_->graph_reused
                     ? tr("graph reused (k = %1 of %2)").arg(outcome_->result->k).arg(outcome_->graph->k)
                     : tr("graph %1 on %2").arg(seconds_text(outcome_->knn_seconds),
                                                QString::fromStdString(outcome_->graph->backend));
-  progress_label_->setText(tr("done in %1 \u00b7 %2").arg(seconds_text(outcome_->total_seconds), how));
+  if (!outcome_->preview)
+    progress_label_->setText(tr("done in %1 \u00b7 %2").arg(seconds_text(outcome_->total_seconds), how));
   status_->setText(tr("Embedded %1 points in %2 diffusion coordinates; \u03b5 = %3.")
                        .arg(en_number(r.n))
                        .arg(r.m)
                        .arg(r.epsilon, 0, 'g', 4));
-  if (r.graph_components > 1)
+  if (r.graph_components > 1 && !outcome_->preview)
     show_notice(tr("The graph has %1 connected components: only the largest (%2 of %3 points) is embedded. "
                    "A larger k joins them.")
                     .arg(r.graph_components)
@@ -736,7 +753,6 @@ void MainWindow::on_finished(std::shared_ptr<const EmbeddingOutcome> outcome) {
   update_spectrum();
   update_view(first);
   update_actions();
-  Q_EMIT embeddingShown();
 }
 
 void MainWindow::on_failed(const QString& message) {
@@ -752,8 +768,11 @@ void MainWindow::on_cancelled() {
   const double latency = runner_->lastCancelLatency();
   progress_label_->setText(latency >= 0 ? tr("cancelled (stopped after %1)").arg(seconds_text(latency))
                                         : tr("cancelled"));
-  status_->setText(outcome_ ? tr("Cancelled: the previous embedding is unchanged.")
-                            : tr("Cancelled: nothing was computed."));
+  status_->setText(!outcome_           ? tr("Cancelled: nothing was computed.")
+                   : outcome_->preview ? tr("Cancelled: showing the warm-start preview (residual %1); press Run "
+                                            "for the exact embedding.")
+                                             .arg(outcome_->residual, 0, 'g', 2)
+                                       : tr("Cancelled: the previous embedding is unchanged."));
 }
 
 // ---- the view ----------------------------------------------------------------------

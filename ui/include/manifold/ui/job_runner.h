@@ -42,6 +42,11 @@ struct EmbeddingOutcome {
   RunParameters params;
   bool graph_reused = false;   ///< taken from the cache, not rebuilt
   bool retimed = false;        ///< only t changed: coordinates rescaled, no eigensolve
+  /// A warm-start preview (core's rediffuse() from the previous result),
+  /// shown while the exact diffusion_map() runs; `finished` replaces it.
+  bool preview = false;
+  /// The preview's largest eigen-residual (result->solver["max_residual"]), or -1.
+  double residual = -1;
   double knn_seconds = 0, embed_seconds = 0, total_seconds = 0;
 };
 
@@ -74,10 +79,19 @@ class JobRunner : public QObject {
   void setCliPath(const std::string& path) { cli_path_ = path; }
   /// Seconds from the last cancel() to the job actually stopping.
   double lastCancelLatency() const { return cancel_latency_s_; }
+  /// Whether re-embeddings on a cached graph show a warm-start preview first
+  /// (default on).
+  void setPreviewEnabled(bool on) { preview_enabled_ = on; }
+  bool previewEnabled() const { return preview_enabled_; }
 
  Q_SIGNALS:
   void started(bool builds_graph);
   void progressed(const manifold::ui::ProgressInfo& info);
+  /// A re-embedding on a cached graph first delivers a warm-start preview
+  /// (approximate, outcome->preview set), then refines it; `finished` follows
+  /// with the exact result unless the job is cancelled or superseded. Previews
+  /// of superseded jobs are dropped.
+  void previewReady(std::shared_ptr<const manifold::ui::EmbeddingOutcome> outcome);
   void finished(std::shared_ptr<const manifold::ui::EmbeddingOutcome> outcome);
   void failed(const QString& message);
   void cancelled();
@@ -114,6 +128,7 @@ class JobRunner : public QObject {
   QElapsedTimer cancel_clock_;
   double cancel_latency_s_ = -1;
   std::string cli_path_;
+  bool preview_enabled_ = true;
 
   friend class JobProgressSink;
 };

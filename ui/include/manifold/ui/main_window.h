@@ -92,6 +92,8 @@ class MainWindow : public QMainWindow {
  Q_SIGNALS:
   void datasetOpened();
   void embeddingShown();
+  /// A warm-start preview is shown; embeddingShown follows with the exact result.
+  void previewShown();
   void errorShown(const QString& message);
   void exportFinished(bool ok, const QStringList& files_or_error);
 
@@ -122,6 +124,8 @@ class MainWindow : public QMainWindow {
   void on_run_started(bool builds_graph);
   void on_progress(const ProgressInfo& info);
   void on_finished(std::shared_ptr<const EmbeddingOutcome> outcome);
+  void on_preview(std::shared_ptr<const EmbeddingOutcome> outcome);
+  void show_outcome(std::shared_ptr<const EmbeddingOutcome> outcome);
   void on_failed(const QString& message);
   void on_cancelled();
   void on_busy(bool busy);
