@@ -30,6 +30,14 @@ class MpiKnn : public ::testing::Test {
     write_npy(*dir_ / "random64.npy", random_dataset(1300, 20, 23), true);
     // One tile only: with several ranks most row blocks are empty.
     write_npy(*dir_ / "tiny.npy", random_dataset(300, 6, 29, 10));
+    // 1100 rows over 4 distinct points: every row has hundreds of exact
+    // copies, no list can be certified and every row goes to the exact scan.
+    {
+      Dataset few = random_dataset(4, 8, 31);
+      std::vector<float> v;
+      for (int64_t i = 0; i < 1100; ++i) v.insert(v.end(), few.row(i % 4), few.row(i % 4) + 8);
+      write_npy(*dir_ / "copies.npy", Dataset(1100, 8, std::move(v)));
+    }
     Dataset fm = fashion_mnist(3000);
     if (!fm.empty()) write_npy(*dir_ / "fashion.npy", fm);
   }
@@ -91,6 +99,14 @@ TEST_F(MpiKnn, MoreRanksThanTilesAndKUpToNMinusOne) {
   expect_equal_to_cpu(*dir_ / "random.npy", "-k 2099", "random-all");
 }
 
+TEST_F(MpiKnn, UncertifiedRowsTakeTheExactScanAsInTheCpu) {
+  for (const char* metric : {"euclidean", "cosine"})
+    expect_equal_to_cpu(*dir_ / "copies.npy", std::string("-k 9 --metric ") + metric,
+                        std::string("copies-") + metric);
+  KnnGraph g = read_graph(*dir_ / "mpi-copies-euclidean");
+  EXPECT_EQ(g.extra.value("fallback_rows", int64_t{-1}), 1100);
+}
+
 TEST_F(MpiKnn, LoadedPerRankFormatEqualsCpu) {
   // float64 .npy is converted in memory by every rank, not memory-mapped.
   for (const char* metric : {"euclidean", "pearson"})
@@ -122,6 +138,8 @@ TEST_F(MpiKnn, GraphJsonReportsRanksRowsAndBytes) {
   EXPECT_EQ(x["engine"], "tiles");
   EXPECT_EQ(x["input_memory_mapped"], true);
   EXPECT_EQ(x["tiles"], 15);  // 5 tiles per side: 5 * 6 / 2
+  EXPECT_EQ(x["capacity"], 26);  // k + exact_slack(k), as in the CPU backend
+  EXPECT_EQ(x.value("fallback_rows", int64_t{-1}), 0);
   ASSERT_EQ(x["per_rank"].size(), static_cast<size_t>(np));
   int64_t owned = 0, tiles = 0;
   for (auto& rank : x["per_rank"]) {

@@ -1,7 +1,9 @@
 // The MPI backend: every rank computes its share of the upper-triangular
 // tiles (block_plan.h) into per-row candidate lists, the lists are sent to
 // the owners of the rows in one MPI_Alltoallv, the owners merge them into the
-// final rows, and rank 0 gathers the rows for writing. Progress of all ranks
+// CPU backend's candidate lists and certify the exact ranking from them
+// (manifold/exact/certify.h; rows the bound cannot certify are scanned), and
+// rank 0 gathers the rows for writing. Progress of all ranks
 // flows to rank 0 in small control messages while the tiles are computed.
 #include "manifold/mpi/mpi_knn_backend.h"
 
