@@ -320,6 +320,7 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
     const std::string strategy = engine->strategy();
     g.agree(capture([&] {
       progress.stage("merge", 1, "steps");
+      progress.check_cancel();
       auto lists = engine->take_lists();
       engine.reset();
       const auto& touched = plan->touched(rank);
@@ -480,6 +481,7 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
     double ymax = 0;
     MPI_Allreduce(&local_ymax, &ymax, 1, MPI_DOUBLE, MPI_MAX, g.comm());
     g.agree(capture([&] {
+      progress.check_cancel();
       if (!certify) return;
       progress.stage("certify", 1, "steps");
       const int64_t n = data.rows(), d = data.cols();
@@ -504,6 +506,7 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
         }
       }
       stats.fallback_rows = static_cast<double>(uncertified.size());
+      progress.check_cancel();
       if (!uncertified.empty()) {
         // Dense neighbourhoods inside the bound: an exact scan over all rows,
         // which needs them all prepared (rare). exact::exact_scan_rows() with
@@ -512,6 +515,7 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
         const bool euclidean = params.metric == Metric::Euclidean;
         std::vector<float> keys(static_cast<size_t>(n));
         for (int64_t i : uncertified) {
+          progress.check_cancel();
           const int64_t row = mine.begin + i;
           const float* x = all.data + row * d;
           parallel_for(0, n, eo.threads, [&](int64_t j) {
@@ -535,6 +539,7 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
     t = Clock::now();
     g.agree(capture([&] {
       progress.stage("gather", 1, "steps");
+      progress.check_cancel();
       if (root) {
         result.indices.resize(static_cast<size_t>(data.rows() * k));
         result.distances.resize(static_cast<size_t>(data.rows() * k));
