@@ -336,10 +336,12 @@ JobStatus Job::poll_mpirun() {
   if (auto code = read_exit_status()) st.exit_code = *code;
   else if (WIFEXITED(wait_status_)) st.exit_code = WEXITSTATUS(wait_status_);
   else st.exit_code = 128 + (WIFSIGNALED(wait_status_) ? WTERMSIG(wait_status_) : 0);
-  if (cancel_requested_) {
-    st.state = JobState::Cancelled;
-  } else if (st.exit_code == 0) {
+  // A job that exited 0 finished (its output is complete) even when a
+  // cancel came too late to stop it: report what happened.
+  if (st.exit_code == 0) {
     st.state = JobState::Completed;
+  } else if (cancel_requested_) {
+    st.state = JobState::Cancelled;
   } else {
     st.state = JobState::Failed;
     st.reason = failure_message(st.exit_code);
@@ -399,7 +401,7 @@ JobStatus Job::poll_slurm() {
   if (auto code = read_exit_status()) {
     st.queue_state = "gone";
     st.exit_code = *code;
-    st.state = cancel_requested_ ? JobState::Cancelled : *code == 0 ? JobState::Completed : JobState::Failed;
+    st.state = *code == 0 ? JobState::Completed : cancel_requested_ ? JobState::Cancelled : JobState::Failed;
     if (st.state == JobState::Failed) st.reason = failure_message(*code);
     return st;
   }
