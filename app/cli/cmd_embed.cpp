@@ -132,19 +132,7 @@ Dataset load_with_transform(const std::string& path, const std::string& hdf5_dat
   progress.stage("load", 1, "files");
   Dataset ds = load_dataset(path, ro);
   progress.finish();
-  if (transform == "anscombe") {
-    std::vector<float> v(ds.data(), ds.data() + ds.rows() * ds.cols());
-    anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
-    Dataset t(ds.rows(), ds.cols(), std::move(v));
-    t.source = ds.source;
-    t.format = ds.format;
-    t.source_dtype = ds.source_dtype;
-    t.item_shape = ds.item_shape;
-    t.labels = ds.labels;
-    return t;
-  }
-  if (transform != "none") throw UsageError("--transform: unknown transform '" + transform + "' (none, anscombe)");
-  return ds;
+  return transformed(ds, transform);
 }
 
 int run_session(const Session& s, const std::string& out, bool quiet, const std::string& session_origin) {

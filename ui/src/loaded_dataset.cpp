@@ -70,20 +70,6 @@ QString LoadedDataset::shapeText() const {
   return shape;
 }
 
-static Dataset transformed(Dataset ds, const std::string& transform) {
-  if (transform == "none") return ds;
-  if (transform != "anscombe") throw UsageError("unknown transform '" + transform + "' (none, anscombe)");
-  std::vector<float> v(ds.data(), ds.data() + ds.rows() * ds.cols());
-  anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
-  Dataset t(ds.rows(), ds.cols(), std::move(v));
-  t.source = ds.source;
-  t.format = ds.format;
-  t.source_dtype = ds.source_dtype;
-  t.item_shape = ds.item_shape;
-  t.labels = ds.labels;
-  return t;
-}
-
 std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const OpenOptions& options) {
   const QFileInfo info(path);
   if (!info.exists()) throw Error(path.toStdString() + ": no such file or folder");

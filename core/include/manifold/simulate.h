@@ -1,4 +1,5 @@
 #pragma once
+#include "manifold/dataset.h"
 // Single-molecule diffraction snapshots, for demos and physical validation.
 //
 // Small-angle (flat detector) approximation: the detector samples the plane
@@ -87,5 +88,9 @@ namespace manifold {
 /// of any mean get unit variance, so Euclidean distances weigh every pixel by
 /// its information instead of letting the bright centre's noise dominate.
 void anscombe_transform(float* values, int64_t count);
+
+/// `ds` with a named value transform applied ("none" returns it unchanged,
+/// "anscombe" a transformed copy keeping the metadata). UsageError otherwise.
+Dataset transformed(const Dataset& ds, const std::string& transform);
 
 }  // namespace manifold

@@ -221,4 +221,18 @@ void anscombe_transform(float* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) v[i] = 2.0f * std::sqrt(std::max(v[i], 0.0f) + 0.375f);
 }
 
+Dataset transformed(const Dataset& ds, const std::string& transform) {
+  if (transform == "none") return ds;
+  if (transform != "anscombe") throw UsageError("--transform: unknown transform '" + transform + "' (none, anscombe)");
+  std::vector<float> v(ds.data(), ds.data() + ds.rows() * ds.cols());
+  anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
+  Dataset t(ds.rows(), ds.cols(), std::move(v));
+  t.source = ds.source;
+  t.format = ds.format;
+  t.source_dtype = ds.source_dtype;
+  t.item_shape = ds.item_shape;
+  t.labels = ds.labels;
+  return t;
+}
+
 }  // namespace manifold
