@@ -7,11 +7,11 @@
 # Stop it with stop-local-slurm.sh DIR. Exits non-zero with the reason (and the
 # tail of the daemon's log) when something cannot start.
 #
-# usage: start-local-slurm.sh [DIR]     (default: /tmp/manifold-slurm)
+# usage: start-local-slurm.sh [DIR]     (default: $TMPDIR/manifold-slurm, TMPDIR defaulting to /tmp)
 # env:   MANIFOLD_SLURMCTLD_PORT (6817), MANIFOLD_SLURMD_PORT (6818)
 set -euo pipefail
 
-DIR=${1:-/tmp/manifold-slurm}
+DIR=${1:-${TMPDIR:-/tmp}/manifold-slurm}
 CTLD_PORT=${MANIFOLD_SLURMCTLD_PORT:-6817}
 SLURMD_PORT=${MANIFOLD_SLURMD_PORT:-6818}
 

@@ -3,9 +3,9 @@
 # slurmd, slurmctld and munged by the process ids in their pid files (nothing
 # else), waiting for each to exit.
 #
-# usage: stop-local-slurm.sh [DIR]     (default: /tmp/manifold-slurm)
+# usage: stop-local-slurm.sh [DIR]     (default: $TMPDIR/manifold-slurm, TMPDIR defaulting to /tmp)
 set -uo pipefail
-DIR=${1:-/tmp/manifold-slurm}
+DIR=${1:-${TMPDIR:-/tmp}/manifold-slurm}
 [ -d "$DIR/run" ] || { echo "stop-local-slurm: nothing runs from $DIR" >&2; exit 0; }
 
 stop_pid_file() {

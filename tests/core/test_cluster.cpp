@@ -114,7 +114,7 @@ TEST(ClusterJobScript, SlurmScriptCarriesTheRequestAndQuotesPaths) {
     EXPECT_NE(s.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << s;
 
   auto m = parse(R"({"kind":"mpirun","ranks":3,"hostfile":"/etc/hosts.mpi"})");
-  const std::string t = cluster::job_script(m, spec, "/tmp/j");
+  const std::string t = cluster::job_script(m, spec, "jobs/j");
   EXPECT_EQ(t.find("#SBATCH"), std::string::npos);
   EXPECT_NE(t.find("'mpirun' --hostfile '/etc/hosts.mpi' -np 3 "), std::string::npos) << t;
 }
