@@ -509,21 +509,13 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
       progress.check_cancel();
       if (!uncertified.empty()) {
         // Dense neighbourhoods inside the bound: an exact scan over all rows,
-        // which needs them all prepared (rare). exact::exact_scan_rows() with
-        // this rank's output rows.
+        // which needs them all prepared (rare), into this rank's output rows.
         PreparedRows all = prepare_rows(data, params.metric);
-        const bool euclidean = params.metric == Metric::Euclidean;
-        std::vector<float> keys(static_cast<size_t>(n));
+        std::vector<float> keys;
         for (int64_t i : uncertified) {
           progress.check_cancel();
-          const int64_t row = mine.begin + i;
-          const float* x = all.data + row * d;
-          parallel_for(0, n, eo.threads, [&](int64_t j) {
-            keys[static_cast<size_t>(j)] = (j == row && !params.keep_self)
-                                               ? std::numeric_limits<float>::infinity()
-                                               : exact::key_of(exact::exact_sum_sq_diff(x, all.data + j * d, d), euclidean);
-          });
-          exact::select_k_from_keys(keys.data(), n, k, out_index.data() + i * k, out_dist.data() + i * k);
+          exact::exact_scan_row(all.data, n, d, mine.begin + i, k, params.metric, params.keep_self, eo.threads, keys,
+                                out_index.data() + i * k, out_dist.data() + i * k);
         }
       }
       progress.finish();

@@ -105,19 +105,23 @@ void select_k_from_keys(const float* keys, int64_t n, int k, int64_t* out_index,
   }
 }
 
+void exact_scan_row(const float* rows, int64_t n, int64_t d, int64_t g, int k, Metric metric, bool keep_self,
+                    int threads, std::vector<float>& keys, int64_t* out_index, float* out_dist) {
+  const bool euclidean = metric == Metric::Euclidean;
+  keys.resize(static_cast<size_t>(n));
+  const float* x = rows + g * d;
+  parallel_for(0, n, threads, [&](int64_t j) {
+    keys[static_cast<size_t>(j)] =
+        (j == g && !keep_self) ? INFINITY : key_of(exact_sum_sq_diff(x, rows + j * d, d), euclidean);
+  });
+  select_k_from_keys(keys.data(), n, k, out_index, out_dist);
+}
+
 void exact_scan_rows(const float* rows, int64_t n, int64_t d, const std::vector<int64_t>& rows_to_scan, int k, Metric metric,
                       bool keep_self, int threads, int64_t* out_index, float* out_dist) {
-  const bool euclidean = metric == Metric::Euclidean;
-  std::vector<float> keys(static_cast<size_t>(n));
-  for (int64_t g : rows_to_scan) {
-    const float* x = rows + g * d;
-    parallel_for(0, n, threads, [&](int64_t j) {
-      keys[static_cast<size_t>(j)] = (j == g && !keep_self)
-                                         ? INFINITY
-                                         : key_of(exact_sum_sq_diff(x, rows + j * d, d), euclidean);
-    });
-    select_k_from_keys(keys.data(), n, k, out_index + g * k, out_dist + g * k);
-  }
+  std::vector<float> keys;
+  for (int64_t g : rows_to_scan)
+    exact_scan_row(rows, n, d, g, k, metric, keep_self, threads, keys, out_index + g * k, out_dist + g * k);
 }
 
 }  // namespace manifold::exact

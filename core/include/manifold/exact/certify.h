@@ -47,6 +47,11 @@ float certify_rows(const float* rows, int64_t d, const CandidateLists& lists, in
 /// The k smallest (key, index) of keys[0, n): the exact ranking of one row.
 void select_k_from_keys(const float* keys, int64_t n, int k, int64_t* out_index, float* out_dist);
 
+/// The exact scan of one row g: exact keys against all n rows (`keys` is
+/// scratch), the k smallest written to out_index/out_dist (k entries).
+void exact_scan_row(const float* rows, int64_t n, int64_t d, int64_t g, int k, Metric metric, bool keep_self,
+                    int threads, std::vector<float>& keys, int64_t* out_index, float* out_dist);
+
 /// The exact scan: for each row of `rows_to_scan`, exact keys against all n
 /// rows and the k smallest; out_index/out_dist are the full n*k arrays.
 void exact_scan_rows(const float* rows, int64_t n, int64_t d, const std::vector<int64_t>& rows_to_scan, int k,
