@@ -1,7 +1,9 @@
 #include <sstream>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "manifold/error.h"
+#include "manifold/parallel.h"
 #ifdef MANIFOLD_HAVE_CUDA
 #include "manifold/gpu/gpu_knn_backend.h"
 #endif
@@ -19,6 +21,15 @@ void register_all_backends() {
 #ifdef MANIFOLD_HAVE_MPI
   mpi::register_mpi_backend();
 #endif
+}
+
+nlohmann::json bench_environment(int threads) {
+  nlohmann::json out;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  out["host"] = host;
+  out["cpu_threads"] = hardware_threads(threads);
+  return out;
 }
 
 std::vector<int> parse_devices(const std::string& text) {

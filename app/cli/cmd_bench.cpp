@@ -150,11 +150,7 @@ int cmd_bench(int argc, char** argv) {
   TerminalProgress sink(stderr, true);
   Progress progress(&sink, &cancel_flag());
 
-  nlohmann::json out;
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  out["host"] = host;
-  out["cpu_threads"] = hardware_threads(base.threads);
+  nlohmann::json out = bench_environment(base.threads);
   out["data"] = {{"source", ds.source}, {"n", ds.rows()}, {"d", ds.cols()}, {"fingerprint", ds.fingerprint()}};
   out["repeats"] = repeats;
   out["warmup"] = warmup;

@@ -391,11 +391,7 @@ int cmd_bench_embed(int argc, char** argv) {
   install_cancel_on_signal();
   TerminalProgress sink(stderr, true);
   Progress progress(&sink, &cancel_flag());
-  nlohmann::json out;
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  out["host"] = host;
-  out["cpu_threads"] = hardware_threads(p.threads);
+  nlohmann::json out = bench_environment(p.threads);
   out["data"] = {{"manifold", kind}, {"n", n}, {"d", 3}, {"noise", noise}, {"seed", seed}};
 
   // The graph: cached in --graph DIR when given (the k-NN build is not what is timed here).

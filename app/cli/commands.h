@@ -19,6 +19,8 @@ int cmd_submit(int argc, char** argv);
 void register_all_backends();
 /// KnnParams from the options of knn_option_specs().
 KnnParams knn_params_from(const Args& args);
+/// The machine facts every benchmark JSON starts with: host, CPU threads.
+nlohmann::json bench_environment(int threads);
 /// "0,1,3" or "all" -> device list (empty = all).
 std::vector<int> parse_devices(const std::string& text);
 
