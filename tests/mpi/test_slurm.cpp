@@ -87,7 +87,11 @@ TEST_F(SlurmJobs, SubmitCommandRunsTheJobAndWritesTheCpuGraph) {
                              out + "'");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("(slurm, 2 ranks)"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("RUNNING"), std::string::npos) << "queue state was not shown:\n" << r.err;
+  // The queue state from squeue is shown; which states a short job passes
+  // through between two polls depends on the scheduler's timing.
+  const bool state_shown = r.err.find(": PENDING") != std::string::npos || r.err.find(": RUNNING") != std::string::npos ||
+                           r.err.find(": CONFIGURING") != std::string::npos || r.err.find(": COMPLETING") != std::string::npos;
+  EXPECT_TRUE(state_shown) << "queue state was not shown:\n" << r.err;
   GraphArrays want = read_arrays(t / "cpu"), got = read_arrays(out);
   EXPECT_TRUE(got.indices == want.indices);
   EXPECT_TRUE(got.distances == want.distances);
