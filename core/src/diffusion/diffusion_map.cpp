@@ -8,6 +8,8 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 #include "manifold/diffusion_map.h"
 #include "manifold/error.h"
@@ -67,11 +69,63 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 }  // namespace
 }  // namespace manifold
 
+namespace manifold::detail {
+
+/// Row blocks of an n x m column-major basis small enough to stay in a
+/// core's L2 cache between the two products of a fused pass.
+inline int64_t basis_chunks(int64_t n, int64_t m) {
+  const int64_t rows = std::max<int64_t>(512, (int64_t{1} << 17) / std::max<int64_t>(m, 1));
+  return std::max<int64_t>(1, (n + rows - 1) / rows);
+}
+
+/// c = V^T f over row blocks on `threads` threads; partial sums are added in
+/// block order, so the result does not depend on the thread count.
+template <class MatV, class VecF>
+void basis_trans_product(const MatV& v, const VecF& f, Eigen::Ref<Eigen::VectorXd> c, int threads) {
+  const int64_t n = v.rows(), m = v.cols();
+  const int64_t parts = basis_chunks(n, m);
+  if (threads <= 1 || parts == 1) {
+    c.noalias() = v.transpose() * f;
+    return;
+  }
+  Eigen::MatrixXd part(m, parts);
+  manifold::parallel_for(0, parts, threads, [&](int64_t b) {
+    const int64_t r0 = n * b / parts, r1 = n * (b + 1) / parts;
+    part.col(b).noalias() = v.middleRows(r0, r1 - r0).transpose() * f.segment(r0, r1 - r0);
+  }, 1);
+  c = part.rowwise().sum();
+}
+
+/// One classical Gram-Schmidt correction fused with the test of the next:
+/// f -= V c, then c_next = V^T f and |f|^2, in a single pass over V (each
+/// row block is read once for both products while it sits in cache).
+inline void basis_correct(const Eigen::Ref<const Eigen::MatrixXd>& v, const Eigen::VectorXd& c, Eigen::VectorXd& f,
+                          Eigen::Ref<Eigen::VectorXd> c_next, double& norm2, int threads) {
+  const int64_t n = v.rows(), m = v.cols();
+  const int64_t parts = basis_chunks(n, m);
+  Eigen::MatrixXd part(m, parts);
+  Eigen::VectorXd sq(parts);
+  manifold::parallel_for(0, parts, threads <= 1 ? 1 : threads, [&](int64_t b) {
+    const int64_t r0 = n * b / parts, r1 = n * (b + 1) / parts;
+    auto vb = v.middleRows(r0, r1 - r0);
+    auto fb = f.segment(r0, r1 - r0);
+    fb.noalias() -= vb * c;
+    part.col(b).noalias() = vb.transpose() * fb;
+    sq[b] = fb.squaredNorm();
+  }, 1);
+  c_next = part.rowwise().sum();
+  norm2 = sq.sum();
+}
+
+}  // namespace manifold::detail
+
 // Spectra's Lanczos reorthogonalises every step against the whole basis V
-// (n x ncv): two V^T f products and one V h product, each a pass over a
-// basis far larger than the cache, which costs more than the sparse mat-vec
-// itself for large n. Spectra routes the V^T f products through this class,
-// so a specialisation for our operator spreads them over the cores.
+// (n x ncv) with one V^T f product and, usually several times, a V h update
+// and another V^T f; its restart forms V Q one column at a time. For large n
+// these single-threaded passes over a basis larger than the cache cost more
+// than the sparse mat-vec itself. These specialisations for our operator do
+// the same arithmetic (the same recurrence, the same DGKS test and the same
+// restart) with each correction fused into one multi-threaded pass.
 template <>
 class Spectra::ArnoldiOp<double, manifold::detail::DiffusionOperator, Spectra::IdentityBOp> {
   using Index = Eigen::Index;
@@ -81,33 +135,126 @@ class Spectra::ArnoldiOp<double, manifold::detail::DiffusionOperator, Spectra::I
  public:
   ArnoldiOp(const manifold::detail::DiffusionOperator& op, const IdentityBOp&) : m_op(op) {}
   Index rows() const { return m_op.rows(); }
+  int threads_for(int64_t work) const { return m_op.threads_for(work); }
   template <typename Arg1, typename Arg2>
   double inner_product(const Arg1& x, const Arg2& y) const {
     return x.dot(y);
   }
   template <typename Arg1, typename Arg2>
   void trans_product(const Arg1& x, const Arg2& y, Eigen::Ref<Vector> res) const {
-    const Index n = x.rows(), m = x.cols();
-    const int t = m_op.threads_for(n * m);
-    if (t <= 1) {
-      res.noalias() = x.transpose() * y;
-      return;
-    }
-    // Several row blocks per thread, handed out dynamically (see DiffusionMatrix::multiply).
-    const Index parts = static_cast<Index>(t) * 8;
-    std::vector<Vector> part(static_cast<size_t>(parts), Vector::Zero(m));
-    manifold::parallel_for(0, parts, t, [&](int64_t c) {
-      const Index r0 = n * c / parts, r1 = n * (c + 1) / parts;
-      part[static_cast<size_t>(c)].noalias() = x.middleRows(r0, r1 - r0).transpose() * y.segment(r0, r1 - r0);
-    }, 1);
-    res = part[0];
-    for (Index c = 1; c < parts; ++c) res += part[static_cast<size_t>(c)];
+    manifold::detail::basis_trans_product(x, y, res, m_op.threads_for(x.rows() * x.cols()));
   }
   template <typename Arg>
   double norm(const Arg& x) const {
     return x.norm();
   }
   void perform_op(const double* x_in, double* y_out) const { m_op.perform_op(x_in, y_out); }
+};
+
+template <>
+class Spectra::Lanczos<double, Spectra::ArnoldiOp<double, manifold::detail::DiffusionOperator, Spectra::IdentityBOp>>
+    : public Spectra::Arnoldi<double,
+                              Spectra::ArnoldiOp<double, manifold::detail::DiffusionOperator, Spectra::IdentityBOp>> {
+  using OpType = Spectra::ArnoldiOp<double, manifold::detail::DiffusionOperator, Spectra::IdentityBOp>;
+  using Base = Spectra::Arnoldi<double, OpType>;
+  using Index = Eigen::Index;
+  using Matrix = Eigen::MatrixXd;
+  using Vector = Eigen::VectorXd;
+  using MapVec = Eigen::Map<Vector>;
+  using MapConstMat = Eigen::Map<const Matrix>;
+  using Base::m_beta;
+  using Base::m_eps;
+  using Base::m_fac_f;
+  using Base::m_fac_H;
+  using Base::m_fac_V;
+  using Base::m_k;
+  using Base::m_m;
+  using Base::m_n;
+  using Base::m_near_0;
+  using Base::m_op;
+
+ public:
+  template <typename T>
+  Lanczos(T&& op, Index m) : Base(std::forward<T>(op), m) {}
+
+  // As Spectra::Lanczos::factorize_from; the V h update of each DGKS
+  // correction and the V^T f of its test share one pass over V.
+  void factorize_from(Index from_k, Index to_m, Index& op_counter) override {
+    if (to_m <= from_k) return;
+    if (from_k > m_k)
+      throw std::invalid_argument("Lanczos: from_k (= " + std::to_string(from_k) +
+                                  ") is larger than the current subspace dimension (= " + std::to_string(m_k) + ")");
+    const double beta_thresh = m_eps * std::sqrt(double(m_n));
+    Vector vf(to_m), vf_next(to_m);
+    Vector w(m_n);
+    m_fac_H.rightCols(m_m - from_k).setZero();
+    m_fac_H.block(from_k, 0, m_m - from_k, from_k).setZero();
+    for (Index i = from_k; i <= to_m - 1; i++) {
+      bool restart = false;
+      if (m_beta < m_near_0) {
+        MapConstMat V(m_fac_V.data(), m_n, i);
+        this->expand_basis(V, 2 * i, m_fac_f, m_beta, op_counter);
+        restart = true;
+      }
+      MapVec v(&m_fac_V(0, i), m_n);
+      v.noalias() = m_fac_f / m_beta;
+      m_fac_H(i, i - 1) = restart ? 0.0 : m_beta;
+      m_fac_H(i - 1, i) = m_fac_H(i, i - 1);
+      m_op.perform_op(v.data(), w.data());
+      op_counter++;
+      if (!restart) w.noalias() -= m_fac_H(i, i - 1) * m_fac_V.col(i - 1);
+      m_fac_H(i, i) = v.dot(w);
+      m_fac_f.noalias() = w - m_fac_H(i, i) * v;
+      m_beta = m_fac_f.norm();
+      const Index i1 = i + 1;
+      const int threads = m_op.threads_for(m_n * i1);
+      auto vs = m_fac_V.leftCols(i1);
+      manifold::detail::basis_trans_product(vs, m_fac_f, vf.head(i1), threads);
+      double ortho_err = vf.head(i1).cwiseAbs().maxCoeff();
+      int count = 0;
+      while (count < 5 && ortho_err > m_eps * m_beta) {
+        if (m_beta < beta_thresh) {
+          m_fac_f.setZero();
+          m_beta = 0;
+          break;
+        }
+        double norm2 = 0;
+        const Vector c = vf.head(i1);
+        manifold::detail::basis_correct(vs, c, m_fac_f, vf_next.head(i1), norm2, threads);
+        m_fac_H(i - 1, i) += c[i - 1];
+        m_fac_H(i, i - 1) = m_fac_H(i - 1, i);
+        m_fac_H(i, i) += c[i];
+        m_beta = std::sqrt(norm2);
+        vf.head(i1) = vf_next.head(i1);
+        ortho_err = vf.head(i1).cwiseAbs().maxCoeff();
+        count++;
+      }
+    }
+    m_k = to_m;
+  }
+
+  void compress_H(const Spectra::TridiagQR<double>& decomp) {
+    decomp.matrix_QtHQ(m_fac_H);
+    m_k--;
+  }
+
+  // As Spectra::Arnoldi::compress_V: V[:, 0..k] <- V Q[:, 0..k], here one
+  // product per row block (rows are independent, so in place) on all cores.
+  void compress_V(const Matrix& Q) {
+    const Index k1 = m_k + 1;
+    Matrix qk = Q.leftCols(k1);
+    // Column i < k of Q has its nonzeros in the first m - k + i + 1 rows.
+    for (Index i = 0; i < m_k; i++) qk.col(i).tail(m_k - i - 1).setZero();
+    const int64_t parts = manifold::detail::basis_chunks(m_n, m_m);
+    manifold::parallel_for(0, parts, m_op.threads_for(m_n * m_m), [&](int64_t b) {
+      const Index r0 = m_n * b / parts, r1 = m_n * (b + 1) / parts;
+      const Matrix block = m_fac_V.middleRows(r0, r1 - r0) * qk;
+      m_fac_V.block(r0, 0, r1 - r0, k1) = block;
+    }, 1);
+    Vector fk = m_fac_f * Q(m_m - 1, m_k - 1) + m_fac_V.col(m_k) * m_fac_H(m_k, m_k - 1);
+    m_fac_f.swap(fk);
+    m_beta = m_fac_f.norm();
+  }
 };
 
 namespace manifold {
