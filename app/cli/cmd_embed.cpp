@@ -443,6 +443,9 @@ int cmd_bench_embed(int argc, char** argv) {
                         {"runs_s", runs},
                         {"median_s", median(runs)},
                         {"matvecs", last.matvecs},
+                        {"lock_check_matvecs", last.check_matvecs},
+                        {"lock_check_recovered", last.recovered},
+                        {"lock_check_settled", last.check_settled},
                         {"restarts", last.iterations},
                         {"max_residual", last.max_residual},
                         {"eigenvalues", last.values}};

@@ -280,6 +280,20 @@ TEST(KnownSpectra, CircleGivesPairsWithRatiosOfSquares) {
   EXPECT_NEAR(-std::log(r.eigenvalues[5]) / l1, 9.0, 0.2);
 }
 
+/// The top `count` eigenvalues of the CSR matrix, densified, by Eigen's
+/// dense float64 solver (descending).
+std::vector<double> dense_top(const DiffusionMatrix& a, int count) {
+  Eigen::MatrixXd m = Eigen::MatrixXd::Zero(a.n, a.n);
+  for (int64_t i = 0; i < a.n; ++i) {
+    m(i, i) = a.diag[i];
+    for (int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e) m(i, a.col[e]) = a.val[e];
+  }
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(m, Eigen::EigenvaluesOnly);
+  std::vector<double> v;
+  for (int c = 0; c < count; ++c) v.push_back(es.eigenvalues()[a.n - 1 - c]);
+  return v;
+}
+
 TEST(KnownSpectra, RepeatedEigenvaluesNeedTheLockCheck) {
   // The exact circulant has exactly repeated pairs; a single Lanczos start
   // vector sees one direction of each. Without the lock check a copy is
@@ -295,6 +309,85 @@ TEST(KnownSpectra, RepeatedEigenvaluesNeedTheLockCheck) {
   p.lock_check = true;
   r = embed(g, p);
   for (int m = 1; m <= 5; m += 2) EXPECT_NEAR(r.eigenvalues[m], r.eigenvalues[m + 1], 1e-10);
+}
+
+TEST(KnownSpectra, LockCheckRecoversEveryCopyOfFourfoldEigenvalues) {
+  // A 24 x 24 periodic lattice (a flat torus), each point joined to its 8
+  // nearest lattice neighbours: the operator is a 2-D circulant whose modes
+  // (+-1, 0), (0, +-1) share one eigenvalue and (+-1, +-1) another, both
+  // fourfold. One Lanczos start vector sees one direction of each
+  // eigenspace; the lock check has to find the other three of both.
+  const int side = 24;
+  KnnGraph g;
+  g.n = side * side;
+  g.d = 2;
+  g.k = 8;
+  const double h = 1.0 / side;
+  for (int y = 0; y < side; ++y)
+    for (int x = 0; x < side; ++x)
+      for (int dy = -1; dy <= 1; ++dy)
+        for (int dx = -1; dx <= 1; ++dx) {
+          if (!dx && !dy) continue;
+          g.indices.push_back(((y + dy + side) % side) * side + (x + dx + side) % side);
+          g.distances.push_back(static_cast<float>(h * std::sqrt(double(dx * dx + dy * dy))));
+        }
+  DiffusionParams p;
+  p.epsilon = std::to_string(2 * h * h);
+  Progress progress;
+  DiffusionMatrix a = diffusion_matrix(g, p, progress);
+  const int count = 9;
+  const std::vector<double> want = dense_top(a, count);
+  ASSERT_NEAR(want[1], want[4], 1e-12);  // the fourfold eigenvalues, as the dense solver sees them
+  ASSERT_NEAR(want[5], want[8], 1e-12);
+  ASSERT_GT(want[4] - want[5], 1e-3);
+
+  EigenOptions o;
+  o.lock_check = false;
+  Eigenpairs bare = top_eigenpairs(a, count, o, progress);
+  double worst_bare = 0;
+  for (int c = 0; c < count; ++c) worst_bare = std::max(worst_bare, std::abs(bare.values[c] - want[c]));
+  EXPECT_GT(worst_bare, 1e-3) << "Lanczos alone found every copy: the test no longer exercises the check";
+  EXPECT_EQ(bare.check_matvecs, 0);
+  EXPECT_EQ(bare.recovered, 0);
+
+  o.lock_check = true;
+  Eigenpairs e = top_eigenpairs(a, count, o, progress);
+  for (int c = 0; c < count; ++c) EXPECT_NEAR(e.values[c], want[c], 1e-10) << c;
+  // Copies of the two fourfold eigenvalues that the first solve missed
+  // (rounding hands Lanczos some of them): each one the check must add.
+  int missing = 0;
+  for (double value : {want[1], want[5]}) {
+    missing += 4;
+    for (double b : bare.values) missing -= std::abs(b - value) < 1e-8;
+  }
+  EXPECT_GE(missing, 1);
+  EXPECT_EQ(e.recovered, missing);
+  EXPECT_TRUE(e.check_settled);
+  EXPECT_GT(e.check_matvecs, 0);
+  EXPECT_LE(e.max_residual, 1e-9);
+  // The vectors are orthonormal eigenvectors: A V = V diag(values).
+  Eigen::MatrixXd v(a.n, count), av(a.n, count);
+  for (int64_t i = 0; i < a.n; ++i)
+    for (int c = 0; c < count; ++c) v(i, c) = e.vectors[i * count + c];
+  for (int c = 0; c < count; ++c) a.multiply(v.col(c).data(), av.col(c).data(), 1);
+  EXPECT_LT((v.transpose() * v - Eigen::MatrixXd::Identity(count, count)).cwiseAbs().maxCoeff(), 1e-9);
+  for (int c = 0; c < count; ++c) EXPECT_LT((av.col(c) - e.values[c] * v.col(c)).norm(), 1e-9) << c;
+}
+
+TEST(KnownSpectra, LockCheckLeavesASimpleSpectrumAlone) {
+  // Random points in a box: no repeated eigenvalues. The check reaches its
+  // verdict, swaps nothing, and the result equals the dense solver's.
+  KnnGraph g = knn_of(random_points(600, 3, 5), 600, 3, 12);
+  DiffusionParams p;
+  Progress progress;
+  DiffusionMatrix a = diffusion_matrix(g, p, progress);
+  const int count = 8;
+  const std::vector<double> want = dense_top(a, count);
+  EigenOptions o;
+  Eigenpairs e = top_eigenpairs(a, count, o, progress);
+  EXPECT_EQ(e.recovered, 0);
+  EXPECT_TRUE(e.check_settled);
+  for (int c = 0; c < count; ++c) EXPECT_NEAR(e.values[c], want[c], 1e-10) << c;
 }
 
 TEST(KnownSpectra, IntervalGivesRatiosOneFourNine) {

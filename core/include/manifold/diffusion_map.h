@@ -90,6 +90,9 @@ struct Eigenpairs {
   int ncv = 0;
   int64_t iterations = 0;           ///< restarts
   int64_t matvecs = 0;              ///< products with A, all stages
+  int64_t check_matvecs = 0;        ///< of which the lock check's
+  int recovered = 0;                ///< eigenpairs the lock check found that the first solve missed
+  bool check_settled = false;       ///< the lock check reached a verdict (false: off, or its step budget ran out)
   double max_residual = 0;          ///< max_i |A v_i - lambda_i v_i| / |lambda_i|
 };
 

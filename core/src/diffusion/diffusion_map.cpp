@@ -294,6 +294,112 @@ SolveResult spectra_solve(const DiffusionMatrix& a, const Eigen::MatrixXd* locke
   return r;
 }
 
+// LAPACK (OpenBLAS ships it): the top eigenpair of a symmetric tridiagonal
+// matrix by bisection and inverse iteration, O(j) each.
+extern "C" {
+void dstebz_(const char* range, const char* order, const int* n, const double* vl, const double* vu, const int* il,
+             const int* iu, const double* abstol, const double* d, const double* e, int* m, int* nsplit, double* w,
+             int* iblock, int* isplit, double* work, int* iwork, int* info, size_t range_len, size_t order_len);
+void dstein_(const int* n, const double* d, const double* e, const int* m, const double* w, const int* iblock,
+             const int* isplit, double* z, const int* ldz, double* work, int* iwork, int* ifail, int* info);
+}
+
+/// Largest eigenvalue theta of the j x j tridiagonal (alpha, beta) and the
+/// last component of its unit eigenvector (the Lanczos residual of the Ritz
+/// pair is beta_j |last|). False when LAPACK fails.
+bool top_ritz(const std::vector<double>& alpha, const std::vector<double>& beta, int j, double* theta, double* last) {
+  const int one = 1;
+  const double zero = 0, abstol = 0;  // 0: LAPACK's default, eps |T|
+  int m = 0, nsplit = 0, info = 0;
+  std::vector<double> w(static_cast<size_t>(j)), work(static_cast<size_t>(5 * j)), z(static_cast<size_t>(j));
+  std::vector<int> iblock(static_cast<size_t>(j)), isplit(static_cast<size_t>(j)), iwork(static_cast<size_t>(3 * j));
+  dstebz_("I", "B", &j, &zero, &zero, &j, &j, &abstol, alpha.data(), beta.data(), &m, &nsplit, w.data(), iblock.data(),
+          isplit.data(), work.data(), iwork.data(), &info, 1, 1);
+  if (info != 0 || m != 1) return false;
+  int ifail = 0;
+  dstein_(&j, alpha.data(), beta.data(), &one, w.data(), iblock.data(), isplit.data(), z.data(), &j, work.data(),
+          iwork.data(), &ifail, &info);
+  if (info != 0) return false;
+  *theta = w[0];
+  *last = z[static_cast<size_t>(j - 1)];
+  return true;
+}
+
+/// What the lock check learnt about B = (I - V V^T) A (I - V V^T).
+struct DeflatedTop {
+  bool above = false;      ///< a Ritz value of B beats lmin + margin: B has an eigenvalue there
+  bool settled = false;    ///< B's top Ritz pair converged below lmin
+  double theta = 0, residual = 0;
+  int64_t matvecs = 0;
+};
+
+/// The lock check's search: Lanczos on B from a random start vector, without
+/// reorthogonalisation (only Ritz values are wanted, and rounding cannot push
+/// a Ritz value above B's top eigenvalue), so a step costs one mat-vec and
+/// one projection against V. It stops as soon as
+///  * the top Ritz value theta exceeds lmin + margin: a Ritz value is a
+///    Rayleigh quotient of B, so B has an eigenvalue above lmin, one that the
+///    first solve missed (above = true); or
+///  * the top Ritz pair has converged below lmin: residual rho <= (lmin -
+///    theta) / 4, so at most 1/16 of the Ritz vector's weight lies on
+///    eigenvalues >= lmin, i.e. the extreme eigenvalue that Lanczos finds
+///    first is below lmin (settled = true); or
+///  * the Krylov space is invariant, or `max_steps` are spent.
+DeflatedTop deflated_top(const DiffusionMatrix& a, const Eigen::MatrixXd& v, double lmin, double margin, int threads,
+                         Progress& progress, uint64_t seed, int64_t max_steps) {
+  DeflatedTop r;
+  const int64_t n = a.n;
+  const int t = hardware_threads(threads);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  Eigen::VectorXd q(n), q_prev = Eigen::VectorXd::Zero(n), w(n), c(v.cols());
+  for (int64_t i = 0; i < n; ++i) q[i] = u(rng);
+  auto project = [&](Eigen::VectorXd& x) {
+    detail::basis_trans_product(v, x, c, t);
+    const int64_t parts = detail::basis_chunks(n, v.cols());
+    parallel_for(0, parts, t, [&](int64_t b) {
+      const int64_t r0 = n * b / parts, r1 = n * (b + 1) / parts;
+      x.segment(r0, r1 - r0).noalias() -= v.middleRows(r0, r1 - r0) * c;
+    }, 1);
+  };
+  project(q);
+  project(q);
+  q.normalize();
+  std::vector<double> alpha, beta;
+  const double anorm = 1;  // |A| <= 1: a Markov conjugate
+  for (int64_t j = 0; j < max_steps; ++j) {
+    a.multiply(q.data(), w.data(), threads);
+    ++r.matvecs;
+    progress.advance(1);
+    project(w);
+    if (j > 0) w.noalias() -= beta.back() * q_prev;
+    alpha.push_back(q.dot(w));
+    w.noalias() -= alpha.back() * q;
+    beta.push_back(w.norm());
+    const int steps = static_cast<int>(j + 1);
+    const bool invariant = beta.back() <= 1e-12 * anorm;
+    if (steps % 10 == 0 || invariant || j + 1 == max_steps) {
+      double theta = 0, last = 0;
+      if (top_ritz(alpha, beta, steps, &theta, &last)) {
+        r.theta = theta;
+        r.residual = beta.back() * std::abs(last);
+        if (theta > lmin + margin) {
+          r.above = true;
+          return r;
+        }
+        if (invariant || (steps >= 20 && r.residual <= 0.25 * (lmin - theta))) {
+          r.settled = true;
+          return r;
+        }
+      }
+    }
+    if (invariant) return r;
+    q_prev.swap(q);
+    q = w / beta.back();
+  }
+  return r;
+}
+
 /// lambda^t; for a negative lambda and fractional t the odd extension
 /// sign(lambda) |lambda|^t keeps the coordinate real.
 double lambda_power(double l, double t) {
@@ -334,28 +440,31 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOption
   // Lock check. A single-vector Krylov method sees one direction per
   // eigenspace of its start vector, so a repeated eigenvalue (a circle's
   // pairs, a sphere's triplet) can come back once. Search A with the found
-  // vectors locked out, from another start vector: while its top eigenvalue
-  // beats the smallest found one, it is a missed pair; swap it in.
+  // vectors locked out, from another start vector (deflated_top: cheap
+  // Lanczos steps that stop as soon as the answer is clear); only when B has
+  // an eigenvalue above the smallest found one is it solved to the
+  // tolerance and swapped in, and the search repeats.
   const int check_ncv = static_cast<int>(std::min<int64_t>(a.n - count, ncv));
+  const int64_t check_steps = std::min<int64_t>(a.n - count, 4000);
   for (int round = 0; o.lock_check && round <= count && check_ncv > 1; ++round) {
-    // Fine enough to resolve the wanted cluster (its width is 1 - lmin).
-    const double loose = std::max(o.tolerance, std::min(1e-6, 1e-2 * (1 - vals[count - 1])));
-    SolveResult k = spectra_solve(a, &vecs, 1, check_ncv, loose, o.threads, progress, 1000 + static_cast<uint64_t>(round));
-    e.matvecs += k.matvecs;
-    e.iterations += k.iterations;
-    if (!k.ok) break;  // nothing clearly above the found set to converge to
+    const double lmin = vals[count - 1];
     // A Ritz value never exceeds the top eigenvalue of what it was taken
     // from, so one above lmin proves a missed eigenvalue; the margin only
     // keeps rounding-level ties at the cut from swapping.
-    const double lmin = vals[count - 1];
     const double margin = 100 * o.tolerance * std::max(std::abs(lmin), 1e-3);
+    const DeflatedTop top = deflated_top(a, vecs, lmin, margin, o.threads, progress,
+                                         1000 + static_cast<uint64_t>(round), check_steps);
+    e.matvecs += top.matvecs;
+    e.check_matvecs += top.matvecs;
+    e.check_settled = top.settled || top.above;
+    if (!top.above) break;
+    SolveResult k = spectra_solve(a, &vecs, 1, check_ncv, o.tolerance, o.threads, progress,
+                                  2000 + static_cast<uint64_t>(round));
+    e.matvecs += k.matvecs;
+    e.check_matvecs += k.matvecs;
+    e.iterations += k.iterations;
+    if (!k.ok) fail(k);
     if (!(k.values[0] > lmin + margin)) break;
-    if (loose > o.tolerance) {
-      k = spectra_solve(a, &vecs, 1, check_ncv, o.tolerance, o.threads, progress, 2000 + static_cast<uint64_t>(round));
-      e.matvecs += k.matvecs;
-      e.iterations += k.iterations;
-      if (!k.ok) fail(k);
-    }
     // Insert in order, dropping the smallest found pair.
     int pos = count - 1;
     while (pos > 0 && vals[pos - 1] < k.values[0]) {
@@ -365,6 +474,7 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOption
     }
     vals[pos] = k.values[0];
     vecs.col(pos) = k.vectors.col(0);
+    ++e.recovered;
   }
 
   // Residuals in terms of A, whatever operator was iterated.
@@ -497,6 +607,8 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
   r.solver = {{"method", "Spectra SymEigsSolver (implicitly restarted Lanczos)"},
               {"ncv", e.ncv},
               {"lock_check", params.lock_check},
+              {"lock_check_matvecs", e.check_matvecs},
+              {"lock_check_recovered", e.recovered},
               {"max_residual", e.max_residual},
               {"converged", true},
               {"iterations", e.iterations},
