@@ -101,6 +101,7 @@ struct EigenOptions {
   int ncv = 0;                      ///< 0 = from count
   int threads = 0;
   bool lock_check = true;           ///< look for eigenvalues missed because they are repeated
+  bool reorder = true;              ///< solve on the matrix in reverse Cuthill-McKee order (mat-vec locality)
 };
 
 /// The `count` largest (algebraic) eigenpairs of A by Spectra's SymEigsSolver
