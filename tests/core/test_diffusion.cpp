@@ -616,6 +616,17 @@ TEST(Diffusion, WarmReembedFromThePreviousResult) {
       for (int64_t i = 0; i < n; ++i) ref[i] = full.psi[i * 7 + c];
       EXPECT_GT(alignment(warm, c, ref), 0.99) << "variant " << variant << " psi " << c;
     }
+    // The exact solve started from the preview: the full solve's result, to the tolerance.
+    DiffusionResult exact = diffusion_map(g, q, progress, &warm);
+    EXPECT_TRUE(exact.solver["warm_start"].get<bool>());
+    EXPECT_FALSE(full.solver["warm_start"].get<bool>());
+    EXPECT_LE(exact.solver["max_residual"].get<double>(), q.tolerance);
+    for (int c = 0; c <= 6; ++c) {
+      EXPECT_NEAR(exact.eigenvalues[c], full.eigenvalues[c], 1e-10) << c;
+      Eigen::VectorXd ref(n);
+      for (int64_t i = 0; i < n; ++i) ref[i] = full.psi[i * 7 + c];
+      EXPECT_GT(alignment(exact, c, ref), 1 - 1e-8) << "variant " << variant << " psi " << c;
+    }
   }
   // A previous result over other points is not reused: the full solve runs.
   KnnGraph other = knn_of(random_points(500, 3, 1), 500, 3, 10);

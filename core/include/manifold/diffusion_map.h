@@ -102,6 +102,10 @@ struct EigenOptions {
   int threads = 0;
   bool lock_check = true;           ///< look for eigenvalues missed because they are repeated
   bool reorder = true;              ///< solve on the matrix in reverse Cuthill-McKee order (mat-vec locality)
+  /// Lanczos start vector (n values, the matrix's row order), e.g. the sum
+  /// of approximate eigenvectors; empty = random. A small random part is
+  /// added; the lock check always starts from its own random vectors.
+  std::vector<double> start;
 };
 
 /// The `count` largest (algebraic) eigenpairs of A by Spectra's SymEigsSolver
@@ -133,8 +137,13 @@ struct DiffusionResult {
   nlohmann::json solver;            ///< {"ncv", "iterations", "matvecs", "tolerance"}
 };
 
-DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& params,
-                              Progress& progress);
+/// `start_from` (optional): an earlier result over the same points (the
+/// previous embedding, or rediffuse()'s preview) whose eigenvectors start
+/// the Lanczos run; the result is the same to the tolerance, reached in
+/// somewhat fewer mat-vecs (the clustered top of the spectrum, not the start,
+/// sets most of the cost). Ignored when it embedded other points.
+DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& params, Progress& progress,
+                              const DiffusionResult* start_from = nullptr);
 
 /// Re-embedding for interaction after a change of k' or epsilon on the same
 /// graph. The full solve needs thousands of Lanczos steps when the top of the

@@ -270,8 +270,11 @@ struct SolveResult {
   int64_t converged = 0;
 };
 
+/// Relative size of the random part of a start vector built from a guess.
+constexpr double kGuessNoise = 1e-3;
+
 SolveResult spectra_solve(const DiffusionMatrix& a, const Eigen::MatrixXd* locked, int count, int ncv, double tolerance,
-                          int threads, Progress& progress, uint64_t seed) {
+                          int threads, Progress& progress, uint64_t seed, const Eigen::VectorXd* guess = nullptr) {
   DiffusionOperator op(a, threads, progress, locked);
   Spectra::SymEigsSolver<DiffusionOperator> solver(op, count, ncv);
   // A fixed seed per role keeps results repeatable; the lock check needs a
@@ -280,6 +283,12 @@ SolveResult spectra_solve(const DiffusionMatrix& a, const Eigen::MatrixXd* locke
   std::uniform_real_distribution<double> u(-0.5, 0.5);
   Eigen::VectorXd start(a.n);
   for (int64_t i = 0; i < a.n; ++i) start[i] = u(rng);
+  if (guess) {
+    // Mostly the guess, with a random part that keeps every direction in the
+    // Krylov space.
+    start *= kGuessNoise / start.norm();
+    start += *guess / guess->norm();
+  }
   if (locked) start -= *locked * (locked->transpose() * start);
   solver.init(start.data());
   SolveResult r;
@@ -521,7 +530,18 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& original, int count, const Eige
                 " mat-vecs); try a larger --epsilon, a larger --k or fewer --components");
   };
 
-  SolveResult s = spectra_solve(a, nullptr, count, ncv, o.tolerance, o.threads, progress, 1);
+  Eigen::VectorXd guess;
+  if (!o.start.empty()) {
+    if (static_cast<int64_t>(o.start.size()) != original.n)
+      throw Error("eigensolve: the start vector has " + std::to_string(o.start.size()) + " values for " +
+                  std::to_string(original.n) + " rows");
+    guess.resize(a.n);
+    for (int64_t i = 0; i < a.n; ++i)
+      guess[i] = o.start[static_cast<size_t>(o.reorder ? order[static_cast<size_t>(i)] : i)];
+    if (!(guess.norm() > 0) || !guess.allFinite()) guess.resize(0);
+  }
+  SolveResult s = spectra_solve(a, nullptr, count, ncv, o.tolerance, o.threads, progress, 1,
+                                guess.size() ? &guess : nullptr);
   e.matvecs += s.matvecs;
   e.iterations += s.iterations;
   if (!s.ok) fail(s);
@@ -685,7 +705,8 @@ Eigen::MatrixXd apply(const DiffusionMatrix& a, const Eigen::MatrixXd& x, int th
 
 }  // namespace
 
-DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& params, Progress& progress) {
+DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& params, Progress& progress,
+                              const DiffusionResult* start_from) {
   const auto t_start = Clock::now();
   DiffusionMatrix a = diffusion_matrix(graph, params, progress);
   check_component_size(a, params.components);
@@ -695,6 +716,27 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
   eo.ncv = params.ncv;
   eo.threads = params.threads;
   eo.lock_check = params.lock_check;
+  bool warm_start = false;
+  if (start_from && start_from->point_index == a.point_index && start_from->n == a.n && start_from->m >= 0 &&
+      start_from->psi.size() == static_cast<size_t>(start_from->n * (start_from->m + 1))) {
+    // The sum of its eigenvectors in this conjugate's coordinates
+    // (v = sqrt(d) psi, each of unit norm).
+    const int p0 = start_from->m + 1;
+    std::vector<double> norm2(static_cast<size_t>(p0), 0.0);
+    for (int64_t i = 0; i < a.n; ++i)
+      for (int c = 0; c < p0; ++c)
+        norm2[static_cast<size_t>(c)] += a.degree[static_cast<size_t>(i)] *
+                                         std::pow(start_from->psi[static_cast<size_t>(i * p0 + c)], 2);
+    eo.start.assign(static_cast<size_t>(a.n), 0.0);
+    for (int64_t i = 0; i < a.n; ++i) {
+      const double sd = std::sqrt(a.degree[static_cast<size_t>(i)]);
+      for (int c = 0; c < p0; ++c)
+        if (norm2[static_cast<size_t>(c)] > 0)
+          eo.start[static_cast<size_t>(i)] +=
+              sd * start_from->psi[static_cast<size_t>(i * p0 + c)] / std::sqrt(norm2[static_cast<size_t>(c)]);
+    }
+    warm_start = true;
+  }
   Eigenpairs e = top_eigenpairs(a, params.components + 1, eo, progress);
   const double t_eig = seconds_since(t);
   t = Clock::now();
@@ -702,6 +744,7 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
   const int64_t nnz = a.nnz();
   DiffusionResult r = finish(a, e, params);
   r.solver = {{"method", "Spectra SymEigsSolver (implicitly restarted Lanczos)"},
+              {"warm_start", warm_start},
               {"ncv", e.ncv},
               {"lock_check", params.lock_check},
               {"lock_check_matvecs", e.check_matvecs},
