@@ -47,6 +47,13 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   rows_.reset(slot_rows * d, "allocating device memory for the rows");
   norms_.reset(slot_rows, "allocating device memory for the row norms");
   if (!plan.resident) all_norms_.reset(static_cast<size_t>(n), "allocating device memory for the row norms");
+  if (plan.fused) {
+    // Zeroed once: the padding features (c >= d) must add nothing to the
+    // dot products, and the unused columns of a last, short block are read
+    // (their entries are never reported).
+    rows_t_.reset(static_cast<size_t>(slots) * plan.T * fused_dpad(d), "allocating the transposed row blocks");
+    cuda_check(cudaMemsetAsync(rows_t_.data(), 0, rows_t_.bytes(), ctx_.copy), "clearing the transposed row blocks");
+  }
   if (!plan.fused)
     for (auto& t : tiles_) t.reset(static_cast<size_t>(plan.T) * plan.W, "allocating a distance tile");
   const size_t cand = 2 * static_cast<size_t>(plan.T) * plan.W;
@@ -115,7 +122,7 @@ void DeviceEngine::host_copy(void* dst, const void* src, size_t bytes) {
   }, 1);
 }
 
-void DeviceEngine::upload_block(int64_t b, float* rows, float* norms) {
+void DeviceEngine::upload_block(int64_t b, float* rows, float* norms, float* rows_t) {
   const int64_t d = plan_.d;
   const int64_t r0 = b * plan_.T;
   const int64_t count = std::min<int64_t>(plan_.T, plan_.n - r0);
@@ -135,6 +142,7 @@ void DeviceEngine::upload_block(int64_t b, float* rows, float* norms) {
     off += len;
   }
   launch_row_norms(rows, count, d, norms, ctx_.copy);
+  if (rows_t) launch_transpose_block(rows, static_cast<int>(count), d, rows_t, plan_.T, ctx_.copy);
   if (!plan_.resident)
     cuda_check(cudaMemcpyAsync(all_norms_.data() + r0, norms, static_cast<size_t>(count) * sizeof(float),
                                cudaMemcpyDeviceToDevice, ctx_.copy),
@@ -166,7 +174,8 @@ int DeviceEngine::ensure_block(int64_t b, int64_t keep_a, int64_t keep_b) {
       // The slot's last reader (on the selection stream) must be done.
       if (slot_free_recorded_[static_cast<size_t>(s)]) ctx_.copy.wait(slot_free_[static_cast<size_t>(s)]);
     }
-    upload_block(b, rows_.data() + static_cast<size_t>(s) * T * d, norms_.data() + static_cast<size_t>(s) * T);
+    upload_block(b, rows_.data() + static_cast<size_t>(s) * T * d, norms_.data() + static_cast<size_t>(s) * T,
+                 plan_.fused ? rows_t_.data() + static_cast<size_t>(s) * T * fused_dpad(plan_.d) : nullptr);
     slot_ready_[static_cast<size_t>(s)].record(ctx_.copy);
     slot_waited_[static_cast<size_t>(s)] = 0;
     block_slot_[static_cast<size_t>(b)] = s;
@@ -225,7 +234,15 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     if (before) g.wait(before->sel_end);
     ev.gemm_start.record(g);
     FusedTileArgs f;
-    f.a = a_rows, f.b = b_rows, f.d = d;
+    const int64_t dpad = fused_dpad(d);
+    f.ldt = static_cast<int>(T), f.dpad = static_cast<int>(dpad), f.block_stride = T * dpad;
+    if (plan_.resident) {
+      f.at = rows_t_.data() + I * T * dpad;
+      f.bt = rows_t_.data() + (c0 / T) * T * dpad;
+    } else {
+      f.at = rows_t_.data() + static_cast<size_t>(slot_a) * T * dpad;
+      f.bt = rows_t_.data() + static_cast<size_t>(slot_b) * T * dpad;
+    }
     f.rows = static_cast<int>(rows), f.cols = static_cast<int>(cols);
     f.r0 = static_cast<int>(r0), f.c0 = static_cast<int>(c0);
     f.col_role_from = c0 == r0 ? static_cast<int>(rows) : 0;
@@ -319,6 +336,8 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
       cuda_check(cudaMemsetAsync(fill_.data() + r0, 0, static_cast<size_t>(rows) * sizeof(int), ctx_.select),
                  "clearing seed entries");
   }
+  Event seeds_end;
+  seeds_end.record(ctx_.select);
   if (plan_.resident) {
     for (int64_t I : strips) {
       const int64_t first = (I + 1) * T;
@@ -345,6 +364,7 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   ctx_.loop_end.record(ctx_.select);
   ctx_.loop_end.synchronize("finishing the tiles");
   stats_.loop_ms = ctx_.loop_end.since(ctx_.loop_start);
+  stats_.seed_ms = seeds_end.since(ctx_.loop_start);
   unsigned long long total = 0;
   cuda_check(cudaMemcpy(&total, cand_total_.data(), sizeof total, cudaMemcpyDeviceToHost), "reading statistics");
   stats_.candidates = total;

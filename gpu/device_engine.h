@@ -30,6 +30,7 @@ struct EngineStats {
   double gemm_ms = 0;      ///< summed time of the tiles' dot products (CUDA events; fused: the fused kernel)
   double select_ms = 0;    ///< summed filter + merge time of the tiles (CUDA events; fused: merge only)
   double loop_ms = 0;      ///< first copy to last merge (CUDA events)
+  double seed_ms = 0;      ///< first copy to the last seed tile's merge (CUDA events)
   double gemm_flop = 0;    ///< 2 rows cols d over all tiles computed
   uint64_t candidates = 0; ///< entries that passed a bound
   uint64_t h2d_bytes = 0;  ///< rows copied to the device
@@ -82,7 +83,7 @@ class DeviceEngine {
   void tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense);
   void complete(uint64_t t, Progress& progress, const std::atomic<bool>& stop);
   int ensure_block(int64_t b, int64_t keep_a, int64_t keep_b);
-  void upload_block(int64_t b, float* rows, float* norms);
+  void upload_block(int64_t b, float* rows, float* norms, float* rows_t);
   void host_copy(void* dst, const void* src, size_t bytes);
 
   DeviceContext& ctx_;
@@ -94,6 +95,7 @@ class DeviceEngine {
   DeviceBuffer<float> list_dist_, thr_;
   DeviceBuffer<int> list_index_, fill_;
   DeviceBuffer<float> rows_, norms_;  // resident: all rows; streaming: `slots` blocks
+  DeviceBuffer<float> rows_t_;        // fused kernel: each slot's block transposed, dpad x T
   DeviceBuffer<float> all_norms_;     // streaming: the norms of every row, kept for the final step
   DeviceBuffer<float> tiles_[2];      // cuBLAS path only
   // Two candidate sets, used by alternate tiles, so one tile's merge can run

@@ -264,6 +264,7 @@ class GpuKnnBackend final : public KnnBackend {
       candidates += s.candidates;
       h2d += s.h2d_bytes;
       per_device.push_back({{"device", e->device()}, {"tiles", s.tiles}, {"loop_s", s.loop_ms / 1e3},
+                            {"seed_s", s.seed_ms / 1e3},
                             {"gemm_s", s.gemm_ms / 1e3}, {"h2d_bytes", s.h2d_bytes}});
     }
     g.timings.emplace_back("gemm", gemm_ms / 1e3);

@@ -74,9 +74,12 @@ TilePlan plan_tiles(const PlanRequest& r) {
       p.n = r.n, p.d = r.d, p.k = r.k;
       p.T = T, p.W = W, p.resident = resident, p.fused = r.fused, p.budget = r.budget, p.workspace = ws;
       // Streaming keeps every row's norm (n floats) for the final step.
-      const uint64_t data = resident ? n * d * 4 + n * 4 : n * 4;
+      // The fused kernel also keeps every block transposed (dpad x T floats).
+      const uint64_t tposed = r.fused ? static_cast<uint64_t>(T) * static_cast<uint64_t>(fused_dpad(r.d)) * 4 : 0;
+      const uint64_t blocks_all = (n + T - 1) / T;
+      const uint64_t data = resident ? n * d * 4 + n * 4 + blocks_all * tposed : n * 4;
       const uint64_t loop = loop_bytes(T, W, r.fused);
-      const uint64_t slot_bytes = static_cast<uint64_t>(T) * (d + 1) * 4;
+      const uint64_t slot_bytes = static_cast<uint64_t>(T) * (d + 1) * 4 + tposed;
       if (!resident) {
         // As many slots as the budget leaves (at least 4, at most every
         // block): a larger panel means each streamed block serves more tiles.
@@ -91,12 +94,13 @@ TilePlan plan_tiles(const PlanRequest& r) {
       p.final_bytes = lists + data + ws + (resident ? std::max(out, merge_extra) : merge_extra);
       p.list_bytes = lists;
       p.loop_bytes = loop;
-      p.row_bytes = resident ? n * d * 4 + n * 4 : slots;
+      p.row_bytes = resident ? n * d * 4 + n * 4 + blocks_all * tposed : slots;
       if (std::max(p.bytes, p.final_bytes) <= r.budget) return p;
     }
   }
   const uint64_t least =
-      lists + n * 4 + 4 * 128 * (d + 1) * 4 + loop_bytes(128, 128, r.fused) + workspace_for(0) + merge_extra;
+      lists + n * 4 + 4 * 128 * (d + 1 + (r.fused ? static_cast<uint64_t>(fused_dpad(r.d)) : 0)) * 4 +
+      loop_bytes(128, 128, r.fused) + workspace_for(0) + merge_extra;
   throw Error("GPU memory budget of " + format_bytes(static_cast<double>(r.budget)) + " is too small for N=" +
               std::to_string(r.n) + ", k=" + std::to_string(r.k_out > 0 ? r.k_out : r.k) +
               ": the neighbour lists alone take " +

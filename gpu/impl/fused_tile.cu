@@ -1,17 +1,25 @@
-// The fused tile kernel (MANIFOLD_GPU_GEMM=fused): the tile's dot products by
-// a register-blocked float32 FFMA GEMM (128 x 128 per block, 8 x 8 per
-// thread), turned into squared distances and filtered against the row and
-// column bounds in registers, so the tile is never written to memory. It
-// exists because cuBLAS reaches only ~60% of its large-GEMM rate when the
-// inner dimension is ~128 (few main-loop steps per block, then a whole tile
-// to write back). Measured on an H200 it is not there yet: ~23 TFLOP/s at
-// d = 128 against cuBLAS's ~30 (bench/gpu/README.md), so cuBLAS stays the
-// default; it is kept, tested and sanitizer-clean as the base to tune.
+// The fused tile kernel: the tile's dot products by a register-blocked
+// float32 FFMA GEMM, turned into squared distances and filtered against the
+// row and column bounds in registers, so the tile is never written to
+// memory. It exists because cuBLAS reaches only ~60% of its large-GEMM rate
+// when the inner dimension is short (d ~ 128-256: few main-loop steps per
+// block, then a whole tile to write back, which the filter then reads again).
 //
-// Each entry is one fmaf chain over c = 0..d-1 in order, whatever the tile
-// shape, device or launch: the same input gives the same distances
-// bit for bit, in memory, streamed or split over GPUs.
+// Layout: the operands are the row blocks transposed on the device
+// (feature-major, [dpad][ld], see launch_transpose_block), so a k-slab of
+// 128 rows is 128 contiguous floats and goes from global to shared memory by
+// cp.async (16 bytes a thread, no registers, no transposing stores), through
+// a 4-stage pipeline. 128 threads compute a 128 x 128 block as 4 warps of
+// 64 x 64, each thread 8 x 16 entries (128 accumulators: much work per
+// shared-memory load and per warp, the shape cuBLAS's own FFMA kernels use).
+//
+// Each entry is one fmaf chain over c = 0..d-1 in order (the zero padding
+// rows c >= d leave it unchanged), whatever the tile shape, device or
+// launch: the same input gives the same distances bit for bit, in memory,
+// streamed or split over GPUs.
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "impl/kernels.h"
 #include "utils/cuda_check.h"
@@ -22,169 +30,201 @@ namespace manifold::gpu {
 namespace {
 
 constexpr int BM = 128, BN = 128, BK = 8;
-constexpr int kPad = BM + 4;  // 528-byte rows: the two k-halves of a warp's stores fall in different banks
-constexpr int kThreads = 256;
+constexpr int kStages = 4;
 
-// Thread t stages row t/2, columns k0 + 4 (t % 2) .. +3 of a 128 x 8 slab.
-template <bool VEC>
-__device__ __forceinline__ void load_slab(const float* __restrict__ base, int64_t d, int valid, int k0, int t,
-                                          float (&v)[4]) {
-  const int m = t >> 1;
-  const int64_t kq = k0 + ((t & 1) << 2);
-  if (VEC) {
-    if (m < valid && kq < d) {
-      const float4 x = __ldg(reinterpret_cast<const float4*>(base + static_cast<int64_t>(m) * d + kq));
-      v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-    } else {
-      v[0] = v[1] = v[2] = v[3] = 0.f;
-    }
-  } else {
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      v[e] = (m < valid && kq + e < d) ? __ldg(base + static_cast<int64_t>(m) * d + kq + e) : 0.f;
+__device__ __forceinline__ void cp_async16(float* smem, const float* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// The rare entry that passes a bound: appended to its row's and/or its
+// column's candidates. Out of line, so the unrolled epilogue stays a few
+// instructions per entry (the kernel's code must fit the instruction cache).
+__device__ __noinline__ void push_candidate(float* cdist, int* cindex, int* count, int* dirty, int* n_dirty, int T,
+                                            int W, int r0, int c0, int rows, int cols, bool keep_self, int li, int lj,
+                                            float dist, bool row_role, bool col_role, unsigned* pushed) {
+  const int gi = r0 + li, gj = c0 + lj;
+  if (row_role && lj < cols && (keep_self || gi != gj)) {
+    const int pos = atomicAdd(count + li, 1);
+    if (pos == 0) dirty[atomicAdd(n_dirty, 1)] = li;
+    const size_t at = static_cast<size_t>(li) * W + pos;
+    cdist[at] = dist;
+    cindex[at] = gj;
+    ++*pushed;
+  }
+  if (col_role && li < rows) {
+    const int slot = T + lj;
+    const int pos = atomicAdd(count + slot, 1);
+    if (pos == 0) dirty[atomicAdd(n_dirty, 1)] = slot;
+    const size_t at = static_cast<size_t>(T) * W + static_cast<size_t>(lj) * T + pos;
+    cdist[at] = dist;
+    cindex[at] = gi;
+    ++*pushed;
   }
 }
 
-__device__ __forceinline__ void store_slab(float (*s)[kPad], int t, const float (&v)[4]) {
-  const int m = t >> 1;
-  const int kq = (t & 1) << 2;
-#pragma unroll
-  for (int e = 0; e < 4; ++e) s[kq + e][m] = v[e];
-}
-
-template <bool VEC>
-__global__ __launch_bounds__(kThreads, 2) void fused_tile_kernel(FusedTileArgs f, CandidatesView c, int counter) {
-  __shared__ __align__(16) float as[2][BK][kPad];
-  __shared__ __align__(16) float bs[2][BK][kPad];
+// TN: columns per thread (16: 128 threads, warps of 64 x 64; 8: 256 threads,
+// warps of 64 x 32); every thread has 8 rows. KU: k-steps unrolled.
+template <int TN, int KU>
+__global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileArgs f, CandidatesView c, int counter) {
+  constexpr int kThreads = 128 * 16 / TN;
+  constexpr int kWarpsN = 128 / (TN * 4);
+  constexpr int kCopies = 256 / kThreads;  // 16-byte copies per thread per operand and slab
+  __shared__ __align__(16) float as[kStages][BK][BM];
+  __shared__ __align__(16) float bs[kStages][BK][BN];
   const int t = threadIdx.x;
-  // Warp tiles of 32 x 64 (4 x 2 warps); in a warp, 4 x 8 threads of 8 x 8
-  // entries, as two 4-row and two 4-column groups 16 rows / 32 columns apart.
-  // A warp's fragment loads then touch 64 and 128 contiguous bytes: one
-  // shared-memory wavefront each.
-  const int warp = t >> 5, lane = t & 31;
-  const int wm = (warp >> 1) * 32 + (lane >> 3) * 4;
-  const int wn = (warp & 1) * 64 + (lane & 7) * 4;
   const int i_base = blockIdx.x * BM, j_base = blockIdx.y * BN;
-  const float* a = f.a + static_cast<int64_t>(i_base) * f.d;
-  const float* b = f.b + static_cast<int64_t>(j_base) * f.d;
-  const int arows = min(BM, f.rows - i_base), bcols = min(BN, f.cols - j_base);
+  // The A operand: block rows i_base.. of the row block; B: tile columns
+  // j_base.., which lie in one row block (tiles start on a block boundary,
+  // and blocks are multiples of 128 rows).
+  const float* a = f.at + i_base;
+  const float* b = f.bt + static_cast<int64_t>(j_base / f.ldt) * f.block_stride + (j_base % f.ldt);
+  const int64_t ldt = f.ldt;
+  const int cr = t >> 5, cc = (t & 31) * 4;
+  auto load = [&](int stage, int kt) {
+    const int64_t k0 = static_cast<int64_t>(kt) * BK;
+#pragma unroll
+    for (int h = 0; h < kCopies; ++h) {
+      const int r = cr + (kThreads / 32) * h;
+      cp_async16(&as[stage][r][cc], a + (k0 + r) * ldt + cc);
+      cp_async16(&bs[stage][r][cc], b + (k0 + r) * ldt + cc);
+    }
+  };
 
-  float acc[8][8];
+  // In a warp, 8 x 4 threads of 8 x TN entries: rows ty*4 + {0..3} and
+  // 32 + ty*4 + {0..3}, columns tx*4 + 16 q + {0..3}. A warp's fragment
+  // loads touch 128 and 64 contiguous bytes (one shared-memory wavefront
+  // each; lanes with the same ty or tx broadcast).
+  const int warp = t >> 5, lane = t & 31;
+  const int wm = (warp / kWarpsN) * 64 + (lane >> 2) * 4;
+  const int wn = (warp % kWarpsN) * (TN * 4) + (lane & 3) * 4;
+
+  float acc[8][TN];
 #pragma unroll
   for (int r = 0; r < 8; ++r)
 #pragma unroll
-    for (int q = 0; q < 8; ++q) acc[r][q] = 0.f;
+    for (int q = 0; q < TN; ++q) acc[r][q] = 0.f;
 
-  float ra[4], rb[4];
-  load_slab<VEC>(a, f.d, arows, 0, t, ra);
-  load_slab<VEC>(b, f.d, bcols, 0, t, rb);
-  store_slab(as[0], t, ra);
-  store_slab(bs[0], t, rb);
-  __syncthreads();
-  const int nk = static_cast<int>((f.d + BK - 1) / BK);
-  for (int kt = 0; kt < nk; ++kt) {
-    const int cur = kt & 1;
-    const bool more = kt + 1 < nk;
-    if (more) {
-      load_slab<VEC>(a, f.d, arows, (kt + 1) * BK, t, ra);
-      load_slab<VEC>(b, f.d, bcols, (kt + 1) * BK, t, rb);
-    }
+  const int nk = f.dpad / BK;
 #pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < nk) load(s, s);
+    cp_async_commit();
+  }
+#pragma unroll 1
+  for (int kt = 0; kt < nk; ++kt) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // slab kt is in shared memory; stage (kt - 1) % kStages is free
+    if (kt + kStages - 1 < nk) load((kt + kStages - 1) % kStages, kt + kStages - 1);
+    cp_async_commit();
+    const int st = kt % kStages;
+#pragma unroll KU
     for (int k = 0; k < BK; ++k) {
-      const float4 a0 = *reinterpret_cast<const float4*>(&as[cur][k][wm]);
-      const float4 a1 = *reinterpret_cast<const float4*>(&as[cur][k][wm + 16]);
-      const float4 b0 = *reinterpret_cast<const float4*>(&bs[cur][k][wn]);
-      const float4 b1 = *reinterpret_cast<const float4*>(&bs[cur][k][wn + 32]);
+      const float4 a0 = *reinterpret_cast<const float4*>(&as[st][k][wm]);
+      const float4 a1 = *reinterpret_cast<const float4*>(&as[st][k][wm + 32]);
+      float bv[TN];
+#pragma unroll
+      for (int q = 0; q < TN / 4; ++q) {
+        const float4 bq = *reinterpret_cast<const float4*>(&bs[st][k][wn + 16 * q]);
+        bv[4 * q] = bq.x, bv[4 * q + 1] = bq.y, bv[4 * q + 2] = bq.z, bv[4 * q + 3] = bq.w;
+      }
       const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-      const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
       for (int r = 0; r < 8; ++r)
 #pragma unroll
-        for (int q = 0; q < 8; ++q) acc[r][q] = fmaf(av[r], bv[q], acc[r][q]);
+        for (int q = 0; q < TN; ++q) acc[r][q] = fmaf(av[r], bv[q], acc[r][q]);
     }
-    if (more) {
-      // The other buffer was last read in iteration kt-1, before its barrier.
-      store_slab(as[cur ^ 1], t, ra);
-      store_slab(bs[cur ^ 1], t, rb);
-    }
-    __syncthreads();
   }
+  cp_async_wait<0>();
 
   // Epilogue: distances and bounds.
-  int li[8], lj[8];
-  float ni[8], tr[8], nj[8], tc[8];
-#pragma unroll
-  for (int r = 0; r < 8; ++r) {
-    li[r] = i_base + wm + (r < 4 ? r : 16 + r - 4);
-    const bool ok = li[r] < f.rows;
-    ni[r] = ok ? f.row_norms[li[r]] : 0.f;
-    tr[r] = ok && !f.dense ? __ldg(f.thr + f.r0 + li[r]) : -INFINITY;
-  }
-#pragma unroll
-  for (int q = 0; q < 8; ++q) {
-    lj[q] = j_base + wn + (q < 4 ? q : 32 + q - 4);
-    const bool ok = lj[q] < f.cols;
-    nj[q] = ok ? f.col_norms[lj[q]] : 0.f;
-    tc[q] = ok && !f.dense && lj[q] >= f.col_role_from ? __ldg(f.thr + f.c0 + lj[q]) : -INFINITY;
-  }
+  const int row_at[2] = {wm, wm + 32};
   unsigned pushed = 0;
   if (f.dense) {
     // A diagonal tile seeding empty lists: every entry goes to its row at a
     // fixed place (self skipped), no atomics.
-#pragma unroll
+#pragma unroll 1
     for (int r = 0; r < 8; ++r) {
-      if (li[r] >= f.rows) continue;
-      float* cd = c.dist + static_cast<size_t>(li[r]) * c.W;
-      int* ci = c.index + static_cast<size_t>(li[r]) * c.W;
+      const int li = i_base + row_at[r >> 2] + (r & 3);
+      if (li >= f.rows) continue;
+      const float ni = f.row_norms[li];
+      float* cd = c.dist + static_cast<size_t>(li) * c.W;
+      int* ci = c.index + static_cast<size_t>(li) * c.W;
 #pragma unroll
-      for (int q = 0; q < 8; ++q) {
-        const int j = lj[q];
-        if (j >= f.cols || (!f.keep_self && j == li[r])) continue;
-        const int pos = (f.keep_self || j < li[r]) ? j : j - 1;
-        const float dist = fmaf(-2.f, acc[r][q], ni[r] + nj[q]);
+      for (int q = 0; q < TN; ++q) {
+        const int j = j_base + wn + 16 * (q >> 2) + (q & 3);
+        if (j >= f.cols || (!f.keep_self && j == li)) continue;
+        const int pos = (f.keep_self || j < li) ? j : j - 1;
+        float v = 0.f;
+#pragma unroll
+        for (int rr = 0; rr < 8; ++rr)
+          if (rr == r) v = acc[rr][q];
+        const float dist = fmaf(-2.f, v, ni + f.col_norms[j]);
         cd[pos] = dist == dist ? dist : INFINITY;  // NaN sorts as +inf: never ahead of a real distance
         ci[pos] = f.c0 + j;
       }
     }
-    if (blockIdx.y == 0 && t < BM && i_base + t < f.rows) {
-      c.count[i_base + t] = f.cols - (f.keep_self ? 0 : 1);
-      c.dirty[i_base + t] = i_base + t;
-    }
+    if (blockIdx.y == 0)
+      for (int i = t; i < BM; i += kThreads)
+        if (i_base + i < f.rows) {
+          c.count[i_base + i] = f.cols - (f.keep_self ? 0 : 1);
+          c.dirty[i_base + i] = i_base + i;
+        }
     if (blockIdx.x == 0 && blockIdx.y == 0 && t == 0) {
       c.n_dirty[counter] = f.rows;
       atomicAdd(c.total, static_cast<unsigned long long>(f.rows) * (f.cols - (f.keep_self ? 0 : 1)));
     }
     return;
   }
+  float nj[TN], tc[TN];
+#pragma unroll
+  for (int q = 0; q < TN; ++q) {
+    const int lj = j_base + wn + 16 * (q >> 2) + (q & 3);
+    const bool ok = lj < f.cols;
+    nj[q] = ok ? f.col_norms[lj] : 0.f;
+    // -inf outside the tile or the column role: never passes.
+    tc[q] = ok && lj >= f.col_role_from ? __ldg(f.thr + f.c0 + lj) : -INFINITY;
+  }
 #pragma unroll
   for (int r = 0; r < 8; ++r) {
+    const int li = i_base + row_at[r >> 2] + (r & 3);
+    const bool row_ok = li < f.rows;
+    const float ni = row_ok ? f.row_norms[li] : 0.f;
+    const float tr = row_ok ? __ldg(f.thr + f.r0 + li) : -INFINITY;
 #pragma unroll
-    for (int q = 0; q < 8; ++q) {
-      const float dist = fmaf(-2.f, acc[r][q], ni[r] + nj[q]);
-      const int gi = f.r0 + li[r], gj = f.c0 + lj[q];
-      // tr / tc are -inf outside the tile, so these also check the bounds.
-      if (dist <= tr[r] && lj[q] < f.cols && (f.keep_self || gi != gj)) {
-        const int slot = li[r];
-        const int pos = atomicAdd(c.count + slot, 1);
-        if (pos == 0) c.dirty[atomicAdd(c.n_dirty + counter, 1)] = slot;
-        const size_t at = static_cast<size_t>(slot) * c.W + pos;
-        c.dist[at] = dist;
-        c.index[at] = gj;
-        ++pushed;
-      }
-      if (dist <= tc[q] && li[r] < f.rows) {
-        const int slot = c.T + lj[q];
-        const int pos = atomicAdd(c.count + slot, 1);
-        if (pos == 0) c.dirty[atomicAdd(c.n_dirty + counter, 1)] = slot;
-        const size_t at = static_cast<size_t>(c.T) * c.W + static_cast<size_t>(lj[q]) * c.T + pos;
-        c.dist[at] = dist;
-        c.index[at] = gi;
-        ++pushed;
-      }
+    for (int q = 0; q < TN; ++q) {
+      const float dist = fmaf(-2.f, acc[r][q], ni + nj[q]);
+      const bool pr = dist <= tr, pc = dist <= tc[q];
+      if (pr || pc)
+        push_candidate(c.dist, c.index, c.count, c.dirty, c.n_dirty + counter, c.T, c.W, f.r0, f.c0, f.rows, f.cols,
+                       f.keep_self, li, j_base + wn + 16 * (q >> 2) + (q & 3), dist, pr, pc, &pushed);
     }
   }
   for (int off = 16; off > 0; off >>= 1) pushed += __shfl_down_sync(kFullMask, pushed, off);
-  if ((t & 31) == 0 && pushed) atomicAdd(c.total, static_cast<unsigned long long>(pushed));
+  if (lane == 0 && pushed) atomicAdd(c.total, static_cast<unsigned long long>(pushed));
+}
+
+// out[c * ld + i] = rows[i * d + c] for i < count, c < d (32 x 32 tiles
+// through shared memory, both sides coalesced). Padding rows (c >= d) and
+// columns (i >= count) are left as they are (zero from allocation).
+__global__ void transpose_block_kernel(const float* __restrict__ rows, int count, int64_t d, float* __restrict__ out,
+                                       int ld) {
+  __shared__ float tile[32][33];
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * 32, i0 = static_cast<int64_t>(blockIdx.y) * 32;
+  for (int y = threadIdx.y; y < 32; y += blockDim.y) {
+    const int64_t i = i0 + y, c = c0 + threadIdx.x;
+    if (i < count && c < d) tile[y][threadIdx.x] = rows[i * d + c];
+  }
+  __syncthreads();
+  for (int y = threadIdx.y; y < 32; y += blockDim.y) {
+    const int64_t c = c0 + y, i = i0 + threadIdx.x;
+    if (i < count && c < d) out[c * ld + i] = tile[threadIdx.x][y];
+  }
 }
 
 }  // namespace
@@ -192,11 +232,31 @@ __global__ __launch_bounds__(kThreads, 2) void fused_tile_kernel(FusedTileArgs f
 void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cudaStream_t s) {
   if (f.rows <= 0 || f.cols <= 0) return;
   const dim3 grid((f.rows + BM - 1) / BM, (f.cols + BN - 1) / BN);
-  const bool vec = f.d % 4 == 0 && reinterpret_cast<uintptr_t>(f.a) % 16 == 0 &&
-                   reinterpret_cast<uintptr_t>(f.b) % 16 == 0;
-  if (vec) fused_tile_kernel<true><<<grid, kThreads, 0, s>>>(f, c, counter);
-  else fused_tile_kernel<false><<<grid, kThreads, 0, s>>>(f, c, counter);
+  // MANIFOLD_GPU_FUSED=TNxKU picks a shape (measured in bench/gpu/README.md).
+  static const int variant = [] {
+    const char* v = std::getenv("MANIFOLD_GPU_FUSED");
+    if (!v) return 0;
+    if (!std::strcmp(v, "16x8")) return 1;
+    if (!std::strcmp(v, "16x4")) return 5;
+    if (!std::strcmp(v, "16x2")) return 2;
+    if (!std::strcmp(v, "8x4")) return 4;
+    return 0;
+  }();
+  switch (variant) {
+    case 1: fused_tile_kernel<16, 8><<<grid, 128, 0, s>>>(f, c, counter); break;
+    case 2: fused_tile_kernel<16, 2><<<grid, 128, 0, s>>>(f, c, counter); break;
+    case 4: fused_tile_kernel<8, 4><<<grid, 256, 0, s>>>(f, c, counter); break;
+    case 5: fused_tile_kernel<16, 4><<<grid, 128, 0, s>>>(f, c, counter); break;
+    default: fused_tile_kernel<8, 8><<<grid, 256, 0, s>>>(f, c, counter); break;
+  }
   launch_check("fused tile kernel");
+}
+
+void launch_transpose_block(const float* rows, int count, int64_t d, float* out, int ld, cudaStream_t s) {
+  if (count <= 0 || d <= 0) return;
+  const dim3 grid(static_cast<unsigned>((d + 31) / 32), static_cast<unsigned>((count + 31) / 32));
+  transpose_block_kernel<<<grid, dim3(32, 8), 0, s>>>(rows, count, d, out, ld);
+  launch_check("transposing a row block");
 }
 
 }  // namespace manifold::gpu

@@ -42,12 +42,17 @@ struct TileView {
 };
 
 /// The same tile for the fused kernel, which computes the dot products
-/// itself from the rows: a = rows [r0, r0+rows), b = rows [c0, c0+cols),
-/// both row-major with d columns.
+/// itself from the row blocks transposed on the device (feature-major: block
+/// b's element (row i, feature c) at base + c * ldt + i, ldt = the block
+/// height T, features padded with zeros to dpad, a multiple of 8). `at`: the
+/// row block of rows [r0, r0+rows); `bt`: the block holding column c0, the
+/// tile's later columns in the blocks that follow it, block_stride apart.
 struct FusedTileArgs {
-  const float* a = nullptr;
-  const float* b = nullptr;
-  int64_t d = 0;
+  const float* at = nullptr;
+  const float* bt = nullptr;
+  int ldt = 0;
+  int dpad = 0;
+  int64_t block_stride = 0;
   int rows = 0, cols = 0;
   int r0 = 0, c0 = 0;
   int col_role_from = 0;
@@ -57,6 +62,9 @@ struct FusedTileArgs {
   bool keep_self = false;
   bool dense = false;
 };
+
+/// Features of the fused kernel's transposed blocks: d rounded up to 8.
+constexpr int64_t fused_dpad(int64_t d) { return (d + 7) / 8 * 8; }
 
 /// Candidates that passed a row's bound in one tile, per slot: slot s < T is
 /// tile row s (capacity cap_row = tile width), slot T + j is tile column j
@@ -86,10 +94,11 @@ constexpr int kMaxNeighbours = 14336;
 /// Candidates a block-path merge sorts at a time.
 constexpr int kMergeChunk = 4096;
 /// Largest dimension for which the fused kernel computes the dot products
-/// by default. Measured on an H200 (bench/gpu/README.md) cuBLAS + filter was
-/// still 3-8% faster at d = 128 and 256, so the fused kernel is opt-in
-/// (MANIFOLD_GPU_GEMM=fused) until it is.
-constexpr int64_t kFusedMaxD = 0;
+/// by default. Measured on an H200 (bench/gpu/README.md): at d = 128 and 256
+/// it beats cuBLAS + filter by 25% and 12% (the tile is never written and
+/// read back); cuBLAS is within 10% of its large-GEMM rate from d = 1024 on.
+/// MANIFOLD_GPU_GEMM=fused|cublas overrides.
+constexpr int64_t kFusedMaxD = 256;
 
 /// Squared row norms in float64, rounded to float (as the CPU backend does).
 void launch_row_norms(const float* rows, int64_t n, int64_t d, float* norms, cudaStream_t s);
@@ -100,6 +109,9 @@ void launch_init_lists(ListsView lists, cudaStream_t s);
 void launch_filter_tile(const TileView& t, const float* thr, CandidatesView c, int counter, cudaStream_t s);
 /// Dot products, distances and the bound filter of one tile in one kernel.
 void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cudaStream_t s);
+/// out[c * ld + i] = rows[i * d + c] for the block's `count` rows (row-major,
+/// d features): the fused kernel's operand layout. Padding is left untouched.
+void launch_transpose_block(const float* rows, int count, int64_t d, float* out, int ld, cudaStream_t s);
 /// Merges the tile's candidates into the lists (rows of the dirty slots) and
 /// tightens the bounds; clears dirty counter reset_counter for a later tile.
 void launch_merge_tile(ListsView lists, CandidatesView c, int counter, int reset_counter, int r0, int c0,

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root: where the tile loop's time
+# goes at short inner dimensions. Nsight Compute on a few tiles of each
+# dot-product path (after the seeds), the stage timings of `manifold bench`,
+# and optional GPU tests first.
+#   bash bench/gpu/profile_run.sh BUNDLE_DIR OUT_DIR
+# Environment: N (200000), D (128), K (20), TESTS=1 runs the GPU test
+# executables first, FUSED_TESTS=1 runs the exactness suites and
+# compute-sanitizer with the fused kernel, BENCH=1 runs bench/gpu/run.sh
+# (issue 3's four cases, or CASES), STAGES=0 / NCU=0 skip those parts,
+# VARIANTS="16x4 8x8 ..." times shapes of the fused kernel first.
+# Logs, JSON and reports land in OUT_DIR/results.tar.
+set -uo pipefail
+bundle=$(cd "${1:?usage: profile_run.sh BUNDLE_DIR OUT_DIR}" && pwd)
+final=${2:?usage: profile_run.sh BUNDLE_DIR OUT_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$final"
+# Everything is written to a scratch folder and packed into OUT_DIR/results.tar
+# on exit (the device tool brings back only a few files).
+out=$(mktemp -d)
+trap 'tar cf "$final/results.tar" -C "$out" .' EXIT
+n=${N:-200000} d=${D:-128} k=${K:-20}
+export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PYTHONUNBUFFERED=1
+nvidia-smi -L
+if [ "${TESTS:-0}" = 1 ]; then
+  export MANIFOLD_FASHION_MNIST_DIR=$(cd "$bundle/../data" 2>/dev/null && pwd)
+  printf '#!/usr/bin/env bash\nexec %q manifold "$@"\n' "$bundle/run" > "$bundle/manifold"
+  chmod +x "$bundle/manifold"
+  export MANIFOLD_CLI=$bundle/manifold
+  for t in test_gpu_certify_host test_gpu_precision test_gpu_engine test_gpu_knn test_gpu_select; do
+    [ -x "$bundle/bin/$t" ] || continue
+    timeout 300 "$bundle/bin/$t" --gtest_color=no --gtest_filter='-GpuSanitizer.*' > "$out/$t.log" 2>&1
+    echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED) ' "$out/$t.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \]' "$out/$t.log" | head -5
+  done
+fi
+if [ "${FUSED_TESTS:-0}" = 1 ]; then
+  # The exactness suites again with the fused kernel on every tile, then
+  # compute-sanitizer on its small runs.
+  for t in test_gpu_knn test_gpu_engine test_gpu_precision; do
+    MANIFOLD_GPU_GEMM=fused timeout 300 "$bundle/bin/$t" --gtest_color=no --gtest_filter='-GpuSanitizer.*' \
+      > "$out/${t}_fused.log" 2>&1
+    echo "$t (fused): exit $? $(grep -E '^\[  (PASSED|FAILED) ' "$out/${t}_fused.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \]' "$out/${t}_fused.log" | head -5
+  done
+  for tool in memcheck racecheck; do
+    filter='GpuSanitizer.*'
+    [ "$tool" = racecheck ] && filter='GpuSanitizer.Tiny*'
+    MANIFOLD_GPU_GEMM=fused timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/bin/test_gpu_engine" \
+      --gtest_filter="$filter" --gtest_color=no > "$out/sanitizer_fused_$tool.log" 2>&1
+    echo "compute-sanitizer $tool (fused): exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_fused_$tool.log" | tr '\n' ' ')"
+  done
+fi
+if [ -n "${VARIANTS:-}" ]; then
+  # Shapes of the fused kernel (MANIFOLD_GPU_FUSED) against cuBLAS + filter on
+  # short inner dimensions; the fastest fused shape at the first case is used
+  # by the steps below.
+  best="" best_t=""
+  for v in cublas $VARIANTS; do
+    for c in ${VCASES:-300000:128:20 100000:256:20}; do
+      IFS=: read -r vn vd vk <<<"$c"
+      if [ "$v" = cublas ]; then gemm=cublas; else gemm=fused; fi
+      MANIFOLD_GPU_GEMM=$gemm MANIFOLD_GPU_FUSED=$v "$bundle/bin/manifold" bench --backend gpu -n "$vn" -d "$vd" -k "$vk" \
+        --repeats 5 --warmup 1 --json "$out/variant_${v}_${vn}_${vd}.json" > "$out/variant_${v}_${vn}_${vd}.log" 2>&1
+      t=$(python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['cases'][0]; print('%.4f %.3f' % (c['median_wall_s'], c['over_floor']))" \
+        "$out/variant_${v}_${vn}_${vd}.json" 2>/dev/null)
+      echo "variant $v n=$vn d=$vd: median_s /floor = $t"
+      if [ "$v" != cublas ] && [ "$c" = "${VCASES_PICK:-300000:128:20}" ]; then
+        m=${t%% *}
+        if [ -n "$m" ] && { [ -z "$best_t" ] || python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$m" "$best_t"; }; then
+          best=$v best_t=$m
+        fi
+      fi
+    done
+  done
+  echo "fastest fused shape: $best ($best_t s)"
+  export MANIFOLD_GPU_FUSED=$best
+fi
+if [ "${BENCH:-0}" = 1 ]; then
+  bash "$here/run.sh" "$bundle/run manifold" "$out/bench" 3 > "$out/bench.log" 2>&1
+  echo "bench/gpu/run.sh: exit $?"
+  tail -20 "$out/bench.log"
+fi
+# Stage timings of both dot-product paths on the profiled shape.
+[ "${STAGES:-1}" = 1 ] && for path in cublas fused; do
+  MANIFOLD_GPU_GEMM=$path "$bundle/bin/manifold" bench --backend gpu -n "$n" -d "$d" -k "$k" --repeats 3 --warmup 1 \
+    --json "$out/stages_$path.json" > "$out/stages_$path.log" 2>&1
+  echo "stages $path: exit $?"; grep -E "gpu |SGEMM|TFLOP" "$out/stages_$path.log" | head -8
+done
+# Nsight Compute: a few tiles well after the seeds.
+if [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
+  sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section ComputeWorkloadAnalysis
+            --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section InstructionStats"
+  MANIFOLD_GPU_GEMM=fused timeout 240 ncu $sections -k regex:fused_tile --launch-skip 300 --launch-count 2 \
+    "$bundle/bin/manifold" bench --backend gpu -n "$n" -d "$d" -k "$k" --repeats 1 --warmup 0 > "$out/ncu_fused.txt" 2>&1
+  echo "ncu fused: exit $?"
+  MANIFOLD_GPU_GEMM=cublas timeout 240 ncu $sections -k 'regex:gemm|filter|merge' --launch-skip 900 --launch-count 6 \
+    "$bundle/bin/manifold" bench --backend gpu -n "$n" -d "$d" -k "$k" --repeats 1 --warmup 0 > "$out/ncu_cublas.txt" 2>&1
+  echo "ncu cublas: exit $?"
+  grep -E "^  [a-z_].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible" \
+    "$out/ncu_fused.txt" "$out/ncu_cublas.txt" | head -80
+fi
