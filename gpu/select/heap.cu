@@ -10,7 +10,7 @@
 // against a tighter bound.
 //
 // The heap lives in the row's list arrays (dist/index at row*k): no extra
-// memory, and the final refinement re-sorts the rows anyway.
+// memory; launch_sort_lists orders the rows for the final step.
 #include <algorithm>
 #include <climits>
 #include <cmath>

@@ -11,10 +11,13 @@
 //    tile's GEMM overlaps this tile's selection;
 //  - each tile feeds the lists of its rows and, above the diagonal, of its
 //    columns (the distance matrix is symmetric);
-//  - the engine's exact float64 refinement of the selected neighbours.
+//  - every row keeps k + slack candidates (the engine's capacity,
+//    final_step.h), ordered by (distance, index) at the end, and the
+//    engine's final step certifies them: the exact graph, the same as every
+//    other backend's.
 // Only the selection differs between strategies (select/*.cu); every one
-// keeps, for every row, the k smallest (float32 distance, index) keys, so
-// all four return the same graph.
+// keeps, for every row, the capacity smallest (float32 distance, index)
+// keys, so all four hand the final step the same lists.
 #include "select/paper_strategies.h"
 
 #include <algorithm>
@@ -28,6 +31,7 @@
 #include <memory>
 #include <mutex>
 
+#include "final_step.h"
 #include "impl/kernels.h"
 #include "manifold/error.h"
 #include "manifold/gpu/gpu_knn_backend.h"
@@ -132,7 +136,28 @@ uint64_t free_budget(uint64_t requested) {
   return requested ? std::min<uint64_t>(requested, usable) : usable;
 }
 
+/// Whether a list capacity fits the strategy's and the final step's shared memory.
+bool capacity_fits(const std::string& strategy, int cap, int W, size_t shared_optin) {
+  if (certify_shared_bytes(cap) > shared_optin) return false;
+  if (strategy == "bitonic" && bitonic_shared_bytes(cap, W) > shared_optin) return false;
+  if ((strategy == "heap" || strategy == "quick") && sort_lists_shared_bytes(cap) > shared_optin) return false;
+  return true;
+}
+
 }  // namespace
+
+int largest_k(const std::string& strategy, int64_t n, bool keep_self, int W, size_t shared_optin) {
+  // The capacity grows with k: the largest k whose capacity fits, by bisection.
+  auto fits = [&](int k) { return capacity_fits(strategy, list_capacity(k, n, keep_self, false), W, shared_optin); };
+  int lo = 0, hi = kMaxNeighbours;
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
 
 KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params, Progress& progress) {
   const std::string& strategy = params.select;
@@ -140,10 +165,8 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
     throw UsageError("--select " + strategy + ": not one of the papers' strategies (quick, sort, heap, bitonic)");
   validate(params, data.rows());
   if (params.precision != "exact")
-    throw UsageError("--precision " + params.precision + ": --select " + strategy + " supports exact only");
-  if (params.k > kMaxK)
-    throw UsageError("-k " + std::to_string(params.k) + ": --select " + strategy + " supports k up to " +
-                     std::to_string(kMaxK));
+    throw StrategyRefusal("--precision " + params.precision + ": --select " + strategy +
+                          " supports exact only (fast-exact: --select warp or merge)");
   if (data.rows() >= INT_MAX)
     throw Error("the GPU backend indexes rows with 32-bit integers: " + std::to_string(data.rows()) +
                 " rows is too many");
@@ -164,14 +187,17 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   const int64_t n = data.rows();
   const int k = params.k;
   const auto [T, W] = tile_shape(n);
+  // Candidates per row: the engine's k + slack (final_step.h).
+  const int cap = list_capacity(k, n, params.keep_self, false);
 
-  // What a strategy cannot do is refused before any work.
-  const size_t bitonic_smem = bitonic_shared_bytes(k, W);
-  if (strategy == "bitonic" && bitonic_smem > ctx.shared_optin)
-    throw UsageError("-k " + std::to_string(k) + ": --select bitonic sorts a row's list and a tile's entries in one "
-                     "block's shared memory, which needs " + format_bytes(static_cast<double>(bitonic_smem)) +
-                     " here; this GPU allows " + format_bytes(static_cast<double>(ctx.shared_optin)) +
-                     " per block (k up to 8192 fits)");
+  // What a strategy cannot do is refused before any work, naming the largest k it supports here.
+  const int max_k = largest_k(strategy, n, params.keep_self, W, ctx.shared_optin);
+  if (k > max_k)
+    throw StrategyRefusal("-k " + std::to_string(k) + ": --select " + strategy + " keeps k + " +
+                          std::to_string(list_slack(k, false)) + " candidates per row, more than " +
+                          (strategy == "bitonic" && k <= kMaxNeighbours ? "one block's shared memory holds"
+                                                                        : "its lists and final step hold") +
+                          " on this GPU; it supports k up to " + std::to_string(max_k) + " here");
 
   KnnGraph g;
   g.n = n;
@@ -192,24 +218,28 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   // Memory: the loop's peak, then the final step's (loop buffers freed).
   const auto t1 = std::chrono::steady_clock::now();
   const uint64_t TW = static_cast<uint64_t>(T) * W;
-  const uint64_t nk = static_cast<uint64_t>(n) * k;
-  const uint64_t resident = static_cast<uint64_t>(n) * d * 4 + n * 4 + nk * 8 + n * 8;
+  const uint64_t nk = static_cast<uint64_t>(n) * k;      // the result
+  const uint64_t ncap = static_cast<uint64_t>(n) * cap;  // the lists
+  const uint64_t resident = static_cast<uint64_t>(n) * d * 4 + n * 4 + ncap * 8 + n * 8;
   const bool sort = strategy == "sort";
   const int q_warps = strategy == "quick" ? quick_warps(ctx.sms, T + W) : 0;
-  const int q_cap = k + W;
+  const int q_cap = cap + W;
   uint64_t loop = 2 * TW * 4;
   if (sort) {
     loop += 3 * TW * 8 + sort_temp_bytes(T, W) + 4 * static_cast<uint64_t>(T + W) * 4 + 64 +
-            static_cast<uint64_t>(sort_merge_blocks(ctx.sms)) * k * 8;
+            static_cast<uint64_t>(sort_merge_blocks(ctx.sms)) * cap * 8;
   } else {
     loop += 2 * TW * 8 + 2 * static_cast<uint64_t>(T + W) * 4 + 64;
     loop += static_cast<uint64_t>(q_warps) * 2 * q_cap * 8;
   }
-  const uint64_t final_bytes = nk * 12;
+  // The final step: the result, per-row status and key, and the rescan's
+  // buffers (2048 rows of d floats, 8192 dot products and kRescanCap survivors).
+  const uint64_t final_bytes =
+      nk * 12 + static_cast<uint64_t>(n) * 8 + uint64_t{2048} * (static_cast<uint64_t>(d) + 8192 + kRescanCap + 8) * 4;
   const uint64_t need = resident + std::max(loop, final_bytes);
   const uint64_t budget = free_budget(params.gpu_memory);
   if (need > budget)
-    throw Error("--select " + strategy + " keeps every row and list on the GPU and needs " +
+    throw StrategyRefusal("--select " + strategy + " keeps every row and list on the GPU and needs " +
                 format_bytes(static_cast<double>(need)) + " of device memory here; " +
                 format_bytes(static_cast<double>(budget)) +
                 (params.gpu_memory ? " allowed by --gpu-memory" : " is free") +
@@ -218,8 +248,8 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   cudaStream_t ss = ctx.select, gs = ctx.gemm;
   DeviceBuffer<float> dev_rows(static_cast<size_t>(n) * d, "allocating device memory for the rows");
   DeviceBuffer<float> norms(static_cast<size_t>(n), "allocating device memory for the row norms");
-  DeviceBuffer<float> list_dist(nk, "allocating the neighbour lists");
-  DeviceBuffer<int> list_index(nk, "allocating the neighbour lists");
+  DeviceBuffer<float> list_dist(ncap, "allocating the neighbour lists");
+  DeviceBuffer<int> list_index(ncap, "allocating the neighbour lists");
   DeviceBuffer<int> fill(static_cast<size_t>(n), "allocating the neighbour lists");
   DeviceBuffer<float> thr(static_cast<size_t>(n), "allocating the neighbour lists");
   DeviceBuffer<float> dots[2];
@@ -237,8 +267,8 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
     sb.temp_bytes = sort_temp_bytes(T, W);
     temp.reset(sb.temp_bytes, "allocating the radix sort's temporary storage");
     sort_counts.reset(2 * static_cast<size_t>(T + W) + 1, "allocating the sort counters");
-    merge_dist.reset(static_cast<size_t>(sort_merge_blocks(ctx.sms)) * k, "allocating the sort merge buffers");
-    merge_index.reset(static_cast<size_t>(sort_merge_blocks(ctx.sms)) * k, "allocating the sort merge buffers");
+    merge_dist.reset(static_cast<size_t>(sort_merge_blocks(ctx.sms)) * cap, "allocating the sort merge buffers");
+    merge_index.reset(static_cast<size_t>(sort_merge_blocks(ctx.sms)) * cap, "allocating the sort merge buffers");
     for (int i = 0; i < 3; ++i) sb.keys[i] = keys[i].data();
     sb.row_count = sort_counts.data();
     sb.col_count = sb.row_count + T;
@@ -285,7 +315,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   lists.fill = fill.data();
   lists.thr = thr.data();
   lists.n = n;
-  lists.k = k;
+  lists.k = cap;
   cuda_check(cudaMemsetAsync(total.data(), 0, sizeof(unsigned long long), ss), "clearing a counter");
   launch_init_lists(lists, ss);
   g.timings.emplace_back("setup", seconds_since(t1));
@@ -427,42 +457,42 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   cuda_check(cudaMemcpy(&passed, total.data(), sizeof passed, cudaMemcpyDeviceToHost), "reading statistics");
   if (sort) passed = sort_items;  // triples sorted
 
-  // Final: check, refine, download (the engine's kernels).
+  // Final: the lists in the engine's layout, then the engine's final step
+  // (final_step.h): certify, rescan, exact fallback.
   const auto t3 = std::chrono::steady_clock::now();
-  progress.stage("refine", 1, "steps");
+  progress.stage("certify", 1, "steps");
   for (auto& b : dots) b.release();
   cand_dist.release(), cand_index.release(), q_dist.release(), q_index.release();
   for (auto& kb : keys) kb.release();
   temp.release(), merge_dist.release(), merge_index.release();
-  {
-    DeviceBuffer<int> bad(2, "allocating a counter");
-    const int init[2] = {0, INT_MAX};
-    cuda_check(cudaMemcpyAsync(bad.data(), init, sizeof init, cudaMemcpyHostToDevice, ss), "checking the lists");
-    launch_count_short_rows(lists, bad.data(), bad.data() + 1, ss);
-    int out[2] = {0, 0};
-    cuda_check(cudaMemcpyAsync(out, bad.data(), sizeof out, cudaMemcpyDeviceToHost, ss), "checking the lists");
-    cuda_check(cudaStreamSynchronize(ss), "checking the lists");
-    if (out[0] > 0)
-      throw Error(data.source + (data.source.empty() ? "" : ": ") + "row " + std::to_string(out[1]) +
-                  " has fewer than k=" + std::to_string(k) + " neighbours at a finite distance (" +
-                  std::to_string(out[0]) + " such rows; the data hold NaN or infinite values?)");
+  if (strategy == "heap" || strategy == "quick") {
+    Event o0, o1;
+    o0.record(ss);
+    launch_sort_lists(lists, ss);
+    o1.record(ss);
+    cuda_check(cudaStreamSynchronize(ss), "ordering the neighbour lists");
+    g.timings.emplace_back("order_lists", o1.since(o0) / 1e3);
   }
-  host_result.get();
   {
-    DeviceBuffer<int64_t> out_i(nk, "allocating the result");
-    DeviceBuffer<float> out_d(nk, "allocating the result");
-    Event r0, r1, r2;
-    r0.record(ss);
-    launch_refine(dev_rows.data(), d, lists, params.metric == Metric::Euclidean, out_i.data(), out_d.data(), ss);
-    r1.record(ss);
-    cuda_check(cudaMemcpyAsync(g.indices.data(), out_i.data(), nk * sizeof(int64_t), cudaMemcpyDeviceToHost, ss),
-               "copying the result from the GPU");
-    cuda_check(cudaMemcpyAsync(g.distances.data(), out_d.data(), nk * sizeof(float), cudaMemcpyDeviceToHost, ss),
-               "copying the result from the GPU");
-    r2.record(ss);
-    cuda_check(cudaStreamSynchronize(ss), "refining the neighbour lists");
-    g.timings.emplace_back("refine", r1.since(r0) / 1e3);
-    g.timings.emplace_back("download", r2.since(r1) / 1e3);
+    // The rescan's dot products: the loop's cuBLAS SGEMM (same handle, same
+    // math mode, so the same error bound), on the final step's stream.
+    struct RestoreStream {
+      Context& c;
+      ~RestoreStream() { cublasSetStream(c.cublas, c.gemm); }
+    } restore{ctx};
+    FinalStepInput fin;
+    fin.data = &data, fin.params = &params, fin.rows = &rows, fin.lists = lists;
+    fin.device_rows = dev_rows.data(), fin.norms = norms.data(), fin.stream = ss, fin.tensor = false;
+    const int dd = static_cast<int>(d);
+    fin.dot_products = [&ctx, dd](const float* a, int m, const float* b, int ncols, float* c, int ldc,
+                                  cudaStream_t st) {
+      cublas_check(cublasSetStream(ctx.cublas, st), "binding cuBLAS to its stream");
+      const float one = 1.f, zero = 0.f;
+      cublas_check(cublasSgemm(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, m, ncols, dd, &one, a, dd, b, dd, &zero, c, ldc),
+                   "cublasSgemm for the rescan");
+    };
+    fin.wait_host_result = [&host_result] { host_result.get(); };
+    run_final_step(fin, g, progress);
   }
   progress.finish();
   g.timings.emplace_back("final", seconds_since(t3));
@@ -472,6 +502,8 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   const double total_s = seconds_since(t0);
   g.timings.emplace_back("total", total_s);
 
+  g.extra["select"] = params.select;
+  g.extra["dot_products"] = "float32 FFMA (cuBLAS SGEMM)";
   g.extra["devices"] = std::vector<int>{dev};
   g.extra["device_names"] = std::vector<std::string>{ctx.name};
   g.extra["tile_rows"] = T;

@@ -3,18 +3,37 @@
 // quick (Komarov et al.), sort (Dashti et al.), heap (Kato-Hosino),
 // bitonic (Sismanis et al.). `warp` and `merge` are the engine's own
 // (device_engine); these run their own tile loop over the same resources.
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
+#include "manifold/error.h"
 #include "manifold/knn.h"
 
 namespace manifold::gpu::select {
 
+/// What a strategy cannot do (k beyond what it holds, fast-exact, more
+/// device memory than is free), refused in one line before any work.
+/// `--select auto` takes the engine instead.
+class StrategyRefusal : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
 /// True for the strategies this module implements.
 bool is_paper_strategy(const std::string& name);
 
-/// Builds the exact graph with `params.select`; same contract as the GPU
-/// backend (self excluded unless keep_self, (distance, index) order, exact
-/// re-evaluation). Refuses with one line what a strategy cannot do (e.g. k).
+/// The largest k `strategy` supports for n rows on a device with this much
+/// opt-in shared memory per block and tiles W columns wide: its lists hold
+/// k + slack (final_step.h), and bitonic's network, the list sort (heap,
+/// quick) and the final step's certificate each hold a list in one block's
+/// shared memory.
+int largest_k(const std::string& strategy, int64_t n, bool keep_self, int W, size_t shared_optin);
+
+/// Builds the exact graph with `params.select`; same contract and result as
+/// the engine (the k smallest exact keys per row, certified by the engine's
+/// final step). Refuses with one line (StrategyRefusal) what a strategy
+/// cannot do.
 KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params, Progress& progress);
 
 }  // namespace manifold::gpu::select

@@ -4,8 +4,10 @@
 // launches. The per-row lists are the engine's ListsView (impl/kernels.h):
 // how a strategy keeps a row's entries differs -- sorted (sort, bitonic), a
 // max-heap (heap), unordered (quick) -- but fill and thr always mean the
-// same (entries held; the k-th distance once full, +inf before), which is
-// all the filter and the final refinement rely on.
+// same (entries held; the last (capacity-th) distance once full, +inf
+// before), which is all the filter relies on. Before the final step
+// (final_step.h) heap and quick lists are sorted (launch_sort_lists), so the
+// final step sees the engine's layout: ascending by (distance, index).
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -69,6 +71,12 @@ int quick_warps(int device_sms, int slots);
 void launch_bitonic_select(ListsView lists, Slots s, int max_entries, cudaStream_t stream);
 /// Shared memory one bitonic block needs for lists of k and slots of up to max_entries.
 size_t bitonic_shared_bytes(int k, int max_entries);
+
+/// Sorts every row's `fill` entries ascending by (distance, index), in place:
+/// the final step's layout (heap and quick keep their lists unordered).
+void launch_sort_lists(ListsView lists, cudaStream_t stream);
+/// Shared memory the list sort needs for lists of this capacity.
+size_t sort_lists_shared_bytes(int capacity);
 
 /// sort (Dashti et al.): the tile's (distance, row, column) triples.
 struct SortBuffers {

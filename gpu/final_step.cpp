@@ -1,0 +1,274 @@
+// The final step of every GPU selection strategy (final_step.h), moved here
+// unchanged from the engine's build() so the engine and the papers'
+// strategies (select/paper_strategies.cpp) share one copy.
+#include "final_step.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <vector>
+
+#include "impl/certify_host.h"
+#include "impl/error_bound.h"
+#include "manifold/error.h"
+#include "manifold/parallel.h"
+#include "utils/cuda_check.h"
+#include "utils/resources.h"
+
+namespace manifold::gpu {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// Rows the fallback scans at a time on the device: keys of 64 MB.
+int64_t fallback_chunk(int64_t n) { return std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(n, 1)); }
+
+}  // namespace
+
+int list_slack(int k, bool tensor) {
+  if (const char* v = std::getenv("MANIFOLD_GPU_SLACK")) {
+    char* end = nullptr;
+    const long s = std::strtol(v, &end, 10);
+    if (*v && !*end && s >= 0 && s <= kMaxK) return static_cast<int>(s);
+  }
+  return tensor ? std::max(96, k / 4) : std::max(16, k / 8);
+}
+
+int list_capacity(int k, int64_t n, bool keep_self, bool tensor) {
+  const int64_t available = n - (keep_self ? 0 : 1);
+  return static_cast<int>(
+      std::min<int64_t>({static_cast<int64_t>(k) + list_slack(k, tensor), available, int64_t{kMaxK}}));
+}
+
+void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
+  const KnnParams& params = *in.params;
+  const Dataset& data = *in.data;
+  const PreparedRows& rows = *in.rows;
+  const ListsView lists = in.lists;
+  cudaStream_t s = in.stream;
+  const bool tensor = in.tensor;
+  const int cap = lists.k;
+  const int64_t available = g.n - (params.keep_self ? 0 : 1);
+  const bool complete = cap >= available;
+  const size_t nk = static_cast<size_t>(g.n) * g.k;
+  const size_t ncap = static_cast<size_t>(g.n) * cap;
+
+    {
+      DeviceBuffer<int> bad(2, "allocating a counter");
+      const int init[2] = {0, INT_MAX};
+      cuda_check(cudaMemcpyAsync(bad.data(), init, sizeof init, cudaMemcpyHostToDevice, s), "checking the lists");
+      launch_count_short_rows(lists, g.k, bad.data(), bad.data() + 1, s);
+      int out[2] = {0, 0};
+      cuda_check(cudaMemcpyAsync(out, bad.data(), sizeof out, cudaMemcpyDeviceToHost, s), "checking the lists");
+      cuda_check(cudaStreamSynchronize(s), "checking the lists");
+      if (out[0] > 0)
+        throw Error(data.source + (data.source.empty() ? "" : ": ") + "row " + std::to_string(out[1]) +
+                    " has fewer than k=" + std::to_string(g.k) + " neighbours at a finite distance (" +
+                    std::to_string(out[0]) + " such rows; the data hold NaN or infinite values?)");
+    }
+
+    // Every row's stored norm: the error bound needs each candidate's and
+    // the largest (for the points a list does not hold).
+    const float* device_rows = in.device_rows;  // resident: all rows on this device; else nullptr
+    std::vector<float> norms(static_cast<size_t>(g.n));
+    cuda_check(cudaMemcpyAsync(norms.data(), in.norms, norms.size() * sizeof(float), cudaMemcpyDeviceToHost, s),
+               "copying the row norms from the GPU");
+    cuda_check(cudaStreamSynchronize(s), "copying the row norms from the GPU");
+    double ymax = 0;
+    for (float v : norms) ymax = std::max(ymax, static_cast<double>(v));
+    const ErrorModel model = make_error_model(g.d, tensor);
+
+    if (in.wait_host_result) in.wait_host_result();
+    std::vector<int> status(static_cast<size_t>(g.n));
+    float max_use = 0.f;
+    int64_t uncertified = 0, rescanned = 0;
+    Event ev_cert0, ev_cert1, ev_down1;  // ev_down1: streamed path
+    if (device_rows) {
+      DeviceBuffer<int64_t> out_i(nk, "allocating the result");
+      DeviceBuffer<float> out_d(nk, "allocating the result");
+      DeviceBuffer<int> st(static_cast<size_t>(g.n), "allocating the result");
+      DeviceBuffer<float> ukey(static_cast<size_t>(g.n), "allocating the result");
+      DeviceBuffer<float> use(1, "allocating the result");
+      cuda_check(cudaMemsetAsync(use.data(), 0, sizeof(float), s), "clearing a counter");
+      CertifyArgs ca;
+      ca.rows = device_rows, ca.d = rows.cols, ca.norms = in.norms, ca.lists = lists, ca.k = g.k;
+      ca.euclidean = params.metric == Metric::Euclidean, ca.complete = complete, ca.ymax = ymax, ca.model = model;
+      ca.out_index = out_i.data(), ca.out_dist = out_d.data(), ca.status = st.data(), ca.max_use = use.data();
+      ca.ukey = ukey.data();
+      ev_cert0.record(s);
+      launch_certify(ca, s);
+      ev_cert1.record(s);
+      cuda_check(cudaMemcpyAsync(status.data(), st.data(), status.size() * sizeof(int), cudaMemcpyDeviceToHost, s),
+                 "copying the result from the GPU");
+      cuda_check(cudaMemcpyAsync(&max_use, use.data(), sizeof(float), cudaMemcpyDeviceToHost, s),
+                 "copying the result from the GPU");
+      cuda_check(cudaStreamSynchronize(s), "certifying the neighbour lists");
+      g.timings.emplace_back("certify", ev_cert1.since(ev_cert0) / 1e3);
+
+      // The rescan: each uncertified row against every point, with the same
+      // kind of GEMM and bound, keeping what its own k-th upper bound cannot
+      // rule out (up to kRescanCap), ranked exactly.
+      std::vector<int> failed;
+      for (int64_t i = 0; i < g.n; ++i)
+        if (status[static_cast<size_t>(i)] < 0) failed.push_back(static_cast<int>(i));
+      uncertified = static_cast<int64_t>(failed.size());
+      const auto tr = std::chrono::steady_clock::now();
+      if (!failed.empty()) {
+        progress.stage("rescan: " + std::to_string(failed.size()) + " rows whose " + std::to_string(cap) +
+                           " candidates the error bound could not certify, screened against every point",
+                       failed.size(), "rows");
+        try {
+          const int R = static_cast<int>(std::min<size_t>(2048, failed.size()));
+          const int Wc = static_cast<int>(std::min<int64_t>(8192, g.n));
+          DeviceBuffer<int> fb_dev(static_cast<size_t>(R), "allocating the rescan");
+          DeviceBuffer<float> a_rows(static_cast<size_t>(R) * rows.cols, "allocating the rescan");
+          DeviceBuffer<float> a_norms(static_cast<size_t>(R), "allocating the rescan");
+          DeviceBuffer<float> a_ukey(static_cast<size_t>(R), "allocating the rescan");
+          DeviceBuffer<float> dots(static_cast<size_t>(R) * Wc, "allocating the rescan");
+          DeviceBuffer<int> found(static_cast<size_t>(R), "allocating the rescan");
+          DeviceBuffer<int> cand(static_cast<size_t>(R) * kRescanCap, "allocating the rescan");
+          DeviceBuffer<int> st2(static_cast<size_t>(R), "allocating the rescan");
+          std::vector<int> st2_host(static_cast<size_t>(R));
+          for (size_t r0 = 0; r0 < failed.size(); r0 += static_cast<size_t>(R)) {
+            const int count = static_cast<int>(std::min<size_t>(static_cast<size_t>(R), failed.size() - r0));
+            cuda_check(cudaMemcpyAsync(fb_dev.data(), failed.data() + r0, count * sizeof(int), cudaMemcpyHostToDevice,
+                                       s),
+                       "copying the rows to rescan to the GPU");
+            launch_gather_rows(device_rows, rows.cols, in.norms, ukey.data(), fb_dev.data(), count, a_rows.data(),
+                               a_norms.data(), a_ukey.data(), s);
+            cuda_check(cudaMemsetAsync(found.data(), 0, count * sizeof(int), s), "clearing the rescan counters");
+            for (int64_t c0 = 0; c0 < g.n; c0 += Wc) {
+              const int cols = static_cast<int>(std::min<int64_t>(Wc, g.n - c0));
+              in.dot_products(a_rows.data(), count, device_rows + c0 * rows.cols, cols, dots.data(), count, s);
+              RescanTile t;
+              t.dots = dots.data(), t.ld = count, t.count = count, t.cols = cols, t.c0 = c0;
+              t.fb = fb_dev.data(), t.row_norms = a_norms.data(), t.ukey = a_ukey.data(), t.norms = in.norms;
+              t.model = model, t.euclidean = params.metric == Metric::Euclidean, t.keep_self = params.keep_self;
+              t.found = found.data(), t.cand = cand.data();
+              launch_rescan_filter(t, s);
+            }
+            launch_rescan_select(device_rows, rows.cols, fb_dev.data(), count, found.data(), cand.data(), g.k,
+                                 params.metric == Metric::Euclidean, out_i.data(), out_d.data(), st2.data(), s);
+            cuda_check(cudaMemcpyAsync(st2_host.data(), st2.data(), count * sizeof(int), cudaMemcpyDeviceToHost, s),
+                       "copying the rescan's result from the GPU");
+            cuda_check(cudaStreamSynchronize(s), "rescanning rows");
+            for (int r = 0; r < count; ++r)
+              if (st2_host[static_cast<size_t>(r)] >= 0) {
+                status[static_cast<size_t>(failed[r0 + r])] = st2_host[static_cast<size_t>(r)];
+                ++rescanned;
+              }
+            progress.advance(static_cast<uint64_t>(count));
+          }
+        } catch (const DeviceOutOfMemory&) {
+          // No room for the rescan's buffers: the exact scan below takes every
+          // uncertified row (slower, same result).
+        }
+        progress.finish();
+      }
+      g.timings.emplace_back("rescan", seconds_since(tr));
+      const auto t_down = std::chrono::steady_clock::now();
+      cuda_check(cudaMemcpyAsync(g.indices.data(), out_i.data(), nk * sizeof(int64_t), cudaMemcpyDeviceToHost, s),
+                 "copying the result from the GPU");
+      cuda_check(cudaMemcpyAsync(g.distances.data(), out_d.data(), nk * sizeof(float), cudaMemcpyDeviceToHost, s),
+                 "copying the result from the GPU");
+      cuda_check(cudaStreamSynchronize(s), "copying the result from the GPU");
+      if (in.merge_devices_ms) g.timings.emplace_back("merge_devices", *in.merge_devices_ms / 1e3);
+      g.timings.emplace_back("download", seconds_since(t_down));
+    } else {
+      // Streamed rows: the same step on the host, in the device's exact
+      // float64 order, reading candidates' rows from host memory.
+      std::vector<float> ld(ncap);
+      std::vector<int> li(ncap), lf(static_cast<size_t>(g.n));
+      ev_cert0.record(s);
+      cuda_check(cudaMemcpyAsync(ld.data(), lists.dist, ncap * sizeof(float), cudaMemcpyDeviceToHost, s),
+                 "copying the lists from the GPU");
+      cuda_check(cudaMemcpyAsync(li.data(), lists.index, ncap * sizeof(int), cudaMemcpyDeviceToHost, s),
+                 "copying the lists from the GPU");
+      cuda_check(cudaMemcpyAsync(lf.data(), lists.fill, lf.size() * sizeof(int), cudaMemcpyDeviceToHost, s),
+                 "copying the lists from the GPU");
+      ev_down1.record(s);
+      cuda_check(cudaStreamSynchronize(s), "copying the lists from the GPU");
+      const auto th = std::chrono::steady_clock::now();
+      HostLists hl{ld.data(), li.data(), lf.data(), g.n, cap};
+      max_use = certify_on_host(rows.data, rows.cols, hl, g.k, norms.data(), ymax, model, params.metric, complete,
+                                params.threads, g.indices.data(), g.distances.data(), status.data());
+      for (int st : status) uncertified += st < 0;
+      if (in.merge_devices_ms) g.timings.emplace_back("merge_devices", *in.merge_devices_ms / 1e3);
+      g.timings.emplace_back("certify", seconds_since(th));
+      g.timings.emplace_back("download", ev_down1.since(ev_cert0) / 1e3);
+    }
+    progress.finish();
+
+    // Rows the bound could not certify: their list might miss a neighbour,
+    // so every point is evaluated exactly (float64) and ranked by key.
+    std::vector<int64_t> fb;
+    uint64_t reevaluated = 0;
+    int max_reevaluated = 0;
+    for (int64_t i = 0; i < g.n; ++i) {
+      const int st = status[static_cast<size_t>(i)];
+      if (st < 0) {
+        fb.push_back(i);
+      } else {
+        reevaluated += static_cast<uint64_t>(st);
+        max_reevaluated = std::max(max_reevaluated, st);
+      }
+    }
+    const auto t4 = std::chrono::steady_clock::now();
+    if (!fb.empty()) {
+      // The stage's name says what happens, so the terminal shows it.
+      progress.stage("fallback: " + std::to_string(fb.size()) + " rows whose error bound keeps more than " +
+                         std::to_string(device_rows ? kRescanCap : cap) +
+                         " candidates, each ranked by an exact scan of all points",
+                     fb.size(), "rows");
+      if (device_rows) {
+        const int64_t chunk = std::min<int64_t>(fallback_chunk(g.n), static_cast<int64_t>(fb.size()));
+        DeviceBuffer<int> fb_dev(static_cast<size_t>(chunk), "allocating the fallback scan");
+        DeviceBuffer<float> keys_dev(static_cast<size_t>(chunk * g.n), "allocating the fallback scan");
+        std::vector<float> keys(static_cast<size_t>(chunk * g.n));
+        std::vector<int> idx(static_cast<size_t>(chunk));
+        for (size_t r0 = 0; r0 < fb.size(); r0 += static_cast<size_t>(chunk)) {
+          const int count = static_cast<int>(std::min<size_t>(static_cast<size_t>(chunk), fb.size() - r0));
+          for (int r = 0; r < count; ++r) idx[static_cast<size_t>(r)] = static_cast<int>(fb[r0 + r]);
+          cuda_check(cudaMemcpyAsync(fb_dev.data(), idx.data(), count * sizeof(int), cudaMemcpyHostToDevice, s),
+                     "copying the fallback rows to the GPU");
+          launch_fallback_keys(device_rows, g.n, rows.cols, fb_dev.data(), count,
+                               params.metric == Metric::Euclidean, params.keep_self, keys_dev.data(), s);
+          cuda_check(cudaMemcpyAsync(keys.data(), keys_dev.data(), static_cast<size_t>(count) * g.n * sizeof(float),
+                                     cudaMemcpyDeviceToHost, s),
+                     "copying the fallback keys from the GPU");
+          cuda_check(cudaStreamSynchronize(s), "scanning the fallback rows");
+          parallel_for(0, count, params.threads, [&](int64_t r) {
+            const int64_t row = fb[r0 + static_cast<size_t>(r)];
+            select_k_from_keys(keys.data() + r * g.n, g.n, g.k, g.indices.data() + row * g.k,
+                               g.distances.data() + row * g.k);
+          }, 1);
+          progress.advance(static_cast<uint64_t>(count));
+        }
+      } else {
+        for (size_t r0 = 0; r0 < fb.size(); r0 += 64) {
+          const std::vector<int64_t> part(fb.begin() + r0, fb.begin() + std::min(fb.size(), r0 + 64));
+          fallback_on_host(rows.data, g.n, rows.cols, part, g.k, params.metric, params.keep_self, params.threads,
+                           g.indices.data(), g.distances.data());
+          progress.advance(part.size());
+        }
+      }
+      progress.finish();
+    }
+    g.timings.emplace_back("fallback", seconds_since(t4));
+
+    const int64_t certified = g.n - static_cast<int64_t>(fb.size());
+    g.extra["precision"] = params.precision;
+    g.extra["list_capacity"] = cap;
+    g.extra["reevaluated_per_row"] = certified > 0 ? static_cast<double>(reevaluated) / certified : 0.0;
+    g.extra["reevaluated_max"] = max_reevaluated;
+    g.extra["uncertified_rows"] = uncertified;
+    g.extra["rescanned_rows"] = rescanned;
+    g.extra["fallback_rows"] = fb.size();
+    g.extra["error_bound_c_dot"] = model.c_dot;
+    g.extra["error_bound_max_use"] = max_use;
+}
+
+}  // namespace manifold::gpu

@@ -1,0 +1,71 @@
+#pragma once
+// The final step every GPU selection strategy ends with (the engine's warp
+// and merge, and the papers' quick, sort, heap and bitonic): from per-row
+// candidate lists ranked by the tile loop's distance `a` to the exact graph.
+//  1. rows whose list is short (NaN or infinite data) are refused;
+//  2. certify (impl/certify.cu, or core's certify_rows for streamed rows):
+//     rows whose list provably holds the k nearest by the exact key are
+//     ranked by re-evaluating in float64 the candidates the bound cannot
+//     rule out;
+//  3. resident rows the bound cannot certify are rescanned on the device
+//     against every point (the caller's kind of GEMM, so the same bound);
+//  4. what is left falls back to the exact scan (device or host).
+// gpu/PRECISION.md has the argument. One copy of this logic, so every
+// strategy returns the same graph, entry for entry.
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "impl/kernels.h"
+#include "manifold/knn.h"
+#include "manifold/progress.h"
+
+namespace manifold::gpu {
+
+/// Candidates kept per row beyond k: the room the certificate needs between
+/// the k-th upper bound and the last list entry (impl/error_bound.h). The
+/// TF32 bound is ~10x wider than float32's, so fast-exact keeps more.
+/// MANIFOLD_GPU_SLACK overrides (tests force the fallback with it).
+int list_slack(int k, bool tensor);
+
+/// The list capacity of every strategy: k + slack, at most every other point
+/// (then every list is complete and trivially certified) and at most kMaxK.
+int list_capacity(int k, int64_t n, bool keep_self, bool tensor);
+
+/// C = A B^T for row-major A (m x d) and B (ncols x d) into column-major C
+/// (leading dimension ldc), on stream s, with the tile loop's kind of GEMM.
+using DotProducts = std::function<void(const float* a, int m, const float* b, int ncols, float* c, int ldc,
+                                       cudaStream_t s)>;
+
+struct FinalStepInput {
+  const Dataset* data = nullptr;      ///< for messages (its source)
+  const KnnParams* params = nullptr;
+  const PreparedRows* rows = nullptr; ///< host copy of the prepared rows
+  ListsView lists;                    ///< capacity lists.k, each row ascending by (a, index)
+  const float* device_rows = nullptr; ///< all rows on this device, or nullptr (streamed)
+  const float* norms = nullptr;       ///< device: the stored squared norms of all rows
+  cudaStream_t stream = nullptr;      ///< on the current device; everything runs on it
+  bool tensor = false;                ///< the loop's GEMM was TF32 (fast-exact)
+  DotProducts dot_products;           ///< for the rescan (resident rows)
+  /// Device-merge time to report, when there was one (the engine's; it is
+  /// written among the final step's timings, as before).
+  std::optional<double> merge_devices_ms;
+  /// The result's host memory being faulted in meanwhile (g.indices and
+  /// g.distances resized to n*k); waited for before they are written.
+  std::function<void()> wait_host_result;
+};
+
+/// Runs steps 1-4 and writes g.indices / g.distances (n*k, g.k set), the
+/// step's timings ("certify", "rescan", "merge_devices", "download",
+/// "fallback", in the engine's order) and its statistics in g.extra
+/// (precision, list_capacity, reevaluated_per_row, reevaluated_max,
+/// uncertified_rows, rescanned_rows, fallback_rows, error_bound_c_dot,
+/// error_bound_max_use). Progress stages: "certify", then "rescan: ..." and
+/// "fallback: ..." naming the rows when there are any.
+void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress);
+
+}  // namespace manifold::gpu
