@@ -109,13 +109,16 @@ struct EigenOptions {
 };
 
 /// The `count` largest (algebraic) eigenpairs of A by Spectra's SymEigsSolver
-/// (implicitly restarted Lanczos) on a CSR operator. A single start vector
-/// sees one direction per eigenspace, so a repeated eigenvalue (a circle's
-/// pairs, a sphere's triplet) can come back once: the lock check then solves
-/// again with the found vectors locked out, from another start vector, and
-/// swaps in what beats the smallest found eigenvalue. Progress reports
-/// mat-vecs and cancels between them. Throws Error when the solver does not
-/// converge.
+/// (implicitly restarted Lanczos) on a CSR operator, run on A in reverse
+/// Cuthill-McKee order (options.reorder; vectors come back in A's order).
+/// A single start vector sees one direction per eigenspace, so a repeated
+/// eigenvalue (a circle's pairs, a sphere's triplet) can come back once: the
+/// lock check then runs cheap Lanczos steps on A with the found vectors
+/// locked out, from another random start vector, until its top Ritz value
+/// either beats the smallest found eigenvalue (a missed eigenvalue: it is
+/// solved to the tolerance, swapped in, and the check repeats) or converges
+/// below it. Progress reports mat-vecs and cancels between them. Throws
+/// Error when the solver does not converge.
 Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOptions& options, Progress& progress);
 
 struct DiffusionResult {
@@ -154,8 +157,9 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
 /// Rayleigh-Ritz step gives the new eigenpairs, for (block_steps + 1)(M + 1)
 /// mat-vecs. The accuracy is measured, not assumed: result.solver holds
 /// "max_residual" and "converged" (residual <= params.tolerance); a caller
-/// that needs the tolerance runs diffusion_map() next. Falls back to
-/// diffusion_map() when `previous` embedded other points.
+/// that needs the tolerance runs diffusion_map() next, best with this
+/// result as `start_from`. Falls back to diffusion_map() when `previous`
+/// embedded other points.
 DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, const DiffusionResult& previous,
                           Progress& progress, int block_steps = 2);
 
