@@ -88,7 +88,9 @@ Dataset prefix(const Dataset& ds, int64_t n, const std::shared_ptr<const Dataset
 
 int cmd_bench(int argc, char** argv) {
   auto specs = knn_option_specs();
-  for (auto s : {"-n", "-d", "--data", "--json", "--repeats", "--warmup", "--seed", "--sgemm"}) specs.push_back({s});
+  for (auto s : {"-n", "-d", "--data", "--json", "--repeats", "--warmup", "--seed", "--sgemm", "--case-limit-s",
+                 "--long-case-s"})
+    specs.push_back({s});
   Args a("bench", specs, argc, argv, 2);
   if (!a.positionals().empty()) throw UsageError("bench: unexpected argument '" + a.positionals()[0] + "'");
   // As knn_params_from, except that -k may be a list here.
@@ -119,6 +121,15 @@ int cmd_bench(int argc, char** argv) {
   const uint64_t seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
   [[maybe_unused]] const int64_t sgemm_size = a.integer("--sgemm", 8192, 0, 65536);  // GPU builds only
   const int64_t n_max = *std::max_element(ns.begin(), ns.end());
+  // Large grids (--select all over N up to 1M): a case predicted from the
+  // same strategy and k at the largest smaller N measured in this run (loop
+  // time x (N/N')^2, the rest x N/N') to take longer than --long-case-s runs
+  // once without warm-up; one predicted over --case-limit-s and over 1.15x
+  // the cell's best prediction is skipped (it cannot win) and recorded so.
+  // At such cells `auto` runs first and the strategy it picked reuses its
+  // measurement (the same code), so the cell costs no extra build.
+  const double long_case_s = a.has("--long-case-s") ? std::stod(a.str("--long-case-s")) : 1e300;
+  const double case_limit_s = a.has("--case-limit-s") ? std::stod(a.str("--case-limit-s")) : 1e300;
 
   auto full = std::make_shared<Dataset>();
   if (a.has("--data")) {
@@ -180,12 +191,34 @@ int cmd_bench(int argc, char** argv) {
   std::map<std::tuple<int64_t, int64_t, std::string>, std::map<std::string, double>> by_precision;
   // (n, k) -> best median among strategies, for the --select all table.
   std::map<std::pair<int64_t, int64_t>, std::pair<double, std::string>> best;
+  // (k, select) -> (n, median total, median loop) of the largest n measured so far.
+  std::map<std::pair<int64_t, std::string>, std::tuple<int64_t, double, double>> measured;
+  auto predict = [&](int64_t n, int64_t k, const std::string& s) -> double {
+    auto it = measured.find({k, s});
+    if (it == measured.end()) return -1;
+    const auto [n0, total, loop] = it->second;
+    const double r = static_cast<double>(n) / static_cast<double>(n0);
+    return loop * r * r + std::max(0.0, total - loop) * r;
+  };
   for (const auto& b : backends) {
     auto backend = make_backend(b);
     for (int64_t n : case_ns) {
       const Dataset view = prefix(ds, n, full);
       for (int64_t k : ks) {
-        for (const auto& s : selects)
+        // This cell's predictions, and its order: auto first where cases are long.
+        std::map<std::string, double> pred;
+        double best_pred = -1;
+        for (const auto& s : selects) {
+          pred[s] = predict(n, k, s);
+          if (s != "auto" && pred[s] >= 0 && (best_pred < 0 || pred[s] < best_pred)) best_pred = pred[s];
+        }
+        std::vector<std::string> order = selects;
+        if (best_pred > long_case_s && std::find(order.begin(), order.end(), "auto") != order.end()) {
+          order.erase(std::find(order.begin(), order.end(), "auto"));
+          order.insert(order.begin(), "auto");
+        }
+        nlohmann::json auto_case;  // the auto case of this cell, when it ran first
+        for (const auto& s : order)
         for (const auto& prec : precisions) {
           KnnParams p = base;
           p.select = s;
@@ -199,15 +232,48 @@ int cmd_bench(int argc, char** argv) {
           c["d"] = view.cols();
           c["k"] = p.k;
           c["metric"] = to_string(p.metric);
+          const double ps = pred.count(s) ? pred[s] : -1;
+          if (ps >= 0) c["predicted_s"] = ps;
+          if (s != "auto" && ps > case_limit_s && best_pred >= 0 && ps > 1.15 * best_pred) {
+            char why[160];
+            std::snprintf(why, sizeof why, "predicted %.1f s > --case-limit-s %.0f and > 1.15 x the best prediction %.1f s",
+                          ps, case_limit_s, best_pred);
+            c["skipped"] = why;
+            out["cases"].push_back(c);
+            std::printf("%-6s %-8s %-8s %-10s %9lld %6lld %6d %-10s %12s  (skipped: %s)\n", b.c_str(), s.c_str(), "-",
+                        prec.c_str(), static_cast<long long>(view.rows()), static_cast<long long>(view.cols()), p.k,
+                        to_string(p.metric).c_str(), "-", why);
+            continue;
+          }
+          if (s != "auto" && !auto_case.is_null() && auto_case.value("auto_pick", "") == s &&
+              auto_case.value("precision", "") == prec) {
+            // auto ran this strategy's code in this cell: its measurement stands for both.
+            nlohmann::json same = auto_case;
+            same["select"] = s;
+            same["measured_as"] = "auto";
+            out["cases"].push_back(same);
+            const double med = same["median_wall_s"].get<double>();
+            auto key = std::make_pair(view.rows(), k);
+            if (!best.count(key) || med < best[key].first) best[key] = {med, s};
+            std::printf("%-6s %-8s %-8s %-10s %9lld %6lld %6d %-10s %12.4f  (the auto run above)\n", b.c_str(),
+                        s.c_str(), s.c_str(), prec.c_str(), static_cast<long long>(view.rows()),
+                        static_cast<long long>(view.cols()), p.k, to_string(p.metric).c_str(), med);
+            continue;
+          }
+          const bool long_case = ps > long_case_s;
+          const int case_warmup = long_case ? 0 : warmup, case_repeats = long_case ? 1 : repeats;
+          c["warmup"] = case_warmup;
+          c["repeats"] = case_repeats;
           std::vector<double> totals;
           std::map<std::string, std::vector<double>> stages;
           KnnGraph last;
           try {
-            for (int r = 0; r < warmup + repeats; ++r) {
+            for (int r = 0; r < case_warmup + case_repeats; ++r) {
+              last = KnnGraph{};  // the previous result's memory back before the next build
               auto t0 = std::chrono::steady_clock::now();
               last = backend->build(view, p, progress);
               double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-              if (r < warmup) continue;
+              if (r < case_warmup) continue;
               totals.push_back(wall);
               for (auto& [st, t] : last.timings) stages[st].push_back(t);
             }
@@ -253,7 +319,15 @@ int cmd_bench(int argc, char** argv) {
             }
 #endif
           }
+          if (last.extra.contains("auto_pick")) c["auto_pick"] = last.extra["auto_pick"];
           out["cases"].push_back(c);
+          if (s == "auto") auto_case = c;
+          // Written after every case, so a run cut short keeps what it measured.
+          if (a.has("--json")) write_text_file(a.str("--json"), out.dump(2) + "\n");
+          {
+            const double loop = st.contains("distances+select") ? st["distances+select"].get<double>() : med;
+            measured[{k, s}] = {view.rows(), med, std::min(loop, med)};
+          }
           auto key = std::make_pair(view.rows(), k);
           if (s != "auto" && (!best.count(key) || med < best[key].first)) best[key] = {med, s};
           by_precision[{view.rows(), k, s}][prec] = med;

@@ -3,7 +3,7 @@
 // bench/gpu/select/README.md). A cell holds the strategy with the smallest
 // median total time, or -- where the totals are set by the host faulting in
 // the result's pages (k >= 1024: seconds, the same for every strategy) --
-// the one with the fastest GPU pipeline; make_table.py prints these rows
+// the one with the fastest GPU pipeline; make_table.py writes these rows
 // from the JSON. Cells are looked up by the nearest measured N and k on a
 // log scale.
 #include "select/auto_table.h"
@@ -18,13 +18,16 @@ namespace {
 constexpr int64_t kNs[] = {10000, 100000, 1000000};
 constexpr int kKs[] = {1, 16, 128, 1024, 4096};
 
-// kBest[n bucket][k bucket]; k = 1, 16, 128, 1024, 4096.
+// kBest[n bucket][k bucket]; k = 1, 16, 128, 1024, 4096. The rows between
+// the markers are written by `bench/gpu/select/make_table.py
+// --write-auto-table` from bench/gpu/select/results.json.
 const char* const kBest[3][5] = {
-    {"heap", "heap", "quick", "quick", "quick"},  // N = 10k
-    {"heap", "heap", "warp", "quick", "warp"},    // N = 100k
-    // N = 1M: only k = 16 was measured (the device budget); the other cells
-    // repeat the 100k picks.
-    {"heap", "heap", "warp", "quick", "warp"},
+    // BEGIN kBest
+    // not measured, the nearest smaller N's pick: N=1000000 k=1, N=1000000 k=128, N=1000000 k=1024, N=1000000 k=4096
+    {"heap", "heap", "quick", "heap", "quick"},  // N = 10000
+    {"heap", "heap", "warp", "heap", "heap"},  // N = 100000
+    {"heap", "heap", "warp", "heap", "heap"},  // N = 1000000
+    // END kBest
 };
 
 template <class T, size_t N>
@@ -43,8 +46,9 @@ std::string best_strategy(int64_t n, int k, int devices) {
   if (devices > 1) return "warp";
   std::string s = kBest[nearest_log(kNs, static_cast<double>(n < 1 ? 1 : n))][nearest_log(kKs, k < 1 ? 1 : k)];
   // Beyond the measured k, a strategy must still support k: bitonic holds a
-  // row in one block's shared memory (k <= 8192).
-  if (s == "bitonic" && k > 8192) s = "merge";
+  // row's k + slack candidates in one block's shared memory (up to ~7000 on
+  // an H200). The backend also takes the engine when a pick refuses.
+  if (s == "bitonic" && k > 4096) s = "warp";
   return s;
 }
 

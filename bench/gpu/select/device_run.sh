@@ -1,67 +1,73 @@
 #!/usr/bin/env bash
-# One call on the GPU machine, from the repository root, for issue 7: the
-# select tests, compute-sanitizer (memcheck, racecheck) on their small case, the
-# benchmark grid of every strategy, the merged JSON and the plot. Every step
-# has a time limit so the whole fits a device budget; what did not run is
-# printed as skipped.
-#   bash bench/gpu/select/device_run.sh BUNDLE_DIR OUT_DIR [SECONDS]
-# BUNDLE_DIR: made by shared/tools/device-bundle (manifold, test_gpu_select),
-# with the Fashion-MNIST test images in BUNDLE_DIR/../data.
+# Issue 7 on the GPU machine, from the repository root. Two phases, each one
+# device command of at most 10 minutes:
+#   bash bench/gpu/select/device_run.sh BUNDLE_DIR OUT_DIR tests   # test_gpu_select + compute-sanitizer memcheck
+#   bash bench/gpu/select/device_run.sh BUNDLE_DIR OUT_DIR grid    # manifold bench --select all, table, plot
+# BUNDLE_DIR: made by shared/tools/device-bundle with manifold and
+# test_gpu_select (BUNDLE_DIR/run NAME args, or BUNDLE_DIR/bin/NAME);
+# Fashion-MNIST in $MANIFOLD_FASHION_MNIST_DIR or BUNDLE_DIR/../data.
+# Everything the phase wrote is packed into OUT_DIR/results.tar (one file,
+# plus a copy of its summary as OUT_DIR/summary.txt).
 set -uo pipefail
+usage="usage: device_run.sh BUNDLE_DIR OUT_DIR tests|grid"
 here=$(cd "$(dirname "$0")" && pwd)
-bundle=$(cd "${1:?usage: device_run.sh BUNDLE_DIR OUT_DIR [SECONDS]}" && pwd)
-out=${2:?usage: device_run.sh BUNDLE_DIR OUT_DIR [SECONDS]}
-budget=${3:-300}
-mkdir -p "$out/raw"
+bundle=$(cd "${1:?$usage}" && pwd)
+out=${2:?$usage}
+phase=${3:?$usage}
+mkdir -p "$out/$phase"
+dir=$out/$phase
 start=$SECONDS
-left() { echo $((budget - (SECONDS - start))); }
-export MANIFOLD_FASHION_MNIST_DIR=$(cd "$bundle/../data" 2>/dev/null && pwd)
-export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 status=0
-
-# 1. Tests (every strategy against float64 and the CPU backend). TESTS=quick
-# runs the fast subset (the data sets of seconds, not the k = 4096 and
-# Fashion-MNIST ones).
-filter='*'
-[ "${TESTS:-full}" = quick ] && filter='-GpuSelect.ThousandsOfNeighbours:GpuSelect.FashionMnist'
-timeout 150 "$bundle/bin/test_gpu_select" --gtest_filter="$filter" --gtest_color=no \
-  > "$out/raw/test_gpu_select.log" 2>&1 || status=1
-echo "test_gpu_select ($((SECONDS - start)) s):"
-grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure|Expected|Which is|rows equal|differs" "$out/raw/test_gpu_select.log" | head -40
-
-# 2. compute-sanitizer on the small many-tile case of every strategy.
-for tool in memcheck racecheck; do
-  t=$SECONDS
-  timeout 100 compute-sanitizer --tool $tool --error-exitcode 3 "$bundle/bin/test_gpu_select" \
-    --gtest_filter='GpuSelectSanitizer.*' --gtest_color=no > "$out/raw/$tool.log" 2>&1 || status=1
-  echo "$tool ($((SECONDS - t)) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$out/raw/$tool.log" | tr '\n' ' ')"
-done
-
-# 3. The benchmark, d = 256, every strategy: N = 10k (5 repeats), 100k
-# (3 repeats for k <= 128; 1 for k = 1024, 4096, whose runs take seconds),
-# then 1M at k = 16 as far as the budget goes. One GPU (--devices 0) for
-# every strategy: the papers' strategies run on one, the engine's would
-# split the work over all.
-run_bench() {  # name limit args...
-  local name=$1 limit=$2; shift 2
-  if [ "$(left)" -lt 20 ]; then echo "skipped (device budget): $name"; return; fi
-  [ "$limit" -gt "$(left)" ] && limit=$(left)
-  t=$SECONDS
-  timeout "$limit" "$bundle/bin/manifold" bench --backend gpu --devices 0 -d 256 --json "$out/raw/$name.json" "$@" \
-    > "$out/raw/$name.log" 2>&1 || echo "$name: exit $? after $((SECONDS - t)) s"
-  echo "$name: $((SECONDS - t)) s"
+if [ -z "${MANIFOLD_FASHION_MNIST_DIR:-}" ] && [ -d "$bundle/../data" ]; then
+  export MANIFOLD_FASHION_MNIST_DIR=$(cd "$bundle/../data" && pwd)
+fi
+run() {  # NAME args...: through the bundle's launcher when it has one
+  local name=$1; shift
+  if [ -x "$bundle/run" ]; then "$bundle/run" "$name" "$@"; else "$bundle/bin/$name" "$@"; fi
 }
-run_bench select_10k 60 --select all -n 10000 -k 1,16,128,1024,4096 --repeats 3 --warmup 1
-run_bench select_100k_small 60 --select all -n 100000 -k 1,16,128 --repeats 3 --warmup 1
-run_bench select_100k_large 100 --select all -n 100000 -k 1024,4096 --repeats 1 --warmup 1
-for s in ${STRATEGIES_1M:-warp heap quick bitonic sort merge}; do
-  [ "$(left)" -lt 40 ] && { echo "skipped (device budget): 1M $s"; continue; }
-  run_bench "select_1m_$s" $(($(left) - 15)) --select $s -n 1000000 -k 16 --repeats 1 --warmup 0 --sgemm 4096
-done
+exe() { echo "$bundle/bin/$1"; }
+summary=$dir/summary.txt
+note() { echo "$*" | tee -a "$summary"; }
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$summary"
 
-python3 "$here/make_table.py" "$out/results.json" "$out"/raw/select_*.json
-python3 "$here/plot.py" "$out/results.json" "$out/select.png" || echo "plot failed"
-tar -C "$out" -czf "$out/raw.tar.gz" raw && rm -rf "$out/raw"
-echo "total $((SECONDS - start)) s"
+case $phase in
+tests)
+  # 1. Every strategy (and auto) against the CPU backend, element for element.
+  t=$SECONDS
+  timeout 420 "$(exe test_gpu_select)" --gtest_color=no > "$dir/test_gpu_select.log" 2>&1 || status=1
+  note "test_gpu_select: exit $status, $((SECONDS - t)) s, MANIFOLD_FASHION_MNIST_DIR=${MANIFOLD_FASHION_MNIST_DIR:-unset}"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[ seed|^\[ refused|tests ran|Failure|Expected|Which is|row [0-9]+ position" \
+    "$dir/test_gpu_select.log" | head -60 | tee -a "$summary"
+  # 2. compute-sanitizer memcheck on the small many-tile case (every
+  #    strategy, the list sort, certify, rescan and fallback kernels).
+  t=$SECONDS
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 "$(exe test_gpu_select)" \
+    --gtest_filter='GpuSelectSanitizer.*' --gtest_color=no > "$dir/memcheck.log" 2>&1 || status=1
+  note "memcheck ($((SECONDS - t)) s): $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$dir/memcheck.log" | tr '\n' ' ')"
+  ;;
+grid)
+  # d = 256, random normal data, one GPU (--devices 0) for every strategy.
+  # One process, so 1M's cases are predicted from 100k's: long ones run once
+  # without warm-up, ones predicted over 20 s that cannot win (> 1.15x the
+  # cell's best prediction) are skipped and recorded so, and at long cells
+  # auto runs first and its pick reuses that run. The JSON is rewritten
+  # after every case, so a run cut short keeps what it measured.
+  t=$SECONDS
+  timeout "${GRID_SECONDS:-560}" "$(exe manifold)" bench --backend gpu --devices 0 -d 256 --select all \
+    -n 10000,100000,1000000 -k 1,16,128,1024,4096 --repeats 3 --warmup 1 \
+    --long-case-s "${LONG_CASE_S:-2}" --case-limit-s "${CASE_LIMIT_S:-20}" \
+    --json "$dir/bench_select.json" > "$dir/bench_select.log" 2>&1 || { status=$?; note "bench: exit $status"; }
+  note "bench: $((SECONDS - t)) s"
+  tail -30 "$dir/bench_select.log" >> "$summary"
+  python3 "$here/make_table.py" "$dir/results.json" "$dir/bench_select.json" > "$dir/table.md" 2>&1 || status=1
+  cat "$dir/table.md" >> "$summary"
+  python3 "$here/plot.py" "$dir/results.json" "$dir/select.png" >> "$summary" 2>&1 || note "plot failed"
+  ;;
+*)
+  echo "$usage" >&2; exit 2 ;;
+esac
+
+note "phase $phase: $((SECONDS - start)) s, status $status"
+cp "$summary" "$out/summary_$phase.txt"
+tar -C "$out" -cf "$out/results.tar" "$phase" && rm -rf "$dir"
 exit $status

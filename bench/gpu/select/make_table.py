@@ -11,21 +11,36 @@ takes less than half the best total, the rest is the host faulting in the
 result's pages (seconds for large N k, the same for every strategy, and
 hidden longer behind a slower loop), and the pick is the strategy with the
 fastest GPU pipeline. Later files win for a cell measured twice.
+Selection time: the tile loop's filter + selection kernels (stage `select`)
+plus, for heap and quick, ordering the lists for the final step
+(`order_lists`). Cases the bench skipped (predicted too slow to win) or
+measured once for auto and its pick (`measured_as`) are kept as such.
 
-    make_table.py OUT.json BENCH.json...
+With --write-auto-table FILE (gpu/select/auto_table.cpp) the kBest rows in
+FILE are rewritten from the table, so the committed table is derived from
+the committed JSON: `make_table.py --write-auto-table gpu/select/auto_table.cpp
+bench/gpu/select/results.json bench/gpu/select/results.json` reproduces it.
+Cells not measured take the pick of the nearest smaller N (marked).
+
+    make_table.py [--write-auto-table FILE] OUT.json BENCH.json...
 """
 import json
 import os
+import re
 import sys
 
 STRATEGIES = ["warp", "merge", "quick", "sort", "heap", "bitonic", "auto"]
-GPU_STAGES = ["prepare", "setup", "distances+select", "refine", "certify", "fallback", "merge_devices", "download"]
+GPU_STAGES = ["prepare", "setup", "distances+select", "final"]
 NS = [10000, 100000, 1000000]
 KS = [1, 16, 128, 1024, 4096]
 
 
 def main():
-    out, inputs = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    auto_file = None
+    if args and args[0] == "--write-auto-table":
+        auto_file, args = args[1], args[2:]
+    out, inputs = args[0], args[1:]
     runs, cases = [], []
     for path in inputs:
         try:
@@ -33,6 +48,14 @@ def main():
                 j = json.load(f)
         except (OSError, ValueError) as e:
             print(f"skipping {path}: {e}")
+            continue
+        if "runs" in j:  # a merged results file: its runs and cases as they are
+            base = len(runs)
+            runs.extend(j["runs"])
+            for c in j.get("cases", []):
+                c = dict(c)
+                c["run"] = base + c.get("run", 0)
+                cases.append(c)
             continue
         run = {k: j.get(k) for k in ("host", "sgemm", "repeats", "warmup", "data", "cpu_threads")}
         run["file"] = os.path.basename(path)
@@ -47,7 +70,8 @@ def main():
     table = []
     for n in sorted({c["n"] for c in cases}):
         for k in sorted({c["k"] for c in cases if c["n"] == n}):
-            row = {"n": n, "k": k, "total_s": {}, "select_s": {}, "gpu_s": {}, "final_s": {}, "errors": {}}
+            row = {"n": n, "k": k, "total_s": {}, "select_s": {}, "gpu_s": {}, "final_s": {}, "errors": {},
+                   "skipped": {}}
             for s in STRATEGIES:
                 c = cell.get((n, k, s))
                 if c is None:
@@ -55,9 +79,13 @@ def main():
                 if "error" in c:
                     row["errors"][s] = c["error"]
                     continue
+                if "skipped" in c:
+                    row["skipped"][s] = c["skipped"]
+                    continue
                 row["total_s"][s] = c["median_wall_s"]
                 st = c.get("median_stage_s", {})
-                row["select_s"][s] = st.get("select")
+                sel = st.get("select")
+                row["select_s"][s] = None if sel is None else sel + st.get("order_lists", 0.0)
                 row["gpu_s"][s] = sum(st.get(x, 0.0) for x in GPU_STAGES)
                 row["final_s"][s] = st.get("final", 0.0)
             cands = {s: t for s, t in row["total_s"].items() if s != "auto"}
@@ -68,6 +96,10 @@ def main():
                 row["gpu_winner"] = min(gpu, key=gpu.get)
                 host_bound = gpu[row["gpu_winner"]] < 0.5 * row["best_s"]
                 row["auto_pick"] = row["gpu_winner"] if host_bound else row["winner"]
+                if "auto" in row["total_s"]:
+                    row["auto_over_best"] = row["total_s"]["auto"] / row["best_s"]
+                    ca = cell.get((n, k, "auto"), {})
+                    row["auto_ran"] = ca.get("auto_pick") or ca.get("strategy")
             table.append(row)
     device = next((r["sgemm"]["device_name"] for r in runs if r.get("sgemm")), None)
     with open(out, "w") as f:
@@ -75,9 +107,10 @@ def main():
         f.write("\n")
 
     print(f"device: {device}; total / selection time in ms (median); * = winner")
-    head = "| N | k | " + " | ".join(STRATEGIES) + " | winner (total) | fastest GPU pipeline | auto table |"
+    head = ("| N | k | " + " | ".join(STRATEGIES) +
+            " | winner (total) | fastest GPU pipeline | auto table | auto ran | auto / best |")
     print(head)
-    print("|" + "---|" * (len(STRATEGIES) + 5))
+    print("|" + "---|" * (len(STRATEGIES) + 7))
     for row in table:
         cells = []
         for s in STRATEGIES:
@@ -87,17 +120,49 @@ def main():
                 cells.append(f"{mark}{row['total_s'][s] * 1e3:.1f} / " + (f"{sel * 1e3:.1f}" if sel is not None else "-"))
             elif s in row["errors"]:
                 cells.append("refused")
+            elif s in row["skipped"]:
+                cells.append("skipped")
             else:
                 cells.append("-")
         print(f"| {row['n']} | {row['k']} | " + " | ".join(cells) +
-              f" | {row.get('winner', '-')} | {row.get('gpu_winner', '-')} | {row.get('auto_pick', '-')} |")
-    print("\nkBest rows (gpu/select/auto_table.cpp), '?' where not measured:")
-    for n in NS:
+              f" | {row.get('winner', '-')} | {row.get('gpu_winner', '-')} | {row.get('auto_pick', '-')}"
+              f" | {row.get('auto_ran', '-')} | " +
+              (f"{row['auto_over_best']:.3f}" if "auto_over_best" in row else "-") + " |")
+    over = [r for r in table if r.get("auto_over_best", 0) > 1.05]
+    print(f"\nauto within 5% of the best total: {sum(1 for r in table if 'auto_over_best' in r) - len(over)} cells;"
+          f" over: {[(r['n'], r['k'], round(r['auto_over_best'], 3)) for r in over]}")
+
+    # kBest: the pick per (N, k) bucket; an unmeasured cell takes the nearest smaller N's pick.
+    rows, notes = [], []
+    for i, n in enumerate(NS):
         names = []
         for k in KS:
-            r = next((r for r in table if r["n"] == n and r["k"] == k and "winner" in r), None)
-            names.append(f'"{r["auto_pick"]}"' if r else '"?"')
-        print("    {" + ", ".join(names) + "},  // N = " + str(n))
+            r = next((r for r in table if r["n"] == n and r["k"] == k and "auto_pick" in r), None)
+            if r is None:
+                prev = next((r for m in reversed(NS[:i]) for r in table
+                             if r["n"] == m and r["k"] == k and "auto_pick" in r), None)
+                names.append(prev["auto_pick"] if prev else "warp")
+                notes.append(f"N={n} k={k}")
+            else:
+                names.append(r["auto_pick"])
+        rows.append(names)
+    print("\nkBest rows (gpu/select/auto_table.cpp):")
+    text = "".join("    {" + ", ".join(f'"{x}"' for x in names) + "},  // N = " + str(n) + "\n"
+                   for n, names in zip(NS, rows))
+    print(text, end="")
+    if notes:
+        print("not measured (nearest smaller N's pick):", ", ".join(notes))
+    if auto_file:
+        with open(auto_file) as f:
+            src = f.read()
+        begin = src.index("// BEGIN kBest")
+        end = src.index("    // END kBest")
+        line_end = src.index("\n", begin) + 1
+        note = ("    // not measured, the nearest smaller N's pick: " + ", ".join(notes) + "\n") if notes else ""
+        src = src[:line_end] + note + text + src[end:]
+        with open(auto_file, "w") as f:
+            f.write(src)
+        print("rewrote", auto_file)
 
 
 if __name__ == "__main__":
