@@ -299,7 +299,7 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     slot_free_recorded_[static_cast<size_t>(slot_b)] = 1;
   }
   launch_merge_tile(lists(), cv, counter, static_cast<int>((t + 2) % 4), static_cast<int>(r0), static_cast<int>(c0),
-                    force_block_, std::max(plan_.T, plan_.W), sel);
+                    force_block_, std::max(plan_.T, plan_.W), sel, dense);
   ev.sel_end.record(sel);
   stats_.gemm_flop += 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(d);
 }

@@ -82,6 +82,24 @@ if [ "${BENCH:-0}" = 1 ]; then
   echo "bench/gpu/run.sh: exit $?"
   tail -20 "$out/bench.log"
 fi
+if [ "${SASS:-0}" = 1 ] && command -v cuobjdump > /dev/null; then
+  # Instruction mix of the fused kernels' machine code.
+  cuobjdump -sass "$bundle/bin/manifold" > "$out/sass.txt" 2>&1
+  python3 - "$out/sass.txt" <<'PY'
+import collections, re, sys
+fn, counts = None, {}
+for line in open(sys.argv[1]):
+    m = re.search(r"Function : (\S+)", line)
+    if m:
+        fn = m.group(1)
+        continue
+    m = re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
+    if fn and m and "fused_tile" in fn:
+        counts.setdefault(fn, collections.Counter())[m.group(1).split(".")[0]] += 1
+for fn, c in counts.items():
+    print(fn[-60:], sum(c.values()), "instructions:", ", ".join("%s %d" % kv for kv in c.most_common(14)))
+PY
+fi
 # Stage timings of both dot-product paths on the profiled shape.
 [ "${STAGES:-1}" = 1 ] && for path in cublas fused; do
   MANIFOLD_GPU_GEMM=$path "$bundle/bin/manifold" bench --backend gpu -n "$n" -d "$d" -k "$k" --repeats 3 --warmup 1 \
@@ -91,7 +109,8 @@ done
 # Nsight Compute: a few tiles well after the seeds.
 if [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
   sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section ComputeWorkloadAnalysis
-            --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section InstructionStats"
+            --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section InstructionStats
+            --section SourceCounters"
   MANIFOLD_GPU_GEMM=fused timeout 240 ncu $sections -k regex:fused_tile --launch-skip 300 --launch-count 2 \
     "$bundle/bin/manifold" bench --backend gpu -n "$n" -d "$d" -k "$k" --repeats 1 --warmup 0 > "$out/ncu_fused.txt" 2>&1
   echo "ncu fused: exit $?"

@@ -18,7 +18,7 @@ for path in sorted(glob.glob(os.path.join(out_dir, "ours_*.json")) + glob.glob(o
     if "error" in c:
         rows.append({"n": c["n"], "d": c["d"], "k": c["k"], "error": c["error"]})
         continue
-    r = {"run": "default" if prefix == "ours_" else "MANIFOLD_GPU_GEMM=fused",
+    r = {"run": "default" if prefix == "ours_" else "MANIFOLD_GPU_GEMM=cublas",
          "n": c["n"], "d": c["d"], "k": c["k"], "device": ours["sgemm"]["device_name"],
          "sgemm_tflops": ours["sgemm"]["tflops"], "sgemm_math": ours["sgemm"]["math_mode"],
          "sgemm_tile_tflops": c.get("sgemm_tile_tflops"), "floor_s": c["floor_s"],

@@ -29,8 +29,7 @@ namespace manifold::gpu {
 
 namespace {
 
-constexpr int BM = 128, BN = 128, BK = 8;
-constexpr int kStages = 4;
+constexpr int BM = 128, BN = 128;
 
 __device__ __forceinline__ void cp_async16(float* smem, const float* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -70,11 +69,12 @@ __device__ __noinline__ void push_candidate(float* cdist, int* cindex, int* coun
 
 // TN: columns per thread (16: 128 threads, warps of 64 x 64; 8: 256 threads,
 // warps of 64 x 32); every thread has 8 rows. KU: k-steps unrolled.
-template <int TN, int KU>
+// BK: k-steps per shared-memory slab (one barrier each), kStages: slabs in flight.
+template <int TN, int KU, int BK = 8, int kStages = 4>
 __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileArgs f, CandidatesView c, int counter) {
   constexpr int kThreads = 128 * 16 / TN;
   constexpr int kWarpsN = 128 / (TN * 4);
-  constexpr int kCopies = 256 / kThreads;  // 16-byte copies per thread per operand and slab
+  constexpr int kCopies = 32 * BK / kThreads;  // 16-byte copies per thread per operand and slab
   __shared__ __align__(16) float as[kStages][BK][BM];
   __shared__ __align__(16) float bs[kStages][BK][BN];
   const int t = threadIdx.x;
@@ -90,7 +90,7 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
     const int64_t k0 = static_cast<int64_t>(kt) * BK;
 #pragma unroll
     for (int h = 0; h < kCopies; ++h) {
-      const int r = cr + (kThreads / 32) * h;
+      const int r = cr + (kThreads / 32) * h;  // slab row (k), h-th copy
       cp_async16(&as[stage][r][cc], a + (k0 + r) * ldt + cc);
       cp_async16(&bs[stage][r][cc], b + (k0 + r) * ldt + cc);
     }
@@ -110,7 +110,7 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
 #pragma unroll
     for (int q = 0; q < TN; ++q) acc[r][q] = 0.f;
 
-  const int nk = f.dpad / BK;
+  const int nk = f.dpad / BK;  // dpad: a multiple of 16
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < nk) load(s, s);
@@ -240,6 +240,8 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
     if (!std::strcmp(v, "16x4")) return 5;
     if (!std::strcmp(v, "16x2")) return 2;
     if (!std::strcmp(v, "8x4")) return 4;
+    if (!std::strcmp(v, "8x8x16")) return 6;
+    if (!std::strcmp(v, "8x16x16")) return 7;
     return 0;
   }();
   switch (variant) {
@@ -247,6 +249,8 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
     case 2: fused_tile_kernel<16, 2><<<grid, 128, 0, s>>>(f, c, counter); break;
     case 4: fused_tile_kernel<8, 4><<<grid, 256, 0, s>>>(f, c, counter); break;
     case 5: fused_tile_kernel<16, 4><<<grid, 128, 0, s>>>(f, c, counter); break;
+    case 6: fused_tile_kernel<8, 8, 16, 3><<<grid, 256, 0, s>>>(f, c, counter); break;
+    case 7: fused_tile_kernel<8, 16, 16, 3><<<grid, 256, 0, s>>>(f, c, counter); break;
     default: fused_tile_kernel<8, 8><<<grid, 256, 0, s>>>(f, c, counter); break;
   }
   launch_check("fused tile kernel");

@@ -44,7 +44,7 @@ struct TileView {
 /// The same tile for the fused kernel, which computes the dot products
 /// itself from the row blocks transposed on the device (feature-major: block
 /// b's element (row i, feature c) at base + c * ldt + i, ldt = the block
-/// height T, features padded with zeros to dpad, a multiple of 8). `at`: the
+/// height T, features padded with zeros to dpad, a multiple of 16). `at`: the
 /// row block of rows [r0, r0+rows); `bt`: the block holding column c0, the
 /// tile's later columns in the blocks that follow it, block_stride apart.
 struct FusedTileArgs {
@@ -63,8 +63,9 @@ struct FusedTileArgs {
   bool dense = false;
 };
 
-/// Features of the fused kernel's transposed blocks: d rounded up to 8.
-constexpr int64_t fused_dpad(int64_t d) { return (d + 7) / 8 * 8; }
+/// Features of the fused kernel's transposed blocks: d rounded up to 16 (a
+/// whole number of the kernel's k-slabs).
+constexpr int64_t fused_dpad(int64_t d) { return (d + 15) / 16 * 16; }
 
 /// Candidates that passed a row's bound in one tile, per slot: slot s < T is
 /// tile row s (capacity cap_row = tile width), slot T + j is tile column j
@@ -114,8 +115,10 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
 void launch_transpose_block(const float* rows, int count, int64_t d, float* out, int ld, cudaStream_t s);
 /// Merges the tile's candidates into the lists (rows of the dirty slots) and
 /// tightens the bounds; clears dirty counter reset_counter for a later tile.
+/// `seed`: a dense diagonal tile whose rows' lists are all empty (a warp
+/// selects each row's k directly when k <= kWarpMergeMaxK and not force_block).
 void launch_merge_tile(ListsView lists, CandidatesView c, int counter, int reset_counter, int r0, int c0,
-                       bool force_block, int max_candidates, cudaStream_t s);
+                       bool force_block, int max_candidates, cudaStream_t s, bool seed = false);
 /// Merges another device's lists (rows [0,n), candidates other[g][from, from+len)) into `lists`.
 void launch_merge_lists(ListsView lists, const float* other_dist, const int* other_index, const int* other_fill,
                         int from, int len, cudaStream_t s);

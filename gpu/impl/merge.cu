@@ -23,7 +23,11 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
-constexpr int kWarpSmemFloats = 2 * (kWarpMergeMaxK + kWarpMergeMaxC);
+// Per warp: the warp merge's output list and candidates, or the seed
+// selection's 256 histogram bins and its k chosen entries.
+constexpr int kWarpSmemFloats = 2 * (kWarpMergeMaxK + 128);
+static_assert(2 * (kWarpMergeMaxK + kWarpMergeMaxC) <= kWarpSmemFloats, "warp merge buffers");
+static_assert(256 + 2 * kWarpMergeMaxK <= kWarpSmemFloats, "seed selection buffers");
 
 struct Item {
   int row = 0;            // global row whose list receives the candidates
@@ -122,6 +126,109 @@ __device__ void warp_merge(const ListsView& l, const Source& src, const Item& x,
   __syncwarp();
 }
 
+// Order-preserving unsigned image of a distance (NaN never reaches here:
+// the seed writes it as +inf); -0 is taken as +0, as the list order does.
+__device__ __forceinline__ unsigned radix_key(float x) {
+  const unsigned u = __float_as_uint(x == 0.f ? 0.f : x);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// A seed row (its list still empty, every other point of its diagonal tile
+// a candidate, written in index order): one warp finds the k-th smallest
+// key by a radix select (four 8-bit passes over the candidates, a 256-bin
+// histogram in shared memory), takes the entries below it and, of those
+// equal to it, the first in index order, and writes them ranked. This
+// replaces sorting the whole tile row (Li & Amenta's merge would sort
+// thousands of candidates to keep k).
+template <class Source>
+__device__ void warp_seed(const ListsView& l, const Source& src, const Item& x, float* smem, int lane) {
+  unsigned* hist = reinterpret_cast<unsigned*>(smem);
+  float* sd = smem + 256;
+  int* si = reinterpret_cast<int*>(sd + kWarpMergeMaxK);
+  const int k = l.k, m = x.count;
+  int nsel = 0;
+  if (m <= k) {
+    for (int b = lane; b < m; b += 32) sd[b] = x.dist[b], si[b] = x.index[b];
+    nsel = m;
+  } else {
+    unsigned prefix = 0, mask = 0;
+    int want = k;  // rank (from 1) of the k-th smallest among the keys matching prefix
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int b = lane; b < 256; b += 32) hist[b] = 0;
+      __syncwarp();
+      for (int b = lane; b < m; b += 32) {
+        const unsigned u = radix_key(x.dist[b]);
+        if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & 255u], 1u);
+      }
+      __syncwarp();
+      unsigned c[8], sum = 0;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) c[e] = hist[lane * 8 + e], sum += c[e];
+      unsigned incl = sum;
+      for (int off = 1; off < 32; off <<= 1) {
+        const unsigned o = __shfl_up_sync(kFullMask, incl, off);
+        if (lane >= off) incl += o;
+      }
+      const unsigned excl = incl - sum;
+      const unsigned hit = __ballot_sync(kFullMask, excl < static_cast<unsigned>(want) && static_cast<unsigned>(want) <= incl);
+      const int owner = __ffs(hit) - 1;
+      int digit = 0, before = 0;
+      if (lane == owner) {
+        unsigned run = excl;
+        for (int e = 0; e < 8; ++e) {
+          if (run + c[e] >= static_cast<unsigned>(want)) {
+            digit = lane * 8 + e;
+            break;
+          }
+          run += c[e];
+        }
+        before = static_cast<int>(run);
+      }
+      digit = __shfl_sync(kFullMask, digit, owner);
+      before = __shfl_sync(kFullMask, before, owner);
+      want -= before;
+      prefix |= static_cast<unsigned>(digit) << shift;
+      mask |= 255u << shift;
+      __syncwarp();
+    }
+    // prefix is the k-th smallest key; `want` entries equal to it belong in
+    // (the first ones, which are the smallest indices), all smaller ones do.
+    int taken_eq = 0;
+    for (int b0 = 0; b0 < m; b0 += 32) {
+      const int b = b0 + lane;
+      const unsigned u = b < m ? radix_key(x.dist[b]) : 0xffffffffu;
+      const bool less = b < m && u < prefix;
+      const bool eq = b < m && u == prefix;
+      const unsigned below = (1u << lane) - 1u;
+      const unsigned eqm = __ballot_sync(kFullMask, eq);
+      const bool take = less || (eq && taken_eq + __popc(eqm & below) < want);
+      const unsigned tm = __ballot_sync(kFullMask, take);
+      if (take) {
+        const int at = nsel + __popc(tm & below);
+        sd[at] = x.dist[b], si[at] = x.index[b];
+      }
+      nsel += __popc(tm);
+      taken_eq += __popc(eqm);
+    }
+  }
+  __syncwarp();
+  float* ld = l.dist + static_cast<size_t>(x.row) * k;
+  int* li = l.index + static_cast<size_t>(x.row) * k;
+  for (int a = lane; a < nsel; a += 32) {
+    const float kd = sd[a];
+    const int ki = si[a];
+    int r = 0;
+    for (int t = 0; t < nsel; ++t) r += key_less(sd[t], si[t], kd, ki);
+    ld[r] = kd, li[r] = ki;
+  }
+  __syncwarp();
+  if (lane == 0) {
+    publish(l, x.row, nsel, ld);
+    src.done(x);
+  }
+  __syncwarp();
+}
+
 // Candidates are taken kMergeChunk at a time: each chunk is sorted in shared
 // memory and merged into the list, keeping the lower k, so shared memory
 // stays (k + kMergeChunk) entries whatever a slot's capacity.
@@ -172,12 +279,21 @@ __device__ void block_merge(const ListsView& l, const Source& src, const Item& x
 
 template <class Source>
 // chunk: candidates sorted at a time, a power of two; shared memory holds k + chunk entries.
-__global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src, bool force_block, int chunk) {
+__global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src, bool force_block, int chunk, bool seed) {
   extern __shared__ float smem[];
   const int n_items = src.items();
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const bool warp_path = !force_block && l.k <= kWarpMergeMaxK;
+  if (warp_path && seed) {
+    // A seed tile: every list is empty, every item a whole tile row.
+    for (int it = blockIdx.x * kWarps + warp; it < n_items; it += gridDim.x * kWarps) {
+      const Item x = src.item(it);
+      if (x.count > 0) warp_seed(l, src, x, smem + warp * kWarpSmemFloats, lane);
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) src.finish();
+    return;
+  }
   if (warp_path) {
     for (int it = blockIdx.x * kWarps + warp; it < n_items; it += gridDim.x * kWarps) {
       const Item x = src.item(it);
@@ -206,7 +322,7 @@ int merge_grid() {
 }
 
 template <class Source>
-void launch_merge(ListsView l, Source src, bool force_block, int max_candidates, cudaStream_t s) {
+void launch_merge(ListsView l, Source src, bool force_block, int max_candidates, cudaStream_t s, bool seed = false) {
   const size_t smem = merge_shared_bytes(l.k, max_candidates);
   const int chunk = next_pow2(std::min(std::max(max_candidates, 1), kMergeChunk));
   static thread_local int configured_device = -1;
@@ -220,7 +336,7 @@ void launch_merge(ListsView l, Source src, bool force_block, int max_candidates,
     configured_device = dev;
     configured_bytes = smem;
   }
-  merge_kernel<Source><<<merge_grid(), kThreads, smem, s>>>(l, src, force_block, chunk);
+  merge_kernel<Source><<<merge_grid(), kThreads, smem, s>>>(l, src, force_block, chunk, seed);
   launch_check("merge kernel");
 }
 
@@ -234,8 +350,8 @@ size_t merge_shared_bytes(int k, int max_candidates) {
 }
 
 void launch_merge_tile(ListsView lists, CandidatesView c, int counter, int reset_counter, int r0, int c0,
-                       bool force_block, int max_candidates, cudaStream_t s) {
-  launch_merge(lists, TileSource{c, counter, reset_counter, r0, c0}, force_block, max_candidates, s);
+                       bool force_block, int max_candidates, cudaStream_t s, bool seed) {
+  launch_merge(lists, TileSource{c, counter, reset_counter, r0, c0}, force_block, max_candidates, s, seed);
 }
 
 void launch_merge_lists(ListsView lists, const float* other_dist, const int* other_index, const int* other_fill,

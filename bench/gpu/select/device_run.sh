@@ -34,7 +34,7 @@ case $phase in
 tests)
   # 1. Every strategy (and auto) against the CPU backend, element for element.
   t=$SECONDS
-  timeout 420 "$(exe test_gpu_select)" --gtest_color=no > "$dir/test_gpu_select.log" 2>&1 || status=1
+  timeout "${TEST_SECONDS:-420}" "$(exe test_gpu_select)" --gtest_color=no > "$dir/test_gpu_select.log" 2>&1 || status=1
   note "test_gpu_select: exit $status, $((SECONDS - t)) s, MANIFOLD_FASHION_MNIST_DIR=${MANIFOLD_FASHION_MNIST_DIR:-unset}"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[ seed|^\[ refused|tests ran|Failure|Expected|Which is|row [0-9]+ position" \
     "$dir/test_gpu_select.log" | head -60 | tee -a "$summary"
