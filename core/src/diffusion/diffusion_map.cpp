@@ -71,8 +71,9 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 namespace manifold::detail {
 
-/// Row blocks of an n x m column-major basis small enough to stay in a
-/// core's L2 cache between the two products of a fused pass.
+/// Row blocks (about 1 MiB each) of an n x m column-major basis, several per
+/// thread, handed out dynamically: on a busy machine a descheduled thread
+/// must not hold up the pass.
 inline int64_t basis_chunks(int64_t n, int64_t m) {
   const int64_t rows = std::max<int64_t>(512, (int64_t{1} << 17) / std::max<int64_t>(m, 1));
   return std::max<int64_t>(1, (n + rows - 1) / rows);
@@ -173,8 +174,8 @@ class Spectra::Lanczos<double, Spectra::ArnoldiOp<double, manifold::detail::Diff
   template <typename T>
   Lanczos(T&& op, Index m) : Base(std::forward<T>(op), m) {}
 
-  // As Spectra::Lanczos::factorize_from; the V h update of each DGKS
-  // correction and the V^T f of its test share one pass over V.
+  // As Spectra::Lanczos::factorize_from, with the passes over V on all
+  // cores and a DGKS correction accepted by ARPACK's test (below).
   void factorize_from(Index from_k, Index to_m, Index& op_counter) override {
     if (to_m <= from_k) return;
     if (from_k > m_k)
@@ -359,7 +360,8 @@ DeflatedTop deflated_top(const DiffusionMatrix& a, const Eigen::MatrixXd& v, dou
                          Progress& progress, uint64_t seed, int64_t max_steps) {
   DeflatedTop r;
   const int64_t n = a.n;
-  const int t = hardware_threads(threads);
+  // Threads for the projection only when V is larger than a cache's worth.
+  const int t = n * v.cols() < 200000 ? 1 : hardware_threads(threads);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-0.5, 0.5);
   Eigen::VectorXd q(n), q_prev = Eigen::VectorXd::Zero(n), w(n), c(v.cols());
