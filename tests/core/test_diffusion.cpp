@@ -390,6 +390,39 @@ TEST(KnownSpectra, LockCheckLeavesASimpleSpectrumAlone) {
   for (int c = 0; c < count; ++c) EXPECT_NEAR(e.values[c], want[c], 1e-10) << c;
 }
 
+TEST(Diffusion, SolverOrderAndStartVectorChangeNothing) {
+  // The solve runs on the matrix in reverse Cuthill-McKee order and may start
+  // from a guess; neither may change the eigenpairs beyond the tolerance.
+  KnnGraph g = knn_of(random_points(800, 3, 9), 800, 3, 15);
+  DiffusionParams p;
+  Progress progress;
+  DiffusionMatrix a = diffusion_matrix(g, p, progress);
+  const int count = 7;
+  const std::vector<double> want = dense_top(a, count);
+  EigenOptions plain;
+  plain.reorder = false;
+  const Eigenpairs base = top_eigenpairs(a, count, plain, progress);
+  EigenOptions reordered;
+  const Eigenpairs r = top_eigenpairs(a, count, reordered, progress);
+  EigenOptions guessed;
+  guessed.start.assign(static_cast<size_t>(a.n), 0.0);
+  for (int64_t i = 0; i < a.n; ++i)
+    for (int c = 0; c < count; ++c) guessed.start[i] += base.vectors[i * count + c];
+  const Eigenpairs s = top_eigenpairs(a, count, guessed, progress);
+  for (const Eigenpairs* e : {&base, &r, &s}) {
+    EXPECT_LE(e->max_residual, 1e-10);
+    for (int c = 0; c < count; ++c) {
+      EXPECT_NEAR(e->values[c], want[c], 1e-10) << c;
+      double dot = 0;
+      for (int64_t i = 0; i < a.n; ++i) dot += e->vectors[i * count + c] * base.vectors[i * count + c];
+      EXPECT_GT(std::abs(dot), 1 - 1e-8) << c;
+    }
+  }
+  EigenOptions bad;
+  bad.start.assign(10, 1.0);
+  EXPECT_THROW(top_eigenpairs(a, count, bad, progress), Error);
+}
+
 TEST(KnownSpectra, IntervalGivesRatiosOneFourNine) {
   // Evenly spaced points on [0, 1]: with alpha = 1 the limit is the Neumann
   // Laplacian, eigenfunctions cos(m pi x), eigenvalues (m pi)^2.
