@@ -752,6 +752,7 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
               {"lock_check", params.lock_check},
               {"lock_check_matvecs", e.check_matvecs},
               {"lock_check_recovered", e.recovered},
+              {"lock_check_settled", e.check_settled},
               {"max_residual", e.max_residual},
               {"converged", true},
               {"iterations", e.iterations},
