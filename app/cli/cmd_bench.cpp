@@ -154,8 +154,17 @@ int cmd_bench(int argc, char** argv) {
   else backends = {bname == "auto" ? (backend_available("gpu") ? "gpu" : "cpu") : bname};
   std::vector<std::string> selects;
   std::string sname = a.str("--select", "auto");
-  if (sname == "all") selects = {"warp", "quick", "sort", "heap", "merge", "bitonic", "auto"};
-  else selects = {sname};
+  if (sname == "all") {
+    selects = {"warp", "quick", "sort", "heap", "merge", "bitonic", "auto"};
+  } else {
+    // A comma-separated list runs each strategy in turn, like "all".
+    for (size_t at = 0; at <= sname.size();) {
+      const size_t comma = std::min(sname.find(',', at), sname.size());
+      if (comma > at) selects.push_back(sname.substr(at, comma - at));
+      at = comma + 1;
+    }
+    if (selects.empty()) throw UsageError("--select needs a strategy name");
+  }
 
   install_cancel_on_signal();
   TerminalProgress sink(stderr, true);

@@ -61,7 +61,7 @@ if [ -n "${VARIANTS:-}" ]; then
     for c in ${VCASES:-300000:128:20 100000:256:20}; do
       IFS=: read -r vn vd vk <<<"$c"
       if [ "$v" = cublas ]; then gemm=cublas; else gemm=fused; fi
-      MANIFOLD_GPU_GEMM=$gemm MANIFOLD_GPU_FUSED=$v "$bundle/bin/manifold" bench --backend gpu -n "$vn" -d "$vd" -k "$vk" \
+      MANIFOLD_GPU_GEMM=$gemm MANIFOLD_GPU_FUSED=$v "$bundle/bin/manifold" bench --backend gpu --select warp -n "$vn" -d "$vd" -k "$vk" \
         --repeats 5 --warmup 1 --json "$out/variant_${v}_${vn}_${vd}.json" > "$out/variant_${v}_${vn}_${vd}.log" 2>&1
       t=$(python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['cases'][0]; print('%.4f %.3f' % (c['median_wall_s'], c['over_floor']))" \
         "$out/variant_${v}_${vn}_${vd}.json" 2>/dev/null)

@@ -23,10 +23,9 @@ constexpr int kKs[] = {1, 16, 128, 1024, 4096};
 // --write-auto-table` from bench/gpu/select/results.json.
 const char* const kBest[3][5] = {
     // BEGIN kBest
-    // not measured, the nearest smaller N's pick: N=1000000 k=1, N=1000000 k=128, N=1000000 k=1024, N=1000000 k=4096
-    {"heap", "heap", "quick", "heap", "quick"},  // N = 10000
-    {"heap", "heap", "warp", "heap", "heap"},  // N = 100000
-    {"heap", "heap", "warp", "heap", "heap"},  // N = 1000000
+    {"heap", "warp", "merge", "heap", "sort"},  // N = 10000
+    {"warp", "warp", "warp", "heap", "sort"},  // N = 100000
+    {"warp", "warp", "warp", "warp", "merge"},  // N = 1000000
     // END kBest
 };
 

@@ -21,6 +21,9 @@ status=0
 if [ -z "${MANIFOLD_FASHION_MNIST_DIR:-}" ] && [ -d "$bundle/../data" ]; then
   export MANIFOLD_FASHION_MNIST_DIR=$(cd "$bundle/../data" && pwd)
 fi
+# The bundle's shared libraries, for executables started directly (and
+# under compute-sanitizer).
+export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 run() {  # NAME args...: through the bundle's launcher when it has one
   local name=$1; shift
   if [ -x "$bundle/run" ]; then "$bundle/run" "$name" "$@"; else "$bundle/bin/$name" "$@"; fi
