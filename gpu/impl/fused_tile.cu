@@ -9,9 +9,13 @@
 // (feature-major, [dpad][ld], see launch_transpose_block), so a k-slab of
 // 128 rows is 128 contiguous floats and goes from global to shared memory by
 // cp.async (16 bytes a thread, no registers, no transposing stores), through
-// a 4-stage pipeline. 128 threads compute a 128 x 128 block as 4 warps of
-// 64 x 64, each thread 8 x 16 entries (128 accumulators: much work per
-// shared-memory load and per warp, the shape cuBLAS's own FFMA kernels use).
+// a 4-stage pipeline of 8-deep k-slabs. The default shape: 256 threads
+// compute a 128 x 128 block as 8 warps of 64 x 32, each thread 8 x 8 entries
+// (16 warps per SM hide the shared-memory and barrier latency). Measured on
+// an H200 (bench/gpu/README.md), 8 x 16 entries per thread with 128 threads
+// -- the shape of cuBLAS's FFMA kernels -- was 25-45% slower here: 8 warps
+// per SM and an unrolled epilogue too large for the instruction cache.
+// MANIFOLD_GPU_FUSED picks another shape for tuning runs.
 //
 // Each entry is one fmaf chain over c = 0..d-1 in order (the zero padding
 // rows c >= d leave it unchanged), whatever the tile shape, device or
