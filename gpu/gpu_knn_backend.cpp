@@ -227,11 +227,7 @@ class GpuKnnBackend final : public KnnBackend {
     uint64_t total_tiles = 0;
     for (auto& s : strips) total_tiles += DeviceEngine::tiles_for(plan, s);
     // The result's host memory is fresh pages to fault in: touch it meanwhile.
-    const size_t nk = static_cast<size_t>(g.n) * g.k;
-    auto host_result = std::async(std::launch::async, [&g, nk] {
-      g.indices.resize(nk);
-      g.distances.resize(nk);
-    });
+    auto host_result = std::async(std::launch::async, [&g] { g.allocate_result(); });
     const auto t2 = std::chrono::steady_clock::now();
     progress.stage("knn", total_tiles, "tiles");
     std::atomic<bool> stop{false};

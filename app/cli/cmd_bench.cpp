@@ -7,6 +7,7 @@
 // rate in the same run and reports each case against the float32 GEMM floor
 // N^2 d / rate (the distance matrix is symmetric: half of 2 N^2 d).
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -89,7 +90,7 @@ Dataset prefix(const Dataset& ds, int64_t n, const std::shared_ptr<const Dataset
 int cmd_bench(int argc, char** argv) {
   auto specs = knn_option_specs();
   for (auto s : {"-n", "-d", "--data", "--json", "--repeats", "--warmup", "--seed", "--sgemm", "--case-limit-s",
-                 "--long-case-s"})
+                 "--long-case-s", "--min-time-s"})
     specs.push_back({s});
   Args a("bench", specs, argc, argv, 2);
   if (!a.positionals().empty()) throw UsageError("bench: unexpected argument '" + a.positionals()[0] + "'");
@@ -118,6 +119,10 @@ int cmd_bench(int argc, char** argv) {
   const std::vector<int64_t> ns = integer_list(a, "-n", 20000, 2, INT64_MAX);
   const int repeats = static_cast<int>(a.integer("--repeats", 5, 1, 1000));
   const int warmup = static_cast<int>(a.integer("--warmup", 1, 0, 100));
+  // Short cases (milliseconds) are noisy: repeat past --repeats until the
+  // measured runs add up to --min-time-s (at most 100 runs).
+  const double min_time_s = a.real("--min-time-s", 0.0);
+  if (min_time_s < 0) throw UsageError("--min-time-s: must be >= 0");
   const uint64_t seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
   [[maybe_unused]] const int64_t sgemm_size = a.integer("--sgemm", 8192, 0, 65536);  // GPU builds only
   const int64_t n_max = *std::max_element(ns.begin(), ns.end());
@@ -191,6 +196,11 @@ int cmd_bench(int argc, char** argv) {
                     {"layout", "C = A^T B, float32, cuBLAS"}};
     std::printf("cuBLAS SGEMM %lldx%lldx%lld on GPU %d: %.2f TFLOP/s (%s math)\n", static_cast<long long>(r.m),
                 static_cast<long long>(r.n), static_cast<long long>(r.k), gpu0, r.tflops, r.math_mode.c_str());
+  }
+  if (uses_gpu) {
+    // What `--select auto` looks up in this run (built in, or MANIFOLD_SELECT_TABLE).
+    const char* file = std::getenv("MANIFOLD_SELECT_TABLE");
+    out["select_table"] = {{"file", file && *file ? file : "built in"}, {"text", gpu::select_table_text()}};
   }
 #endif
 
@@ -277,13 +287,17 @@ int cmd_bench(int argc, char** argv) {
           std::map<std::string, std::vector<double>> stages;
           KnnGraph last;
           try {
-            for (int r = 0; r < case_warmup + case_repeats; ++r) {
+            double measured_s = 0;
+            for (int r = 0; r < case_warmup + case_repeats ||
+                            (!long_case && measured_s < min_time_s && totals.size() < 100);
+                 ++r) {
               last = KnnGraph{};  // the previous result's memory back before the next build
               auto t0 = std::chrono::steady_clock::now();
               last = backend->build(view, p, progress);
               double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
               if (r < case_warmup) continue;
               totals.push_back(wall);
+              measured_s += wall;
               for (auto& [st, t] : last.timings) stages[st].push_back(t);
             }
           } catch (const Cancelled&) {
@@ -298,6 +312,7 @@ int cmd_bench(int argc, char** argv) {
           }
           const double med = median(totals);
           c["strategy"] = last.strategy;
+          c["repeats"] = totals.size();
           c["wall_s"] = totals;
           c["median_wall_s"] = med;
           nlohmann::json st = nlohmann::json::object();

@@ -114,8 +114,7 @@ class CpuKnnBackend final : public KnnBackend {
       }
     });
     lists = {};
-    g.indices.resize(static_cast<size_t>(n * g.k));
-    g.distances.resize(static_cast<size_t>(n * g.k));
+    g.allocate_result();
     exact::CandidateLists cl{cand_dist.data(), cand_index.data(), fill.data(), n, capacity};
     const double ymax = n ? *std::max_element(norms.begin(), norms.end()) : 0.0;
     std::vector<int> status(static_cast<size_t>(n));

@@ -10,7 +10,49 @@
 #include "manifold/exact/certify.h"
 #include "manifold/parallel.h"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 namespace manifold {
+
+namespace {
+
+/// Asks for huge pages and faults in the whole pages inside [p, p + bytes)
+/// on a few threads, before anything is written there. A hint: where the
+/// kernel refuses (older than 5.14, not Linux), the first writes fault as
+/// before.
+void populate_pages(void* p, size_t bytes) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+  constexpr uintptr_t kPage = 4096, kHuge = uintptr_t{2} << 20;
+  if (bytes < (size_t{64} << 20)) return;
+  const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kPage - 1);
+  madvise(reinterpret_cast<void*>(a), e - a, MADV_HUGEPAGE);
+  const int threads = std::min(4, hardware_threads());
+  const uintptr_t chunk = ((e - a) / threads + kHuge - 1) & ~(kHuge - 1);
+  parallel_for(0, threads, threads, [&](int64_t t) {
+    const uintptr_t b = a + static_cast<uintptr_t>(t) * chunk;
+    if (b < e) madvise(reinterpret_cast<void*>(b), std::min(e, b + chunk) - b, MADV_POPULATE_WRITE);
+  }, 1);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
+}  // namespace
+
+void KnnGraph::allocate_result() {
+  const size_t nk = static_cast<size_t>(n) * static_cast<size_t>(k);
+  indices.clear();
+  distances.clear();
+  indices.reserve(nk);
+  distances.reserve(nk);
+  populate_pages(indices.data(), nk * sizeof(int64_t));
+  populate_pages(distances.data(), nk * sizeof(float));
+  indices.resize(nk);
+  distances.resize(nk);
+}
 
 std::string to_string(Metric m) {
   switch (m) {

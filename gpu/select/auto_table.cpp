@@ -8,8 +8,17 @@
 // log scale.
 #include "select/auto_table.h"
 
+#include "manifold/gpu/gpu_knn_backend.h"
+
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "manifold/error.h"
 
 namespace manifold::gpu::select {
 
@@ -29,10 +38,84 @@ const char* const kBest[3][5] = {
     // END kBest
 };
 
-template <class T, size_t N>
-size_t nearest_log(const T (&grid)[N], double v) {
+struct Table {
+  std::vector<int64_t> ns;
+  std::vector<int> ks;
+  std::vector<std::vector<std::string>> best;  // [n bucket][k bucket]
+};
+
+Table builtin() {
+  Table t;
+  t.ns.assign(std::begin(kNs), std::end(kNs));
+  t.ks.assign(std::begin(kKs), std::end(kKs));
+  for (auto& row : kBest) t.best.emplace_back(std::begin(row), std::end(row));
+  return t;
+}
+
+Table parse(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("MANIFOLD_SELECT_TABLE=" + path + ": cannot read the file");
+  Table t;
+  std::string line;
+  int lineno = 0;
+  auto fail = [&](const std::string& why) {
+    throw Error("MANIFOLD_SELECT_TABLE=" + path + ": line " + std::to_string(lineno) + ": " + why);
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream ls(line);
+    std::string head;
+    if (!(ls >> head)) continue;
+    std::vector<std::string> words;
+    for (std::string w; ls >> w;) words.push_back(w);
+    if (head == "k") {
+      if (!t.ks.empty()) fail("a second 'k' line");
+      for (auto& w : words) {
+        char* end = nullptr;
+        const long v = std::strtol(w.c_str(), &end, 10);
+        if (*end || v < 1 || (!t.ks.empty() && v <= t.ks.back())) fail("k values must be increasing integers >= 1");
+        t.ks.push_back(static_cast<int>(v));
+      }
+      if (t.ks.empty()) fail("no k values");
+      continue;
+    }
+    if (t.ks.empty()) fail("the 'k K1 K2 ...' line must come first");
+    char* end = nullptr;
+    const long long n = std::strtoll(head.c_str(), &end, 10);
+    if (*end || n < 1 || (!t.ns.empty() && n <= t.ns.back())) fail("N values must be increasing integers >= 1");
+    if (words.size() != t.ks.size())
+      fail(std::to_string(words.size()) + " strategies for " + std::to_string(t.ks.size()) + " k values");
+    for (auto& w : words)
+      if (w != "warp" && w != "merge" && w != "quick" && w != "sort" && w != "heap" && w != "bitonic")
+        fail("unknown strategy '" + w + "' (warp, merge, quick, sort, heap, bitonic)");
+    t.ns.push_back(n);
+    t.best.push_back(words);
+  }
+  if (t.ns.empty()) fail("no 'N S1 S2 ...' rows");
+  return t;
+}
+
+const Table& table() {
+  static std::mutex m;
+  static Table t;
+  static std::string loaded_from;
+  static bool loaded = false;
+  std::lock_guard lock(m);
+  const char* env = std::getenv("MANIFOLD_SELECT_TABLE");
+  const std::string path = env && *env ? env : "";
+  if (!loaded || path != loaded_from) {
+    t = path.empty() ? builtin() : parse(path);
+    loaded_from = path;
+    loaded = true;
+  }
+  return t;
+}
+
+template <class T>
+size_t nearest_log(const std::vector<T>& grid, double v) {
   size_t best = 0;
-  for (size_t i = 1; i < N; ++i)
+  for (size_t i = 1; i < grid.size(); ++i)
     if (std::fabs(std::log(v / static_cast<double>(grid[i]))) < std::fabs(std::log(v / static_cast<double>(grid[best]))))
       best = i;
   return best;
@@ -43,7 +126,8 @@ size_t nearest_log(const T (&grid)[N], double v) {
 std::string best_strategy(int64_t n, int k, int devices) {
   // The papers' strategies run on one GPU.
   if (devices > 1) return "warp";
-  std::string s = kBest[nearest_log(kNs, static_cast<double>(n < 1 ? 1 : n))][nearest_log(kKs, k < 1 ? 1 : k)];
+  const Table& t = table();
+  std::string s = t.best[nearest_log(t.ns, static_cast<double>(n < 1 ? 1 : n))][nearest_log(t.ks, k < 1 ? 1 : k)];
   // Beyond the measured k, a strategy must still support k: bitonic holds a
   // row's k + slack candidates in one block's shared memory (up to ~7000 on
   // an H200). The backend also takes the engine when a pick refuses.
@@ -51,4 +135,21 @@ std::string best_strategy(int64_t n, int k, int devices) {
   return s;
 }
 
+std::string table_text() {
+  const Table& t = table();
+  std::string out = "k";
+  for (int k : t.ks) out += " " + std::to_string(k);
+  out += "\n";
+  for (size_t i = 0; i < t.ns.size(); ++i) {
+    out += std::to_string(t.ns[i]);
+    for (auto& s : t.best[i]) out += " " + s;
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace manifold::gpu::select
+
+namespace manifold::gpu {
+std::string select_table_text() { return select::table_text(); }
+}  // namespace manifold::gpu

@@ -365,10 +365,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
 
   // The result's host memory is fresh pages to fault in (seconds for large
   // n k): touch it meanwhile.
-  auto host_result = std::async(std::launch::async, [&g, nk] {
-    g.indices.resize(nk);
-    g.distances.resize(nk);
-  });
+  auto host_result = std::async(std::launch::async, [&g] { g.allocate_result(); });
   const auto t2 = std::chrono::steady_clock::now();
   progress.stage("knn", tiles.size(), "tiles");
   constexpr size_t R = Context::kRing;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <random>
@@ -280,4 +281,52 @@ TEST(GpuSelectAuto, TableLookup) {
         EXPECT_LE(k, 4096);
       }
     }
+}
+
+// MANIFOLD_SELECT_TABLE: a table measured elsewhere replaces the built-in
+// one (nearest bucket on a log scale); a bad file is one clear error.
+TEST(GpuSelectAuto, TableFromFile) {
+  using manifold::gpu::select::best_strategy;
+  using manifold::gpu::select::table_text;
+  const std::string builtin = table_text();
+  const std::string path = testing::TempDir() + "select_table.txt";
+  auto write = [&](const std::string& text) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  };
+  write("# measured on another GPU\nk 1 100\n1000 heap sort  # small N\n100000 quick bitonic\n");
+  {
+    ScopedEnv env("MANIFOLD_SELECT_TABLE", path.c_str());
+    EXPECT_EQ(best_strategy(900, 2), "heap");
+    EXPECT_EQ(best_strategy(1200, 300), "sort");
+    EXPECT_EQ(best_strategy(200000, 1), "quick");
+    EXPECT_EQ(best_strategy(200000, 90), "bitonic");
+    EXPECT_EQ(best_strategy(200000, 9000), "warp");  // bitonic cannot hold k = 9000
+    EXPECT_EQ(best_strategy(200000, 16, 2), "warp");
+    EXPECT_EQ(table_text(), "k 1 100\n1000 heap sort\n100000 quick bitonic\n");
+  }
+  EXPECT_EQ(table_text(), builtin);  // unset: the built-in table again
+  const std::pair<const char*, const char*> bad[] = {
+      {"k 1 100\n1000 heap fastest\n", "line 2: unknown strategy 'fastest'"},
+      {"k 1 100\n1000 heap\n", "line 2: 1 strategies for 2 k values"},
+      {"1000 heap sort\n", "line 1: the 'k K1 K2 ...' line must come first"},
+      {"k 100 1\n", "line 1: k values must be increasing"},
+      {"k 1\n1000 heap\n10 warp\n", "line 3: N values must be increasing"},
+      {"k 1\n", "no 'N S1 S2 ...' rows"},
+  };
+  for (auto& [text, why] : bad) {
+    write(text);
+    ScopedEnv env("MANIFOLD_SELECT_TABLE", path.c_str());
+    try {
+      best_strategy(1000, 1);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const manifold::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  ScopedEnv missing("MANIFOLD_SELECT_TABLE", (path + ".absent").c_str());
+  EXPECT_THROW(best_strategy(1000, 1), manifold::Error);
 }

@@ -3,13 +3,14 @@
 # device command of at most 10 minutes:
 #   bash bench/gpu/select/device_run.sh BUNDLE_DIR OUT_DIR tests   # test_gpu_select + compute-sanitizer memcheck
 #   bash bench/gpu/select/device_run.sh BUNDLE_DIR OUT_DIR grid    # manifold bench --select all, table, plot
+#   bash bench/gpu/select/device_run.sh BUNDLE_DIR OUT_DIR auto    # a table from run A, auto checked in run B
 # BUNDLE_DIR: made by shared/tools/device-bundle with manifold and
 # test_gpu_select (BUNDLE_DIR/run NAME args, or BUNDLE_DIR/bin/NAME);
 # Fashion-MNIST in $MANIFOLD_FASHION_MNIST_DIR or BUNDLE_DIR/../data.
-# Everything the phase wrote is packed into OUT_DIR/results.tar (one file,
+# Everything the phase wrote is packed into OUT_DIR/results_PHASE.tar (one file,
 # plus a copy of its summary as OUT_DIR/summary.txt).
 set -uo pipefail
-usage="usage: device_run.sh BUNDLE_DIR OUT_DIR tests|grid"
+usage="usage: device_run.sh BUNDLE_DIR OUT_DIR tests|grid|auto"
 here=$(cd "$(dirname "$0")" && pwd)
 bundle=$(cd "${1:?$usage}" && pwd)
 out=${2:?$usage}
@@ -66,11 +67,43 @@ grid)
   cat "$dir/table.md" >> "$summary"
   python3 "$here/plot.py" "$dir/results.json" "$dir/select.png" >> "$summary" 2>&1 || note "plot failed"
   ;;
+auto)
+  # `auto` checked against a table it was not derived from, in one command:
+  # run A measures every strategy at AUTO_NS (default 10k and 100k) and
+  # gives the table (the 1M row from the committed runs 3 and 4 unless
+  # AUTO_NS has 1M); run B measures every strategy again with `auto` on
+  # A's table (MANIFOLD_SELECT_TABLE) and make_table.py compares auto with
+  # B's best, cell by cell. Millisecond cells repeat for at least
+  # MIN_TIME_S seconds; cells under LONG_CASE_S keep their repeats.
+  ns=${AUTO_NS:-10000,100000}
+  common=(bench --backend gpu --devices 0 -d 256 -n "$ns" -k "${AUTO_KS:-1,16,128,1024,4096}"
+          --repeats "${REPEATS:-3}" --warmup 1 --min-time-s "${MIN_TIME_S:-1}"
+          --long-case-s "${LONG_CASE_S:-6}" --case-limit-s "${CASE_LIMIT_S:-20}")
+  old_1m="$here/h200_run3/bench_select.json:1000000 $here/h200_run4/bench_auto.json:1000000"
+  case ",$ns," in *,1000000,*) old_1m="" ;; esac
+  for r in a b; do
+    t=$SECONDS
+    if [ $r = b ]; then export MANIFOLD_SELECT_TABLE=$dir/table_a.txt; fi
+    timeout "${GRID_SECONDS:-270}" "$(exe manifold)" "${common[@]}" --select "${AUTO_SELECT:-all}" \
+      --json "$dir/bench_$r.json" > "$dir/bench_$r.log" 2>&1 || { status=$?; note "bench $r: exit $status"; }
+    note "bench $r: $((SECONDS - t)) s"
+    if [ $r = a ]; then
+      # shellcheck disable=SC2086
+      python3 "$here/make_table.py" --write-table-file "$dir/table_a.txt" "$dir/results_a.json" $old_1m \
+        "$dir/bench_a.json" > "$dir/table_a.md" 2>&1 || status=1
+      cat "$dir/table_a.md" "$dir/table_a.txt" >> "$summary"
+    else
+      python3 "$here/make_table.py" "$dir/results_b.json" "$dir/bench_b.json" > "$dir/table_b.md" 2>&1 || status=1
+      cat "$dir/table_b.md" >> "$summary"
+    fi
+  done
+  unset MANIFOLD_SELECT_TABLE
+  ;;
 *)
   echo "$usage" >&2; exit 2 ;;
 esac
 
 note "phase $phase: $((SECONDS - start)) s, status $status"
 cp "$summary" "$out/summary_$phase.txt"
-tar -C "$out" -cf "$out/results.tar" "$phase" && rm -rf "$dir"
+tar -C "$out" -cf "$out/results_$phase.tar" "$phase" && rm -rf "$dir"
 exit $status

@@ -25,7 +25,11 @@ the committed JSON: `make_table.py --write-auto-table gpu/select/auto_table.cpp
 bench/gpu/select/results.json bench/gpu/select/results.json` reproduces it.
 Cells not measured take the pick of the nearest smaller N (marked).
 
-    make_table.py [--write-auto-table FILE] OUT.json BENCH.json...
+With --write-table-file FILE the same picks go to FILE in the format
+MANIFOLD_SELECT_TABLE reads, so a table measured on the GPU at hand can be
+used without rebuilding. BENCH.json:N1,N2 takes only those N's cases.
+
+    make_table.py [--write-auto-table FILE] [--write-table-file FILE] OUT.json BENCH.json[:N,...]...
 """
 import json
 import os
@@ -40,18 +44,30 @@ KS = [1, 16, 128, 1024, 4096]
 
 def main():
     args = sys.argv[1:]
-    auto_file = None
-    if args and args[0] == "--write-auto-table":
-        auto_file, args = args[1], args[2:]
+    auto_file = table_file = None
+    while args and args[0] in ("--write-auto-table", "--write-table-file"):
+        if args[0] == "--write-auto-table":
+            auto_file = args[1]
+        else:
+            table_file = args[1]
+        args = args[2:]
     out, inputs = args[0], args[1:]
     runs, cases = [], []
-    for path in inputs:
+    for spec in inputs:
+        # PATH:N1,N2 takes only those N's cases from PATH.
+        path, only_n = spec, None
+        m = re.fullmatch(r"(.*):([0-9,]+)", spec)
+        if m and not os.path.exists(spec):
+            path, only_n = m.group(1), {int(x) for x in m.group(2).split(",") if x}
         try:
             with open(path) as f:
                 j = json.load(f)
         except (OSError, ValueError) as e:
             print(f"skipping {path}: {e}")
             continue
+        if only_n is not None:
+            j = dict(j)
+            j["cases"] = [c for c in j.get("cases", []) if c.get("n") in only_n]
         if "runs" in j:  # a merged results file: its runs and cases as they are
             base = len(runs)
             runs.extend(j["runs"])
@@ -184,6 +200,15 @@ def main():
     print(text, end="")
     if notes:
         print("not measured (nearest smaller N's pick):", ", ".join(notes))
+    if table_file:  # the format MANIFOLD_SELECT_TABLE reads (gpu/select/auto_table.h)
+        with open(table_file, "w") as f:
+            f.write("# --select auto table from " + ", ".join(os.path.basename(x) for x in inputs) + "\n")
+            if notes:
+                f.write("# not measured, the nearest smaller N's pick: " + ", ".join(notes) + "\n")
+            f.write("k " + " ".join(str(k) for k in KS) + "\n")
+            for n, names in zip(NS, rows):
+                f.write(f"{n} " + " ".join(names) + "\n")
+        print("wrote", table_file)
     if auto_file:
         with open(auto_file) as f:
             src = f.read()

@@ -31,4 +31,8 @@ struct SgemmRate {
 /// zeros): `repeats` runs after one warm-up, CUDA events, median.
 SgemmRate measure_sgemm(int device, int64_t m, int64_t n, int64_t k, int repeats = 10);
 
+/// The `--select auto` table in use (built in, or MANIFOLD_SELECT_TABLE's
+/// file), as text: a `k ...` line and a line per N bucket.
+std::string select_table_text();
+
 }  // namespace manifold::gpu
