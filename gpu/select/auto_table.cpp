@@ -1,11 +1,13 @@
-// The table behind `--select auto`, from bench/gpu/select/results.json (one
-// NVIDIA H200, d = 256, random normal data, one GPU for every strategy;
-// bench/gpu/select/README.md). A cell holds the strategy with the smallest
-// median total time, or -- where the totals are set by the host faulting in
-// the result's pages (k >= 1024: seconds, the same for every strategy) --
-// the one with the fastest GPU pipeline; make_table.py writes these rows
-// from the JSON. Cells are looked up by the nearest measured N and k on a
-// log scale.
+// The table behind `--select auto`, measured on one NVIDIA H200 (d = 256,
+// random normal data, one GPU for every strategy; bench/gpu/select/README.md):
+// 10k and 100k from runs 5 and 6 (each a run A and a run B, every strategy),
+// 1M from runs 3 and 4. Per cell, the strategy whose worst median total over
+// those runs, relative to that run's best, is smallest (make_table.py writes
+// the rows between the markers). Since the result's pages are faulted in as
+// huge pages (KnnGraph::allocate_result), the engine's pipeline is the
+// fastest or within the runs' noise almost everywhere. Cells are looked up by
+// the nearest measured N and k on a log scale; MANIFOLD_SELECT_TABLE
+// replaces the table (auto_table.h).
 #include "select/auto_table.h"
 
 #include "manifold/gpu/gpu_knn_backend.h"
@@ -32,8 +34,8 @@ constexpr int kKs[] = {1, 16, 128, 1024, 4096};
 // --write-auto-table` from bench/gpu/select/results.json.
 const char* const kBest[3][5] = {
     // BEGIN kBest
-    {"heap", "warp", "merge", "heap", "sort"},  // N = 10000
-    {"warp", "warp", "warp", "heap", "sort"},  // N = 100000
+    {"warp", "warp", "warp", "warp", "bitonic"},  // N = 10000
+    {"warp", "warp", "warp", "warp", "warp"},  // N = 100000
     {"warp", "warp", "warp", "warp", "merge"},  // N = 1000000
     // END kBest
 };

@@ -33,7 +33,10 @@ TEST_P(GpuExactness, RandomDataMatchesFloat64AndCpu) {
   // 2600 rows: two row blocks of the default 2048-row tiles, one partial.
   const int64_t n = 2600;
   Dataset ds = random_dataset(n, 48, 4100 + k + 17 * static_cast<int>(metric));
-  KnnGraph g = build("gpu", ds, params(k, metric));
+  // The engine itself (`auto` may take a paper strategy: test_gpu_select).
+  KnnParams engine = params(k, metric);
+  engine.select = "warp";
+  KnnGraph g = build("gpu", ds, engine);
   EXPECT_EQ(g.backend, "gpu");
   EXPECT_EQ(g.strategy, k <= 256 ? "warp" : "merge");
   Reference ref = brute_force(ds, k, metric, false);
@@ -61,7 +64,9 @@ TEST_P(GpuLargeK, MatchesFloat64AndCpu) {
   const auto [metric, k] = GetParam();
   const int64_t n = 6000;
   Dataset ds = random_dataset(n, 24, 777 + k);
-  KnnGraph g = build("gpu", ds, params(k, metric));
+  KnnParams engine = params(k, metric);
+  engine.select = "warp";  // the engine: its block merge from k = 256 on
+  KnnGraph g = build("gpu", ds, engine);
   EXPECT_EQ(g.strategy, "merge");
   Reference ref = brute_force(ds, k, metric, false);
   // check_graph proves every choice is within float32 rounding of the true

@@ -57,13 +57,25 @@ grid)
   # auto runs first and its pick reuses that run. The JSON is rewritten
   # after every case, so a run cut short keeps what it measured.
   t=$SECONDS
-  timeout "${GRID_SECONDS:-560}" "$(exe manifold)" bench --backend gpu --devices 0 -d 256 --select all \
-    -n 10000,100000,1000000 -k 1,16,128,1024,4096 --repeats 3 --warmup 1 \
-    --long-case-s "${LONG_CASE_S:-2}" --case-limit-s "${CASE_LIMIT_S:-20}" \
-    --json "$dir/bench_select.json" > "$dir/bench_select.log" 2>&1 || { status=$?; note "bench: exit $status"; }
+  # GRID_NS, GRID_KS, GRID_SELECT, REPEATS, MIN_TIME_S narrow or lengthen it;
+  # GRID_PARTS="NS:KS:SELECT NS:KS:SELECT ..." runs several such grids into
+  # one JSON each (bench_select_1.json, ...), e.g. 1M without the strategies
+  # the 100k cells would have predicted to lose.
+  parts=${GRID_PARTS:-"${GRID_NS:-10000,100000,1000000}:${GRID_KS:-1,16,128,1024,4096}:${GRID_SELECT:-all}"}
+  i=0
+  for part in $parts; do
+    i=$((i + 1))
+    IFS=: read -r pns pks psel <<< "$part"
+    json=$dir/bench_select.json
+    [ "$(wc -w <<< "$parts")" -gt 1 ] && json=$dir/bench_select_$i.json
+    timeout "${GRID_SECONDS:-560}" "$(exe manifold)" bench --backend gpu --devices 0 -d 256 --select "$psel" \
+      -n "$pns" -k "$pks" --repeats "${REPEATS:-3}" --warmup 1 --min-time-s "${MIN_TIME_S:-0}" \
+      --long-case-s "${LONG_CASE_S:-2}" --case-limit-s "${CASE_LIMIT_S:-20}" \
+      --json "$json" >> "$dir/bench_select.log" 2>&1 || { status=$?; note "bench $part: exit $status"; }
+  done
   note "bench: $((SECONDS - t)) s"
   tail -30 "$dir/bench_select.log" >> "$summary"
-  python3 "$here/make_table.py" "$dir/results.json" "$dir/bench_select.json" > "$dir/table.md" 2>&1 || status=1
+  python3 "$here/make_table.py" "$dir/results.json" "$dir"/bench_select*.json > "$dir/table.md" 2>&1 || status=1
   cat "$dir/table.md" >> "$summary"
   python3 "$here/plot.py" "$dir/results.json" "$dir/select.png" >> "$summary" 2>&1 || note "plot failed"
   ;;
