@@ -182,7 +182,9 @@ class TestJobRunner : public QObject {
       QVERIFY(std::abs(sliced.distances[i] - direct_graph.distances[i]) <= 1e-5f * (1 + direct_graph.distances[i]));
     DiffusionResult direct = diffusion_map(sliced, q.diffusion, quiet);
     QCOMPARE(second->result->k, 8);
-    QVERIFY(max_abs_diff(second->result->coordinates, direct.coordinates) < 1e-12);
+    // A re-embedding is solved warm (rediffuse) to the solver tolerance: the
+    // full solve's result to residual / gap, not to the last bit.
+    QVERIFY(max_abs_diff(second->result->coordinates, direct.coordinates) < 1e-6);
     QVERIFY(max_abs_diff(second->result->coordinates, first->result->coordinates) > 1e-6);
 
     // Epsilon and alpha: a new eigensolve on the same graph.
@@ -194,7 +196,7 @@ class TestJobRunner : public QObject {
     QVERIFY(third && third->graph_reused && !third->retimed);
     DiffusionResult direct_e = diffusion_map(sliced, e.diffusion, quiet);
     QCOMPARE(third->result->epsilon, direct_e.epsilon);
-    QVERIFY(max_abs_diff(third->result->coordinates, direct_e.coordinates) < 1e-12);
+    QVERIFY(max_abs_diff(third->result->coordinates, direct_e.coordinates) < 1e-6);
     QVERIFY(third->result->bgh.contains("slope"));
 
     // Only t: coordinates rescaled from the eigenvectors, no eigensolve.
@@ -204,7 +206,7 @@ class TestJobRunner : public QObject {
     auto fourth = wait_for_outcome(runner, finished, failed);
     QVERIFY(fourth && fourth->retimed);
     DiffusionResult direct_t = diffusion_map(sliced, tt.diffusion, quiet);
-    QVERIFY(max_abs_diff(fourth->result->coordinates, direct_t.coordinates) < 1e-12);
+    QVERIFY(max_abs_diff(fourth->result->coordinates, direct_t.coordinates) < 1e-6);
 
     // A larger k or another metric needs a new graph.
     RunParameters bigger = p;
@@ -224,10 +226,11 @@ class TestJobRunner : public QObject {
     QVERIFY(runner.cachedGraph(cosine) == fifth->graph);
   }
 
-  // A re-embedding on the cached graph shows a warm-start preview first
-  // (close to the exact result), then the exact result, equal to core's
-  // diffusion_map(). Previews of superseded jobs are dropped; a t-only change
-  // needs none.
+  // A re-embedding on the cached graph is solved warm (core's rediffuse());
+  // when that reaches the solver tolerance it is the result, with no preview
+  // and no second solve, equal to core's diffusion_map() to the tolerance;
+  // otherwise it is shown as a preview first, then the exact result.
+  // Previews of superseded jobs are dropped; a t-only change needs none.
   void reembedPreviewsThenRefines() {
     auto strip = bent_strip(3000);
     JobRunner runner;
@@ -256,23 +259,32 @@ class TestJobRunner : public QObject {
     runner.run(q);
     auto final_outcome = wait_for_outcome(runner, finished, failed);
     QVERIFY(final_outcome);
-    QCOMPARE(order, QStringList({"preview", "final"}));
-    auto preview = previews.last().at(0).value<std::shared_ptr<const EmbeddingOutcome>>();
-    QVERIFY(preview && preview->preview && !final_outcome->preview);
-    QVERIFY(preview->graph_reused && preview->graph == first->graph);
-    QCOMPARE(preview->params.knn.k, 10);
-    QVERIFY(preview->residual >= 0);
-    QCOMPARE(preview->result->n, final_outcome->result->n);
-    QCOMPARE(preview->result->m, 3);
-    for (int c = 0; c < 3; ++c) {
-      const double cs = column_cosine(preview->result->coordinates, final_outcome->result->coordinates, 3, c);
-      QVERIFY2(cs > 0.99, qPrintable(QStringLiteral("column %1: |cos| = %2").arg(c + 1).arg(cs)));
+    QVERIFY(!final_outcome->preview);
+    QVERIFY(final_outcome->graph_reused && final_outcome->graph == first->graph);
+    if (final_outcome->result->solver.value("converged", false) &&
+        final_outcome->result->solver.value("method", std::string()).find("LOBPCG") != std::string::npos) {
+      QCOMPARE(order, QStringList({"final"}));  // warm and exact: nothing to refine
+    } else {
+      QCOMPARE(order, QStringList({"preview", "final"}));
+      auto preview = previews.last().at(0).value<std::shared_ptr<const EmbeddingOutcome>>();
+      QVERIFY(preview && preview->preview);
+      QVERIFY(preview->graph_reused && preview->graph == first->graph);
+      QCOMPARE(preview->params.knn.k, 10);
+      QVERIFY(preview->residual >= 0);
+      QCOMPARE(preview->result->n, final_outcome->result->n);
+      QCOMPARE(preview->result->m, 3);
+      for (int c = 0; c < 3; ++c) {
+        const double cs = column_cosine(preview->result->coordinates, final_outcome->result->coordinates, 3, c);
+        QVERIFY2(cs > 0.99, qPrintable(QStringLiteral("column %1: |cos| = %2").arg(c + 1).arg(cs)));
+      }
     }
-    // The exact result is core's, and it is what the runner keeps.
+    // The exact result is core's diffusion_map() to the solver tolerance
+    // (residual 1e-10: eigenvalues to ~1e-13, eigenvectors to residual /
+    // gap), and it is what the runner keeps.
     Progress quiet;
     DiffusionResult direct = diffusion_map(first->graph->sliced(10), q.diffusion, quiet);
-    QVERIFY(max_abs_diff(final_outcome->result->coordinates, direct.coordinates) < 1e-12);
-    QVERIFY(max_abs_diff(final_outcome->result->eigenvalues, direct.eigenvalues) < 1e-12);
+    QVERIFY(max_abs_diff(final_outcome->result->coordinates, direct.coordinates) < 1e-6);
+    QVERIFY(max_abs_diff(final_outcome->result->eigenvalues, direct.eigenvalues) < 1e-10);
     QVERIFY(runner.current() == final_outcome);
 
     // A change that supersedes a re-embedding drops its preview: only the
@@ -292,7 +304,7 @@ class TestJobRunner : public QObject {
     for (const auto& args : previews)
       QCOMPARE(args.at(0).value<std::shared_ptr<const EmbeddingOutcome>>()->params.diffusion.alpha, 0.0);
     DiffusionResult direct_b = diffusion_map(first->graph->sliced(12), b.diffusion, quiet);
-    QVERIFY(max_abs_diff(last->result->coordinates, direct_b.coordinates) < 1e-12);
+    QVERIFY(max_abs_diff(last->result->coordinates, direct_b.coordinates) < 1e-6);
 
     // Cancelling during the refinement keeps the last exact result.
     previews.clear();
@@ -301,14 +313,15 @@ class TestJobRunner : public QObject {
     c.diffusion.alpha = 1.0;
     connect(&runner, &JobRunner::previewReady, &runner, [&runner] { runner.cancel(); });
     runner.run(c);
-    QVERIFY(cancelled.wait(60000) || finished.count() > 1);
+    QTRY_VERIFY_WITH_TIMEOUT(cancelled.count() > 0 || finished.count() > 1, 60000);
     QVERIFY(runner.current() == last || finished.count() > 1);
     QVERIFY(!runner.busy());
 
     // Only t: rescaled at once, no preview.
+    const bool c_finished = finished.count() > 1;  // c converged warm before any preview could cancel it
     previews.clear();
     finished.clear();
-    RunParameters tt = b;
+    RunParameters tt = c_finished ? c : b;
     tt.diffusion.t = 2;
     runner.run(tt);
     auto retimed = wait_for_outcome(runner, finished, failed);

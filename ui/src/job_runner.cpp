@@ -229,11 +229,10 @@ void JobRunner::start(const RunParameters& params) {
         std::shared_ptr<DiffusionResult> exact;
         if (warm) {
           DiffusionResult r = rediffuse(*graph, dp, *previous->result, progress);
-          const bool warm_step = r.solver.value("method", std::string()).rfind("block Rayleigh-Ritz", 0) == 0;
-          if (!warm_step) {
-            // rediffuse() solved in full (another point set, or too small a
-            // Krylov space): that is the exact result, shown once (the
-            // full solve's JSON has a max_residual too, so that is no test).
+          if (r.solver.value("converged", false)) {
+            // rediffuse() reached the solver tolerance (or solved in full:
+            // another point set, too small a component): that is the exact
+            // result, shown once.
             exact = std::make_shared<DiffusionResult>(std::move(r));
           } else {
             auto preview = std::make_shared<EmbeddingOutcome>(*outcome);

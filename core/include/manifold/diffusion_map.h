@@ -149,19 +149,44 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
                               const DiffusionResult* start_from = nullptr);
 
 /// Re-embedding for interaction after a change of k' or epsilon on the same
-/// graph. The full solve needs thousands of Lanczos steps when the top of the
-/// spectrum is clustered (gaps ~1e-5 at N = 1e5); but the eigenvectors of a
-/// diffusion operator approximate the same Laplace-Beltrami eigenfunctions
-/// for every k' and epsilon, so the previous ones (mapped to the new degrees)
-/// and `block_steps` block-Krylov extensions span a space on which one
-/// Rayleigh-Ritz step gives the new eigenpairs, for (block_steps + 1)(M + 1)
-/// mat-vecs. The accuracy is measured, not assumed: result.solver holds
-/// "max_residual" and "converged" (residual <= params.tolerance); a caller
-/// that needs the tolerance runs diffusion_map() next, best with this
-/// result as `start_from`. Falls back to diffusion_map() when `previous`
-/// embedded other points.
+/// graph, to the solver tolerance. Krylov methods need thousands of mat-vecs
+/// when the top of the spectrum is clustered (gaps ~1e-5 at N = 1e5),
+/// whatever their start; but the eigenvectors of a diffusion operator
+/// approximate the same Laplace-Beltrami eigenfunctions for every k' and
+/// epsilon, so the previous ones (mapped to the new degrees) start block
+/// LOBPCG on L = I - A, preconditioned by a smoothed-aggregation AMG V-cycle
+/// for L + shift I built on the new matrix, which converges in a dozen or so
+/// iterations independent of the clustering. result.solver holds
+/// "max_residual" (recomputed from A), "converged" (every pair reached
+/// params.tolerance: the result is the exact solve's, to the tolerance), the
+/// iteration, mat-vec and V-cycle counts and the AMG hierarchy.
+/// `max_iterations` (0: the solver's default, 60) caps the LOBPCG
+/// iterations; a result that stopped there has converged = false and is a
+/// preview (diffusion_map(..., &it) gives the exact solve). Falls back to
+/// diffusion_map() (converged, method "Spectra ...") when `previous`
+/// embedded other points or the component is too small for the block.
 DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, const DiffusionResult& previous,
-                          Progress& progress, int block_steps = 2);
+                          Progress& progress, int max_iterations = 0);
+
+/// How closely `other` reproduces `ref` (two embeddings of the same points
+/// with the same number of coordinates, e.g. a re-embedding and the full
+/// solve). Eigenvectors are compared as the orthonormal eigenvectors
+/// v = sqrt(d) psi of A (`degree`: A's d, DiffusionMatrix::degree), cluster
+/// by cluster: consecutive eigenvalues of ref whose distance is at most
+/// `cluster_gap` (1 - lambda) are one cluster, whose eigenvectors are only
+/// defined as a subspace; worst_cos is the smallest, over clusters, cosine of
+/// the largest principal angle between the two spans (the smallest singular
+/// value of V_ref^T V_other: |cos| for a single vector). The trivial
+/// psi_0 = 1 is left out of worst_cos.
+struct EmbeddingAgreement {
+  double worst_cos = 1;
+  int clusters = 0;                       ///< clusters among the non-trivial pairs
+  int largest_cluster = 0;
+  double max_eigenvalue_difference = 0;   ///< max |lambda_ref - lambda_other|
+  double max_rel_error_1_minus_lambda = 0;///< max |lambda_ref - lambda_other| / (1 - lambda_ref), non-trivial pairs
+};
+EmbeddingAgreement compare_embeddings(const DiffusionResult& ref, const DiffusionResult& other,
+                                      const std::vector<double>& degree, double cluster_gap = 1e-3);
 
 /// Nystrom extension: places `count` new points given, for each, `kn`
 /// neighbour rows of the input graph (indices, -1 = unused) and the true

@@ -1,6 +1,7 @@
 // Stages 7-8: the eigensolve (Spectra on a CSR operator) and the Markov
 // eigenvectors / diffusion coordinates.
 #include <Eigen/Dense>
+#include <Eigen/SVD>
 #include <Spectra/SymEigsSolver.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "manifold/diffusion_map.h"
 #include "manifold/error.h"
 #include "manifold/parallel.h"
+#include "warm_eigensolver.h"
 
 namespace manifold::detail {
 
@@ -412,6 +414,10 @@ DeflatedTop deflated_top(const DiffusionMatrix& a, const Eigen::MatrixXd& v, dou
   return r;
 }
 
+}  // namespace
+
+namespace detail {
+
 /// Reverse Cuthill-McKee order of the matrix graph: breadth-first from a
 /// pseudo-peripheral row, neighbours by ascending degree, reversed. Rows
 /// joined by an edge end up close, so the mat-vec's reads of x stay in
@@ -493,6 +499,10 @@ DiffusionMatrix permuted(const DiffusionMatrix& a, const std::vector<int32_t>& o
   return b;
 }
 
+}  // namespace detail
+
+namespace {
+
 /// lambda^t; for a negative lambda and fractional t the odd extension
 /// sign(lambda) |lambda|^t keeps the coordinate real.
 double lambda_power(double l, double t) {
@@ -512,8 +522,8 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& original, int count, const Eige
   std::vector<int32_t> order;
   DiffusionMatrix reordered;
   if (o.reorder) {
-    order = rcm_order(original);
-    reordered = permuted(original, order, o.threads);
+    order = detail::rcm_order(original);
+    reordered = detail::permuted(original, order, o.threads);
   }
   const DiffusionMatrix& a = o.reorder ? reordered : original;
   int ncv = o.ncv;
@@ -675,37 +685,6 @@ void check_component_size(const DiffusionMatrix& a, int m) {
                      " connected components); use fewer components or a larger --k");
 }
 
-/// Orthonormal columns spanning w minus span(q): projected out twice, then
-/// whitened through the eigen-decomposition of w'w, dropping directions that
-/// are numerically already in span(q).
-Eigen::MatrixXd orthonormal_complement(Eigen::MatrixXd w, const Eigen::MatrixXd& q) {
-  for (int pass = 0; pass < 2 && q.cols() > 0; ++pass) w -= q * (q.transpose() * w);
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(w.transpose() * w);
-  const Eigen::VectorXd ev = es.eigenvalues();
-  const double top = ev.size() ? ev.maxCoeff() : 0;
-  std::vector<Eigen::Index> keep;
-  for (Eigen::Index i = 0; i < ev.size(); ++i)
-    if (ev[i] > 1e-20 * std::max(top, 1e-300) && ev[i] > 1e-24) keep.push_back(i);
-  Eigen::MatrixXd basis(w.cols(), static_cast<Eigen::Index>(keep.size()));
-  for (size_t c = 0; c < keep.size(); ++c)
-    basis.col(static_cast<Eigen::Index>(c)) = es.eigenvectors().col(keep[c]) / std::sqrt(ev[keep[c]]);
-  Eigen::MatrixXd out = w * basis;
-  // One more pass against q and within: whitening loses orthogonality to rounding.
-  if (q.cols() > 0) out -= q * (q.transpose() * out);
-  Eigen::HouseholderQR<Eigen::MatrixXd> qr(out);
-  return qr.householderQ() * Eigen::MatrixXd::Identity(out.rows(), out.cols());
-}
-
-/// Columns of A x (one multi-threaded CSR pass each).
-Eigen::MatrixXd apply(const DiffusionMatrix& a, const Eigen::MatrixXd& x, int threads, Progress& progress) {
-  Eigen::MatrixXd y(x.rows(), x.cols());
-  for (Eigen::Index c = 0; c < x.cols(); ++c) {
-    a.multiply(x.col(c).data(), y.col(c).data(), threads);
-    progress.advance(1);
-  }
-  return y;
-}
-
 }  // namespace
 
 DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& params, Progress& progress,
@@ -767,77 +746,58 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
 }
 
 DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, const DiffusionResult& previous,
-                          Progress& progress, int block_steps) {
+                          Progress& progress, int max_iterations) {
   const auto t_start = Clock::now();
   DiffusionMatrix a = diffusion_matrix(graph, params, progress);
   check_component_size(a, params.components);
   const int nev = params.components + 1;
   const int p0 = previous.m + 1;
-  // The previous embedding must cover the same points; otherwise start cold.
+  detail::WarmOptions wo;
+  wo.tolerance = params.tolerance;
+  wo.threads = params.threads;
+  if (max_iterations > 0) wo.max_iterations = max_iterations;
+  const int64_t block = nev + std::max(wo.guard, 0);
+  // The previous embedding must cover the same points, and the block method
+  // needs a few times its block size in rows; otherwise solve from scratch.
   if (previous.point_index != a.point_index || previous.psi.size() != static_cast<size_t>(previous.n * p0) ||
-      previous.n != a.n || block_steps < 0)
+      previous.n != a.n || 3 * block + 1 > a.n)
     return diffusion_map(graph, params, progress);
   auto t = Clock::now();
-  progress.stage("eigensolve (warm)", static_cast<uint64_t>(std::max(p0, nev)) * (block_steps + 1), "mat-vecs");
   // The old Markov eigenvectors in the new conjugate's coordinates
-  // (v = sqrt(d) psi); random columns make up for missing ones.
-  Eigen::MatrixXd v0(a.n, std::max(p0, nev));
+  // (v = sqrt(d) psi); the solver fills the block up.
+  Eigen::MatrixXd v0(a.n, std::min(p0, static_cast<int>(block)));
   for (int64_t i = 0; i < a.n; ++i) {
     const double sd = std::sqrt(a.degree[static_cast<size_t>(i)]);
-    for (int c = 0; c < p0; ++c) v0(i, c) = sd * previous.psi[static_cast<size_t>(i * p0 + c)];
+    for (Eigen::Index c = 0; c < v0.cols(); ++c) v0(i, c) = sd * previous.psi[static_cast<size_t>(i * p0 + c)];
   }
-  std::mt19937_64 rng(17);
-  std::uniform_real_distribution<double> u(-0.5, 0.5);
-  for (Eigen::Index c = p0; c < v0.cols(); ++c)
-    for (int64_t i = 0; i < a.n; ++i) v0(i, c) = u(rng);
-  // Block Krylov space [V, AV, ..., A^s V], orthonormalised block by block;
-  // A Q is kept so the Rayleigh-Ritz step costs no further mat-vecs.
-  Eigen::MatrixXd q = orthonormal_complement(v0, Eigen::MatrixXd(a.n, 0));
-  Eigen::MatrixXd aq = apply(a, q, params.threads, progress);
-  int64_t matvecs = q.cols();
-  for (int s = 0; s < block_steps; ++s) {
-    Eigen::MatrixXd next = orthonormal_complement(aq.rightCols(std::min<Eigen::Index>(aq.cols(), v0.cols())), q);
-    if (next.cols() == 0) break;  // the space is invariant: exact
-    Eigen::MatrixXd anext = apply(a, next, params.threads, progress);
-    matvecs += next.cols();
-    Eigen::MatrixXd q2(a.n, q.cols() + next.cols()), aq2(a.n, q.cols() + next.cols());
-    q2 << q, next;
-    aq2 << aq, anext;
-    q.swap(q2);
-    aq.swap(aq2);
-  }
-  if (q.cols() < nev) return diffusion_map(graph, params, progress);
-  Eigen::MatrixXd h = q.transpose() * aq;
-  h = 0.5 * (h + h.transpose());
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(h);
+  detail::WarmStats ws;
   Eigenpairs e;
-  e.count = nev;
-  e.matvecs = matvecs;
-  Eigen::MatrixXd w = es.eigenvectors().rowwise().reverse().leftCols(nev);
-  Eigen::VectorXd theta = es.eigenvalues().reverse().head(nev);
-  Eigen::MatrixXd y = q * w, ay = aq * w;
-  e.values.assign(theta.data(), theta.data() + nev);
-  e.vectors.resize(static_cast<size_t>(a.n * nev));
-  for (int c = 0; c < nev; ++c) {
-    const double r = (ay.col(c) - theta[c] * y.col(c)).norm() / std::max(std::abs(theta[c]), 1e-300);
-    e.max_residual = std::max(e.max_residual, r);
-    Eigen::Index arg = 0;
-    y.col(c).cwiseAbs().maxCoeff(&arg);
-    const double sign = y(arg, c) < 0 ? -1.0 : 1.0;
-    for (int64_t i = 0; i < a.n; ++i) e.vectors[static_cast<size_t>(i * nev + c)] = sign * y(i, c);
+  try {
+    e = detail::warm_eigenpairs(a, nev, v0, wo, progress, &ws);
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const Error&) {
+    // The AMG hierarchy could not be built (a level that is not positive
+    // definite: a broken matrix): the full solve says what is wrong.
+    return diffusion_map(graph, params, progress);
   }
-  progress.finish();
   const double t_eig = seconds_since(t);
   t = Clock::now();
   Timings timings = a.timings;
   const int64_t nnz = a.nnz();
   DiffusionResult r = finish(a, e, params);
-  r.solver = {{"method", "block Rayleigh-Ritz warm-started from the previous embedding"},
-              {"block_steps", block_steps},
-              {"basis", q.cols()},
+  r.solver = {{"method", "LOBPCG preconditioned by smoothed-aggregation AMG, warm-started from the previous embedding"},
+              {"block", block},
+              {"iterations", ws.iterations},
               {"max_residual", e.max_residual},
-              {"converged", e.max_residual <= params.tolerance},
-              {"matvecs", matvecs},
+              {"converged", ws.converged},
+              {"matvecs", ws.matvecs},
+              {"preconditioner_applies", ws.preconditioner_applies},
+              {"preconditioner_setup_s", ws.setup_s},
+              {"preconditioner_s", ws.preconditioner_s},
+              {"preconditioner_shift", ws.shift},
+              {"amg_level_rows", ws.level_rows},
+              {"amg_operator_complexity", ws.operator_complexity},
               {"tolerance", params.tolerance},
               {"nnz", nnz}};
   r.timings = timings;
@@ -845,6 +805,43 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
   r.timings.emplace_back("coordinates", seconds_since(t));
   r.timings.emplace_back("total", seconds_since(t_start));
   return r;
+}
+
+EmbeddingAgreement compare_embeddings(const DiffusionResult& ref, const DiffusionResult& other,
+                                      const std::vector<double>& degree, double cluster_gap) {
+  const int nev = ref.m + 1;
+  if (other.m != ref.m || other.n != ref.n || static_cast<int64_t>(degree.size()) != ref.n ||
+      ref.psi.size() != static_cast<size_t>(ref.n * nev) || other.psi.size() != ref.psi.size())
+    throw UsageError("compare_embeddings: the two embeddings differ in shape");
+  auto vectors = [&](const DiffusionResult& r) {
+    Eigen::MatrixXd v(r.n, nev);
+    for (int64_t i = 0; i < r.n; ++i)
+      for (int c = 0; c < nev; ++c)
+        v(i, c) = std::sqrt(degree[static_cast<size_t>(i)]) * r.psi[static_cast<size_t>(i * nev + c)];
+    v.colwise().normalize();
+    return v;
+  };
+  const Eigen::MatrixXd vr = vectors(ref), vo = vectors(other);
+  EmbeddingAgreement a;
+  for (int c = 0; c < nev; ++c) {
+    const double lr = ref.eigenvalues[static_cast<size_t>(c)], lo = other.eigenvalues[static_cast<size_t>(c)];
+    a.max_eigenvalue_difference = std::max(a.max_eigenvalue_difference, std::abs(lr - lo));
+    if (c > 0)
+      a.max_rel_error_1_minus_lambda =
+          std::max(a.max_rel_error_1_minus_lambda, std::abs(lr - lo) / std::max(1 - lr, 1e-300));
+  }
+  for (int c0 = 1; c0 < nev;) {
+    int c1 = c0 + 1;
+    while (c1 < nev && ref.eigenvalues[static_cast<size_t>(c1 - 1)] - ref.eigenvalues[static_cast<size_t>(c1)] <=
+                           cluster_gap * (1 - ref.eigenvalues[static_cast<size_t>(c1)]))
+      ++c1;
+    const Eigen::MatrixXd overlap = vr.middleCols(c0, c1 - c0).transpose() * vo.middleCols(c0, c1 - c0);
+    a.worst_cos = std::min(a.worst_cos, Eigen::JacobiSVD<Eigen::MatrixXd>(overlap).singularValues().minCoeff());
+    ++a.clusters;
+    a.largest_cluster = std::max(a.largest_cluster, c1 - c0);
+    c0 = c1;
+  }
+  return a;
 }
 
 std::vector<double> nystrom_extend(const DiffusionResult& r, const DiffusionParams& p, int64_t count, int kn,

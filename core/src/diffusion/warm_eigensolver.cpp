@@ -1,0 +1,807 @@
+// The warm-started eigensolver behind rediffuse(): block LOBPCG (Knyazev)
+// on L = I - A with an orthonormal basis [X, P, W] (Hetmaniuk-Lehoucq),
+// soft locking of converged columns, preconditioned by one symmetric
+// smoothed-aggregation AMG V-cycle (Vanek-Mandel-Brezina) for L + shift I.
+//
+// Why: the top of a diffusion spectrum is tightly clustered (1 - lambda
+// ~1e-5..1e-4 at N = 1e5), so Krylov methods on A need thousands of
+// mat-vecs whatever the start. A preconditioner that inverts L on the smooth
+// end of its spectrum removes that dependence: the k-NN graph Laplacian is
+// the textbook case for aggregation multigrid, and the previous embedding's
+// eigenvectors are already close to the new ones, so a few preconditioned
+// block iterations reach the solver tolerance.
+//
+// Everything runs on A in reverse Cuthill-McKee order; vectors are kept as
+// row-major n x b blocks so a sparse product reads each matrix row once for
+// all columns.
+#include "warm_eigensolver.h"
+
+#include <Eigen/Sparse>
+#include <cblas.h>  // openblas_{get,set}_num_threads
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <cstdio>
+#include <cstdlib>
+
+#include "manifold/error.h"
+#include "manifold/parallel.h"
+
+namespace manifold::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+using Block = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using SpMat = Eigen::SparseMatrix<double, Eigen::RowMajor, int>;
+
+/// A square or rectangular CSR matrix (diagonal stored in place).
+struct Csr {
+  int64_t rows = 0, cols = 0;
+  std::vector<int64_t> ptr;
+  std::vector<int32_t> col;
+  std::vector<double> val;
+  int64_t nnz() const { return static_cast<int64_t>(val.size()); }
+};
+
+Csr to_csr(const SpMat& s) {
+  Csr c;
+  c.rows = s.rows();
+  c.cols = s.cols();
+  c.ptr.resize(static_cast<size_t>(c.rows + 1));
+  for (int64_t i = 0; i <= c.rows; ++i) c.ptr[static_cast<size_t>(i)] = s.outerIndexPtr()[i];
+  c.col.assign(s.innerIndexPtr(), s.innerIndexPtr() + s.nonZeros());
+  c.val.assign(s.valuePtr(), s.valuePtr() + s.nonZeros());
+  return c;
+}
+
+SpMat to_spmat(const Csr& c) {
+  if (c.nnz() > std::numeric_limits<int>::max()) throw Error("warm eigensolve: matrix too large for the AMG setup");
+  SpMat s(static_cast<Eigen::Index>(c.rows), static_cast<Eigen::Index>(c.cols));
+  s.resizeNonZeros(static_cast<Eigen::Index>(c.nnz()));
+  for (int64_t i = 0; i <= c.rows; ++i) s.outerIndexPtr()[i] = static_cast<int>(c.ptr[static_cast<size_t>(i)]);
+  std::copy(c.col.begin(), c.col.end(), s.innerIndexPtr());
+  std::copy(c.val.begin(), c.val.end(), s.valuePtr());
+  return s;
+}
+
+/// L + shift I = (1 + shift) I - A, diagonal merged in column order.
+Csr shifted_laplacian(const DiffusionMatrix& a, double shift) {
+  Csr c;
+  c.rows = c.cols = a.n;
+  c.ptr.assign(static_cast<size_t>(a.n + 1), 0);
+  c.col.reserve(static_cast<size_t>(a.nnz()));
+  c.val.reserve(static_cast<size_t>(a.nnz()));
+  for (int64_t i = 0; i < a.n; ++i) {
+    bool diag_done = false;
+    const double d = 1 + shift - a.diag[static_cast<size_t>(i)];
+    for (int64_t e = a.row_ptr[static_cast<size_t>(i)]; e < a.row_ptr[static_cast<size_t>(i + 1)]; ++e) {
+      const int32_t j = a.col[static_cast<size_t>(e)];
+      if (!diag_done && j > i) {
+        c.col.push_back(static_cast<int32_t>(i));
+        c.val.push_back(d);
+        diag_done = true;
+      }
+      c.col.push_back(j);
+      c.val.push_back(-a.val[static_cast<size_t>(e)]);
+    }
+    if (!diag_done) {
+      c.col.push_back(static_cast<int32_t>(i));
+      c.val.push_back(d);
+    }
+    c.ptr[static_cast<size_t>(i + 1)] = static_cast<int64_t>(c.col.size());
+  }
+  return c;
+}
+
+/// Row ranges of about equal non-zeros, several per thread.
+template <class Rows>
+void for_row_ranges(const Csr& m, int64_t width, int threads, Rows&& rows) {
+  const int t = m.nnz() * width < 400000 ? 1 : hardware_threads(threads);
+  if (t == 1) {
+    rows(int64_t{0}, m.rows);
+    return;
+  }
+  const int64_t parts = static_cast<int64_t>(t) * 16;
+  const int64_t total = m.ptr[static_cast<size_t>(m.rows)];
+  auto bound = [&](int64_t part) {
+    if (part >= parts) return m.rows;
+    const int64_t target = total * part / parts;
+    return static_cast<int64_t>(std::lower_bound(m.ptr.begin(), m.ptr.end(), target) - m.ptr.begin());
+  };
+  parallel_for(0, parts, t, [&](int64_t c) { rows(bound(c), bound(c + 1)); }, 1);
+}
+
+// The row kernels are built twice on x86-64, for AVX2 + FMA and for the
+// baseline, and the loader picks one for the machine (GCC function
+// multi-versioning): the block products are compute-bound with SSE2 alone.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define MANIFOLD_KERNEL_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define MANIFOLD_KERNEL_CLONES
+#endif
+
+MANIFOLD_KERNEL_CLONES
+void spmm_rows(const int64_t* ptr, const int32_t* col, const double* val, const double* x, double* y, int64_t b,
+               int64_t r0, int64_t r1) {
+  for (int64_t i = r0; i < r1; ++i) {
+    double* yi = y + i * b;
+    for (int64_t c = 0; c < b; ++c) yi[c] = 0;
+    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
+      const double v = val[e];
+      const double* xj = x + static_cast<int64_t>(col[e]) * b;
+      for (int64_t c = 0; c < b; ++c) yi[c] += v * xj[c];
+    }
+  }
+}
+
+/// y = M x for a block of columns.
+void spmm(const Csr& m, const Block& x, Block& y, int threads) {
+  const int64_t b = x.cols();
+  y.resize(static_cast<Eigen::Index>(m.rows), static_cast<Eigen::Index>(b));
+  for_row_ranges(m, b, threads, [&](int64_t r0, int64_t r1) {
+    spmm_rows(m.ptr.data(), m.col.data(), m.val.data(), x.data(), y.data(), b, r0, r1);
+  });
+}
+
+/// One fused Chebyshev step, row by row: d' = alpha d + beta dinv (b - M x),
+/// x' = x + d' (x and d are read, x' and d' written: no row depends on an
+/// updated neighbour).
+MANIFOLD_KERNEL_CLONES
+void cheb_rows(const int64_t* ptr, const int32_t* col, const double* val, const double* dinv, const double* b,
+               const double* x, const double* d, double alpha, double beta, double* x_out, double* d_out, int64_t s,
+               double* acc, int64_t r0, int64_t r1) {
+  for (int64_t i = r0; i < r1; ++i) {
+    const double* bi = b + i * s;
+    for (int64_t c = 0; c < s; ++c) acc[c] = bi[c];
+    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
+      const double v = val[e];
+      const double* xj = x + static_cast<int64_t>(col[e]) * s;
+      for (int64_t c = 0; c < s; ++c) acc[c] -= v * xj[c];
+    }
+    const double wi = beta * dinv[i];
+    const double* xi = x + i * s;
+    const double* di = d + i * s;
+    double* xo = x_out + i * s;
+    double* dout = d_out + i * s;
+    if (alpha != 0) {
+      for (int64_t c = 0; c < s; ++c) {
+        const double dn = alpha * di[c] + wi * acc[c];
+        dout[c] = dn;
+        xo[c] = xi[c] + dn;
+      }
+    } else {
+      for (int64_t c = 0; c < s; ++c) {
+        const double dn = wi * acc[c];
+        dout[c] = dn;
+        xo[c] = xi[c] + dn;
+      }
+    }
+  }
+}
+
+void cheb_step(const Csr& m, const std::vector<double>& dinv, const Block& b, const Block& x, const Block& d,
+               double alpha, double beta, Block& x_out, Block& d_out, int threads) {
+  const int64_t s = x.cols();
+  x_out.resize(x.rows(), x.cols());
+  d_out.resize(x.rows(), x.cols());
+  for_row_ranges(m, s, threads, [&](int64_t r0, int64_t r1) {
+    std::vector<double> acc(static_cast<size_t>(s));
+    cheb_rows(m.ptr.data(), m.col.data(), m.val.data(), dinv.data(), b.data(), x.data(), d.data(), alpha, beta,
+              x_out.data(), d_out.data(), s, acc.data(), r0, r1);
+  });
+}
+
+/// r = b - M x.
+void residual(const Csr& m, const Block& b, const Block& x, Block& r, int threads) {
+  spmm(m, x, r, threads);
+  r = b - r;
+}
+
+// ---- tall-skinny dense products over row blocks ---------------------------
+
+// OpenBLAS's dgemm (column-major): a row-major n x k block with row stride
+// k is the column-major k x n matrix of its transpose.
+extern "C" void dgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k, const double* alpha,
+                       const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
+                       const int* ldc, size_t, size_t);
+
+void gemm(char ta, char tb, int m, int n, int k, double alpha, const double* a, int lda, const double* b, int ldb,
+          double beta, double* c, int ldc) {
+  if (m == 0 || n == 0) return;
+  dgemm_(&ta, &tb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc, 1, 1);
+}
+
+/// Row blocks for the tall-skinny products: a few per thread.
+int64_t row_parts(int64_t n, int threads) {
+  const int t = n < 4096 ? 1 : hardware_threads(threads);
+  return std::max<int64_t>(1, std::min<int64_t>(4 * t, n / 1024));
+}
+
+/// a^T b; partial sums added in block order (independent of the thread count).
+Eigen::MatrixXd tgram(const Block& a, const Block& b, int threads) {
+  const int64_t n = a.rows();
+  const int ka = static_cast<int>(a.cols()), kb = static_cast<int>(b.cols());
+  Eigen::MatrixXd g = Eigen::MatrixXd::Zero(ka, kb);
+  if (ka == 0 || kb == 0 || n == 0) return g;
+  const int64_t parts = row_parts(n, threads);
+  std::vector<Eigen::MatrixXd> part(static_cast<size_t>(parts));
+  parallel_for(0, parts, threads, [&](int64_t p) {
+    const int64_t r0 = n * p / parts, r1 = n * (p + 1) / parts;
+    Eigen::MatrixXd& out = part[static_cast<size_t>(p)];
+    out.resize(ka, kb);
+    gemm('N', 'T', ka, kb, static_cast<int>(r1 - r0), 1.0, a.data() + r0 * ka, ka, b.data() + r0 * kb, kb, 0.0,
+         out.data(), ka);
+  }, 1);
+  for (auto& m : part) g += m;
+  return g;
+}
+
+/// out = beta out + alpha a c over row blocks.
+void times_into(const Block& a, const Eigen::MatrixXd& c, double alpha, double beta, Block& out, int threads) {
+  const int64_t n = a.rows();
+  const int ka = static_cast<int>(a.cols()), kc = static_cast<int>(c.cols());
+  if (kc == 0 || n == 0) return;
+  const int64_t parts = row_parts(n, threads);
+  parallel_for(0, parts, threads, [&](int64_t p) {
+    const int64_t r0 = n * p / parts, r1 = n * (p + 1) / parts;
+    gemm('T', 'N', kc, static_cast<int>(r1 - r0), ka, alpha, c.data(), static_cast<int>(c.rows()), a.data() + r0 * ka,
+         ka, beta, out.data() + r0 * kc, kc);
+  }, 1);
+}
+
+/// a c.
+Block times(const Block& a, const Eigen::MatrixXd& c, int threads) {
+  Block out(a.rows(), c.cols());
+  if (a.cols() == 0) {
+    out.setZero();
+    return out;
+  }
+  times_into(a, c, 1.0, 0.0, out, threads);
+  return out;
+}
+
+/// a -= q c.
+void subtract_times(Block& a, const Block& q, const Eigen::MatrixXd& c, int threads) {
+  if (q.cols() == 0) return;
+  times_into(q, c, -1.0, 1.0, a, threads);
+}
+
+/// Squared column norms of a.
+Eigen::VectorXd tgram_diag(const Block& a, int threads) {
+  const int64_t n = a.rows();
+  const int64_t parts = row_parts(n, threads);
+  std::vector<Eigen::VectorXd> part(static_cast<size_t>(parts));
+  parallel_for(0, parts, threads, [&](int64_t p) {
+    const int64_t r0 = n * p / parts, r1 = n * (p + 1) / parts;
+    part[static_cast<size_t>(p)] = a.middleRows(r0, r1 - r0).colwise().squaredNorm().transpose();
+  }, 1);
+  Eigen::VectorXd g = Eigen::VectorXd::Zero(a.cols());
+  for (auto& v : part) g += v;
+  return g;
+}
+
+/// Columns side by side.
+Block hcat(std::initializer_list<const Block*> parts) {
+  Eigen::Index cols = 0, rows = 0;
+  for (const Block* p : parts) {
+    cols += p->cols();
+    if (p->cols()) rows = p->rows();
+  }
+  Block out(rows, cols);
+  Eigen::Index at = 0;
+  for (const Block* p : parts) {
+    if (p->cols()) out.middleCols(at, p->cols()) = *p;
+    at += p->cols();
+  }
+  return out;
+}
+
+/// The transform T (cols x kept) that makes w T orthonormal (SVQB: scaled
+/// Gram matrix, eigen-decomposition), dropping directions whose share of
+/// the Gram matrix is below `drop`.
+Eigen::MatrixXd svqb(const Eigen::MatrixXd& gram, double drop) {
+  const Eigen::Index m = gram.rows();
+  Eigen::VectorXd d(m);
+  for (Eigen::Index i = 0; i < m; ++i) d[i] = gram(i, i) > 0 ? 1 / std::sqrt(gram(i, i)) : 0;
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(d.asDiagonal() * gram * d.asDiagonal());
+  const Eigen::VectorXd ev = es.eigenvalues();
+  const double top = m ? ev.maxCoeff() : 0;
+  std::vector<Eigen::Index> keep;
+  for (Eigen::Index i = 0; i < m; ++i)
+    if (ev[i] > drop * top && ev[i] > 0) keep.push_back(i);
+  Eigen::MatrixXd t(m, static_cast<Eigen::Index>(keep.size()));
+  for (size_t c = 0; c < keep.size(); ++c)
+    t.col(static_cast<Eigen::Index>(c)) = d.asDiagonal() * es.eigenvectors().col(keep[c]) / std::sqrt(ev[keep[c]]);
+  return t;
+}
+
+/// w made orthogonal to q (orthonormal) and orthonormal itself: two rounds
+/// of block Gram-Schmidt against q, each followed by SVQB.
+void orthonormalise_against(const Block& q, Block& w, int threads) {
+  for (int pass = 0; pass < 2 && w.cols() > 0; ++pass) {
+    if (q.cols() > 0) subtract_times(w, q, tgram(q, w, threads), threads);
+    w = times(w, svqb(tgram(w, w, threads), pass == 0 ? 1e-14 : 1e-10), threads);
+  }
+}
+
+/// w made orthogonal to x and p (orthonormal, orthogonal to each other) and
+/// orthonormal itself: block Gram-Schmidt, repeated when a column lost more
+/// than 1 - 1e-3 of its norm to it (cancellation), then SVQB.
+void orthonormalise_against2(const Block& x, const Block& p, Block& w, int threads) {
+  for (int pass = 0; pass < 3 && w.cols() > 0; ++pass) {
+    const Eigen::VectorXd before = tgram_diag(w, threads);
+    subtract_times(w, x, tgram(x, w, threads), threads);
+    subtract_times(w, p, tgram(p, w, threads), threads);
+    const Eigen::MatrixXd g = tgram(w, w, threads);
+    bool again = false;
+    for (Eigen::Index c = 0; c < g.rows(); ++c)
+      if (g(c, c) < 1e-6 * before[c]) again = true;
+    w = times(w, svqb(g, pass == 0 ? 1e-14 : 1e-10), threads);
+    if (!again) break;
+  }
+}
+
+// ---- smoothed-aggregation AMG ----------------------------------------------
+
+/// Aggregates of the matrix graph (Vanek, Mandel, Brezina 1996): roots
+/// whose neighbourhood is still free take it whole; the rest join the
+/// neighbouring aggregate they are most strongly connected to, or form their
+/// own. agg[i] = aggregate of row i.
+std::vector<int32_t> aggregate(const SpMat& m, int32_t* count) {
+  const int64_t n = m.rows();
+  std::vector<int32_t> agg(static_cast<size_t>(n), -1);
+  int32_t next = 0;
+  const int* ptr = m.outerIndexPtr();
+  const int* idx = m.innerIndexPtr();
+  const double* val = m.valuePtr();
+  for (int64_t i = 0; i < n; ++i) {
+    if (agg[static_cast<size_t>(i)] >= 0) continue;
+    bool free = true;
+    for (int e = ptr[i]; e < ptr[i + 1] && free; ++e)
+      if (idx[e] != i && agg[static_cast<size_t>(idx[e])] >= 0) free = false;
+    if (!free) continue;
+    agg[static_cast<size_t>(i)] = next;
+    for (int e = ptr[i]; e < ptr[i + 1]; ++e) agg[static_cast<size_t>(idx[e])] = next;
+    ++next;
+  }
+  std::vector<int32_t> first = agg;
+  for (int64_t i = 0; i < n; ++i) {
+    if (agg[static_cast<size_t>(i)] >= 0) continue;
+    double best = 0;
+    for (int e = ptr[i]; e < ptr[i + 1]; ++e) {
+      const int32_t a = first[static_cast<size_t>(idx[e])];
+      if (idx[e] != i && a >= 0 && std::abs(val[e]) > best) {
+        best = std::abs(val[e]);
+        agg[static_cast<size_t>(i)] = a;
+      }
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (agg[static_cast<size_t>(i)] >= 0) continue;
+    agg[static_cast<size_t>(i)] = next;
+    for (int e = ptr[i]; e < ptr[i + 1]; ++e)
+      if (agg[static_cast<size_t>(idx[e])] < 0) agg[static_cast<size_t>(idx[e])] = next;
+    ++next;
+  }
+  *count = next;
+  return agg;
+}
+
+/// Largest eigenvalue of D^-1 m (symmetric m, positive diagonal): the top
+/// Ritz value of 12 Lanczos steps on D^-1/2 m D^-1/2 (from below, but close
+/// for an extreme eigenvalue).
+double spectral_radius(const SpMat& m, const Eigen::VectorXd& dinv, int threads) {
+  const int64_t n = m.rows();
+  const Csr c = to_csr(m);
+  const Eigen::VectorXd s = dinv.cwiseSqrt();
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Block q(n, 1), q_prev = Block::Zero(n, 1), w(n, 1);
+  for (int64_t i = 0; i < n; ++i) q(i, 0) = u(rng);
+  q /= q.norm();
+  const int steps = static_cast<int>(std::min<int64_t>(12, n));
+  std::vector<double> alpha, beta;
+  for (int j = 0; j < steps; ++j) {
+    Block t = q.cwiseProduct(s);
+    spmm(c, t, w, threads);
+    w = w.cwiseProduct(s);
+    if (j > 0) w -= beta.back() * q_prev;
+    alpha.push_back(q.col(0).dot(w.col(0)));
+    w -= alpha.back() * q;
+    const double nb = w.norm();
+    if (!(nb > 1e-12 * std::abs(alpha.back())) || j + 1 == steps) break;
+    beta.push_back(nb);
+    q_prev.swap(q);
+    q = w / nb;
+  }
+  const Eigen::Index k = static_cast<Eigen::Index>(alpha.size());
+  Eigen::MatrixXd t = Eigen::MatrixXd::Zero(k, k);
+  for (Eigen::Index i = 0; i < k; ++i) {
+    t(i, i) = alpha[static_cast<size_t>(i)];
+    if (i + 1 < k) t(i, i + 1) = t(i + 1, i) = beta[static_cast<size_t>(i)];
+  }
+  return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(t, Eigen::EigenvaluesOnly).eigenvalues().maxCoeff();
+}
+
+class Amg {
+ public:
+  /// Hierarchy for the SPD matrix m0 with near-null vector b (the constant
+  /// of the Markov chain in the symmetric conjugate: sqrt(d)).
+  Amg(const Csr& m0, Eigen::VectorXd b, int smoothing, int coarse_size, int threads)
+      : smoothing_(smoothing), threads_(threads) {
+    SpMat m = to_spmat(m0);
+    SpMat gram;  // P^T P composed down to this level (empty: identity, the finest)
+    for (int level = 0; level < 20; ++level) {
+      const int64_t n = m.rows();
+      if (n <= coarse_size) break;
+      int32_t nc = 0;
+      std::vector<int32_t> agg = aggregate(m, &nc);
+      if (nc >= n * 0.8 || nc < 1) break;  // not coarsening: stop here
+      // Tentative prolongator: b restricted to each aggregate, normalised.
+      Eigen::VectorXd bc = Eigen::VectorXd::Zero(nc);
+      for (int64_t i = 0; i < n; ++i) bc[agg[static_cast<size_t>(i)]] += b[i] * b[i];
+      for (int32_t a = 0; a < nc; ++a) bc[a] = std::sqrt(bc[a]);
+      SpMat pt(n, nc);
+      pt.reserve(Eigen::VectorXi::Constant(n, 1));
+      for (int64_t i = 0; i < n; ++i) {
+        const int32_t a = agg[static_cast<size_t>(i)];
+        pt.insert(i, a) = bc[a] > 0 ? b[i] / bc[a] : 1.0;
+      }
+      pt.makeCompressed();
+      // Jacobi-smoothed prolongator P = (I - omega D^-1 M) P_tent with
+      // omega = 4 / (3 rho), rho bounding D^-1 M's spectrum (Gershgorin).
+      Level lv;
+      Eigen::VectorXd dinv(n);
+      double rho = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        double diag = 0, sum = 0;
+        for (SpMat::InnerIterator it(m, i); it; ++it) {
+          if (it.col() == i) diag = it.value();
+          sum += std::abs(it.value());
+        }
+        if (!(diag > 0)) throw Error("warm eigensolve: AMG level matrix is not positive definite");
+        dinv[i] = 1 / diag;
+        rho = std::max(rho, sum / diag);
+      }
+      rho = std::min(rho, 1.1 * spectral_radius(m, dinv, threads));
+      const double omega = 4.0 / (3.0 * rho);
+      SpMat mp = m * pt;
+      SpMat p = pt - SpMat((omega * dinv).asDiagonal() * mp);
+      p.prune(0.0);
+      SpMat r = p.transpose();
+      SpMat mc = r * SpMat(m * p);
+      mc = SpMat(0.5 * (mc + SpMat(mc.transpose())));
+      lv.a = to_csr(m);
+      lv.p = to_csr(p);
+      lv.r = to_csr(r);
+      lv.dinv.assign(dinv.data(), dinv.data() + n);
+      lv.rho = rho;
+      gram = level == 0 ? SpMat(r * p) : SpMat(r * SpMat(gram * p));
+      levels_.push_back(std::move(lv));
+      m = std::move(mc);
+      b = std::move(bc);
+    }
+    coarse_matrix_ = Eigen::MatrixXd(m);
+    coarse_gram_ = levels_.empty() ? Eigen::MatrixXd::Identity(m.rows(), m.rows()) : Eigen::MatrixXd(gram);
+    coarse_.compute(coarse_matrix_);
+    if (coarse_.info() != Eigen::Success) throw Error("warm eigensolve: the coarsest AMG level is not positive definite");
+    coarse_rows_ = m.rows();
+    coarse_nnz_ = m.nonZeros();
+  }
+
+  /// The k smallest eigenvectors of the Galerkin problem on the coarsest
+  /// level (P^T (L + shift) P y = mu P^T P y), prolonged to the finest: smooth
+  /// approximations of L's lowest eigenvectors.
+  Block coarse_eigenvectors(int k, double shift) const {
+    Eigen::GeneralizedSelfAdjointEigenSolver<Eigen::MatrixXd> es(coarse_matrix_ - shift * coarse_gram_, coarse_gram_);
+    if (es.info() != Eigen::Success) return Block();
+    k = static_cast<int>(std::min<Eigen::Index>(k, coarse_matrix_.rows()));
+    Block y = es.eigenvectors().leftCols(k);
+    for (size_t l = levels_.size(); l-- > 0;) {
+      Block t;
+      spmm(levels_[l].p, y, t, threads_);
+      y.swap(t);
+    }
+    return y;
+  }
+
+  /// z = T r: one V-cycle from z = 0.
+  void apply(const Block& r, Block& z) const { cycle(0, r, z); }
+
+  std::vector<int64_t> level_rows() const {
+    std::vector<int64_t> out;
+    for (auto& l : levels_) out.push_back(l.a.rows);
+    out.push_back(coarse_rows_);
+    return out;
+  }
+  double operator_complexity() const {
+    if (levels_.empty()) return 1;
+    double total = static_cast<double>(coarse_nnz_);
+    for (auto& l : levels_) total += static_cast<double>(l.a.nnz());
+    return total / static_cast<double>(levels_[0].a.nnz());
+  }
+
+ private:
+  struct Level {
+    Csr a, p, r;
+    std::vector<double> dinv;  // 1 / a_ii
+    double rho = 2;            // bound on the spectrum of D^-1 a
+  };
+
+  /// Chebyshev smoothing of degree smoothing_ on [rho / ratio, rho] of
+  /// D^-1 a (Saad, Alg. 12.1), from x (zero when `from_zero`).
+  void smooth(const Level& lv, const Block& b, Block& x, bool from_zero) const {
+    const double hi = lv.rho, lo = lv.rho / cheb_ratio();
+    const double theta = 0.5 * (hi + lo), delta = 0.5 * (hi - lo), sigma = theta / delta;
+    double rho_k = 1 / sigma;
+    Block d, xn, dn;
+    if (from_zero) {
+      x.resize(b.rows(), b.cols());
+      d.resize(b.rows(), b.cols());
+      for (Eigen::Index i = 0; i < b.rows(); ++i) d.row(i) = (lv.dinv[static_cast<size_t>(i)] / theta) * b.row(i);
+      x = d;
+    } else {
+      d.setZero(b.rows(), b.cols());
+      cheb_step(lv.a, lv.dinv, b, x, d, 0.0, 1 / theta, xn, dn, threads_);
+      x.swap(xn);
+      d.swap(dn);
+    }
+    for (int k = 1; k < smoothing_; ++k) {
+      const double rho_new = 1 / (2 * sigma - rho_k);
+      cheb_step(lv.a, lv.dinv, b, x, d, rho_new * rho_k, 2 * rho_new / delta, xn, dn, threads_);
+      x.swap(xn);
+      d.swap(dn);
+      rho_k = rho_new;
+    }
+  }
+  /// The smoother damps D^-1 a's spectrum on [rho / 10, rho]; below that
+  /// is the coarse grid's part.
+  static constexpr double cheb_ratio() { return 10.0; }
+
+  void cycle(size_t l, const Block& b, Block& x) const {
+    if (l == levels_.size()) {
+      x = coarse_.solve(Eigen::MatrixXd(b));
+      return;
+    }
+    const Level& lv = levels_[l];
+    smooth(lv, b, x, true);
+    Block t;
+    residual(lv.a, b, x, t, threads_);
+    Block bc, xc;
+    spmm(lv.r, t, bc, threads_);
+    cycle(l + 1, bc, xc);
+    spmm(lv.p, xc, t, threads_);
+    x += t;
+    smooth(lv, b, x, false);
+  }
+
+  std::vector<Level> levels_;
+  Eigen::LLT<Eigen::MatrixXd> coarse_;
+  Eigen::MatrixXd coarse_matrix_, coarse_gram_;
+  int64_t coarse_rows_ = 0, coarse_nnz_ = 0;
+  int smoothing_;
+  int threads_;
+};
+
+}  // namespace
+
+Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eigen::MatrixXd& start,
+                           const WarmOptions& o, Progress& progress, WarmStats* stats_out) {
+  WarmStats st;
+  const int64_t n = original.n;
+  const int threads = o.threads;
+  const int b = static_cast<int>(std::min<int64_t>(count + std::max(o.guard, 0), n));
+  if (count < 1 || 3 * static_cast<int64_t>(b) + 1 > n)
+    throw UsageError("warm eigensolve: " + std::to_string(count) + " eigenpairs from a " + std::to_string(n) +
+                     "-row matrix; too few rows for a block method");
+  // The dense products run on our threads over row blocks, each a
+  // single-threaded OpenBLAS call (its own threads would oversubscribe).
+  const int saved_blas_threads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  struct RestoreBlas {
+    int n;
+    ~RestoreBlas() { openblas_set_num_threads(n); }
+  } restore_blas{saved_blas_threads};
+  const auto t_pre = Clock::now();
+  const std::vector<int32_t> order = rcm_order(original);
+  const DiffusionMatrix a = permuted(original, order, threads);
+  const Csr lap = shifted_laplacian(a, 0.0);
+
+  const double pre_perm = seconds_since(t_pre);
+  // Start block: the given columns in RCM order, orthonormalised.
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  const int given = static_cast<int>(std::min<Eigen::Index>(start.cols(), b));
+  Block x(n, given);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t oi = order[static_cast<size_t>(i)];
+    for (int c = 0; c < given; ++c) x(i, c) = start(oi, c);
+  }
+  if (!x.allFinite()) throw Error("warm eigensolve: the start vectors are not finite");
+  orthonormalise_against(Block(n, 0), x, threads);
+  progress.stage("eigensolve (warm)", 0, "mat-vecs");
+  Block lx;
+  auto apply_l = [&](const Block& v, Block& out) {
+    spmm(lap, v, out, threads);
+    st.matvecs += v.cols();
+    progress.advance(static_cast<uint64_t>(v.cols()));
+  };
+  // Rayleigh-Ritz on x: its Ritz values and vectors (lx = L x kept).
+  Eigen::VectorXd theta;
+  auto rayleigh_ritz = [&](int keep) {
+    apply_l(x, lx);
+    Eigen::MatrixXd h = tgram(x, lx, threads);
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(0.5 * (h + h.transpose()));
+    const Eigen::MatrixXd c = es.eigenvectors().leftCols(keep);
+    theta = es.eigenvalues().head(keep);
+    x = times(x, c, threads);
+    lx = times(lx, c, threads);
+  };
+  double shift = o.shift;
+  if (!(shift > 0)) {
+    // A tenth of the largest wanted eigenvalue of L, from the start's Ritz
+    // values: keeps the AMG well conditioned (L is singular) while T stays a
+    // good inverse on the wanted end of the spectrum; the iteration count
+    // hardly depends on it (N = 1e5: the same from 1e-5 to 3e-4).
+    if (x.cols() > 0) {
+      rayleigh_ritz(static_cast<int>(x.cols()));
+      shift = 0.1 * theta[std::min<Eigen::Index>(count, theta.size()) - 1];
+    }
+    shift = std::max(shift, 1e-8);
+  }
+  st.shift = shift;
+  const double pre_start = seconds_since(t_pre) - pre_perm;
+
+  // The preconditioner: a V-cycle for L + shift I.
+  const auto t_setup = Clock::now();
+  Eigen::VectorXd near_null(n);
+  for (int64_t i = 0; i < n; ++i) near_null[i] = std::sqrt(original.degree[static_cast<size_t>(order[static_cast<size_t>(i)])]);
+  const Amg amg(shifted_laplacian(a, shift), near_null, std::max(o.smoothing, 1), std::max(o.coarse_size, 10), threads);
+  st.setup_s = seconds_since(t_setup);
+  st.level_rows = amg.level_rows();
+  st.operator_complexity = amg.operator_complexity();
+
+  // The rest of the block (and a second guess at the rest of the wanted
+  // space): the coarsest level's lowest eigenvectors, prolonged; random
+  // columns if that falls short. One Rayleigh-Ritz step on all of it keeps
+  // the best b.
+  {
+    Block extra = amg.coarse_eigenvectors(b, shift);
+    if (extra.rows() != n) extra.resize(n, 0);
+    orthonormalise_against(x, extra, threads);
+    x = hcat({&x, &extra});
+    while (x.cols() < b) {
+      Block more(n, b - x.cols());
+      for (int64_t i = 0; i < n; ++i)
+        for (Eigen::Index c = 0; c < more.cols(); ++c) more(i, c) = u(rng);
+      orthonormalise_against(x, more, threads);
+      x = hcat({&x, &more});
+    }
+    rayleigh_ritz(b);
+  }
+
+  const auto t_solve = Clock::now();
+  // State: X (Ritz vectors, orthonormal), L X (computed afresh each
+  // iteration), P (orthonormal, orthogonal to X) and hxp = [X P]^T L [X P],
+  // known from the previous Rayleigh-Ritz step without touching n-vectors.
+  Block p(n, 0);
+  Eigen::MatrixXd hxp = theta.asDiagonal();
+  Eigen::VectorXd res(b);
+  for (int it = 0;; ++it) {
+    // Residuals of the Ritz pairs, relative to |lambda| = |1 - theta|.
+    Block r = lx;
+    {
+      const Eigen::RowVectorXd th = theta.transpose();
+      parallel_for(0, n, threads, [&](int64_t i) { r.row(i) -= x.row(i).cwiseProduct(th); }, 4096);
+    }
+    const Eigen::VectorXd rn2 = tgram_diag(r, threads);
+    double worst = 0;
+    std::vector<Eigen::Index> active;
+    for (int c = 0; c < b; ++c) {
+      res[c] = std::sqrt(std::max(rn2[c], 0.0)) / std::max(std::abs(1 - theta[c]), 1e-300);
+      if (c < count) worst = std::max(worst, res[c]);
+      if ((c >= count && o.guard_search) || (c < count && res[c] > o.tolerance)) active.push_back(c);
+    }
+    if (o.trace) std::fprintf(stderr, "warm eigensolve: iteration %d, worst residual %.2e, %zu active\n", it, worst, active.size());
+    if (worst <= o.tolerance) {
+      st.converged = true;
+      break;
+    }
+    if (it >= o.max_iterations) break;
+    st.iterations = it + 1;
+    // Search directions: the preconditioned residuals of the active columns.
+    Block ra(n, static_cast<Eigen::Index>(active.size()));
+    parallel_for(0, n, threads, [&](int64_t i) {
+      for (size_t c = 0; c < active.size(); ++c) ra(i, static_cast<Eigen::Index>(c)) = r(i, active[c]);
+    }, 4096);
+    Block w;
+    const auto t_cycle = Clock::now();
+    amg.apply(ra, w);
+    st.preconditioner_s += seconds_since(t_cycle);
+    st.preconditioner_applies += w.cols();
+    orthonormalise_against2(x, p, w, threads);
+    if (w.cols() == 0) break;  // nothing new: the space is invariant to rounding
+    Block lw;
+    apply_l(w, lw);
+    // Rayleigh-Ritz on span [X, P, W] (orthonormal).
+    const Eigen::Index kxp = b + p.cols(), m = kxp + w.cols();
+    Eigen::MatrixXd h(m, m);
+    h.topLeftCorner(kxp, kxp) = hxp;
+    Eigen::MatrixXd bx = tgram(x, lw, threads), bp = tgram(p, lw, threads);
+    h.block(0, kxp, b, w.cols()) = bx;
+    h.block(b, kxp, p.cols(), w.cols()) = bp;
+    h.bottomRightCorner(w.cols(), w.cols()) = tgram(w, lw, threads);
+    h.bottomLeftCorner(w.cols(), kxp) = h.topRightCorner(kxp, w.cols()).transpose();
+    h = 0.5 * (h + h.transpose()).eval();
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(h);
+    const Eigen::MatrixXd cx = es.eigenvectors().leftCols(b);
+    theta = es.eigenvalues().head(b);
+    // New P: the part of the new active columns outside the old X,
+    // orthonormalised in coefficient space against the new X.
+    Eigen::MatrixXd z = Eigen::MatrixXd::Zero(m, static_cast<Eigen::Index>(active.size()));
+    for (size_t c = 0; c < active.size(); ++c) z.col(static_cast<Eigen::Index>(c)).tail(m - b) = cx.col(active[c]).tail(m - b);
+    for (int pass = 0; pass < 2; ++pass) z -= cx * (cx.transpose() * z);
+    z = z * svqb(z.transpose() * z, 1e-12);
+    Eigen::MatrixXd cn(m, b + z.cols());
+    cn << cx, z;
+    Block y(n, cn.cols());
+    times_into(x, cn.topRows(b), 1.0, 0.0, y, threads);
+    times_into(p, cn.middleRows(b, p.cols()), 1.0, 1.0, y, threads);
+    times_into(w, cn.bottomRows(w.cols()), 1.0, 1.0, y, threads);
+    x = y.leftCols(b);
+    p = y.rightCols(z.cols());
+    hxp = cn.transpose() * h * cn;
+    // Keep X orthonormal against rounding drift.
+    Eigen::MatrixXd g = tgram(x, x, threads);
+    if ((g - Eigen::MatrixXd::Identity(b, b)).cwiseAbs().maxCoeff() > 1e-12) {
+      Eigen::LLT<Eigen::MatrixXd> llt(g);
+      const Eigen::MatrixXd rinv = llt.matrixU().solve(Eigen::MatrixXd::Identity(b, b));
+      x = times(x, rinv, threads);
+      Eigen::MatrixXd t = Eigen::MatrixXd::Identity(hxp.rows(), hxp.cols());
+      t.topLeftCorner(b, b) = rinv;
+      hxp = t.transpose() * hxp * t;
+    }
+    apply_l(x, lx);
+  }
+  st.solve_s = seconds_since(t_solve);
+  if (o.trace)
+    std::fprintf(stderr, "warm eigensolve: order %.3f s, start %.3f s, AMG setup %.3f s, iterations %.3f s (V-cycles %.3f s)\n",
+                 pre_perm, pre_start, st.setup_s, st.solve_s, st.preconditioner_s);
+
+  // Back to A's row order; residuals from A as given.
+  Eigenpairs e;
+  e.count = count;
+  e.values.resize(static_cast<size_t>(count));
+  e.vectors.resize(static_cast<size_t>(n * count));
+  Eigen::MatrixXd v(n, count);
+  for (int64_t i = 0; i < n; ++i) v.row(order[static_cast<size_t>(i)]) = x.row(i).head(count);
+  Eigen::VectorXd av(n);
+  for (int c = 0; c < count; ++c) {
+    const double lambda = 1 - theta[c];
+    e.values[static_cast<size_t>(c)] = lambda;
+    original.multiply(v.col(c).data(), av.data(), threads);
+    ++st.matvecs;
+    e.max_residual =
+        std::max(e.max_residual, (av - lambda * v.col(c)).norm() / std::max(std::abs(lambda), 1e-300));
+    Eigen::Index arg = 0;
+    v.col(c).cwiseAbs().maxCoeff(&arg);
+    const double sign = v(arg, c) < 0 ? -1.0 : 1.0;
+    for (int64_t i = 0; i < n; ++i) e.vectors[static_cast<size_t>(i * count + c)] = sign * v(i, c);
+  }
+  e.matvecs = st.matvecs;
+  e.iterations = st.iterations;
+  st.max_residual = e.max_residual;
+  st.converged = st.converged && e.max_residual <= o.tolerance;
+  progress.finish();
+  if (stats_out) *stats_out = st;
+  return e;
+}
+
+}  // namespace manifold::detail
