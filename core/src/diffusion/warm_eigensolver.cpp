@@ -42,13 +42,30 @@ using Block = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 using SpMat = Eigen::SparseMatrix<double, Eigen::RowMajor, int>;
 
 /// A square or rectangular CSR matrix (diagonal stored in place).
-struct Csr {
+template <class T>
+struct CsrT {
   int64_t rows = 0, cols = 0;
   std::vector<int64_t> ptr;
   std::vector<int32_t> col;
-  std::vector<double> val;
+  std::vector<T> val;
   int64_t nnz() const { return static_cast<int64_t>(val.size()); }
 };
+using Csr = CsrT<double>;
+// The AMG cycle runs in single precision: it is a preconditioner (its
+// error is ~0.3 of the residual anyway) and its sparse passes are
+// memory-bound, so half the bytes is nearly half the time.
+using CsrF = CsrT<float>;
+using BlockF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+CsrF to_float(const Csr& c) {
+  CsrF f;
+  f.rows = c.rows;
+  f.cols = c.cols;
+  f.ptr = c.ptr;
+  f.col = c.col;
+  f.val.assign(c.val.begin(), c.val.end());
+  return f;
+}
 
 Csr to_csr(const SpMat& s) {
   Csr c;
@@ -101,8 +118,8 @@ Csr shifted_laplacian(const DiffusionMatrix& a, double shift) {
 }
 
 /// Row ranges of about equal non-zeros, several per thread.
-template <class Rows>
-void for_row_ranges(const Csr& m, int64_t width, int threads, Rows&& rows) {
+template <class M, class Rows>
+void for_row_ranges(const M& m, int64_t width, int threads, Rows&& rows) {
   const int t = m.nnz() * width < 400000 ? 1 : hardware_threads(threads);
   if (t == 1) {
     rows(int64_t{0}, m.rows);
@@ -127,22 +144,60 @@ void for_row_ranges(const Csr& m, int64_t width, int threads, Rows&& rows) {
 #define MANIFOLD_KERNEL_CLONES
 #endif
 
-MANIFOLD_KERNEL_CLONES
-void spmm_rows(const int64_t* ptr, const int32_t* col, const double* val, const double* x, double* y, int64_t b,
-               int64_t r0, int64_t r1) {
+/// Row i, columns [c0, c0 + W) of y = M x: W accumulators that stay in
+/// registers over the row's non-zeros (a runtime width would keep them in
+/// memory, a store-to-load chain per non-zero).
+template <class T, int W>
+__attribute__((always_inline)) inline void spmm_chunk(const int64_t* __restrict ptr, const int32_t* __restrict col,
+                                                      const T* __restrict val, const T* __restrict x,
+                                                      T* __restrict y, int64_t b, int64_t c0, int64_t i) {
+  T acc[W] = {};
+  for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
+    const T v = val[e];
+    const T* xj = x + static_cast<int64_t>(col[e]) * b + c0;
+    for (int k = 0; k < W; ++k) acc[k] += v * xj[k];
+  }
+  T* yi = y + i * b + c0;
+  for (int k = 0; k < W; ++k) yi[k] = acc[k];
+}
+
+template <class T>
+__attribute__((always_inline)) inline void spmm_rows_impl(const int64_t* __restrict ptr,
+                                                          const int32_t* __restrict col, const T* __restrict val,
+                                                          const T* __restrict x, T* __restrict y, int64_t b,
+                                                          int64_t r0, int64_t r1) {
+  constexpr int wide = 64 / sizeof(T), half = wide / 2, quarter = wide / 4;
   for (int64_t i = r0; i < r1; ++i) {
-    double* yi = y + i * b;
-    for (int64_t c = 0; c < b; ++c) yi[c] = 0;
-    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
-      const double v = val[e];
-      const double* xj = x + static_cast<int64_t>(col[e]) * b;
-      for (int64_t c = 0; c < b; ++c) yi[c] += v * xj[c];
+    int64_t c0 = 0;
+    for (; c0 + wide <= b; c0 += wide) spmm_chunk<T, wide>(ptr, col, val, x, y, b, c0, i);
+    if (c0 + half <= b) {
+      spmm_chunk<T, half>(ptr, col, val, x, y, b, c0, i);
+      c0 += half;
     }
+    if (c0 + quarter <= b) {
+      spmm_chunk<T, quarter>(ptr, col, val, x, y, b, c0, i);
+      c0 += quarter;
+    }
+    for (; c0 < b; ++c0) spmm_chunk<T, 1>(ptr, col, val, x, y, b, c0, i);
   }
 }
 
+MANIFOLD_KERNEL_CLONES
+void spmm_rows(const int64_t* ptr, const int32_t* col, const double* val, const double* x, double* y, int64_t b,
+               int64_t r0, int64_t r1) {
+  spmm_rows_impl<double>(ptr, col, val, x, y, b, r0, r1);
+}
+
+MANIFOLD_KERNEL_CLONES
+void spmm_rows(const int64_t* ptr, const int32_t* col, const float* val, const float* x, float* y, int64_t b,
+               int64_t r0, int64_t r1) {
+  spmm_rows_impl<float>(ptr, col, val, x, y, b, r0, r1);
+}
+
 /// y = M x for a block of columns.
-void spmm(const Csr& m, const Block& x, Block& y, int threads) {
+template <class T>
+void spmm(const CsrT<T>& m, const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& x,
+          Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& y, int threads) {
   const int64_t b = x.cols();
   y.resize(static_cast<Eigen::Index>(m.rows), static_cast<Eigen::Index>(b));
   for_row_ranges(m, b, threads, [&](int64_t r0, int64_t r1) {
@@ -153,53 +208,61 @@ void spmm(const Csr& m, const Block& x, Block& y, int threads) {
 /// One fused Chebyshev step, row by row: d' = alpha d + beta dinv (b - M x),
 /// x' = x + d' (x and d are read, x' and d' written: no row depends on an
 /// updated neighbour).
-MANIFOLD_KERNEL_CLONES
-void cheb_rows(const int64_t* ptr, const int32_t* col, const double* val, const double* dinv, const double* b,
-               const double* x, const double* d, double alpha, double beta, double* x_out, double* d_out, int64_t s,
-               double* acc, int64_t r0, int64_t r1) {
-  for (int64_t i = r0; i < r1; ++i) {
-    const double* bi = b + i * s;
-    for (int64_t c = 0; c < s; ++c) acc[c] = bi[c];
-    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
-      const double v = val[e];
-      const double* xj = x + static_cast<int64_t>(col[e]) * s;
-      for (int64_t c = 0; c < s; ++c) acc[c] -= v * xj[c];
-    }
-    const double wi = beta * dinv[i];
-    const double* xi = x + i * s;
-    const double* di = d + i * s;
-    double* xo = x_out + i * s;
-    double* dout = d_out + i * s;
-    if (alpha != 0) {
-      for (int64_t c = 0; c < s; ++c) {
-        const double dn = alpha * di[c] + wi * acc[c];
-        dout[c] = dn;
-        xo[c] = xi[c] + dn;
-      }
-    } else {
-      for (int64_t c = 0; c < s; ++c) {
-        const double dn = wi * acc[c];
-        dout[c] = dn;
-        xo[c] = xi[c] + dn;
-      }
-    }
+template <int W>
+__attribute__((always_inline)) inline void cheb_chunk(const int64_t* __restrict ptr, const int32_t* __restrict col,
+                                                      const float* __restrict val, float wi, const float* __restrict b,
+                                                      const float* __restrict x, const float* __restrict d,
+                                                      float alpha, float* __restrict x_out, float* __restrict d_out,
+                                                      int64_t s, int64_t c0, int64_t i) {
+  float acc[W];
+  const float* bi = b + i * s + c0;
+  for (int k = 0; k < W; ++k) acc[k] = bi[k];
+  for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
+    const float v = val[e];
+    const float* xj = x + static_cast<int64_t>(col[e]) * s + c0;
+    for (int k = 0; k < W; ++k) acc[k] -= v * xj[k];
+  }
+  const float* xi = x + i * s + c0;
+  const float* di = d + i * s + c0;
+  float* xo = x_out + i * s + c0;
+  float* dout = d_out + i * s + c0;
+  for (int k = 0; k < W; ++k) {
+    const float dn = alpha * di[k] + wi * acc[k];
+    dout[k] = dn;
+    xo[k] = xi[k] + dn;
   }
 }
 
-void cheb_step(const Csr& m, const std::vector<double>& dinv, const Block& b, const Block& x, const Block& d,
-               double alpha, double beta, Block& x_out, Block& d_out, int threads) {
+/// One fused Chebyshev step, row by row: d' = alpha d + beta dinv (b - M x),
+/// x' = x + d' (x and d are read, x' and d' written: no row depends on an
+/// updated neighbour). s is a multiple of 8 (the cycle pads).
+MANIFOLD_KERNEL_CLONES
+void cheb_rows(const int64_t* __restrict ptr, const int32_t* __restrict col, const float* __restrict val,
+               const float* __restrict dinv, const float* __restrict b, const float* __restrict x,
+               const float* __restrict d, float alpha, float beta, float* __restrict x_out,
+               float* __restrict d_out, int64_t s, int64_t r0, int64_t r1) {
+  for (int64_t i = r0; i < r1; ++i) {
+    const float wi = beta * dinv[i];
+    int64_t c0 = 0;
+    for (; c0 + 16 <= s; c0 += 16) cheb_chunk<16>(ptr, col, val, wi, b, x, d, alpha, x_out, d_out, s, c0, i);
+    if (c0 + 8 <= s) cheb_chunk<8>(ptr, col, val, wi, b, x, d, alpha, x_out, d_out, s, c0, i);
+  }
+}
+
+void cheb_step(const CsrF& m, const std::vector<float>& dinv, const BlockF& b, const BlockF& x, const BlockF& d,
+               float alpha, float beta, BlockF& x_out, BlockF& d_out, int threads) {
   const int64_t s = x.cols();
+  if (s % 8 != 0) throw std::logic_error("cheb_step: block width not a multiple of 8");
   x_out.resize(x.rows(), x.cols());
   d_out.resize(x.rows(), x.cols());
   for_row_ranges(m, s, threads, [&](int64_t r0, int64_t r1) {
-    std::vector<double> acc(static_cast<size_t>(s));
     cheb_rows(m.ptr.data(), m.col.data(), m.val.data(), dinv.data(), b.data(), x.data(), d.data(), alpha, beta,
-              x_out.data(), d_out.data(), s, acc.data(), r0, r1);
+              x_out.data(), d_out.data(), s, r0, r1);
   });
 }
 
 /// r = b - M x.
-void residual(const Csr& m, const Block& b, const Block& x, Block& r, int threads) {
+void residual(const CsrF& m, const BlockF& b, const BlockF& x, BlockF& r, int threads) {
   spmm(m, x, r, threads);
   r = b - r;
 }
@@ -397,9 +460,8 @@ std::vector<int32_t> aggregate(const SpMat& m, int32_t* count) {
 /// Largest eigenvalue of D^-1 m (symmetric m, positive diagonal): the top
 /// Ritz value of 12 Lanczos steps on D^-1/2 m D^-1/2 (from below, but close
 /// for an extreme eigenvalue).
-double spectral_radius(const SpMat& m, const Eigen::VectorXd& dinv, int threads) {
-  const int64_t n = m.rows();
-  const Csr c = to_csr(m);
+double spectral_radius(const Csr& c, const Eigen::VectorXd& dinv, int threads) {
+  const int64_t n = c.rows;
   const Eigen::VectorXd s = dinv.cwiseSqrt();
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> u(-1, 1);
@@ -434,9 +496,10 @@ class Amg {
  public:
   /// Hierarchy for the SPD matrix m0 with near-null vector b (the constant
   /// of the Markov chain in the symmetric conjugate: sqrt(d)).
-  Amg(const Csr& m0, Eigen::VectorXd b, int smoothing, int coarse_size, int threads)
+  Amg(Csr m0, Eigen::VectorXd b, int smoothing, int coarse_size, int threads)
       : smoothing_(smoothing), threads_(threads) {
     SpMat m = to_spmat(m0);
+    Csr mcsr = std::move(m0);  // the level's matrix in CSR, for the cycle
     SpMat gram;  // P^T P composed down to this level (empty: identity, the finest)
     for (int level = 0; level < 20; ++level) {
       const int64_t n = m.rows();
@@ -470,7 +533,7 @@ class Amg {
         dinv[i] = 1 / diag;
         rho = std::max(rho, sum / diag);
       }
-      rho = std::min(rho, 1.1 * spectral_radius(m, dinv, threads));
+      rho = std::min(rho, 1.1 * spectral_radius(mcsr, dinv, threads));
       const double omega = 4.0 / (3.0 * rho);
       SpMat mp = m * pt;
       SpMat p = pt - SpMat((omega * dinv).asDiagonal() * mp);
@@ -478,9 +541,10 @@ class Amg {
       SpMat r = p.transpose();
       SpMat mc = r * SpMat(m * p);
       mc = SpMat(0.5 * (mc + SpMat(mc.transpose())));
-      lv.a = to_csr(m);
-      lv.p = to_csr(p);
-      lv.r = to_csr(r);
+      lv.a = to_float(mcsr);
+      mcsr = to_csr(mc);
+      lv.p = to_float(to_csr(p));
+      lv.r = to_float(to_csr(r));
       lv.dinv.assign(dinv.data(), dinv.data() + n);
       lv.rho = rho;
       gram = level == 0 ? SpMat(r * p) : SpMat(r * SpMat(gram * p));
@@ -503,17 +567,27 @@ class Amg {
     Eigen::GeneralizedSelfAdjointEigenSolver<Eigen::MatrixXd> es(coarse_matrix_ - shift * coarse_gram_, coarse_gram_);
     if (es.info() != Eigen::Success) return Block();
     k = static_cast<int>(std::min<Eigen::Index>(k, coarse_matrix_.rows()));
-    Block y = es.eigenvectors().leftCols(k);
+    BlockF y = BlockF::Zero(coarse_matrix_.rows(), (k + 7) / 8 * 8);
+    y.leftCols(k) = es.eigenvectors().leftCols(k).cast<float>();
     for (size_t l = levels_.size(); l-- > 0;) {
-      Block t;
+      BlockF t;
       spmm(levels_[l].p, y, t, threads_);
       y.swap(t);
     }
-    return y;
+    return y.leftCols(k).cast<double>();
   }
 
   /// z = T r: one V-cycle from z = 0.
-  void apply(const Block& r, Block& z) const { cycle(0, r, z); }
+  void apply(const Block& r, Block& z) const {
+    // Padded to whole AVX registers (8 floats) with zero columns, which
+    // stay zero: the cycle is linear.
+    const Eigen::Index s = r.cols(), padded = (s + 7) / 8 * 8;
+    BlockF rf = BlockF::Zero(r.rows(), padded);
+    rf.leftCols(s) = r.cast<float>();
+    BlockF zf;
+    cycle(0, rf, zf);
+    z = zf.leftCols(s).cast<double>();
+  }
 
   std::vector<int64_t> level_rows() const {
     std::vector<int64_t> out;
@@ -530,32 +604,33 @@ class Amg {
 
  private:
   struct Level {
-    Csr a, p, r;
-    std::vector<double> dinv;  // 1 / a_ii
+    CsrF a, p, r;
+    std::vector<float> dinv;   // 1 / a_ii
     double rho = 2;            // bound on the spectrum of D^-1 a
   };
 
   /// Chebyshev smoothing of degree smoothing_ on [rho / ratio, rho] of
   /// D^-1 a (Saad, Alg. 12.1), from x (zero when `from_zero`).
-  void smooth(const Level& lv, const Block& b, Block& x, bool from_zero) const {
+  void smooth(const Level& lv, const BlockF& b, BlockF& x, bool from_zero) const {
     const double hi = lv.rho, lo = lv.rho / cheb_ratio();
     const double theta = 0.5 * (hi + lo), delta = 0.5 * (hi - lo), sigma = theta / delta;
     double rho_k = 1 / sigma;
-    Block d, xn, dn;
+    BlockF d, xn, dn;
     if (from_zero) {
       x.resize(b.rows(), b.cols());
       d.resize(b.rows(), b.cols());
-      for (Eigen::Index i = 0; i < b.rows(); ++i) d.row(i) = (lv.dinv[static_cast<size_t>(i)] / theta) * b.row(i);
+      for (Eigen::Index i = 0; i < b.rows(); ++i) d.row(i) = static_cast<float>(lv.dinv[static_cast<size_t>(i)] / theta) * b.row(i);
       x = d;
     } else {
       d.setZero(b.rows(), b.cols());
-      cheb_step(lv.a, lv.dinv, b, x, d, 0.0, 1 / theta, xn, dn, threads_);
+      cheb_step(lv.a, lv.dinv, b, x, d, 0.0f, static_cast<float>(1 / theta), xn, dn, threads_);
       x.swap(xn);
       d.swap(dn);
     }
     for (int k = 1; k < smoothing_; ++k) {
       const double rho_new = 1 / (2 * sigma - rho_k);
-      cheb_step(lv.a, lv.dinv, b, x, d, rho_new * rho_k, 2 * rho_new / delta, xn, dn, threads_);
+      cheb_step(lv.a, lv.dinv, b, x, d, static_cast<float>(rho_new * rho_k), static_cast<float>(2 * rho_new / delta),
+                xn, dn, threads_);
       x.swap(xn);
       d.swap(dn);
       rho_k = rho_new;
@@ -565,16 +640,16 @@ class Amg {
   /// is the coarse grid's part.
   static constexpr double cheb_ratio() { return 10.0; }
 
-  void cycle(size_t l, const Block& b, Block& x) const {
+  void cycle(size_t l, const BlockF& b, BlockF& x) const {
     if (l == levels_.size()) {
-      x = coarse_.solve(Eigen::MatrixXd(b));
+      x = coarse_.solve(b.cast<double>()).cast<float>();
       return;
     }
     const Level& lv = levels_[l];
     smooth(lv, b, x, true);
-    Block t;
+    BlockF t;
     residual(lv.a, b, x, t, threads_);
-    Block bc, xc;
+    BlockF bc, xc;
     spmm(lv.r, t, bc, threads_);
     cycle(l + 1, bc, xc);
     spmm(lv.p, xc, t, threads_);
@@ -629,7 +704,14 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
   progress.stage("eigensolve (warm)", 0, "mat-vecs");
   Block lx;
   auto apply_l = [&](const Block& v, Block& out) {
-    spmm(lap, v, out, threads);
+    if (v.cols() % 4 == 0) {
+      spmm(lap, v, out, threads);
+    } else {  // padded to whole AVX registers (4 doubles)
+      Block vp = Block::Zero(n, (v.cols() + 3) / 4 * 4), op;
+      vp.leftCols(v.cols()) = v;
+      spmm(lap, vp, op, threads);
+      out = op.leftCols(v.cols());
+    }
     st.matvecs += v.cols();
     progress.advance(static_cast<uint64_t>(v.cols()));
   };
