@@ -149,12 +149,12 @@ void for_row_ranges(const M& m, int64_t width, int threads, Rows&& rows) {
 /// memory, a store-to-load chain per non-zero).
 template <class T, int W>
 __attribute__((always_inline)) inline void spmm_chunk(const int64_t* __restrict ptr, const int32_t* __restrict col,
-                                                      const T* __restrict val, const T* __restrict x,
+                                                      const T* __restrict val, const T* __restrict x, int64_t ldx,
                                                       T* __restrict y, int64_t b, int64_t c0, int64_t i) {
   T acc[W] = {};
   for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
     const T v = val[e];
-    const T* xj = x + static_cast<int64_t>(col[e]) * b + c0;
+    const T* xj = x + static_cast<int64_t>(col[e]) * ldx + c0;
     for (int k = 0; k < W; ++k) acc[k] += v * xj[k];
   }
   T* yi = y + i * b + c0;
@@ -164,34 +164,34 @@ __attribute__((always_inline)) inline void spmm_chunk(const int64_t* __restrict 
 template <class T>
 __attribute__((always_inline)) inline void spmm_rows_impl(const int64_t* __restrict ptr,
                                                           const int32_t* __restrict col, const T* __restrict val,
-                                                          const T* __restrict x, T* __restrict y, int64_t b,
-                                                          int64_t r0, int64_t r1) {
+                                                          const T* __restrict x, int64_t ldx, T* __restrict y,
+                                                          int64_t b, int64_t r0, int64_t r1) {
   constexpr int wide = 64 / sizeof(T), half = wide / 2, quarter = wide / 4;
   for (int64_t i = r0; i < r1; ++i) {
     int64_t c0 = 0;
-    for (; c0 + wide <= b; c0 += wide) spmm_chunk<T, wide>(ptr, col, val, x, y, b, c0, i);
+    for (; c0 + wide <= b; c0 += wide) spmm_chunk<T, wide>(ptr, col, val, x, ldx, y, b, c0, i);
     if (c0 + half <= b) {
-      spmm_chunk<T, half>(ptr, col, val, x, y, b, c0, i);
+      spmm_chunk<T, half>(ptr, col, val, x, ldx, y, b, c0, i);
       c0 += half;
     }
     if (c0 + quarter <= b) {
-      spmm_chunk<T, quarter>(ptr, col, val, x, y, b, c0, i);
+      spmm_chunk<T, quarter>(ptr, col, val, x, ldx, y, b, c0, i);
       c0 += quarter;
     }
-    for (; c0 < b; ++c0) spmm_chunk<T, 1>(ptr, col, val, x, y, b, c0, i);
+    for (; c0 < b; ++c0) spmm_chunk<T, 1>(ptr, col, val, x, ldx, y, b, c0, i);
   }
 }
 
 MANIFOLD_KERNEL_CLONES
-void spmm_rows(const int64_t* ptr, const int32_t* col, const double* val, const double* x, double* y, int64_t b,
-               int64_t r0, int64_t r1) {
-  spmm_rows_impl<double>(ptr, col, val, x, y, b, r0, r1);
+void spmm_rows(const int64_t* ptr, const int32_t* col, const double* val, const double* x, int64_t ldx, double* y,
+               int64_t b, int64_t r0, int64_t r1) {
+  spmm_rows_impl<double>(ptr, col, val, x, ldx, y, b, r0, r1);
 }
 
 MANIFOLD_KERNEL_CLONES
-void spmm_rows(const int64_t* ptr, const int32_t* col, const float* val, const float* x, float* y, int64_t b,
-               int64_t r0, int64_t r1) {
-  spmm_rows_impl<float>(ptr, col, val, x, y, b, r0, r1);
+void spmm_rows(const int64_t* ptr, const int32_t* col, const float* val, const float* x, int64_t ldx, float* y,
+               int64_t b, int64_t r0, int64_t r1) {
+  spmm_rows_impl<float>(ptr, col, val, x, ldx, y, b, r0, r1);
 }
 
 /// y = M x for a block of columns.
@@ -201,7 +201,15 @@ void spmm(const CsrT<T>& m, const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynami
   const int64_t b = x.cols();
   y.resize(static_cast<Eigen::Index>(m.rows), static_cast<Eigen::Index>(b));
   for_row_ranges(m, b, threads, [&](int64_t r0, int64_t r1) {
-    spmm_rows(m.ptr.data(), m.col.data(), m.val.data(), x.data(), y.data(), b, r0, r1);
+    spmm_rows(m.ptr.data(), m.col.data(), m.val.data(), x.data(), b, y.data(), b, r0, r1);
+  });
+}
+
+/// y = M x for columns of a wider block (x: row stride ldx).
+void spmm_strided(const Csr& m, const double* x, int64_t ldx, int64_t b, Block& y, int threads) {
+  y.resize(static_cast<Eigen::Index>(m.rows), static_cast<Eigen::Index>(b));
+  for_row_ranges(m, b, threads, [&](int64_t r0, int64_t r1) {
+    spmm_rows(m.ptr.data(), m.col.data(), m.val.data(), x, ldx, y.data(), b, r0, r1);
   });
 }
 
@@ -287,10 +295,21 @@ int64_t row_parts(int64_t n, int threads) {
   return std::max<int64_t>(1, std::min<int64_t>(4 * t, n / 1024));
 }
 
+/// Columns [c0, c0 + cols) of a row-major block, without a copy.
+struct Cols {
+  const double* data = nullptr;
+  int64_t rows = 0;
+  int ld = 0, cols = 0;
+  Cols(const Block& m)  // NOLINT: a whole block converts implicitly
+      : data(m.data()), rows(m.rows()), ld(static_cast<int>(m.cols())), cols(static_cast<int>(m.cols())) {}
+  Cols(const Block& m, Eigen::Index c0, Eigen::Index count)
+      : data(m.data() + c0), rows(m.rows()), ld(static_cast<int>(m.cols())), cols(static_cast<int>(count)) {}
+};
+
 /// a^T b; partial sums added in block order (independent of the thread count).
-Eigen::MatrixXd tgram(const Block& a, const Block& b, int threads) {
-  const int64_t n = a.rows();
-  const int ka = static_cast<int>(a.cols()), kb = static_cast<int>(b.cols());
+Eigen::MatrixXd tgram(Cols a, Cols b, int threads) {
+  const int64_t n = a.rows;
+  const int ka = a.cols, kb = b.cols;
   Eigen::MatrixXd g = Eigen::MatrixXd::Zero(ka, kb);
   if (ka == 0 || kb == 0 || n == 0) return g;
   const int64_t parts = row_parts(n, threads);
@@ -299,40 +318,45 @@ Eigen::MatrixXd tgram(const Block& a, const Block& b, int threads) {
     const int64_t r0 = n * p / parts, r1 = n * (p + 1) / parts;
     Eigen::MatrixXd& out = part[static_cast<size_t>(p)];
     out.resize(ka, kb);
-    gemm('N', 'T', ka, kb, static_cast<int>(r1 - r0), 1.0, a.data() + r0 * ka, ka, b.data() + r0 * kb, kb, 0.0,
+    gemm('N', 'T', ka, kb, static_cast<int>(r1 - r0), 1.0, a.data + r0 * a.ld, a.ld, b.data + r0 * b.ld, b.ld, 0.0,
          out.data(), ka);
   }, 1);
   for (auto& m : part) g += m;
   return g;
 }
 
-/// out = beta out + alpha a c over row blocks.
-void times_into(const Block& a, const Eigen::MatrixXd& c, double alpha, double beta, Block& out, int threads) {
-  const int64_t n = a.rows();
-  const int ka = static_cast<int>(a.cols()), kc = static_cast<int>(c.cols());
+/// out = beta out + alpha a c over row blocks (out: rows x c.cols(), row stride ldo).
+void times_into(Cols a, const Eigen::MatrixXd& c, double alpha, double beta, double* out, int ldo, int threads) {
+  const int64_t n = a.rows;
+  const int ka = a.cols, kc = static_cast<int>(c.cols());
   if (kc == 0 || n == 0) return;
+  if (ka == 0) {
+    if (beta == 0)
+      for (int64_t i = 0; i < n; ++i) std::fill(out + i * ldo, out + i * ldo + kc, 0.0);
+    return;
+  }
   const int64_t parts = row_parts(n, threads);
   parallel_for(0, parts, threads, [&](int64_t p) {
     const int64_t r0 = n * p / parts, r1 = n * (p + 1) / parts;
-    gemm('T', 'N', kc, static_cast<int>(r1 - r0), ka, alpha, c.data(), static_cast<int>(c.rows()), a.data() + r0 * ka,
-         ka, beta, out.data() + r0 * kc, kc);
+    gemm('T', 'N', kc, static_cast<int>(r1 - r0), ka, alpha, c.data(), static_cast<int>(c.rows()),
+         a.data + r0 * a.ld, a.ld, beta, out + r0 * ldo, ldo);
   }, 1);
 }
 
+void times_into(Cols a, const Eigen::MatrixXd& c, double alpha, double beta, Block& out, int threads) {
+  times_into(a, c, alpha, beta, out.data(), static_cast<int>(out.cols()), threads);
+}
+
 /// a c.
-Block times(const Block& a, const Eigen::MatrixXd& c, int threads) {
-  Block out(a.rows(), c.cols());
-  if (a.cols() == 0) {
-    out.setZero();
-    return out;
-  }
+Block times(Cols a, const Eigen::MatrixXd& c, int threads) {
+  Block out(a.rows, c.cols());
   times_into(a, c, 1.0, 0.0, out, threads);
   return out;
 }
 
 /// a -= q c.
-void subtract_times(Block& a, const Block& q, const Eigen::MatrixXd& c, int threads) {
-  if (q.cols() == 0) return;
+void subtract_times(Block& a, Cols q, const Eigen::MatrixXd& c, int threads) {
+  if (q.cols == 0) return;
   times_into(q, c, -1.0, 1.0, a, threads);
 }
 
@@ -394,14 +418,13 @@ void orthonormalise_against(const Block& q, Block& w, int threads) {
   }
 }
 
-/// w made orthogonal to x and p (orthonormal, orthogonal to each other) and
-/// orthonormal itself: block Gram-Schmidt, repeated when a column lost more
-/// than 1 - 1e-3 of its norm to it (cancellation), then SVQB.
-void orthonormalise_against2(const Block& x, const Block& p, Block& w, int threads) {
+/// w made orthogonal to q (orthonormal columns) and orthonormal itself:
+/// block Gram-Schmidt, repeated when a column lost more than 1 - 1e-3 of its
+/// norm to it (cancellation), then SVQB.
+void orthonormalise_against2(Cols q, Block& w, int threads) {
   for (int pass = 0; pass < 3 && w.cols() > 0; ++pass) {
     const Eigen::VectorXd before = tgram_diag(w, threads);
-    subtract_times(w, x, tgram(x, w, threads), threads);
-    subtract_times(w, p, tgram(p, w, threads), threads);
+    subtract_times(w, q, tgram(q, w, threads), threads);
     const Eigen::MatrixXd g = tgram(w, w, threads);
     bool again = false;
     for (Eigen::Index c = 0; c < g.rows(); ++c)
@@ -773,16 +796,19 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
   // State: X (Ritz vectors, orthonormal), L X (computed afresh each
   // iteration), P (orthonormal, orthogonal to X) and hxp = [X P]^T L [X P],
   // known from the previous Rayleigh-Ritz step without touching n-vectors.
-  Block p(n, 0);
+  // [X P] side by side in one block (one product where there would be two).
+  Block xp = std::move(x);
   Eigen::MatrixXd hxp = theta.asDiagonal();
   Eigen::VectorXd res(b);
   for (int it = 0;; ++it) {
+    const int64_t ld = xp.cols();
     // Residuals of the Ritz pairs, relative to |lambda| = |1 - theta|.
     Block r = lx;
-    {
-      const Eigen::RowVectorXd th = theta.transpose();
-      parallel_for(0, n, threads, [&](int64_t i) { r.row(i) -= x.row(i).cwiseProduct(th); }, 4096);
-    }
+    parallel_for(0, n, threads, [&](int64_t i) {
+      double* ri = r.data() + i * b;
+      const double* xi = xp.data() + i * ld;
+      for (int c = 0; c < b; ++c) ri[c] -= theta[c] * xi[c];
+    }, 4096);
     const Eigen::VectorXd rn2 = tgram_diag(r, threads);
     double worst = 0;
     std::vector<Eigen::Index> active;
@@ -808,17 +834,16 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
     amg.apply(ra, w);
     st.preconditioner_s += seconds_since(t_cycle);
     st.preconditioner_applies += w.cols();
-    orthonormalise_against2(x, p, w, threads);
+    orthonormalise_against2(xp, w, threads);
     if (w.cols() == 0) break;  // nothing new: the space is invariant to rounding
     Block lw;
     apply_l(w, lw);
-    // Rayleigh-Ritz on span [X, P, W] (orthonormal).
-    const Eigen::Index kxp = b + p.cols(), m = kxp + w.cols();
+    // Rayleigh-Ritz on span [X, P, W] (orthonormal); the [X P] block of the
+    // projected matrix is known from the previous step.
+    const Eigen::Index kxp = xp.cols(), m = kxp + w.cols();
     Eigen::MatrixXd h(m, m);
     h.topLeftCorner(kxp, kxp) = hxp;
-    Eigen::MatrixXd bx = tgram(x, lw, threads), bp = tgram(p, lw, threads);
-    h.block(0, kxp, b, w.cols()) = bx;
-    h.block(b, kxp, p.cols(), w.cols()) = bp;
+    h.topRightCorner(kxp, w.cols()) = tgram(xp, lw, threads);
     h.bottomRightCorner(w.cols(), w.cols()) = tgram(w, lw, threads);
     h.bottomLeftCorner(w.cols(), kxp) = h.topRightCorner(kxp, w.cols()).transpose();
     h = 0.5 * (h + h.transpose()).eval();
@@ -834,24 +859,27 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
     Eigen::MatrixXd cn(m, b + z.cols());
     cn << cx, z;
     Block y(n, cn.cols());
-    times_into(x, cn.topRows(b), 1.0, 0.0, y, threads);
-    times_into(p, cn.middleRows(b, p.cols()), 1.0, 1.0, y, threads);
+    times_into(xp, cn.topRows(kxp), 1.0, 0.0, y, threads);
     times_into(w, cn.bottomRows(w.cols()), 1.0, 1.0, y, threads);
-    x = y.leftCols(b);
-    p = y.rightCols(z.cols());
+    xp.swap(y);
     hxp = cn.transpose() * h * cn;
     // Keep X orthonormal against rounding drift.
-    Eigen::MatrixXd g = tgram(x, x, threads);
+    const Cols xc(xp, 0, b);
+    Eigen::MatrixXd g = tgram(xc, xc, threads);
     if ((g - Eigen::MatrixXd::Identity(b, b)).cwiseAbs().maxCoeff() > 1e-12) {
       Eigen::LLT<Eigen::MatrixXd> llt(g);
       const Eigen::MatrixXd rinv = llt.matrixU().solve(Eigen::MatrixXd::Identity(b, b));
-      x = times(x, rinv, threads);
+      const Block xr = times(xc, rinv, threads);
+      xp.leftCols(b) = xr;
       Eigen::MatrixXd t = Eigen::MatrixXd::Identity(hxp.rows(), hxp.cols());
       t.topLeftCorner(b, b) = rinv;
       hxp = t.transpose() * hxp * t;
     }
-    apply_l(x, lx);
+    spmm_strided(lap, xp.data(), xp.cols(), b, lx, threads);
+    st.matvecs += b;
+    progress.advance(static_cast<uint64_t>(b));
   }
+  x = xp.leftCols(b);
   st.solve_s = seconds_since(t_solve);
   if (o.trace)
     std::fprintf(stderr, "warm eigensolve: order %.3f s, start %.3f s, AMG setup %.3f s, iterations %.3f s (V-cycles %.3f s)\n",
