@@ -16,7 +16,6 @@
 // all columns.
 #include "warm_eigensolver.h"
 
-#include <Eigen/Sparse>
 #include <cblas.h>  // openblas_{get,set}_num_threads
 
 #include <algorithm>
@@ -39,7 +38,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 using Block = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using SpMat = Eigen::SparseMatrix<double, Eigen::RowMajor, int>;
 
 /// A square or rectangular CSR matrix (diagonal stored in place).
 template <class T>
@@ -65,27 +63,6 @@ CsrF to_float(const Csr& c) {
   f.col = c.col;
   f.val.assign(c.val.begin(), c.val.end());
   return f;
-}
-
-Csr to_csr(const SpMat& s) {
-  Csr c;
-  c.rows = s.rows();
-  c.cols = s.cols();
-  c.ptr.resize(static_cast<size_t>(c.rows + 1));
-  for (int64_t i = 0; i <= c.rows; ++i) c.ptr[static_cast<size_t>(i)] = s.outerIndexPtr()[i];
-  c.col.assign(s.innerIndexPtr(), s.innerIndexPtr() + s.nonZeros());
-  c.val.assign(s.valuePtr(), s.valuePtr() + s.nonZeros());
-  return c;
-}
-
-SpMat to_spmat(const Csr& c) {
-  if (c.nnz() > std::numeric_limits<int>::max()) throw Error("warm eigensolve: matrix too large for the AMG setup");
-  SpMat s(static_cast<Eigen::Index>(c.rows), static_cast<Eigen::Index>(c.cols));
-  s.resizeNonZeros(static_cast<Eigen::Index>(c.nnz()));
-  for (int64_t i = 0; i <= c.rows; ++i) s.outerIndexPtr()[i] = static_cast<int>(c.ptr[static_cast<size_t>(i)]);
-  std::copy(c.col.begin(), c.col.end(), s.innerIndexPtr());
-  std::copy(c.val.begin(), c.val.end(), s.valuePtr());
-  return s;
 }
 
 /// L + shift I = (1 + shift) I - A, diagonal merged in column order.
@@ -440,28 +417,28 @@ void orthonormalise_against2(Cols q, Block& w, int threads) {
 /// whose neighbourhood is still free take it whole; the rest join the
 /// neighbouring aggregate they are most strongly connected to, or form their
 /// own. agg[i] = aggregate of row i.
-std::vector<int32_t> aggregate(const SpMat& m, int32_t* count) {
-  const int64_t n = m.rows();
+std::vector<int32_t> aggregate(const Csr& m, int32_t* count) {
+  const int64_t n = m.rows;
   std::vector<int32_t> agg(static_cast<size_t>(n), -1);
   int32_t next = 0;
-  const int* ptr = m.outerIndexPtr();
-  const int* idx = m.innerIndexPtr();
-  const double* val = m.valuePtr();
+  const int64_t* ptr = m.ptr.data();
+  const int32_t* idx = m.col.data();
+  const double* val = m.val.data();
   for (int64_t i = 0; i < n; ++i) {
     if (agg[static_cast<size_t>(i)] >= 0) continue;
     bool free = true;
-    for (int e = ptr[i]; e < ptr[i + 1] && free; ++e)
+    for (int64_t e = ptr[i]; e < ptr[i + 1] && free; ++e)
       if (idx[e] != i && agg[static_cast<size_t>(idx[e])] >= 0) free = false;
     if (!free) continue;
     agg[static_cast<size_t>(i)] = next;
-    for (int e = ptr[i]; e < ptr[i + 1]; ++e) agg[static_cast<size_t>(idx[e])] = next;
+    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) agg[static_cast<size_t>(idx[e])] = next;
     ++next;
   }
   std::vector<int32_t> first = agg;
   for (int64_t i = 0; i < n; ++i) {
     if (agg[static_cast<size_t>(i)] >= 0) continue;
     double best = 0;
-    for (int e = ptr[i]; e < ptr[i + 1]; ++e) {
+    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
       const int32_t a = first[static_cast<size_t>(idx[e])];
       if (idx[e] != i && a >= 0 && std::abs(val[e]) > best) {
         best = std::abs(val[e]);
@@ -472,7 +449,7 @@ std::vector<int32_t> aggregate(const SpMat& m, int32_t* count) {
   for (int64_t i = 0; i < n; ++i) {
     if (agg[static_cast<size_t>(i)] >= 0) continue;
     agg[static_cast<size_t>(i)] = next;
-    for (int e = ptr[i]; e < ptr[i + 1]; ++e)
+    for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e)
       if (agg[static_cast<size_t>(idx[e])] < 0) agg[static_cast<size_t>(idx[e])] = next;
     ++next;
   }
@@ -515,17 +492,103 @@ double spectral_radius(const Csr& c, const Eigen::VectorXd& dinv, int threads) {
   return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(t, Eigen::EigenvaluesOnly).eigenvalues().maxCoeff();
 }
 
+/// c = a b by rows (Gustavson), rows in parallel with a dense accumulator
+/// over b's columns per worker (b.cols is a coarse level's size here).
+Csr spgemm(const Csr& a, const Csr& b, int threads) {
+  const int64_t n = a.rows, nc = b.cols;
+  constexpr int64_t kRows = 2048;
+  const int64_t parts = std::max<int64_t>(1, (n + kRows - 1) / kRows);
+  std::vector<std::vector<int32_t>> cols(static_cast<size_t>(parts));
+  std::vector<std::vector<double>> vals(static_cast<size_t>(parts));
+  std::vector<std::vector<int64_t>> lens(static_cast<size_t>(parts));
+  const int t = a.nnz() < 100000 ? 1 : hardware_threads(threads);
+  parallel_for(0, parts, t, [&](int64_t q) {
+    std::vector<double> acc(static_cast<size_t>(nc), 0.0);
+    std::vector<char> mark(static_cast<size_t>(nc), 0);
+    std::vector<int32_t> touched;
+    auto& oc = cols[static_cast<size_t>(q)];
+    auto& ov = vals[static_cast<size_t>(q)];
+    auto& ol = lens[static_cast<size_t>(q)];
+    for (int64_t i = q * kRows; i < std::min(n, (q + 1) * kRows); ++i) {
+      touched.clear();
+      for (int64_t e = a.ptr[static_cast<size_t>(i)]; e < a.ptr[static_cast<size_t>(i + 1)]; ++e) {
+        const int64_t j = a.col[static_cast<size_t>(e)];
+        const double v = a.val[static_cast<size_t>(e)];
+        for (int64_t f = b.ptr[static_cast<size_t>(j)]; f < b.ptr[static_cast<size_t>(j + 1)]; ++f) {
+          const int32_t c = b.col[static_cast<size_t>(f)];
+          if (!mark[static_cast<size_t>(c)]) {
+            mark[static_cast<size_t>(c)] = 1;
+            touched.push_back(c);
+          }
+          acc[static_cast<size_t>(c)] += v * b.val[static_cast<size_t>(f)];
+        }
+      }
+      std::sort(touched.begin(), touched.end());
+      for (int32_t c : touched) {
+        oc.push_back(c);
+        ov.push_back(acc[static_cast<size_t>(c)]);
+        acc[static_cast<size_t>(c)] = 0;
+        mark[static_cast<size_t>(c)] = 0;
+      }
+      ol.push_back(static_cast<int64_t>(touched.size()));
+    }
+  }, 1);
+  Csr c;
+  c.rows = n;
+  c.cols = nc;
+  c.ptr.assign(static_cast<size_t>(n + 1), 0);
+  int64_t row = 0;
+  for (int64_t q = 0; q < parts; ++q)
+    for (int64_t len : lens[static_cast<size_t>(q)]) {
+      c.ptr[static_cast<size_t>(row + 1)] = c.ptr[static_cast<size_t>(row)] + len;
+      ++row;
+    }
+  c.col.reserve(static_cast<size_t>(c.ptr.back()));
+  c.val.reserve(static_cast<size_t>(c.ptr.back()));
+  for (int64_t q = 0; q < parts; ++q) {
+    c.col.insert(c.col.end(), cols[static_cast<size_t>(q)].begin(), cols[static_cast<size_t>(q)].end());
+    c.val.insert(c.val.end(), vals[static_cast<size_t>(q)].begin(), vals[static_cast<size_t>(q)].end());
+  }
+  return c;
+}
+
+/// a^T (columns ascending per row, as a counting sort leaves them).
+Csr transpose(const Csr& a) {
+  Csr t;
+  t.rows = a.cols;
+  t.cols = a.rows;
+  t.ptr.assign(static_cast<size_t>(t.rows + 1), 0);
+  for (int32_t c : a.col) ++t.ptr[static_cast<size_t>(c) + 1];
+  for (int64_t i = 0; i < t.rows; ++i) t.ptr[static_cast<size_t>(i + 1)] += t.ptr[static_cast<size_t>(i)];
+  t.col.resize(a.col.size());
+  t.val.resize(a.val.size());
+  std::vector<int64_t> at(t.ptr.begin(), t.ptr.end() - 1);
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t e = a.ptr[static_cast<size_t>(i)]; e < a.ptr[static_cast<size_t>(i + 1)]; ++e) {
+      const int64_t o = at[static_cast<size_t>(a.col[static_cast<size_t>(e)])]++;
+      t.col[static_cast<size_t>(o)] = static_cast<int32_t>(i);
+      t.val[static_cast<size_t>(o)] = a.val[static_cast<size_t>(e)];
+    }
+  return t;
+}
+
+Eigen::MatrixXd dense(const Csr& a) {
+  Eigen::MatrixXd d = Eigen::MatrixXd::Zero(a.rows, a.cols);
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t e = a.ptr[static_cast<size_t>(i)]; e < a.ptr[static_cast<size_t>(i + 1)]; ++e)
+      d(i, a.col[static_cast<size_t>(e)]) += a.val[static_cast<size_t>(e)];
+  return d;
+}
+
 class Amg {
  public:
   /// Hierarchy for the SPD matrix m0 with near-null vector b (the constant
   /// of the Markov chain in the symmetric conjugate: sqrt(d)).
-  Amg(Csr m0, Eigen::VectorXd b, int smoothing, int coarse_size, int threads)
+  Amg(Csr m, Eigen::VectorXd b, int smoothing, int coarse_size, int threads)
       : smoothing_(smoothing), threads_(threads) {
-    SpMat m = to_spmat(m0);
-    Csr mcsr = std::move(m0);  // the level's matrix in CSR, for the cycle
-    SpMat gram;  // P^T P composed down to this level (empty: identity, the finest)
+    Csr gram;  // P^T P composed down to this level (unused at the finest: identity)
     for (int level = 0; level < 20; ++level) {
-      const int64_t n = m.rows();
+      const int64_t n = m.rows;
       if (n <= coarse_size) break;
       int32_t nc = 0;
       std::vector<int32_t> agg = aggregate(m, &nc);
@@ -534,53 +597,69 @@ class Amg {
       Eigen::VectorXd bc = Eigen::VectorXd::Zero(nc);
       for (int64_t i = 0; i < n; ++i) bc[agg[static_cast<size_t>(i)]] += b[i] * b[i];
       for (int32_t a = 0; a < nc; ++a) bc[a] = std::sqrt(bc[a]);
-      SpMat pt(n, nc);
-      pt.reserve(Eigen::VectorXi::Constant(n, 1));
+      Csr pt;
+      pt.rows = n;
+      pt.cols = nc;
+      pt.ptr.resize(static_cast<size_t>(n + 1));
+      pt.col.resize(static_cast<size_t>(n));
+      pt.val.resize(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) {
         const int32_t a = agg[static_cast<size_t>(i)];
-        pt.insert(i, a) = bc[a] > 0 ? b[i] / bc[a] : 1.0;
+        pt.ptr[static_cast<size_t>(i)] = i;
+        pt.col[static_cast<size_t>(i)] = a;
+        pt.val[static_cast<size_t>(i)] = bc[a] > 0 ? b[i] / bc[a] : 1.0;
       }
-      pt.makeCompressed();
+      pt.ptr[static_cast<size_t>(n)] = n;
       // Jacobi-smoothed prolongator P = (I - omega D^-1 M) P_tent with
-      // omega = 4 / (3 rho), rho bounding D^-1 M's spectrum (Gershgorin).
-      Level lv;
+      // omega = 4 / (3 rho), rho bounding D^-1 M's spectrum (Gershgorin,
+      // or a Lanczos estimate when that is smaller).
       Eigen::VectorXd dinv(n);
       double rho = 0;
       for (int64_t i = 0; i < n; ++i) {
         double diag = 0, sum = 0;
-        for (SpMat::InnerIterator it(m, i); it; ++it) {
-          if (it.col() == i) diag = it.value();
-          sum += std::abs(it.value());
+        for (int64_t e = m.ptr[static_cast<size_t>(i)]; e < m.ptr[static_cast<size_t>(i + 1)]; ++e) {
+          if (m.col[static_cast<size_t>(e)] == i) diag = m.val[static_cast<size_t>(e)];
+          sum += std::abs(m.val[static_cast<size_t>(e)]);
         }
         if (!(diag > 0)) throw Error("warm eigensolve: AMG level matrix is not positive definite");
         dinv[i] = 1 / diag;
         rho = std::max(rho, sum / diag);
       }
-      rho = std::min(rho, 1.1 * spectral_radius(mcsr, dinv, threads));
+      rho = std::min(rho, 1.1 * spectral_radius(m, dinv, threads));
       const double omega = 4.0 / (3.0 * rho);
-      SpMat mp = m * pt;
-      SpMat p = pt - SpMat((omega * dinv).asDiagonal() * mp);
-      p.prune(0.0);
-      SpMat r = p.transpose();
-      SpMat mc = r * SpMat(m * p);
-      mc = SpMat(0.5 * (mc + SpMat(mc.transpose())));
-      lv.a = to_float(mcsr);
-      mcsr = to_csr(mc);
-      lv.p = to_float(to_csr(p));
-      lv.r = to_float(to_csr(r));
+      // Row i of M P_tent holds column agg[i] (m_ii > 0), where P_tent's own
+      // entry goes.
+      Csr p = spgemm(m, pt, threads);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t e = p.ptr[static_cast<size_t>(i)]; e < p.ptr[static_cast<size_t>(i + 1)]; ++e) {
+          double& v = p.val[static_cast<size_t>(e)];
+          v *= -omega * dinv[i];
+          if (p.col[static_cast<size_t>(e)] == agg[static_cast<size_t>(i)]) v += pt.val[static_cast<size_t>(i)];
+        }
+      Csr r = transpose(p);
+      Csr mc = spgemm(r, spgemm(m, p, threads), threads);
+      // P^T M P is symmetric but for rounding; make it exactly so (same
+      // pattern: M's is symmetric).
+      const Csr mct = transpose(mc);
+      if (mct.ptr == mc.ptr && mct.col == mc.col)
+        for (size_t e = 0; e < mc.val.size(); ++e) mc.val[e] = 0.5 * (mc.val[e] + mct.val[e]);
+      gram = level == 0 ? spgemm(r, p, threads) : spgemm(r, spgemm(gram, p, threads), threads);
+      Level lv;
+      lv.a = to_float(m);
+      lv.p = to_float(p);
+      lv.r = to_float(r);
       lv.dinv.assign(dinv.data(), dinv.data() + n);
       lv.rho = rho;
-      gram = level == 0 ? SpMat(r * p) : SpMat(r * SpMat(gram * p));
       levels_.push_back(std::move(lv));
       m = std::move(mc);
       b = std::move(bc);
     }
-    coarse_matrix_ = Eigen::MatrixXd(m);
-    coarse_gram_ = levels_.empty() ? Eigen::MatrixXd::Identity(m.rows(), m.rows()) : Eigen::MatrixXd(gram);
+    coarse_matrix_ = dense(m);
+    coarse_gram_ = levels_.empty() ? Eigen::MatrixXd::Identity(m.rows, m.rows) : dense(gram);
     coarse_.compute(coarse_matrix_);
     if (coarse_.info() != Eigen::Success) throw Error("warm eigensolve: the coarsest AMG level is not positive definite");
-    coarse_rows_ = m.rows();
-    coarse_nnz_ = m.nonZeros();
+    coarse_rows_ = m.rows;
+    coarse_nnz_ = m.nnz();
   }
 
   /// The k smallest eigenvectors of the Galerkin problem on the coarsest
