@@ -396,16 +396,21 @@ void orthonormalise_against(const Block& q, Block& w, int threads) {
 }
 
 /// w made orthogonal to q (orthonormal columns) and orthonormal itself:
-/// block Gram-Schmidt, repeated when a column lost more than 1 - 1e-3 of its
-/// norm to it (cancellation), then SVQB.
+/// block Gram-Schmidt, then SVQB. One pass computes [q w]^T w, which gives
+/// both the projection c = q^T w and the Gram matrix of w - q c
+/// (w^T w - c^T c, q being orthonormal) without another pass over w; when a
+/// column lost more than 1 - 1e-3 of its norm to q (cancellation: that
+/// difference is inaccurate) the Gram matrix is recomputed and the pass
+/// repeated.
 void orthonormalise_against2(Cols q, Block& w, int threads) {
   for (int pass = 0; pass < 3 && w.cols() > 0; ++pass) {
-    const Eigen::VectorXd before = tgram_diag(w, threads);
-    subtract_times(w, q, tgram(q, w, threads), threads);
-    const Eigen::MatrixXd g = tgram(w, w, threads);
+    const Eigen::MatrixXd qw = tgram(q, w, threads), ww = tgram(w, w, threads);
+    subtract_times(w, q, qw, threads);
+    Eigen::MatrixXd g = ww - qw.transpose() * qw;
     bool again = false;
     for (Eigen::Index c = 0; c < g.rows(); ++c)
-      if (g(c, c) < 1e-6 * before[c]) again = true;
+      if (g(c, c) < 1e-6 * ww(c, c)) again = true;
+    if (again) g = tgram(w, w, threads);
     w = times(w, svqb(g, pass == 0 ? 1e-14 : 1e-10), threads);
     if (!again) break;
   }
@@ -942,9 +947,10 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
     times_into(w, cn.bottomRows(w.cols()), 1.0, 1.0, y, threads);
     xp.swap(y);
     hxp = cn.transpose() * h * cn;
-    // Keep X orthonormal against rounding drift.
+    // Keep X orthonormal against rounding drift (checked every few
+    // iterations: it grows by rounding steps only).
     const Cols xc(xp, 0, b);
-    Eigen::MatrixXd g = tgram(xc, xc, threads);
+    Eigen::MatrixXd g = it % 4 == 3 ? tgram(xc, xc, threads) : Eigen::MatrixXd::Identity(b, b);
     if ((g - Eigen::MatrixXd::Identity(b, b)).cwiseAbs().maxCoeff() > 1e-12) {
       Eigen::LLT<Eigen::MatrixXd> llt(g);
       const Eigen::MatrixXd rinv = llt.matrixU().solve(Eigen::MatrixXd::Identity(b, b));
