@@ -34,6 +34,32 @@ using namespace manifold;
 using namespace manifold::ui;
 namespace t = manifold::ui::test;
 
+namespace {
+
+// Two embeddings of the same graph from two converged solves (the warm
+// re-embedding and a full solve) agree to the solvers' accuracy: coordinates
+// to ~1e-8 of their scale, eigenvalues to ~1e-12. A wrong, unconverged or
+// sign-flipped solve is off by O(1).
+bool close_coordinates(const std::vector<double>& a, const std::vector<double>& b, const char* what) {
+  if (a.size() != b.size() || a.empty()) return false;
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  qInfo("%s: max coordinate difference %.3g (scale %.3g)", what, worst, scale);
+  return scale > 0 && worst < 1e-7 * scale;
+}
+
+bool same_embedding(const DiffusionResult& a, const DiffusionResult& b, const char* what) {
+  if (a.eigenvalues.size() != b.eigenvalues.size()) return false;
+  for (size_t i = 0; i < a.eigenvalues.size(); ++i)
+    if (std::abs(a.eigenvalues[i] - b.eigenvalues[i]) > 1e-10) return false;
+  return close_coordinates(a.coordinates, b.coordinates, what);
+}
+
+}  // namespace
+
 // Drop handling is the window's own; this reaches it the way Qt's drag
 // manager does once a drag has entered the window.
 class DroppableWindow : public MainWindow {
@@ -135,8 +161,10 @@ class TestMainWindow : public QObject {
     Progress quiet;
     DiffusionResult direct = diffusion_map(first->graph->sliced(7), second->params.diffusion, quiet);
     QCOMPARE(direct.coordinates.size(), second->result->coordinates.size());
-    for (size_t i = 0; i < direct.coordinates.size(); ++i)
-      QVERIFY(std::abs(direct.coordinates[i] - second->result->coordinates[i]) < 1e-12);
+    // The re-embedding is a warm-started iterative solve converged to the same
+    // residual tolerance as the direct one, so the two agree to the solvers'
+    // accuracy, not to the last bit.
+    QVERIFY(same_embedding(direct, *second->result, "re-embed vs direct solve"));
 
     // Other axes and colours.
     w.setAxes(2, 3, 1, false);
@@ -309,7 +337,8 @@ class TestMainWindow : public QObject {
     QVERIFY(shown2.wait(60000));
     QCOMPARE(w2.outcome()->result->k, 7);
     QCOMPARE(w2.parameterPanel()->kEditor()->value(), 7);
-    QCOMPARE(w2.outcome()->result->coordinates, res.coordinates);
+    // A session reopens with a full solve; the recorded one was a re-embedding.
+    QVERIFY(same_embedding(*w2.outcome()->result, res, "session reopened"));
 
     // And the CLI reproduces it from the same session.
     const QByteArray cli = qgetenv("MANIFOLD_CLI");
@@ -319,7 +348,7 @@ class TestMainWindow : public QObject {
       QVERIFY(proc.waitForFinished(120000));
       QVERIFY2(proc.exitCode() == 0, proc.readAllStandardError().constData());
       Embedding cli_run = read_embedding(dir_.filePath("cli-run").toStdString());
-      QCOMPARE(cli_run.coordinates, res.coordinates);
+      QVERIFY(close_coordinates(cli_run.coordinates, res.coordinates, "CLI run of the session"));
     }
     QVERIFY(errors.isEmpty() || errors.size() == 1);  // only the deliberate export failure
 
