@@ -4,8 +4,12 @@
 #include "final_step.h"
 
 #include <algorithm>
+#include <barrier>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <thread>
 #include <vector>
 
 #include "impl/certify_host.h"
@@ -27,6 +31,61 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 int64_t fallback_chunk(int64_t n) { return std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(n, 1)); }
 
 }  // namespace
+
+void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, unsigned char* const staging[2],
+                      size_t staging_bytes, int threads) {
+  const char* what = "copying the result from the GPU";
+  if (!staging || !staging[0] || !staging[1] || staging_bytes == 0 || bytes < 4 * staging_bytes) {
+    cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), what);
+    cuda_check(cudaStreamSynchronize(s), what);
+    return;
+  }
+  const size_t chunks = (bytes + staging_bytes - 1) / staging_bytes;
+  auto length = [&](size_t c) { return std::min(staging_bytes, bytes - c * staging_bytes); };
+  auto enqueue = [&](size_t c, const Event& done) {
+    cuda_check(cudaMemcpyAsync(staging[c % 2], static_cast<const char*>(src) + c * staging_bytes, length(c),
+                               cudaMemcpyDeviceToHost, s),
+               what);
+    done.record(s);
+  };
+  const Event done[2] = {Event(false), Event(false)};
+  enqueue(0, done[0]);
+  // Thread 0 drives the GPU side; every thread copies its share of each
+  // chunk. Barrier A: chunk c has arrived (or an error stopped the copy);
+  // barrier B: chunk c has been copied out, so its buffer may take c + 2.
+  const int t = std::max(1, std::min(threads, 16));
+  std::barrier sync(t);
+  std::exception_ptr error;
+  bool failed = false;
+  auto worker = [&](int id) {
+    for (size_t c = 0; c < chunks; ++c) {
+      if (id == 0) {
+        try {
+          done[c % 2].synchronize(what);
+          if (c + 1 < chunks) enqueue(c + 1, done[(c + 1) % 2]);
+        } catch (...) {
+          error = std::current_exception();
+          failed = true;
+        }
+      }
+      sync.arrive_and_wait();
+      if (failed) return;  // every thread reads it after the same barrier
+      const size_t len = length(c), share = (len + t - 1) / t;
+      const size_t from = std::min(len, share * id), to = std::min(len, from + share);
+      if (to > from)
+        std::memcpy(static_cast<char*>(dst) + c * staging_bytes + from, staging[c % 2] + from, to - from);
+      sync.arrive_and_wait();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 1; i < t; ++i) pool.emplace_back(worker, i);
+  worker(0);
+  for (auto& th : pool) th.join();
+  if (error) {
+    cudaStreamSynchronize(s);  // nothing may still write into the staging buffers
+    std::rethrow_exception(error);
+  }
+}
 
 int list_slack(int k, bool tensor) {
   if (const char* v = std::getenv("MANIFOLD_GPU_SLACK")) {
@@ -81,7 +140,14 @@ void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
     for (float v : norms) ymax = std::max(ymax, static_cast<double>(v));
     const ErrorModel model = make_error_model(g.d, tensor);
 
-    if (in.wait_host_result) in.wait_host_result();
+    // The result's host pages are faulted in on another thread meanwhile
+    // (seconds for large N k); waited for only where they are written, so the
+    // certificate and the rescan overlap it.
+    auto wait_host_result = [&] {
+      const auto tw = std::chrono::steady_clock::now();
+      if (in.wait_host_result) in.wait_host_result();
+      g.timings.emplace_back("result_wait", seconds_since(tw));
+    };
     std::vector<int> status(static_cast<size_t>(g.n));
     float max_use = 0.f;
     int64_t uncertified = 0, rescanned = 0;
@@ -169,12 +235,13 @@ void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
         progress.finish();
       }
       g.timings.emplace_back("rescan", seconds_since(tr));
+      wait_host_result();
       const auto t_down = std::chrono::steady_clock::now();
-      cuda_check(cudaMemcpyAsync(g.indices.data(), out_i.data(), nk * sizeof(int64_t), cudaMemcpyDeviceToHost, s),
-                 "copying the result from the GPU");
-      cuda_check(cudaMemcpyAsync(g.distances.data(), out_d.data(), nk * sizeof(float), cudaMemcpyDeviceToHost, s),
-                 "copying the result from the GPU");
-      cuda_check(cudaStreamSynchronize(s), "copying the result from the GPU");
+      const int copy_threads = std::min(8, hardware_threads(params.threads));
+      download_to_host(g.indices.data(), out_i.data(), nk * sizeof(int64_t), s, in.staging, in.staging_bytes,
+                       copy_threads);
+      download_to_host(g.distances.data(), out_d.data(), nk * sizeof(float), s, in.staging, in.staging_bytes,
+                       copy_threads);
       if (in.merge_devices_ms) g.timings.emplace_back("merge_devices", *in.merge_devices_ms / 1e3);
       g.timings.emplace_back("download", seconds_since(t_down));
     } else {
@@ -191,6 +258,7 @@ void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
                  "copying the lists from the GPU");
       ev_down1.record(s);
       cuda_check(cudaStreamSynchronize(s), "copying the lists from the GPU");
+      wait_host_result();
       const auto th = std::chrono::steady_clock::now();
       HostLists hl{ld.data(), li.data(), lf.data(), g.n, cap};
       max_use = certify_on_host(rows.data, rows.cols, hl, g.k, norms.data(), ymax, model, params.metric, complete,

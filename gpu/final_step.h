@@ -57,7 +57,21 @@ struct FinalStepInput {
   /// The result's host memory being faulted in meanwhile (g.indices and
   /// g.distances resized to n*k); waited for before they are written.
   std::function<void()> wait_host_result;
+  /// Two pinned host buffers of staging_bytes each, free for the final step:
+  /// the result goes to host memory through them (DMA into one while host
+  /// threads copy out of the other). Null: a plain pageable copy.
+  unsigned char* staging[2] = {nullptr, nullptr};
+  size_t staging_bytes = 0;
 };
+
+/// Copies `bytes` from device memory to pageable host memory through the two
+/// pinned staging buffers (chunk c is DMA'd into staging[c % 2] on stream s
+/// while `threads` host threads copy chunk c - 1 out of the other), or with
+/// one cudaMemcpyAsync where there are none or the copy is small. Pageable
+/// copies run at about a third of the link's rate (the driver stages them
+/// through its own buffers on one thread).
+void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, unsigned char* const staging[2],
+                      size_t staging_bytes, int threads);
 
 /// Runs steps 1-4 and writes g.indices / g.distances (n*k, g.k set), the
 /// step's timings ("certify", "rescan", "merge_devices", "download",

@@ -316,6 +316,13 @@ class GpuKnnBackend final : public KnnBackend {
                                cudaStream_t st) { main.dot_products(a, m, b, ncols, c, ldc, st); };
     fin.merge_devices_ms = ev_merge1.since(ev_merge0);
     fin.wait_host_result = [&host_result] { host_result.get(); };
+    // Device 0's staging buffers carry the result home; its uploads are done.
+    DeviceContext& ctx0 = DeviceContext::get(main.device());
+    for (int i = 0; i < 2; ++i) {
+      if (ctx0.staging_used[i]) ctx0.staging_free[i].synchronize("copying rows to the GPU");
+      fin.staging[i] = ctx0.staging(i);
+    }
+    fin.staging_bytes = DeviceContext::kStagingBytes;
     run_final_step(fin, g, progress);
     g.timings.emplace_back("final", seconds_since(t3));
     // Core's input hash can outlast the whole GPU job.

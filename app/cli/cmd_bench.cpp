@@ -238,7 +238,8 @@ int cmd_bench(int argc, char** argv) {
         }
         nlohmann::json auto_case;  // the auto case of this cell, when it ran first
         // Short cells with several cases run them round-robin (warm-up round,
-        // then rounds until every case has its repeats and --min-time-s), so
+        // then rounds until every case has its repeats and --min-time-s, each
+        // round in a fresh random order), so
         // the machine's drift over the seconds a cell takes (clocks, other
         // tenants; 10-20% in millisecond cells) falls on every strategy
         // alike and the cell's comparison, auto's included, is fair.
@@ -259,9 +260,17 @@ int cmd_bench(int argc, char** argv) {
               todo.emplace_back(s, prec);
               interleaved[todo.back()];
             }
+          // Each round runs the cases in a fresh random order (fixed seed), so
+          // what a case leaves behind (freed device memory, a cold cache, a
+          // clock change) does not always fall on the same successor.
+          std::vector<size_t> perm(todo.size());
+          for (size_t j = 0; j < perm.size(); ++j) perm[j] = j;
+          std::mt19937 order_rng(static_cast<unsigned>(n * 31 + k));
           for (int round = 0;; ++round) {
             bool any = false;
-            for (const auto& key : todo) {
+            if (round > 0) std::shuffle(perm.begin(), perm.end(), order_rng);
+            for (size_t j : perm) {
+              const auto& key = todo[j];
               Samples& sm = interleaved[key];
               double sum = 0;
               for (double t : sm.totals) sum += t;

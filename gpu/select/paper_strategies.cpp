@@ -489,6 +489,12 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
                    "cublasSgemm for the rescan");
     };
     fin.wait_host_result = [&host_result] { host_result.get(); };
+    cuda_check(cudaStreamSynchronize(ctx.copy), "copying rows to the GPU");  // the staging buffers are free
+    for (int i = 0; i < 2; ++i) {
+      if (!ctx.staging[i].data()) ctx.staging[i] = PinnedBuffer<float>(Context::kStagingFloats);
+      fin.staging[i] = reinterpret_cast<unsigned char*>(ctx.staging[i].data());
+    }
+    fin.staging_bytes = Context::kStagingFloats * sizeof(float);
     run_final_step(fin, g, progress);
   }
   progress.finish();
