@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <sstream>
 #include <unistd.h>
 
@@ -57,6 +58,22 @@ KnnParams knn_params_from(const Args& a) {
   p.threads = static_cast<int>(a.integer("--threads", 0, 0, 4096));
   p.precision = a.str("--precision", "exact");
   return p;
+}
+
+std::string ignored_gpu_options(const KnnParams& p, const std::string& backend) {
+  if (backend != "cpu") return "";
+  std::string what;
+  if (p.select != "auto") what = "--select " + p.select;
+  if (p.precision == "fast-exact") what += (what.empty() ? "" : " and ") + std::string("--precision fast-exact");
+  if (what.empty()) return "";
+  const bool both = p.select != "auto" && p.precision == "fast-exact";
+  return "note: " + what + (both ? " apply" : " applies") +
+         " to the gpu backend; the cpu backend has one selection and computes exact";
+}
+
+void note_ignored_gpu_options(const KnnParams& p, const std::string& backend) {
+  const std::string note = ignored_gpu_options(p, backend);
+  if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
 }
 
 }  // namespace manifold::cli

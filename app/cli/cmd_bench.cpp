@@ -221,17 +221,29 @@ int cmd_bench(int argc, char** argv) {
   };
   for (const auto& b : backends) {
     auto backend = make_backend(b);
+    // The cpu backend has one selection and is exact: one case per cell, not
+    // the same run under several names.
+    std::vector<std::string> bsel = selects, bprec = precisions;
+    if (backend->name() == "cpu") {
+      KnnParams asked = base;
+      asked.select = sname;  // as given: one name, a list or "all"
+      asked.precision = std::find(precisions.begin(), precisions.end(), "fast-exact") != precisions.end()
+                            ? "fast-exact" : "exact";
+      note_ignored_gpu_options(asked, "cpu");
+      bsel = {"auto"};
+      bprec = {"exact"};
+    }
     for (int64_t n : case_ns) {
       const Dataset view = prefix(ds, n, full);
       for (int64_t k : ks) {
         // This cell's predictions, and its order: auto first where cases are long.
         std::map<std::string, double> pred;
         double best_pred = -1;
-        for (const auto& s : selects) {
+        for (const auto& s : bsel) {
           pred[s] = predict(n, k, s);
           if (s != "auto" && pred[s] >= 0 && (best_pred < 0 || pred[s] < best_pred)) best_pred = pred[s];
         }
-        std::vector<std::string> order = selects;
+        std::vector<std::string> order = bsel;
         if (best_pred > long_case_s && std::find(order.begin(), order.end(), "auto") != order.end()) {
           order.erase(std::find(order.begin(), order.end(), "auto"));
           order.insert(order.begin(), "auto");
@@ -250,10 +262,10 @@ int cmd_bench(int argc, char** argv) {
           std::string error;
         };
         std::map<std::pair<std::string, std::string>, Samples> interleaved;
-        if (!(best_pred > long_case_s) && selects.size() * precisions.size() > 1) {
+        if (!(best_pred > long_case_s) && bsel.size() * bprec.size() > 1) {
           std::vector<std::pair<std::string, std::string>> todo;
           for (const auto& s : order)
-            for (const auto& prec : precisions) {
+            for (const auto& prec : bprec) {
               const double ps = pred.count(s) ? pred[s] : -1;
               if (s != "auto" && ps > case_limit_s && best_pred >= 0 && ps > 1.15 * best_pred) continue;
               if (ps > long_case_s) continue;  // measured once below, on its own
@@ -304,7 +316,7 @@ int cmd_bench(int argc, char** argv) {
           }
         }
         for (const auto& s : order)
-        for (const auto& prec : precisions) {
+        for (const auto& prec : bprec) {
           KnnParams p = base;
           p.select = s;
           p.precision = prec;

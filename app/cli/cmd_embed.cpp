@@ -115,6 +115,7 @@ PipelineResult run_pipeline(const Dataset& ds, const KnnParams& kp, const std::s
   validate(kp, ds.rows());
   validate(dp, ds.rows(), kp.k);  // before the long k-NN build, not after it
   auto backend = make_backend(backend_name);
+  note_ignored_gpu_options(kp, backend->name());
   PipelineResult r;
   const auto t = Clock::now();
   r.graph = backend->build(ds, kp, progress);

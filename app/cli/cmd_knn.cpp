@@ -51,6 +51,7 @@ int cmd_knn(int argc, char** argv) {
   Dataset ds = load_dataset(input, ro);
   progress.finish();
   validate(p, ds.rows());
+  if (!other_rank) note_ignored_gpu_options(p, backend->name());
   KnnGraph g = backend->build(ds, p, progress);
   if (!g.output_rank) return 0;
   progress.check_cancel();

@@ -19,6 +19,11 @@ int cmd_submit(int argc, char** argv);
 void register_all_backends();
 /// KnnParams from the options of knn_option_specs().
 KnnParams knn_params_from(const Args& args);
+/// The note for options a backend does not use (--select and fast-exact on
+/// the cpu backend: it has one selection and is exact); "" when none.
+std::string ignored_gpu_options(const KnnParams& p, const std::string& backend);
+/// Prints ignored_gpu_options() to stderr when there is one.
+void note_ignored_gpu_options(const KnnParams& p, const std::string& backend);
 /// The machine facts every benchmark JSON starts with: host, CPU threads.
 nlohmann::json bench_environment(int threads);
 /// "0,1,3" or "all" -> device list (empty = all).

@@ -122,4 +122,41 @@ TEST(CliKnn, InterruptCancelsAndLeavesNoOutput) {
   EXPECT_FALSE(fs::exists(out)) << "a cancelled run must leave no output";
 }
 
+// GPU-only options on the cpu backend: one note on stderr, the same graph as
+// without them (it has one selection and is exact), and the bench runs one
+// case per cell instead of the same run under several strategy names.
+TEST(CliKnn, GpuOptionsOnTheCpuBackendAreNoted) {
+  TempDir t;
+  save(random_dataset(400, 10, 5), t / "x.npy");
+  std::string err, plain_err;
+  ASSERT_EQ(run_cli("knn " + (t / "x.npy") + " -k 6 --backend cpu --select heap --precision fast-exact -o " +
+                        (t / "a") + " --quiet",
+                    &err),
+            0)
+      << err;
+  EXPECT_EQ(err, "note: --select heap and --precision fast-exact apply to the gpu backend; the cpu backend has one "
+                 "selection and computes exact\n");
+  ASSERT_EQ(run_cli("knn " + (t / "x.npy") + " -k 6 --backend cpu -o " + (t / "b") + " --quiet", &plain_err), 0);
+  EXPECT_EQ(plain_err, "");
+  EXPECT_EQ(read_graph(t / "a").indices, read_graph(t / "b").indices);
+
+  err.clear();
+  ASSERT_EQ(run_cli("bench --backend cpu -n 300 -d 8 -k 2,3 --select warp,heap --repeats 1 --warmup 0 --json " +
+                        (t / "b.json"),
+                    &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("note: --select warp,heap applies to the gpu backend"), std::string::npos) << err;
+  std::ifstream in(t / "b.json");
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // One case per k, run as the backend's own selection.
+  size_t cases = 0;
+  for (size_t at = json.find("\"select\": \"auto\""); at != std::string::npos;
+       at = json.find("\"select\": \"auto\"", at + 1))
+    ++cases;
+  EXPECT_EQ(cases, 2u) << json;
+  EXPECT_EQ(json.find("\"select\": \"heap\""), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"select\": \"warp\""), std::string::npos) << json;
+}
+
 }  // namespace
