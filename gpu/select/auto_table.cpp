@@ -34,7 +34,7 @@ constexpr int kKs[] = {1, 16, 128, 1024, 4096};
 // --write-auto-table` from bench/gpu/select/results.json.
 const char* const kBest[3][5] = {
     // BEGIN kBest
-    {"warp", "warp", "warp", "warp", "bitonic"},  // N = 10000
+    {"warp", "warp", "warp", "sort", "quick"},  // N = 10000
     {"warp", "warp", "warp", "warp", "warp"},  // N = 100000
     {"warp", "warp", "warp", "warp", "merge"},  // N = 1000000
     // END kBest

@@ -222,7 +222,12 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   const uint64_t ncap = static_cast<uint64_t>(n) * cap;  // the lists
   const uint64_t resident = static_cast<uint64_t>(n) * d * 4 + n * 4 + ncap * 8 + n * 8;
   const bool sort = strategy == "sort";
-  const int q_warps = strategy == "quick" ? quick_warps(ctx.sms, T + W) : 0;
+  // quick: scratch (two arrays of q_cap entries) for each concurrent worker
+  // of the variant MANIFOLD_QUICK_VARIANT or the rule picks for these lists,
+  // warps or blocks (select_kernels.h); an unknown value is refused here,
+  // before any allocation.
+  const bool quick = strategy == "quick";
+  const int q_workers = quick ? quick_workers(quick_variant(cap), ctx.sms, T + W) : 0;
   const int q_cap = cap + W;
   uint64_t loop = 2 * TW * 4;
   if (sort) {
@@ -230,7 +235,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
             static_cast<uint64_t>(sort_merge_blocks(ctx.sms)) * cap * 8;
   } else {
     loop += 2 * TW * 8 + 2 * static_cast<uint64_t>(T + W) * 4 + 64;
-    loop += static_cast<uint64_t>(q_warps) * 2 * q_cap * 8;
+    loop += static_cast<uint64_t>(q_workers) * 2 * q_cap * 8;
   }
   // The final step: the result, per-row status and key, and the rescan's
   // buffers (2048 rows of d floats, 8192 dot products and kRescanCap survivors).
@@ -292,9 +297,9 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
     slots.n_dirty = counters.data();
     slots.T = T, slots.W = W;
     cuda_check(cudaMemsetAsync(cand_count.data(), 0, cand_count.bytes(), ss), "clearing the candidate counters");
-    if (q_warps) {
-      q_dist.reset(static_cast<size_t>(q_warps) * 2 * q_cap, "allocating the quick-select arrays");
-      q_index.reset(static_cast<size_t>(q_warps) * 2 * q_cap, "allocating the quick-select arrays");
+    if (q_workers) {
+      q_dist.reset(static_cast<size_t>(q_workers) * 2 * q_cap, "allocating the quick-select arrays");
+      q_index.reset(static_cast<size_t>(q_workers) * 2 * q_cap, "allocating the quick-select arrays");
     }
   }
   slots.total = total.data();
@@ -371,6 +376,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   constexpr size_t R = Context::kRing;
   double gemm_ms = 0, select_ms = 0;
   unsigned long long sort_items = 0;
+  unsigned quick_ran = 0;  // bit 0: the warp variant ran, bit 1: the block variant
   size_t completed = 0;
   auto complete_one = [&] {
     Context::TileEvents& ev = ctx.ring[completed % R];
@@ -432,9 +438,14 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
       slots.r0 = tile.r0, slots.c0 = tile.c0;
       launch_slot_filter(tile, thr.data(), slots, ss);
       ev.filter_end.record(ss);
-      if (strategy == "heap") launch_heap_push(lists, slots, ss);
-      else if (strategy == "quick") launch_quick_select(lists, slots, q_dist.data(), q_index.data(), q_cap, q_warps, ss);
-      else launch_bitonic_select(lists, slots, W, ss);
+      if (strategy == "heap") {
+        launch_heap_push(lists, slots, ss);
+      } else if (quick) {
+        const QuickVariant v = launch_quick_select(lists, slots, q_dist.data(), q_index.data(), q_cap, q_workers, ss);
+        quick_ran |= 1u << static_cast<int>(v);
+      } else {
+        launch_bitonic_select(lists, slots, W, ss);
+      }
     }
     ev.sel_end.record(ss);
   };
@@ -513,6 +524,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   g.extra["tile_cols"] = W;
   g.extra["resident"] = true;
   g.extra["tile_kernel"] = "cuBLAS SGEMM + " + strategy + " selection";
+  if (quick) g.extra["quick_variant"] = quick_ran == 3 ? "warp+block" : quick_ran == 2 ? "block" : "warp";
   g.extra["tiles"] = tiles.size();
   g.extra["budget_bytes"] = budget;
   g.extra["planned_bytes"] = need;

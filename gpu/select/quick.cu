@@ -1,32 +1,57 @@
 // select=quick, after Komarov, Dashti & D'Souza (2014), GPU-based quick
-// multi-select. One warp takes one row at a time: its current list (k
-// entries, unordered) and the tile's entries that passed the row's bound, and
-// selects the k smallest (distance, index) keys among them.
+// multi-select. A worker -- one warp (quick_kernel) or one thread block
+// (quick_block_kernel) -- takes one row at a time: its current list (k
+// entries, unordered) and the tile's entries that passed the row's bound,
+// and selects the k smallest (distance, index) keys among them.
 //
-// Each partition pass reads the range 32 entries at a time. A ballot on
-// "less than the pivot" (and one on "greater") tells every lane, through
-// __popc of the lanes below it, where its entry goes in a 32-wide staging
-// array in shared memory: smaller ones from the left, greater ones from the
-// right. The warp then writes the staged entries to the auxiliary array with
-// two coalesced stores -- smaller ones after those already placed at the
-// left end, greater ones before those at the right end -- so the input is
-// read once and no prefix sum is needed. The pivot (keys are distinct, so
-// exactly one entry equals it) lands between the two parts, which makes
-// every pass shrink the range.
+// Warp variant. Each partition pass reads the range 32 entries at a time. A
+// ballot on "less than the pivot" (and one on "greater") tells every lane,
+// through __popc of the lanes below it, where its entry goes in a 32-wide
+// staging array in shared memory: smaller ones from the left, greater ones
+// from the right. The warp then writes the staged entries to the auxiliary
+// array with two coalesced stores -- smaller ones after those already placed
+// at the left end, greater ones before those at the right end -- so the
+// input is read once and no prefix sum is needed. The pivot (keys are
+// distinct, so exactly one entry equals it) lands between the two parts,
+// which makes every pass shrink the range.
 //
-// The input and auxiliary arrays swap after every pass. Rather than copying
-// a settled part (entries known to be among the k smallest) back into the
-// array the next pass writes, the warp keeps a stack of references to it --
-// which array, which positions -- and gathers all of them into the row's
-// list once at the end (the paper's stack of partition references). Settled
-// parts are disjoint and, together with the final one, cover positions
-// [0, k) exactly, each at its final position.
+// Block variant (the paper's "one thread block per query"): 256 threads
+// read the range 256 entries at a time. Each warp ballots and popcs its 32
+// entries as above, for positions within the warp; the block synchronises
+// and one thread turns the 8 warps' counts into each warp's offsets (a
+// serial scan of 8 numbers, no parallel prefix sum); every thread then
+// stages its entry in a 256-wide shared array (smaller from the left,
+// greater from the right) and the block writes both parts out with
+// coalesced stores, exactly as a warp does. Three barriers per 256 entries.
+// Every thread walks the same items and passes: the chunk totals come from
+// shared memory, so lo, hi, the split and the pivot position are the same in
+// all of them and no barrier is ever reached by part of the block.
+//
+// Which variant runs: MANIFOLD_QUICK_VARIANT=warp|block|auto, read at every
+// launch; auto (or unset) takes the block variant for lists of
+// kQuickBlockMinK entries or more (select_kernels.h), where a row's range is
+// thousands of entries and few rows are dirty per tile, so a warp per row
+// leaves most of the GPU idle; the warp variant otherwise.
+//
+// The input and auxiliary arrays (2 x cap entries of scratch per worker)
+// swap after every pass. Rather than copying a settled part (entries known
+// to be among the k smallest) back into the array the next pass writes, the
+// worker keeps a stack of references to it -- which array, which positions
+// -- and gathers all of them into the row's list once at the end (the
+// paper's stack of partition references): in lanes' registers for a warp, in
+// shared memory for a block. Settled parts are disjoint and, together with
+// the final one, cover positions [0, k) exactly, each at its final position.
 //
 // The pivot is an entry at a pseudo-random position of the range (as in the
-// paper, a random pivot), drawn from a hash so that runs are reproducible.
+// paper, a random pivot), drawn from a hash of (row, slot, pass) so that
+// runs are reproducible; both variants draw the same pivots.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
+#include "manifold/error.h"
 #include "select/common.cuh"
 #include "select/select_kernels.h"
 #include "utils/cuda_check.h"
@@ -35,9 +60,18 @@ namespace manifold::gpu::select {
 
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 128;  // warp variant: 4 warps per block, each on its own rows
 constexpr int kWarps = kThreads / 32;
-constexpr int kStack = 32;  // references held by the warp, one per lane
+constexpr int kStack = 32;  // settled-part references held before an early gather
+// Block variant: 8 warps. 256 entries per step keep the three barriers of a
+// step cheap against the loads and stores of a first pass over thousands of
+// entries, while later passes (a few hundred entries) still keep most
+// threads busy, which 512 would not; the serial scan is over 8 counts.
+constexpr int kBlockThreads = 256;
+constexpr int kBlockWarps = kBlockThreads / 32;
+// Resident blocks per SM the block variant's grid (and scratch) is sized
+// for: 1024 of the SM's 2048 threads, at up to 64 registers each.
+constexpr int kBlocksPerSm = 4;
 
 __device__ __forceinline__ uint32_t mix32(uint32_t x) {
   x ^= x >> 16;
@@ -48,19 +82,42 @@ __device__ __forceinline__ uint32_t mix32(uint32_t x) {
   return x;
 }
 
+/// The pivot's offset into a range of `size` entries at pass `iter` of the
+/// item's row: pseudo-random, the same on every run and in both variants.
+__device__ __forceinline__ int pivot_offset(const SlotItem& x, uint32_t iter, int size) {
+  const uint32_t h =
+      mix32(static_cast<uint32_t>(x.row) * 0x9e3779b9u + iter * 0x85ebca6bu + static_cast<uint32_t>(x.slot));
+  return static_cast<int>(__umulhi(h, static_cast<uint32_t>(size)));
+}
+
 __device__ __forceinline__ float warp_max(float v) {
   for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, off));
   return v;
 }
 
+/// The largest v of the block's threads, in every thread; red: kBlockWarps
+/// floats of shared memory, free again when it returns.
+__device__ __forceinline__ float block_max(float v, float* red) {
+  v = warp_max(v);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = red[0];
+  for (int w = 1; w < kBlockWarps; ++w) v = fmaxf(v, red[w]);
+  __syncthreads();
+  return v;
+}
+
+// workers: warps that have scratch (2 * cap entries each); warps beyond them
+// in the last block leave at once.
 __global__ __launch_bounds__(kThreads) void quick_kernel(ListsView l, Slots s, float* __restrict__ sd,
-                                                         int* __restrict__ si, int cap) {
+                                                         int* __restrict__ si, int cap, int workers) {
   __shared__ float stage_d[kWarps][32];
   __shared__ int stage_i[kWarps][32];
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int gw = blockIdx.x * kWarps + warp;
-  const int n_warps = gridDim.x * kWarps;
+  const int n_warps = min(static_cast<int>(gridDim.x) * kWarps, workers);
+  if (gw >= n_warps) return;  // whole warps; this kernel has no block barrier
   // The warp's two arrays (input and auxiliary, swapping roles), chosen by
   // a 0/1 selector rather than an indexed array, which would live in local memory.
   float* const d0 = sd + static_cast<size_t>(gw) * 2 * cap;
@@ -131,9 +188,7 @@ __global__ __launch_bounds__(kThreads) void quick_kernel(ListsView l, Slots s, f
       const int* src_i = bidx(cur);
       float* dst_d = bdist(cur ^ 1);
       int* dst_i = bidx(cur ^ 1);
-      const uint32_t size = static_cast<uint32_t>(hi - lo);
-      const int pp = lo + static_cast<int>(mix32(static_cast<uint32_t>(x.row) * 0x9e3779b9u + iter * 0x85ebca6bu +
-                                                 static_cast<uint32_t>(x.slot)) % size);
+      const int pp = lo + pivot_offset(x, iter, hi - lo);
       const float pd = src_d[pp];
       const int pi = src_i[pp];
       int nl = 0, ng = 0;
@@ -192,17 +247,208 @@ __global__ __launch_bounds__(kThreads) void quick_kernel(ListsView l, Slots s, f
   }
 }
 
+// One block per row item (grid-stride over the items); block b's scratch is
+// arrays 2b and 2b+1 of `cap` entries. Every __syncthreads below is reached by
+// all threads: the item loop, the append test, the pass loop and the chunk
+// loop depend only on values every thread reads alike (the item, the list's
+// fill, the chunk totals in shared memory).
+__global__ __launch_bounds__(kBlockThreads) void quick_block_kernel(ListsView l, Slots s, float* __restrict__ sd,
+                                                                   int* __restrict__ si, int cap) {
+  // One 256-wide staging array: smaller entries from the left, greater from the right.
+  __shared__ float stage_d[kBlockThreads];
+  __shared__ int stage_i[kBlockThreads];
+  // Per warp: its count of smaller (greater) entries in the chunk, replaced
+  // by thread 0 with the warp's offset among them; the chunk's totals.
+  __shared__ int warp_lt[kBlockWarps], warp_gt[kBlockWarps];
+  __shared__ int chunk_lt, chunk_gt;
+  // The stack of settled-part references: array, positions [b, e).
+  __shared__ int ref_a[kStack], ref_b[kStack], ref_e[kStack];
+  __shared__ float red[kBlockWarps];
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  float* const d0 = sd + static_cast<size_t>(blockIdx.x) * 2 * cap;
+  float* const d1 = d0 + cap;
+  int* const i0 = si + static_cast<size_t>(blockIdx.x) * 2 * cap;
+  int* const i1 = i0 + cap;
+  auto bdist = [&](int a) { return a ? d1 : d0; };
+  auto bidx = [&](int a) { return a ? i1 : i0; };
+  const int k = l.k;
+  const int items = *s.n_dirty;
+  for (int it = blockIdx.x; it < items; it += gridDim.x) {
+    const SlotItem x = slot_item(s, it);
+    float* ld = l.dist + static_cast<size_t>(x.row) * k;
+    int* li = l.index + static_cast<size_t>(x.row) * k;
+    const int f = l.fill[x.row];
+    const int m = f + x.count;
+    if (m <= k) {
+      // Nothing to drop yet: append.
+      for (int e = tid; e < x.count; e += kBlockThreads) ld[f + e] = x.dist[e], li[f + e] = x.index[e];
+      __syncthreads();
+      float mx = -INFINITY;
+      if (m == k)
+        for (int e = tid; e < k; e += kBlockThreads) mx = fmaxf(mx, ld[e]);
+      mx = block_max(mx, red);  // its barriers also order every read of fill and count before the writes
+      if (tid == 0) {
+        l.fill[x.row] = m;
+        if (m == k) l.thr[x.row] = mx;
+        s.count[x.slot] = 0;
+      }
+      continue;
+    }
+
+    // The input array: the list, then the tile's entries.
+    for (int e = tid; e < f; e += kBlockThreads) d0[e] = ld[e], i0[e] = li[e];
+    for (int e = tid; e < x.count; e += kBlockThreads) d0[f + e] = x.dist[e], i0[f + e] = x.index[e];
+    __syncthreads();
+
+    int n_refs = 0;        // the same in every thread; thread 0 writes the entries
+    float mx = -INFINITY;  // largest distance this thread gathered
+    auto gather = [&]() {
+      __syncthreads();  // the referenced parts and the stack entries are written
+      for (int r = 0; r < n_refs; ++r) {
+        const int a = ref_a[r], b = ref_b[r], e = ref_e[r];
+        const float* gd = bdist(a);
+        const int* gi = bidx(a);
+        for (int p = b + tid; p < e; p += kBlockThreads) {
+          const float v = gd[p];
+          ld[p] = v, li[p] = gi[p];
+          mx = fmaxf(mx, v);
+        }
+      }
+      __syncthreads();  // every thread has read the stack before it is reused
+      n_refs = 0;
+    };
+    auto push = [&](int a, int b, int e) {
+      if (n_refs == kStack) gather();  // rare: a deep run of settled parts
+      if (tid == 0) ref_a[n_refs] = a, ref_b[n_refs] = b, ref_e[n_refs] = e;
+      ++n_refs;
+    };
+
+    // Invariant: positions [0, lo) hold settled entries (by reference), the
+    // range [lo, hi) of array `cur` holds ranks lo..hi-1, and lo < k < hi.
+    int lo = 0, hi = m, cur = 0;
+    for (uint32_t iter = 0;; ++iter) {
+      const float* src_d = bdist(cur);
+      const int* src_i = bidx(cur);
+      float* dst_d = bdist(cur ^ 1);
+      int* dst_i = bidx(cur ^ 1);
+      // Every thread reads the same pivot (the last pass's writes were
+      // made visible by the barrier that ended it).
+      const int pp = lo + pivot_offset(x, iter, hi - lo);
+      const float pd = src_d[pp];
+      const int pi = src_i[pp];
+      int nl = 0, ng = 0;  // placed so far at the left and right ends
+      for (int b = lo; b < hi; b += kBlockThreads) {
+        const int e = b + tid;
+        const bool valid = e < hi;
+        float vd = 0.f;
+        int vi = 0;
+        if (valid) vd = src_d[e], vi = src_i[e];
+        const bool lt = valid && key_less(vd, vi, pd, pi);
+        const bool gt = valid && key_less(pd, pi, vd, vi);
+        const unsigned mlt = __ballot_sync(kFullMask, lt);
+        const unsigned mgt = __ballot_sync(kFullMask, gt);
+        // (1) The warps' counts. The previous chunk's readers of these and of
+        // the staging array are past its barrier (3), so they may be overwritten.
+        if (lane == 0) warp_lt[warp] = __popc(mlt), warp_gt[warp] = __popc(mgt);
+        __syncthreads();
+        // (2) One thread: the warps' offsets within the chunk, and its totals.
+        if (tid == 0) {
+          int al = 0, ag = 0;
+          for (int w = 0; w < kBlockWarps; ++w) {
+            const int cl = warp_lt[w], cg = warp_gt[w];
+            warp_lt[w] = al, warp_gt[w] = ag;
+            al += cl, ag += cg;
+          }
+          chunk_lt = al, chunk_gt = ag;
+        }
+        __syncthreads();
+        // (3) Staging: smaller from the left, greater from the right.
+        if (lt) {
+          const int p = warp_lt[warp] + __popc(mlt & lanes_below(lane));
+          stage_d[p] = vd, stage_i[p] = vi;
+        } else if (gt) {
+          const int p = kBlockThreads - 1 - (warp_gt[warp] + __popc(mgt & lanes_below(lane)));
+          stage_d[p] = vd, stage_i[p] = vi;
+        }
+        __syncthreads();
+        // (4) Coalesced stores: smaller after those at the left end, greater
+        // before those at the right end.
+        const int nlt = chunk_lt, ngt = chunk_gt;
+        if (tid < nlt) {
+          dst_d[lo + nl + tid] = stage_d[tid], dst_i[lo + nl + tid] = stage_i[tid];
+        } else if (tid >= kBlockThreads - ngt) {
+          const int p = hi - ng - (kBlockThreads - tid);
+          dst_d[p] = stage_d[tid], dst_i[p] = stage_i[tid];
+        }
+        nl += nlt, ng += ngt;
+      }
+      const int split = lo + nl;  // the pivot's rank and place
+      if (tid == 0) dst_d[split] = pd, dst_i[split] = pi;
+      __syncthreads();  // the pass's stores are visible to the whole block
+      if (split == k || split + 1 == k) {
+        push(cur ^ 1, lo, k);
+        break;
+      }
+      if (split > k) {
+        hi = split;  // the k smallest lie among the smaller part
+      } else {
+        push(cur ^ 1, lo, split + 1);  // the smaller part and the pivot are in
+        lo = split + 1;
+      }
+      cur ^= 1;
+    }
+    gather();
+    mx = block_max(mx, red);
+    if (tid == 0) {
+      l.fill[x.row] = k;
+      l.thr[x.row] = mx;
+      s.count[x.slot] = 0;
+    }
+  }
+}
+
 }  // namespace
+
+QuickVariant quick_variant(int k) {
+  // Read at every call, never cached: tests and benchmarks switch it
+  // between builds in one process.
+  const char* v = std::getenv("MANIFOLD_QUICK_VARIANT");
+  if (!v || !*v || !std::strcmp(v, "auto")) return k >= kQuickBlockMinK ? QuickVariant::Block : QuickVariant::Warp;
+  if (!std::strcmp(v, "warp")) return QuickVariant::Warp;
+  if (!std::strcmp(v, "block")) return QuickVariant::Block;
+  throw Error(std::string("MANIFOLD_QUICK_VARIANT=") + v + ": unknown quick-select variant (warp, block or auto)");
+}
+
+const char* quick_variant_name(QuickVariant v) { return v == QuickVariant::Block ? "block" : "warp"; }
 
 int quick_warps(int device_sms, int slots) {
   const int warps = std::max(1, std::min(slots, device_sms * 16));
   return (warps + kWarps - 1) / kWarps * kWarps;
 }
 
-void launch_quick_select(ListsView lists, Slots s, float* scratch_dist, int* scratch_index, int cap, int warps,
-                         cudaStream_t stream) {
-  quick_kernel<<<warps / kWarps, kThreads, 0, stream>>>(lists, s, scratch_dist, scratch_index, cap);
-  launch_check("quick multi-select kernel");
+int quick_blocks(int device_sms, int slots) { return std::max(1, std::min(slots, device_sms * kBlocksPerSm)); }
+
+int quick_workers(QuickVariant v, int device_sms, int slots) {
+  return v == QuickVariant::Block ? quick_blocks(device_sms, slots) : quick_warps(device_sms, slots);
+}
+
+QuickVariant launch_quick_select(ListsView lists, Slots s, float* scratch_dist, int* scratch_index, int cap,
+                                 int workers, cudaStream_t stream) {
+  // The variant is chosen anew at every launch; either runs on any number of
+  // workers >= 1, each with its own scratch, so the scratch need not have been
+  // sized for the variant that runs.
+  const QuickVariant v = quick_variant(lists.k);
+  if (v == QuickVariant::Block) {
+    quick_block_kernel<<<workers, kBlockThreads, 0, stream>>>(lists, s, scratch_dist, scratch_index, cap);
+    launch_check("quick multi-select kernel (a block per row)");
+  } else {
+    quick_kernel<<<(workers + kWarps - 1) / kWarps, kThreads, 0, stream>>>(lists, s, scratch_dist, scratch_index, cap,
+                                                                           workers);
+    launch_check("quick multi-select kernel (a warp per row)");
+  }
+  return v;
 }
 
 }  // namespace manifold::gpu::select

@@ -57,13 +57,30 @@ void launch_slot_filter(const Tile& t, const float* thr, Slots s, cudaStream_t s
 /// bounded max-heap, filtered again against the heap top in batches.
 void launch_heap_push(ListsView lists, Slots s, cudaStream_t stream);
 
-/// quick (Komarov et al.): one warp per dirty slot selects the k smallest of
-/// the row's list and the slot's entries by quick multi-select.
-/// scratch: 2 * cap entries (dist and index arrays) per warp, `warps` warps.
-void launch_quick_select(ListsView lists, Slots s, float* scratch_dist, int* scratch_index, int cap, int warps,
-                         cudaStream_t stream);
-/// Warps the quick kernel runs (its scratch is sized for them).
+/// quick (Komarov et al.): each dirty slot's row gets the k smallest of its
+/// list and the slot's entries by quick multi-select, one warp per row (the
+/// warp variant) or one thread block per row (the block variant).
+enum class QuickVariant { Warp, Block };
+/// Lists of at least this many entries (k + slack, what the kernel selects)
+/// take the block variant under MANIFOLD_QUICK_VARIANT=auto (or unset): from
+/// here a row's range is thousands of entries and few rows are dirty per
+/// tile. A first estimate, to be set from measurement (bench/gpu/select/).
+inline constexpr int kQuickBlockMinK = 512;
+/// The variant for lists of k entries: MANIFOLD_QUICK_VARIANT=warp|block|auto,
+/// read at every call (never cached), auto or unset by kQuickBlockMinK. An
+/// unknown value throws manifold::Error (one line).
+QuickVariant quick_variant(int k);
+const char* quick_variant_name(QuickVariant v);
+/// Concurrent workers of each variant on this device (each needs 2 * cap
+/// scratch entries): warps (a multiple of 4), blocks of 256 threads.
 int quick_warps(int device_sms, int slots);
+int quick_blocks(int device_sms, int slots);
+int quick_workers(QuickVariant v, int device_sms, int slots);
+/// Runs the variant quick_variant(lists.k) picks now on `workers` workers;
+/// scratch: 2 * cap entries (dist and index arrays) per worker. Returns the
+/// variant that ran.
+QuickVariant launch_quick_select(ListsView lists, Slots s, float* scratch_dist, int* scratch_index, int cap,
+                                 int workers, cudaStream_t stream);
 
 /// bitonic (Sismanis et al., TBiS): one block per dirty slot; the row's
 /// sorted list and the slot's entries go through a truncated bitonic network.

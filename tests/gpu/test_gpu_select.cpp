@@ -1,6 +1,7 @@
 // The papers' selection strategies of the GPU backend (issue 7): quick
-// (Komarov et al.), sort (Dashti et al.), heap (Kato & Hosino), bitonic
-// (Sismanis et al.), and `--select auto`. Every strategy ends with the
+// (Komarov et al.; its warp and its block variant each, forced through
+// MANIFOLD_QUICK_VARIANT), sort (Dashti et al.), heap (Kato & Hosino),
+// bitonic (Sismanis et al.), and `--select auto`. Every strategy ends with the
 // engine's certified final step, so its graph must equal the CPU backend's
 // (certified exact too) element for element -- indices and distances -- on
 // fresh random data with clusters of near-duplicates (ties and the error
@@ -18,11 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "final_step.h"
 #include "gpu_test_util.h"
 #include "manifold/error.h"
 #include "manifold/knn.h"
 #include "select/auto_table.h"
 #include "select/paper_strategies.h"
+#include "select/select_kernels.h"
 #include "test_support.h"
 
 using namespace manifold;
@@ -39,19 +42,54 @@ KnnParams with(const std::string& strategy, int k, Metric m = Metric::Euclidean,
   return p;
 }
 
-// Sets an environment variable for one scope (MANIFOLD_GPU_SELECT_TILE=TxW:
-// small tiles give many strips, so the column role and the tightening bounds
-// are exercised on small data; MANIFOLD_GPU_SLACK: the list's room).
+// Sets (v == nullptr: unsets) an environment variable for one scope and
+// restores what it was, also when the scope is left by a failure
+// (MANIFOLD_GPU_SELECT_TILE=TxW: small tiles give many strips, so the column
+// role and the tightening bounds are exercised on small data;
+// MANIFOLD_GPU_SLACK: the list's room; MANIFOLD_QUICK_VARIANT: quick's kernel).
 struct ScopedEnv {
-  ScopedEnv(const char* name, const char* v) : name_(name) { setenv(name, v, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const char* name, const char* v) : name_(name) {
+    if (const char* old = std::getenv(name)) had_ = true, old_ = old;
+    if (v) setenv(name, v, 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
   const char* name_;
+  bool had_ = false;
+  std::string old_;
 };
 struct TileShape : ScopedEnv {
   explicit TileShape(const char* v) : ScopedEnv("MANIFOLD_GPU_SELECT_TILE", v) {}
 };
 
 std::string where(const std::string& s, Metric m, int k) { return s + " " + to_string(m) + " k=" + std::to_string(k); }
+
+// quick's two kernels (gpu/select/quick.cu), each checked on its own.
+const char* const kQuickVariants[] = {"warp", "block"};
+
+// Calls f(strategy, variant) for every strategy: quick once per variant,
+// with MANIFOLD_QUICK_VARIANT set to it for that call (and restored after
+// it), the others once with variant nullptr.
+template <class F>
+void for_each_strategy(F&& f) {
+  for (const auto& s : kStrategies) {
+    if (s != "quick") {
+      f(s, static_cast<const char*>(nullptr));
+      continue;
+    }
+    for (const char* v : kQuickVariants) {
+      ScopedEnv env("MANIFOLD_QUICK_VARIANT", v);
+      f(s, v);
+    }
+  }
+}
+
+std::string label(const std::string& s, const char* variant) { return variant ? s + "/" + variant : s; }
 
 // A fresh seed per run (printed and recorded), or MANIFOLD_TEST_SEED.
 uint64_t fresh_seed(const char* test) {
@@ -72,7 +110,10 @@ Dataset tricky(int64_t n, int64_t d, uint64_t seed) {
 // Builds `s` and checks it against the CPU graph element for element.
 // Returns false when the strategy refused (allowed only when `may_refuse`,
 // and then with one line naming a largest k below the one asked).
-bool check_one(const std::string& s, const Dataset& ds, const KnnParams& p, const KnnGraph& cpu, bool may_refuse) {
+// variant: quick's kernel forced by the caller, which graph.extra must name.
+bool check_one(const std::string& strategy, const Dataset& ds, const KnnParams& p, const KnnGraph& cpu,
+               bool may_refuse, const char* variant = nullptr) {
+  const std::string s = label(strategy, variant);
   KnnGraph g;
   try {
     g = build("gpu", ds, p);
@@ -89,8 +130,11 @@ bool check_one(const std::string& s, const Dataset& ds, const KnnParams& p, cons
     return false;
   }
   EXPECT_EQ(g.backend, "gpu");
-  if (s != "auto") {
-    EXPECT_EQ(g.strategy, s);
+  if (strategy != "auto") {
+    EXPECT_EQ(g.strategy, strategy);
+  }
+  if (variant) {
+    EXPECT_EQ(g.extra.value("quick_variant", std::string()), variant) << where(s, p.metric, p.k);
   }
   EXPECT_EQ(first_difference(g, cpu), "") << where(s, p.metric, p.k) << (p.keep_self ? " keep-self" : "");
   EXPECT_EQ(g.indices.size(), cpu.indices.size());
@@ -102,10 +146,13 @@ bool check_one(const std::string& s, const Dataset& ds, const KnnParams& p, cons
   return true;
 }
 
-// Every strategy (and auto) against the CPU backend. k <= must_run: no refusal allowed.
+// Every strategy (quick in both variants) and auto against the CPU backend.
+// k <= must_run: no refusal allowed.
 void check_all(const Dataset& ds, int k, Metric m, int must_run = 1000, bool keep_self = false) {
   const KnnGraph cpu = build("cpu", ds, params(k, m, keep_self));
-  for (const auto& s : kStrategies) check_one(s, ds, with(s, k, m, keep_self), cpu, k > must_run);
+  for_each_strategy([&](const std::string& s, const char* variant) {
+    check_one(s, ds, with(s, k, m, keep_self), cpu, k > must_run, variant);
+  });
   check_one("auto", ds, with("auto", k, m, keep_self), cpu, false);
 }
 
@@ -158,11 +205,12 @@ TEST(GpuSelect, RescanAndFallbackPaths) {
   Dataset ds = near_duplicates(3000, 32, fresh_seed("RescanAndFallback"), 30, 40, 1e-6f);
   for (int k : {5, 20}) {
     const KnnGraph cpu = build("cpu", ds, params(k));
-    for (const auto& s : kStrategies) {
+    for_each_strategy([&](const std::string& s, const char* variant) {
       KnnGraph g = build("gpu", ds, with(s, k));
-      EXPECT_EQ(first_difference(g, cpu), "") << s << " k=" << k;
-      EXPECT_GT(g.extra.value("uncertified_rows", int64_t{0}), 0) << s << " k=" << k << ": nothing to rescan";
-    }
+      EXPECT_EQ(first_difference(g, cpu), "") << label(s, variant) << " k=" << k;
+      EXPECT_GT(g.extra.value("uncertified_rows", int64_t{0}), 0)
+          << label(s, variant) << " k=" << k << ": nothing to rescan";
+    });
   }
 }
 
@@ -240,21 +288,56 @@ TEST(GpuSelect, NanRowsAreReported) {
   for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.37f * static_cast<float>(i)) + 0.01f * static_cast<float>(i % 7);
   v[37 * 8 + 3] = std::numeric_limits<float>::quiet_NaN();
   Dataset ds(500, 8, std::move(v));
-  for (const auto& s : kStrategies) {
+  for_each_strategy([&](const std::string& strategy, const char* variant) {
+    const std::string s = label(strategy, variant);
     try {
-      build("gpu", ds, with(s, 5));
+      build("gpu", ds, with(strategy, 5));
       ADD_FAILURE() << s << ": a NaN row gave a graph";
     } catch (const UsageError& e) {
       ADD_FAILURE() << s << ": " << e.what();
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("fewer than k=5 neighbours"), std::string::npos) << s << ": " << e.what();
     }
+  });
+}
+
+// quick's variant: by the rule under auto (graph.extra names the one that
+// ran), forced either way, and an unknown MANIFOLD_QUICK_VARIANT refused in
+// one line before any work.
+TEST(GpuSelect, QuickVariantChoice) {
+  REQUIRE_GPU();
+  using gpu::select::kQuickBlockMinK;
+  Dataset ds = tricky(1500, 16, fresh_seed("QuickVariantChoice"));
+  // The rule looks at the list's capacity (k + slack): short lists (k = 20)
+  // take the warp, lists of kQuickBlockMinK or more entries the block.
+  for (const char* mode : {static_cast<const char*>(nullptr), "auto"}) {
+    ScopedEnv env("MANIFOLD_QUICK_VARIANT", mode);
+    for (int k : {20, kQuickBlockMinK}) {
+      const bool block = gpu::list_capacity(k, ds.rows(), false, false) >= kQuickBlockMinK;
+      EXPECT_EQ(block, k != 20) << k;
+      const KnnGraph cpu = build("cpu", ds, params(k));
+      check_one("quick", ds, with("quick", k), cpu, false, block ? "block" : "warp");
+    }
+  }
+  for (const char* bad : {"fast", "Block", "warp,block"}) {
+    ScopedEnv env("MANIFOLD_QUICK_VARIANT", bad);
+    try {
+      build("gpu", ds, with("quick", 5));
+      ADD_FAILURE() << "MANIFOLD_QUICK_VARIANT=" << bad << " gave a graph";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(std::string("MANIFOLD_QUICK_VARIANT=") + bad + ": unknown quick-select variant"),
+                std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find("(warp, block or auto)"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
   }
 }
 
 // Small enough to run under compute-sanitizer (memcheck, racecheck): many
-// tiles, every strategy, the quick kernel's stack and the bitonic network
-// on lists that are short and full.
+// tiles, every strategy (quick's warp and block kernels both), the quick
+// kernels' stacks and the bitonic network on lists that are short and full.
 TEST(GpuSelectSanitizer, TinyManyTiles) {
   REQUIRE_GPU();
   TileShape shape("64x128");
@@ -264,6 +347,55 @@ TEST(GpuSelectSanitizer, TinyManyTiles) {
   ScopedEnv slack("MANIFOLD_GPU_SLACK", "0");
   Dataset nd = near_duplicates(300, 16, 4, 3, 40, 1e-6f);
   check_all(nd, 6, Metric::Euclidean);
+}
+
+// quick's kernels on rows of several hundred entries (a list of 337 and up
+// to 512 of a tile's): the block kernel's passes span several 256-entry
+// chunks, so its shared staging, per-warp offsets and barriers are reused
+// within a pass, between passes and between rows -- for memcheck and
+// racecheck; the warp kernel alongside. Exact duplicates give equal distances.
+TEST(GpuSelectSanitizer, QuickLongRows) {
+  REQUIRE_GPU();
+  TileShape shape("64x512");
+  Dataset ds = random_dataset(900, 8, 17, 60);
+  const int k = 300;
+  const KnnGraph cpu = build("cpu", ds, params(k));
+  for (const char* v : kQuickVariants) {
+    ScopedEnv env("MANIFOLD_QUICK_VARIANT", v);
+    check_one("quick", ds, with("quick", k), cpu, false, v);
+  }
+}
+
+// MANIFOLD_QUICK_VARIANT, read at every call (no GPU needed): warp, block,
+// auto or unset (the rule at kQuickBlockMinK list entries); anything else
+// is one clear error.
+TEST(GpuSelectQuick, VariantFromEnvironment) {
+  using gpu::select::kQuickBlockMinK;
+  using gpu::select::quick_variant;
+  using gpu::select::QuickVariant;
+  for (const char* mode : {static_cast<const char*>(nullptr), "", "auto"}) {
+    ScopedEnv env("MANIFOLD_QUICK_VARIANT", mode);
+    EXPECT_EQ(quick_variant(1), QuickVariant::Warp);
+    EXPECT_EQ(quick_variant(kQuickBlockMinK - 1), QuickVariant::Warp);
+    EXPECT_EQ(quick_variant(kQuickBlockMinK), QuickVariant::Block);
+    EXPECT_EQ(quick_variant(14336), QuickVariant::Block);
+  }
+  {
+    ScopedEnv env("MANIFOLD_QUICK_VARIANT", "warp");
+    EXPECT_EQ(quick_variant(14336), QuickVariant::Warp);
+  }
+  {
+    ScopedEnv env("MANIFOLD_QUICK_VARIANT", "block");
+    EXPECT_EQ(quick_variant(1), QuickVariant::Block);
+    EXPECT_STREQ(gpu::select::quick_variant_name(quick_variant(1)), "block");
+  }
+  ScopedEnv env("MANIFOLD_QUICK_VARIANT", "Warp");
+  try {
+    quick_variant(100);
+    ADD_FAILURE() << "MANIFOLD_QUICK_VARIANT=Warp accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "MANIFOLD_QUICK_VARIANT=Warp: unknown quick-select variant (warp, block or auto)");
+  }
 }
 
 // The `--select auto` table (no GPU needed): nearest measured bucket, a

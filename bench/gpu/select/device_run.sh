@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 7 on the GPU machine, from the repository root. Two phases, each one
 # device command of at most 10 minutes:
-#   bash bench/gpu/select/device_run.sh BUNDLE_DIR OUT_DIR tests   # test_gpu_select + compute-sanitizer memcheck
+#   bash bench/gpu/select/device_run.sh BUNDLE_DIR OUT_DIR tests   # test_gpu_select + compute-sanitizer memcheck, racecheck
 #   bash bench/gpu/select/device_run.sh BUNDLE_DIR OUT_DIR grid    # manifold bench --select all, table, plot
 #   bash bench/gpu/select/device_run.sh BUNDLE_DIR OUT_DIR auto    # a table from run A, auto checked in run B
 # BUNDLE_DIR: made by shared/tools/device-bundle with manifold and
@@ -42,12 +42,15 @@ tests)
   note "test_gpu_select: exit $status, $((SECONDS - t)) s, MANIFOLD_FASHION_MNIST_DIR=${MANIFOLD_FASHION_MNIST_DIR:-unset}"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[ seed|^\[ refused|tests ran|Failure|Expected|Which is|row [0-9]+ position" \
     "$dir/test_gpu_select.log" | head -60 | tee -a "$summary"
-  # 2. compute-sanitizer memcheck on the small many-tile case (every
-  #    strategy, the list sort, certify, rescan and fallback kernels).
-  t=$SECONDS
-  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 "$(exe test_gpu_select)" \
-    --gtest_filter='GpuSelectSanitizer.*' --gtest_color=no > "$dir/memcheck.log" 2>&1 || status=1
-  note "memcheck ($((SECONDS - t)) s): $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$dir/memcheck.log" | tr '\n' ' ')"
+  # 2. compute-sanitizer memcheck and racecheck on the small many-tile
+  #    cases (every strategy, both quick variants, the list sort, certify,
+  #    rescan and fallback kernels).
+  for tool in memcheck racecheck; do
+    t=$SECONDS
+    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 "$(exe test_gpu_select)" \
+      --gtest_filter='GpuSelectSanitizer.*' --gtest_color=no > "$dir/$tool.log" 2>&1 || status=1
+    note "$tool ($((SECONDS - t)) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$dir/$tool.log" | tr '\n' ' ')"
+  done
   ;;
 grid)
   # d = 256, random normal data, one GPU (--devices 0) for every strategy.
