@@ -754,6 +754,77 @@ TEST(Diffusion, RediffuseAfterNewKOrEpsilonIsTheFullSolve) {
   EXPECT_NE(tiny_warm.solver["method"].get<std::string>().find("Spectra"), std::string::npos);
 }
 
+TEST(Diffusion, RediffuseShowsAnIterateOnTheWayAndReusesTheRowOrder) {
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> u(0, 1);
+  const int64_t n = 3000;
+  std::vector<double> pts;
+  for (int64_t i = 0; i < n; ++i) pts.insert(pts.end(), {4 * u(rng), u(rng), 0.05 * u(rng)});
+  KnnGraph g = knn_of(pts, n, 3, 20);
+  DiffusionParams p;
+  p.components = 8;
+  const DiffusionResult base = embed(g, p);
+  // The full solve records the order it ran in: a permutation of the points.
+  ASSERT_EQ(base.row_order.size(), static_cast<size_t>(base.n));
+  std::vector<int32_t> sorted = base.row_order;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < base.n; ++i) ASSERT_EQ(sorted[static_cast<size_t>(i)], i);
+  DiffusionParams q = p;
+  q.k = 14;
+  Progress progress;
+
+  // The first iterate within 1e-4 comes to `show` once, as a preview, while
+  // the solve goes on to the tolerance.
+  std::vector<DiffusionResult> shown;
+  RediffusePreview preview;
+  preview.tolerance = 1e-4;
+  preview.after_s = 0;
+  preview.show = [&](DiffusionResult&& r) { shown.push_back(std::move(r)); };
+  const DiffusionResult warm = rediffuse(g, q, base, progress, 0, &preview);
+  ASSERT_TRUE(warm.solver["converged"].get<bool>());
+  ASSERT_EQ(shown.size(), 1u);
+  const DiffusionResult& it = shown[0];
+  EXPECT_TRUE(it.solver["preview"].get<bool>());
+  EXPECT_FALSE(it.solver["converged"].get<bool>());
+  const double claimed = it.solver["max_residual"].get<double>();
+  EXPECT_LE(claimed, 1e-4);
+  EXPECT_GT(claimed, q.tolerance);
+  EXPECT_LT(it.solver["iterations"].get<int>(), warm.solver["iterations"].get<int>());
+  const DiffusionMatrix a = diffusion_matrix(g, q, progress);
+  // Its claim is the residual of what it holds (the LOBPCG estimate, from
+  // the permuted Laplacian: equal to A's up to rounding).
+  EXPECT_NEAR(recomputed_residual(it, a), claimed, 1e-3 * claimed + 1e-12);
+  ASSERT_EQ(it.n, warm.n);
+  EXPECT_EQ(it.point_index, warm.point_index);
+  const Agreement close = agreement(warm, it, a);
+  EXPECT_GT(close.worst_cos, 0.999);
+  EXPECT_NEAR(it.psi[0], 1.0, 1e-9);  // psi_0 = 1, as in every result
+
+  // Not before after_s; and never when the tolerance is not looser than the solve's.
+  shown.clear();
+  preview.after_s = 1e6;
+  rediffuse(g, q, base, progress, 0, &preview);
+  EXPECT_TRUE(shown.empty());
+  preview.after_s = 0;
+  preview.tolerance = q.tolerance;
+  rediffuse(g, q, base, progress, 0, &preview);
+  EXPECT_TRUE(shown.empty());
+
+  // The previous row order only changes speed: without it, or with one that
+  // is not a permutation, the result is the same to the tolerance.
+  DiffusionResult no_order = base, bad_order = base;
+  no_order.row_order.clear();
+  bad_order.row_order.assign(static_cast<size_t>(base.n), 0);
+  for (const DiffusionResult* from : {&no_order, &bad_order}) {
+    const DiffusionResult r = rediffuse(g, q, *from, progress);
+    EXPECT_TRUE(r.solver["converged"].get<bool>());
+    const Agreement same = agreement(warm, r, a);
+    EXPECT_LT(same.max_value_diff, 1e-10);
+    EXPECT_GT(same.worst_cos, 1 - 1e-8);
+    EXPECT_EQ(r.row_order.size(), static_cast<size_t>(r.n));
+  }
+}
+
 TEST(Diffusion, RediffuseFindsBothCopiesOfRepeatedEigenvalues) {
   // The exact circulant: eigenvalues in exactly repeated pairs, which a
   // single-vector Lanczos run needs the lock check for. Its eigenvectors do

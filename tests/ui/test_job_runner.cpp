@@ -263,9 +263,14 @@ class TestJobRunner : public QObject {
     QVERIFY(final_outcome->graph_reused && final_outcome->graph == first->graph);
     if (final_outcome->result->solver.value("converged", false) &&
         final_outcome->result->solver.value("method", std::string()).find("LOBPCG") != std::string::npos) {
-      QCOMPARE(order, QStringList({"final"}));  // warm and exact: nothing to refine
+      // Warm and exact: nothing to refine afterwards; a solve that ran past
+      // RediffusePreview::after_s showed its 1e-6 iterate on the way.
+      QVERIFY2(order == QStringList({"final"}) || order == QStringList({"preview", "final"}),
+               qPrintable(order.join(',')));
     } else {
       QCOMPARE(order, QStringList({"preview", "final"}));
+    }
+    if (!previews.isEmpty()) {
       auto preview = previews.last().at(0).value<std::shared_ptr<const EmbeddingOutcome>>();
       QVERIFY(preview && preview->preview);
       QVERIFY(preview->graph_reused && preview->graph == first->graph);

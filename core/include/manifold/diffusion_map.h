@@ -24,6 +24,7 @@
 // (the spectrum would be degenerate garbage): the largest component is
 // embedded and DiffusionResult says so (graph_components, point_index).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,7 @@ struct Eigenpairs {
   int recovered = 0;                ///< eigenpairs the lock check found that the first solve missed
   bool check_settled = false;       ///< the lock check reached a verdict (false: off, or its step budget ran out)
   double max_residual = 0;          ///< max_i |A v_i - lambda_i v_i| / |lambda_i|
+  std::vector<int32_t> row_order;   ///< the row order the solve ran in (order[new] = old); empty: A's own
 };
 
 struct EigenOptions {
@@ -138,6 +140,11 @@ struct DiffusionResult {
   std::vector<double> density;      ///< q_i per embedded point (row sums of K before alpha)
   std::vector<double> sigma;        ///< local scale per embedded point (empty without local scaling)
   nlohmann::json solver;            ///< {"ncv", "iterations", "matvecs", "tolerance"}
+  /// The solver's row order (reverse Cuthill-McKee of this k' graph,
+  /// order[new] = old): rediffuse() reuses it for the next matrix on the
+  /// same points, whose pattern is the same (an epsilon change) or nearly
+  /// (a k' change). Only speed depends on it. Empty when unknown.
+  std::vector<int32_t> row_order;
 };
 
 /// `start_from` (optional): an earlier result over the same points (the
@@ -165,8 +172,18 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
 /// preview (diffusion_map(..., &it) gives the exact solve). Falls back to
 /// diffusion_map() (converged, method "Spectra ...") when `previous`
 /// embedded other points or the component is too small for the block.
+/// `preview` (optional): `show` is called once, on the solving thread, with
+/// the first iterate whose residual is within `tolerance` (looser than
+/// params.tolerance), if the solve has run `after_s` seconds by then -- an
+/// embedding to draw while the solve refines it (solver "preview": true,
+/// "converged": false, "max_residual": the iterate's own estimate).
+struct RediffusePreview {
+  double tolerance = 1e-6;
+  double after_s = 0.15;
+  std::function<void(DiffusionResult&&)> show;
+};
 DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, const DiffusionResult& previous,
-                          Progress& progress, int max_iterations = 0);
+                          Progress& progress, int max_iterations = 0, const RediffusePreview* preview = nullptr);
 
 /// How closely `other` reproduces `ref` (two embeddings of the same points
 /// with the same number of coordinates, e.g. a re-embedding and the full

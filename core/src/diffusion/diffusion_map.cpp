@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -628,6 +631,7 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& original, int count, const Eige
     const double sign = vecs(arg, col) < 0 ? -1.0 : 1.0;
     for (int64_t i = 0; i < a.n; ++i) e.vectors[static_cast<size_t>(i * count + col)] = sign * vecs(i, col);
   }
+  e.row_order = std::move(order);
   return e;
 }
 
@@ -635,7 +639,7 @@ namespace {
 
 /// Stage 8 from the eigenpairs of A: psi = v / sqrt(d) scaled so psi_0 = 1,
 /// coordinates lambda^t psi.
-DiffusionResult finish(DiffusionMatrix& a, const Eigenpairs& e, const DiffusionParams& params) {
+DiffusionResult finish(const DiffusionMatrix& a, const Eigenpairs& e, const DiffusionParams& params) {
   const int m = params.components;
   const int nev = m + 1;
   // The trivial pair is lambda = 1 with v_0 = sqrt(d) / |sqrt(d)| whenever
@@ -647,9 +651,10 @@ DiffusionResult finish(DiffusionMatrix& a, const Eigenpairs& e, const DiffusionP
   r.n = a.n;
   r.m = m;
   r.eigenvalues = e.values;
+  r.row_order = e.row_order;
   r.epsilon = a.epsilon;
   r.graph_components = a.graph_components;
-  r.point_index = std::move(a.point_index);
+  r.point_index = a.point_index;
   r.bgh = a.bgh;
   r.graph_points = a.graph_points;
   r.k = a.k;
@@ -746,7 +751,7 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
 }
 
 DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, const DiffusionResult& previous,
-                          Progress& progress, int max_iterations) {
+                          Progress& progress, int max_iterations, const RediffusePreview* preview) {
   const auto t_start = Clock::now();
   DiffusionMatrix a = diffusion_matrix(graph, params, progress);
   check_component_size(a, params.components);
@@ -756,6 +761,27 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
   wo.tolerance = params.tolerance;
   wo.threads = params.threads;
   if (max_iterations > 0) wo.max_iterations = max_iterations;
+  if (preview && preview->show && preview->tolerance > params.tolerance) {
+    // The first iterate within the preview tolerance, shown while the solve
+    // goes on -- when the solve has run long enough for it to matter.
+    wo.preview_tolerance = preview->tolerance;
+    wo.preview_not_before = t_start + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(std::max(preview->after_s, 0.0)));
+    wo.on_preview = [&](const Eigenpairs& pe) {
+      DiffusionResult pr = finish(a, pe, params);
+      pr.solver = {{"method", "LOBPCG preconditioned by smoothed-aggregation AMG, warm-started (an iterate)"},
+                   {"preview", true},
+                   {"converged", false},
+                   {"max_residual", pe.max_residual},
+                   {"tolerance", params.tolerance},
+                   {"iterations", pe.iterations}};
+      pr.timings = a.timings;
+      pr.timings.emplace_back("total", seconds_since(t_start));
+      preview->show(std::move(pr));
+    };
+  }
+  // Diagnostics: one line per LOBPCG iteration and the stage times on stderr.
+  if (const char* e = std::getenv("MANIFOLD_WARM_TRACE")) wo.trace = *e && std::strcmp(e, "0") != 0;
   const int64_t block = nev + std::max(wo.guard, 0);
   // The previous embedding must cover the same points, and the block method
   // needs a few times its block size in rows; otherwise solve from scratch.
@@ -773,7 +799,9 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
   detail::WarmStats ws;
   Eigenpairs e;
   try {
-    e = detail::warm_eigenpairs(a, nev, v0, wo, progress, &ws);
+    // The previous solve's row order serves this matrix too (same points).
+    const bool reuse_order = previous.row_order.size() == static_cast<size_t>(a.n);
+    e = detail::warm_eigenpairs(a, nev, v0, wo, progress, &ws, reuse_order ? &previous.row_order : nullptr);
   } catch (const Cancelled&) {
     throw;
   } catch (const Error&) {
@@ -786,6 +814,9 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
   Timings timings = a.timings;
   const int64_t nnz = a.nnz();
   DiffusionResult r = finish(a, e, params);
+  if (wo.trace)
+    std::fprintf(stderr, "rediffuse: matrix %.3f s, eigensolve %.3f s, coordinates %.3f s\n", a.timings.back().second,
+                 t_eig, seconds_since(t));
   r.solver = {{"method", "LOBPCG preconditioned by smoothed-aggregation AMG, warm-started from the previous embedding"},
               {"block", block},
               {"iterations", ws.iterations},

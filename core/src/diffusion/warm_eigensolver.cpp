@@ -94,22 +94,27 @@ Csr shifted_laplacian(const DiffusionMatrix& a, double shift) {
   return c;
 }
 
-/// Row ranges of about equal non-zeros, several per thread.
-template <class M, class Rows>
-void for_row_ranges(const M& m, int64_t width, int threads, Rows&& rows) {
-  const int t = m.nnz() * width < 400000 ? 1 : hardware_threads(threads);
+/// Row ranges of about equal non-zeros, several per thread, of the CSR
+/// matrix with row offsets ptr[0..rows].
+template <class Rows>
+void for_ptr_ranges(const int64_t* ptr, int64_t rows, int64_t width, int threads, Rows&& f) {
+  const int64_t total = ptr[rows];
+  const int t = total * width < 400000 ? 1 : hardware_threads(threads);
   if (t == 1) {
-    rows(int64_t{0}, m.rows);
+    f(int64_t{0}, rows);
     return;
   }
   const int64_t parts = static_cast<int64_t>(t) * 16;
-  const int64_t total = m.ptr[static_cast<size_t>(m.rows)];
   auto bound = [&](int64_t part) {
-    if (part >= parts) return m.rows;
-    const int64_t target = total * part / parts;
-    return static_cast<int64_t>(std::lower_bound(m.ptr.begin(), m.ptr.end(), target) - m.ptr.begin());
+    if (part >= parts) return rows;
+    return static_cast<int64_t>(std::lower_bound(ptr, ptr + rows + 1, total * part / parts) - ptr);
   };
-  parallel_for(0, parts, t, [&](int64_t c) { rows(bound(c), bound(c + 1)); }, 1);
+  parallel_for(0, parts, t, [&](int64_t c) { f(bound(c), bound(c + 1)); }, 1);
+}
+
+template <class M, class Rows>
+void for_row_ranges(const M& m, int64_t width, int threads, Rows&& rows) {
+  for_ptr_ranges(m.ptr.data(), m.rows, width, threads, rows);
 }
 
 // The row kernels are built twice on x86-64, for AVX2 + FMA and for the
@@ -179,6 +184,16 @@ void spmm(const CsrT<T>& m, const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynami
   y.resize(static_cast<Eigen::Index>(m.rows), static_cast<Eigen::Index>(b));
   for_row_ranges(m, b, threads, [&](int64_t r0, int64_t r1) {
     spmm_rows(m.ptr.data(), m.col.data(), m.val.data(), x.data(), b, y.data(), b, r0, r1);
+  });
+}
+
+/// y = M x for a block, M given by its CSR arrays (ptr: rows + 1 offsets).
+void spmm_csr_arrays(const int64_t* ptr, const int32_t* col, const double* val, int64_t rows, const Block& x,
+                     Block& y, int threads) {
+  const int64_t b = x.cols();
+  y.resize(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(b));
+  for_ptr_ranges(ptr, rows, b, threads, [&](int64_t r0, int64_t r1) {
+    spmm_rows(ptr, col, val, x.data(), b, y.data(), b, r0, r1);
   });
 }
 
@@ -589,8 +604,8 @@ class Amg {
  public:
   /// Hierarchy for the SPD matrix m0 with near-null vector b (the constant
   /// of the Markov chain in the symmetric conjugate: sqrt(d)).
-  Amg(Csr m, Eigen::VectorXd b, int smoothing, int coarse_size, int threads)
-      : smoothing_(smoothing), threads_(threads) {
+  Amg(Csr m, Eigen::VectorXd b, int smoothing, int coarse_size, int threads, int cycles = 1)
+      : smoothing_(smoothing), cycles_(cycles), threads_(threads) {
     Csr gram;  // P^T P composed down to this level (unused at the finest: identity)
     for (int level = 0; level < 20; ++level) {
       const int64_t n = m.rows;
@@ -693,6 +708,13 @@ class Amg {
     rf.leftCols(s) = r.cast<float>();
     BlockF zf;
     cycle(0, rf, zf);
+    for (int c = 1; c < cycles_ && !levels_.empty(); ++c) {
+      // Another V-cycle on the residual: z += V (r - M z).
+      BlockF t, dz;
+      residual(levels_[0].a, rf, zf, t, threads_);
+      cycle(0, t, dz);
+      zf += dz;
+    }
     z = zf.leftCols(s).cast<double>();
   }
 
@@ -769,14 +791,27 @@ class Amg {
   Eigen::MatrixXd coarse_matrix_, coarse_gram_;
   int64_t coarse_rows_ = 0, coarse_nnz_ = 0;
   int smoothing_;
+  int cycles_;
   int threads_;
 };
 
 }  // namespace
 
+bool is_permutation_of(const std::vector<int32_t>& order, int64_t n) {
+  if (static_cast<int64_t>(order.size()) != n) return false;
+  std::vector<char> seen(static_cast<size_t>(n), 0);
+  for (const int32_t i : order) {
+    if (i < 0 || i >= n || seen[static_cast<size_t>(i)]) return false;
+    seen[static_cast<size_t>(i)] = 1;
+  }
+  return true;
+}
+
 Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eigen::MatrixXd& start,
-                           const WarmOptions& o, Progress& progress, WarmStats* stats_out) {
+                           const WarmOptions& options, Progress& progress, WarmStats* stats_out,
+                           const std::vector<int32_t>* order_hint) {
   WarmStats st;
+  WarmOptions o = options;  // on_preview is cleared once called
   const int64_t n = original.n;
   const int threads = o.threads;
   const int b = static_cast<int>(std::min<int64_t>(count + std::max(o.guard, 0), n));
@@ -792,7 +827,8 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
     ~RestoreBlas() { openblas_set_num_threads(n); }
   } restore_blas{saved_blas_threads};
   const auto t_pre = Clock::now();
-  const std::vector<int32_t> order = rcm_order(original);
+  const std::vector<int32_t> order =
+      order_hint && is_permutation_of(*order_hint, n) ? *order_hint : rcm_order(original);
   const DiffusionMatrix a = permuted(original, order, threads);
   const Csr lap = shifted_laplacian(a, 0.0);
 
@@ -852,7 +888,8 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
   const auto t_setup = Clock::now();
   Eigen::VectorXd near_null(n);
   for (int64_t i = 0; i < n; ++i) near_null[i] = std::sqrt(original.degree[static_cast<size_t>(order[static_cast<size_t>(i)])]);
-  const Amg amg(shifted_laplacian(a, shift), near_null, std::max(o.smoothing, 1), std::max(o.coarse_size, 10), threads);
+  const Amg amg(shifted_laplacian(a, shift), near_null, std::max(o.smoothing, 1), std::max(o.coarse_size, 10), threads,
+                std::max(o.cycles, 1));
   st.setup_s = seconds_since(t_setup);
   st.level_rows = amg.level_rows();
   st.operator_complexity = amg.operator_complexity();
@@ -876,6 +913,30 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
     rayleigh_ritz(b);
   }
 
+  // The first `count` Ritz pairs of x (RCM order, row stride x.cols()) in A's
+  // row order: eigenvalues 1 - theta, each vector's largest entry positive.
+  auto in_original_order = [&](const Block& xs, const Eigen::VectorXd& th) {
+    Eigenpairs out;
+    out.count = count;
+    out.values.resize(static_cast<size_t>(count));
+    for (int c = 0; c < count; ++c) out.values[static_cast<size_t>(c)] = 1 - th[c];
+    out.vectors.resize(static_cast<size_t>(n * count));
+    for (int64_t i = 0; i < n; ++i)
+      for (int c = 0; c < count; ++c)
+        out.vectors[static_cast<size_t>(order[static_cast<size_t>(i)] * count + c)] = xs(i, c);
+    for (int c = 0; c < count; ++c) {
+      double big = 0, sign = 1;
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = out.vectors[static_cast<size_t>(i * count + c)];
+        if (std::abs(v) > big) big = std::abs(v), sign = v < 0 ? -1.0 : 1.0;
+      }
+      if (sign < 0)
+        for (int64_t i = 0; i < n; ++i) out.vectors[static_cast<size_t>(i * count + c)] *= -1;
+    }
+    out.row_order = order;
+    return out;
+  };
+  const double t_extra = seconds_since(t_setup) - st.setup_s;
   const auto t_solve = Clock::now();
   // State: X (Ritz vectors, orthonormal), L X (computed afresh each
   // iteration), P (orthonormal, orthogonal to X) and hxp = [X P]^T L [X P],
@@ -906,6 +967,13 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
       st.converged = true;
       break;
     }
+    if (o.on_preview && worst <= o.preview_tolerance && Clock::now() >= o.preview_not_before) {
+      Eigenpairs pe = in_original_order(xp, theta);
+      pe.max_residual = worst;
+      pe.iterations = it;
+      o.on_preview(pe);
+      o.on_preview = nullptr;  // once
+    }
     if (it >= o.max_iterations) break;
     st.iterations = it + 1;
     // Search directions: the preconditioned residuals of the active columns.
@@ -917,7 +985,7 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
     const auto t_cycle = Clock::now();
     amg.apply(ra, w);
     st.preconditioner_s += seconds_since(t_cycle);
-    st.preconditioner_applies += w.cols();
+    st.preconditioner_applies += w.cols() * std::max(o.cycles, 1);
     orthonormalise_against2(xp, w, threads);
     if (w.cols() == 0) break;  // nothing new: the space is invariant to rounding
     Block lw;
@@ -967,34 +1035,34 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
   x = xp.leftCols(b);
   st.solve_s = seconds_since(t_solve);
   if (o.trace)
-    std::fprintf(stderr, "warm eigensolve: order %.3f s, start %.3f s, AMG setup %.3f s, iterations %.3f s (V-cycles %.3f s)\n",
-                 pre_perm, pre_start, st.setup_s, st.solve_s, st.preconditioner_s);
+    std::fprintf(stderr, "warm eigensolve: order %.3f s, start %.3f s, AMG setup %.3f s, extra %.3f s, iterations %.3f s (V-cycles %.3f s)\n",
+                 pre_perm, pre_start, st.setup_s, t_extra, st.solve_s, st.preconditioner_s);
+  const auto t_fin = Clock::now();
 
-  // Back to A's row order; residuals from A as given.
-  Eigenpairs e;
-  e.count = count;
-  e.values.resize(static_cast<size_t>(count));
-  e.vectors.resize(static_cast<size_t>(n * count));
-  Eigen::MatrixXd v(n, count);
-  for (int64_t i = 0; i < n; ++i) v.row(order[static_cast<size_t>(i)]) = x.row(i).head(count);
-  Eigen::VectorXd av(n);
-  for (int c = 0; c < count; ++c) {
-    const double lambda = 1 - theta[c];
-    e.values[static_cast<size_t>(c)] = lambda;
-    original.multiply(v.col(c).data(), av.data(), threads);
-    ++st.matvecs;
-    e.max_residual =
-        std::max(e.max_residual, (av - lambda * v.col(c)).norm() / std::max(std::abs(lambda), 1e-300));
-    Eigen::Index arg = 0;
-    v.col(c).cwiseAbs().maxCoeff(&arg);
-    const double sign = v(arg, c) < 0 ? -1.0 : 1.0;
-    for (int64_t i = 0; i < n; ++i) e.vectors[static_cast<size_t>(i * count + c)] = sign * v(i, c);
+  // Back to A's row order; residuals from A as given, by one block product
+  // A V over A's own arrays (off-diagonal CSR + diagonal).
+  Eigenpairs e = in_original_order(x, theta);
+  Block v(n, count), av;
+  for (int64_t i = 0; i < n; ++i)
+    for (int c = 0; c < count; ++c) v(i, c) = e.vectors[static_cast<size_t>(i * count + c)];
+  spmm_csr_arrays(original.row_ptr.data(), original.col.data(), original.val.data(), n, v, av, threads);
+  st.matvecs += count;
+  Eigen::VectorXd res2 = Eigen::VectorXd::Zero(count);
+  for (int64_t i = 0; i < n; ++i) {
+    const double di = original.diag[static_cast<size_t>(i)];
+    for (int c = 0; c < count; ++c) {
+      const double r = av(i, c) + (di - e.values[static_cast<size_t>(c)]) * v(i, c);
+      res2[c] += r * r;
+    }
   }
+  for (int c = 0; c < count; ++c)
+    e.max_residual = std::max(e.max_residual, std::sqrt(res2[c]) / std::max(std::abs(e.values[static_cast<size_t>(c)]), 1e-300));
   e.matvecs = st.matvecs;
   e.iterations = st.iterations;
   st.max_residual = e.max_residual;
   st.converged = st.converged && e.max_residual <= o.tolerance;
   progress.finish();
+  if (o.trace) std::fprintf(stderr, "warm eigensolve: final %.3f s\n", seconds_since(t_fin));
   if (stats_out) *stats_out = st;
   return e;
 }

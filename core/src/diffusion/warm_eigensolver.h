@@ -4,7 +4,9 @@
 // and the matrix reordering it shares with top_eigenpairs().
 #include <Eigen/Dense>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "manifold/diffusion_map.h"
@@ -13,6 +15,8 @@ namespace manifold::detail {
 
 /// Reverse Cuthill-McKee order of the matrix graph (order[new] = old).
 std::vector<int32_t> rcm_order(const DiffusionMatrix& a);
+/// Whether `order` holds each of 0..n-1 exactly once.
+bool is_permutation_of(const std::vector<int32_t>& order, int64_t n);
 /// The rows and columns of `a` in the order `order`: row_ptr, col, val and
 /// diag only.
 DiffusionMatrix permuted(const DiffusionMatrix& a, const std::vector<int32_t>& order, int threads);
@@ -24,9 +28,16 @@ struct WarmOptions {
   int max_iterations = 60;   ///< LOBPCG iterations before giving up (converged = false)
   double shift = 0;          ///< preconditioner T ~ (L + shift I)^-1; 0 = a tenth of the start's count-th Ritz value
   int smoothing = 2;         ///< degree of the Chebyshev smoother before and after each coarse-grid correction
+  int cycles = 2;            ///< V-cycles per preconditioner application (the second on the first's residual)
   int coarse_size = 400;     ///< levels are added until a level has at most this many rows (dense Cholesky)
   bool guard_search = true;  ///< the guard columns get search directions too (fewer iterations, each dearer)
   bool trace = false;        ///< one line per iteration on stderr
+  /// Called once with the first iterate (in A's row order, unit vectors,
+  /// max_residual: the iteration's estimate) whose worst residual is at most
+  /// preview_tolerance, from preview_not_before on; unset: never.
+  double preview_tolerance = 0;
+  std::chrono::steady_clock::time_point preview_not_before{};
+  std::function<void(const Eigenpairs&)> on_preview;
 };
 
 struct WarmStats {
@@ -49,7 +60,11 @@ struct WarmStats {
 /// guard), preconditioned by one smoothed-aggregation V-cycle for
 /// L + shift I built on A itself. Runs on A in reverse Cuthill-McKee order.
 /// Progress counts mat-vecs and cancels between iterations.
+/// `order` (optional): a row order to run in instead of computing A's
+/// reverse Cuthill-McKee order (a previous solve's, on the same points);
+/// one that is not a permutation of A's rows is ignored.
 Eigenpairs warm_eigenpairs(const DiffusionMatrix& a, int count, const Eigen::MatrixXd& start,
-                           const WarmOptions& options, Progress& progress, WarmStats* stats);
+                           const WarmOptions& options, Progress& progress, WarmStats* stats,
+                           const std::vector<int32_t>* order = nullptr);
 
 }  // namespace manifold::detail
