@@ -1,15 +1,112 @@
 #pragma once
 // A minimal parallel loop over an index range on std::threads (core has no
 // OpenMP requirement). Exceptions from the body are rethrown on the caller.
+//
+// The threads are a process-wide pool started on first use and kept: an
+// eigensolve runs thousands of loops of a millisecond or less (one per
+// mat-vec), and starting threads for each cost more than the loop itself
+// on many cores (bench/diffusion/README.md: 16 threads were slower than 4).
+// A loop started while the pool runs another (a nested loop, or a second
+// caller thread) gets threads of its own, as before the pool; so does every
+// loop when the environment has MANIFOLD_THREAD_POOL=0 (for comparisons).
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace manifold {
+
+namespace detail {
+
+/// Helper threads that run one loop's worker at a time beside its caller.
+class LoopPool {
+ public:
+  static LoopPool& instance() {
+    static LoopPool pool;
+    return pool;
+  }
+
+  /// Runs `worker` on the calling thread and on up to `helpers` pool
+  /// threads, and returns when every copy that started has returned (the
+  /// worker hands out the work itself, so helpers that wake late find none
+  /// and are not waited for). false, having run nothing, when the pool is
+  /// busy with another loop or this is one of its threads.
+  bool run(int helpers, const std::function<void()>& worker) {
+    static const bool off = [] {
+      const char* e = std::getenv("MANIFOLD_THREAD_POOL");
+      return e && std::strcmp(e, "0") == 0;
+    }();
+    if (off) return false;
+    std::unique_lock lock(mutex_);
+    if (busy_ || in_pool_thread()) return false;
+    busy_ = true;
+    while (static_cast<int>(threads_.size()) < helpers) threads_.emplace_back([this] { serve(); });
+    worker_ = &worker;
+    wanted_ = helpers;
+    claimed_ = done_ = 0;
+    closed_ = false;
+    ++generation_;
+    lock.unlock();
+    wake_.notify_all();
+    worker();
+    lock.lock();
+    closed_ = true;  // helpers not started by now stay out
+    finished_.wait(lock, [&] { return done_ == claimed_; });
+    worker_ = nullptr;
+    busy_ = false;
+    return true;
+  }
+
+  ~LoopPool() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  static bool& in_pool_thread() {
+    thread_local bool flag = false;
+    return flag;
+  }
+
+  void serve() {
+    in_pool_thread() = true;
+    uint64_t seen = 0;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (closed_ || claimed_ >= wanted_) continue;
+      ++claimed_;
+      const std::function<void()>* worker = worker_;
+      lock.unlock();
+      (*worker)();
+      lock.lock();
+      if (++done_ == claimed_) finished_.notify_one();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, finished_;
+  std::vector<std::thread> threads_;
+  const std::function<void()>* worker_ = nullptr;
+  uint64_t generation_ = 0;
+  int wanted_ = 0, claimed_ = 0, done_ = 0;
+  bool busy_ = false, closed_ = false, stop_ = false;
+};
+
+}  // namespace detail
 
 inline int hardware_threads(int requested = 0) {
   if (requested > 0) return requested;
@@ -46,10 +143,13 @@ void parallel_for(int64_t begin, int64_t end, int threads, Body&& body, int64_t 
       next.store(end);
     }
   };
-  std::vector<std::thread> pool;
-  for (int i = 0; i < t - 1; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
+  const std::function<void()> run = worker;
+  if (!detail::LoopPool::instance().run(t - 1, run)) {
+    std::vector<std::thread> own;
+    for (int i = 0; i < t - 1; ++i) own.emplace_back(worker);
+    worker();
+    for (auto& th : own) th.join();
+  }
   if (error) std::rethrow_exception(error);
 }
 
