@@ -52,9 +52,10 @@ class LoopPool {
     wanted_ = helpers;
     claimed_ = done_ = 0;
     closed_ = false;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
+    const bool sleepers = sleeping_ > 0;
     lock.unlock();
-    wake_.notify_all();
+    if (sleepers) wake_.notify_all();
     worker();
     lock.lock();
     closed_ = true;  // helpers not started by now stay out
@@ -84,9 +85,19 @@ class LoopPool {
     uint64_t seen = 0;
     std::unique_lock lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (!stop_ && generation_.load(std::memory_order_relaxed) == seen) {
+        // Loops come in quick succession (a solver's mat-vecs): look for the
+        // next one for a few tens of microseconds before sleeping, which
+        // saves the caller a wake-up per helper.
+        lock.unlock();
+        for (int spin = 0; spin < kSpin && generation_.load(std::memory_order_acquire) == seen; ++spin) pause();
+        lock.lock();
+        ++sleeping_;
+        wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
+        --sleeping_;
+      }
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_relaxed);
       if (closed_ || claimed_ >= wanted_) continue;
       ++claimed_;
       const std::function<void()>* worker = worker_;
@@ -97,11 +108,21 @@ class LoopPool {
     }
   }
 
+  static void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    std::this_thread::yield();
+#endif
+  }
+  static constexpr int kSpin = 2000;  // pause instructions: ~20-80 us
+
   std::mutex mutex_;
   std::condition_variable wake_, finished_;
   std::vector<std::thread> threads_;
   const std::function<void()>* worker_ = nullptr;
-  uint64_t generation_ = 0;
+  std::atomic<uint64_t> generation_{0};  // written under mutex_, read spinning without it
+  int sleeping_ = 0;                     // helpers waiting on wake_
   int wanted_ = 0, claimed_ = 0, done_ = 0;
   bool busy_ = false, closed_ = false, stop_ = false;
 };
