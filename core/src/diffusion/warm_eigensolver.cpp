@@ -55,42 +55,54 @@ using Csr = CsrT<double>;
 using CsrF = CsrT<float>;
 using BlockF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-CsrF to_float(const Csr& c) {
+CsrF to_float(const Csr& c, int threads) {
   CsrF f;
   f.rows = c.rows;
   f.cols = c.cols;
   f.ptr = c.ptr;
   f.col = c.col;
-  f.val.assign(c.val.begin(), c.val.end());
+  f.val.resize(c.val.size());
+  const int64_t nnz = static_cast<int64_t>(c.val.size());
+  constexpr int64_t kChunk = 1 << 16;
+  parallel_for(0, (nnz + kChunk - 1) / kChunk, threads, [&](int64_t q) {
+    for (int64_t e = q * kChunk; e < std::min(nnz, (q + 1) * kChunk); ++e)
+      f.val[static_cast<size_t>(e)] = static_cast<float>(c.val[static_cast<size_t>(e)]);
+  }, 1);
   return f;
 }
 
-/// L + shift I = (1 + shift) I - A, diagonal merged in column order.
-Csr shifted_laplacian(const DiffusionMatrix& a, double shift) {
+/// L + shift I = (1 + shift) I - A, diagonal merged in column order (A's
+/// off-diagonal rows hold no diagonal entry, so row i gains exactly one:
+/// its offset is A's plus i, and the rows fill independently).
+Csr shifted_laplacian(const DiffusionMatrix& a, double shift, int threads) {
   Csr c;
   c.rows = c.cols = a.n;
-  c.ptr.assign(static_cast<size_t>(a.n + 1), 0);
-  c.col.reserve(static_cast<size_t>(a.nnz()));
-  c.val.reserve(static_cast<size_t>(a.nnz()));
-  for (int64_t i = 0; i < a.n; ++i) {
-    bool diag_done = false;
-    const double d = 1 + shift - a.diag[static_cast<size_t>(i)];
-    for (int64_t e = a.row_ptr[static_cast<size_t>(i)]; e < a.row_ptr[static_cast<size_t>(i + 1)]; ++e) {
-      const int32_t j = a.col[static_cast<size_t>(e)];
-      if (!diag_done && j > i) {
-        c.col.push_back(static_cast<int32_t>(i));
-        c.val.push_back(d);
-        diag_done = true;
+  c.ptr.resize(static_cast<size_t>(a.n + 1));
+  for (int64_t i = 0; i <= a.n; ++i) c.ptr[static_cast<size_t>(i)] = a.row_ptr[static_cast<size_t>(i)] + i;
+  c.col.resize(static_cast<size_t>(c.ptr.back()));
+  c.val.resize(static_cast<size_t>(c.ptr.back()));
+  constexpr int64_t kRows = 4096;
+  parallel_for(0, (a.n + kRows - 1) / kRows, threads, [&](int64_t q) {
+    for (int64_t i = q * kRows; i < std::min(a.n, (q + 1) * kRows); ++i) {
+      int64_t out = c.ptr[static_cast<size_t>(i)];
+      bool diag_done = false;
+      const double d = 1 + shift - a.diag[static_cast<size_t>(i)];
+      for (int64_t e = a.row_ptr[static_cast<size_t>(i)]; e < a.row_ptr[static_cast<size_t>(i + 1)]; ++e) {
+        const int32_t j = a.col[static_cast<size_t>(e)];
+        if (!diag_done && j > i) {
+          c.col[static_cast<size_t>(out)] = static_cast<int32_t>(i);
+          c.val[static_cast<size_t>(out++)] = d;
+          diag_done = true;
+        }
+        c.col[static_cast<size_t>(out)] = j;
+        c.val[static_cast<size_t>(out++)] = -a.val[static_cast<size_t>(e)];
       }
-      c.col.push_back(j);
-      c.val.push_back(-a.val[static_cast<size_t>(e)]);
+      if (!diag_done) {
+        c.col[static_cast<size_t>(out)] = static_cast<int32_t>(i);
+        c.val[static_cast<size_t>(out++)] = d;
+      }
     }
-    if (!diag_done) {
-      c.col.push_back(static_cast<int32_t>(i));
-      c.val.push_back(d);
-    }
-    c.ptr[static_cast<size_t>(i + 1)] = static_cast<int64_t>(c.col.size());
-  }
+  }, 1);
   return c;
 }
 
@@ -634,28 +646,36 @@ class Amg {
       // omega = 4 / (3 rho), rho bounding D^-1 M's spectrum (Gershgorin,
       // or a Lanczos estimate when that is smaller).
       Eigen::VectorXd dinv(n);
-      double rho = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        double diag = 0, sum = 0;
-        for (int64_t e = m.ptr[static_cast<size_t>(i)]; e < m.ptr[static_cast<size_t>(i + 1)]; ++e) {
-          if (m.col[static_cast<size_t>(e)] == i) diag = m.val[static_cast<size_t>(e)];
-          sum += std::abs(m.val[static_cast<size_t>(e)]);
+      constexpr int64_t kRows = 4096;
+      const int64_t parts = (n + kRows - 1) / kRows;
+      std::vector<double> part_rho(static_cast<size_t>(parts), 0.0);
+      parallel_for(0, parts, threads, [&](int64_t q) {
+        for (int64_t i = q * kRows; i < std::min(n, (q + 1) * kRows); ++i) {
+          double diag = 0, sum = 0;
+          for (int64_t e = m.ptr[static_cast<size_t>(i)]; e < m.ptr[static_cast<size_t>(i + 1)]; ++e) {
+            if (m.col[static_cast<size_t>(e)] == i) diag = m.val[static_cast<size_t>(e)];
+            sum += std::abs(m.val[static_cast<size_t>(e)]);
+          }
+          if (!(diag > 0)) throw Error("warm eigensolve: AMG level matrix is not positive definite");
+          dinv[i] = 1 / diag;
+          part_rho[static_cast<size_t>(q)] = std::max(part_rho[static_cast<size_t>(q)], sum / diag);
         }
-        if (!(diag > 0)) throw Error("warm eigensolve: AMG level matrix is not positive definite");
-        dinv[i] = 1 / diag;
-        rho = std::max(rho, sum / diag);
-      }
+      }, 1);
+      double rho = 0;
+      for (double r : part_rho) rho = std::max(rho, r);
       rho = std::min(rho, 1.1 * spectral_radius(m, dinv, threads));
       const double omega = 4.0 / (3.0 * rho);
       // Row i of M P_tent holds column agg[i] (m_ii > 0), where P_tent's own
       // entry goes.
       Csr p = spgemm(m, pt, threads);
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t e = p.ptr[static_cast<size_t>(i)]; e < p.ptr[static_cast<size_t>(i + 1)]; ++e) {
-          double& v = p.val[static_cast<size_t>(e)];
-          v *= -omega * dinv[i];
-          if (p.col[static_cast<size_t>(e)] == agg[static_cast<size_t>(i)]) v += pt.val[static_cast<size_t>(i)];
-        }
+      parallel_for(0, parts, threads, [&](int64_t q) {
+        for (int64_t i = q * kRows; i < std::min(n, (q + 1) * kRows); ++i)
+          for (int64_t e = p.ptr[static_cast<size_t>(i)]; e < p.ptr[static_cast<size_t>(i + 1)]; ++e) {
+            double& v = p.val[static_cast<size_t>(e)];
+            v *= -omega * dinv[i];
+            if (p.col[static_cast<size_t>(e)] == agg[static_cast<size_t>(i)]) v += pt.val[static_cast<size_t>(i)];
+          }
+      }, 1);
       Csr r = transpose(p);
       Csr mc = spgemm(r, spgemm(m, p, threads), threads);
       // P^T M P is symmetric but for rounding; make it exactly so (same
@@ -665,9 +685,9 @@ class Amg {
         for (size_t e = 0; e < mc.val.size(); ++e) mc.val[e] = 0.5 * (mc.val[e] + mct.val[e]);
       gram = level == 0 ? spgemm(r, p, threads) : spgemm(r, spgemm(gram, p, threads), threads);
       Level lv;
-      lv.a = to_float(m);
-      lv.p = to_float(p);
-      lv.r = to_float(r);
+      lv.a = to_float(m, threads);
+      lv.p = to_float(p, threads);
+      lv.r = to_float(r, threads);
       lv.dinv.assign(dinv.data(), dinv.data() + n);
       lv.rho = rho;
       levels_.push_back(std::move(lv));
@@ -830,7 +850,7 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
   const std::vector<int32_t> order =
       order_hint && is_permutation_of(*order_hint, n) ? *order_hint : rcm_order(original);
   const DiffusionMatrix a = permuted(original, order, threads);
-  const Csr lap = shifted_laplacian(a, 0.0);
+  const Csr lap = shifted_laplacian(a, 0.0, threads);
 
   const double pre_perm = seconds_since(t_pre);
   // Start block: the given columns in RCM order, orthonormalised.
@@ -888,7 +908,7 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
   const auto t_setup = Clock::now();
   Eigen::VectorXd near_null(n);
   for (int64_t i = 0; i < n; ++i) near_null[i] = std::sqrt(original.degree[static_cast<size_t>(order[static_cast<size_t>(i)])]);
-  const Amg amg(shifted_laplacian(a, shift), near_null, std::max(o.smoothing, 1), std::max(o.coarse_size, 10), threads,
+  const Amg amg(shifted_laplacian(a, shift, threads), near_null, std::max(o.smoothing, 1), std::max(o.coarse_size, 10), threads,
                 std::max(o.cycles, 1));
   st.setup_s = seconds_since(t_setup);
   st.level_rows = amg.level_rows();
@@ -921,10 +941,11 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
     out.values.resize(static_cast<size_t>(count));
     for (int c = 0; c < count; ++c) out.values[static_cast<size_t>(c)] = 1 - th[c];
     out.vectors.resize(static_cast<size_t>(n * count));
-    for (int64_t i = 0; i < n; ++i)
+    parallel_for(0, n, threads, [&](int64_t i) {
       for (int c = 0; c < count; ++c)
         out.vectors[static_cast<size_t>(order[static_cast<size_t>(i)] * count + c)] = xs(i, c);
-    for (int c = 0; c < count; ++c) {
+    }, 4096);
+    parallel_for(0, count, threads, [&](int64_t c) {
       double big = 0, sign = 1;
       for (int64_t i = 0; i < n; ++i) {
         const double v = out.vectors[static_cast<size_t>(i * count + c)];
@@ -932,7 +953,7 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
       }
       if (sign < 0)
         for (int64_t i = 0; i < n; ++i) out.vectors[static_cast<size_t>(i * count + c)] *= -1;
-    }
+    }, 1);
     out.row_order = order;
     return out;
   };
