@@ -695,15 +695,20 @@ void expect_rediffuse_exact(const KnnGraph& g, const DiffusionParams& p, const D
   if (largest_cluster) *largest_cluster = agree.largest_cluster;
 }
 
-TEST(Diffusion, RediffuseAfterNewKOrEpsilonIsTheFullSolve) {
-  // A noisy 2-D strip: re-embedding after a change of k' or epsilon starts
-  // LOBPCG from the previous eigenvectors and converges to the tolerance.
-  std::mt19937_64 rng(12);
+/// The exact 20-NN graph of 3000 points of a noisy 4 x 1 strip in 3-D.
+KnnGraph noisy_strip_graph(uint64_t seed) {
+  std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0, 1);
   const int64_t n = 3000;
   std::vector<double> pts;
   for (int64_t i = 0; i < n; ++i) pts.insert(pts.end(), {4 * u(rng), u(rng), 0.05 * u(rng)});
-  KnnGraph g = knn_of(pts, n, 3, 20);
+  return knn_of(pts, n, 3, 20);
+}
+
+TEST(Diffusion, RediffuseAfterNewKOrEpsilonIsTheFullSolve) {
+  // A noisy 2-D strip: re-embedding after a change of k' or epsilon starts
+  // LOBPCG from the previous eigenvectors and converges to the tolerance.
+  KnnGraph g = noisy_strip_graph(12);
   DiffusionParams p;
   p.components = 8;
   const DiffusionResult base = embed(g, p);
@@ -755,12 +760,7 @@ TEST(Diffusion, RediffuseAfterNewKOrEpsilonIsTheFullSolve) {
 }
 
 TEST(Diffusion, RediffuseShowsAnIterateOnTheWayAndReusesTheRowOrder) {
-  std::mt19937_64 rng(31);
-  std::uniform_real_distribution<double> u(0, 1);
-  const int64_t n = 3000;
-  std::vector<double> pts;
-  for (int64_t i = 0; i < n; ++i) pts.insert(pts.end(), {4 * u(rng), u(rng), 0.05 * u(rng)});
-  KnnGraph g = knn_of(pts, n, 3, 20);
+  KnnGraph g = noisy_strip_graph(31);
   DiffusionParams p;
   p.components = 8;
   const DiffusionResult base = embed(g, p);
