@@ -161,8 +161,8 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
 /// whatever their start; but the eigenvectors of a diffusion operator
 /// approximate the same Laplace-Beltrami eigenfunctions for every k' and
 /// epsilon, so the previous ones (mapped to the new degrees) start block
-/// LOBPCG on L = I - A, preconditioned by a smoothed-aggregation AMG V-cycle
-/// for L + shift I built on the new matrix, which converges in a dozen or so
+/// LOBPCG on L = I - A, preconditioned by two smoothed-aggregation AMG
+/// V-cycles for L + shift I built on the new matrix, which converges in ten or so
 /// iterations independent of the clustering. result.solver holds
 /// "max_residual" (recomputed from A), "converged" (every pair reached
 /// params.tolerance: the result is the exact solve's, to the tolerance), the

@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -38,17 +37,15 @@ class LoopPool {
   /// worker hands out the work itself, so helpers that wake late find none
   /// and are not waited for). false, having run nothing, when the pool is
   /// busy with another loop or this is one of its threads.
-  bool run(int helpers, const std::function<void()>& worker) {
-    static const bool off = [] {
-      const char* e = std::getenv("MANIFOLD_THREAD_POOL");
-      return e && std::strcmp(e, "0") == 0;
-    }();
-    if (off) return false;
+  template <class Worker>
+  bool run(int helpers, Worker& worker) {
+    if (disabled()) return false;
     std::unique_lock lock(mutex_);
     if (busy_ || in_pool_thread()) return false;
     busy_ = true;
     while (static_cast<int>(threads_.size()) < helpers) threads_.emplace_back([this] { serve(); });
     worker_ = &worker;
+    call_ = [](void* w) { (*static_cast<Worker*>(w))(); };
     wanted_ = helpers;
     claimed_ = done_ = 0;
     closed_ = false;
@@ -75,6 +72,14 @@ class LoopPool {
   }
 
  private:
+  static bool disabled() {
+    static const bool off = [] {
+      const char* e = std::getenv("MANIFOLD_THREAD_POOL");
+      return e && std::strcmp(e, "0") == 0;
+    }();
+    return off;
+  }
+
   static bool& in_pool_thread() {
     thread_local bool flag = false;
     return flag;
@@ -100,9 +105,10 @@ class LoopPool {
       seen = generation_.load(std::memory_order_relaxed);
       if (closed_ || claimed_ >= wanted_) continue;
       ++claimed_;
-      const std::function<void()>* worker = worker_;
+      void* worker = worker_;
+      void (*call)(void*) = call_;
       lock.unlock();
-      (*worker)();
+      call(worker);
       lock.lock();
       if (++done_ == claimed_) finished_.notify_one();
     }
@@ -120,7 +126,8 @@ class LoopPool {
   std::mutex mutex_;
   std::condition_variable wake_, finished_;
   std::vector<std::thread> threads_;
-  const std::function<void()>* worker_ = nullptr;
+  void* worker_ = nullptr;            // the running loop's worker, called through call_
+  void (*call_)(void*) = nullptr;
   std::atomic<uint64_t> generation_{0};  // written under mutex_, read spinning without it
   int sleeping_ = 0;                     // helpers waiting on wake_
   int wanted_ = 0, claimed_ = 0, done_ = 0;
@@ -164,8 +171,7 @@ void parallel_for(int64_t begin, int64_t end, int threads, Body&& body, int64_t 
       next.store(end);
     }
   };
-  const std::function<void()> run = worker;
-  if (!detail::LoopPool::instance().run(t - 1, run)) {
+  if (!detail::LoopPool::instance().run(t - 1, worker)) {
     std::vector<std::thread> own;
     for (int i = 0; i < t - 1; ++i) own.emplace_back(worker);
     worker();

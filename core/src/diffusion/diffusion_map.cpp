@@ -799,9 +799,9 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
   detail::WarmStats ws;
   Eigenpairs e;
   try {
-    // The previous solve's row order serves this matrix too (same points).
-    const bool reuse_order = previous.row_order.size() == static_cast<size_t>(a.n);
-    e = detail::warm_eigenpairs(a, nev, v0, wo, progress, &ws, reuse_order ? &previous.row_order : nullptr);
+    // The previous solve's row order serves this matrix too (same points;
+    // warm_eigenpairs ignores one that is not a permutation of them).
+    e = detail::warm_eigenpairs(a, nev, v0, wo, progress, &ws, &previous.row_order);
   } catch (const Cancelled&) {
     throw;
   } catch (const Error&) {

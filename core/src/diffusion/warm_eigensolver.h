@@ -57,8 +57,8 @@ struct WarmStats {
 /// The `count` largest eigenpairs of A (in A's row order, like
 /// top_eigenpairs) by block LOBPCG on L = I - A, started from the columns of
 /// `start` (n x s, A's row order; random columns make up a block of count +
-/// guard), preconditioned by one smoothed-aggregation V-cycle for
-/// L + shift I built on A itself. Runs on A in reverse Cuthill-McKee order.
+/// guard), preconditioned by `options.cycles` smoothed-aggregation V-cycles
+/// for L + shift I built on A itself. Runs on A in reverse Cuthill-McKee order.
 /// Progress counts mat-vecs and cancels between iterations.
 /// `order` (optional): a row order to run in instead of computing A's
 /// reverse Cuthill-McKee order (a previous solve's, on the same points);
