@@ -16,20 +16,9 @@
 #include "test_support.h"
 
 using namespace manifold;
+using namespace testing_support;
 
 namespace {
-
-KnnGraph knn_of(const std::vector<double>& pts, int64_t n, int64_t d, int k, bool keep_self = false) {
-  std::vector<float> v(pts.begin(), pts.end());
-  Dataset ds(n, d, std::move(v));
-  register_cpu_backend();
-  auto b = make_backend("cpu");
-  KnnParams p;
-  p.k = k;
-  p.keep_self = keep_self;
-  Progress progress;
-  return b->build(ds, p, progress);
-}
 
 std::vector<double> random_points(int64_t n, int64_t d, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -137,7 +126,7 @@ TEST_P(DenseAgreement, EigenpairsMatchDenseFloat64Solver) {
   std::uniform_real_distribution<double> u(0, 1);
   std::vector<double> pts(n * 3);
   for (auto& x : pts) x = u(rng);
-  KnnGraph g = knn_of(pts, n, 3, 20);
+  KnnGraph g = knn_graph(pts, n, 3, 20);
   DiffusionParams p;
   p.symmetrize = v.sym;
   p.alpha = v.alpha;
@@ -178,7 +167,7 @@ TEST(Diffusion, SymmetrisationRulesDiffer) {
   // The three rules give different matrices on a graph with one-sided edges,
   // so their spectra must differ; "and" has the fewest edges.
   const int64_t n = 300;
-  KnnGraph g = knn_of(random_points(n, 4, 5), n, 4, 10);
+  KnnGraph g = knn_graph(random_points(n, 4, 5), n, 4, 10);
   DiffusionParams p;
   p.components = 4;
   p.epsilon = "2.0";
@@ -213,7 +202,7 @@ TEST(Diffusion, AlphaRemovesSamplingDensity) {
   }
   // k reaches beyond 3 kernel widths even where the points are densest, so
   // the k-NN truncation does not cut the kernel.
-  KnnGraph g = knn_of(pts, n, 2, 100);
+  KnnGraph g = knn_graph(pts, n, 2, 100);
   auto corr = [&](double alpha) {
     DiffusionParams p;
     p.alpha = alpha;
@@ -231,20 +220,6 @@ TEST(Diffusion, AlphaRemovesSamplingDensity) {
 
 /// A circulant graph of n points evenly spaced on the unit circle, k nearest
 /// (k even: k/2 each side), built directly so it is exactly symmetric.
-KnnGraph circle_graph(int64_t n, int k) {
-  KnnGraph g;
-  g.n = n;
-  g.d = 2;
-  g.k = k;
-  for (int64_t i = 0; i < n; ++i)
-    for (int j = 1; j <= k / 2; ++j)
-      for (int s : {-1, 1}) {
-        g.indices.push_back(((i + s * j) % n + n) % n);
-        g.distances.push_back(static_cast<float>(2 * std::sin(M_PI * j / n)));
-      }
-  return g;
-}
-
 TEST(KnownSpectra, CircleGivesPairsWithRatiosOfSquares) {
   const int64_t n = 400;
   const int k = 20;
@@ -377,7 +352,7 @@ TEST(KnownSpectra, LockCheckRecoversEveryCopyOfFourfoldEigenvalues) {
 TEST(KnownSpectra, LockCheckLeavesASimpleSpectrumAlone) {
   // Random points in a box: no repeated eigenvalues. The check reaches its
   // verdict, swaps nothing, and the result equals the dense solver's.
-  KnnGraph g = knn_of(random_points(600, 3, 5), 600, 3, 12);
+  KnnGraph g = knn_graph(random_points(600, 3, 5), 600, 3, 12);
   DiffusionParams p;
   Progress progress;
   DiffusionMatrix a = diffusion_matrix(g, p, progress);
@@ -393,7 +368,7 @@ TEST(KnownSpectra, LockCheckLeavesASimpleSpectrumAlone) {
 TEST(Diffusion, SolverOrderAndStartVectorChangeNothing) {
   // The solve runs on the matrix in reverse Cuthill-McKee order and may start
   // from a guess; neither may change the eigenpairs beyond the tolerance.
-  KnnGraph g = knn_of(random_points(800, 3, 9), 800, 3, 15);
+  KnnGraph g = knn_graph(random_points(800, 3, 9), 800, 3, 15);
   DiffusionParams p;
   Progress progress;
   DiffusionMatrix a = diffusion_matrix(g, p, progress);
@@ -429,7 +404,7 @@ TEST(KnownSpectra, IntervalGivesRatiosOneFourNine) {
   const int64_t n = 1000;
   std::vector<double> x;
   for (int64_t i = 0; i < n; ++i) x.push_back(static_cast<double>(i) / (n - 1));
-  KnnGraph g = knn_of(x, n, 1, 10);
+  KnnGraph g = knn_graph(x, n, 1, 10);
   DiffusionParams p;
   p.components = 4;
   DiffusionResult r = embed(g, p);
@@ -447,15 +422,8 @@ TEST(KnownSpectra, SphereFirstEigenvalueIsThreefold) {
   // Fibonacci points on the unit sphere: mu_l = l (l + 1) with multiplicity
   // 2l + 1, so lambda_1..3 coincide, lambda_4..8 coincide at three times the rate.
   const int64_t n = 3000;
-  std::vector<double> pts;
-  const double golden = M_PI * (3 - std::sqrt(5.0));
-  for (int64_t i = 0; i < n; ++i) {
-    const double z = 1 - 2 * (i + 0.5) / n, r = std::sqrt(1 - z * z), t = golden * i;
-    pts.push_back(r * std::cos(t));
-    pts.push_back(r * std::sin(t));
-    pts.push_back(z);
-  }
-  KnnGraph g = knn_of(pts, n, 3, 30);
+  const std::vector<double> pts = sphere_points(n);
+  KnnGraph g = knn_graph(pts, n, 3, 30);
   DiffusionParams p;
   p.components = 9;
   DiffusionResult r = embed(g, p);
@@ -493,8 +461,8 @@ TEST(Diffusion, BghEstimatesIntrinsicDimension) {
   p.components = 3;
   // k large enough that the kernel is resolved before the k-NN truncation
   // caps sum K (the cap flattens the slope).
-  DiffusionResult r2 = embed(knn_of(plane, n, 3, 150), p);
-  DiffusionResult r1 = embed(knn_of(curve, n, 3, 40), p);
+  DiffusionResult r2 = embed(knn_graph(plane, n, 3, 150), p);
+  DiffusionResult r1 = embed(knn_graph(curve, n, 3, 40), p);
   ASSERT_TRUE(r2.bgh.is_object());
   EXPECT_NEAR(r2.bgh["dimension"].get<double>(), 2.0, 0.3);
   EXPECT_NEAR(r1.bgh["dimension"].get<double>(), 1.0, 0.2);
@@ -510,7 +478,7 @@ TEST(Diffusion, BghEstimatesIntrinsicDimension) {
 TEST(Diffusion, SlicingEqualsAGraphBuiltWithSmallerK) {
   const int64_t n = 400;
   auto pts = random_points(n, 3, 8);
-  KnnGraph big = knn_of(pts, n, 3, 20), small = knn_of(pts, n, 3, 8);
+  KnnGraph big = knn_graph(pts, n, 3, 20), small = knn_graph(pts, n, 3, 8);
   DiffusionParams p;
   p.components = 5;
   DiffusionParams p8 = p;
@@ -532,7 +500,7 @@ TEST(Diffusion, DisconnectedGraphEmbedsTheLargestComponentAndSaysSo) {
   blob(120, 0, 1);
   blob(200, 100, 2);
   blob(80, 200, 3);
-  KnnGraph g = knn_of(pts, 400, 2, 10);
+  KnnGraph g = knn_graph(pts, 400, 2, 10);
   DiffusionParams p;
   p.components = 4;
   p.epsilon = "0.5";  // the median would differ between the whole graph and one blob
@@ -545,7 +513,7 @@ TEST(Diffusion, DisconnectedGraphEmbedsTheLargestComponentAndSaysSo) {
   EXPECT_LT(r.eigenvalues[1], 1.0 - 1e-6);  // one component left: lambda = 1 is simple
   // Same as embedding the middle blob alone.
   std::vector<double> mid(pts.begin() + 240, pts.begin() + 640);
-  DiffusionResult alone = embed(knn_of(mid, 200, 2, 10), p);
+  DiffusionResult alone = embed(knn_graph(mid, 200, 2, 10), p);
   for (int c = 0; c <= 4; ++c) EXPECT_NEAR(r.eigenvalues[c], alone.eigenvalues[c], 1e-9);
 }
 
@@ -554,7 +522,7 @@ TEST(Diffusion, NystromReproducesTrainingPoints) {
   auto pts = random_points(n, 3, 21);
   for (bool scaling : {false, true}) {
     // The complete graph with self: every row is exactly its kernel row.
-    KnnGraph g = knn_of(pts, n, 3, static_cast<int>(n), true);
+    KnnGraph g = knn_graph(pts, n, 3, static_cast<int>(n), true);
     DiffusionParams p;
     p.components = 5;
     p.epsilon = "3.0";
@@ -568,7 +536,7 @@ TEST(Diffusion, NystromReproducesTrainingPoints) {
   }
   // A sparse graph: the symmetrised kernel row (own neighbours, points that
   // list it, itself at distance 0) reproduces the training point.
-  KnnGraph g = knn_of(pts, n, 3, 12);
+  KnnGraph g = knn_graph(pts, n, 3, 12);
   DiffusionParams p;
   p.components = 4;
   DiffusionResult r = embed(g, p);
@@ -696,15 +664,6 @@ void expect_rediffuse_exact(const KnnGraph& g, const DiffusionParams& p, const D
 }
 
 /// The exact 20-NN graph of 3000 points of a noisy 4 x 1 strip in 3-D.
-KnnGraph noisy_strip_graph(uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  const int64_t n = 3000;
-  std::vector<double> pts;
-  for (int64_t i = 0; i < n; ++i) pts.insert(pts.end(), {4 * u(rng), u(rng), 0.05 * u(rng)});
-  return knn_of(pts, n, 3, 20);
-}
-
 TEST(Diffusion, RediffuseAfterNewKOrEpsilonIsTheFullSolve) {
   // A noisy 2-D strip: re-embedding after a change of k' or epsilon starts
   // LOBPCG from the previous eigenvectors and converges to the tolerance.
@@ -745,12 +704,12 @@ TEST(Diffusion, RediffuseAfterNewKOrEpsilonIsTheFullSolve) {
   for (int c = 0; c <= p.components; ++c) EXPECT_NEAR(exact.eigenvalues[c], full.eigenvalues[c], 1e-10) << c;
 
   // A previous result over other points is not reused: the full solve runs.
-  KnnGraph other = knn_of(random_points(500, 3, 1), 500, 3, 10);
+  KnnGraph other = knn_graph(random_points(500, 3, 1), 500, 3, 10);
   DiffusionResult cold = rediffuse(other, p, base, progress);
   EXPECT_NE(cold.solver["method"].get<std::string>().find("Spectra"), std::string::npos);
   EXPECT_TRUE(cold.solver["converged"].get<bool>());
   // Too few points for the block method: the full solve runs.
-  KnnGraph tiny = knn_of(random_points(30, 2, 3), 30, 2, 8);
+  KnnGraph tiny = knn_graph(random_points(30, 2, 3), 30, 2, 8);
   DiffusionParams pt;
   pt.components = 4;
   DiffusionResult tiny_base = embed(tiny, pt);
@@ -860,7 +819,7 @@ TEST(Diffusion, RediffuseOnABottleneckAndOnADisconnectedGraph) {
     else pts.insert(pts.end(), {x + 2, y});
   }
   for (int64_t i = 0; i < 200; ++i, ++n) pts.insert(pts.end(), {1 + u(rng), 0.45 + 0.1 * u(rng)});
-  KnnGraph g = knn_of(pts, n, 2, 12);
+  KnnGraph g = knn_graph(pts, n, 2, 12);
   DiffusionParams p;
   p.components = 6;
   const DiffusionResult base = embed(g, p);
@@ -882,7 +841,7 @@ TEST(Diffusion, RediffuseOnABottleneckAndOnADisconnectedGraph) {
   blob(300, 0, 1);
   blob(900, 100, 2);
   blob(200, 200, 3);
-  KnnGraph gb = knn_of(blobs, 1400, 2, 10);
+  KnnGraph gb = knn_graph(blobs, 1400, 2, 10);
   DiffusionParams pb;
   pb.components = 5;
   pb.epsilon = "0.05";
@@ -908,7 +867,7 @@ TEST(Diffusion, CircularCorrelation) {
 
 TEST(Diffusion, CancelStopsTheEigensolve) {
   const int64_t n = 500;
-  KnnGraph g = knn_of(random_points(n, 3, 2), n, 3, 10);
+  KnnGraph g = knn_graph(random_points(n, 3, 2), n, 3, 10);
   std::atomic<bool> cancel{true};
   Progress progress(nullptr, &cancel);
   DiffusionParams p;
@@ -923,7 +882,7 @@ TEST(Diffusion, ProgressReportsEveryStage) {
     }
   } sink;
   const int64_t n = 500;
-  KnnGraph g = knn_of(random_points(n, 3, 2), n, 3, 10);
+  KnnGraph g = knn_graph(random_points(n, 3, 2), n, 3, 10);
   Progress progress(&sink);
   DiffusionParams p;
   p.epsilon = "auto";
@@ -934,7 +893,7 @@ TEST(Diffusion, ProgressReportsEveryStage) {
 
 TEST(Diffusion, BadInputGivesOneClearLine) {
   const int64_t n = 100;
-  KnnGraph g = knn_of(random_points(n, 3, 4), n, 3, 8);
+  KnnGraph g = knn_graph(random_points(n, 3, 4), n, 3, 8);
   auto message = [&](DiffusionParams p, const KnnGraph& graph) -> std::string {
     try {
       Progress progress;

@@ -34,6 +34,53 @@ Dataset random_dataset(int64_t n, int64_t d, uint64_t seed, int64_t duplicates) 
   return ds;
 }
 
+KnnGraph knn_graph(const std::vector<double>& pts, int64_t n, int64_t d, int k, bool keep_self) {
+  std::vector<float> v(pts.begin(), pts.end());
+  Dataset ds(n, d, std::move(v));
+  register_cpu_backend();
+  auto b = make_backend("cpu");
+  KnnParams p;
+  p.k = k;
+  p.keep_self = keep_self;
+  Progress progress;
+  return b->build(ds, p, progress);
+}
+
+KnnGraph circle_graph(int64_t n, int k) {
+  KnnGraph g;
+  g.n = n;
+  g.d = 2;
+  g.k = k;
+  for (int64_t i = 0; i < n; ++i)
+    for (int j = 1; j <= k / 2; ++j)
+      for (int s : {-1, 1}) {
+        g.indices.push_back(((i + s * j) % n + n) % n);
+        g.distances.push_back(static_cast<float>(2 * std::sin(M_PI * j / n)));
+      }
+  return g;
+}
+
+std::vector<double> sphere_points(int64_t n) {
+  std::vector<double> pts;
+  const double golden = M_PI * (3 - std::sqrt(5.0));
+  for (int64_t i = 0; i < n; ++i) {
+    const double z = 1 - 2 * (i + 0.5) / n, r = std::sqrt(1 - z * z), t = golden * i;
+    pts.push_back(r * std::cos(t));
+    pts.push_back(r * std::sin(t));
+    pts.push_back(z);
+  }
+  return pts;
+}
+
+KnnGraph noisy_strip_graph(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  const int64_t n = 3000;
+  std::vector<double> pts;
+  for (int64_t i = 0; i < n; ++i) pts.insert(pts.end(), {4 * u(rng), u(rng), 0.05 * u(rng)});
+  return knn_graph(pts, n, 3, 20);
+}
+
 std::string fashion_mnist_dir() {
   // The GPU machine has no Debian packages: the data travel with the tests.
   if (const char* dir = std::getenv("MANIFOLD_FASHION_MNIST_DIR")) return dir;

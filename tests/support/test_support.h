@@ -40,6 +40,16 @@ Reference slice(const Reference& ref, int k2);
 std::string check_graph(const manifold::KnnGraph& g, const manifold::Dataset& data, const Reference& ref,
                         int64_t* exact_rows = nullptr);
 
+/// Graphs with known diffusion spectra (the diffusion-map and eigensolver
+/// tests): the exact k-NN graph of `pts` (n x d, by the CPU backend); the
+/// circulant graph of n points evenly on a circle, k/2 neighbours each side;
+/// n Fibonacci points on the unit sphere (n x 3); a noisy 2-D strip
+/// 4 x 1 x 0.05 of 3000 points, k = 20.
+manifold::KnnGraph knn_graph(const std::vector<double>& pts, int64_t n, int64_t d, int k, bool keep_self = false);
+manifold::KnnGraph circle_graph(int64_t n, int k);
+std::vector<double> sphere_points(int64_t n);
+manifold::KnnGraph noisy_strip_graph(uint64_t seed);
+
 /// A fresh empty folder under the system temp dir, removed by the destructor.
 struct TempDir {
   TempDir();

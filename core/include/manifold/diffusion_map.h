@@ -47,7 +47,15 @@ struct DiffusionParams {
   double tolerance = 1e-10;         ///< eigensolver: relative residual per Ritz value (as ARPACK's tol)
   int ncv = 0;                      ///< Lanczos basis size; 0 = chosen from M
   bool lock_check = true;           ///< look for eigenvalues missed because they are repeated (see top_eigenpairs)
+  /// "auto" (the registered device eigensolver when one is available and the
+  /// component has at least kDeviceEigensolveMinRows points, else the CPU),
+  /// "cpu" (Spectra / warm LOBPCG) or "gpu" (the device's, or a UsageError).
+  std::string eigensolver = "auto";
 };
+
+/// Below this many points `eigensolver = auto` stays on the CPU: the device
+/// solve's fixed costs (context, transfers) exceed the CPU's whole solve.
+inline constexpr int64_t kDeviceEigensolveMinRows = 20000;
 
 /// Rejects bad parameters for `graph` with one line (UsageError), and a graph
 /// whose arrays disagree with its shape or hold out-of-range indices (Error).
@@ -96,6 +104,7 @@ struct Eigenpairs {
   bool check_settled = false;       ///< the lock check reached a verdict (false: off, or its step budget ran out)
   double max_residual = 0;          ///< max_i |A v_i - lambda_i v_i| / |lambda_i|
   std::vector<int32_t> row_order;   ///< the row order the solve ran in (order[new] = old); empty: A's own
+  nlohmann::json details;           ///< solver-specific figures (the device solver's), or null
 };
 
 struct EigenOptions {
@@ -108,7 +117,25 @@ struct EigenOptions {
   /// of approximate eigenvectors; empty = random. A small random part is
   /// added; the lock check always starts from its own random vectors.
   std::vector<double> start;
+  /// Start block for a block solver (the device's): n x start_cols values,
+  /// row-major, A's row order (e.g. previous eigenvectors); empty = random.
+  std::vector<double> start_block;
+  int start_cols = 0;
 };
+
+/// An eigensolver on an accelerator, registered at start-up by the library
+/// that has one (gpu/: manifold::gpu::register_gpu_eigensolver). `solve`
+/// returns what top_eigenpairs returns, to options.tolerance, or throws.
+struct DeviceEigensolver {
+  std::string name;                  ///< "gpu"
+  std::string method;                ///< what embedding.json's solver.method says
+  std::function<bool()> available;   ///< a device is present
+  std::function<Eigenpairs(const DiffusionMatrix&, int count, const EigenOptions&, Progress&)> solve;
+};
+/// Registers `solver` (replacing any); one without `solve` unregisters.
+void register_device_eigensolver(DeviceEigensolver solver);
+/// The registered device eigensolver, or null.
+const DeviceEigensolver* device_eigensolver();
 
 /// The `count` largest (algebraic) eigenpairs of A by Spectra's SymEigsSolver
 /// (implicitly restarted Lanczos) on a CSR operator, run on A in reverse

@@ -2,6 +2,7 @@
 // eigenvectors / diffusion coordinates.
 #include <Eigen/Dense>
 #include <Eigen/SVD>
+
 #include <Spectra/SymEigsSolver.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -690,7 +692,87 @@ void check_component_size(const DiffusionMatrix& a, int m) {
                      " connected components); use fewer components or a larger --k");
 }
 
+/// The previous embedding's Markov eigenvectors in this conjugate's
+/// coordinates, v = sqrt(d) psi, each column of unit norm (n x p0, row-major).
+std::vector<double> conjugate_vectors(const DiffusionMatrix& a, const DiffusionResult& previous, int p0) {
+  std::vector<double> v(static_cast<size_t>(a.n * p0));
+  std::vector<double> norm2(static_cast<size_t>(p0), 0.0);
+  for (int64_t i = 0; i < a.n; ++i) {
+    const double sd = std::sqrt(a.degree[static_cast<size_t>(i)]);
+    for (int c = 0; c < p0; ++c) {
+      const double x = sd * previous.psi[static_cast<size_t>(i * p0 + c)];
+      v[static_cast<size_t>(i * p0 + c)] = x;
+      norm2[static_cast<size_t>(c)] += x * x;
+    }
+  }
+  for (int c = 0; c < p0; ++c) {
+    const double s = norm2[static_cast<size_t>(c)] > 0 ? 1 / std::sqrt(norm2[static_cast<size_t>(c)]) : 0;
+    for (int64_t i = 0; i < a.n; ++i) v[static_cast<size_t>(i * p0 + c)] *= s;
+  }
+  return v;
+}
+
+/// The device eigensolver params.eigensolver asks for on an n-point
+/// component, or null for the CPU.
+const DeviceEigensolver* device_for(const DiffusionParams& params, int64_t n) {
+  const DeviceEigensolver* d = device_eigensolver();
+  if (params.eigensolver == "cpu" || !d) return nullptr;
+  if (params.eigensolver == "gpu") return d;
+  return n >= kDeviceEigensolveMinRows && d->available() ? d : nullptr;
+}
+
+/// Solves on `device`; with eigensolver = auto a device failure (out of
+/// memory, no convergence) is recorded in `fallback` and `device` set to
+/// null so the caller solves on the CPU.
+Eigenpairs solve_on_device(const DeviceEigensolver*& device, const DiffusionParams& params, const DiffusionMatrix& a,
+                           int count, const EigenOptions& eo, Progress& progress, std::string* fallback) {
+  if (!device) return {};
+  try {
+    return device->solve(a, count, eo, progress);
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const Error& err) {
+    if (params.eigensolver == "gpu") throw;
+    *fallback = err.what();
+    device = nullptr;
+    return {};
+  }
+}
+
+nlohmann::json device_solver_json(const DeviceEigensolver& device, const Eigenpairs& e, const DiffusionParams& params,
+                                  int64_t nnz) {
+  nlohmann::json j = {{"method", device.method},
+                      {"device", device.name},
+                      {"block", e.ncv},
+                      {"iterations", e.iterations},
+                      {"matvecs", e.matvecs},
+                      {"max_residual", e.max_residual},
+                      {"converged", true},
+                      {"tolerance", params.tolerance},
+                      {"nnz", nnz}};
+  if (e.details.is_object())
+    for (auto& [k, v] : e.details.items()) j[k] = v;
+  return j;
+}
+
+std::optional<DeviceEigensolver>& device_registry() {
+  static std::optional<DeviceEigensolver> solver;
+  return solver;
+}
+
 }  // namespace
+
+void register_device_eigensolver(DeviceEigensolver solver) {
+  if (solver.solve)
+    device_registry() = std::move(solver);
+  else
+    device_registry().reset();
+}
+
+const DeviceEigensolver* device_eigensolver() {
+  auto& r = device_registry();
+  return r ? &*r : nullptr;
+}
 
 DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& params, Progress& progress,
                               const DiffusionResult* start_from) {
@@ -704,32 +786,39 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
   eo.threads = params.threads;
   eo.lock_check = params.lock_check;
   bool warm_start = false;
+  const DeviceEigensolver* device = device_for(params, a.n);
   if (start_from && start_from->point_index == a.point_index && start_from->n == a.n && start_from->m >= 0 &&
       start_from->psi.size() == static_cast<size_t>(start_from->n * (start_from->m + 1))) {
-    // The sum of its eigenvectors in this conjugate's coordinates
-    // (v = sqrt(d) psi, each of unit norm).
     const int p0 = start_from->m + 1;
-    std::vector<double> norm2(static_cast<size_t>(p0), 0.0);
-    for (int64_t i = 0; i < a.n; ++i)
-      for (int c = 0; c < p0; ++c)
-        norm2[static_cast<size_t>(c)] += a.degree[static_cast<size_t>(i)] *
-                                         std::pow(start_from->psi[static_cast<size_t>(i * p0 + c)], 2);
-    eo.start.assign(static_cast<size_t>(a.n), 0.0);
-    for (int64_t i = 0; i < a.n; ++i) {
-      const double sd = std::sqrt(a.degree[static_cast<size_t>(i)]);
-      for (int c = 0; c < p0; ++c)
-        if (norm2[static_cast<size_t>(c)] > 0)
-          eo.start[static_cast<size_t>(i)] +=
-              sd * start_from->psi[static_cast<size_t>(i * p0 + c)] / std::sqrt(norm2[static_cast<size_t>(c)]);
+    std::vector<double> v = conjugate_vectors(a, *start_from, p0);
+    if (device) {
+      eo.start_block = std::move(v);
+      eo.start_cols = p0;
+    } else {
+      // Lanczos takes one vector: the sum of the previous eigenvectors.
+      eo.start.assign(static_cast<size_t>(a.n), 0.0);
+      for (int64_t i = 0; i < a.n; ++i)
+        for (int c = 0; c < p0; ++c) eo.start[static_cast<size_t>(i)] += v[static_cast<size_t>(i * p0 + c)];
     }
     warm_start = true;
   }
-  Eigenpairs e = top_eigenpairs(a, params.components + 1, eo, progress);
+  std::string fallback;
+  Eigenpairs e = solve_on_device(device, params, a, params.components + 1, eo, progress, &fallback);
+  if (!device) e = top_eigenpairs(a, params.components + 1, eo, progress);
   const double t_eig = seconds_since(t);
   t = Clock::now();
   Timings timings = a.timings;
   const int64_t nnz = a.nnz();
   DiffusionResult r = finish(a, e, params);
+  if (device) {
+    r.solver = device_solver_json(*device, e, params, nnz);
+    r.solver["warm_start"] = warm_start;
+    r.timings = timings;
+    r.timings.emplace_back("eigensolve", t_eig);
+    r.timings.emplace_back("coordinates", seconds_since(t));
+    r.timings.emplace_back("total", seconds_since(t_start));
+    return r;
+  }
   r.solver = {{"method", "Spectra SymEigsSolver (implicitly restarted Lanczos)"},
               {"warm_start", warm_start},
               {"ncv", e.ncv},
@@ -743,6 +832,7 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
               {"matvecs", e.matvecs},
               {"tolerance", params.tolerance},
               {"nnz", nnz}};
+  if (!fallback.empty()) r.solver["device_fallback"] = fallback;
   r.timings = timings;
   r.timings.emplace_back("eigensolve", t_eig);
   r.timings.emplace_back("coordinates", seconds_since(t));
@@ -757,6 +847,34 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
   check_component_size(a, params.components);
   const int nev = params.components + 1;
   const int p0 = previous.m + 1;
+  if (const DeviceEigensolver* device = device_for(params, a.n);
+      device && previous.point_index == a.point_index && previous.n == a.n &&
+      previous.psi.size() == static_cast<size_t>(previous.n * p0)) {
+    // On the device the whole solve is fast: the previous eigenvectors start
+    // its block, no preconditioner is needed.
+    auto t = Clock::now();
+    EigenOptions eo;
+    eo.tolerance = params.tolerance;
+    eo.threads = params.threads;
+    eo.ncv = params.ncv;
+    eo.start_block = conjugate_vectors(a, previous, p0);
+    eo.start_cols = p0;
+    std::string fallback;
+    Eigenpairs e = solve_on_device(device, params, a, nev, eo, progress, &fallback);
+    if (device) {
+      const double t_eig = seconds_since(t);
+      t = Clock::now();
+      const int64_t nnz = a.nnz();
+      DiffusionResult r = finish(a, e, params);
+      r.solver = device_solver_json(*device, e, params, nnz);
+      r.solver["warm_start"] = true;
+      r.timings = a.timings;
+      r.timings.emplace_back("eigensolve", t_eig);
+      r.timings.emplace_back("coordinates", seconds_since(t));
+      r.timings.emplace_back("total", seconds_since(t_start));
+      return r;
+    }
+  }
   detail::WarmOptions wo;
   wo.tolerance = params.tolerance;
   wo.threads = params.threads;

@@ -342,6 +342,11 @@ void validate(const DiffusionParams& p, int64_t n, int graph_k) {
     throw UsageError("--ncv " + std::to_string(p.ncv) + ": must be between M + 2 = " + std::to_string(p.components + 2) +
                      " and N = " + std::to_string(n));
   if (p.threads < 0) throw UsageError("--threads: must be >= 0");
+  if (p.eigensolver != "auto" && p.eigensolver != "cpu" && p.eigensolver != "gpu")
+    throw UsageError("--eigensolver: unknown solver '" + p.eigensolver + "' (auto, cpu, gpu)");
+  if (p.eigensolver == "gpu" && !(device_eigensolver() && device_eigensolver()->available()))
+    throw UsageError(device_eigensolver() ? "--eigensolver gpu: no CUDA device is present"
+                                          : "--eigensolver gpu: this build has no GPU support (built without CUDA)");
 }
 
 void validate(const DiffusionParams& p, const KnnGraph& g) {
