@@ -19,7 +19,7 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
           [--keep-self] [--threads T]
   embed GRAPHDIR [--k K] [--epsilon auto|median|VALUE] [--alpha A] [--components M]
           [--t T] [--symmetrize or|and|average] [--local-scaling J] [--tolerance TOL]
-          [--ncv NCV] [--no-lock-check] [-o OUTDIR]
+          [--ncv NCV] [--no-lock-check] [--eigensolver auto|cpu|gpu] [-o OUTDIR]
   run DATA -k K [knn and embed options] [--embed-k K'] [--transform none|anscombe] -o OUTDIR
                                            knn then embed (-k is the graph's k, --embed-k the embedding's)
   run --demo -o OUTDIR [--pdb ID|FILE --count N --size S --axis A --photons P --seed S --q-max Q]

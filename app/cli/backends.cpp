@@ -6,6 +6,7 @@
 #include "manifold/error.h"
 #include "manifold/parallel.h"
 #ifdef MANIFOLD_HAVE_CUDA
+#include "manifold/gpu/gpu_eigensolver.h"
 #include "manifold/gpu/gpu_knn_backend.h"
 #endif
 #ifdef MANIFOLD_HAVE_MPI
@@ -18,6 +19,7 @@ void register_all_backends() {
   register_cpu_backend();
 #ifdef MANIFOLD_HAVE_CUDA
   gpu::register_gpu_backend();
+  gpu::register_gpu_eigensolver();
 #endif
 #ifdef MANIFOLD_HAVE_MPI
   mpi::register_mpi_backend();

@@ -36,7 +36,8 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 /// --embed-k in run (where -k/--k is the graph's k).
 std::vector<OptionSpec> diffusion_option_specs(const std::string& k_option) {
   return {{k_option},       {"--epsilon"},   {"--alpha"}, {"--components"}, {"--t"},
-          {"--symmetrize"}, {"--local-scaling"}, {"--tolerance"}, {"--ncv"}, {"--no-lock-check", false}};
+          {"--symmetrize"}, {"--local-scaling"}, {"--tolerance"}, {"--ncv"}, {"--no-lock-check", false},
+          {"--eigensolver"}};
 }
 
 DiffusionParams diffusion_params_from(const Args& a, const std::string& k_option, DiffusionParams p = {}) {
@@ -50,6 +51,7 @@ DiffusionParams diffusion_params_from(const Args& a, const std::string& k_option
   p.tolerance = a.real("--tolerance", p.tolerance);
   p.ncv = static_cast<int>(a.integer("--ncv", p.ncv, 0, 1 << 20));
   if (a.has("--no-lock-check")) p.lock_check = false;
+  p.eigensolver = a.str("--eigensolver", p.eigensolver);
   p.threads = static_cast<int>(a.integer("--threads", p.threads, 0, 4096));
   return p;
 }
@@ -372,7 +374,7 @@ int cmd_bench_embed(int argc, char** argv) {
   Args a("bench embed",
          {{"-n"}, {"-k", true, "--k"}, {"--manifold"}, {"--noise"}, {"--seed"}, {"--components"}, {"--eigenpairs"},
           {"--repeats"}, {"--tolerance"}, {"--ncv"}, {"--threads"}, {"--graph"}, {"--matrix"}, {"--json"},
-          {"--reembed-k"}, {"--only"}},
+          {"--reembed-k"}, {"--only"}, {"--eigensolver"}},
          argc, argv, 3);
   if (!a.positionals().empty()) throw UsageError("bench embed: unexpected argument '" + a.positionals()[0] + "'");
   const int64_t n = a.integer("-n", 100000, 100, INT64_MAX);
@@ -384,13 +386,20 @@ int cmd_bench_embed(int argc, char** argv) {
   const int repeats = static_cast<int>(a.integer("--repeats", 5, 1, 1000));
   const int reembed_k = static_cast<int>(a.integer("--reembed-k", std::max(2, k * 3 / 4), 1, k));
   const std::string only = a.str("--only", "all");
-  if (only != "all" && only != "eigensolve" && only != "reembed")
-    throw UsageError("--only: '" + only + "' is not one of all, eigensolve, reembed");
+  if (only != "all" && only != "eigensolve" && only != "reembed" && only != "device")
+    throw UsageError("--only: '" + only + "' is not one of all, eigensolve, reembed, device");
   DiffusionParams p;
   p.components = static_cast<int>(a.integer("--components", pairs - 1, 1, 1000));
   p.tolerance = a.real("--tolerance", 1e-10);
   p.ncv = static_cast<int>(a.integer("--ncv", 0, 0, 100000));
   p.threads = static_cast<int>(a.integer("--threads", 0, 0, 4096));
+  p.eigensolver = a.str("--eigensolver", "auto");
+  validate(p, n, k);
+  // The device eigensolver, timed beside the CPU's when there is one (auto)
+  // or asked for (gpu); rediffuse and diffusion_map below follow p.eigensolver.
+  const DeviceEigensolver* device =
+      p.eigensolver != "cpu" && device_eigensolver() && device_eigensolver()->available() ? device_eigensolver()
+                                                                                          : nullptr;
 
   install_cancel_on_signal();
   TerminalProgress sink(stderr, true);
@@ -461,17 +470,55 @@ int cmd_bench_embed(int argc, char** argv) {
     return j;
   };
   // One untimed solve first, so page faults and thread start-up are not measured.
-  if (only != "reembed") {
+  if (only == "device" && !device) throw UsageError("bench embed --only device: no device eigensolver here");
+  const bool cpu_solves = only == "all" || only == "eigensolve";
+  if (cpu_solves) {
     EigenOptions o;
     o.tolerance = p.tolerance;
     top_eigenpairs(m, pairs, o, progress);
   }
   // The default (what embed runs), then the variants, for the record.
-  if (only != "reembed") {
+  if (cpu_solves) {
     out["eigensolve"] = time_solve(true);
     out["eigensolve_without_lock_check"] = time_solve(false);
   }
-  if (only == "eigensolve") {
+  if (only != "reembed" && device) {
+    EigenOptions o;
+    o.tolerance = p.tolerance;
+    o.ncv = p.ncv;
+    o.threads = p.threads;
+    device->solve(m, pairs, o, progress);  // untimed: context, handles, first-touch
+    std::vector<double> runs;
+    Eigenpairs last;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = Clock::now();
+      last = device->solve(m, pairs, o, progress);
+      runs.push_back(seconds_since(t0));
+    }
+    // Agreement with the CPU solve of the same matrix.
+    double max_diff = 0;
+    if (out.contains("eigensolve"))
+      for (int c = 0; c < pairs; ++c)
+        max_diff = std::max(max_diff, std::abs(last.values[static_cast<size_t>(c)] -
+                                               out["eigensolve"]["eigenvalues"][c].get<double>()));
+    out["eigensolve_device"] = {{"method", device->method},
+                                {"eigenpairs", pairs},
+                                {"tolerance", p.tolerance},
+                                {"block", last.ncv},
+                                {"runs_s", runs},
+                                {"median_s", median(runs)},
+                                {"matvecs", last.matvecs},
+                                {"max_residual", last.max_residual},
+                                {"max_eigenvalue_difference_to_cpu", max_diff},
+                                {"details", last.details},
+                                {"eigenvalues", last.values}};
+    std::printf("eigensolve on the device (%d pairs, tol %g, block %d): median %.4f s over %d runs, %lld mat-vecs "
+                "in blocks, max residual %.2e, eigenvalues to %.1e of the CPU's\n",
+                pairs, p.tolerance, last.ncv, median(runs), repeats, static_cast<long long>(last.matvecs),
+                last.max_residual, max_diff);
+    std::fflush(stdout);
+  }
+  if (only == "eigensolve" || only == "device") {
     if (a.has("--json")) write_text_file(a.str("--json"), out.dump(2) + "\n");
     return 0;
   }

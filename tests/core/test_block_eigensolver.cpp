@@ -24,16 +24,6 @@ DiffusionMatrix matrix_of(const KnnGraph& g, DiffusionParams p = {}) {
   return diffusion_matrix(g, p, progress);
 }
 
-Eigen::VectorXd dense_top(const DiffusionMatrix& a, int count) {
-  Eigen::MatrixXd m = Eigen::MatrixXd::Zero(a.n, a.n);
-  for (int64_t i = 0; i < a.n; ++i) {
-    m(i, i) = a.diag[i];
-    for (int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e) m(i, a.col[e]) = a.val[e];
-  }
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(m, Eigen::EigenvaluesOnly);
-  return es.eigenvalues().reverse().head(count);
-}
-
 Eigenpairs solve(const DiffusionMatrix& a, int count, ChebyshevStats* st = nullptr, const double* start = nullptr,
                  int start_cols = 0, int block = 0) {
   CsrBlockOperator op(a, chebyshev_block(count, a.n, block));
@@ -46,24 +36,6 @@ Eigenpairs solve(const DiffusionMatrix& a, int count, ChebyshevStats* st = nullp
   return chebyshev_eigenpairs(op, count, o, progress, st);
 }
 
-/// max_i |A v_i - lambda_i v_i| / |lambda_i| recomputed here, and max |V^T V - I|.
-std::pair<double, double> check_pairs(const DiffusionMatrix& a, const Eigenpairs& e) {
-  Eigen::MatrixXd v(a.n, e.count);
-  for (int64_t i = 0; i < a.n; ++i)
-    for (int c = 0; c < e.count; ++c) v(i, c) = e.vectors[i * e.count + c];
-  double res = 0;
-  std::vector<double> y(a.n);
-  for (int c = 0; c < e.count; ++c) {
-    Eigen::VectorXd x = v.col(c);
-    a.multiply(x.data(), y.data(), 1);
-    double r2 = 0;
-    for (int64_t i = 0; i < a.n; ++i) r2 += std::pow(y[i] - e.values[c] * x[i], 2);
-    res = std::max(res, std::sqrt(r2) / std::abs(e.values[c]));
-  }
-  const double orth = (v.transpose() * v - Eigen::MatrixXd::Identity(e.count, e.count)).cwiseAbs().maxCoeff();
-  return {res, orth};
-}
-
 }  // namespace
 
 TEST(Chebyshev, CircleExactPairsMatchTheDenseSolver) {
@@ -71,10 +43,10 @@ TEST(Chebyshev, CircleExactPairsMatchTheDenseSolver) {
   // copies without any lock check.
   const DiffusionMatrix a = matrix_of(circle_graph(400, 20));
   const Eigenpairs e = solve(a, 7);
-  const Eigen::VectorXd ref = dense_top(a, 7);
+  const std::vector<double> ref = dense_top_eigenvalues(a, 7);
   for (int c = 0; c < 7; ++c) EXPECT_NEAR(e.values[c], ref[c], 1e-8 * std::abs(ref[c])) << c;
   for (int m = 1; m <= 5; m += 2) EXPECT_NEAR(e.values[m], e.values[m + 1], 1e-10);
-  const auto [res, orth] = check_pairs(a, e);
+  const auto [res, orth] = eigenpair_errors(a, e);
   EXPECT_LE(res, 1e-10);
   EXPECT_LE(e.max_residual, 1e-10);
   EXPECT_LT(orth, 1e-12);
@@ -93,7 +65,7 @@ TEST(Chebyshev, SphereTripletAndNoisyStripMatchSpectra) {
     Progress progress;
     const Eigenpairs ref = top_eigenpairs(*a, 10, eo, progress);
     for (int c = 0; c < 10; ++c) EXPECT_NEAR(e.values[c], ref.values[c], 1e-9) << c;
-    const auto [res, orth] = check_pairs(*a, e);
+    const auto [res, orth] = eigenpair_errors(*a, e);
     EXPECT_LE(res, 1.01e-10);
     EXPECT_LT(orth, 1e-12);
     EXPECT_GT(st.outer_iterations, 1);
@@ -116,7 +88,7 @@ TEST(Chebyshev, WarmStartFromNearbyVectorsNeedsFewerProducts) {
   const Eigenpairs eb = solve(b, 10, &cold);
   const Eigenpairs ew = solve(b, 10, &warm, ea.vectors.data(), 10);
   for (int c = 0; c < 10; ++c) EXPECT_NEAR(ew.values[c], eb.values[c], 1e-9) << c;
-  EXPECT_LE(check_pairs(b, ew).first, 1.01e-10);
+  EXPECT_LE(eigenpair_errors(b, ew).first, 1.01e-10);
   // Only the wanted columns start warm (the guards are random), so the
   // first filter's cut is low: fewer products, not a fraction.
   EXPECT_LT(warm.products, cold.products) << "warm " << warm.products << ", cold " << cold.products;
@@ -139,7 +111,7 @@ TEST(Chebyshev, BlockSizeAndBadInput) {
     ChebyshevStats st;
     const Eigenpairs e = solve(a, 3, &st, nullptr, 0, 100);
     EXPECT_EQ(st.outer_iterations, 0);
-    const Eigen::VectorXd ref = dense_top(a, 3);
+    const std::vector<double> ref = dense_top_eigenvalues(a, 3);
     for (int c = 0; c < 3; ++c) EXPECT_NEAR(e.values[c], ref[c], 1e-12);
   }
   DiffusionMatrix broken = a;

@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include <Eigen/Dense>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -79,6 +81,36 @@ KnnGraph noisy_strip_graph(uint64_t seed) {
   std::vector<double> pts;
   for (int64_t i = 0; i < n; ++i) pts.insert(pts.end(), {4 * u(rng), u(rng), 0.05 * u(rng)});
   return knn_graph(pts, n, 3, 20);
+}
+
+std::vector<double> dense_top_eigenvalues(const DiffusionMatrix& a, int count) {
+  Eigen::MatrixXd m = Eigen::MatrixXd::Zero(a.n, a.n);
+  for (int64_t i = 0; i < a.n; ++i) {
+    m(i, i) = a.diag[static_cast<size_t>(i)];
+    for (int64_t e = a.row_ptr[static_cast<size_t>(i)]; e < a.row_ptr[static_cast<size_t>(i) + 1]; ++e)
+      m(i, a.col[static_cast<size_t>(e)]) = a.val[static_cast<size_t>(e)];
+  }
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(m, Eigen::EigenvaluesOnly);
+  std::vector<double> v;
+  for (int c = 0; c < count; ++c) v.push_back(es.eigenvalues()[a.n - 1 - c]);
+  return v;
+}
+
+std::pair<double, double> eigenpair_errors(const DiffusionMatrix& a, const Eigenpairs& e) {
+  Eigen::MatrixXd v(a.n, e.count);
+  for (int64_t i = 0; i < a.n; ++i)
+    for (int c = 0; c < e.count; ++c) v(i, c) = e.vectors[static_cast<size_t>(i * e.count + c)];
+  double res = 0;
+  std::vector<double> y(static_cast<size_t>(a.n));
+  for (int c = 0; c < e.count; ++c) {
+    const Eigen::VectorXd x = v.col(c);
+    a.multiply(x.data(), y.data(), 1);
+    double r2 = 0;
+    for (int64_t i = 0; i < a.n; ++i) r2 += std::pow(y[static_cast<size_t>(i)] - e.values[static_cast<size_t>(c)] * x[i], 2);
+    res = std::max(res, std::sqrt(r2) / std::abs(e.values[static_cast<size_t>(c)]));
+  }
+  const double orth = (v.transpose() * v - Eigen::MatrixXd::Identity(e.count, e.count)).cwiseAbs().maxCoeff();
+  return {res, orth};
 }
 
 std::string fashion_mnist_dir() {

@@ -3,9 +3,11 @@
 // reference, an honest exactness check, temporary folders, running the CLI.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "manifold/dataset.h"
+#include "manifold/diffusion_map.h"
 #include "manifold/knn.h"
 
 namespace testing_support {
@@ -49,6 +51,13 @@ manifold::KnnGraph knn_graph(const std::vector<double>& pts, int64_t n, int64_t 
 manifold::KnnGraph circle_graph(int64_t n, int k);
 std::vector<double> sphere_points(int64_t n);
 manifold::KnnGraph noisy_strip_graph(uint64_t seed);
+
+/// The top `count` eigenvalues of A densified, by Eigen's dense float64
+/// solver (descending).
+std::vector<double> dense_top_eigenvalues(const manifold::DiffusionMatrix& a, int count);
+/// For returned eigenpairs: max_i |A v_i - lambda_i v_i| / |lambda_i|
+/// recomputed with A's own mat-vec, and max |V^T V - I|.
+std::pair<double, double> eigenpair_errors(const manifold::DiffusionMatrix& a, const manifold::Eigenpairs& e);
 
 /// A fresh empty folder under the system temp dir, removed by the destructor.
 struct TempDir {

@@ -159,7 +159,8 @@ nlohmann::json embedding_metadata(const DiffusionResult& r, const DiffusionParam
                      {"local_scaling", p.local_scaling},
                      {"tolerance", p.tolerance},
                      {"ncv", p.ncv},
-                     {"lock_check", p.lock_check}};
+                     {"lock_check", p.lock_check},
+                     {"eigensolver", p.eigensolver}};
   j["epsilon"] = r.epsilon;
   j["epsilon_rule"] = epsilon_rule(p);
   j["graph_points"] = r.graph_points;

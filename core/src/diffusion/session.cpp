@@ -40,6 +40,7 @@ nlohmann::json session_to_json(const Session& s) {
                     {"tolerance", d.tolerance},
                     {"ncv", d.ncv},
                     {"lock_check", d.lock_check},
+                    {"eigensolver", d.eigensolver},
                     {"threads", d.threads}};
   if (!s.output.empty()) j["output"] = s.output;
   if (!s.view.is_null()) j["view"] = s.view;
@@ -89,7 +90,7 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
       if (!d.is_object()) fail("\"diffusion\" must be an object");
       static const std::set<std::string> keys = {"k",          "epsilon",       "alpha",     "components", "t",
                                                  "symmetrize", "local_scaling", "tolerance", "ncv",        "threads",
-                                                 "lock_check"};
+                                                 "lock_check", "eigensolver"};
       for (auto& [key, v] : d.items())
         if (!keys.count(key)) fail("unknown key 'diffusion." + key + "'");
       auto& p = s.diffusion;
@@ -112,6 +113,7 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
       p.tolerance = d.value("tolerance", p.tolerance);
       p.ncv = d.value("ncv", p.ncv);
       p.lock_check = d.value("lock_check", p.lock_check);
+      p.eigensolver = d.value("eigensolver", p.eigensolver);
       p.threads = d.value("threads", p.threads);
     }
   } catch (const nlohmann::json::exception& e) {
