@@ -110,6 +110,7 @@ TEST(CliEmbed, BadInputGivesOneLineAndNoOutput) {
       {"embed " + g + " --components 199", 2, "--components"},
       {"embed " + g + " --symmetrize xor", 2, "--symmetrize"},
       {"embed " + g + " --alpha 3", 2, "--alpha"},
+      {"embed " + g + " --eigensolver fast", 2, "--eigensolver"},
       {"embed " + g + " --bogus 1", 2, "unknown option"},
       {"embed", 2, "missing GRAPHDIR"},
       {"embed " + (t / "nowhere"), 1, "nowhere"},
@@ -120,6 +121,21 @@ TEST(CliEmbed, BadInputGivesOneLineAndNoOutput) {
     EXPECT_EQ(lines(err), 1) << c.args << ": " << err;
     EXPECT_NE(err.find(c.says), std::string::npos) << c.args << ": " << err;
     EXPECT_FALSE(fs::exists(t / "out")) << c.args;
+  }
+  {
+    // --eigensolver gpu: runs where there is a GPU, else one line saying why.
+    std::string err;
+    const int status = run_cli("embed " + g + " --eigensolver gpu --components 3 -q -o " + (t / "gpu"), &err);
+    if (status == 0) {
+      std::ifstream in(t / "gpu/embedding.json");
+      const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_NE(json.find("\"eigensolver\": \"gpu\""), std::string::npos);
+    } else {
+      EXPECT_EQ(status, 2) << err;
+      EXPECT_EQ(lines(err), 1) << err;
+      EXPECT_NE(err.find("--eigensolver gpu"), std::string::npos) << err;
+      EXPECT_FALSE(fs::exists(t / "gpu"));
+    }
   }
   // Inconsistent graph files: out-of-range index, shapes that disagree.
   KnnGraph graph = read_graph(g);
