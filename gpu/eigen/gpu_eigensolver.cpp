@@ -1,7 +1,8 @@
 // The GPU back end of the Chebyshev subspace eigensolver (core's
 // block_eigensolver.h): A in CSR on the device with its diagonal inside (so
 // the filter's shift A - cI is a kernel on n values), four row-major n x b
-// blocks, cuSPARSE SpMM for C = alpha (A - cI) B + beta C, cuBLAS DGEMM for
+// blocks, an SpMM for C = alpha (A - cI) B + beta C (our warp-per-row kernel,
+// impl/eigen_kernels.cu, or cuSPARSE's with MANIFOLD_SPMM_ALG), cuBLAS DGEMM for
 // the block inner products and the b x b rotations. The algorithm itself
 // runs on the host in core; only b x b matrices and b norms cross the bus
 // per outer iteration.
@@ -31,15 +32,19 @@ void cusparse_check(cusparseStatus_t status, const char* what) {
   throw Error(msg);
 }
 
-cusparseSpMMAlg_t spmm_algorithm() {
-  // MANIFOLD_SPMM_ALG=default|1|2|3 (benchmarks); CSR_ALG2 is the
-  // deterministic one for row-major blocks.
+/// MANIFOLD_SPMM_ALG=own|default|1|2|3: our warp-per-row kernel (the
+/// default, blocks up to 128 columns), or one of cuSPARSE's algorithms
+/// (CSR_ALG2 is its deterministic one for row-major blocks). Returns false
+/// for ours.
+bool cusparse_algorithm(cusparseSpMMAlg_t* alg) {
   const char* v = std::getenv("MANIFOLD_SPMM_ALG");
-  if (!v || !*v || !std::strcmp(v, "2")) return CUSPARSE_SPMM_CSR_ALG2;
-  if (!std::strcmp(v, "1")) return CUSPARSE_SPMM_CSR_ALG1;
-  if (!std::strcmp(v, "3")) return CUSPARSE_SPMM_CSR_ALG3;
-  if (!std::strcmp(v, "default")) return CUSPARSE_SPMM_ALG_DEFAULT;
-  throw UsageError(std::string("MANIFOLD_SPMM_ALG: '") + v + "' is not default, 1, 2 or 3");
+  *alg = CUSPARSE_SPMM_CSR_ALG2;
+  if (!v || !*v || !std::strcmp(v, "own")) return false;
+  if (!std::strcmp(v, "2")) return true;
+  if (!std::strcmp(v, "1")) return *alg = CUSPARSE_SPMM_CSR_ALG1, true;
+  if (!std::strcmp(v, "3")) return *alg = CUSPARSE_SPMM_CSR_ALG3, true;
+  if (!std::strcmp(v, "default")) return *alg = CUSPARSE_SPMM_ALG_DEFAULT, true;
+  throw UsageError(std::string("MANIFOLD_SPMM_ALG: '") + v + "' is not own, default, 1, 2 or 3");
 }
 
 class GpuBlockOperator final : public BlockOperator {
@@ -109,7 +114,7 @@ class GpuBlockOperator final : public BlockOperator {
     for (int s = 0; s < 4; ++s)
       cusparse_check(cusparseCreateDnMat(&dense_[s], n_, b_, b_, slot_[s].data(), CUDA_R_64F, CUSPARSE_ORDER_ROW),
                      "describing a block");
-    alg_ = spmm_algorithm();
+    use_cusparse_ = cusparse_algorithm(&alg_) || !csr_spmm_supports(b_);
     const double one = 1, zero = 0;
     size_t bytes = 0;
     cusparse_check(cusparseSpMM_bufferSize(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
@@ -153,10 +158,15 @@ class GpuBlockOperator final : public BlockOperator {
     shift_ = shift;
   }
   void apply(int in, int out, double alpha, double beta) override {
+    ++products_;
+    if (!use_cusparse_) {
+      launch_csr_spmm(ptr_.data(), col_.data(), val_.data(), slot_[in].data(), slot_[out].data(), n_, b_, alpha, beta,
+                      stream_);
+      return;
+    }
     cusparse_check(cusparseSpMM(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
                                 mat_, dense_[in], &beta, dense_[out], CUDA_R_64F, alg_, spmm_buffer_.data()),
                    "SpMM");
-    ++products_;
   }
   std::vector<double> inner(int a, int b) override {
     // Row-major n x b blocks are column-major b x n: G = A_c B_c^T.
@@ -190,6 +200,15 @@ class GpuBlockOperator final : public BlockOperator {
 
   void sync() { cuda_check(cudaStreamSynchronize(stream_), "GPU eigensolver"); }
   int64_t products() const { return products_; }
+  std::string spmm_name() const {
+    if (!use_cusparse_) return "manifold warp-per-row CSR SpMM";
+    switch (alg_) {
+      case CUSPARSE_SPMM_CSR_ALG1: return "cuSPARSE SpMM CSR_ALG1";
+      case CUSPARSE_SPMM_CSR_ALG3: return "cuSPARSE SpMM CSR_ALG3";
+      case CUSPARSE_SPMM_ALG_DEFAULT: return "cuSPARSE SpMM default";
+      default: return "cuSPARSE SpMM CSR_ALG2";
+    }
+  }
 
  private:
   template <class T>
@@ -214,6 +233,7 @@ class GpuBlockOperator final : public BlockOperator {
   cusparseSpMatDescr_t mat_ = nullptr;
   cusparseDnMatDescr_t dense_[4] = {nullptr, nullptr, nullptr, nullptr};
   cusparseSpMMAlg_t alg_ = CUSPARSE_SPMM_CSR_ALG2;
+  bool use_cusparse_ = false;
   DeviceBuffer<int> ptr_, col_, pos_;
   DeviceBuffer<double> val_, diag_, small_, partial_;
   DeviceBuffer<double> slot_[4];
@@ -251,6 +271,7 @@ Eigenpairs gpu_top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOp
   Eigenpairs e = chebyshev_eigenpairs(op, count, co, progress, &st);
   op.sync();
   e.details = {{"gpu", device_name(device)},
+               {"spmm", op.spmm_name()},
                {"outer_iterations", st.outer_iterations},
                {"block_products", st.products},
                {"filter_degrees", st.degrees},
@@ -264,7 +285,7 @@ Eigenpairs gpu_top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOp
 void register_gpu_eigensolver() {
   DeviceEigensolver d;
   d.name = "gpu";
-  d.method = "Chebyshev-filtered subspace iteration on the GPU (cuSPARSE SpMM + cuBLAS, float64)";
+  d.method = "Chebyshev-filtered subspace iteration on the GPU (CSR SpMM + cuBLAS, float64)";
   d.available = [] { return device_count() > 0; };
   d.solve = [](const DiffusionMatrix& a, int count, const EigenOptions& o, Progress& progress) {
     return gpu_top_eigenpairs(a, count, o, progress);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "gpu_test_util.h"
@@ -102,6 +103,27 @@ TEST(GpuEigen, FreshRandomManifoldsMatchBothCpuSolvers) {
     EXPECT_LT(orth, 1e-12);
     EXPECT_GT(worst_cos_simple(e, ref, a.n), 1 - 1e-8);
   }
+}
+
+TEST(GpuEigen, EveryBlockWidthAndBothSpmmPathsAgree) {
+  // Our SpMM kernel has 1-4 columns per lane (blocks up to 32, 64, 96, 128
+  // columns); cuSPARSE's (MANIFOLD_SPMM_ALG=2) is the reference path.
+  REQUIRE_GPU();
+  const DiffusionMatrix a = matrix_of(noisy_strip_graph(21));
+  const Eigenpairs ref = spectra(a, 10);
+  for (const char* alg : {"own", "2"}) {
+    setenv("MANIFOLD_SPMM_ALG", alg, 1);
+    for (int block : {12, 33, 70, 128}) {
+      EigenOptions o;
+      o.ncv = block;
+      const Eigenpairs e = on_gpu(a, 10, o);
+      EXPECT_EQ(e.ncv, block);
+      EXPECT_EQ(e.details["spmm"].get<std::string>().find("cuSPARSE") == 0, std::string(alg) == "2") << alg;
+      for (int c = 0; c < 10; ++c) EXPECT_NEAR(e.values[c], ref.values[c], 1e-9) << alg << " block " << block << " " << c;
+      EXPECT_LE(eigenpair_errors(a, e).first, 1.01e-10) << alg << " block " << block;
+    }
+  }
+  unsetenv("MANIFOLD_SPMM_ALG");
 }
 
 TEST(GpuEigen, FashionMnistGraphMatchesSpectra) {
