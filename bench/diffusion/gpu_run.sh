@@ -27,7 +27,7 @@ for tool in memcheck racecheck; do
 done
 work=$(mktemp -d)
 # SpMM algorithms (device solve only), then the full comparison with the default.
-for alg in own 2 3 default; do
+for alg in own 2 3; do
   MANIFOLD_SPMM_ALG=$alg "$bundle/run" manifold bench embed -n "$N" -k "$K" --repeats "$REPEATS" --only device \
     --graph "$work/graph" --json "$out/device_alg$alg.json" 2>/dev/null | grep -E "^eigensolve on" | sed "s/^/alg $alg: /"
 done

@@ -7,6 +7,7 @@
 #include <Eigen/Dense>
 #include <atomic>
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
 
 #include "manifold/block_eigensolver.h"
@@ -168,6 +169,15 @@ TEST(Chebyshev, DiffusionMapDispatchesToTheDeviceEigensolver) {
     EXPECT_EQ(r.solver["device"], "fake");
     EXPECT_EQ(r.solver["started_from_columns"], 0);
     for (int c = 0; c <= 6; ++c) EXPECT_NEAR(r.eigenvalues[c], cpu.eigenvalues[c], 1e-9);
+    // The same vectors as the CPU's, with its signs (largest entry positive).
+    const DiffusionMatrix a = matrix_of(g, p);
+    const EmbeddingAgreement same = compare_embeddings(cpu, r, a.degree);
+    EXPECT_GT(same.worst_cos, 1 - 1e-8);
+    for (int c = 1; c <= 6; ++c) {
+      double dot = 0;
+      for (int64_t i = 0; i < r.n; ++i) dot += cpu.psi[i * 7 + c] * r.psi[i * 7 + c];
+      EXPECT_GT(dot, 0) << "sign of coordinate " << c;
+    }
     // auto keeps small components on the CPU.
     p.eigensolver = "auto";
     EXPECT_EQ(diffusion_map(g, p, progress).solver.value("device", ""), "");
