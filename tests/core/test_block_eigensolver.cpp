@@ -9,6 +9,7 @@
 #include <cmath>
 #include <algorithm>
 #include <cstdlib>
+#include <random>
 
 #include "manifold/block_eigensolver.h"
 #include "manifold/diffusion_map.h"
@@ -198,6 +199,20 @@ TEST(Chebyshev, DiffusionMapDispatchesToTheDeviceEigensolver) {
     FakeDevice device(true);
     p.eigensolver = "gpu";
     EXPECT_THROW(diffusion_map(g, p, progress), Error);
+    // auto on a component large enough for the device: the CPU takes over
+    // and the result says why.
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<double> u(0, 1);
+    const int64_t n = kDeviceEigensolveMinRows;
+    std::vector<double> pts;
+    for (int64_t i = 0; i < n; ++i) pts.insert(pts.end(), {4 * u(rng), u(rng), 0.05 * u(rng)});
+    const KnnGraph big = knn_graph(pts, n, 3, 10);
+    p.eigensolver = "auto";
+    p.components = 3;
+    const DiffusionResult r = diffusion_map(big, p, progress);
+    EXPECT_EQ(r.n, n);
+    EXPECT_NE(r.solver["method"].get<std::string>().find("Spectra"), std::string::npos);
+    EXPECT_NE(r.solver.value("device_fallback", "").find("out of memory"), std::string::npos) << r.solver.dump();
   }
   p.eigensolver = "bogus";
   EXPECT_THROW(validate(p, g), UsageError);
