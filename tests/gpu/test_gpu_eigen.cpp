@@ -39,14 +39,18 @@ Eigenpairs spectra(const DiffusionMatrix& a, int count) {
   return top_eigenpairs(a, count, {}, progress);
 }
 
-/// Smallest |cos| between matching eigenvectors of two solves whose
-/// eigenvalues are simple (gap > 1e-6 relative to 1 - lambda).
-double worst_cos_simple(const Eigenpairs& a, const Eigenpairs& b, int64_t n) {
+/// Smallest |cos| between matching eigenvectors of two solves, over the
+/// pairs whose eigenvalue is at least 1e-5 from its neighbours. Both solves
+/// have |A v - lambda v| <= 1e-10 |lambda|, so each vector is within an
+/// angle of 1e-10 / gap of the true one: for those pairs |cos| > 1 - 1e-9.
+/// (Closer pairs are defined only as a subspace; the last pair's distance
+/// to the next, unsolved eigenvalue is unknown.)
+double worst_cos_separated(const Eigenpairs& a, const Eigenpairs& b, int64_t n) {
   double worst = 1;
-  for (int c = 0; c < a.count; ++c) {
+  for (int c = 0; c + 1 < a.count; ++c) {
     const double gap_prev = c > 0 ? a.values[c - 1] - a.values[c] : 1;
-    const double gap_next = c + 1 < a.count ? a.values[c] - a.values[c + 1] : 1;
-    if (std::min(gap_prev, gap_next) < 1e-6 * std::max(1 - a.values[c], 1e-12)) continue;
+    const double gap_next = a.values[c] - a.values[c + 1];
+    if (std::min(gap_prev, gap_next) < 1e-5) continue;
     double dot = 0;
     for (int64_t i = 0; i < n; ++i) dot += a.vectors[i * a.count + c] * b.vectors[i * b.count + c];
     worst = std::min(worst, std::abs(dot));
@@ -101,7 +105,7 @@ TEST(GpuEigen, FreshRandomManifoldsMatchBothCpuSolvers) {
     const auto [res, orth] = eigenpair_errors(a, e);
     EXPECT_LE(res, 1.01e-10);
     EXPECT_LT(orth, 1e-12);
-    EXPECT_GT(worst_cos_simple(e, ref, a.n), 1 - 1e-8);
+    EXPECT_GT(worst_cos_separated(e, ref, a.n), 1 - 1e-8);
   }
 }
 
@@ -136,7 +140,7 @@ TEST(GpuEigen, FashionMnistGraphMatchesSpectra) {
   const Eigenpairs e = on_gpu(a, 11), ref = spectra(a, 11);
   for (int c = 0; c < 11; ++c) EXPECT_NEAR(e.values[c], ref.values[c], 1e-9 * std::abs(ref.values[c])) << c;
   EXPECT_LE(eigenpair_errors(a, e).first, 1.01e-10);
-  EXPECT_GT(worst_cos_simple(e, ref, a.n), 1 - 1e-8);
+  EXPECT_GT(worst_cos_separated(e, ref, a.n), 1 - 1e-8);
 }
 
 TEST(GpuEigen, DiffusionMapAndRediffuseOnTheGpu) {
