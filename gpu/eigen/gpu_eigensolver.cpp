@@ -50,6 +50,19 @@ bool cusparse_algorithm(cusparseSpMMAlg_t* alg) {
 class GpuBlockOperator final : public BlockOperator {
  public:
   GpuBlockOperator(const DiffusionMatrix& a, int block) : n_(a.n), b_(block) {
+    try {
+      build(a);
+    } catch (...) {
+      release();  // the destructor does not run for a half-built object
+      throw;
+    }
+  }
+  ~GpuBlockOperator() override { release(); }
+  GpuBlockOperator(const GpuBlockOperator&) = delete;
+  GpuBlockOperator& operator=(const GpuBlockOperator&) = delete;
+
+ private:
+  void build(const DiffusionMatrix& a) {
     // CSR with the diagonal in place (columns ascending), int32 indices.
     const int64_t nnz = a.nnz();
     if (nnz >= (int64_t{1} << 31))
@@ -128,18 +141,17 @@ class GpuBlockOperator final : public BlockOperator {
                    "preparing the SpMM");
     sync();
   }
-  ~GpuBlockOperator() override {
+  void release() noexcept {
     if (stream_) cudaStreamSynchronize(stream_);
-    for (auto d : dense_)
-      if (d) cusparseDestroyDnMat(d);
-    if (mat_) cusparseDestroySpMat(mat_);
-    if (cusparse_) cusparseDestroy(cusparse_);
-    if (cublas_) cublasDestroy(cublas_);
-    if (stream_) cudaStreamDestroy(stream_);
+    for (auto& d : dense_)
+      if (d) cusparseDestroyDnMat(d), d = nullptr;
+    if (mat_) cusparseDestroySpMat(mat_), mat_ = nullptr;
+    if (cusparse_) cusparseDestroy(cusparse_), cusparse_ = nullptr;
+    if (cublas_) cublasDestroy(cublas_), cublas_ = nullptr;
+    if (stream_) cudaStreamDestroy(stream_), stream_ = nullptr;
   }
-  GpuBlockOperator(const GpuBlockOperator&) = delete;
-  GpuBlockOperator& operator=(const GpuBlockOperator&) = delete;
 
+ public:
   int64_t rows() const override { return n_; }
   int block() const override { return b_; }
 

@@ -12,13 +12,12 @@
 // The degree of each filter is what the worst unconverged wanted pair needs
 // to reach the tolerance by the Chebyshev bound, capped so that the filtered
 // block stays well conditioned.
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <random>
-
-#include <Eigen/Dense>
 
 #include "manifold/block_eigensolver.h"
 #include "manifold/error.h"
@@ -156,100 +155,92 @@ Eigenpairs chebyshev_eigenpairs(BlockOperator& op, int count, const ChebyshevOpt
   op.set_shift(shift);
   int q = orthonormalise(op, 0, 1, st);
   int x = free_slot({q}), wx = free_slot({q, x});
-  {
+  Ritz rz = rayleigh_ritz(op, shift, q, free_slot({q, x, wx}), x, wx);
+  st.products += 1;
+  const double kappa = 1e8;  // largest amplification within one filter (conditioning)
+  for (;;) {
+    double worst = 0;
+    int worst_j = -1;
+    for (int j = 0; j < count; ++j) {
+      const double rel = rz.res[static_cast<size_t>(j)] / std::max(std::abs(rz.theta[static_cast<size_t>(j)]), eps23);
+      if (rel > o.tolerance && (worst_j < 0 || rel > worst)) worst = rel, worst_j = j;
+    }
+    if (worst_j < 0) break;
+    if (st.products >= o.max_products)
+      throw Error("eigensolve: Chebyshev subspace iteration did not converge after " + std::to_string(st.products) +
+                  " block products (worst relative residual " + std::to_string(worst) +
+                  "); try a larger --epsilon, a larger --k or fewer --components");
+    // Filter interval [lower, cut] to damp, scaled to 1 at `upper`.
+    const double cut = std::max(rz.theta[static_cast<size_t>(b - 1)], o.lower + 1e-12 * (o.upper - o.lower));
+    const double e = (cut - o.lower) / 2, c = (cut + o.lower) / 2;
+    const double t_ref = std::max((o.upper - c) / e, 1.0 + 1e-15);
+    int degree = 4;
+    for (int j = 0; j < count; ++j) {
+      const double rel = rz.res[static_cast<size_t>(j)] / std::max(std::abs(rz.theta[static_cast<size_t>(j)]), eps23);
+      if (rel <= o.tolerance) continue;
+      const double t = (rz.theta[static_cast<size_t>(j)] - c) / e;
+      const double rho = std::acosh(std::max(t, 1.0 + 1e-12));
+      degree = std::max(degree, static_cast<int>(std::ceil(std::acosh(rel / (0.3 * o.tolerance)) / rho)));
+    }
+    // Conditioning: within one filter the top pair grows at most kappa
+    // times over the cut, or the other directions of a column drown in its
+    // top component.
+    const double rho_top = std::acosh(std::max((rz.theta[0] - c) / e, 1.0 + 1e-12));
+    degree = std::min({degree, o.max_degree, std::max(4, static_cast<int>(std::acosh(kappa) / rho_top))});
+    degree = static_cast<int>(std::min<int64_t>(degree, std::max<int64_t>(1, o.max_products - st.products)));
+    if (o.trace)
+      std::fprintf(stderr, "chebyshev: outer %d, worst residual %.3e (pair %d), cut %.9f, degree %d\n",
+                   st.outer_iterations, worst, worst_j, cut, degree);
+    // The three-term recurrence of the scaled polynomials.
+    shift = c;
+    op.set_shift(shift);
+    int cur = free_slot({x}), prev = x;
+    double sigma = 1 / t_ref;
+    op.apply(x, cur, sigma / e, 0);
+    for (int i = 2; i <= degree; ++i) {
+      const double sigma_next = 1 / (2 * t_ref - sigma);
+      op.apply(cur, prev, 2 * sigma_next / e, -sigma * sigma_next);
+      std::swap(cur, prev);
+      sigma = sigma_next;
+      if ((i & 15) == 0) progress.check_cancel();
+    }
+    st.products += degree;
+    st.degrees.push_back(degree);
+    progress.advance(static_cast<uint64_t>(degree));
+    progress.check_cancel();
+    q = orthonormalise(op, cur, prev, st);
+    x = free_slot({q});
+    wx = free_slot({q, x});
     const int w = free_slot({q, x, wx});
-    Ritz rz0 = rayleigh_ritz(op, shift, q, w, x, wx);
+    rz = rayleigh_ritz(op, shift, q, w, x, wx);
     st.products += 1;
-    st.outer_iterations = 0;
-    // Loop state below.
-    Ritz rz = std::move(rz0);
-    const double kappa = 1e8;  // largest amplification within one filter (conditioning)
-    for (;;) {
-      double worst = 0;
-      int worst_j = -1;
-      for (int j = 0; j < count; ++j) {
-        const double rel = rz.res[static_cast<size_t>(j)] /
-                           std::max(std::abs(rz.theta[static_cast<size_t>(j)]), eps23);
-        if (rel > o.tolerance && (worst_j < 0 || rel > worst)) worst = rel, worst_j = j;
-      }
-      if (worst_j < 0) break;
-      if (st.products >= o.max_products)
-        throw Error("eigensolve: Chebyshev subspace iteration did not converge after " +
-                    std::to_string(st.products) + " block products (worst relative residual " +
-                    std::to_string(worst) + "); try a larger --epsilon, a larger --k or fewer --components");
-      // Filter interval [lower, cut] to damp, scaled to 1 at `upper`.
-      const double cut = std::max(rz.theta[static_cast<size_t>(b - 1)], o.lower + 1e-12 * (o.upper - o.lower));
-      const double e = (cut - o.lower) / 2, c = (cut + o.lower) / 2;
-      const double t_ref = std::max((o.upper - c) / e, 1.0 + 1e-15);
-      int degree = 4;
-      for (int j = 0; j < count; ++j) {
-        const double rel = rz.res[static_cast<size_t>(j)] /
-                           std::max(std::abs(rz.theta[static_cast<size_t>(j)]), eps23);
-        if (rel <= o.tolerance) continue;
-        const double t = (rz.theta[static_cast<size_t>(j)] - c) / e;
-        const double rho = std::acosh(std::max(t, 1.0 + 1e-12));
-        degree = std::max(degree, static_cast<int>(std::ceil(std::acosh(rel / (0.3 * o.tolerance)) / rho)));
-      }
-      // Conditioning: within one filter the top pair grows at most kappa
-      // times over the cut, or the other directions of a column drown in its
-      // top component.
-      const double rho_top = std::acosh(std::max((rz.theta[0] - c) / e, 1.0 + 1e-12));
-      degree = std::min({degree, o.max_degree, std::max(4, static_cast<int>(std::acosh(kappa) / rho_top))});
-      degree = static_cast<int>(std::min<int64_t>(degree, std::max<int64_t>(1, o.max_products - st.products)));
-      if (o.trace)
-        std::fprintf(stderr, "chebyshev: outer %d, worst residual %.3e (pair %d), cut %.9f, degree %d\n",
-                     st.outer_iterations, worst, worst_j, cut, degree);
-      // The three-term recurrence of the scaled polynomials.
-      shift = c;
-      op.set_shift(shift);
-      int cur = free_slot({x}), prev = x;
-      double sigma = 1 / t_ref;
-      op.apply(x, cur, sigma / e, 0);
-      for (int i = 2; i <= degree; ++i) {
-        const double sigma_next = 1 / (2 * t_ref - sigma);
-        op.apply(cur, prev, 2 * sigma_next / e, -sigma * sigma_next);
-        std::swap(cur, prev);
-        sigma = sigma_next;
-        if ((i & 15) == 0) progress.check_cancel();
-      }
-      st.products += degree;
-      st.degrees.push_back(degree);
-      progress.advance(static_cast<uint64_t>(degree));
-      progress.check_cancel();
-      q = orthonormalise(op, cur, prev, st);
-      x = free_slot({q});
-      wx = free_slot({q, x});
-      const int w = free_slot({q, x, wx});
-      rz = rayleigh_ritz(op, shift, q, w, x, wx);
-      st.products += 1;
-      ++st.outer_iterations;
-    }
-    Eigenpairs ep;
-    ep.count = count;
-    ep.ncv = b;
-    ep.iterations = st.outer_iterations;
-    ep.matvecs = st.products * b;
-    ep.values.assign(rz.theta.begin(), rz.theta.begin() + count);
-    ep.vectors.resize(static_cast<size_t>(n * count));
-    op.download(x, count, ep.vectors.data());
-    // Deterministic sign, as top_eigenpairs: the entry of largest magnitude is positive.
-    for (int c = 0; c < count; ++c) {
-      int64_t arg = 0;
-      for (int64_t i = 1; i < n; ++i)
-        if (std::abs(ep.vectors[static_cast<size_t>(i * count + c)]) >
-            std::abs(ep.vectors[static_cast<size_t>(arg * count + c)]))
-          arg = i;
-      if (ep.vectors[static_cast<size_t>(arg * count + c)] < 0)
-        for (int64_t i = 0; i < n; ++i) ep.vectors[static_cast<size_t>(i * count + c)] *= -1;
-    }
-    for (int j = 0; j < count; ++j)
-      ep.max_residual = std::max(ep.max_residual, rz.res[static_cast<size_t>(j)] /
-                                                      std::max(std::abs(rz.theta[static_cast<size_t>(j)]), 1e-300));
-    ep.check_settled = true;  // a block holds repeated eigenvalues: no separate check needed
-    progress.finish();
-    if (stats_out) *stats_out = st;
-    return ep;
+    ++st.outer_iterations;
   }
+  Eigenpairs ep;
+  ep.count = count;
+  ep.ncv = b;
+  ep.iterations = st.outer_iterations;
+  ep.matvecs = st.products * b;
+  ep.values.assign(rz.theta.begin(), rz.theta.begin() + count);
+  ep.vectors.resize(static_cast<size_t>(n * count));
+  op.download(x, count, ep.vectors.data());
+  // Deterministic sign, as top_eigenpairs: the entry of largest magnitude is positive.
+  for (int c = 0; c < count; ++c) {
+    int64_t arg = 0;
+    for (int64_t i = 1; i < n; ++i)
+      if (std::abs(ep.vectors[static_cast<size_t>(i * count + c)]) >
+          std::abs(ep.vectors[static_cast<size_t>(arg * count + c)]))
+        arg = i;
+    if (ep.vectors[static_cast<size_t>(arg * count + c)] < 0)
+      for (int64_t i = 0; i < n; ++i) ep.vectors[static_cast<size_t>(i * count + c)] *= -1;
+  }
+  for (int j = 0; j < count; ++j)
+    ep.max_residual = std::max(
+        ep.max_residual, rz.res[static_cast<size_t>(j)] / std::max(std::abs(rz.theta[static_cast<size_t>(j)]), 1e-300));
+  ep.check_settled = true;  // a block holds repeated eigenvalues: no separate check needed
+  progress.finish();
+  if (stats_out) *stats_out = st;
+  return ep;
 }
 
 // ---- the CPU back end -------------------------------------------------------
@@ -259,9 +250,7 @@ CsrBlockOperator::CsrBlockOperator(const DiffusionMatrix& a, int block, int thre
   for (auto& s : slot_) s.assign(static_cast<size_t>(a.n * block), 0.0);
 }
 
-void CsrBlockOperator::upload(int slot, const double* host) {
-  std::copy(host, host + a_.n * b_, slot_[slot].begin());
-}
+void CsrBlockOperator::upload(int slot, const double* host) { std::copy(host, host + a_.n * b_, slot_[slot].begin()); }
 
 void CsrBlockOperator::download(int slot, int cols, double* host) {
   for (int64_t i = 0; i < a_.n; ++i)

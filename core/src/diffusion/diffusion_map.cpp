@@ -740,6 +740,24 @@ Eigenpairs solve_on_device(const DeviceEigensolver*& device, const DiffusionPara
 }
 
 nlohmann::json device_solver_json(const DeviceEigensolver& device, const Eigenpairs& e, const DiffusionParams& params,
+                                  int64_t nnz);
+
+/// The result of a device solve: coordinates, solver record, timings
+/// (t_eig: the eigensolve; t: when it ended).
+DiffusionResult finish_on_device(const DiffusionMatrix& a, const Eigenpairs& e, const DiffusionParams& params,
+                                 const DeviceEigensolver& device, bool warm_start, double t_eig, Clock::time_point t,
+                                 Clock::time_point t_start) {
+  DiffusionResult r = finish(a, e, params);
+  r.solver = device_solver_json(device, e, params, a.nnz());
+  r.solver["warm_start"] = warm_start;
+  r.timings = a.timings;
+  r.timings.emplace_back("eigensolve", t_eig);
+  r.timings.emplace_back("coordinates", seconds_since(t));
+  r.timings.emplace_back("total", seconds_since(t_start));
+  return r;
+}
+
+nlohmann::json device_solver_json(const DeviceEigensolver& device, const Eigenpairs& e, const DiffusionParams& params,
                                   int64_t nnz) {
   nlohmann::json j = {{"method", device.method},
                       {"device", device.name},
@@ -791,14 +809,14 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
       start_from->psi.size() == static_cast<size_t>(start_from->n * (start_from->m + 1))) {
     const int p0 = start_from->m + 1;
     std::vector<double> v = conjugate_vectors(a, *start_from, p0);
+    // Lanczos takes one vector: the sum of the previous eigenvectors; a
+    // device's block takes them all.
+    eo.start.assign(static_cast<size_t>(a.n), 0.0);
+    for (int64_t i = 0; i < a.n; ++i)
+      for (int c = 0; c < p0; ++c) eo.start[static_cast<size_t>(i)] += v[static_cast<size_t>(i * p0 + c)];
     if (device) {
       eo.start_block = std::move(v);
       eo.start_cols = p0;
-    } else {
-      // Lanczos takes one vector: the sum of the previous eigenvectors.
-      eo.start.assign(static_cast<size_t>(a.n), 0.0);
-      for (int64_t i = 0; i < a.n; ++i)
-        for (int c = 0; c < p0; ++c) eo.start[static_cast<size_t>(i)] += v[static_cast<size_t>(i * p0 + c)];
     }
     warm_start = true;
   }
@@ -809,16 +827,8 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
   t = Clock::now();
   Timings timings = a.timings;
   const int64_t nnz = a.nnz();
+  if (device) return finish_on_device(a, e, params, *device, warm_start, t_eig, t, t_start);
   DiffusionResult r = finish(a, e, params);
-  if (device) {
-    r.solver = device_solver_json(*device, e, params, nnz);
-    r.solver["warm_start"] = warm_start;
-    r.timings = timings;
-    r.timings.emplace_back("eigensolve", t_eig);
-    r.timings.emplace_back("coordinates", seconds_since(t));
-    r.timings.emplace_back("total", seconds_since(t_start));
-    return r;
-  }
   r.solver = {{"method", "Spectra SymEigsSolver (implicitly restarted Lanczos)"},
               {"warm_start", warm_start},
               {"ncv", e.ncv},
@@ -847,6 +857,7 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
   check_component_size(a, params.components);
   const int nev = params.components + 1;
   const int p0 = previous.m + 1;
+  std::string device_fallback;  // why the device could not solve (auto), if it failed
   if (const DeviceEigensolver* device = device_for(params, a.n);
       device && previous.point_index == a.point_index && previous.n == a.n &&
       previous.psi.size() == static_cast<size_t>(previous.n * p0)) {
@@ -859,21 +870,8 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
     eo.ncv = params.ncv;
     eo.start_block = conjugate_vectors(a, previous, p0);
     eo.start_cols = p0;
-    std::string fallback;
-    Eigenpairs e = solve_on_device(device, params, a, nev, eo, progress, &fallback);
-    if (device) {
-      const double t_eig = seconds_since(t);
-      t = Clock::now();
-      const int64_t nnz = a.nnz();
-      DiffusionResult r = finish(a, e, params);
-      r.solver = device_solver_json(*device, e, params, nnz);
-      r.solver["warm_start"] = true;
-      r.timings = a.timings;
-      r.timings.emplace_back("eigensolve", t_eig);
-      r.timings.emplace_back("coordinates", seconds_since(t));
-      r.timings.emplace_back("total", seconds_since(t_start));
-      return r;
-    }
+    Eigenpairs e = solve_on_device(device, params, a, nev, eo, progress, &device_fallback);
+    if (device) return finish_on_device(a, e, params, *device, true, seconds_since(t), Clock::now(), t_start);
   }
   detail::WarmOptions wo;
   wo.tolerance = params.tolerance;
@@ -949,6 +947,7 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
               {"amg_operator_complexity", ws.operator_complexity},
               {"tolerance", params.tolerance},
               {"nnz", nnz}};
+  if (!device_fallback.empty()) r.solver["device_fallback"] = device_fallback;
   r.timings = timings;
   r.timings.emplace_back("eigensolve", t_eig);
   r.timings.emplace_back("coordinates", seconds_since(t));
