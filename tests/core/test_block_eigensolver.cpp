@@ -21,11 +21,6 @@ using namespace testing_support;
 
 namespace {
 
-DiffusionMatrix matrix_of(const KnnGraph& g, DiffusionParams p = {}) {
-  Progress progress;
-  return diffusion_matrix(g, p, progress);
-}
-
 Eigenpairs solve(const DiffusionMatrix& a, int count, ChebyshevStats* st = nullptr, const double* start = nullptr,
                  int start_cols = 0, int block = 0) {
   CsrBlockOperator op(a, chebyshev_block(count, a.n, block));
@@ -43,7 +38,7 @@ Eigenpairs solve(const DiffusionMatrix& a, int count, ChebyshevStats* st = nullp
 TEST(Chebyshev, CircleExactPairsMatchTheDenseSolver) {
   // The circulant's eigenvalues come in exact pairs; a block holds both
   // copies without any lock check.
-  const DiffusionMatrix a = matrix_of(circle_graph(400, 20));
+  const DiffusionMatrix a = diffusion_matrix_of(circle_graph(400, 20));
   const Eigenpairs e = solve(a, 7);
   const std::vector<double> ref = dense_top_eigenvalues(a, 7);
   for (int c = 0; c < 7; ++c) EXPECT_NEAR(e.values[c], ref[c], 1e-8 * std::abs(ref[c])) << c;
@@ -58,8 +53,8 @@ TEST(Chebyshev, SphereTripletAndNoisyStripMatchSpectra) {
   // The sphere: the first non-trivial eigenvalue threefold. Against the
   // CPU Lanczos solver with its lock check, to the tolerance.
   const int64_t n = 3000;
-  const DiffusionMatrix sphere = matrix_of(knn_graph(sphere_points(n), n, 3, 30));
-  const DiffusionMatrix strip = matrix_of(noisy_strip_graph(3));
+  const DiffusionMatrix sphere = diffusion_matrix_of(knn_graph(sphere_points(n), n, 3, 30));
+  const DiffusionMatrix strip = diffusion_matrix_of(noisy_strip_graph(3));
   for (const DiffusionMatrix* a : {&sphere, &strip}) {
     ChebyshevStats st;
     const Eigenpairs e = solve(*a, 10, &st);
@@ -82,9 +77,9 @@ TEST(Chebyshev, WarmStartFromNearbyVectorsNeedsFewerProducts) {
   // pairs, reached in fewer block products.
   const KnnGraph g = noisy_strip_graph(5);
   DiffusionParams p;
-  const DiffusionMatrix a = matrix_of(g, p);
+  const DiffusionMatrix a = diffusion_matrix_of(g, p);
   p.epsilon = std::to_string(a.epsilon * 1.3);
-  const DiffusionMatrix b = matrix_of(g, p);
+  const DiffusionMatrix b = diffusion_matrix_of(g, p);
   ChebyshevStats cold, warm;
   const Eigenpairs ea = solve(a, 10);
   const Eigenpairs eb = solve(b, 10, &cold);
@@ -102,7 +97,7 @@ TEST(Chebyshev, BlockSizeAndBadInput) {
   EXPECT_EQ(chebyshev_block(11, 15), 15);
   EXPECT_EQ(chebyshev_block(11, 100000, 40), 40);
   EXPECT_EQ(chebyshev_block(11, 100000, 5), 11);
-  const DiffusionMatrix a = matrix_of(circle_graph(100, 10));
+  const DiffusionMatrix a = diffusion_matrix_of(circle_graph(100, 10));
   {
     CsrBlockOperator op(a, 5);
     Progress progress;
@@ -121,7 +116,7 @@ TEST(Chebyshev, BlockSizeAndBadInput) {
   EXPECT_THROW(solve(broken, 3), Error);
   std::atomic<bool> cancel{true};
   Progress cancelled(nullptr, &cancel);
-  CsrBlockOperator op(matrix_of(noisy_strip_graph(1)), 20);
+  CsrBlockOperator op(diffusion_matrix_of(noisy_strip_graph(1)), 20);
   EXPECT_THROW(chebyshev_eigenpairs(op, 10, {}, cancelled), Cancelled);
 }
 
@@ -171,7 +166,7 @@ TEST(Chebyshev, DiffusionMapDispatchesToTheDeviceEigensolver) {
     EXPECT_EQ(r.solver["started_from_columns"], 0);
     for (int c = 0; c <= 6; ++c) EXPECT_NEAR(r.eigenvalues[c], cpu.eigenvalues[c], 1e-9);
     // The same vectors as the CPU's, with its signs (largest entry positive).
-    const DiffusionMatrix a = matrix_of(g, p);
+    const DiffusionMatrix a = diffusion_matrix_of(g, p);
     const EmbeddingAgreement same = compare_embeddings(cpu, r, a.degree);
     EXPECT_GT(same.worst_cos, 1 - 1e-8);
     for (int c = 1; c <= 6; ++c) {

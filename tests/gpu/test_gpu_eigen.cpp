@@ -24,11 +24,6 @@ using namespace gpu_tests;
 
 namespace {
 
-DiffusionMatrix matrix_of(const KnnGraph& g, DiffusionParams p = {}) {
-  Progress progress;
-  return diffusion_matrix(g, p, progress);
-}
-
 Eigenpairs on_gpu(const DiffusionMatrix& a, int count, const EigenOptions& o = {}) {
   Progress progress;
   return gpu::gpu_top_eigenpairs(a, count, o, progress);
@@ -62,7 +57,7 @@ double worst_cos_separated(const Eigenpairs& a, const Eigenpairs& b, int64_t n) 
 
 TEST(GpuEigen, CircleExactPairsMatchTheDenseSolver) {
   REQUIRE_GPU();
-  const DiffusionMatrix a = matrix_of(circle_graph(400, 20));
+  const DiffusionMatrix a = diffusion_matrix_of(circle_graph(400, 20));
   const Eigenpairs e = on_gpu(a, 7);
   const std::vector<double> ref = dense_top_eigenvalues(a, 7);
   for (int c = 0; c < 7; ++c) EXPECT_NEAR(e.values[c], ref[c], 1e-8 * std::abs(ref[c])) << c;
@@ -76,7 +71,7 @@ TEST(GpuEigen, CircleExactPairsMatchTheDenseSolver) {
 TEST(GpuEigen, SphereTripletMatchesSpectra) {
   REQUIRE_GPU();
   const int64_t n = 3000;
-  const DiffusionMatrix a = matrix_of(knn_graph(sphere_points(n), n, 3, 30));
+  const DiffusionMatrix a = diffusion_matrix_of(knn_graph(sphere_points(n), n, 3, 30));
   const Eigenpairs e = on_gpu(a, 10), ref = spectra(a, 10);
   for (int c = 0; c < 10; ++c) EXPECT_NEAR(e.values[c], ref.values[c], 1e-9) << c;
   EXPECT_NEAR((1 - e.values[3]) / (1 - e.values[1]), 1.0, 0.01);
@@ -93,7 +88,7 @@ TEST(GpuEigen, FreshRandomManifoldsMatchBothCpuSolvers) {
   std::vector<double> blob(4000 * 3);
   for (auto& v : blob) v = normal(rng);
   for (const KnnGraph& g : {noisy_strip_graph(seed), knn_graph(blob, 4000, 3, 15)}) {
-    const DiffusionMatrix a = matrix_of(g);
+    const DiffusionMatrix a = diffusion_matrix_of(g);
     const Eigenpairs e = on_gpu(a, 11), ref = spectra(a, 11);
     CsrBlockOperator op(a, e.ncv);
     Progress progress;
@@ -113,7 +108,7 @@ TEST(GpuEigen, EveryBlockWidthAndBothSpmmPathsAgree) {
   // Our SpMM kernel has 1-4 columns per lane (blocks up to 32, 64, 96, 128
   // columns); cuSPARSE's (MANIFOLD_SPMM_ALG=2) is the reference path.
   REQUIRE_GPU();
-  const DiffusionMatrix a = matrix_of(noisy_strip_graph(21));
+  const DiffusionMatrix a = diffusion_matrix_of(noisy_strip_graph(21));
   const Eigenpairs ref = spectra(a, 10);
   for (const char* alg : {"own", "2"}) {
     setenv("MANIFOLD_SPMM_ALG", alg, 1);
@@ -135,7 +130,7 @@ TEST(GpuEigen, FashionMnistGraphMatchesSpectra) {
   const Dataset ds = fashion(10000);
   if (ds.rows() == 0) GTEST_SKIP() << "Fashion-MNIST not found (set MANIFOLD_FASHION_MNIST_DIR)";
   const KnnGraph g = build("cpu", ds, params(15));
-  const DiffusionMatrix a = matrix_of(g);
+  const DiffusionMatrix a = diffusion_matrix_of(g);
   ASSERT_GT(a.n, 9000);
   const Eigenpairs e = on_gpu(a, 11), ref = spectra(a, 11);
   for (int c = 0; c < 11; ++c) EXPECT_NEAR(e.values[c], ref.values[c], 1e-9 * std::abs(ref.values[c])) << c;
@@ -161,14 +156,14 @@ TEST(GpuEigen, DiffusionMapAndRediffuseOnTheGpu) {
   q.eigensolver = "cpu";
   const DiffusionResult ref = diffusion_map(g, q, progress);
   for (int c = 0; c <= 8; ++c) EXPECT_NEAR(again.eigenvalues[c], ref.eigenvalues[c], 1e-9) << c;
-  const EmbeddingAgreement agree = compare_embeddings(ref, again, matrix_of(g, q).degree);
+  const EmbeddingAgreement agree = compare_embeddings(ref, again, diffusion_matrix_of(g, q).degree);
   EXPECT_GT(agree.worst_cos, 1 - 1e-8);
   register_device_eigensolver({});
 }
 
 TEST(GpuEigen, BadInputGivesOneClearLine) {
   REQUIRE_GPU();
-  const DiffusionMatrix a = matrix_of(circle_graph(100, 10));
+  const DiffusionMatrix a = diffusion_matrix_of(circle_graph(100, 10));
   EXPECT_THROW(on_gpu(a, 100), UsageError);
   EigenOptions o;
   o.start_block.assign(7, 1.0);
@@ -179,5 +174,5 @@ TEST(GpuEigen, BadInputGivesOneClearLine) {
   EXPECT_THROW(on_gpu(broken, 3), Error);
   std::atomic<bool> cancel{true};
   Progress cancelled(nullptr, &cancel);
-  EXPECT_THROW(gpu::gpu_top_eigenpairs(matrix_of(noisy_strip_graph(2)), 10, {}, cancelled), Cancelled);
+  EXPECT_THROW(gpu::gpu_top_eigenpairs(diffusion_matrix_of(noisy_strip_graph(2)), 10, {}, cancelled), Cancelled);
 }

@@ -83,6 +83,11 @@ KnnGraph noisy_strip_graph(uint64_t seed) {
   return knn_graph(pts, n, 3, 20);
 }
 
+DiffusionMatrix diffusion_matrix_of(const KnnGraph& g, const DiffusionParams& p) {
+  Progress progress;
+  return diffusion_matrix(g, p, progress);
+}
+
 std::vector<double> dense_top_eigenvalues(const DiffusionMatrix& a, int count) {
   Eigen::MatrixXd m = Eigen::MatrixXd::Zero(a.n, a.n);
   for (int64_t i = 0; i < a.n; ++i) {

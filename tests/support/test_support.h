@@ -52,6 +52,8 @@ manifold::KnnGraph circle_graph(int64_t n, int k);
 std::vector<double> sphere_points(int64_t n);
 manifold::KnnGraph noisy_strip_graph(uint64_t seed);
 
+/// The diffusion matrix (stages 1-6) of `g` with `p`.
+manifold::DiffusionMatrix diffusion_matrix_of(const manifold::KnnGraph& g, const manifold::DiffusionParams& p = {});
 /// The top `count` eigenvalues of A densified, by Eigen's dense float64
 /// solver (descending).
 std::vector<double> dense_top_eigenvalues(const manifold::DiffusionMatrix& a, int count);

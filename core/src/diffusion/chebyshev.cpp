@@ -22,6 +22,7 @@
 #include "manifold/block_eigensolver.h"
 #include "manifold/error.h"
 #include "manifold/parallel.h"
+#include "warm_eigensolver.h"
 
 namespace manifold {
 
@@ -224,16 +225,7 @@ Eigenpairs chebyshev_eigenpairs(BlockOperator& op, int count, const ChebyshevOpt
   ep.values.assign(rz.theta.begin(), rz.theta.begin() + count);
   ep.vectors.resize(static_cast<size_t>(n * count));
   op.download(x, count, ep.vectors.data());
-  // Deterministic sign, as top_eigenpairs: the entry of largest magnitude is positive.
-  for (int c = 0; c < count; ++c) {
-    int64_t arg = 0;
-    for (int64_t i = 1; i < n; ++i)
-      if (std::abs(ep.vectors[static_cast<size_t>(i * count + c)]) >
-          std::abs(ep.vectors[static_cast<size_t>(arg * count + c)]))
-        arg = i;
-    if (ep.vectors[static_cast<size_t>(arg * count + c)] < 0)
-      for (int64_t i = 0; i < n; ++i) ep.vectors[static_cast<size_t>(i * count + c)] *= -1;
-  }
+  detail::largest_entry_positive(ep.vectors, n, count, 0);  // signs as the CPU solvers'
   for (int j = 0; j < count; ++j)
     ep.max_residual = std::max(
         ep.max_residual, rz.res[static_cast<size_t>(j)] / std::max(std::abs(rz.theta[static_cast<size_t>(j)]), 1e-300));

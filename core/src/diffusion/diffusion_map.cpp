@@ -423,6 +423,18 @@ DeflatedTop deflated_top(const DiffusionMatrix& a, const Eigen::MatrixXd& v, dou
 
 namespace detail {
 
+void largest_entry_positive(std::vector<double>& vectors, int64_t n, int count, int threads) {
+  parallel_for(0, count, threads, [&](int64_t c) {
+    double big = 0, sign = 1;
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = vectors[static_cast<size_t>(i * count + c)];
+      if (std::abs(v) > big) big = std::abs(v), sign = v < 0 ? -1.0 : 1.0;
+    }
+    if (sign < 0)
+      for (int64_t i = 0; i < n; ++i) vectors[static_cast<size_t>(i * count + c)] *= -1;
+  }, 1);
+}
+
 /// Reverse Cuthill-McKee order of the matrix graph: breadth-first from a
 /// pseudo-peripheral row, neighbours by ascending degree, reversed. Rows
 /// joined by an edge end up close, so the mat-vec's reads of x stay in
@@ -626,13 +638,9 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& original, int count, const Eige
 
   e.values.assign(vals.data(), vals.data() + count);
   e.vectors.resize(static_cast<size_t>(a.n * count));
-  for (int col = 0; col < count; ++col) {
-    // Deterministic sign: the entry of largest magnitude is positive.
-    Eigen::Index arg = 0;
-    vecs.col(col).cwiseAbs().maxCoeff(&arg);
-    const double sign = vecs(arg, col) < 0 ? -1.0 : 1.0;
-    for (int64_t i = 0; i < a.n; ++i) e.vectors[static_cast<size_t>(i * count + col)] = sign * vecs(i, col);
-  }
+  for (int col = 0; col < count; ++col)
+    for (int64_t i = 0; i < a.n; ++i) e.vectors[static_cast<size_t>(i * count + col)] = vecs(i, col);
+  detail::largest_entry_positive(e.vectors, a.n, count, o.threads);
   e.row_order = std::move(order);
   return e;
 }
@@ -907,11 +915,10 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
   auto t = Clock::now();
   // The old Markov eigenvectors in the new conjugate's coordinates
   // (v = sqrt(d) psi); the solver fills the block up.
+  const std::vector<double> v = conjugate_vectors(a, previous, p0);
   Eigen::MatrixXd v0(a.n, std::min(p0, static_cast<int>(block)));
-  for (int64_t i = 0; i < a.n; ++i) {
-    const double sd = std::sqrt(a.degree[static_cast<size_t>(i)]);
-    for (Eigen::Index c = 0; c < v0.cols(); ++c) v0(i, c) = sd * previous.psi[static_cast<size_t>(i * p0 + c)];
-  }
+  for (int64_t i = 0; i < a.n; ++i)
+    for (Eigen::Index c = 0; c < v0.cols(); ++c) v0(i, c) = v[static_cast<size_t>(i * p0 + c)];
   detail::WarmStats ws;
   Eigenpairs e;
   try {

@@ -945,15 +945,7 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
       for (int c = 0; c < count; ++c)
         out.vectors[static_cast<size_t>(order[static_cast<size_t>(i)] * count + c)] = xs(i, c);
     }, 4096);
-    parallel_for(0, count, threads, [&](int64_t c) {
-      double big = 0, sign = 1;
-      for (int64_t i = 0; i < n; ++i) {
-        const double v = out.vectors[static_cast<size_t>(i * count + c)];
-        if (std::abs(v) > big) big = std::abs(v), sign = v < 0 ? -1.0 : 1.0;
-      }
-      if (sign < 0)
-        for (int64_t i = 0; i < n; ++i) out.vectors[static_cast<size_t>(i * count + c)] *= -1;
-    }, 1);
+    largest_entry_positive(out.vectors, n, count, threads);
     out.row_order = order;
     return out;
   };

@@ -15,6 +15,9 @@ namespace manifold::detail {
 
 /// Reverse Cuthill-McKee order of the matrix graph (order[new] = old).
 std::vector<int32_t> rcm_order(const DiffusionMatrix& a);
+/// Deterministic signs: flips each column of `vectors` (n x count,
+/// row-major) whose entry of largest magnitude (the first such) is negative.
+void largest_entry_positive(std::vector<double>& vectors, int64_t n, int count, int threads);
 /// Whether `order` holds each of 0..n-1 exactly once.
 bool is_permutation_of(const std::vector<int32_t>& order, int64_t n);
 /// The rows and columns of `a` in the order `order`: row_ptr, col, val and
