@@ -25,6 +25,9 @@ class DeviceContext {
   int sms = 0;
 
   Stream gemm, select, copy;
+  /// A second stream for the fused kernel: alternate tiles go to it, so one
+  /// tile's kernel fills the SMs that the previous one's last blocks leave.
+  Stream gemm2;
   CublasHandle cublas;
 
   /// The cuBLAS workspace, grown to `bytes` (never shrunk); device bytes held.

@@ -27,7 +27,7 @@ namespace manifold::gpu {
 
 struct EngineStats {
   uint64_t tiles = 0;
-  double gemm_ms = 0;      ///< summed time of the tiles' dot products (CUDA events; fused: the fused kernel)
+  double gemm_ms = 0;      ///< time the tiles' dot products ran (CUDA events; fused: the fused kernel; overlaps once)
   double select_ms = 0;    ///< summed filter + merge time of the tiles (CUDA events; fused: merge only)
   double loop_ms = 0;      ///< first copy to last merge (CUDA events)
   double seed_ms = 0;      ///< first copy to the last seed tile's merge (CUDA events)
@@ -82,7 +82,7 @@ class DeviceEngine {
  private:
   void tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense);
   void complete(uint64_t t, Progress& progress, const std::atomic<bool>& stop);
-  int ensure_block(int64_t b, int64_t keep_a, int64_t keep_b);
+  int ensure_block(int64_t b, int64_t keep_a, int64_t keep_b, int stream = 0);
   void upload_block(int64_t b, float* rows, float* norms, float* rows_t);
   void host_copy(void* dst, const void* src, size_t bytes);
 
@@ -91,6 +91,8 @@ class DeviceEngine {
   const float* host_rows_;
   TilePlan plan_;
   bool keep_self_, force_block_, tensor_;
+  int gemm_streams_;  ///< fused kernels on 1 or 2 streams (MANIFOLD_GPU_GEMM_STREAMS)
+  double gemm_busy_until_ = 0;  ///< end of the latest completed tile's kernel, ms after loop_start
 
   DeviceBuffer<float> list_dist_, thr_;
   DeviceBuffer<int> list_index_, fill_;
@@ -109,7 +111,8 @@ class DeviceEngine {
   // Block residency. Resident: slot b holds block b. Streaming: LRU slots.
   std::vector<int64_t> block_slot_, slot_block_;
   std::vector<Event> slot_ready_, slot_free_;
-  std::vector<char> slot_waited_, slot_free_recorded_;
+  std::vector<char> slot_waited_;  // bit s: gemm stream s waits for the slot's upload
+  std::vector<char> slot_free_recorded_;
   std::vector<uint64_t> slot_last_use_;
   uint64_t use_clock_ = 0;
 
