@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
-#include <string>
 
 #include "manifold/error.h"
 #include "manifold/parallel.h"
@@ -17,6 +16,13 @@ DeviceContext& context_on(int device) {
   cuda_check(cudaSetDevice(device), "selecting the device");
   return ctx;
 }
+
+// Fused kernels on two streams, or on one with MANIFOLD_GPU_GEMM_STREAMS=1
+// (for comparison: bench/gpu/README.md).
+int gemm_streams() {
+  const char* v = std::getenv("MANIFOLD_GPU_GEMM_STREAMS");
+  return v && !std::strcmp(v, "1") ? 1 : 2;
+}
 }  // namespace
 
 DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& plan, bool keep_self, bool force_block,
@@ -28,9 +34,7 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
       keep_self_(keep_self),
       force_block_(force_block),
       tensor_(tensor && !plan.fused),
-      gemm_streams_(std::getenv("MANIFOLD_GPU_GEMM_STREAMS") && std::string(std::getenv("MANIFOLD_GPU_GEMM_STREAMS")) == "1"
-                        ? 1
-                        : 2) {
+      gemm_streams_(gemm_streams()) {
   cuda_check(cudaSetDevice(device), "selecting the device");
   // The TF32 compute type is asked for explicitly in each GEMM; the default
   // math mode lets cuBLAS honour it (pedantic is restored afterwards).
