@@ -53,7 +53,6 @@ nvidia-smi topo -m > "$work/topology.txt" 2>&1
 say "cores: $(nproc)"
 
 # 1. Tests.
-step 10 test_gpu_certify_host "$bundle/run" test_gpu_certify_host --gtest_color=no
 step 15 test_gpu_precision "$bundle/run" test_gpu_precision --gtest_color=no
 step 15 test_gpu_engine "$bundle/run" test_gpu_engine --gtest_color=no --gtest_filter='-GpuSanitizer.*'
 

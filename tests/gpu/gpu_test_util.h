@@ -29,19 +29,10 @@ manifold::Dataset fashion(int64_t n);
 /// Rows whose indices are identical in a and b.
 int64_t same_rows(const manifold::KnnGraph& a, const manifold::KnnGraph& b);
 
-/// The graph the GPU backend promises, computed on the CPU: for every row the
-/// k smallest (key, index), key = the metric's distance from the float64 sum
-/// of squared differences of the prepared rows, in the device's summation
-/// order, rounded to float. O(n^2 d): keep n d small.
-manifold::KnnGraph exact_reference(const manifold::Dataset& ds, int k, manifold::Metric m, bool keep_self);
-
-/// Random normal rows in which `clusters` groups of `per_cluster` rows are
-/// copies of one row perturbed by eps * N(0,1) (a few ulps to a few hundred):
-/// neighbours closer together than any GEMM can tell apart.
-manifold::Dataset near_duplicates(int64_t n, int64_t d, uint64_t seed, int clusters, int per_cluster, float eps);
-
-/// First row (and column) where a and b differ, as a message; "" when the
-/// indices and the distances are identical.
-std::string first_difference(const manifold::KnnGraph& a, const manifold::KnnGraph& b);
+// The exact reference, near-duplicate data and the entry-for-entry
+// comparison live in tests/support (the core tests use them too).
+using testing_support::exact_reference;
+using testing_support::first_difference;
+using testing_support::near_duplicates;
 
 }  // namespace gpu_tests

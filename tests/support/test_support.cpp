@@ -11,6 +11,8 @@
 #include <sstream>
 #include <sys/wait.h>
 
+#include "manifold/exact/certify.h"
+#include "manifold/exact/error_bound.h"
 #include "manifold/parallel.h"
 
 namespace fs = std::filesystem;
@@ -297,6 +299,61 @@ int run_cli(const std::string& args, std::string* err, std::string* out) {
   if (err) *err = slurp(t.path + "/err");
   if (out) *out = slurp(t.path + "/out");
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+KnnGraph exact_reference(const Dataset& ds, int k, Metric m, bool keep_self) {
+  const PreparedRows rows = prepare_rows(ds, m);
+  const int64_t n = rows.rows, d = rows.cols;
+  KnnGraph g;
+  g.n = n, g.d = d, g.k = k, g.metric = m, g.keep_self = keep_self;
+  g.indices.resize(static_cast<size_t>(n * k));
+  g.distances.resize(static_cast<size_t>(n * k));
+  parallel_for(0, n, 0, [&](int64_t i) {
+    std::vector<float> keys(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j)
+      keys[static_cast<size_t>(j)] =
+          (j == i && !keep_self)
+              ? INFINITY
+              : exact::key_of(exact::exact_sum_sq_diff(rows.data + i * d, rows.data + j * d, d),
+                            m == Metric::Euclidean);
+    exact::select_k_from_keys(keys.data(), n, k, g.indices.data() + i * k, g.distances.data() + i * k);
+  }, 1);
+  return g;
+}
+
+Dataset near_duplicates(int64_t n, int64_t d, uint64_t seed, int clusters, int per_cluster, float eps) {
+  Dataset base = testing_support::random_dataset(n, d, seed);
+  std::vector<float> v(base.data(), base.data() + n * d);
+  std::mt19937_64 rng(seed + 1);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  int64_t next = 0;
+  for (int c = 0; c < clusters && next < n; ++c) {
+    const int64_t src = next++;
+    for (int p = 1; p < per_cluster && next < n; ++p, ++next)
+      for (int64_t q = 0; q < d; ++q) v[next * d + q] = v[src * d + q] + (p % 7 == 0 ? 0.f : eps * normal(rng));
+  }
+  // Scatter the clusters over the index range (and so over tiles and devices).
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<float> w(v.size());
+  for (int64_t i = 0; i < n; ++i) std::copy_n(v.begin() + perm[static_cast<size_t>(i)] * d, d, w.begin() + i * d);
+  Dataset ds(n, d, std::move(w));
+  ds.source = "near-duplicates";
+  return ds;
+}
+
+std::string first_difference(const KnnGraph& a, const KnnGraph& b) {
+  if (a.n != b.n || a.k != b.k) return "shapes differ";
+  for (int64_t i = 0; i < a.n; ++i)
+    for (int j = 0; j < a.k; ++j) {
+      const size_t at = static_cast<size_t>(i * a.k + j);
+      if (a.indices[at] != b.indices[at] || a.distances[at] != b.distances[at])
+        return "row " + std::to_string(i) + " position " + std::to_string(j) + ": (" +
+               std::to_string(a.indices[at]) + ", " + std::to_string(a.distances[at]) + ") vs (" +
+               std::to_string(b.indices[at]) + ", " + std::to_string(b.distances[at]) + ")";
+    }
+  return "";
 }
 
 }  // namespace testing_support

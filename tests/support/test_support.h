@@ -42,6 +42,21 @@ Reference slice(const Reference& ref, int k2);
 std::string check_graph(const manifold::KnnGraph& g, const manifold::Dataset& data, const Reference& ref,
                         int64_t* exact_rows = nullptr);
 
+/// The certified exact ranking every backend promises, by brute force: for
+/// every row the k smallest (key, index), key = the metric's distance from
+/// the float64 sum of squared differences of the prepared rows, in the
+/// device's summation order (core's exact_sum_sq_diff), rounded to float.
+/// O(n^2 d): keep n d small.
+manifold::KnnGraph exact_reference(const manifold::Dataset& ds, int k, manifold::Metric m, bool keep_self);
+/// Random normal rows in which `clusters` groups of `per_cluster` rows are
+/// copies of one row perturbed by eps * N(0,1) (every 7th an exact copy),
+/// scattered over the index range: neighbours closer together than any
+/// GEMM can tell apart.
+manifold::Dataset near_duplicates(int64_t n, int64_t d, uint64_t seed, int clusters, int per_cluster, float eps);
+/// First row (and column) where a and b differ, as a message; "" when the
+/// indices and the distances are identical.
+std::string first_difference(const manifold::KnnGraph& a, const manifold::KnnGraph& b);
+
 /// Graphs with known diffusion spectra (the diffusion-map and eigensolver
 /// tests): the exact k-NN graph of `pts` (n x d, by the CPU backend); the
 /// circulant graph of n points evenly on a circle, k/2 neighbours each side;

@@ -1,25 +1,26 @@
-// The certification logic of both precisions, without a GPU: candidate lists
-// ranked by distances that carry any error within the bound (random or at
-// the bound's very edge) must certify to exactly the float64 ranking, and
-// rows whose list is too short for the bound must be detected and fixed by
-// the fallback scan. This runs everywhere (CI has no GPU); the device kernel
-// (impl/certify.cu) follows the same rules and is compared with it on the
-// GPU machine (streamed runs certify on the host).
+// The certification of both precisions (core's manifold/exact/certify.h,
+// which the CPU backend and the GPU's streamed and fallback paths call, and
+// whose rules the device kernel impl/certify.cu follows), without a GPU:
+// candidate lists ranked by distances that carry any error within the bound
+// (random or at the bound's very edge) must certify to exactly the float64
+// ranking, and rows whose list is too short for the bound must be detected
+// and fixed by the exact scan. It lived in tests/gpu, which builds only where
+// nvcc is; here CI runs it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
-#include "gpu_test_util.h"
-#include "impl/certify_host.h"
-#include "impl/error_bound.h"
-#include "impl/refine_host.h"
+#include "manifold/exact/certify.h"
+#include "manifold/exact/error_bound.h"
 #include "manifold/knn.h"
 #include "test_support.h"
 
 using namespace manifold;
-using namespace gpu_tests;
+using testing_support::exact_reference;
+using testing_support::first_difference;
+using testing_support::near_duplicates;
 
 namespace {
 
@@ -33,7 +34,7 @@ struct Simulated {
 // Lists of capacity `cap` as the tile loop would leave them, from distances
 // a = s + theta e with |theta| <= 0.95 (edge: theta = +-0.95, the sign chosen
 // to make near neighbours look far and far ones near).
-Simulated simulate(const PreparedRows& rows, int cap, bool keep_self, const gpu::ErrorModel& m, bool edge,
+Simulated simulate(const PreparedRows& rows, int cap, bool keep_self, const exact::ErrorModel& m, bool edge,
                    uint64_t seed) {
   const int64_t n = rows.rows, d = rows.cols;
   Simulated s;
@@ -52,19 +53,19 @@ Simulated simulate(const PreparedRows& rows, int cap, bool keep_self, const gpu:
   std::vector<std::pair<float, int>> all;
   for (int64_t i = 0; i < n; ++i) {
     all.clear();
-    std::vector<double> exact(static_cast<size_t>(n));
+    std::vector<double> truth(static_cast<size_t>(n));
     double median = 0;
-    for (int64_t j = 0; j < n; ++j) exact[static_cast<size_t>(j)] =
-        gpu::sum_sq_diff_like_device(rows.data + i * d, rows.data + j * d, d);
-    std::vector<double> sorted = exact;
+    for (int64_t j = 0; j < n; ++j) truth[static_cast<size_t>(j)] =
+        exact::exact_sum_sq_diff(rows.data + i * d, rows.data + j * d, d);
+    std::vector<double> sorted = truth;
     std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());
     median = sorted[static_cast<size_t>(n / 2)];
     for (int64_t j = 0; j < n; ++j) {
       if (j == i && !keep_self) continue;
-      const double e = gpu::entry_error(exact[static_cast<size_t>(j)], s.norms[static_cast<size_t>(i)],
-                                        s.norms[static_cast<size_t>(j)], m);
-      const double t = edge ? (exact[static_cast<size_t>(j)] < median ? 0.95 : -0.95) : theta(rng);
-      all.emplace_back(static_cast<float>(exact[static_cast<size_t>(j)] + t * e), static_cast<int>(j));
+      const double e = exact::entry_error(truth[static_cast<size_t>(j)], s.norms[static_cast<size_t>(i)],
+                                          s.norms[static_cast<size_t>(j)], m);
+      const double t = edge ? (truth[static_cast<size_t>(j)] < median ? 0.95 : -0.95) : theta(rng);
+      all.emplace_back(static_cast<float>(truth[static_cast<size_t>(j)] + t * e), static_cast<int>(j));
     }
     std::sort(all.begin(), all.end());
     for (int t = 0; t < cap; ++t) {
@@ -83,18 +84,17 @@ struct Outcome {
 
 Outcome certify(const Dataset& ds, Metric metric, int k, int cap, bool keep_self, bool tensor, bool edge) {
   const PreparedRows rows = prepare_rows(ds, metric);
-  const gpu::ErrorModel m = gpu::make_error_model(rows.cols, tensor);
+  const exact::ErrorModel m = exact::make_error_model(rows.cols, tensor);
   const Simulated s = simulate(rows, cap, keep_self, m, edge, 7);
   Outcome o;
   o.g.n = rows.rows, o.g.d = rows.cols, o.g.k = k, o.g.metric = metric, o.g.keep_self = keep_self;
   o.g.indices.resize(static_cast<size_t>(rows.rows * k));
   o.g.distances.resize(static_cast<size_t>(rows.rows * k));
   std::vector<int> status(static_cast<size_t>(rows.rows));
-  const gpu::HostLists l{s.dist.data(), s.index.data(), s.fill.data(), rows.rows, cap};
+  const exact::CandidateLists l{s.dist.data(), s.index.data(), s.fill.data(), rows.rows, cap};
   const int64_t available = rows.rows - (keep_self ? 0 : 1);
-  const float use = gpu::certify_on_host(rows.data, rows.cols, l, k, s.norms.data(), s.ymax, m, metric,
-                                         cap >= available, 0, o.g.indices.data(), o.g.distances.data(),
-                                         status.data());
+  const float use = exact::certify_rows(rows.data, rows.cols, l, k, s.norms.data(), s.ymax, m, metric,
+                                        cap >= available, 0, o.g.indices.data(), o.g.distances.data(), status.data());
   EXPECT_LT(use, 1.f) << "the simulated errors stay within the bound";
   std::vector<int64_t> fb;
   for (int64_t i = 0; i < rows.rows; ++i) {
@@ -103,12 +103,12 @@ Outcome certify(const Dataset& ds, Metric metric, int k, int cap, bool keep_self
   }
   o.fallback = static_cast<int64_t>(fb.size());
   if (rows.rows > o.fallback) o.reevaluated /= static_cast<double>(rows.rows - o.fallback);
-  gpu::fallback_on_host(rows.data, rows.rows, rows.cols, fb, k, metric, keep_self, 0, o.g.indices.data(),
-                        o.g.distances.data());
+  exact::exact_scan_rows(rows.data, rows.rows, rows.cols, fb, k, metric, keep_self, 0, o.g.indices.data(),
+                         o.g.distances.data());
   return o;
 }
 
-TEST(CertifyHost, RandomErrorsWithinTheBoundRankExactly) {
+TEST(Certify, RandomErrorsWithinTheBoundRankExactly) {
   const Dataset ds = testing_support::random_dataset(700, 24, 5);
   for (Metric m : {Metric::Euclidean, Metric::Cosine, Metric::Pearson}) {
     for (bool tensor : {false, true}) {
@@ -122,7 +122,7 @@ TEST(CertifyHost, RandomErrorsWithinTheBoundRankExactly) {
   }
 }
 
-TEST(CertifyHost, ErrorsAtTheEdgeOfTheBoundRankExactly) {
+TEST(Certify, ErrorsAtTheEdgeOfTheBoundRankExactly) {
   // Every distance off by 95% of its bound, near ones pushed out and far
   // ones pulled in: the certificate must still hold or send the row to the
   // fallback, never return a wrong row.
@@ -137,7 +137,7 @@ TEST(CertifyHost, ErrorsAtTheEdgeOfTheBoundRankExactly) {
     }
 }
 
-TEST(CertifyHost, ShortListsFallBackAndStayExact) {
+TEST(Certify, ShortListsFallBackAndStayExact) {
   // Clusters of 30 near-duplicates and a capacity of 12: the bound cannot
   // tell the cluster apart, so those rows must fall back.
   const Dataset ds = near_duplicates(500, 12, 3, 10, 30, 1e-6f);
@@ -153,17 +153,17 @@ TEST(CertifyHost, ShortListsFallBackAndStayExact) {
   EXPECT_EQ(first_difference(s.g, exact_reference(small, 5, Metric::Pearson, true)), "");
 }
 
-TEST(CertifyHost, BoundCoversTheFormatsUnitRoundoff) {
+TEST(Certify, BoundCoversTheFormatsUnitRoundoff) {
   // The TF32 bound must exceed the plain rounding of inputs to 10 fraction
   // bits (2 * 2^-11 relative); float32's must not be zero.
-  const gpu::ErrorModel t = gpu::make_error_model(1024, true);
-  const gpu::ErrorModel f = gpu::make_error_model(1024, false);
+  const exact::ErrorModel t = exact::make_error_model(1024, true);
+  const exact::ErrorModel f = exact::make_error_model(1024, false);
   EXPECT_GT(t.c_dot, 2 * std::ldexp(1.0, -11));
   EXPECT_GT(f.c_dot, 1024 * std::ldexp(1.0, -24));
   EXPECT_GT(t.c_dot, 5 * f.c_dot);
-  EXPECT_GE(gpu::entry_error(10.0, 4.0, 4.0, t), 2 * t.c_dot * 4.0);
-  EXPECT_EQ(gpu::key_of(std::nan(""), true), INFINITY);
-  EXPECT_EQ(gpu::to_float_up(1.0 + 1e-12), std::nextafter(1.f, 2.f));
+  EXPECT_GE(exact::entry_error(10.0, 4.0, 4.0, t), 2 * t.c_dot * 4.0);
+  EXPECT_EQ(exact::key_of(std::nan(""), true), INFINITY);
+  EXPECT_EQ(exact::to_float_up(1.0 + 1e-12), std::nextafter(1.f, 2.f));
 }
 
 }  // namespace
