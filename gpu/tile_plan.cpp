@@ -39,8 +39,18 @@ TilePlan plan_tiles(const PlanRequest& r) {
   std::vector<std::pair<int, int>> shapes = {{2048, 4096}, {2048, 2048}, {1024, 2048}, {1024, 1024}, {512, 1024},
                                              {512, 512},   {256, 512},   {256, 256},   {128, 256},   {128, 128}};
   // The fused kernel launches one block per 128 x 128 entries: wider tiles
-  // leave less of the last wave idle.
-  if (r.fused) shapes.insert(shapes.begin(), {2048, 8192});
+  // leave less of the last wave idle and need fewer launches and merges. As
+  // wide as 32768 columns where the first strip still has 16 tiles (measured
+  // on an H200, bench/gpu/README.md: at N = 1M, d = 128 the run took 3.55 s
+  // with 2048 x 32768 tiles, 3.63 s with 2048 x 16384, 3.78 s with
+  // 2048 x 8192; at N = 100k, where a tile of 32768 columns is a third of a
+  // strip and its 2 GB of candidate slots take longer to set up, 8192 was
+  // as fast as 16384 and faster than 32768).
+  if (r.fused) {
+    shapes.insert(shapes.begin(), {2048, 8192});
+    for (int W : {16384, 32768})
+      if (static_cast<uint64_t>(r.n) >= 16 * static_cast<uint64_t>(W)) shapes.insert(shapes.begin(), {2048, W});
+  }
   int oT = 0, oW = 0;
   if (!r.tile_override.empty() && std::sscanf(r.tile_override.c_str(), "%dx%d", &oT, &oW) == 2 && oT >= 128 &&
       oT % 128 == 0 && oW >= oT && oW % oT == 0)

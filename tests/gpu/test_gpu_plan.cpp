@@ -1,0 +1,72 @@
+// The tile plan (gpu/tile_plan.cpp), a host function: no device needed, so
+// these run wherever the GPU tests build. The fused kernel's tile width
+// follows N (wider tiles where the strips are long; bench/gpu/README.md),
+// every plan stays within its budget, and a tight budget falls back to
+// narrower tiles, then to streaming.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "tile_plan.h"
+
+using namespace manifold::gpu;
+
+namespace {
+
+PlanRequest request(int64_t n, int64_t d, bool fused, uint64_t budget) {
+  PlanRequest r;
+  r.n = n, r.d = d, r.k = 36, r.budget = budget, r.fused = fused;
+  r.shared_memory = 227 * 1024;  // an H100's or H200's opt-in shared memory per block
+  return r;
+}
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+TEST(TilePlan, FusedTilesWidenWithN) {
+  struct Case {
+    int64_t n;
+    int W;
+  };
+  for (Case c : {Case{100000, 8192}, Case{262143, 8192}, Case{262144, 16384}, Case{524287, 16384},
+                 Case{524288, 32768}, Case{1000000, 32768}}) {
+    const TilePlan p = plan_tiles(request(c.n, 128, true, 64 * kGiB));
+    EXPECT_TRUE(p.resident) << c.n;
+    EXPECT_EQ(p.T, 2048) << c.n;
+    EXPECT_EQ(p.W, c.W) << "N = " << c.n;
+    EXPECT_LE(std::max(p.bytes, p.final_bytes), p.budget);
+  }
+  // The cuBLAS path keeps 2048 x 4096 (two tile buffers of its own).
+  const TilePlan cublas = plan_tiles(request(1000000, 128, false, 64 * kGiB));
+  EXPECT_EQ(cublas.T, 2048);
+  EXPECT_EQ(cublas.W, 4096);
+  // Small N: one tile covers the rows.
+  const TilePlan small = plan_tiles(request(1000, 128, true, 64 * kGiB));
+  EXPECT_EQ(small.T, 1024);
+  EXPECT_EQ(small.W, 1024);
+}
+
+TEST(TilePlan, TightBudgetsFallBackToNarrowerTilesThenStreaming) {
+  // At N = 1M the 2048 x 32768 plan's candidate slots take ~2 GB: a budget
+  // just under its need takes the next width down, and so on.
+  const TilePlan wide = plan_tiles(request(1000000, 128, true, 64 * kGiB));
+  ASSERT_EQ(wide.W, 32768);
+  const TilePlan mid = plan_tiles(request(1000000, 128, true, std::max(wide.bytes, wide.final_bytes) - 1));
+  EXPECT_TRUE(mid.resident);
+  EXPECT_EQ(mid.W, 16384);
+  EXPECT_LE(std::max(mid.bytes, mid.final_bytes), mid.budget);
+  const TilePlan narrow = plan_tiles(request(1000000, 128, true, std::max(mid.bytes, mid.final_bytes) - 1));
+  EXPECT_EQ(narrow.W, 8192);
+  // Less than the rows themselves: the rows stream, in square tiles.
+  const TilePlan streamed = plan_tiles(request(1000000, 128, true, wide.row_bytes / 2));
+  EXPECT_FALSE(streamed.resident);
+  EXPECT_EQ(streamed.W, streamed.T);
+  EXPECT_LE(std::max(streamed.bytes, streamed.final_bytes), streamed.budget);
+  // An override that fits is honoured.
+  PlanRequest r = request(1000000, 128, true, 64 * kGiB);
+  r.tile_override = "1024x8192";
+  const TilePlan forced = plan_tiles(r);
+  EXPECT_EQ(forced.T, 1024);
+  EXPECT_EQ(forced.W, 8192);
+}
+
+}  // namespace
