@@ -1,5 +1,6 @@
 #include "device_context.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 
@@ -23,6 +24,12 @@ DeviceContext::DeviceContext(int dev) : device(select_device(dev)) {
   cublas_check(cublasSetStream(cublas, gemm), "binding cuBLAS to its stream");
 }
 
+namespace {
+std::atomic<bool> made_one{false};
+}  // namespace
+
+bool DeviceContext::any() { return made_one.load(std::memory_order_relaxed); }
+
 DeviceContext& DeviceContext::get(int device) {
   static std::mutex registry_mutex;
   // Deliberately never destroyed: CUDA objects must not be released from
@@ -36,6 +43,7 @@ DeviceContext& DeviceContext::get(int device) {
   auto* ctx = new DeviceContext(device);
   if (previous >= 0) cudaSetDevice(previous);
   (*contexts)[device] = ctx;
+  made_one.store(true, std::memory_order_relaxed);
   return *ctx;
 }
 

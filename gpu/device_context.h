@@ -17,6 +17,8 @@ class DeviceContext {
  public:
   /// The device's context, created on first use (thread-safe).
   static DeviceContext& get(int device);
+  /// Whether this process has made any device's context yet.
+  static bool any();
 
   std::mutex busy;  ///< held by the build using this device
   int device = 0;

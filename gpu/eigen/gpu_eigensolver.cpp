@@ -10,10 +10,12 @@
 
 #include <cusparse.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 
+#include "device_context.h"
 #include "impl/eigen_kernels.h"
 #include "manifold/block_eigensolver.h"
 #include "manifold/error.h"
@@ -299,8 +301,13 @@ void register_gpu_eigensolver() {
   d.name = "gpu";
   d.method = "Chebyshev-filtered subspace iteration on the GPU (CSR SpMM + cuBLAS, float64)";
   d.available = [] { return device_count() > 0; };
+  // In use: a k-NN build made a context, or an earlier solve ran.
+  static std::atomic<bool> solved{false};
+  d.warm = [] { return DeviceContext::any() || solved.load(std::memory_order_relaxed); };
   d.solve = [](const DiffusionMatrix& a, int count, const EigenOptions& o, Progress& progress) {
-    return gpu_top_eigenpairs(a, count, o, progress);
+    Eigenpairs e = gpu_top_eigenpairs(a, count, o, progress);
+    solved.store(true, std::memory_order_relaxed);
+    return e;
   };
   register_device_eigensolver(std::move(d));
 }

@@ -125,11 +125,12 @@ namespace {
 /// A stand-in for the GPU: the Chebyshev solver on the CPU back end, or a
 /// device that fails.
 struct FakeDevice {
-  explicit FakeDevice(bool fail) {
+  explicit FakeDevice(bool fail, bool warm = false) {
     DeviceEigensolver d;
     d.name = "fake";
     d.method = "fake device (Chebyshev on the CPU)";
     d.available = [] { return true; };
+    d.warm = [warm] { return warm; };
     d.solve = [fail](const DiffusionMatrix& a, int count, const EigenOptions& o, Progress& progress) {
       if (fail) throw Error("fake device: out of memory");
       CsrBlockOperator op(a, chebyshev_block(count, a.n, o.ncv));
@@ -211,4 +212,30 @@ TEST(Chebyshev, DiffusionMapDispatchesToTheDeviceEigensolver) {
   }
   p.eigensolver = "bogus";
   EXPECT_THROW(validate(p, g), UsageError);
+}
+
+TEST(Chebyshev, AutoTakesADeviceInUseFromFewerPoints) {
+  // kDeviceEigensolveWarmMinRows points: the CPU while the device is idle
+  // (its context would have to be made), the device once it is in use.
+  static_assert(kDeviceEigensolveWarmMinRows < kDeviceEigensolveMinRows);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0, 1);
+  const int64_t n = kDeviceEigensolveWarmMinRows;
+  std::vector<double> pts;
+  for (int64_t i = 0; i < n; ++i) pts.insert(pts.end(), {4 * u(rng), u(rng), 0.05 * u(rng)});
+  const KnnGraph g = knn_graph(pts, n, 3, 10);
+  DiffusionParams p;
+  p.components = 3;
+  Progress progress;
+  {
+    FakeDevice idle(false, false);
+    EXPECT_EQ(diffusion_map(g, p, progress).solver.value("device", ""), "");
+  }
+  FakeDevice in_use(false, true);
+  const DiffusionResult r = diffusion_map(g, p, progress);
+  EXPECT_EQ(r.solver.value("device", ""), "fake");
+  // One point fewer stays on the CPU either way.
+  pts.resize(static_cast<size_t>((n - 1) * 3));
+  const KnnGraph smaller = knn_graph(pts, n - 1, 3, 10);
+  EXPECT_EQ(diffusion_map(smaller, p, progress).solver.value("device", ""), "");
 }

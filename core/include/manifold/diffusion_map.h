@@ -48,7 +48,8 @@ struct DiffusionParams {
   int ncv = 0;                      ///< Lanczos basis size; 0 = chosen from M
   bool lock_check = true;           ///< look for eigenvalues missed because they are repeated (see top_eigenpairs)
   /// "auto" (the registered device eigensolver when one is available and the
-  /// component has at least kDeviceEigensolveMinRows points, else the CPU),
+  /// component has at least kDeviceEigensolveMinRows points, or
+  /// kDeviceEigensolveWarmMinRows once the device is in use, else the CPU),
   /// "cpu" (Spectra / warm LOBPCG) or "gpu" (the device's, or a UsageError).
   std::string eigensolver = "auto";
 };
@@ -60,6 +61,12 @@ struct DiffusionParams {
 /// points (0.63 vs 0.64 s), 0.62 vs 0.40 s at 10,000 and 0.81 vs 1.20 s at
 /// 50,000; once the context exists the device solve is ~10x faster from 5,000.
 inline constexpr int64_t kDeviceEigensolveMinRows = 20000;
+/// The same once the device is in use by this process (DeviceEigensolver::
+/// warm: its context made, e.g. by the GPU k-NN build before the embedding),
+/// so those fixed costs are paid: `manifold run` on Fashion-MNIST t10k
+/// (10,000 points, GPU k-NN first) solved in 0.076 s on the GPU against
+/// 0.120 s on the host's 16 cores (bench/diffusion/README.md).
+inline constexpr int64_t kDeviceEigensolveWarmMinRows = 10000;
 
 /// Rejects bad parameters for `graph` with one line (UsageError), and a graph
 /// whose arrays disagree with its shape or hold out-of-range indices (Error).
@@ -134,6 +141,7 @@ struct DeviceEigensolver {
   std::string name;                  ///< "gpu"
   std::string method;                ///< what embedding.json's solver.method says
   std::function<bool()> available;   ///< a device is present
+  std::function<bool()> warm;        ///< optional: the device is already in use by this process
   std::function<Eigenpairs(const DiffusionMatrix&, int count, const EigenOptions&, Progress&)> solve;
 };
 /// Registers `solver` (replacing any); one without `solve` unregisters.

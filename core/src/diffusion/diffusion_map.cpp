@@ -726,7 +726,8 @@ const DeviceEigensolver* device_for(const DiffusionParams& params, int64_t n) {
   const DeviceEigensolver* d = device_eigensolver();
   if (params.eigensolver == "cpu" || !d) return nullptr;
   if (params.eigensolver == "gpu") return d;
-  return n >= kDeviceEigensolveMinRows && d->available() ? d : nullptr;
+  const int64_t least = d->warm && d->warm() ? kDeviceEigensolveWarmMinRows : kDeviceEigensolveMinRows;
+  return n >= least && d->available() ? d : nullptr;
 }
 
 /// Solves on `device`; with eigensolver = auto a device failure (out of
