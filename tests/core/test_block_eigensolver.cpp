@@ -147,6 +147,16 @@ struct FakeDevice {
   ~FakeDevice() { register_device_eigensolver({}); }
 };
 
+/// n random points in a 4 x 1 x 0.05 slab (n x 3): one component, for
+/// graphs as large as the device thresholds.
+std::vector<double> slab_points(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<double> pts;
+  for (int64_t i = 0; i < n; ++i) pts.insert(pts.end(), {4 * u(rng), u(rng), 0.05 * u(rng)});
+  return pts;
+}
+
 }  // namespace
 
 TEST(Chebyshev, DiffusionMapDispatchesToTheDeviceEigensolver) {
@@ -197,12 +207,8 @@ TEST(Chebyshev, DiffusionMapDispatchesToTheDeviceEigensolver) {
     EXPECT_THROW(diffusion_map(g, p, progress), Error);
     // auto on a component large enough for the device: the CPU takes over
     // and the result says why.
-    std::mt19937_64 rng(3);
-    std::uniform_real_distribution<double> u(0, 1);
     const int64_t n = kDeviceEigensolveMinRows;
-    std::vector<double> pts;
-    for (int64_t i = 0; i < n; ++i) pts.insert(pts.end(), {4 * u(rng), u(rng), 0.05 * u(rng)});
-    const KnnGraph big = knn_graph(pts, n, 3, 10);
+    const KnnGraph big = knn_graph(slab_points(n, 3), n, 3, 10);
     p.eigensolver = "auto";
     p.components = 3;
     const DiffusionResult r = diffusion_map(big, p, progress);
@@ -218,11 +224,8 @@ TEST(Chebyshev, AutoTakesADeviceInUseFromFewerPoints) {
   // kDeviceEigensolveWarmMinRows points: the CPU while the device is idle
   // (its context would have to be made), the device once it is in use.
   static_assert(kDeviceEigensolveWarmMinRows < kDeviceEigensolveMinRows);
-  std::mt19937_64 rng(5);
-  std::uniform_real_distribution<double> u(0, 1);
   const int64_t n = kDeviceEigensolveWarmMinRows;
-  std::vector<double> pts;
-  for (int64_t i = 0; i < n; ++i) pts.insert(pts.end(), {4 * u(rng), u(rng), 0.05 * u(rng)});
+  std::vector<double> pts = slab_points(n, 5);
   const KnnGraph g = knn_graph(pts, n, 3, 10);
   DiffusionParams p;
   p.components = 3;
