@@ -5,9 +5,9 @@
 #include <utility>
 #include <vector>
 
-#include "impl/kernels.h"
+#include "impl/sizes.h"
 #include "manifold/error.h"
-#include "utils/cuda_check.h"
+#include "utils/format.h"
 
 namespace manifold::gpu {
 

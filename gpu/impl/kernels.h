@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "impl/error_bound.h"
+#include "impl/sizes.h"
 
 namespace manifold::gpu {
 
@@ -63,9 +64,6 @@ struct FusedTileArgs {
   bool dense = false;
 };
 
-/// Features of the fused kernel's transposed blocks: d rounded up to 16 (a
-/// whole number of the kernel's k-slabs).
-constexpr int64_t fused_dpad(int64_t d) { return (d + 15) / 16 * 16; }
 
 /// Candidates that passed a row's bound in one tile, per slot: slot s < T is
 /// tile row s (capacity cap_row = tile width), slot T + j is tile column j
@@ -83,17 +81,6 @@ struct CandidatesView {
   int T = 0, W = 0;        ///< slots: T row slots (capacity W), W column slots (capacity T)
 };
 
-/// Merge paths: warps take rows whose merge is small, blocks the rest; with
-/// force_block every row goes through the block path (select=merge).
-constexpr int kWarpMergeMaxK = 256;
-constexpr int kWarpMergeMaxC = 64;
-constexpr int kMaxK = 16384;  ///< largest list capacity (candidates kept per row)
-/// Largest k a caller may ask for: k plus the certificate's room (k/8 or
-/// k/4, see gpu_knn_backend.cpp) stays within kMaxK, and the final step's
-/// shared memory (8 bytes per entry of the next power of two) within 128 KB.
-constexpr int kMaxNeighbours = 14336;
-/// Candidates a block-path merge sorts at a time.
-constexpr int kMergeChunk = 4096;
 /// Largest dimension for which the fused kernel computes the dot products
 /// by default. Measured on an H200 (bench/gpu/README.md): at d = 128 and 256
 /// it beats cuBLAS + filter by 25% and 12% (the tile is never written and
@@ -191,9 +178,6 @@ void launch_fallback_keys(const float* rows, int64_t n, int64_t d, const int* fb
 /// Deterministic pseudo-random values in [-1, 1) (never all zero), for the SGEMM rate.
 void launch_fill_random(float* x, int64_t count, uint64_t seed, cudaStream_t s);
 
-/// Bytes of dynamic shared memory the merge kernel needs, and whether the
-/// device allows it (max_candidates: the largest slot capacity).
-size_t merge_shared_bytes(int k, int max_candidates);
 size_t refine_shared_bytes(int k);
 
 }  // namespace manifold::gpu

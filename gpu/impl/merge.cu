@@ -21,11 +21,9 @@ namespace manifold::gpu {
 
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = kMergeThreads;
 constexpr int kWarps = kThreads / 32;
-// Per warp: the warp merge's output list and candidates, or the seed
-// selection's 256 histogram bins and its k chosen entries.
-constexpr int kWarpSmemFloats = 2 * (kWarpMergeMaxK + 128);
+constexpr int kWarpSmemFloats = kMergeWarpSmemFloats;
 static_assert(2 * (kWarpMergeMaxK + kWarpMergeMaxC) <= kWarpSmemFloats, "warp merge buffers");
 static_assert(256 + 2 * kWarpMergeMaxK <= kWarpSmemFloats, "seed selection buffers");
 
@@ -341,13 +339,6 @@ void launch_merge(ListsView l, Source src, bool force_block, int max_candidates,
 }
 
 }  // namespace
-
-size_t merge_shared_bytes(int k, int max_candidates) {
-  const size_t block =
-      2 * sizeof(float) * (static_cast<size_t>(k) + next_pow2(std::min(std::max(max_candidates, 1), kMergeChunk)));
-  const size_t warps = kWarps * kWarpSmemFloats * sizeof(float);
-  return block > warps ? block : warps;
-}
 
 void launch_merge_tile(ListsView lists, CandidatesView c, int counter, int reset_counter, int r0, int c0,
                        bool force_block, int max_candidates, cudaStream_t s, bool seed) {

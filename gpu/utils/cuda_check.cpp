@@ -39,13 +39,4 @@ cublasMath_t engine_math_mode() {
 
 const char* engine_math_mode_name() { return engine_math_mode() == CUBLAS_DEFAULT_MATH ? "default" : "pedantic"; }
 
-std::string format_bytes(double bytes) {
-  const char* units[] = {"bytes", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
-  return buf;
-}
-
 }  // namespace manifold::gpu

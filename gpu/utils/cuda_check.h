@@ -8,6 +8,7 @@
 #include <string>
 
 #include "manifold/error.h"
+#include "utils/format.h"
 
 namespace manifold::gpu {
 
@@ -29,7 +30,5 @@ inline void cublas_check(cublasStatus_t status, const char* what) {
 /// inside the kernel surface at the next synchronising call, also checked).
 inline void launch_check(const char* kernel) { cuda_check(cudaGetLastError(), kernel); }
 
-/// Human-readable byte count for messages ("1.5 GB").
-std::string format_bytes(double bytes);
 
 }  // namespace manifold::gpu
