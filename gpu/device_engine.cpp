@@ -23,7 +23,22 @@ int gemm_streams() {
   const char* v = std::getenv("MANIFOLD_GPU_GEMM_STREAMS");
   return v && !std::strcmp(v, "1") ? 1 : 2;
 }
+
+int candidate_sets(bool fused, int fallback) {
+  const char* v = std::getenv("MANIFOLD_GPU_CANDIDATE_SETS");
+  const int n = v ? std::atoi(v) : 0;
+  return !fused ? 2 : n >= 2 && n <= 4 ? n : fallback;
+}
+
+bool timeline_wanted() {
+  const char* v = std::getenv("MANIFOLD_GPU_TIMELINE");
+  return v && !std::strcmp(v, "1");
+}
 }  // namespace
+
+double DeviceEngine::host_ms() const {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_t0_).count();
+}
 
 DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& plan, bool keep_self, bool force_block,
                            bool tensor)
@@ -34,7 +49,8 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
       keep_self_(keep_self),
       force_block_(force_block),
       tensor_(tensor && !plan.fused),
-      gemm_streams_(gemm_streams()) {
+      gemm_streams_(gemm_streams()),
+      timeline_(timeline_wanted()) {
   cuda_check(cudaSetDevice(device), "selecting the device");
   // The TF32 compute type is asked for explicitly in each GEMM; the default
   // math mode lets cuBLAS honour it (pedantic is restored afterwards).
@@ -66,13 +82,14 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   if (!plan.fused)
     for (auto& t : tiles_) t.reset(static_cast<size_t>(plan.T) * plan.W, "allocating a distance tile");
   const size_t cand = 2 * static_cast<size_t>(plan.T) * plan.W;
-  for (int i = 0; i < 2; ++i) {
+  sets_ = candidate_sets(plan.fused, kFusedSets);
+  for (int i = 0; i < sets_; ++i) {
     cand_dist_[i].reset(cand, "allocating the candidate buffers");
     cand_index_[i].reset(cand, "allocating the candidate buffers");
     cand_count_[i].reset(static_cast<size_t>(plan.T) + plan.W, "allocating the candidate buffers");
     dirty_[i].reset(static_cast<size_t>(plan.T) + plan.W, "allocating the candidate buffers");
   }
-  n_dirty_.reset(4, "allocating the candidate buffers");
+  n_dirty_.reset(kCounters, "allocating the candidate buffers");
   cand_total_.reset(1, "allocating the candidate buffers");
 
   block_slot_.assign(static_cast<size_t>(nb), -1);
@@ -84,8 +101,8 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   slot_last_use_.assign(static_cast<size_t>(slots), 0);
 
   cudaStream_t s = ctx_.select;
-  for (auto& c : cand_count_)
-    cuda_check(cudaMemsetAsync(c.data(), 0, c.bytes(), s), "clearing the candidate counters");
+  for (int i = 0; i < sets_; ++i)
+    cuda_check(cudaMemsetAsync(cand_count_[i].data(), 0, cand_count_[i].bytes(), s), "clearing the candidate counters");
   cuda_check(cudaMemsetAsync(n_dirty_.data(), 0, n_dirty_.bytes(), s), "clearing the candidate counters");
   cuda_check(cudaMemsetAsync(cand_total_.data(), 0, cand_total_.bytes(), s), "clearing the candidate counters");
   launch_init_lists(lists(), s);
@@ -111,8 +128,13 @@ ListsView DeviceEngine::lists() const {
   return l;
 }
 
+int64_t DeviceEngine::seed_batch(const TilePlan& plan) {
+  return plan.fused && plan.resident ? std::max<int64_t>(1, 2 * plan.W / plan.T) : 1;
+}
+
 uint64_t DeviceEngine::tiles_for(const TilePlan& plan, const std::vector<int64_t>& strips) {
-  uint64_t t = static_cast<uint64_t>(plan.blocks());  // the seeds
+  const int64_t batch = seed_batch(plan);
+  uint64_t t = static_cast<uint64_t>((plan.blocks() + batch - 1) / batch);  // the seeds
   for (int64_t I : strips) {
     const int64_t left = plan.n - (I + 1) * plan.T;
     if (left > 0) t += static_cast<uint64_t>((left + plan.W - 1) / plan.W);
@@ -141,14 +163,19 @@ void DeviceEngine::host_copy(void* dst, const void* src, size_t bytes) {
   }, 1);
 }
 
-void DeviceEngine::upload_block(int64_t b, float* rows, float* norms, float* rows_t) {
-  const int64_t d = plan_.d;
-  const int64_t r0 = b * plan_.T;
-  const int64_t count = std::min<int64_t>(plan_.T, plan_.n - r0);
+void DeviceEngine::upload_blocks(int64_t b, int64_t blocks, float* rows, float* norms, float* rows_t) {
+  // Consecutive blocks are consecutive rows on both sides: one staged copy
+  // in chunks of up to kChunk (two in flight: one is filled on the host while
+  // the other's DMA runs), then each block's norms and transpose.
+  constexpr size_t kChunk = size_t{8} << 20;
+  const int64_t d = plan_.d, T = plan_.T;
+  const int64_t r0 = b * T;
+  const int64_t count = std::min<int64_t>(blocks * T, plan_.n - r0);
   const char* src = reinterpret_cast<const char*>(host_rows_ + r0 * d);
   const size_t bytes = static_cast<size_t>(count) * d * sizeof(float);
+  const double issued = timeline_ ? host_ms() : 0;
   for (size_t off = 0; off < bytes;) {
-    const size_t len = std::min(DeviceContext::kStagingBytes, bytes - off);
+    const size_t len = std::min({kChunk, DeviceContext::kStagingBytes, bytes - off});
     const int s = staging_next_;
     staging_next_ = (s + 1) % DeviceContext::kStaging;
     if (ctx_.staging_used[s]) ctx_.staging_free[s].synchronize("copying rows to the GPU");
@@ -160,13 +187,37 @@ void DeviceEngine::upload_block(int64_t b, float* rows, float* norms, float* row
     ctx_.staging_used[s] = true;
     off += len;
   }
-  launch_row_norms(rows, count, d, norms, ctx_.copy);
-  if (rows_t) launch_transpose_block(rows, static_cast<int>(count), d, rows_t, plan_.T, ctx_.copy);
-  if (!plan_.resident)
-    cuda_check(cudaMemcpyAsync(all_norms_.data() + r0, norms, static_cast<size_t>(count) * sizeof(float),
-                               cudaMemcpyDeviceToDevice, ctx_.copy),
-               "keeping the row norms");
+  for (int64_t z = 0; z < blocks; ++z) {
+    const int64_t at = z * T, rz = std::min<int64_t>(T, count - at);
+    if (rz <= 0) break;
+    launch_row_norms(rows + at * d, rz, d, norms + at, ctx_.copy);
+    if (rows_t) launch_transpose_block(rows + at * d, static_cast<int>(rz), d, rows_t + z * T * fused_dpad(d), T, ctx_.copy);
+    if (!plan_.resident)
+      cuda_check(cudaMemcpyAsync(all_norms_.data() + r0 + at, norms + at, static_cast<size_t>(rz) * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, ctx_.copy),
+                 "keeping the row norms");
+  }
   stats_.h2d_bytes += bytes;
+  if (timeline_) {
+    stats_.upload_times.push_back({b, issued, host_ms(), 0});
+    upload_done_.emplace_back();
+    upload_done_.back().record(ctx_.copy);
+  }
+}
+
+void DeviceEngine::upload_resident(int64_t b, int64_t blocks) {
+  const size_t T = static_cast<size_t>(plan_.T), d = static_cast<size_t>(plan_.d);
+  blocks = std::min<int64_t>(blocks, plan_.blocks() - b);
+  // Skip blocks already there (all or none: callers upload whole batches).
+  if (blocks <= 0 || block_slot_[static_cast<size_t>(b)] >= 0) return;
+  upload_blocks(b, blocks, rows_.data() + b * T * d, norms_.data() + b * T,
+                plan_.fused ? rows_t_.data() + b * T * fused_dpad(plan_.d) : nullptr);
+  for (int64_t z = b; z < b + blocks; ++z) {
+    slot_ready_[static_cast<size_t>(z)].record(ctx_.copy);
+    slot_waited_[static_cast<size_t>(z)] = 0;
+    block_slot_[static_cast<size_t>(z)] = z;
+    slot_block_[static_cast<size_t>(z)] = z;
+  }
 }
 
 int DeviceEngine::ensure_block(int64_t b, int64_t keep_a, int64_t keep_b, int stream) {
@@ -174,6 +225,7 @@ int DeviceEngine::ensure_block(int64_t b, int64_t keep_a, int64_t keep_b, int st
   int64_t s = block_slot_[static_cast<size_t>(b)];
   if (s < 0) {
     if (plan_.resident) {
+      upload_resident(b, 1);
       s = b;
     } else {
       // Least recently used slot not needed by the current tile.
@@ -192,13 +244,13 @@ int DeviceEngine::ensure_block(int64_t b, int64_t keep_a, int64_t keep_b, int st
       if (old >= 0) block_slot_[static_cast<size_t>(old)] = -1;
       // The slot's last reader (on the selection stream) must be done.
       if (slot_free_recorded_[static_cast<size_t>(s)]) ctx_.copy.wait(slot_free_[static_cast<size_t>(s)]);
+      upload_blocks(b, 1, rows_.data() + static_cast<size_t>(s) * T * d, norms_.data() + static_cast<size_t>(s) * T,
+                    plan_.fused ? rows_t_.data() + static_cast<size_t>(s) * T * fused_dpad(plan_.d) : nullptr);
+      slot_ready_[static_cast<size_t>(s)].record(ctx_.copy);
+      slot_waited_[static_cast<size_t>(s)] = 0;
+      block_slot_[static_cast<size_t>(b)] = s;
+      slot_block_[static_cast<size_t>(s)] = b;
     }
-    upload_block(b, rows_.data() + static_cast<size_t>(s) * T * d, norms_.data() + static_cast<size_t>(s) * T,
-                 plan_.fused ? rows_t_.data() + static_cast<size_t>(s) * T * fused_dpad(plan_.d) : nullptr);
-    slot_ready_[static_cast<size_t>(s)].record(ctx_.copy);
-    slot_waited_[static_cast<size_t>(s)] = 0;
-    block_slot_[static_cast<size_t>(b)] = s;
-    slot_block_[static_cast<size_t>(s)] = b;
   }
   slot_last_use_[static_cast<size_t>(s)] = ++use_clock_;
   const char bit = static_cast<char>(1 << stream);
@@ -221,6 +273,7 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
   // stream): a tile's blocks start while the previous tile's last ones run.
   const int gs = plan_.fused && plan_.resident && gemm_streams_ == 2 ? static_cast<int>(t % 2) : 0;
   const Stream& g = gs ? ctx_.gemm2 : ctx_.gemm;
+  if (timeline_) issued_.push_back({t, I, c0, cols, dense, plan_.fused ? gs : 0, host_ms(), 0, 0, 0, 0});
   const float *a_rows, *a_norms, *b_rows, *b_norms;
   int slot_a = -1, slot_b = -1;
   if (plan_.resident) {
@@ -239,7 +292,7 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     b_norms = norms_.data() + static_cast<size_t>(slot_b) * T;
   }
 
-  const int set = static_cast<int>(t % 2);
+  const int set = static_cast<int>(t % sets_);
   CandidatesView cv;
   cv.dist = cand_dist_[set].data();
   cv.index = cand_index_[set].data();
@@ -249,10 +302,12 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
   cv.total = cand_total_.data();
   cv.T = plan_.T;
   cv.W = plan_.W;
-  const int counter = static_cast<int>(t % 4);
+  const int counter = static_cast<int>(t % kCounters);
   // The candidate set (and, for cuBLAS, the tile buffer) of tile t-2 must be
   // consumed before tile t overwrites it.
-  const DeviceContext::TileEvents* before = t >= 2 ? &ctx_.ring[(t - 2) % DeviceContext::kRing] : nullptr;
+  // The fused kernel writes candidate set t % sets_, last used by tile t - sets_.
+  const uint64_t lag = plan_.fused ? static_cast<uint64_t>(sets_) : 2;
+  const DeviceContext::TileEvents* before = t >= lag ? &ctx_.ring[(t - lag) % DeviceContext::kRing] : nullptr;
 
   if (plan_.fused) {
     if (before) g.wait(before->sel_end);
@@ -322,10 +377,70 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     slot_free_[static_cast<size_t>(slot_b)].record(reader);
     slot_free_recorded_[static_cast<size_t>(slot_b)] = 1;
   }
-  launch_merge_tile(lists(), cv, counter, static_cast<int>((t + 2) % 4), static_cast<int>(r0), static_cast<int>(c0),
-                    force_block_, std::max(plan_.T, plan_.W), sel, dense);
+  // Tiles t + 1 .. t + sets_ - 1 may hold their counters while this merge
+  // runs; tile t + sets_'s is free, and its kernel waits for this merge.
+  launch_merge_tile(lists(), cv, counter, static_cast<int>((t + sets_) % kCounters), static_cast<int>(r0),
+                    static_cast<int>(c0), force_block_, std::max(plan_.T, plan_.W), sel, dense);
   ev.sel_end.record(sel);
   stats_.gemm_flop += 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(d);
+}
+
+void DeviceEngine::seed_tiles(uint64_t t, int64_t b0, int64_t blocks) {
+  const int64_t T = plan_.T, d = plan_.d, dpad = fused_dpad(d);
+  const int64_t r0 = b0 * T;
+  const int64_t rows = std::min<int64_t>(blocks * T, plan_.n - r0);
+  DeviceContext::TileEvents& ev = ctx_.ring[t % DeviceContext::kRing];
+  const Stream& sel = ctx_.select;
+  const int gs = plan_.resident && gemm_streams_ == 2 ? static_cast<int>(t % 2) : 0;
+  const Stream& g = gs ? ctx_.gemm2 : ctx_.gemm;
+  if (timeline_) issued_.push_back({t, b0, r0, rows, true, gs, host_ms(), 0, 0, 0, 0});
+  const float *at, *norms;
+  int slot = -1;
+  if (plan_.resident) {
+    for (int64_t b = b0; b < b0 + blocks; ++b) ensure_block(b, -1, -1, gs);
+    at = rows_t_.data() + r0 * dpad;
+    norms = norms_.data() + r0;
+  } else {
+    slot = ensure_block(b0, b0, b0);
+    at = rows_t_.data() + static_cast<size_t>(slot) * T * dpad;
+    norms = norms_.data() + static_cast<size_t>(slot) * T;
+  }
+  // Row i of the batch at i * T of the candidate set (2 T W entries, so up
+  // to 2 W / T blocks a batch).
+  const int set = static_cast<int>(t % sets_);
+  CandidatesView cv;
+  cv.dist = cand_dist_[set].data();
+  cv.index = cand_index_[set].data();
+  cv.n_dirty = n_dirty_.data();
+  cv.total = cand_total_.data();
+  cv.T = static_cast<int>(T);
+  cv.W = static_cast<int>(T);
+  if (t >= static_cast<uint64_t>(sets_)) g.wait(ctx_.ring[(t - sets_) % DeviceContext::kRing].sel_end);
+  ev.gemm_start.record(g);
+  FusedTileArgs f;
+  f.ldt = static_cast<int>(T), f.dpad = static_cast<int>(dpad), f.block_stride = T * dpad;
+  f.at = f.bt = at;
+  f.rows = f.cols = static_cast<int>(rows);
+  f.r0 = f.c0 = static_cast<int>(r0);
+  f.col_role_from = static_cast<int>(rows);
+  f.row_norms = f.col_norms = norms, f.thr = thr_.data();
+  f.keep_self = keep_self_, f.dense = true, f.batch = static_cast<int>(blocks);
+  launch_fused_tile(f, cv, static_cast<int>(t % kCounters), g);
+  ev.gemm_end.record(g);
+  ev.filter_end.record(g);
+  sel.wait(ev.gemm_end);
+  ev.sel_start.record(sel);
+  if (!plan_.resident) {
+    slot_free_[static_cast<size_t>(slot)].record(g);
+    slot_free_recorded_[static_cast<size_t>(slot)] = 1;
+  }
+  launch_merge_seeds(lists(), cv, static_cast<int>((t + sets_) % kCounters), static_cast<int>(r0), static_cast<int>(rows),
+                     static_cast<int>(T), keep_self_, force_block_, sel);
+  ev.sel_end.record(sel);
+  for (int64_t b = b0; b < b0 + blocks; ++b) {
+    const double rb = static_cast<double>(std::min<int64_t>(T, plan_.n - b * T));
+    stats_.gemm_flop += 2.0 * rb * rb * static_cast<double>(d);
+  }
 }
 
 void DeviceEngine::complete(uint64_t t, Progress& progress, const std::atomic<bool>& stop) {
@@ -337,6 +452,12 @@ void DeviceEngine::complete(uint64_t t, Progress& progress, const std::atomic<bo
   stats_.gemm_ms += std::max(0.0, end - std::max(start, gemm_busy_until_));
   gemm_busy_until_ = std::max(gemm_busy_until_, end);
   stats_.select_ms += ev.sel_end.since(ev.sel_start);
+  if (timeline_) {
+    EngineStats::TileTimes x = issued_[t];
+    x.gemm_start = start, x.gemm_end = end;
+    x.sel_start = ev.sel_start.since(ctx_.loop_start), x.sel_end = ev.sel_end.since(ctx_.loop_start);
+    stats_.tile_times.push_back(x);
+  }
   ++stats_.tiles;
   progress.advance(1);
   if (stop.load(std::memory_order_relaxed)) throw Cancelled();
@@ -348,6 +469,12 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   constexpr uint64_t R = DeviceContext::kRing;
   const std::set<int64_t> owned(strips.begin(), strips.end());
   ctx_.loop_start.record(ctx_.copy);
+  if (timeline_) {
+    // One origin for host and GPU times (timeline runs only: it waits).
+    ctx_.loop_start.synchronize("starting the tiles");
+    host_t0_ = std::chrono::steady_clock::now();
+    stats_.tile_times.clear(), stats_.upload_times.clear(), issued_.clear(), upload_done_.clear();
+  }
   gemm_busy_until_ = 0;
   uint64_t t = 0;
   auto next = [&](int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense) {
@@ -356,14 +483,28 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   };
   // Seeds: each diagonal tile fills its rows' lists, so every row has a
   // bound before the strips begin and they pass only a few candidates.
-  for (int64_t I = 0; I < nb; ++I) {
-    const int64_t r0 = I * T, rows = std::min<int64_t>(T, n - r0);
-    next(I, r0, rows, I, true);
+  // With the fused kernel, resident blocks are uploaded and seeded a batch
+  // at a time (as many as a candidate set holds: 2 W / T), one launch and
+  // one merge each: one block at a time, the seeds waited on each block's
+  // upload and ran on a fraction of the GPU (bench/gpu/README.md).
+  const int64_t batch = seed_batch(plan_);
+  for (int64_t b0 = 0; b0 < nb; b0 += batch) {
+    const int64_t blocks = std::min(batch, nb - b0);
+    if (plan_.fused) {
+      if (plan_.resident) upload_resident(b0, blocks);
+      if (t >= R) complete(t - R, progress, stop);
+      seed_tiles(t++, b0, blocks);
+    } else {
+      next(b0, b0 * T, std::min<int64_t>(T, n - b0 * T), b0, true);
+    }
     // A block another device owns keeps the bound only: its entries are
     // that device's to report.
-    if (!owned.count(I))
-      cuda_check(cudaMemsetAsync(fill_.data() + r0, 0, static_cast<size_t>(rows) * sizeof(int), ctx_.select),
-                 "clearing seed entries");
+    for (int64_t I = b0; I < b0 + blocks; ++I) {
+      const int64_t r0 = I * T, rows = std::min<int64_t>(T, n - r0);
+      if (!owned.count(I))
+        cuda_check(cudaMemsetAsync(fill_.data() + r0, 0, static_cast<size_t>(rows) * sizeof(int), ctx_.select),
+                   "clearing seed entries");
+    }
   }
   Event seeds_end;
   seeds_end.record(ctx_.select);
@@ -394,6 +535,7 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   ctx_.loop_end.synchronize("finishing the tiles");
   stats_.loop_ms = ctx_.loop_end.since(ctx_.loop_start);
   stats_.seed_ms = seeds_end.since(ctx_.loop_start);
+  for (size_t u = 0; u < upload_done_.size(); ++u) stats_.upload_times[u].done = upload_done_[u].since(ctx_.loop_start);
   unsigned long long total = 0;
   cuda_check(cudaMemcpy(&total, cand_total_.data(), sizeof total, cudaMemcpyDeviceToHost), "reading statistics");
   stats_.candidates = total;
@@ -417,8 +559,11 @@ void DeviceEngine::dot_products(const float* a, int m, const float* b, int n, fl
 void DeviceEngine::release_loop_buffers() {
   cudaSetDevice(ctx_.device);
   cuda_check(cudaDeviceSynchronize(), "finishing the tiles");
+  // Freeing takes time (0.6 ms of 84 at N = 100k, d = 256): only when the
+  // final step might not fit beside the loop's buffers.
+  if (plan_.resident && plan_.bytes + plan_.final_bytes <= plan_.budget) return;
   for (auto& t : tiles_) t.release();
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < kMaxSets; ++i) {
     cand_dist_[i].release();
     cand_index_[i].release();
   }

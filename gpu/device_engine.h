@@ -12,6 +12,7 @@
 // blocks stays in its slots while every later column block streams past it
 // once, so each block copied serves a whole panel's worth of tiles.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -34,6 +35,24 @@ struct EngineStats {
   double gemm_flop = 0;    ///< 2 rows cols d over all tiles computed
   uint64_t candidates = 0; ///< entries that passed a bound
   uint64_t h2d_bytes = 0;  ///< rows copied to the device
+
+  /// MANIFOLD_GPU_TIMELINE=1 only: when each tile and each block's upload
+  /// ran, for finding where the loop waits (bench/gpu/README.md). GPU times
+  /// in ms after loop_start; host times in ms after the host saw loop_start
+  /// complete (the same origin, to the event's latency).
+  struct TileTimes {
+    uint64_t t;
+    int64_t I, c0, cols;
+    bool dense;
+    int stream;
+    double issued, gemm_start, gemm_end, sel_start, sel_end;
+  };
+  struct UploadTimes {
+    int64_t block;
+    double issued, copied, done;  ///< host: started, host copies done; GPU: on the device
+  };
+  std::vector<TileTimes> tile_times;
+  std::vector<UploadTimes> upload_times;
 };
 
 class DeviceEngine {
@@ -61,7 +80,8 @@ class DeviceEngine {
   const EngineStats& stats() const { return stats_; }
   cudaStream_t stream() const { return ctx_.select.get(); }
 
-  /// Frees the tile and candidate buffers (and streaming slots) after run().
+  /// Frees the tile and candidate buffers (and streaming slots) after run(),
+  /// unless the plan's budget holds them and the final step together.
   void release_loop_buffers();
   /// Resident plans: copies any block still missing and returns all rows on
   /// the device, ready on stream(). Streaming plans: nullptr.
@@ -78,12 +98,16 @@ class DeviceEngine {
 
   /// Tiles run() computes for these strips (seeds included).
   static uint64_t tiles_for(const TilePlan& plan, const std::vector<int64_t>& strips);
+  /// Row blocks seeded by one launch (fused kernel, resident rows; else 1).
+  static int64_t seed_batch(const TilePlan& plan);
 
  private:
   void tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense);
   void complete(uint64_t t, Progress& progress, const std::atomic<bool>& stop);
   int ensure_block(int64_t b, int64_t keep_a, int64_t keep_b, int stream = 0);
-  void upload_block(int64_t b, float* rows, float* norms, float* rows_t);
+  void seed_tiles(uint64_t t, int64_t b0, int64_t blocks);
+  void upload_blocks(int64_t b, int64_t blocks, float* rows, float* norms, float* rows_t);
+  void upload_resident(int64_t b, int64_t blocks);
   void host_copy(void* dst, const void* src, size_t bytes);
 
   DeviceContext& ctx_;
@@ -100,10 +124,17 @@ class DeviceEngine {
   DeviceBuffer<float> rows_t_;        // fused kernel: each slot's block transposed, dpad x T
   DeviceBuffer<float> all_norms_;     // streaming: the norms of every row, kept for the final step
   DeviceBuffer<float> tiles_[2];      // cuBLAS path only
-  // Two candidate sets, used by alternate tiles, so one tile's merge can run
-  // while the next tile is computed.
-  DeviceBuffer<float> cand_dist_[2];
-  DeviceBuffer<int> cand_index_[2], cand_count_[2], dirty_[2];
+  // Candidate sets, used by tiles in turn, so a tile's merge can run while
+  // the next tiles are computed: two for cuBLAS + filter (the filter and the
+  // merge share a stream), three for the fused kernel (tile t's kernel
+  // waits for tile t - 3's merge; MANIFOLD_GPU_CANDIDATE_SETS=2..4 for
+  // others). Tile t uses dirty counter t % kCounters; its merge clears the
+  // one of tile t + sets_ (tiles t + 1 .. t + sets_ - 1 may hold theirs).
+  static constexpr int kMaxSets = 4, kFusedSets = 3, kCounters = 8;
+  static_assert(kMaxSets < kCounters && kMaxSets < DeviceContext::kRing, "counters and events of the tiles in flight");
+  int sets_ = 2;
+  DeviceBuffer<float> cand_dist_[kMaxSets];
+  DeviceBuffer<int> cand_index_[kMaxSets], cand_count_[kMaxSets], dirty_[kMaxSets];
   DeviceBuffer<int> n_dirty_;
   DeviceBuffer<unsigned long long> cand_total_;
   int staging_next_ = 0;
@@ -115,6 +146,13 @@ class DeviceEngine {
   std::vector<char> slot_free_recorded_;
   std::vector<uint64_t> slot_last_use_;
   uint64_t use_clock_ = 0;
+
+  // MANIFOLD_GPU_TIMELINE=1: stats_.tile_times and upload_times.
+  bool timeline_ = false;
+  std::chrono::steady_clock::time_point host_t0_;
+  std::vector<EngineStats::TileTimes> issued_;  // by tile number, filled in by complete()
+  std::vector<Event> upload_done_;
+  double host_ms() const;
 
   EngineStats stats_;
 };

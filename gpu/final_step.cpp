@@ -103,6 +103,7 @@ int list_capacity(int k, int64_t n, bool keep_self, bool tensor) {
 }
 
 void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
+  const auto t_prep = std::chrono::steady_clock::now();
   const KnnParams& params = *in.params;
   const Dataset& data = *in.data;
   const PreparedRows& rows = *in.rows;
@@ -164,6 +165,7 @@ void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
       ca.euclidean = params.metric == Metric::Euclidean, ca.complete = complete, ca.ymax = ymax, ca.model = model;
       ca.out_index = out_i.data(), ca.out_dist = out_d.data(), ca.status = st.data(), ca.max_use = use.data();
       ca.ukey = ukey.data();
+      g.timings.emplace_back("final_prep", seconds_since(t_prep));
       ev_cert0.record(s);
       launch_certify(ca, s);
       ev_cert1.record(s);

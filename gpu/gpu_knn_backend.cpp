@@ -270,6 +270,20 @@ class GpuKnnBackend final : public KnnBackend {
       per_device.push_back({{"device", e->device()}, {"tiles", s.tiles}, {"loop_s", s.loop_ms / 1e3},
                             {"seed_s", s.seed_ms / 1e3},
                             {"gemm_s", s.gemm_ms / 1e3}, {"h2d_bytes", s.h2d_bytes}});
+      if (!s.tile_times.empty()) {
+        // MANIFOLD_GPU_TIMELINE=1: rows of numbers, ms (fields named once).
+        nlohmann::json tiles = nlohmann::json::array(), uploads = nlohmann::json::array();
+        for (const auto& x : s.tile_times)
+          tiles.push_back({x.t, x.I, x.c0, x.cols, x.dense ? 1 : 0, x.stream, x.issued, x.gemm_start, x.gemm_end,
+                           x.sel_start, x.sel_end});
+        for (const auto& u : s.upload_times) uploads.push_back({u.block, u.issued, u.copied, u.done});
+        per_device.back()["timeline"] = {
+            {"tile_fields", {"t", "I", "c0", "cols", "dense", "stream", "issued", "gemm_start", "gemm_end",
+                             "sel_start", "sel_end"}},
+            {"tiles", tiles},
+            {"upload_fields", {"block", "issued", "copied", "done"}},
+            {"uploads", uploads}};
+      }
     }
     g.timings.emplace_back("gemm", gemm_ms / 1e3);
     g.timings.emplace_back("select", select_ms / 1e3);
@@ -278,6 +292,7 @@ class GpuKnnBackend final : public KnnBackend {
     const auto t3 = std::chrono::steady_clock::now();
     progress.stage("certify", 1, "steps");
     for (auto& e : engines) e->release_loop_buffers();
+    g.timings.emplace_back("release", seconds_since(t3));
     DeviceEngine& main = *engines[0];
     DeviceScope scope(main.device());
     const ListsView lists = main.lists();

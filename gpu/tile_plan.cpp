@@ -20,11 +20,12 @@ uint64_t workspace_for(uint64_t budget) {
 }
 
 // Tile buffers (two, so a GEMM can run while the previous tile is filtered;
-// none for the fused kernel), and two sets of candidate slots (T rows of
-// capacity W, W columns of capacity T) with their counters.
+// none for the fused kernel), and the sets of candidate slots (T rows of
+// capacity W, W columns of capacity T) with their counters: two, three for
+// the fused kernel (device_engine.h).
 uint64_t loop_bytes(int T, int W, bool fused) {
   const uint64_t t = static_cast<uint64_t>(T), w = static_cast<uint64_t>(W);
-  return (fused ? 0 : 2 * t * w * 4) + 2 * (2 * t * w * 8 + (t + w) * 8) + 64;
+  return (fused ? 0 : 2 * t * w * 4) + (fused ? 3 : 2) * (2 * t * w * 8 + (t + w) * 8) + 128;
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ out=${2:?usage: shape_run.sh BUNDLE_DIR OUT_DIR}
 mkdir -p "$out"
 export MANIFOLD_FASHION_MNIST_DIR=$(cd "$bundle/../data" 2>/dev/null && pwd)
 variants=""
-for s in ${SHAPES:-8x8 8x8x16 8x16x16}; do variants+=" $s:$s:-:-"; done
+for s in ${SHAPES:-8x8 8x8x16 8x16x16}; do variants+=" $s:MANIFOLD_GPU_FUSED=$s"; done
 VARIANTS="$variants" bash "$here/variants_run.sh" "$bundle/run manifold" "$out" > "$out/shapes.txt" 2>&1
 grep -E "^==|exact" "$out/shapes.txt"
 best=$(python3 - "$out" <<'PY'

@@ -23,6 +23,7 @@
 // rows c >= d leave it unchanged), whatever the tile shape, device or
 // launch: the same input gives the same distances bit for bit, in memory,
 // streamed or split over GPUs.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -73,6 +74,73 @@ __device__ __noinline__ void push_candidate(float* cdist, int* cindex, int* coun
   }
 }
 
+// Epilogue: the block's entries to distances, filtered against the bounds
+// (or, for a dense seed tile, all written to their rows).
+template <int TN>
+__device__ __forceinline__ void epilogue(const FusedTileArgs& f, const CandidatesView& c, int counter,
+                                         const float (&acc)[8][TN], int i_base, int j_base, int wm, int wn, int t,
+                                         int lane) {
+  const int row_at[2] = {wm, wm + 32};
+  unsigned pushed = 0;
+  if (f.dense) {
+    // Seed tiles (block z of the batch against itself) filling empty lists:
+    // every entry goes to its row at a fixed place (self skipped), no
+    // atomics; row z T + li of the batch at (z T + li) * c.W (launch_seed_tiles).
+    const int z = blockIdx.z, T = f.ldt;
+    const int rows = min(T, f.rows - z * T);
+#pragma unroll 1
+    for (int r = 0; r < 8; ++r) {
+      const int li = i_base + row_at[r >> 2] + (r & 3);
+      if (li >= rows) continue;
+      const float ni = f.row_norms[z * T + li];
+      float* cd = c.dist + static_cast<size_t>(z * T + li) * c.W;
+      int* ci = c.index + static_cast<size_t>(z * T + li) * c.W;
+#pragma unroll
+      for (int q = 0; q < TN; ++q) {
+        const int j = j_base + wn + 16 * (q >> 2) + (q & 3);
+        if (j >= rows || (!f.keep_self && j == li)) continue;
+        const int pos = (f.keep_self || j < li) ? j : j - 1;
+        float v = 0.f;
+#pragma unroll
+        for (int rr = 0; rr < 8; ++rr)
+          if (rr == r) v = acc[rr][q];
+        const float dist = fmaf(-2.f, v, ni + f.col_norms[z * T + j]);
+        cd[pos] = dist == dist ? dist : INFINITY;  // NaN sorts as +inf: never ahead of a real distance
+        ci[pos] = f.c0 + z * T + j;
+      }
+    }
+    if (blockIdx.x == 0 && blockIdx.y == 0 && t == 0)
+      atomicAdd(c.total, static_cast<unsigned long long>(rows) * (rows - (f.keep_self ? 0 : 1)));
+    return;
+  }
+  float nj[TN], tc[TN];
+#pragma unroll
+  for (int q = 0; q < TN; ++q) {
+    const int lj = j_base + wn + 16 * (q >> 2) + (q & 3);
+    const bool ok = lj < f.cols;
+    nj[q] = ok ? f.col_norms[lj] : 0.f;
+    // -inf outside the tile or the column role: never passes.
+    tc[q] = ok && lj >= f.col_role_from ? __ldg(f.thr + f.c0 + lj) : -INFINITY;
+  }
+#pragma unroll
+  for (int r = 0; r < 8; ++r) {
+    const int li = i_base + row_at[r >> 2] + (r & 3);
+    const bool row_ok = li < f.rows;
+    const float ni = row_ok ? f.row_norms[li] : 0.f;
+    const float tr = row_ok ? __ldg(f.thr + f.r0 + li) : -INFINITY;
+#pragma unroll
+    for (int q = 0; q < TN; ++q) {
+      const float dist = fmaf(-2.f, acc[r][q], ni + nj[q]);
+      const bool pr = dist <= tr, pc = dist <= tc[q];
+      if (pr || pc)
+        push_candidate(c.dist, c.index, c.count, c.dirty, c.n_dirty + counter, c.T, c.W, f.r0, f.c0, f.rows, f.cols,
+                       f.keep_self, li, j_base + wn + 16 * (q >> 2) + (q & 3), dist, pr, pc, &pushed);
+    }
+  }
+  for (int off = 16; off > 0; off >>= 1) pushed += __shfl_down_sync(kFullMask, pushed, off);
+  if (lane == 0 && pushed) atomicAdd(c.total, static_cast<unsigned long long>(pushed));
+}
+
 // TN: columns per thread (16: 128 threads, warps of 64 x 64; 8: 256 threads,
 // warps of 64 x 32); every thread has 8 rows. KU: k-steps unrolled.
 // BK: k-steps per shared-memory slab (one barrier each), kStages: slabs in flight.
@@ -88,8 +156,10 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
   // The A operand: block rows i_base.. of the row block; B: tile columns
   // j_base.., which lie in one row block (tiles start on a block boundary,
   // and blocks are multiples of 128 rows).
-  const float* a = f.at + i_base;
-  const float* b = f.bt + static_cast<int64_t>(j_base / f.ldt) * f.block_stride + (j_base % f.ldt);
+  // A batch of seed tiles (gridDim.z > 1): tile z is block z against itself.
+  const int64_t zoff = static_cast<int64_t>(blockIdx.z) * f.block_stride;
+  const float* a = f.at + zoff + i_base;
+  const float* b = f.bt + zoff + static_cast<int64_t>(j_base / f.ldt) * f.block_stride + (j_base % f.ldt);
   const int64_t ldt = f.ldt;
   const int cr = t >> 5, cc = (t & 31) * 4;
   auto load = [&](int stage, int kt) {
@@ -147,72 +217,106 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
     }
   }
   cp_async_wait<0>();
+  epilogue<TN>(f, c, counter, acc, i_base, j_base, wm, wn, t, lane);
+}
 
-  // Epilogue: distances and bounds.
-  const int row_at[2] = {wm, wm + 32};
-  unsigned pushed = 0;
-  if (f.dense) {
-    // A diagonal tile seeding empty lists: every entry goes to its row at a
-    // fixed place (self skipped), no atomics.
+// The same block and thread shape (128 x 128, 256 threads of 8 x 8) with
+// the operand fragments double-buffered in registers: the fragments of
+// k-step k + 1 are loaded from shared memory while k-step k's 64 FFMAs
+// issue, and the next slab's first fragments before the current slab's
+// last k-step (its barrier moved there), so a warp never waits on a
+// shared-memory load between FFMAs. MANIFOLD_GPU_FUSED=pf16 / pf8 (16- or
+// 8-deep slabs).
+template <int BK, int kStages>
+__device__ __forceinline__ void fused_tile_pf(const FusedTileArgs& f, const CandidatesView& c, int counter);
+template <int BK, int kStages>
+__global__ __launch_bounds__(256, 2) void fused_tile_kernel_pf(FusedTileArgs f, CandidatesView c, int counter) {
+  fused_tile_pf<BK, kStages>(f, c, counter);
+}
+// At most 112 registers: two blocks then leave room on the SM for a merge
+// block (40 registers x 128 threads), which otherwise waits for one to end.
+template <int BK, int kStages>
+__global__ __maxnreg__(112) void fused_tile_kernel_pf112(FusedTileArgs f, CandidatesView c,
+                                                                                int counter) {
+  fused_tile_pf<BK, kStages>(f, c, counter);
+}
+template <int BK, int kStages>
+__device__ __forceinline__ void fused_tile_pf(const FusedTileArgs& f, const CandidatesView& c, int counter) {
+  constexpr int TN = 8, kThreads = 256, kWarpsN = 4;
+  constexpr int kCopies = 32 * BK / kThreads;
+  __shared__ __align__(16) float as[kStages][BK][BM];
+  __shared__ __align__(16) float bs[kStages][BK][BN];
+  const int t = threadIdx.x;
+  const int i_base = blockIdx.x * BM, j_base = blockIdx.y * BN;
+  // A batch of seed tiles (gridDim.z > 1): tile z is block z against itself.
+  const int64_t zoff = static_cast<int64_t>(blockIdx.z) * f.block_stride;
+  const float* a = f.at + zoff + i_base;
+  const float* b = f.bt + zoff + static_cast<int64_t>(j_base / f.ldt) * f.block_stride + (j_base % f.ldt);
+  const int64_t ldt = f.ldt;
+  const int cr = t >> 5, cc = (t & 31) * 4;
+  auto load = [&](int stage, int kt) {
+    const int64_t k0 = static_cast<int64_t>(kt) * BK;
+#pragma unroll
+    for (int h = 0; h < kCopies; ++h) {
+      const int r = cr + (kThreads / 32) * h;
+      cp_async16(&as[stage][r][cc], a + (k0 + r) * ldt + cc);
+      cp_async16(&bs[stage][r][cc], b + (k0 + r) * ldt + cc);
+    }
+  };
+  const int warp = t >> 5, lane = t & 31;
+  const int wm = (warp / kWarpsN) * 64 + (lane >> 2) * 4;
+  const int wn = (warp % kWarpsN) * (TN * 4) + (lane & 3) * 4;
+
+  float acc[8][TN];
+#pragma unroll
+  for (int r = 0; r < 8; ++r)
+#pragma unroll
+    for (int q = 0; q < TN; ++q) acc[r][q] = 0.f;
+
+  const int nk = f.dpad / BK;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < nk) load(s, s);
+    cp_async_commit();
+  }
+  cp_async_wait<kStages - 2>();
+  __syncthreads();  // slab 0 is in shared memory
+  float4 fa[2][2], fb[2][2];
+  auto frag = [&](int buf, int st, int k) {
+    fa[buf][0] = *reinterpret_cast<const float4*>(&as[st][k][wm]);
+    fa[buf][1] = *reinterpret_cast<const float4*>(&as[st][k][wm + 32]);
+    fb[buf][0] = *reinterpret_cast<const float4*>(&bs[st][k][wn]);
+    fb[buf][1] = *reinterpret_cast<const float4*>(&bs[st][k][wn + 16]);
+  };
+  frag(0, 0, 0);
 #pragma unroll 1
-    for (int r = 0; r < 8; ++r) {
-      const int li = i_base + row_at[r >> 2] + (r & 3);
-      if (li >= f.rows) continue;
-      const float ni = f.row_norms[li];
-      float* cd = c.dist + static_cast<size_t>(li) * c.W;
-      int* ci = c.index + static_cast<size_t>(li) * c.W;
+  for (int kt = 0; kt < nk; ++kt) {
+    const int st = kt % kStages;
+    // Stage (kt - 1) % kStages was last read before the barrier ending slab kt - 1.
+    if (kt + kStages - 1 < nk) load((kt + kStages - 1) % kStages, kt + kStages - 1);
+    cp_async_commit();
 #pragma unroll
-      for (int q = 0; q < TN; ++q) {
-        const int j = j_base + wn + 16 * (q >> 2) + (q & 3);
-        if (j >= f.cols || (!f.keep_self && j == li)) continue;
-        const int pos = (f.keep_self || j < li) ? j : j - 1;
-        float v = 0.f;
-#pragma unroll
-        for (int rr = 0; rr < 8; ++rr)
-          if (rr == r) v = acc[rr][q];
-        const float dist = fmaf(-2.f, v, ni + f.col_norms[j]);
-        cd[pos] = dist == dist ? dist : INFINITY;  // NaN sorts as +inf: never ahead of a real distance
-        ci[pos] = f.c0 + j;
+    for (int k = 0; k < BK; ++k) {
+      const int cur = k & 1;
+      if (k + 1 < BK) {
+        frag(cur ^ 1, st, k + 1);
+      } else if (kt + 1 < nk) {
+        cp_async_wait<kStages - 2>();
+        __syncthreads();  // slab kt + 1 is in shared memory; every warp is done with stage st but its registers
+        frag(cur ^ 1, (kt + 1) % kStages, 0);
       }
-    }
-    if (blockIdx.y == 0)
-      for (int i = t; i < BM; i += kThreads)
-        if (i_base + i < f.rows) {
-          c.count[i_base + i] = f.cols - (f.keep_self ? 0 : 1);
-          c.dirty[i_base + i] = i_base + i;
-        }
-    if (blockIdx.x == 0 && blockIdx.y == 0 && t == 0) {
-      c.n_dirty[counter] = f.rows;
-      atomicAdd(c.total, static_cast<unsigned long long>(f.rows) * (f.cols - (f.keep_self ? 0 : 1)));
-    }
-    return;
-  }
-  float nj[TN], tc[TN];
+      const float av[8] = {fa[cur][0].x, fa[cur][0].y, fa[cur][0].z, fa[cur][0].w,
+                           fa[cur][1].x, fa[cur][1].y, fa[cur][1].z, fa[cur][1].w};
+      const float bv[8] = {fb[cur][0].x, fb[cur][0].y, fb[cur][0].z, fb[cur][0].w,
+                           fb[cur][1].x, fb[cur][1].y, fb[cur][1].z, fb[cur][1].w};
 #pragma unroll
-  for (int q = 0; q < TN; ++q) {
-    const int lj = j_base + wn + 16 * (q >> 2) + (q & 3);
-    const bool ok = lj < f.cols;
-    nj[q] = ok ? f.col_norms[lj] : 0.f;
-    // -inf outside the tile or the column role: never passes.
-    tc[q] = ok && lj >= f.col_role_from ? __ldg(f.thr + f.c0 + lj) : -INFINITY;
-  }
+      for (int r = 0; r < 8; ++r)
 #pragma unroll
-  for (int r = 0; r < 8; ++r) {
-    const int li = i_base + row_at[r >> 2] + (r & 3);
-    const bool row_ok = li < f.rows;
-    const float ni = row_ok ? f.row_norms[li] : 0.f;
-    const float tr = row_ok ? __ldg(f.thr + f.r0 + li) : -INFINITY;
-#pragma unroll
-    for (int q = 0; q < TN; ++q) {
-      const float dist = fmaf(-2.f, acc[r][q], ni + nj[q]);
-      const bool pr = dist <= tr, pc = dist <= tc[q];
-      if (pr || pc)
-        push_candidate(c.dist, c.index, c.count, c.dirty, c.n_dirty + counter, c.T, c.W, f.r0, f.c0, f.rows, f.cols,
-                       f.keep_self, li, j_base + wn + 16 * (q >> 2) + (q & 3), dist, pr, pc, &pushed);
+        for (int q = 0; q < TN; ++q) acc[r][q] = fmaf(av[r], bv[q], acc[r][q]);
     }
   }
-  for (int off = 16; off > 0; off >>= 1) pushed += __shfl_down_sync(kFullMask, pushed, off);
-  if (lane == 0 && pushed) atomicAdd(c.total, static_cast<unsigned long long>(pushed));
+  cp_async_wait<0>();
+  epilogue<TN>(f, c, counter, acc, i_base, j_base, wm, wn, t, lane);
 }
 
 // out[c * ld + i] = rows[i * d + c] for i < count, c < d (32 x 32 tiles
@@ -237,7 +341,9 @@ __global__ void transpose_block_kernel(const float* __restrict__ rows, int count
 
 void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cudaStream_t s) {
   if (f.rows <= 0 || f.cols <= 0) return;
-  const dim3 grid((f.rows + BM - 1) / BM, (f.cols + BN - 1) / BN);
+  // Seed tiles: one grid layer per block (rows: the whole batch's).
+  const int span_r = f.dense ? std::min(f.rows, f.ldt) : f.rows, span_c = f.dense ? span_r : f.cols;
+  const dim3 grid((span_r + BM - 1) / BM, (span_c + BN - 1) / BN, f.dense ? f.batch : 1);
   // MANIFOLD_GPU_FUSED=TNxKU[xBK] picks a shape (measured in bench/gpu/README.md);
   // the default is 8x8x16.
   static const int variant = [] {
@@ -249,6 +355,9 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
     if (!std::strcmp(v, "8x4")) return 4;
     if (!std::strcmp(v, "8x8")) return 6;  // 8-deep slabs, 4 stages
     if (!std::strcmp(v, "8x16x16")) return 7;
+    if (!std::strcmp(v, "pf16")) return 8;
+    if (!std::strcmp(v, "pf8")) return 9;
+    if (!std::strcmp(v, "pf16r112")) return 10;
     return 0;
   }();
   switch (variant) {
@@ -258,6 +367,9 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
     case 5: fused_tile_kernel<16, 4><<<grid, 128, 0, s>>>(f, c, counter); break;
     case 6: fused_tile_kernel<8, 8><<<grid, 256, 0, s>>>(f, c, counter); break;
     case 7: fused_tile_kernel<8, 16, 16, 3><<<grid, 256, 0, s>>>(f, c, counter); break;
+    case 8: fused_tile_kernel_pf<16, 3><<<grid, 256, 0, s>>>(f, c, counter); break;
+    case 9: fused_tile_kernel_pf<8, 4><<<grid, 256, 0, s>>>(f, c, counter); break;
+    case 10: fused_tile_kernel_pf112<16, 3><<<grid, 256, 0, s>>>(f, c, counter); break;
     default: fused_tile_kernel<8, 8, 16, 3><<<grid, 256, 0, s>>>(f, c, counter); break;  // 8x8x16
   }
   launch_check("fused tile kernel");

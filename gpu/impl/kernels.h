@@ -62,6 +62,7 @@ struct FusedTileArgs {
   const float* thr = nullptr;
   bool keep_self = false;
   bool dense = false;
+  int batch = 1;  ///< dense only: seed tiles of `batch` consecutive blocks (rows: all of them), one launch
 };
 
 
@@ -106,6 +107,12 @@ void launch_transpose_block(const float* rows, int count, int64_t d, float* out,
 /// selects each row's k directly when k <= kWarpMergeMaxK and not force_block).
 void launch_merge_tile(ListsView lists, CandidatesView c, int counter, int reset_counter, int r0, int c0,
                        bool force_block, int max_candidates, cudaStream_t s, bool seed = false);
+/// Seeds empty lists from a batch of dense seed tiles (launch_fused_tile with
+/// dense): row r0 + i (i < rows) takes its candidates at c.dist/c.index +
+/// i * c.W, every other row of its block of T rows, selecting k directly.
+/// Clears c.n_dirty[reset_counter] for a later tile.
+void launch_merge_seeds(ListsView lists, CandidatesView c, int reset_counter, int r0, int rows, int T, bool keep_self,
+                        bool force_block, cudaStream_t s);
 /// Merges another device's lists (rows [0,n), candidates other[g][from, from+len)) into `lists`.
 void launch_merge_lists(ListsView lists, const float* other_dist, const int* other_index, const int* other_fill,
                         int from, int len, cudaStream_t s);

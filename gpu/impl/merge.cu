@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 
 #include "impl/kernels.h"
 #include "utils/cuda_check.h"
@@ -58,6 +59,28 @@ struct TileSource {
   }
   __device__ void done(const Item& x) const { c.count[x.slot] = 0; }
   __device__ void finish() const { c.n_dirty[reset_counter] = 0; }
+};
+
+// Dense seed tiles of consecutive blocks: batch row i holds the other rows
+// of its block (T rows, the last block shorter) at i * stride.
+struct SeedSource {
+  const float* dist;
+  const int* index;
+  int* n_dirty;
+  int reset_counter, stride, r0, rows, T;
+  bool keep_self;
+  __device__ int items() const { return rows; }
+  __device__ Item item(int it) const {
+    Item x;
+    x.row = r0 + it;
+    x.dist = dist + static_cast<size_t>(it) * stride;
+    x.index = index + static_cast<size_t>(it) * stride;
+    const int z = it / T;
+    x.count = min(T, rows - z * T) - (keep_self ? 0 : 1);
+    return x;
+  }
+  __device__ void done(const Item&) const {}
+  __device__ void finish() const { n_dirty[reset_counter] = 0; }
 };
 
 // A chunk [from, from+len) of another device's lists, row by row.
@@ -314,7 +337,10 @@ int merge_grid() {
     int dev = 0, sms = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    return (sms > 0 ? sms : 80) * 8;
+    // MANIFOLD_GPU_MERGE_GRID: blocks per SM (for comparison, bench/gpu/README.md).
+    const char* v = std::getenv("MANIFOLD_GPU_MERGE_GRID");
+    const int per_sm = v && std::atoi(v) > 0 ? std::atoi(v) : 8;
+    return (sms > 0 ? sms : 80) * per_sm;
   }();
   return grid;
 }
@@ -343,6 +369,12 @@ void launch_merge(ListsView l, Source src, bool force_block, int max_candidates,
 void launch_merge_tile(ListsView lists, CandidatesView c, int counter, int reset_counter, int r0, int c0,
                        bool force_block, int max_candidates, cudaStream_t s, bool seed) {
   launch_merge(lists, TileSource{c, counter, reset_counter, r0, c0}, force_block, max_candidates, s, seed);
+}
+
+void launch_merge_seeds(ListsView lists, CandidatesView c, int reset_counter, int r0, int rows, int T, bool keep_self,
+                        bool force_block, cudaStream_t s) {
+  launch_merge(lists, SeedSource{c.dist, c.index, c.n_dirty, reset_counter, c.W, r0, rows, T, keep_self}, force_block,
+               T, s, true);
 }
 
 void launch_merge_lists(ListsView lists, const float* other_dist, const int* other_index, const int* other_fill,

@@ -194,6 +194,33 @@ TEST(GpuKnn, BothDotProductPathsOnAwkwardDimensions) {
   }
 }
 
+// Sets MANIFOLD_GPU_TILE (the tile plan's first shape) for one scope.
+struct TileShape {
+  explicit TileShape(const char* shape) { setenv("MANIFOLD_GPU_TILE", shape, 1); }
+  ~TileShape() { unsetenv("MANIFOLD_GPU_TILE"); }
+};
+
+TEST(GpuKnn, FusedSeedsInBatches) {
+  REQUIRE_GPU();
+  // 256 x 512 tiles: the fused kernel seeds 2 W / T = 4 row blocks a launch.
+  // 2600 rows are 11 blocks, the last one short: batches of 4, 4 and 3. k =
+  // 300 takes the merge's block path, 20 its warp selection.
+  GemmPath use("fused");
+  TileShape shape("256x512");
+  for (int64_t d : {37, 64}) {
+    Dataset ds = random_dataset(2600, d, 500 + d);
+    for (int k : {20, 300}) {
+      for (Metric m : {Metric::Euclidean, Metric::Cosine}) {
+        KnnGraph g = build("gpu", ds, params(k, m));
+        EXPECT_EQ(g.extra["tile_rows"].get<int>(), 256);
+        EXPECT_EQ(g.extra["tile_cols"].get<int>(), 512);
+        Reference ref = brute_force(ds, k, m, false);
+        EXPECT_EQ(check_graph(g, ds, ref), "") << "d=" << d << " k=" << k << " metric " << static_cast<int>(m);
+      }
+    }
+  }
+}
+
 TEST(GpuKnn, KEqualsNMinusOne) {
   REQUIRE_GPU();
   // Every other point is a neighbour: the lists are the whole sorted rows.
