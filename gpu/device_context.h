@@ -46,7 +46,7 @@ class DeviceContext {
   struct TileEvents {
     Event gemm_start, gemm_end, sel_start, filter_end, sel_end;
   };
-  static constexpr int kRing = 6;  ///< tiles in flight
+  static constexpr int kRing = 4;  ///< tiles in flight
   TileEvents ring[kRing];
   Event loop_start, loop_end;
 

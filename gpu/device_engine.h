@@ -1,7 +1,8 @@
 #pragma once
 // The tile loop of one GPU. First every diagonal tile (row block I against
 // itself) seeds the lists, so each row has a finite bound before any other
-// tile is seen; then each assigned strip -- row block I against all columns
+// tile is seen (with the fused kernel and resident rows, 2W/T blocks are
+// uploaded and seeded per launch); then each assigned strip -- row block I against all columns
 // after it, W at a time -- is computed tile by tile: the dot products (cuBLAS
 // SGEMM then the filter kernel, or the fused kernel alone), the squared
 // distances filtered against each row's and each column's bound, and the
@@ -127,10 +128,11 @@ class DeviceEngine {
   // Candidate sets, used by tiles in turn, so a tile's merge can run while
   // the next tiles are computed: two for cuBLAS + filter (the filter and the
   // merge share a stream), three for the fused kernel (tile t's kernel
-  // waits for tile t - 3's merge; MANIFOLD_GPU_CANDIDATE_SETS=2..4 for
-  // others). Tile t uses dirty counter t % kCounters; its merge clears the
-  // one of tile t + sets_ (tiles t + 1 .. t + sets_ - 1 may hold theirs).
-  static constexpr int kMaxSets = 4, kFusedSets = 3, kCounters = 8;
+  // waits for tile t - 3's merge; MANIFOLD_GPU_CANDIDATE_SETS=2 for two:
+  // four measured no faster, bench/gpu/README.md). Tile t uses dirty counter
+  // t % kCounters; its merge clears the one of tile t + sets_ (tiles t + 1 ..
+  // t + sets_ - 1 may hold theirs).
+  static constexpr int kMaxSets = 3, kFusedSets = 3, kCounters = 8;
   static_assert(kMaxSets < kCounters && kMaxSets < DeviceContext::kRing, "counters and events of the tiles in flight");
   int sets_ = 2;
   DeviceBuffer<float> cand_dist_[kMaxSets];

@@ -17,6 +17,10 @@
 // an H200 (bench/gpu/README.md), 8 x 16 entries per thread with 128 threads
 // -- the shape of cuBLAS's FFMA kernels -- was 25-45% slower here: 8 warps
 // per SM and an unrolled epilogue too large for the instruction cache.
+// Double-buffering the operand fragments in registers by hand (the next
+// k-step's loaded while this one's FFMAs issue, the barrier moved before the
+// slab's last k-step; commit 22002f0) was 2-3% slower at 100k x 256, and
+// slower still capped at 112 registers to leave an SM room for a merge block.
 // MANIFOLD_GPU_FUSED picks another shape for tuning runs.
 //
 // Each entry is one fmaf chain over c = 0..d-1 in order (the zero padding
@@ -220,105 +224,6 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
   epilogue<TN>(f, c, counter, acc, i_base, j_base, wm, wn, t, lane);
 }
 
-// The same block and thread shape (128 x 128, 256 threads of 8 x 8) with
-// the operand fragments double-buffered in registers: the fragments of
-// k-step k + 1 are loaded from shared memory while k-step k's 64 FFMAs
-// issue, and the next slab's first fragments before the current slab's
-// last k-step (its barrier moved there), so a warp never waits on a
-// shared-memory load between FFMAs. MANIFOLD_GPU_FUSED=pf16 / pf8 (16- or
-// 8-deep slabs).
-template <int BK, int kStages>
-__device__ __forceinline__ void fused_tile_pf(const FusedTileArgs& f, const CandidatesView& c, int counter);
-template <int BK, int kStages>
-__global__ __launch_bounds__(256, 2) void fused_tile_kernel_pf(FusedTileArgs f, CandidatesView c, int counter) {
-  fused_tile_pf<BK, kStages>(f, c, counter);
-}
-// At most 112 registers: two blocks then leave room on the SM for a merge
-// block (40 registers x 128 threads), which otherwise waits for one to end.
-template <int BK, int kStages>
-__global__ __maxnreg__(112) void fused_tile_kernel_pf112(FusedTileArgs f, CandidatesView c,
-                                                                                int counter) {
-  fused_tile_pf<BK, kStages>(f, c, counter);
-}
-template <int BK, int kStages>
-__device__ __forceinline__ void fused_tile_pf(const FusedTileArgs& f, const CandidatesView& c, int counter) {
-  constexpr int TN = 8, kThreads = 256, kWarpsN = 4;
-  constexpr int kCopies = 32 * BK / kThreads;
-  __shared__ __align__(16) float as[kStages][BK][BM];
-  __shared__ __align__(16) float bs[kStages][BK][BN];
-  const int t = threadIdx.x;
-  const int i_base = blockIdx.x * BM, j_base = blockIdx.y * BN;
-  // A batch of seed tiles (gridDim.z > 1): tile z is block z against itself.
-  const int64_t zoff = static_cast<int64_t>(blockIdx.z) * f.block_stride;
-  const float* a = f.at + zoff + i_base;
-  const float* b = f.bt + zoff + static_cast<int64_t>(j_base / f.ldt) * f.block_stride + (j_base % f.ldt);
-  const int64_t ldt = f.ldt;
-  const int cr = t >> 5, cc = (t & 31) * 4;
-  auto load = [&](int stage, int kt) {
-    const int64_t k0 = static_cast<int64_t>(kt) * BK;
-#pragma unroll
-    for (int h = 0; h < kCopies; ++h) {
-      const int r = cr + (kThreads / 32) * h;
-      cp_async16(&as[stage][r][cc], a + (k0 + r) * ldt + cc);
-      cp_async16(&bs[stage][r][cc], b + (k0 + r) * ldt + cc);
-    }
-  };
-  const int warp = t >> 5, lane = t & 31;
-  const int wm = (warp / kWarpsN) * 64 + (lane >> 2) * 4;
-  const int wn = (warp % kWarpsN) * (TN * 4) + (lane & 3) * 4;
-
-  float acc[8][TN];
-#pragma unroll
-  for (int r = 0; r < 8; ++r)
-#pragma unroll
-    for (int q = 0; q < TN; ++q) acc[r][q] = 0.f;
-
-  const int nk = f.dpad / BK;
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < nk) load(s, s);
-    cp_async_commit();
-  }
-  cp_async_wait<kStages - 2>();
-  __syncthreads();  // slab 0 is in shared memory
-  float4 fa[2][2], fb[2][2];
-  auto frag = [&](int buf, int st, int k) {
-    fa[buf][0] = *reinterpret_cast<const float4*>(&as[st][k][wm]);
-    fa[buf][1] = *reinterpret_cast<const float4*>(&as[st][k][wm + 32]);
-    fb[buf][0] = *reinterpret_cast<const float4*>(&bs[st][k][wn]);
-    fb[buf][1] = *reinterpret_cast<const float4*>(&bs[st][k][wn + 16]);
-  };
-  frag(0, 0, 0);
-#pragma unroll 1
-  for (int kt = 0; kt < nk; ++kt) {
-    const int st = kt % kStages;
-    // Stage (kt - 1) % kStages was last read before the barrier ending slab kt - 1.
-    if (kt + kStages - 1 < nk) load((kt + kStages - 1) % kStages, kt + kStages - 1);
-    cp_async_commit();
-#pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      const int cur = k & 1;
-      if (k + 1 < BK) {
-        frag(cur ^ 1, st, k + 1);
-      } else if (kt + 1 < nk) {
-        cp_async_wait<kStages - 2>();
-        __syncthreads();  // slab kt + 1 is in shared memory; every warp is done with stage st but its registers
-        frag(cur ^ 1, (kt + 1) % kStages, 0);
-      }
-      const float av[8] = {fa[cur][0].x, fa[cur][0].y, fa[cur][0].z, fa[cur][0].w,
-                           fa[cur][1].x, fa[cur][1].y, fa[cur][1].z, fa[cur][1].w};
-      const float bv[8] = {fb[cur][0].x, fb[cur][0].y, fb[cur][0].z, fb[cur][0].w,
-                           fb[cur][1].x, fb[cur][1].y, fb[cur][1].z, fb[cur][1].w};
-#pragma unroll
-      for (int r = 0; r < 8; ++r)
-#pragma unroll
-        for (int q = 0; q < TN; ++q) acc[r][q] = fmaf(av[r], bv[q], acc[r][q]);
-    }
-  }
-  cp_async_wait<0>();
-  epilogue<TN>(f, c, counter, acc, i_base, j_base, wm, wn, t, lane);
-}
-
 // out[c * ld + i] = rows[i * d + c] for i < count, c < d (32 x 32 tiles
 // through shared memory, both sides coalesced). Padding rows (c >= d) and
 // columns (i >= count) are left as they are (zero from allocation).
@@ -355,9 +260,6 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
     if (!std::strcmp(v, "8x4")) return 4;
     if (!std::strcmp(v, "8x8")) return 6;  // 8-deep slabs, 4 stages
     if (!std::strcmp(v, "8x16x16")) return 7;
-    if (!std::strcmp(v, "pf16")) return 8;
-    if (!std::strcmp(v, "pf8")) return 9;
-    if (!std::strcmp(v, "pf16r112")) return 10;
     return 0;
   }();
   switch (variant) {
@@ -367,9 +269,6 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
     case 5: fused_tile_kernel<16, 4><<<grid, 128, 0, s>>>(f, c, counter); break;
     case 6: fused_tile_kernel<8, 8><<<grid, 256, 0, s>>>(f, c, counter); break;
     case 7: fused_tile_kernel<8, 16, 16, 3><<<grid, 256, 0, s>>>(f, c, counter); break;
-    case 8: fused_tile_kernel_pf<16, 3><<<grid, 256, 0, s>>>(f, c, counter); break;
-    case 9: fused_tile_kernel_pf<8, 4><<<grid, 256, 0, s>>>(f, c, counter); break;
-    case 10: fused_tile_kernel_pf112<16, 3><<<grid, 256, 0, s>>>(f, c, counter); break;
     default: fused_tile_kernel<8, 8, 16, 3><<<grid, 256, 0, s>>>(f, c, counter); break;  // 8x8x16
   }
   launch_check("fused tile kernel");

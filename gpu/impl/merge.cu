@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <cstdlib>
 
 #include "impl/kernels.h"
 #include "utils/cuda_check.h"
@@ -337,10 +336,7 @@ int merge_grid() {
     int dev = 0, sms = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    // MANIFOLD_GPU_MERGE_GRID: blocks per SM (for comparison, bench/gpu/README.md).
-    const char* v = std::getenv("MANIFOLD_GPU_MERGE_GRID");
-    const int per_sm = v && std::atoi(v) > 0 ? std::atoi(v) : 8;
-    return (sms > 0 ? sms : 80) * per_sm;
+    return (sms > 0 ? sms : 80) * 8;
   }();
   return grid;
 }

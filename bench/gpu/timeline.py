@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Reads the tile timeline of a `manifold bench` JSON made with
+MANIFOLD_GPU_TIMELINE=1 (bench/gpu/timeline_run.sh) and prints where the
+loop's time went: the seed phase (uploads, seed kernels, seed merges), the
+strips, and how long 0, 1 or 2 tile kernels and 0 or 1 merges ran at once.
+    python3 bench/gpu/timeline.py FILE.json [FILE.json.xz ...]"""
+import json
+import lzma
+import sys
+
+
+def load(path):
+    opener = lzma.open if path.endswith(".xz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def overlap_states(tiles):
+    """ms spent with (kernels running, merges running), over the tiles given."""
+    ev = []
+    for t in tiles:
+        ev += [(t["gemm_start"], 1, 0), (t["gemm_end"], -1, 0), (t["sel_start"], 0, 1), (t["sel_end"], 0, -1)]
+    ev.sort()
+    k = m = 0
+    last = ev[0][0]
+    acc = {}
+    for tm, dk, dm in ev:
+        acc[(k, m)] = acc.get((k, m), 0.0) + tm - last
+        last = tm
+        k += dk
+        m += dm
+    return acc
+
+
+def main(paths):
+    for path in paths:
+        case = load(path)["cases"][0]
+        for dev in case["extra"]["per_device"]:
+            tl = dev.get("timeline")
+            if not tl:
+                print(f"{path}: no timeline (run with MANIFOLD_GPU_TIMELINE=1)")
+                continue
+            tiles = [dict(zip(tl["tile_fields"], row)) for row in tl["tiles"]]
+            ups = [dict(zip(tl["upload_fields"], row)) for row in tl["uploads"]]
+            seeds = [t for t in tiles if t["dense"]]
+            strips = [t for t in tiles if not t["dense"]]
+            print(f"{path}: N={case['n']} d={case['d']} k={case['k']}, median {case['median_wall_s']:.4f} s "
+                  f"({case.get('over_floor', 0):.3f} of the floor), device {dev['device']}")
+            st = case["median_stage_s"]
+            print("  stages (ms): " + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in st.items() if v > 1e-4))
+            print(f"  uploads: {len(ups)}, host copies {sum(u['copied'] - u['issued'] for u in ups):.2f} ms, "
+                  f"last on the device at {max(u['done'] for u in ups):.2f} ms")
+            print(f"  seeds: {len(seeds)} launches, kernels {sum(t['gemm_end'] - t['gemm_start'] for t in seeds):.2f} ms, "
+                  f"merges {sum(t['sel_end'] - t['sel_start'] for t in seeds):.2f} ms, "
+                  f"done at {max(t['sel_end'] for t in seeds):.2f} ms")
+            if strips:
+                t0 = min(t["gemm_start"] for t in strips)
+                t1 = max(t["sel_end"] for t in strips)
+                print(f"  strips: {len(strips)} tiles from {t0:.2f} to {t1:.2f} ms ({t1 - t0:.2f} ms), kernels "
+                      f"{sum(t['gemm_end'] - t['gemm_start'] for t in strips):.2f} ms, merges "
+                      f"{sum(t['sel_end'] - t['sel_start'] for t in strips):.2f} ms of stream time")
+                acc = overlap_states(strips)
+                print("  (kernels, merges) running at once, ms: " +
+                      ", ".join(f"{k}: {v:.2f}" for k, v in sorted(acc.items()) if v > 0.005))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    main(sys.argv[1:])
