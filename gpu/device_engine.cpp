@@ -24,10 +24,9 @@ int gemm_streams() {
   return v && !std::strcmp(v, "1") ? 1 : 2;
 }
 
-int candidate_sets(bool fused, int fallback) {
+int candidate_sets(bool fused) {
   const char* v = std::getenv("MANIFOLD_GPU_CANDIDATE_SETS");
-  const int n = v ? std::atoi(v) : 0;
-  return !fused ? 2 : n == 2 ? 2 : fallback;
+  return fused && !(v && !std::strcmp(v, "2")) ? kFusedCandidateSets : 2;
 }
 
 bool timeline_wanted() {
@@ -82,7 +81,7 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   if (!plan.fused)
     for (auto& t : tiles_) t.reset(static_cast<size_t>(plan.T) * plan.W, "allocating a distance tile");
   const size_t cand = 2 * static_cast<size_t>(plan.T) * plan.W;
-  sets_ = candidate_sets(plan.fused, kFusedSets);
+  sets_ = candidate_sets(plan.fused);
   for (int i = 0; i < sets_; ++i) {
     cand_dist_[i].reset(cand, "allocating the candidate buffers");
     cand_index_[i].reset(cand, "allocating the candidate buffers");
@@ -191,7 +190,8 @@ void DeviceEngine::upload_blocks(int64_t b, int64_t blocks, float* rows, float* 
     const int64_t at = z * T, rz = std::min<int64_t>(T, count - at);
     if (rz <= 0) break;
     launch_row_norms(rows + at * d, rz, d, norms + at, ctx_.copy);
-    if (rows_t) launch_transpose_block(rows + at * d, static_cast<int>(rz), d, rows_t + z * T * fused_dpad(d), T, ctx_.copy);
+    if (rows_t)
+      launch_transpose_block(rows + at * d, static_cast<int>(rz), d, rows_t + z * T * fused_dpad(d), T, ctx_.copy);
     if (!plan_.resident)
       cuda_check(cudaMemcpyAsync(all_norms_.data() + r0 + at, norms + at, static_cast<size_t>(rz) * sizeof(float),
                                  cudaMemcpyDeviceToDevice, ctx_.copy),
@@ -261,6 +261,27 @@ int DeviceEngine::ensure_block(int64_t b, int64_t keep_a, int64_t keep_b, int st
   return static_cast<int>(s);
 }
 
+int DeviceEngine::gemm_stream(uint64_t t) const {
+  // Fused kernels of alternate tiles go to two streams when every block is
+  // resident (streamed slots are freed by the last reader, which must be one
+  // stream): a tile's blocks start while the previous tile's last ones run.
+  return plan_.fused && plan_.resident && gemm_streams_ == 2 ? static_cast<int>(t % 2) : 0;
+}
+
+CandidatesView DeviceEngine::candidate_set(uint64_t t, int row_stride) {
+  const int set = static_cast<int>(t % sets_);
+  CandidatesView cv;
+  cv.dist = cand_dist_[set].data();
+  cv.index = cand_index_[set].data();
+  cv.count = cand_count_[set].data();
+  cv.dirty = dirty_[set].data();
+  cv.n_dirty = n_dirty_.data();
+  cv.total = cand_total_.data();
+  cv.T = plan_.T;
+  cv.W = row_stride;
+  return cv;
+}
+
 void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense) {
   const int64_t T = plan_.T, d = plan_.d;
   const int64_t r0 = I * T;
@@ -268,12 +289,9 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
   DeviceContext::TileEvents& ev = ctx_.ring[t % DeviceContext::kRing];
   const Stream& sel = ctx_.select;
 
-  // Fused kernels of alternate tiles go to two streams when every block is
-  // resident (streamed slots are freed by the last reader, which must be one
-  // stream): a tile's blocks start while the previous tile's last ones run.
-  const int gs = plan_.fused && plan_.resident && gemm_streams_ == 2 ? static_cast<int>(t % 2) : 0;
+  const int gs = gemm_stream(t);
   const Stream& g = gs ? ctx_.gemm2 : ctx_.gemm;
-  if (timeline_) issued_.push_back({t, I, c0, cols, dense, plan_.fused ? gs : 0, host_ms(), 0, 0, 0, 0});
+  if (timeline_) issued_.push_back({t, I, c0, cols, dense, gs, host_ms(), 0, 0, 0, 0});
   const float *a_rows, *a_norms, *b_rows, *b_norms;
   int slot_a = -1, slot_b = -1;
   if (plan_.resident) {
@@ -292,16 +310,7 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     b_norms = norms_.data() + static_cast<size_t>(slot_b) * T;
   }
 
-  const int set = static_cast<int>(t % sets_);
-  CandidatesView cv;
-  cv.dist = cand_dist_[set].data();
-  cv.index = cand_index_[set].data();
-  cv.count = cand_count_[set].data();
-  cv.dirty = dirty_[set].data();
-  cv.n_dirty = n_dirty_.data();
-  cv.total = cand_total_.data();
-  cv.T = plan_.T;
-  cv.W = plan_.W;
+  const CandidatesView cv = candidate_set(t, plan_.W);
   const int counter = static_cast<int>(t % kCounters);
   // The candidate set (and, for cuBLAS, the tile buffer) of tile t-2 must be
   // consumed before tile t overwrites it.
@@ -326,7 +335,7 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     f.r0 = static_cast<int>(r0), f.c0 = static_cast<int>(c0);
     f.col_role_from = c0 == r0 ? static_cast<int>(rows) : 0;
     f.row_norms = a_norms, f.col_norms = b_norms, f.thr = thr_.data();
-    f.keep_self = keep_self_, f.dense = dense;
+    f.keep_self = keep_self_;  // never dense: the fused path seeds in seed_tiles()
     launch_fused_tile(f, cv, counter, g);
     ev.gemm_end.record(g);
     ev.filter_end.record(g);
@@ -391,7 +400,7 @@ void DeviceEngine::seed_tiles(uint64_t t, int64_t b0, int64_t blocks) {
   const int64_t rows = std::min<int64_t>(blocks * T, plan_.n - r0);
   DeviceContext::TileEvents& ev = ctx_.ring[t % DeviceContext::kRing];
   const Stream& sel = ctx_.select;
-  const int gs = plan_.resident && gemm_streams_ == 2 ? static_cast<int>(t % 2) : 0;
+  const int gs = gemm_stream(t);
   const Stream& g = gs ? ctx_.gemm2 : ctx_.gemm;
   if (timeline_) issued_.push_back({t, b0, r0, rows, true, gs, host_ms(), 0, 0, 0, 0});
   const float *at, *norms;
@@ -407,14 +416,7 @@ void DeviceEngine::seed_tiles(uint64_t t, int64_t b0, int64_t blocks) {
   }
   // Row i of the batch at i * T of the candidate set (2 T W entries, so up
   // to 2 W / T blocks a batch).
-  const int set = static_cast<int>(t % sets_);
-  CandidatesView cv;
-  cv.dist = cand_dist_[set].data();
-  cv.index = cand_index_[set].data();
-  cv.n_dirty = n_dirty_.data();
-  cv.total = cand_total_.data();
-  cv.T = static_cast<int>(T);
-  cv.W = static_cast<int>(T);
+  const CandidatesView cv = candidate_set(t, static_cast<int>(T));
   if (t >= static_cast<uint64_t>(sets_)) g.wait(ctx_.ring[(t - sets_) % DeviceContext::kRing].sel_end);
   ev.gemm_start.record(g);
   FusedTileArgs f;
@@ -434,8 +436,8 @@ void DeviceEngine::seed_tiles(uint64_t t, int64_t b0, int64_t blocks) {
     slot_free_[static_cast<size_t>(slot)].record(g);
     slot_free_recorded_[static_cast<size_t>(slot)] = 1;
   }
-  launch_merge_seeds(lists(), cv, static_cast<int>((t + sets_) % kCounters), static_cast<int>(r0), static_cast<int>(rows),
-                     static_cast<int>(T), keep_self_, force_block_, sel);
+  launch_merge_seeds(lists(), cv, static_cast<int>((t + sets_) % kCounters), static_cast<int>(r0),
+                     static_cast<int>(rows), static_cast<int>(T), keep_self_, force_block_, sel);
   ev.sel_end.record(sel);
   for (int64_t b = b0; b < b0 + blocks; ++b) {
     const double rb = static_cast<double>(std::min<int64_t>(T, plan_.n - b * T));

@@ -107,6 +107,9 @@ class DeviceEngine {
   void complete(uint64_t t, Progress& progress, const std::atomic<bool>& stop);
   int ensure_block(int64_t b, int64_t keep_a, int64_t keep_b, int stream = 0);
   void seed_tiles(uint64_t t, int64_t b0, int64_t blocks);
+  int gemm_stream(uint64_t t) const;  ///< 0 or 1: ctx_.gemm or ctx_.gemm2
+  /// Candidate set of tile t (sets in turn), its rows `row_stride` apart.
+  CandidatesView candidate_set(uint64_t t, int row_stride);
   void upload_blocks(int64_t b, int64_t blocks, float* rows, float* norms, float* rows_t);
   void upload_resident(int64_t b, int64_t blocks);
   void host_copy(void* dst, const void* src, size_t bytes);
@@ -132,7 +135,7 @@ class DeviceEngine {
   // four measured no faster, bench/gpu/README.md). Tile t uses dirty counter
   // t % kCounters; its merge clears the one of tile t + sets_ (tiles t + 1 ..
   // t + sets_ - 1 may hold theirs).
-  static constexpr int kMaxSets = 3, kFusedSets = 3, kCounters = 8;
+  static constexpr int kMaxSets = kFusedCandidateSets, kCounters = 8;
   static_assert(kMaxSets < kCounters && kMaxSets < DeviceContext::kRing, "counters and events of the tiles in flight");
   int sets_ = 2;
   DeviceBuffer<float> cand_dist_[kMaxSets];

@@ -25,7 +25,7 @@ uint64_t workspace_for(uint64_t budget) {
 // the fused kernel (device_engine.h).
 uint64_t loop_bytes(int T, int W, bool fused) {
   const uint64_t t = static_cast<uint64_t>(T), w = static_cast<uint64_t>(W);
-  return (fused ? 0 : 2 * t * w * 4) + (fused ? 3 : 2) * (2 * t * w * 8 + (t + w) * 8) + 128;
+  return (fused ? 0 : 2 * t * w * 4) + (fused ? kFusedCandidateSets : 2) * (2 * t * w * 8 + (t + w) * 8) + 128;
 }
 
 }  // namespace

@@ -13,12 +13,12 @@ mkdir -p "$out"
 cases=${CASES:-"100000:256:20:5 1000000:128:20:1"}
 for c in $cases; do
   IFS=: read -r n d k reps <<<"$c"
-  MANIFOLD_GPU_TIMELINE=1 $runner bench --backend gpu -n "$n" -d "$d" -k "$k" --repeats "${reps:-3}" --warmup 1 \
-    --json "$out/timeline_${n}_${d}_${k}.json" > "$out/timeline_${n}_${d}_${k}.txt" 2>&1
-  $runner bench --backend gpu -n "$n" -d "$d" -k "$k" --repeats "${reps:-3}" --warmup 1 \
-    --json "$out/plain_${n}_${d}_${k}.json" > "$out/plain_${n}_${d}_${k}.txt" 2>&1
-  python3 -c "import json,sys; [print(sys.argv[1], c['median_wall_s'], round(c['over_floor'],3)) for c in json.load(open(sys.argv[2]))['cases']]" \
-    "timeline $n $d $k" "$out/timeline_${n}_${d}_${k}.json"
-  python3 -c "import json,sys; [print(sys.argv[1], c['median_wall_s'], round(c['over_floor'],3)) for c in json.load(open(sys.argv[2]))['cases']]" \
-    "plain $n $d $k" "$out/plain_${n}_${d}_${k}.json"
+  for mode in timeline plain; do
+    timeline=0
+    [ $mode = timeline ] && timeline=1
+    MANIFOLD_GPU_TIMELINE=$timeline $runner bench --backend gpu -n "$n" -d "$d" -k "$k" --repeats "${reps:-3}" \
+      --warmup 1 --json "$out/${mode}_${n}_${d}_${k}.json" > "$out/${mode}_${n}_${d}_${k}.txt" 2>&1
+    python3 -c "import json,sys; [print(sys.argv[1], c['median_wall_s'], round(c['over_floor'],3)) for c in json.load(open(sys.argv[2]))['cases']]" \
+      "$mode $n $d $k" "$out/${mode}_${n}_${d}_${k}.json"
+  done
 done

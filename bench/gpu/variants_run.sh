@@ -4,7 +4,10 @@
 # each a fresh `manifold bench --backend gpu` process.
 #   bash bench/gpu/variants_run.sh MANIFOLD_RUNNER OUT_DIR
 # A variant is "name:VAR=value,VAR=value" (environment of its run; "name:-"
-# for none), e.g. "pf16:MANIFOLD_GPU_FUSED=pf16,MANIFOLD_GPU_MERGE_GRID=2".
+# for none), e.g. "sets2:MANIFOLD_GPU_CANDIDATE_SETS=2". BUNDLE=DIR runs that
+# variant with another build (DIR/run manifold, made by device-bundle), so
+# two builds go against each other on the same data:
+#   VARIANTS="A1:BUNDLE=.device/old B1:- A2:BUNDLE=.device/old B2:-"
 # env: CASES ("1000000:128:20:3 100000:256:20:5", N:d:k:repeats), VARIANTS.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,8 +26,10 @@ for c in $cases; do
     settings=${v#*:}
     envs=()
     [ "$settings" != - ] && IFS=, read -r -a envs <<<"$settings"
+    run=$runner
+    for e in "${envs[@]}"; do [ "${e%%=*}" = BUNDLE ] && run="${e#BUNDLE=}/run manifold"; done
     echo "== $name ($n, $d, $k): ${envs[*]}"
-    env "${envs[@]}" $runner bench --backend gpu --data "$data" -k "$k" --repeats "$reps" --warmup 1 \
+    env "${envs[@]}" $run bench --backend gpu --data "$data" -k "$k" --repeats "$reps" --warmup 1 \
       --json "$out/variant_${name}_${n}_${d}.json" | tail -2
   done
   rm -f "$data"
