@@ -30,6 +30,9 @@ class DeviceContext {
   /// A second stream for the fused kernel: alternate tiles go to it, so one
   /// tile's kernel fills the SMs that the previous one's last blocks leave.
   Stream gemm2;
+  /// The final step's certificate and copies home while the tile loop still
+  /// runs (final_step.h EarlyFinal).
+  Stream finish;
   CublasHandle cublas;
 
   /// The cuBLAS workspace, grown to `bytes` (never shrunk); device bytes held.

@@ -440,8 +440,9 @@ void DeviceEngine::seed_tiles(uint64_t t, int64_t b0, int64_t blocks) {
                      static_cast<int>(rows), static_cast<int>(T), keep_self_, force_block_, sel);
   ev.sel_end.record(sel);
   for (int64_t b = b0; b < b0 + blocks; ++b) {
-    const double rb = static_cast<double>(std::min<int64_t>(T, plan_.n - b * T));
-    stats_.gemm_flop += 2.0 * rb * rb * static_cast<double>(d);
+    // The 128 x 128 kernel blocks on and above each tile's diagonal.
+    const double kb = static_cast<double>((std::min<int64_t>(T, plan_.n - b * T) + 127) / 128);
+    stats_.gemm_flop += 2.0 * 128 * 128 * kb * (kb + 1) / 2 * static_cast<double>(d);
   }
 }
 
@@ -465,7 +466,8 @@ void DeviceEngine::complete(uint64_t t, Progress& progress, const std::atomic<bo
   if (stop.load(std::memory_order_relaxed)) throw Cancelled();
 }
 
-void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, const std::atomic<bool>& stop) {
+void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, const std::atomic<bool>& stop,
+                       const RowsFinal& rows_final) {
   cuda_check(cudaSetDevice(ctx_.device), "selecting the device");
   const int64_t T = plan_.T, n = plan_.n, nb = plan_.blocks();
   constexpr uint64_t R = DeviceContext::kRing;
@@ -511,9 +513,13 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   Event seeds_end;
   seeds_end.record(ctx_.select);
   if (plan_.resident) {
+    int64_t final_blocks = 0;  // strips 0 .. final_blocks - 1 all issued here
     for (int64_t I : strips) {
       const int64_t first = (I + 1) * T;
       for (int64_t c0 = first; c0 < n; c0 += plan_.W) next(I, c0, std::min<int64_t>(plan_.W, n - c0), -1, false);
+      // Later strips' tiles hold only later rows (their columns start after
+      // their row block), so rows of blocks 0..I are done.
+      if (rows_final && I == final_blocks) rows_final(std::min(n, ++final_blocks * T), ctx_.select);
     }
   } else {
     // Panels: `panel` row blocks of this device stay in their slots (each is

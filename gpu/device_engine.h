@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -73,7 +74,13 @@ class DeviceEngine {
   /// only for `owned` blocks, the bound for the others), then the strips.
   /// Call from one thread. Advances `progress` per finished tile; stops
   /// between tiles (Cancelled) when progress is cancelled or `stop` is set.
-  void run(const std::vector<int64_t>& strips, Progress& progress, const std::atomic<bool>& stop);
+  /// `rows_final` (may be empty) is told, each time more leading rows'
+  /// lists are final, how many: after strip I when strips 0..I were all
+  /// this device's, rows [0, (I + 1) T) take no more candidates once the
+  /// work queued on `after` is done (final_step.h EarlyFinal).
+  using RowsFinal = std::function<void(int64_t rows, cudaStream_t after)>;
+  void run(const std::vector<int64_t>& strips, Progress& progress, const std::atomic<bool>& stop,
+           const RowsFinal& rows_final = {});
 
   int device() const { return ctx_.device; }
   const std::string& device_name() const { return ctx_.name; }
@@ -87,6 +94,9 @@ class DeviceEngine {
   /// Resident plans: copies any block still missing and returns all rows on
   /// the device, ready on stream(). Streaming plans: nullptr.
   const float* all_rows();
+  /// Resident plans: where all rows will be (complete once the seeds and
+  /// the first strip are done). Streaming plans: nullptr.
+  const float* resident_rows() const { return plan_.resident ? rows_.data() : nullptr; }
 
   /// Stored squared norms of all n rows (as the tile loop used them), ready
   /// after run() and all_rows() / release_loop_buffers().

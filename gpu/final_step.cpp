@@ -102,7 +102,163 @@ int list_capacity(int k, int64_t n, bool keep_self, bool tensor) {
       std::min<int64_t>({static_cast<int64_t>(k) + list_slack(k, tensor), available, int64_t{kMaxK}}));
 }
 
-void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
+/// The resident path's device side: the result and the certificate's
+/// outputs on the device, and the certificate's arguments.
+struct ResidentOutput {
+  ResidentOutput(const FinalStepInput& in, const KnnGraph& g)
+      : in(in),
+        nk(static_cast<size_t>(g.n) * g.k),
+        out_i(nk, "allocating the result"),
+        out_d(nk, "allocating the result"),
+        st(static_cast<size_t>(g.n), "allocating the result"),
+        ukey(static_cast<size_t>(g.n), "allocating the result"),
+        use(1, "allocating the result"),
+        status(static_cast<size_t>(g.n)) {
+    cuda_check(cudaMemsetAsync(use.data(), 0, sizeof(float), in.stream), "clearing a counter");
+    const int64_t available = g.n - (in.params->keep_self ? 0 : 1);
+    ca.rows = in.device_rows, ca.d = in.rows->cols, ca.norms = in.norms, ca.lists = in.lists, ca.k = g.k;
+    ca.euclidean = in.params->metric == Metric::Euclidean, ca.complete = in.lists.k >= available;
+    ca.model = make_error_model(g.d, in.tensor);
+    ca.out_index = out_i.data(), ca.out_dist = out_d.data(), ca.status = st.data(), ca.max_use = use.data();
+    ca.ukey = ukey.data();
+  }
+
+  /// The largest stored norm, for the bound of the points a list does not
+  /// hold (the rows' norms must be on the device).
+  void prepare(cudaStream_t s) {
+    if (prepared) return;
+    std::vector<float> norms(status.size());
+    cuda_check(cudaMemcpyAsync(norms.data(), in.norms, norms.size() * sizeof(float), cudaMemcpyDeviceToHost, s),
+               "copying the row norms from the GPU");
+    cuda_check(cudaStreamSynchronize(s), "copying the row norms from the GPU");
+    double ymax = 0;
+    for (float v : norms) ymax = std::max(ymax, static_cast<double>(v));
+    ca.ymax = ymax;
+    prepared = true;
+  }
+
+  /// Certifies rows [r0, r1) on s (prepare() first).
+  void certify(int64_t r0, int64_t r1, cudaStream_t s) {
+    CertifyArgs a = ca;
+    a.row_begin = r0, a.row_end = r1;
+    launch_certify(a, s);
+  }
+
+  /// Rows [r0, r1)'s result into g, with their status into `status` when
+  /// `with_status` (pageable copies on s, then waits for s).
+  void copy_rows_home(int64_t r0, int64_t r1, KnnGraph& g, cudaStream_t s, bool with_status = true) {
+    const char* what = "copying the result from the GPU";
+    const size_t k = static_cast<size_t>(g.k), a = static_cast<size_t>(r0), rows = static_cast<size_t>(r1 - r0);
+    if (with_status)
+      cuda_check(cudaMemcpyAsync(status.data() + a, st.data() + a, rows * sizeof(int), cudaMemcpyDeviceToHost, s),
+                 what);
+    cuda_check(cudaMemcpyAsync(g.indices.data() + a * k, out_i.data() + a * k, rows * k * sizeof(int64_t),
+                               cudaMemcpyDeviceToHost, s),
+               what);
+    cuda_check(cudaMemcpyAsync(g.distances.data() + a * k, out_d.data() + a * k, rows * k * sizeof(float),
+                               cudaMemcpyDeviceToHost, s),
+               what);
+    cuda_check(cudaStreamSynchronize(s), what);
+  }
+
+  float max_use(cudaStream_t s) const {
+    float u = 0.f;
+    cuda_check(cudaMemcpyAsync(&u, use.data(), sizeof(float), cudaMemcpyDeviceToHost, s),
+               "copying the result from the GPU");
+    cuda_check(cudaStreamSynchronize(s), "copying the result from the GPU");
+    return u;
+  }
+
+  const FinalStepInput& in;
+  const size_t nk;
+  DeviceBuffer<int64_t> out_i;
+  DeviceBuffer<float> out_d;
+  DeviceBuffer<int> st;
+  DeviceBuffer<float> ukey, use;
+  CertifyArgs ca;
+  bool prepared = false;
+  std::vector<int> status;  ///< host: per row, candidates re-evaluated or -1
+};
+
+EarlyFinal::EarlyFinal(const FinalStepInput& in, KnnGraph& g, cudaStream_t stream)
+    : in_(in), g_(g), stream_(stream) {
+  DeviceScope scope(in_.device);
+  out_ = std::make_unique<ResidentOutput>(in_, g_);
+  cuda_check(cudaEventCreateWithFlags(&reported_event_, cudaEventDisableTiming), "creating an event");
+  // The result's buffers are cleared on in.stream: the worker's stream waits for that.
+  cuda_check(cudaEventRecord(reported_event_, in_.stream), "recording an event");
+  cuda_check(cudaStreamWaitEvent(stream_, reported_event_, 0), "ordering streams");
+  worker_ = std::thread([this] { work(); });
+}
+
+EarlyFinal::~EarlyFinal() {
+  {
+    std::lock_guard lock(m_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  cudaSetDevice(in_.device);
+  cudaStreamSynchronize(stream_);  // nothing may still use the buffers freed next
+  if (reported_event_) cudaEventDestroy(reported_event_);
+}
+
+void EarlyFinal::rows_final(int64_t rows, cudaStream_t after) {
+  {
+    std::lock_guard lock(m_);
+    if (rows <= reported_) return;
+    cuda_check(cudaEventRecord(reported_event_, after), "recording an event");
+    reported_ = rows;
+  }
+  cv_.notify_all();
+}
+
+void EarlyFinal::work() {
+  try {
+    cuda_check(cudaSetDevice(in_.device), "selecting the device");
+    bool host_ready = false;
+    for (int64_t done = 0; done < g_.n;) {
+      int64_t rows = 0;
+      {
+        // The latest report (events complete in stream order, so it covers
+        // every earlier one); its event waited for under the lock, before
+        // the loop's thread records it again.
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return stop_ || reported_ > done; });
+        if (stop_) return;
+        rows = reported_;
+        cuda_check(cudaStreamWaitEvent(stream_, reported_event_, 0), "ordering streams");
+      }
+      out_->prepare(stream_);
+      const Event e0, e1, e2;
+      e0.record(stream_);
+      out_->certify(done, rows, stream_);
+      e1.record(stream_);
+      if (!host_ready) {
+        if (in_.wait_host_result) in_.wait_host_result();
+        host_ready = true;
+      }
+      out_->copy_rows_home(done, rows, g_, stream_);
+      e2.record(stream_);
+      e2.synchronize("copying the result from the GPU");
+      certify_ms_ += e1.since(e0);
+      download_ms_ += e2.since(e1);
+      ++ranges_;
+      done = rows;
+    }
+  } catch (...) {
+    std::lock_guard lock(m_);
+    error_ = std::current_exception();
+  }
+}
+
+void EarlyFinal::finish(cudaStream_t after) {
+  rows_final(g_.n, after);
+  worker_.join();
+  if (error_) std::rethrow_exception(error_);
+}
+
+void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress, EarlyFinal* early) {
   const auto t_prep = std::chrono::steady_clock::now();
   const KnnParams& params = *in.params;
   const Dataset& data = *in.data;
@@ -115,6 +271,7 @@ void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
   const bool complete = cap >= available;
   const size_t nk = static_cast<size_t>(g.n) * g.k;
   const size_t ncap = static_cast<size_t>(g.n) * cap;
+  if (early && !in.device_rows) throw Error("internal: the early final step needs resident rows");
 
     {
       DeviceBuffer<int> bad(2, "allocating a counter");
@@ -130,15 +287,7 @@ void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
                     std::to_string(out[0]) + " such rows; the data hold NaN or infinite values?)");
     }
 
-    // Every row's stored norm: the error bound needs each candidate's and
-    // the largest (for the points a list does not hold).
     const float* device_rows = in.device_rows;  // resident: all rows on this device; else nullptr
-    std::vector<float> norms(static_cast<size_t>(g.n));
-    cuda_check(cudaMemcpyAsync(norms.data(), in.norms, norms.size() * sizeof(float), cudaMemcpyDeviceToHost, s),
-               "copying the row norms from the GPU");
-    cuda_check(cudaStreamSynchronize(s), "copying the row norms from the GPU");
-    double ymax = 0;
-    for (float v : norms) ymax = std::max(ymax, static_cast<double>(v));
     const ErrorModel model = make_error_model(g.d, tensor);
 
     // The result's host pages are faulted in on another thread meanwhile
@@ -149,32 +298,37 @@ void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
       if (in.wait_host_result) in.wait_host_result();
       g.timings.emplace_back("result_wait", seconds_since(tw));
     };
-    std::vector<int> status(static_cast<size_t>(g.n));
+    std::vector<int> status;
     float max_use = 0.f;
     int64_t uncertified = 0, rescanned = 0;
     Event ev_cert0, ev_cert1, ev_down1;  // ev_down1: streamed path
     if (device_rows) {
-      DeviceBuffer<int64_t> out_i(nk, "allocating the result");
-      DeviceBuffer<float> out_d(nk, "allocating the result");
-      DeviceBuffer<int> st(static_cast<size_t>(g.n), "allocating the result");
-      DeviceBuffer<float> ukey(static_cast<size_t>(g.n), "allocating the result");
-      DeviceBuffer<float> use(1, "allocating the result");
-      cuda_check(cudaMemsetAsync(use.data(), 0, sizeof(float), s), "clearing a counter");
-      CertifyArgs ca;
-      ca.rows = device_rows, ca.d = rows.cols, ca.norms = in.norms, ca.lists = lists, ca.k = g.k;
-      ca.euclidean = params.metric == Metric::Euclidean, ca.complete = complete, ca.ymax = ymax, ca.model = model;
-      ca.out_index = out_i.data(), ca.out_dist = out_d.data(), ca.status = st.data(), ca.max_use = use.data();
-      ca.ukey = ukey.data();
+      std::unique_ptr<ResidentOutput> own;
+      if (!early) own = std::make_unique<ResidentOutput>(in, g);
+      ResidentOutput& out = early ? *early->out_ : *own;
       g.timings.emplace_back("final_prep", seconds_since(t_prep));
-      ev_cert0.record(s);
-      launch_certify(ca, s);
-      ev_cert1.record(s);
-      cuda_check(cudaMemcpyAsync(status.data(), st.data(), status.size() * sizeof(int), cudaMemcpyDeviceToHost, s),
-                 "copying the result from the GPU");
-      cuda_check(cudaMemcpyAsync(&max_use, use.data(), sizeof(float), cudaMemcpyDeviceToHost, s),
-                 "copying the result from the GPU");
-      cuda_check(cudaStreamSynchronize(s), "certifying the neighbour lists");
-      g.timings.emplace_back("certify", ev_cert1.since(ev_cert0) / 1e3);
+      if (early) {
+        const auto tw = std::chrono::steady_clock::now();
+        early->finish(s);
+        g.timings.emplace_back("final_wait", seconds_since(tw));
+        g.timings.emplace_back("certify", early->certify_ms_ / 1e3);
+        g.extra["early_ranges"] = early->ranges_;
+      } else {
+        out.prepare(s);
+        ev_cert0.record(s);
+        out.certify(0, g.n, s);
+        ev_cert1.record(s);
+        cuda_check(cudaMemcpyAsync(out.status.data(), out.st.data(), out.status.size() * sizeof(int),
+                                   cudaMemcpyDeviceToHost, s),
+                   "copying the result from the GPU");
+        cuda_check(cudaStreamSynchronize(s), "certifying the neighbour lists");
+        g.timings.emplace_back("certify", ev_cert1.since(ev_cert0) / 1e3);
+      }
+      max_use = out.max_use(s);
+      status = std::move(out.status);
+      DeviceBuffer<int64_t>& out_i = out.out_i;
+      DeviceBuffer<float>& out_d = out.out_d;
+      DeviceBuffer<float>& ukey = out.ukey;
 
       // The rescan: each uncertified row against every point, with the same
       // kind of GEMM and bound, keeping what its own k-th upper bound cannot
@@ -184,6 +338,7 @@ void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
         if (status[static_cast<size_t>(i)] < 0) failed.push_back(static_cast<int>(i));
       uncertified = static_cast<int64_t>(failed.size());
       const auto tr = std::chrono::steady_clock::now();
+      std::vector<int> rescanned_rows;
       if (!failed.empty()) {
         progress.stage("rescan: " + std::to_string(failed.size()) + " rows whose " + std::to_string(cap) +
                            " candidates the error bound could not certify, screened against every point",
@@ -226,6 +381,7 @@ void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
             for (int r = 0; r < count; ++r)
               if (st2_host[static_cast<size_t>(r)] >= 0) {
                 status[static_cast<size_t>(failed[r0 + r])] = st2_host[static_cast<size_t>(r)];
+                rescanned_rows.push_back(failed[r0 + r]);
                 ++rescanned;
               }
             progress.advance(static_cast<uint64_t>(count));
@@ -237,18 +393,31 @@ void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress) {
         progress.finish();
       }
       g.timings.emplace_back("rescan", seconds_since(tr));
-      wait_host_result();
       const auto t_down = std::chrono::steady_clock::now();
-      const int copy_threads = std::min(8, hardware_threads(params.threads));
-      download_to_host(g.indices.data(), out_i.data(), nk * sizeof(int64_t), s, in.staging, in.staging_bytes,
-                       copy_threads);
-      download_to_host(g.distances.data(), out_d.data(), nk * sizeof(float), s, in.staging, in.staging_bytes,
-                       copy_threads);
+      if (!early) {
+        wait_host_result();
+        const int copy_threads = std::min(8, hardware_threads(params.threads));
+        download_to_host(g.indices.data(), out_i.data(), nk * sizeof(int64_t), s, in.staging, in.staging_bytes,
+                         copy_threads);
+        download_to_host(g.distances.data(), out_d.data(), nk * sizeof(float), s, in.staging, in.staging_bytes,
+                         copy_threads);
+      } else {
+        // Home already, but for the rows the rescan ranked since.
+        for (int row : rescanned_rows) out.copy_rows_home(row, row + 1, g, s, false);
+      }
       if (in.merge_devices_ms) g.timings.emplace_back("merge_devices", *in.merge_devices_ms / 1e3);
-      g.timings.emplace_back("download", seconds_since(t_down));
+      g.timings.emplace_back(early ? "download_after" : "download", seconds_since(t_down));
+      if (early) g.timings.emplace_back("download", early->download_ms_ / 1e3);
     } else {
       // Streamed rows: the same step on the host, in the device's exact
       // float64 order, reading candidates' rows from host memory.
+      std::vector<float> norms(static_cast<size_t>(g.n));
+      cuda_check(cudaMemcpyAsync(norms.data(), in.norms, norms.size() * sizeof(float), cudaMemcpyDeviceToHost, s),
+                 "copying the row norms from the GPU");
+      cuda_check(cudaStreamSynchronize(s), "copying the row norms from the GPU");
+      double ymax = 0;
+      for (float v : norms) ymax = std::max(ymax, static_cast<double>(v));
+      status.resize(static_cast<size_t>(g.n));
       std::vector<float> ld(ncap);
       std::vector<int> li(ncap), lf(static_cast<size_t>(g.n));
       ev_cert0.record(s);

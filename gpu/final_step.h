@@ -15,10 +15,15 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "impl/kernels.h"
 #include "manifold/knn.h"
@@ -62,6 +67,7 @@ struct FinalStepInput {
   /// threads copy out of the other). Null: a plain pageable copy.
   unsigned char* staging[2] = {nullptr, nullptr};
   size_t staging_bytes = 0;
+  int device = 0;                     ///< the device of lists, rows and stream
 };
 
 /// Copies `bytes` from device memory to pageable host memory through the two
@@ -73,13 +79,60 @@ struct FinalStepInput {
 void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, unsigned char* const staging[2],
                       size_t staging_bytes, int threads);
 
+struct ResidentOutput;  // the resident path's device buffers (final_step.cpp)
+
+/// Step 2 and the copy home beside the tile loop (one GPU, every row
+/// resident): the loop's thread reports each time more rows' lists are
+/// final (after strip I, rows of blocks 0..I take no more candidates); a
+/// worker thread certifies those rows on its own stream (`stream` is the
+/// device context's finish stream) and copies their result into g, so when
+/// the loop ends only the last strips' rows are left. The rows and norms of
+/// `in` must be on the device once the first reported rows are final.
+/// run_final_step(in, g, progress, this) finishes it; destroying it first
+/// (an error or a cancellation) stops the worker after its current range.
+class EarlyFinal {
+ public:
+  EarlyFinal(const FinalStepInput& in, KnnGraph& g, cudaStream_t stream);
+  ~EarlyFinal();
+  EarlyFinal(const EarlyFinal&) = delete;
+  EarlyFinal& operator=(const EarlyFinal&) = delete;
+
+  /// Rows [0, rows) are final once the work queued on `after` so far is
+  /// done (called from the loop's thread; never blocks on the GPU).
+  void rows_final(int64_t rows, cudaStream_t after);
+
+ private:
+  friend void run_final_step(const FinalStepInput&, KnnGraph&, Progress&, EarlyFinal*);
+  /// Reports every row final after the work queued on `after`, waits for
+  /// the worker and rethrows its error.
+  void finish(cudaStream_t after);
+  void work();
+
+  const FinalStepInput in_;
+  KnnGraph& g_;
+  cudaStream_t stream_;
+  std::unique_ptr<ResidentOutput> out_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  int64_t reported_ = 0;          ///< rows reported final (guarded by m_)
+  cudaEvent_t reported_event_{};  ///< completes when they are (guarded by m_)
+  bool stop_ = false;
+  std::exception_ptr error_;
+  double certify_ms_ = 0, download_ms_ = 0;  ///< worker: CUDA-event sums
+  int ranges_ = 0;                           ///< worker: ranges certified
+  std::thread worker_;
+};
+
 /// Runs steps 1-4 and writes g.indices / g.distances (n*k, g.k set), the
 /// step's timings ("certify", "rescan", "merge_devices", "download",
-/// "fallback", in the engine's order) and its statistics in g.extra
-/// (precision, list_capacity, reevaluated_per_row, reevaluated_max,
+/// "fallback", in the engine's order; with `early` also "final_wait", the
+/// time the worker's last ranges took after the loop) and its statistics in
+/// g.extra (precision, list_capacity, reevaluated_per_row, reevaluated_max,
 /// uncertified_rows, rescanned_rows, fallback_rows, error_bound_c_dot,
-/// error_bound_max_use). Progress stages: "certify", then "rescan: ..." and
-/// "fallback: ..." naming the rows when there are any.
-void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress);
+/// error_bound_max_use; early_ranges with `early`). Progress stages:
+/// "certify", then "rescan: ..." and "fallback: ..." naming the rows when
+/// there are any. `early`: steps 2 and the copy home ran beside the loop
+/// (in.device_rows must be set); only the rescan's rows are copied again.
+void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress, EarlyFinal* early = nullptr);
 
 }  // namespace manifold::gpu

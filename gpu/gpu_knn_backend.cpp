@@ -79,8 +79,8 @@ std::vector<int> chosen_devices(const KnnParams& p) {
 uint64_t device_budget(int dev, uint64_t requested) {
   DeviceContext& ctx = DeviceContext::get(dev);
   DeviceScope scope(dev);
-  size_t free_b = 0, total_b = 0;
-  cuda_check(cudaMemGetInfo(&free_b, &total_b), "reading the free device memory");
+  // Free memory and what the device cache holds (utils/device_memory.h).
+  const size_t free_b = device_free_bytes();
   // Leave room for the CUDA context's own growth and for other processes;
   // what our device context already holds is ours to use.
   const uint64_t usable = (free_b > (uint64_t{512} << 20) ? static_cast<uint64_t>(free_b * 0.92) - (uint64_t{256} << 20)
@@ -98,6 +98,11 @@ bool use_fused(int64_t d) {
     if (!std::strcmp(v, "cublas")) return false;
   }
   return d <= kFusedMaxD;
+}
+
+bool early_final() {
+  const char* v = std::getenv("MANIFOLD_GPU_EARLY_FINAL");
+  return !(v && !std::strcmp(v, "0"));
 }
 
 /// Strips of the upper triangle for each device (Kato & Hosino).
@@ -227,7 +232,24 @@ class GpuKnnBackend final : public KnnBackend {
     uint64_t total_tiles = 0;
     for (auto& s : strips) total_tiles += DeviceEngine::tiles_for(plan, s);
     // The result's host memory is fresh pages to fault in: touch it meanwhile.
-    auto host_result = std::async(std::launch::async, [&g] { g.allocate_result(); });
+    std::shared_future<void> host_result = std::async(std::launch::async, [&g] { g.allocate_result(); }).share();
+    DeviceEngine& main = *engines[0];
+    FinalStepInput fin;
+    fin.data = &data, fin.params = &params, fin.rows = &rows, fin.lists = main.lists();
+    fin.norms = main.norms(), fin.stream = main.stream(), fin.tensor = tensor, fin.device = main.device();
+    fin.dot_products = [&main](const float* a, int m, const float* b, int ncols, float* c, int ldc,
+                               cudaStream_t st) { main.dot_products(a, m, b, ncols, c, ldc, st); };
+    fin.wait_host_result = [host_result] { host_result.get(); };
+    // One GPU with every row resident: the final step certifies and copies
+    // home each strip's rows while the later strips run (final_step.h).
+    // MANIFOLD_GPU_EARLY_FINAL=0 leaves it all for after the loop.
+    std::unique_ptr<EarlyFinal> early;
+    DeviceEngine::RowsFinal rows_final;
+    if (engines.size() == 1 && plan.resident && plan.bytes + plan.final_bytes <= plan.budget && early_final()) {
+      fin.device_rows = main.resident_rows();
+      early = std::make_unique<EarlyFinal>(fin, g, DeviceContext::get(main.device()).finish);
+      rows_final = [&early](int64_t r, cudaStream_t after) { early->rows_final(r, after); };
+    }
     const auto t2 = std::chrono::steady_clock::now();
     progress.stage("knn", total_tiles, "tiles");
     std::atomic<bool> stop{false};
@@ -235,7 +257,7 @@ class GpuKnnBackend final : public KnnBackend {
     std::mutex failure_mutex;
     auto work = [&](size_t i) {
       try {
-        engines[i]->run(strips[i], progress, stop);
+        engines[i]->run(strips[i], progress, stop, rows_final);
       } catch (...) {
         std::lock_guard lock(failure_mutex);
         // The first error wins; the Cancelled others throw when told to stop is not news.
@@ -251,6 +273,7 @@ class GpuKnnBackend final : public KnnBackend {
       for (auto& th : threads) th.join();
     }
     if (failure) {
+      early.reset();
       host_result.wait();
       std::rethrow_exception(failure);
     }
@@ -293,7 +316,6 @@ class GpuKnnBackend final : public KnnBackend {
     progress.stage("certify", 1, "steps");
     for (auto& e : engines) e->release_loop_buffers();
     g.timings.emplace_back("release", seconds_since(t3));
-    DeviceEngine& main = *engines[0];
     DeviceScope scope(main.device());
     const ListsView lists = main.lists();
     cudaStream_t s = main.stream();
@@ -323,14 +345,9 @@ class GpuKnnBackend final : public KnnBackend {
 
     // The merge's events completed before the final step reads its time.
     cuda_check(cudaStreamSynchronize(s), "merging the devices' lists");
-    FinalStepInput fin;
-    fin.data = &data, fin.params = &params, fin.rows = &rows, fin.lists = lists;
     fin.device_rows = main.all_rows();  // resident: all rows on device 0; else nullptr
-    fin.norms = main.norms(), fin.stream = s, fin.tensor = tensor;
-    fin.dot_products = [&main](const float* a, int m, const float* b, int ncols, float* c, int ldc,
-                               cudaStream_t st) { main.dot_products(a, m, b, ncols, c, ldc, st); };
+    fin.norms = main.norms();           // streamed: the kept norms, after release_loop_buffers
     fin.merge_devices_ms = ev_merge1.since(ev_merge0);
-    fin.wait_host_result = [&host_result] { host_result.get(); };
     // Device 0's staging buffers carry the result home; its uploads are done.
     DeviceContext& ctx0 = DeviceContext::get(main.device());
     for (int i = 0; i < 2; ++i) {
@@ -338,7 +355,7 @@ class GpuKnnBackend final : public KnnBackend {
       fin.staging[i] = ctx0.staging(i);
     }
     fin.staging_bytes = DeviceContext::kStagingBytes;
-    run_final_step(fin, g, progress);
+    run_final_step(fin, g, progress, early.get());
     g.timings.emplace_back("final", seconds_since(t3));
     // Core's input hash can outlast the whole GPU job.
     const auto t5 = std::chrono::steady_clock::now();

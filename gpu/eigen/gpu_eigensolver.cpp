@@ -72,8 +72,7 @@ class GpuBlockOperator final : public BlockOperator {
     const size_t need = static_cast<size_t>(nnz) * (sizeof(double) + sizeof(int)) +
                         static_cast<size_t>(n_ + 1) * sizeof(int) + static_cast<size_t>(n_) * (sizeof(int) + sizeof(double)) +
                         4 * static_cast<size_t>(n_) * b_ * sizeof(double);
-    size_t free_bytes = 0, total = 0;
-    cuda_check(cudaMemGetInfo(&free_bytes, &total), "querying device memory");
+    const size_t free_bytes = device_free_bytes();  // with what the device cache holds
     if (need + (size_t{256} << 20) > free_bytes)
       throw DeviceOutOfMemory("GPU eigensolver: needs " + format_bytes(static_cast<double>(need)) + ", " +
                               format_bytes(static_cast<double>(free_bytes)) + " free on the device");

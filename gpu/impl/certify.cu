@@ -28,7 +28,8 @@ __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   float use = 0.f;
-  for (int64_t g = blockIdx.x; g < c.lists.n; g += gridDim.x) {
+  const int64_t end = c.row_end < 0 ? c.lists.n : c.row_end;
+  for (int64_t g = c.row_begin + blockIdx.x; g < end; g += gridDim.x) {
     const int f = c.lists.fill[g];
     const float* ld = c.lists.dist + g * cap;
     const int* li = c.lists.index + g * cap;
@@ -205,12 +206,13 @@ int sm_count() {
 size_t certify_shared_bytes(int capacity) { return 2 * sizeof(float) * static_cast<size_t>(next_pow2(capacity)); }
 
 void launch_certify(const CertifyArgs& a, cudaStream_t s) {
-  if (a.lists.n == 0) return;
+  const int64_t rows = (a.row_end < 0 ? a.lists.n : a.row_end) - a.row_begin;
+  if (rows <= 0) return;
   const size_t smem = certify_shared_bytes(a.lists.k);
   if (smem > 48 * 1024)
     cuda_check(cudaFuncSetAttribute(certify_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
                "raising the certification kernel's shared memory limit");
-  const int64_t grid = std::min<int64_t>(a.lists.n, static_cast<int64_t>(sm_count()) * 8);
+  const int64_t grid = std::min<int64_t>(rows, static_cast<int64_t>(sm_count()) * 8);
   certify_kernel<<<static_cast<int>(grid), kThreads, smem, s>>>(a);
   launch_check("certification kernel");
 }

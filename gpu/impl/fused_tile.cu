@@ -80,16 +80,20 @@ __device__ __noinline__ void push_candidate(float* cdist, int* cindex, int* coun
 
 // Epilogue: the block's entries to distances, filtered against the bounds
 // (or, for a dense seed tile, all written to their rows).
-template <int TN>
+template <int TN, bool Dense>
 __device__ __forceinline__ void epilogue(const FusedTileArgs& f, const CandidatesView& c, int counter,
                                          const float (&acc)[8][TN], int i_base, int j_base, int wm, int wn, int t,
                                          int lane) {
   const int row_at[2] = {wm, wm + 32};
   unsigned pushed = 0;
-  if (f.dense) {
+  if constexpr (Dense) {
     // Seed tiles (block z of the batch against itself) filling empty lists:
     // every entry goes to its row at a fixed place (self skipped), no
     // atomics; row z T + li of the batch at (z T + li) * c.W (launch_seed_tiles).
+    // The tile is symmetric: only blocks on and above its diagonal run, and
+    // one above it also writes each entry (li, j) to row j at place li (the
+    // same fmaf chain and norm sum as (j, li) would give, bit for bit).
+    const bool mirror = blockIdx.y > blockIdx.x;
     const int z = blockIdx.z, T = f.ldt;
     const int rows = min(T, f.rows - z * T);
 #pragma unroll 1
@@ -109,8 +113,14 @@ __device__ __forceinline__ void epilogue(const FusedTileArgs& f, const Candidate
         for (int rr = 0; rr < 8; ++rr)
           if (rr == r) v = acc[rr][q];
         const float dist = fmaf(-2.f, v, ni + f.col_norms[z * T + j]);
-        cd[pos] = dist == dist ? dist : INFINITY;  // NaN sorts as +inf: never ahead of a real distance
+        const float kept = dist == dist ? dist : INFINITY;  // NaN sorts as +inf: never ahead of a real distance
+        cd[pos] = kept;
         ci[pos] = f.c0 + z * T + j;
+        if (mirror) {  // j > li: li is place li of row j, self or not
+          const size_t at = static_cast<size_t>(z * T + j) * c.W + li;
+          c.dist[at] = kept;
+          c.index[at] = f.c0 + z * T + li;
+        }
       }
     }
     if (blockIdx.x == 0 && blockIdx.y == 0 && t == 0)
@@ -148,7 +158,10 @@ __device__ __forceinline__ void epilogue(const FusedTileArgs& f, const Candidate
 // TN: columns per thread (16: 128 threads, warps of 64 x 64; 8: 256 threads,
 // warps of 64 x 32); every thread has 8 rows. KU: k-steps unrolled.
 // BK: k-steps per shared-memory slab (one barrier each), kStages: slabs in flight.
-template <int TN, int KU, int BK = 8, int kStages = 4>
+// Dense: the seed kernel, a separate instantiation so the strip kernel's
+// code stays as small as it was (it is sensitive to the instruction cache:
+// the mirrored seed stores inside it made the strips 5% slower on an H200).
+template <int TN, int KU, int BK = 8, int kStages = 4, bool Dense = false>
 __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileArgs f, CandidatesView c, int counter) {
   constexpr int kThreads = 128 * 16 / TN;
   constexpr int kWarpsN = 128 / (TN * 4);
@@ -156,6 +169,10 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
   __shared__ __align__(16) float as[kStages][BK][BM];
   __shared__ __align__(16) float bs[kStages][BK][BN];
   const int t = threadIdx.x;
+  // Seed tiles are symmetric: blocks below the diagonal have nothing to do
+  // (their entries are mirrored by the blocks above it, in the epilogue).
+  if constexpr (Dense)
+    if (blockIdx.y < blockIdx.x) return;
   const int i_base = blockIdx.x * BM, j_base = blockIdx.y * BN;
   // The A operand: block rows i_base.. of the row block; B: tile columns
   // j_base.., which lie in one row block (tiles start on a block boundary,
@@ -221,7 +238,7 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
     }
   }
   cp_async_wait<0>();
-  epilogue<TN>(f, c, counter, acc, i_base, j_base, wm, wn, t, lane);
+  epilogue<TN, Dense>(f, c, counter, acc, i_base, j_base, wm, wn, t, lane);
 }
 
 // out[c * ld + i] = rows[i * d + c] for i < count, c < d (32 x 32 tiles
@@ -262,6 +279,12 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
     if (!std::strcmp(v, "8x16x16")) return 7;
     return 0;
   }();
+  if (f.dense) {
+    // Seeds: the default shape (every shape gives the same entries, bit for bit).
+    fused_tile_kernel<8, 8, 16, 3, true><<<grid, 256, 0, s>>>(f, c, counter);
+    launch_check("fused seed kernel");
+    return;
+  }
   switch (variant) {
     case 1: fused_tile_kernel<16, 8><<<grid, 128, 0, s>>>(f, c, counter); break;
     case 2: fused_tile_kernel<16, 2><<<grid, 128, 0, s>>>(f, c, counter); break;

@@ -147,6 +147,8 @@ struct CertifyArgs {
   int* status = nullptr;        ///< per row: candidates re-evaluated, or -1 (not certified)
   float* max_use = nullptr;     ///< largest |a - s64| / bound seen (float bits, >= 0)
   float* ukey = nullptr;        ///< per row not certified: key of its k-th upper bound, for the rescan
+  int64_t row_begin = 0;        ///< rows certified: [row_begin, row_end), row_end < 0 for all n
+  int64_t row_end = -1;
 };
 void launch_certify(const CertifyArgs& a, cudaStream_t s);
 size_t certify_shared_bytes(int capacity);

@@ -128,8 +128,7 @@ std::pair<int, int> tile_shape(int64_t n) {
 }
 
 uint64_t free_budget(uint64_t requested) {
-  size_t free_b = 0, total_b = 0;
-  cuda_check(cudaMemGetInfo(&free_b, &total_b), "reading the free device memory");
+  const size_t free_b = device_free_bytes();  // with what the device cache holds
   // Room for the CUDA context's own growth and for other processes.
   const uint64_t usable = free_b > (uint64_t{512} << 20) ? static_cast<uint64_t>(free_b * 0.92) - (uint64_t{256} << 20)
                                                         : free_b / 2;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "utils/cuda_check.h"
+#include "utils/device_memory.h"
 
 namespace manifold::gpu {
 
@@ -36,12 +37,14 @@ class DeviceBuffer {
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t count, const char* what = "allocating device memory") { reset(count, what); }
   ~DeviceBuffer() { release(); }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)), device_(o.device_) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
       release();
       ptr_ = std::exchange(o.ptr_, nullptr);
       count_ = std::exchange(o.count_, 0);
+      device_ = o.device_;
     }
     return *this;
   }
@@ -51,13 +54,12 @@ class DeviceBuffer {
   void reset(size_t count, const char* what = "allocating device memory") {
     release();
     if (count == 0) return;
-    void* p = nullptr;
-    cuda_check(cudaMalloc(&p, count * sizeof(T)), what);
-    ptr_ = static_cast<T*>(p);
+    ptr_ = static_cast<T*>(device_allocate(count * sizeof(T), what, &device_));
     count_ = count;
   }
+  /// Back to the device's cache (utils/device_memory.h).
   void release() {
-    if (ptr_) cudaFree(ptr_);
+    if (ptr_) device_release(ptr_, device_, count_ * sizeof(T));
     ptr_ = nullptr;
     count_ = 0;
   }
@@ -68,6 +70,7 @@ class DeviceBuffer {
  private:
   T* ptr_ = nullptr;
   size_t count_ = 0;
+  int device_ = 0;
 };
 
 template <class T>

@@ -4,6 +4,7 @@
 // graphs honestly (rows that differ must be explained by float32 near-ties).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "manifold/dataset.h"
@@ -34,5 +35,24 @@ int64_t same_rows(const manifold::KnnGraph& a, const manifold::KnnGraph& b);
 using testing_support::exact_reference;
 using testing_support::first_difference;
 using testing_support::near_duplicates;
+
+/// Sets (v == nullptr: unsets) an environment variable for one scope and
+/// restores what it was, also when the scope is left by a failure.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* v) : name_(name) {
+    if (const char* old = std::getenv(name)) had_ = true, old_ = old;
+    if (v) setenv(name, v, 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
 
 }  // namespace gpu_tests

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <fstream>
+#include <iostream>
 #include <limits>
 #include <random>
 #include <vector>
@@ -14,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include "final_step.h"
+#include "utils/resources.h"
 #include "gpu_test_util.h"
 #include "manifold/error.h"
 #include "manifold/gpu/gpu_knn_backend.h"
@@ -247,6 +249,102 @@ TEST(GpuEngine, CancelsBetweenTiles) {
   EXPECT_EQ(g.n, 800);
 }
 
+// The same with the final step beside the loop (final_step.h EarlyFinal):
+// a generous budget, so the certificate runs while the loop still does; the
+// cancellation must stop its worker too, and leave the device usable.
+TEST(GpuEngine, CancelsWithTheFinalStepRunning) {
+  REQUIRE_GPU();
+  ScopedEnv tile("MANIFOLD_GPU_TILE", "128x256");  // 157 strips
+  Dataset ds = random_dataset(20000, 64, 4);
+  register_cpu_backend();
+  gpu::register_gpu_backend();
+  auto backend = make_backend("gpu");
+  std::atomic<bool> cancel{false};
+  CancelAfterTiles sink(cancel);
+  Progress progress(&sink, &cancel, 0.0);
+  EXPECT_THROW(backend->build(ds, params(10), progress), Cancelled);
+  Progress quiet;
+  Dataset small = random_dataset(3000, 24, 6);
+  KnnGraph g = backend->build(small, params(7), quiet);
+  EXPECT_TRUE(g.extra.contains("early_ranges"));
+  EXPECT_EQ(check_graph(g, small, brute_force(small, 7, Metric::Euclidean, false)), "");
+}
+
+// The final step beside the tile loop: with 128 x 256 tiles there are many
+// strips, and each one's rows are certified and copied home while the later
+// strips run. The graph must equal the float64 reference and, entry for
+// entry, the final step run after the loop (MANIFOLD_GPU_EARLY_FINAL=0), on
+// both dot-product paths and both merge paths; near-duplicate clusters make
+// the rescan re-rank rows already copied home.
+TEST(GpuEngine, FinalStepBesideTheLoop) {
+  REQUIRE_GPU();
+  ScopedEnv tile("MANIFOLD_GPU_TILE", "128x256");
+  Dataset ds = random_dataset(3000, 40, 2026);
+  for (const char* gemm : {"fused", "cublas"}) {
+    ScopedEnv path("MANIFOLD_GPU_GEMM", gemm);
+    for (int k : {1, 20, 300}) {
+      const std::string what = std::string(gemm) + " k=" + std::to_string(k);
+      KnnGraph early = build("gpu", ds, params(k, Metric::Cosine));
+      ASSERT_TRUE(early.extra.contains("early_ranges")) << what;
+      std::cout << "[ info ] " << what << ": " << early.extra["early_ranges"] << " ranges certified beside the loop\n";
+      EXPECT_EQ(check_graph(early, ds, brute_force(ds, k, Metric::Cosine, false)), "") << what;
+      ScopedEnv off("MANIFOLD_GPU_EARLY_FINAL", "0");
+      KnnGraph after = build("gpu", ds, params(k, Metric::Cosine));
+      EXPECT_FALSE(after.extra.contains("early_ranges")) << what;
+      EXPECT_EQ(first_difference(early, after), "") << what;
+    }
+  }
+  Dataset nd = near_duplicates(3000, 16, 9, 12, 40, 1e-6f);
+  KnnGraph e = build("gpu", nd, params(6));
+  EXPECT_TRUE(e.extra.contains("early_ranges"));
+  EXPECT_GT(e.extra["rescanned_rows"].get<int64_t>(), 0);
+  EXPECT_EQ(first_difference(e, exact_reference(nd, 6, Metric::Euclidean, false)), "");
+}
+
+// Device memory kept between builds (utils/device_memory.h): a block of the
+// same size comes back from the cache, the free-memory figure counts it, and
+// a request that fits only without the cache empties it and succeeds.
+TEST(GpuMemory, CacheReusesAndGivesWay) {
+  REQUIRE_GPU();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  gpu::device_trim_cache(0);
+  const size_t mb = size_t{1} << 20;
+  void* first = nullptr;
+  {
+    gpu::DeviceBuffer<float> a(5 * mb, "test");
+    first = a.data();
+    EXPECT_EQ(gpu::device_cached_bytes(0), 0u);
+  }
+  EXPECT_EQ(gpu::device_cached_bytes(0), 20 * mb);
+  {
+    gpu::DeviceBuffer<float> b(5 * mb - 7, "test");  // rounds to the same 20 MB
+    EXPECT_EQ(b.data(), first);
+    EXPECT_EQ(gpu::device_cached_bytes(0), 0u);
+    // Fresh bytes through the reused block: it is real, writable memory.
+    std::vector<float> x(b.size());
+    std::mt19937 rng(7);
+    for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
+    ASSERT_EQ(cudaMemcpy(b.data(), x.data(), b.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    std::vector<float> y(b.size());
+    ASSERT_EQ(cudaMemcpy(y.data(), b.data(), b.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_TRUE(x == y);
+  }
+  // Half the free memory cached; then 3/4 of it asked for: only without the cache.
+  const size_t free0 = gpu::device_free_bytes();
+  { gpu::DeviceBuffer<unsigned char> half(free0 / 2, "test"); }
+  EXPECT_GE(gpu::device_cached_bytes(0), free0 / 2);
+  EXPECT_GE(gpu::device_free_bytes() + 64 * mb, free0);
+  {
+    gpu::DeviceBuffer<unsigned char> big(free0 / 4 * 3, "test");
+    EXPECT_NE(big.data(), nullptr);
+    EXPECT_LT(gpu::device_cached_bytes(0), free0 / 2);
+  }
+  gpu::device_trim_cache(0);
+  EXPECT_EQ(gpu::device_cached_bytes(0), 0u);
+  // More than the device has: one clear error, never a crash.
+  EXPECT_THROW(gpu::DeviceBuffer<unsigned char>(free0 * 4, "allocating a test buffer"), gpu::DeviceOutOfMemory);
+}
+
 TEST(GpuEngine, SgemmRateIsMeasured) {
   REQUIRE_GPU();
   const gpu::SgemmRate r = gpu::measure_sgemm(0, 1024, 1024, 512, 3);
@@ -288,13 +386,6 @@ TEST(GpuEngine, CliUsesTheGpuAndMatchesTheCpu) {
   EXPECT_GE(f.extra["reevaluated_per_row"].get<double>(), 12.0);
 }
 
-// Sets MANIFOLD_GPU_SLACK for one scope: the room beyond k in each list
-// (0 leaves none, so every row that is not complete falls back).
-struct Slack {
-  explicit Slack(const char* v) { setenv("MANIFOLD_GPU_SLACK", v, 1); }
-  ~Slack() { unsetenv("MANIFOLD_GPU_SLACK"); }
-};
-
 // Small and quick: what compute-sanitizer (memcheck, racecheck) runs.
 TEST(GpuSanitizer, SmallRunsOfEveryPath) {
   REQUIRE_GPU();
@@ -309,6 +400,14 @@ TEST(GpuSanitizer, SmallRunsOfEveryPath) {
       EXPECT_EQ(first_difference(g, build("gpu", ds, p)), "") << "fast-exact " << select << " k=" << k;
     }
   }
+  {
+    // 128 x 256 tiles: twelve strips, each strip's rows certified and copied
+    // home beside the loop (final_step.h EarlyFinal).
+    ScopedEnv tile("MANIFOLD_GPU_TILE", "128x256");
+    KnnGraph g = build("gpu", ds, params(32, Metric::Cosine));
+    EXPECT_TRUE(g.extra.contains("early_ranges"));
+    EXPECT_EQ(check_graph(g, ds, brute_force(ds, 32, Metric::Cosine, false)), "") << "128 x 256 tiles";
+  }
   KnnParams p = params(8, Metric::Euclidean, true);
   // Streamed, 128-row tiles (the fused kernel also keeps its blocks transposed).
   // d = 200 <= kFusedMaxD: the fused kernel unless MANIFOLD_GPU_GEMM=cublas.
@@ -320,7 +419,7 @@ TEST(GpuSanitizer, SmallRunsOfEveryPath) {
   EXPECT_EQ(check_graph(s, ds, brute_force(ds, 8, Metric::Euclidean, true)), "");
   // No certificate can hold: the rescan on the device (resident), the
   // exact scan on the host (streamed).
-  Slack none("0");
+  ScopedEnv none("MANIFOLD_GPU_SLACK", "0");  // no room: every row not complete falls back
   KnnParams f = params(8, Metric::Euclidean, true);
   f.precision = "fast-exact";
   KnnGraph fr = build("gpu", ds, f);

@@ -42,27 +42,10 @@ KnnParams with(const std::string& strategy, int k, Metric m = Metric::Euclidean,
   return p;
 }
 
-// Sets (v == nullptr: unsets) an environment variable for one scope and
-// restores what it was, also when the scope is left by a failure
-// (MANIFOLD_GPU_SELECT_TILE=TxW: small tiles give many strips, so the column
-// role and the tightening bounds are exercised on small data;
-// MANIFOLD_GPU_SLACK: the list's room; MANIFOLD_QUICK_VARIANT: quick's kernel).
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* v) : name_(name) {
-    if (const char* old = std::getenv(name)) had_ = true, old_ = old;
-    if (v) setenv(name, v, 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+// ScopedEnv (gpu_test_util.h) with MANIFOLD_GPU_SELECT_TILE=TxW: small tiles
+// give many strips, so the column role and the tightening bounds are
+// exercised on small data; MANIFOLD_GPU_SLACK: the list's room;
+// MANIFOLD_QUICK_VARIANT: quick's kernel.
 struct TileShape : ScopedEnv {
   explicit TileShape(const char* v) : ScopedEnv("MANIFOLD_GPU_SELECT_TILE", v) {}
 };
