@@ -87,6 +87,19 @@ void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, 
   }
 }
 
+/// The largest of the n stored squared norms on the device (copied home on s).
+static double largest_norm(const float* norms, int64_t n, cudaStream_t s, std::vector<float>* keep = nullptr) {
+  std::vector<float> local;
+  std::vector<float>& v = keep ? *keep : local;
+  v.resize(static_cast<size_t>(n));
+  cuda_check(cudaMemcpyAsync(v.data(), norms, v.size() * sizeof(float), cudaMemcpyDeviceToHost, s),
+             "copying the row norms from the GPU");
+  cuda_check(cudaStreamSynchronize(s), "copying the row norms from the GPU");
+  double ymax = 0;
+  for (float x : v) ymax = std::max(ymax, static_cast<double>(x));
+  return ymax;
+}
+
 int list_slack(int k, bool tensor) {
   if (const char* v = std::getenv("MANIFOLD_GPU_SLACK")) {
     char* end = nullptr;
@@ -127,13 +140,7 @@ struct ResidentOutput {
   /// hold (the rows' norms must be on the device).
   void prepare(cudaStream_t s) {
     if (prepared) return;
-    std::vector<float> norms(status.size());
-    cuda_check(cudaMemcpyAsync(norms.data(), in.norms, norms.size() * sizeof(float), cudaMemcpyDeviceToHost, s),
-               "copying the row norms from the GPU");
-    cuda_check(cudaStreamSynchronize(s), "copying the row norms from the GPU");
-    double ymax = 0;
-    for (float v : norms) ymax = std::max(ymax, static_cast<double>(v));
-    ca.ymax = ymax;
+    ca.ymax = largest_norm(in.norms, static_cast<int64_t>(status.size()), s);
     prepared = true;
   }
 
@@ -411,12 +418,8 @@ void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress, E
     } else {
       // Streamed rows: the same step on the host, in the device's exact
       // float64 order, reading candidates' rows from host memory.
-      std::vector<float> norms(static_cast<size_t>(g.n));
-      cuda_check(cudaMemcpyAsync(norms.data(), in.norms, norms.size() * sizeof(float), cudaMemcpyDeviceToHost, s),
-                 "copying the row norms from the GPU");
-      cuda_check(cudaStreamSynchronize(s), "copying the row norms from the GPU");
-      double ymax = 0;
-      for (float v : norms) ymax = std::max(ymax, static_cast<double>(v));
+      std::vector<float> norms;  // every candidate's stored norm, for the bound
+      const double ymax = largest_norm(in.norms, g.n, s, &norms);
       status.resize(static_cast<size_t>(g.n));
       std::vector<float> ld(ncap);
       std::vector<int> li(ncap), lf(static_cast<size_t>(g.n));

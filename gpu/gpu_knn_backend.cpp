@@ -346,7 +346,6 @@ class GpuKnnBackend final : public KnnBackend {
     // The merge's events completed before the final step reads its time.
     cuda_check(cudaStreamSynchronize(s), "merging the devices' lists");
     fin.device_rows = main.all_rows();  // resident: all rows on device 0; else nullptr
-    fin.norms = main.norms();           // streamed: the kept norms, after release_loop_buffers
     fin.merge_devices_ms = ev_merge1.since(ev_merge0);
     // Device 0's staging buffers carry the result home; its uploads are done.
     DeviceContext& ctx0 = DeviceContext::get(main.device());

@@ -49,13 +49,22 @@ int current_device() {
   return dev;
 }
 
-void free_all(Cache::PerDevice& pd, int device) {
-  if (pd.idle.empty()) return;
+/// Runs f with `device` current and restores the previous one; never
+/// throws (DeviceScope does, and these run in destructors).
+template <class F>
+void on_device(int device, F&& f) noexcept {
   int previous = -1;
   cudaGetDevice(&previous);
   cudaSetDevice(device);
-  for (auto& [size, p] : pd.idle) cudaFree(p);
+  f();
   if (previous >= 0) cudaSetDevice(previous);
+}
+
+void free_all(Cache::PerDevice& pd, int device) {
+  if (pd.idle.empty()) return;
+  on_device(device, [&] {
+    for (auto& [size, p] : pd.idle) cudaFree(p);
+  });
   pd.idle.clear();
   pd.bytes = 0;
   pd.released_since_sync = false;
@@ -103,11 +112,7 @@ void* device_allocate(size_t bytes, const char* what, int* device) {
 void device_release(void* p, int device, size_t bytes) noexcept {
   if (!p) return;
   if (!caching()) {
-    int previous = -1;
-    cudaGetDevice(&previous);
-    cudaSetDevice(device);
-    cudaFree(p);
-    if (previous >= 0) cudaSetDevice(previous);
+    on_device(device, [&] { cudaFree(p); });
     return;
   }
   Cache& c = cache();
@@ -131,13 +136,7 @@ void device_trim_cache(int device) {
   std::lock_guard lock(c.m);
   auto it = c.devices.find(device);
   if (it == c.devices.end()) return;
-  if (it->second.released_since_sync) {
-    int previous = -1;
-    cudaGetDevice(&previous);
-    cudaSetDevice(device);
-    cudaDeviceSynchronize();
-    if (previous >= 0) cudaSetDevice(previous);
-  }
+  if (it->second.released_since_sync) on_device(device, [] { cudaDeviceSynchronize(); });
   free_all(it->second, device);
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -230,19 +231,29 @@ class CancelAfterTiles : public ProgressSink {
   std::atomic<bool>& flag_;
 };
 
-TEST(GpuEngine, CancelsBetweenTiles) {
-  REQUIRE_GPU();
+// A build of 20000 random rows with `p`, cancelled once the tile loop has
+// reported three tiles (it must throw Cancelled); returns the loop's tile count.
+uint64_t cancelled_build(KnnBackend& backend, const KnnParams& p) {
   Dataset ds = random_dataset(20000, 64, 4);
-  register_cpu_backend();
-  gpu::register_gpu_backend();
-  auto backend = make_backend("gpu");
   std::atomic<bool> cancel{false};
   CancelAfterTiles sink(cancel);
   Progress progress(&sink, &cancel, 0.0);
+  EXPECT_THROW(backend.build(ds, p, progress), Cancelled);
+  return sink.last_total;
+}
+
+std::unique_ptr<KnnBackend> gpu_backend() {
+  register_cpu_backend();
+  gpu::register_gpu_backend();
+  return make_backend("gpu");
+}
+
+TEST(GpuEngine, CancelsBetweenTiles) {
+  REQUIRE_GPU();
+  auto backend = gpu_backend();
   KnnParams p = params(10);
   p.gpu_memory = lists_bytes(20000, 10) + 20000 * 65 * 4 + 20000 * 10 * 12 + (6 << 20);  // many small tiles
-  EXPECT_THROW(backend->build(ds, p, progress), Cancelled);
-  EXPECT_GT(sink.last_total, 10u);
+  EXPECT_GT(cancelled_build(*backend, p), 10u);
   // Nothing is left behind on the device: the next build works.
   Progress quiet;
   KnnGraph g = backend->build(random_dataset(800, 8, 5), params(4), quiet);
@@ -255,14 +266,8 @@ TEST(GpuEngine, CancelsBetweenTiles) {
 TEST(GpuEngine, CancelsWithTheFinalStepRunning) {
   REQUIRE_GPU();
   ScopedEnv tile("MANIFOLD_GPU_TILE", "128x256");  // 157 strips
-  Dataset ds = random_dataset(20000, 64, 4);
-  register_cpu_backend();
-  gpu::register_gpu_backend();
-  auto backend = make_backend("gpu");
-  std::atomic<bool> cancel{false};
-  CancelAfterTiles sink(cancel);
-  Progress progress(&sink, &cancel, 0.0);
-  EXPECT_THROW(backend->build(ds, params(10), progress), Cancelled);
+  auto backend = gpu_backend();
+  cancelled_build(*backend, params(10));
   Progress quiet;
   Dataset small = random_dataset(3000, 24, 6);
   KnnGraph g = backend->build(small, params(7), quiet);
