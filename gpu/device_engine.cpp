@@ -7,6 +7,7 @@
 
 #include "manifold/error.h"
 #include "manifold/parallel.h"
+#include "utils/host_copy.h"
 
 namespace manifold::gpu {
 
@@ -143,23 +144,19 @@ uint64_t DeviceEngine::tiles_for(const TilePlan& plan, const std::vector<int64_t
 
 void DeviceEngine::host_copy(void* dst, const void* src, size_t bytes) {
   // Staging is the one host-side copy of the pipeline; spread it over a few
-  // cores so it keeps up with the DMA. A row block is often a single
-  // megabyte (2048 rows of 128 floats): pieces of at least 256 KB, at most
-  // one a thread, so it too goes over several cores (with 2 MB pieces it
-  // went over one, and the upload ran at ~7 GB/s). MANIFOLD_GPU_COPY_PIECE_KB
-  // sets the smallest piece (for comparison: bench/gpu/README.md).
+  // cores so it keeps up with the DMA, with non-temporal stores so the two do
+  // not slow each other down (utils/host_copy.h). A row block is often a
+  // single megabyte (2048 rows of 128 floats): pieces of at least 256 KB, at
+  // most one a thread, so it too goes over several cores (with 2 MB pieces
+  // it went over one, and the upload ran at ~7 GB/s).
+  // MANIFOLD_GPU_COPY_PIECE_KB sets the smallest piece (for comparison:
+  // bench/gpu/README.md).
   static const size_t min_piece = [] {
     const char* v = std::getenv("MANIFOLD_GPU_COPY_PIECE_KB");
     const long kb = v ? std::atol(v) : 0;
     return kb > 0 ? static_cast<size_t>(kb) << 10 : size_t{256} << 10;
   }();
-  const int threads = std::min(8, hardware_threads(0));
-  const size_t piece = std::max(min_piece, (bytes + threads - 1) / threads);
-  const int64_t pieces = static_cast<int64_t>((bytes + piece - 1) / piece);
-  parallel_for(0, pieces, threads, [&](int64_t p) {
-    const size_t off = static_cast<size_t>(p) * piece;
-    std::memcpy(static_cast<char*>(dst) + off, static_cast<const char*>(src) + off, std::min(piece, bytes - off));
-  }, 1);
+  staging_copy(dst, src, bytes, std::min(8, hardware_threads(0)), min_piece);
 }
 
 void DeviceEngine::upload_blocks(int64_t b, int64_t blocks, float* rows, float* norms, float* rows_t) {

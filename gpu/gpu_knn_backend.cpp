@@ -100,10 +100,12 @@ bool use_fused(int64_t d) {
   return d <= kFusedMaxD;
 }
 
-bool early_final() {
-  const char* v = std::getenv("MANIFOLD_GPU_EARLY_FINAL");
-  return !(v && !std::strcmp(v, "0"));
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && !std::strcmp(v, value);
 }
+
+bool early_final() { return !env_is("MANIFOLD_GPU_EARLY_FINAL", "0"); }
 
 /// Strips of the upper triangle for each device (Kato & Hosino).
 std::vector<std::vector<int64_t>> assign_strips(int64_t blocks, int devices) {
@@ -179,8 +181,16 @@ class GpuKnnBackend final : public KnnBackend {
     const int cap = list_capacity(g.k, g.n, params.keep_self, tensor);
     g.strategy = force_block || cap > kWarpMergeMaxK ? "merge" : "warp";
     // Hashing every byte of the input takes longer than the GPU's whole job
-    // on large inputs: do it on a spare core meanwhile.
-    auto fingerprint = std::async(std::launch::async, [&data] { return data.fingerprint(); });
+    // on large inputs: do it on a spare core meanwhile -- but not while the
+    // rows are staged for the upload, which reads the input at memory speed
+    // too and slowed down by a third beside it (bench/gpu/README.md). With
+    // every row resident on one GPU, the uploads are done once the first
+    // strip's rows are final, and the hash starts then; otherwise at once.
+    // MANIFOLD_GPU_HASH_AT_START=1 always starts it at once (for comparison).
+    std::future<std::string> fingerprint;
+    auto start_fingerprint = [&fingerprint, &data] {
+      if (!fingerprint.valid()) fingerprint = std::async(std::launch::async, [&data] { return data.fingerprint(); });
+    };
 
     progress.stage("prepare", 1, "steps");
     PreparedRows rows = prepare_rows(data, params.metric);
@@ -248,8 +258,12 @@ class GpuKnnBackend final : public KnnBackend {
     if (engines.size() == 1 && plan.resident && plan.bytes + plan.final_bytes <= plan.budget && early_final()) {
       fin.device_rows = main.resident_rows();
       early = std::make_unique<EarlyFinal>(fin, g, DeviceContext::get(main.device()).finish);
-      rows_final = [&early](int64_t r, cudaStream_t after) { early->rows_final(r, after); };
+      rows_final = [&early, &start_fingerprint](int64_t r, cudaStream_t after) {
+        start_fingerprint();
+        early->rows_final(r, after);
+      };
     }
+    if (!early || env_is("MANIFOLD_GPU_HASH_AT_START", "1")) start_fingerprint();
     const auto t2 = std::chrono::steady_clock::now();
     progress.stage("knn", total_tiles, "tiles");
     std::atomic<bool> stop{false};
@@ -358,6 +372,7 @@ class GpuKnnBackend final : public KnnBackend {
     g.timings.emplace_back("final", seconds_since(t3));
     // Core's input hash can outlast the whole GPU job.
     const auto t5 = std::chrono::steady_clock::now();
+    start_fingerprint();  // (a loop of a single strip never called rows_final)
     g.fingerprint = fingerprint.get();
     g.timings.emplace_back("fingerprint_wait", seconds_since(t5));
     const double total = seconds_since(t0);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "impl/kernels.h"
 #include "utils/cuda_check.h"
@@ -112,6 +114,130 @@ __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
   if (lane == 0 && use > 0.f) atomicMax(reinterpret_cast<int*>(c.max_use), __float_as_int(use));
 }
 
+/// warp_bitonic_sort: block_bitonic_sort for one warp's own shared arrays,
+/// p <= 64 (one compare-exchange a lane each step).
+__device__ inline void warp_bitonic_sort(float* d, int* ix, int p, int lane) {
+  for (int size = 2; size <= p; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      if (lane < (p >> 1)) {
+        const int lo = 2 * lane - (lane & (stride - 1));
+        const int hi = lo + stride;
+        const bool ascending = (lo & size) == 0;
+        const float a = d[lo], b = d[hi];
+        const int ia = ix[lo], ib = ix[hi];
+        if (key_less(b, ib, a, ia) == ascending) {
+          d[lo] = b, ix[lo] = ib;
+          d[hi] = a, ix[hi] = ia;
+        }
+      }
+      __syncwarp();
+    }
+  }
+}
+
+// certify_kernel for lists of at most kWarpCap entries: a warp a row, its
+// own 2 x 64 words of shared memory, no block barriers. With k = 20 (36
+// entries) the block kernel kept 256 threads on a 64-entry sort and ~20
+// re-evaluations per row, and while it runs beside the tile loop
+// (EarlyFinal) it took that much more of the GPU from the strips. Same
+// arithmetic and the same (key, index) order: the same results bit for bit
+// (GpuEngine.WarpCertifyMatchesBlock).
+constexpr int kWarpCap = 64;
+constexpr int kWarpsPerBlock = kThreads / 32;
+
+__global__ __launch_bounds__(kThreads) void certify_warp_kernel(CertifyArgs c) {
+  __shared__ float s_d[kWarpsPerBlock][kWarpCap];
+  __shared__ int s_i[kWarpsPerBlock][kWarpCap];
+  const int cap = c.lists.k;
+  const int P = next_pow2(cap);
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  float* sd = s_d[warp];
+  int* si = s_i[warp];
+  const unsigned below = (1u << lane) - 1u;
+  float use = 0.f;
+  const int64_t end = c.row_end < 0 ? c.lists.n : c.row_end;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  for (int64_t g = c.row_begin + static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp; g < end; g += step) {
+    const int f = c.lists.fill[g];
+    const float* ld = c.lists.dist + g * cap;
+    const int* li = c.lists.index + g * cap;
+    const double ni = c.norms[g];
+
+    // U: the k-th smallest upper bound, as in certify_kernel.
+    for (int t = lane; t < P; t += 32) {
+      if (t < f) {
+        const double a = ld[t];
+        sd[t] = __double2float_ru(upper64(a, entry_error(a, ni, c.norms[li[t]], c.model), c.model));
+      } else {
+        sd[t] = INFINITY;
+      }
+      si[t] = t;
+    }
+    __syncwarp();
+    warp_bitonic_sort(sd, si, P, lane);
+    const float ukey = key_of(sd[c.k - 1], c.euclidean);
+    bool fail = false;
+    if (!c.complete && f == cap) {
+      const double amax = ld[cap - 1];
+      const double lmin = lower64(amax, entry_error(amax, ni, c.ymax, c.model), c.model);
+      fail = !(key_of(lmin, c.euclidean) > ukey);
+    }
+    __syncwarp();  // every lane has read sd[k - 1] before sd is reused
+    if (fail) {
+      if (lane == 0) {
+        c.status[g] = -1;
+        if (c.ukey) c.ukey[g] = ukey;
+      }
+      continue;
+    }
+
+    // The candidates whose lower bound ranks no later than U, packed in list
+    // order (a ballot per 32 entries).
+    int cnt = 0;
+    for (int t0 = 0; t0 < f; t0 += 32) {
+      const int t = t0 + lane;
+      bool keep = false;
+      float a = 0.f;
+      int j = 0;
+      if (t < f) {
+        a = ld[t];
+        j = li[t];
+        keep = key_of(lower64(a, entry_error(a, ni, c.norms[j], c.model), c.model), c.euclidean) <= ukey;
+      }
+      const unsigned mask = __ballot_sync(kFullMask, keep);
+      if (keep) {
+        const int p = cnt + __popc(mask & below);
+        sd[p] = a;
+        si[p] = j;
+      }
+      cnt += __popc(mask);
+    }
+    __syncwarp();
+    const float* x = c.rows + g * c.d;
+    for (int j = 0; j < cnt; ++j) {
+      const int nb = si[j];
+      const double s = warp_sum_sq_diff(x, c.rows + static_cast<int64_t>(nb) * c.d, c.d, lane);
+      if (lane == 0) {
+        const double a = sd[j];
+        use = fmaxf(use, static_cast<float>(fabs(a - s) / entry_error(a, ni, c.norms[nb], c.model)));
+        sd[j] = key_of(s, c.euclidean);
+      }
+    }
+    const int pc = next_pow2(cnt);
+    for (int t = cnt + lane; t < pc; t += 32) sd[t] = INFINITY, si[t] = INT_MAX;
+    __syncwarp();
+    warp_bitonic_sort(sd, si, pc, lane);
+    for (int j = lane; j < c.k; j += 32) {
+      c.out_index[g * c.k + j] = si[j];
+      c.out_dist[g * c.k + j] = sd[j];
+    }
+    if (lane == 0) c.status[g] = cnt;
+    __syncwarp();  // the row's results are read before the next row overwrites sd
+  }
+  if (lane == 0 && use > 0.f) atomicMax(reinterpret_cast<int*>(c.max_use), __float_as_int(use));
+}
+
 __global__ void gather_rows_kernel(const float* __restrict__ rows, int64_t d, const float* __restrict__ norms,
                                    const float* __restrict__ ukey, const int* __restrict__ fb, int count,
                                    float* __restrict__ out_rows, float* __restrict__ out_norms,
@@ -208,6 +334,17 @@ size_t certify_shared_bytes(int capacity) { return 2 * sizeof(float) * static_ca
 void launch_certify(const CertifyArgs& a, cudaStream_t s) {
   const int64_t rows = (a.row_end < 0 ? a.lists.n : a.row_end) - a.row_begin;
   if (rows <= 0) return;
+  // MANIFOLD_GPU_CERTIFY_WARP=0: the block kernel for every capacity (for
+  // comparison; read at each launch so tests can switch it).
+  const char* v = std::getenv("MANIFOLD_GPU_CERTIFY_WARP");
+  const bool warp_rows = !(v && std::strcmp(v, "0") == 0);
+  if (warp_rows && next_pow2(a.lists.k) <= kWarpCap) {
+    const int64_t grid = std::min<int64_t>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock,
+                                           static_cast<int64_t>(sm_count()) * 8);
+    certify_warp_kernel<<<static_cast<int>(grid), kThreads, 0, s>>>(a);
+    launch_check("certification kernel (a warp a row)");
+    return;
+  }
   const size_t smem = certify_shared_bytes(a.lists.k);
   if (smem > 48 * 1024)
     cuda_check(cudaFuncSetAttribute(certify_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),

@@ -306,6 +306,45 @@ TEST(GpuEngine, FinalStepBesideTheLoop) {
   EXPECT_EQ(first_difference(e, exact_reference(nd, 6, Metric::Euclidean, false)), "");
 }
 
+// Lists of up to 64 entries are certified a warp a row (impl/certify.cu),
+// longer ones a block a row. Same arithmetic, same order: the warp kernel
+// must give the block kernel's graph entry for entry, re-evaluate as many
+// candidates and see the same largest use of the bound, on certified rows
+// and on rows it must hand to the rescan (near-duplicates), beside the loop
+// and after it.
+TEST(GpuEngine, WarpCertifyMatchesBlock) {
+  REQUIRE_GPU();
+  Dataset ds = random_dataset(2500, 48, 2027);
+  Dataset nd = near_duplicates(2500, 16, 9, 12, 40, 1e-6f);
+  for (bool beside : {true, false}) {
+    // Beside the loop: 128 x 256 tiles, many strips. After it: the default plan.
+    ScopedEnv t("MANIFOLD_GPU_TILE", beside ? "128x256" : nullptr);
+    ScopedEnv e("MANIFOLD_GPU_EARLY_FINAL", beside ? nullptr : "0");
+    for (int k : {1, 8, 20, 40}) {
+      for (Metric m : {Metric::Euclidean, Metric::Cosine}) {
+        for (const Dataset* data : {&ds, &nd}) {
+          const std::string what = std::string(beside ? "beside" : "after") + " the loop, k=" + std::to_string(k) +
+                                   " " + to_string(m) + (data == &nd ? " near-duplicates" : "");
+          KnnGraph warp = build("gpu", *data, params(k, m));
+          ScopedEnv block("MANIFOLD_GPU_CERTIFY_WARP", "0");
+          KnnGraph blk = build("gpu", *data, params(k, m));
+          ASSERT_LE(warp.extra["list_capacity"].get<int>(), 64) << what;
+          EXPECT_EQ(warp.extra.contains("early_ranges"), beside) << what;
+          EXPECT_EQ(first_difference(warp, blk), "") << what;
+          EXPECT_EQ(warp.extra["reevaluated_per_row"], blk.extra["reevaluated_per_row"]) << what;
+          EXPECT_EQ(warp.extra["rescanned_rows"], blk.extra["rescanned_rows"]) << what;
+          EXPECT_EQ(warp.extra["error_bound_max_use"], blk.extra["error_bound_max_use"]) << what;
+          if (data == &ds) {
+            EXPECT_EQ(check_graph(warp, ds, brute_force(ds, k, m, false)), "") << what;
+          } else if (k == 8) {
+            EXPECT_GT(warp.extra["rescanned_rows"].get<int64_t>(), 0) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Device memory kept between builds (utils/device_memory.h): a block of the
 // same size comes back from the cache, the free-memory figure counts it, and
 // a request that fits only without the cache empties it and succeeds.

@@ -1,0 +1,25 @@
+#pragma once
+// Copies into pinned staging buffers: the one host-side copy of the upload
+// pipeline (rows -> pinned staging -> DMA to the GPU).
+//
+// With ordinary stores the copy and the DMA that reads the buffer next slow
+// each other down: on an H200 host the pipeline moved 19-34 GB/s although
+// each alone runs at ~50 GB/s. Non-temporal stores write the staging buffer
+// straight to memory, past the caches the DMA would otherwise have to snoop,
+// and the pipeline runs at 45-47 GB/s (bench/gpu/README.md, "Staging copy").
+// MANIFOLD_GPU_STREAM_COPY=0 uses std::memcpy instead (for comparison).
+#include <cstddef>
+
+namespace manifold::gpu {
+
+/// Copies `bytes` from `src` to `dst` with non-temporal stores where the
+/// processor has them (x86-64), std::memcpy elsewhere. The regions must not
+/// overlap; `dst` should not be read by this thread soon after.
+void stream_copy(void* dst, const void* src, size_t bytes);
+
+/// stream_copy spread over up to `threads` threads of the loop pool, in
+/// pieces of at least `min_piece` bytes (rounded to whole pages, so each
+/// piece's stores start aligned when `dst` does).
+void staging_copy(void* dst, const void* src, size_t bytes, int threads, size_t min_piece);
+
+}  // namespace manifold::gpu
