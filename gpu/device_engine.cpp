@@ -27,7 +27,8 @@ int gemm_streams() {
 
 int candidate_sets(bool fused) {
   const char* v = std::getenv("MANIFOLD_GPU_CANDIDATE_SETS");
-  return fused && !(v && !std::strcmp(v, "2")) ? kFusedCandidateSets : 2;
+  if (!fused || (v && !std::strcmp(v, "2"))) return 2;
+  return v && !std::strcmp(v, "3") ? 3 : kFusedCandidateSets;
 }
 
 bool timeline_wanted() {

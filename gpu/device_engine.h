@@ -140,11 +140,13 @@ class DeviceEngine {
   DeviceBuffer<float> tiles_[2];      // cuBLAS path only
   // Candidate sets, used by tiles in turn, so a tile's merge can run while
   // the next tiles are computed: two for cuBLAS + filter (the filter and the
-  // merge share a stream), three for the fused kernel (tile t's kernel
-  // waits for tile t - 3's merge; MANIFOLD_GPU_CANDIDATE_SETS=2 for two:
-  // four measured no faster, bench/gpu/README.md). Tile t uses dirty counter
-  // t % kCounters; its merge clears the one of tile t + sets_ (tiles t + 1 ..
-  // t + sets_ - 1 may hold theirs).
+  // merge share a stream), four for the fused kernel (tile t's kernel
+  // waits for tile t - 4's merge; with three, a second kernel was held back
+  // by a merge for a quarter of the loop at N = 100k, where the tiles are
+  // short; MANIFOLD_GPU_CANDIDATE_SETS=3 or 2 for comparison,
+  // bench/gpu/README.md). Tile t uses dirty counter t % kCounters; its merge
+  // clears the one of tile t + sets_ (tiles t + 1 .. t + sets_ - 1 may hold
+  // theirs).
   static constexpr int kMaxSets = kFusedCandidateSets, kCounters = 8;
   static_assert(kMaxSets < kCounters && kMaxSets < DeviceContext::kRing, "counters and events of the tiles in flight");
   int sets_ = 2;

@@ -83,7 +83,7 @@ __device__ __noinline__ void push_candidate(float* cdist, int* cindex, int* coun
 template <int TN, bool Dense>
 __device__ __forceinline__ void epilogue(const FusedTileArgs& f, const CandidatesView& c, int counter,
                                          const float (&acc)[8][TN], int i_base, int j_base, int wm, int wn, int t,
-                                         int lane) {
+                                         int lane, float* stage) {
   const int row_at[2] = {wm, wm + 32};
   unsigned pushed = 0;
   if constexpr (Dense) {
@@ -93,35 +93,83 @@ __device__ __forceinline__ void epilogue(const FusedTileArgs& f, const Candidate
     // The tile is symmetric: only blocks on and above its diagonal run, and
     // one above it also writes each entry (li, j) to row j at place li (the
     // same fmaf chain and norm sum as (j, li) would give, bit for bit).
+    // The entries go out through shared memory (the operand slabs, free
+    // now), 32 rows at a time, so that a warp's stores cover whole runs of a
+    // row: stored straight from the registers, a warp's store touched 8 rows
+    // (mirrored: 4) in pieces of 4 bytes, and the seed kernel ran at half
+    // the strip kernel's rate (bench/gpu/README.md).
     const bool mirror = blockIdx.y > blockIdx.x;
     const int z = blockIdx.z, T = f.ldt;
     const int rows = min(T, f.rows - z * T);
-#pragma unroll 1
+    constexpr int kLd = BN + 1;       // staged row stride: row and column reads free of bank conflicts
+    constexpr int kAllWarps = 64 / TN;  // 128 * 16 / TN threads
+    float nj[TN], nr[8];
+#pragma unroll
+    for (int q = 0; q < TN; ++q) {
+      const int j = j_base + wn + 16 * (q >> 2) + (q & 3);
+      nj[q] = j < rows ? f.col_norms[z * T + j] : 0.f;
+    }
+#pragma unroll
     for (int r = 0; r < 8; ++r) {
       const int li = i_base + row_at[r >> 2] + (r & 3);
-      if (li >= rows) continue;
-      const float ni = f.row_norms[z * T + li];
-      float* cd = c.dist + static_cast<size_t>(z * T + li) * c.W;
-      int* ci = c.index + static_cast<size_t>(z * T + li) * c.W;
+      nr[r] = li < rows ? f.row_norms[z * T + li] : 0.f;
+    }
+    // The distances, in place of the dot products (the norms die here).
+    float dv[8][TN];
+#pragma unroll
+    for (int r = 0; r < 8; ++r)
 #pragma unroll
       for (int q = 0; q < TN; ++q) {
-        const int j = j_base + wn + 16 * (q >> 2) + (q & 3);
-        if (j >= rows || (!f.keep_self && j == li)) continue;
-        const int pos = (f.keep_self || j < li) ? j : j - 1;
-        float v = 0.f;
+        const float dist = fmaf(-2.f, acc[r][q], nr[r] + nj[q]);
+        dv[r][q] = dist == dist ? dist : INFINITY;  // NaN sorts as +inf: never ahead of a real distance
+      }
+    const int group = wm >> 6, lr0 = wm & 63;  // the warp's 64-row group; the thread's first row in it
+    const int warp = t >> 5;
+    __syncthreads();  // every warp is past its last read of the slabs
+#pragma unroll 1
+    for (int pass = 0; pass < 4; ++pass) {
+      // Rows first .. first + 31 of the block: warp group pass / 2, row half pass % 2.
+      const int first = (pass >> 1) * 64 + (pass & 1) * 32;
+      if (group == (pass >> 1)) {
 #pragma unroll
-        for (int rr = 0; rr < 8; ++rr)
-          if (rr == r) v = acc[rr][q];
-        const float dist = fmaf(-2.f, v, ni + f.col_norms[z * T + j]);
-        const float kept = dist == dist ? dist : INFINITY;  // NaN sorts as +inf: never ahead of a real distance
-        cd[pos] = kept;
-        ci[pos] = f.c0 + z * T + j;
-        if (mirror) {  // j > li: li is place li of row j, self or not
+        for (int rr = 0; rr < 4; ++rr) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {  // (unrolled: dv's index stays a constant)
+            if (h != (pass & 1)) continue;
+            const int r = 4 * h + rr;
+#pragma unroll
+            for (int q = 0; q < TN; ++q) stage[(lr0 + rr) * kLd + wn + 16 * (q >> 2) + (q & 3)] = dv[r][q];
+          }
+        }
+      }
+      __syncthreads();
+      // Rows: a warp per row, lanes on consecutive columns.
+      for (int e = warp; e < 32; e += kAllWarps) {
+        const int li = i_base + first + e;
+        if (li >= rows) continue;
+        float* cd = c.dist + static_cast<size_t>(z * T + li) * c.W;
+        int* ci = c.index + static_cast<size_t>(z * T + li) * c.W;
+#pragma unroll
+        for (int m = 0; m < BN / 32; ++m) {
+          const int col = 32 * m + lane, j = j_base + col;
+          if (j >= rows || (!f.keep_self && j == li)) continue;
+          const int pos = (f.keep_self || j < li) ? j : j - 1;
+          cd[pos] = stage[e * kLd + col];
+          ci[pos] = f.c0 + z * T + j;
+        }
+      }
+      if (mirror) {
+        // Column j of the staged rows is row j's places li (j > li: no self).
+        const int li = i_base + first + lane;
+        for (int col = warp; col < BN; col += kAllWarps) {
+          const int j = j_base + col;
+          if (j >= rows || li >= rows) continue;
           const size_t at = static_cast<size_t>(z * T + j) * c.W + li;
-          c.dist[at] = kept;
+          c.dist[at] = stage[lane * kLd + col];
           c.index[at] = f.c0 + z * T + li;
         }
       }
+      __syncthreads();  // the stage is read before the next pass writes it
     }
     if (blockIdx.x == 0 && blockIdx.y == 0 && t == 0)
       atomicAdd(c.total, static_cast<unsigned long long>(rows) * (rows - (f.keep_self ? 0 : 1)));
@@ -167,6 +215,7 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
   constexpr int kWarpsN = 128 / (TN * 4);
   constexpr int kCopies = 32 * BK / kThreads;  // 16-byte copies per thread per operand and slab
   __shared__ __align__(16) float as[kStages][BK][BM];
+  static_assert(!Dense || 32 * (BN + 1) <= kStages * BK * BM, "the seed epilogue stages 32 rows in the A slabs");
   __shared__ __align__(16) float bs[kStages][BK][BN];
   const int t = threadIdx.x;
   // Seed tiles are symmetric: blocks below the diagonal have nothing to do
@@ -238,7 +287,7 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
     }
   }
   cp_async_wait<0>();
-  epilogue<TN, Dense>(f, c, counter, acc, i_base, j_base, wm, wn, t, lane);
+  epilogue<TN, Dense>(f, c, counter, acc, i_base, j_base, wm, wn, t, lane, &as[0][0][0]);
 }
 
 // out[c * ld + i] = rows[i * d + c] for i < count, c < d (32 x 32 tiles

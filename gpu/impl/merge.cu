@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 
 #include "impl/kernels.h"
 #include "utils/cuda_check.h"
@@ -331,12 +332,20 @@ __global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src
   if (blockIdx.x == 0 && threadIdx.x == 0) src.finish();
 }
 
+// Blocks of a merge launch: 4 a multiprocessor. A tile's merge runs beside
+// the next tiles' kernels and gets a multiprocessor only where a kernel
+// block has finished; half as many merge blocks (each taking more rows)
+// hold fewer of those places, and the builds ran 0.5% faster at 1M x 128
+// and 100k x 256 than with 8 (bench/gpu/README.md). MANIFOLD_GPU_MERGE_GRID
+// sets the blocks a multiprocessor (for comparison).
 int merge_grid() {
   static int grid = [] {
     int dev = 0, sms = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    return (sms > 0 ? sms : 80) * 8;
+    const char* v = std::getenv("MANIFOLD_GPU_MERGE_GRID");
+    const int per_sm = v && std::atoi(v) > 0 ? std::atoi(v) : 4;
+    return (sms > 0 ? sms : 80) * per_sm;
   }();
   return grid;
 }

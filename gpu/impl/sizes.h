@@ -13,8 +13,8 @@ namespace manifold::gpu {
 constexpr int64_t fused_dpad(int64_t d) { return (d + 15) / 16 * 16; }
 
 /// Candidate sets the fused kernel's tiles take in turn (tile t's kernel
-/// waits for tile t - 3's merge; device_engine.h); the cuBLAS path has two.
-constexpr int kFusedCandidateSets = 3;
+/// waits for tile t - 4's merge; device_engine.h); the cuBLAS path has two.
+constexpr int kFusedCandidateSets = 4;
 
 /// Merge paths: warps take rows whose merge is small, blocks the rest; with
 /// force_block every row goes through the block path (select=merge).

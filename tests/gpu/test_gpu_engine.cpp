@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include "final_step.h"
+#include "impl/sizes.h"
 #include "utils/resources.h"
 #include "gpu_test_util.h"
 #include "manifold/error.h"
@@ -457,7 +458,7 @@ TEST(GpuSanitizer, SmallRunsOfEveryPath) {
   // d = 200 <= kFusedMaxD: the fused kernel unless MANIFOLD_GPU_GEMM=cublas.
   const char* gemm = std::getenv("MANIFOLD_GPU_GEMM");
   const bool fused = !(gemm && std::string(gemm) == "cublas");
-  p.gpu_memory = lists_bytes(1500, 8) + 1500 * 200 * 4 / 2 * (fused ? 2 : 1) + (3 << 19);
+  p.gpu_memory = lists_bytes(1500, 8) + 1500 * 200 * 4 / 2 * (fused ? 2 : 1) + (gpu::kFusedCandidateSets << 19);
   KnnGraph s = build("gpu", ds, p);
   EXPECT_FALSE(s.extra["resident"].get<bool>());
   EXPECT_EQ(check_graph(s, ds, brute_force(ds, 8, Metric::Euclidean, true)), "");
