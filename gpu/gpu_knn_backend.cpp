@@ -181,12 +181,13 @@ class GpuKnnBackend final : public KnnBackend {
     const int cap = list_capacity(g.k, g.n, params.keep_self, tensor);
     g.strategy = force_block || cap > kWarpMergeMaxK ? "merge" : "warp";
     // Hashing every byte of the input takes longer than the GPU's whole job
-    // on large inputs: do it on a spare core meanwhile -- but not while the
-    // rows are staged for the upload, which reads the input at memory speed
-    // too and slowed down by a third beside it (bench/gpu/README.md). With
-    // every row resident on one GPU, the uploads are done once the first
-    // strip's rows are final, and the hash starts then; otherwise at once.
-    // MANIFOLD_GPU_HASH_AT_START=1 always starts it at once (for comparison).
+    // on large inputs: do it on a spare core meanwhile -- after the rows are
+    // staged for the upload where that is soon, since both read the input at
+    // memory speed. With every row resident on one GPU, the uploads are done
+    // once the first strip's rows are final, and the hash starts then;
+    // otherwise at once. (On the H200 hosts measured so far the order made
+    // no difference: bench/gpu/README.md. MANIFOLD_GPU_HASH_AT_START=1 starts
+    // it at once.)
     std::future<std::string> fingerprint;
     auto start_fingerprint = [&fingerprint, &data] {
       if (!fingerprint.valid()) fingerprint = std::async(std::launch::async, [&data] { return data.fingerprint(); });
