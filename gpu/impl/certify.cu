@@ -19,12 +19,79 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// One row's list, as both certification kernels read it.
+struct CertRow {
+  int f;              // entries in the list
+  const float* ld;    // their GEMM distances, ascending
+  const int* li;      // their indices
+  double ni;          // the row's stored squared norm
+};
+
+__device__ __forceinline__ CertRow cert_row(const CertifyArgs& c, int64_t g) {
+  return {c.lists.fill[g], c.lists.dist + g * c.lists.k, c.lists.index + g * c.lists.k, c.norms[g]};
+}
+
+// Each entry's upper bound, rounded up to float (so still an upper bound on
+// its s64), +inf past the list up to P, with its place in si; by the
+// threads first, first + step, ...
+__device__ __forceinline__ void upper_keys(const CertifyArgs& c, const CertRow& r, int P, float* sd, int* si,
+                                           int first, int step) {
+  for (int t = first; t < P; t += step) {
+    if (t < r.f) {
+      const double a = r.ld[t];
+      sd[t] = __double2float_ru(upper64(a, entry_error(a, r.ni, c.norms[r.li[t]], c.model), c.model));
+    } else {
+      sd[t] = INFINITY;
+    }
+    si[t] = t;
+  }
+}
+
+// Every point missing from a full list ranks after its last entry by the
+// GEMM's distance; with the largest norm its lower bound is still below U
+// when the certificate fails. A list that never filled up holds every point
+// with a comparable distance (NaN never enters).
+__device__ __forceinline__ bool certificate_fails(const CertifyArgs& c, const CertRow& r, float ukey) {
+  if (c.complete || r.f != c.lists.k) return false;
+  const double amax = r.ld[c.lists.k - 1];
+  const double lmin = lower64(amax, entry_error(amax, r.ni, c.ymax, c.model), c.model);
+  return !(key_of(lmin, c.euclidean) > ukey);
+}
+
+// Whether entry (a, j)'s lower bound ranks no later than U.
+__device__ __forceinline__ bool may_rank(const CertifyArgs& c, const CertRow& r, double a, int j, float ukey) {
+  return key_of(lower64(a, entry_error(a, r.ni, c.norms[j], c.model), c.model), c.euclidean) <= ukey;
+}
+
+// Candidate j (GEMM distance sd[j], index si[j]) of row x re-evaluated by
+// one warp: lane 0 writes its exact key to sd[j] and returns `use` raised to
+// how much of the bound the real error used (evidence for the model).
+__device__ __forceinline__ float reevaluate(const CertifyArgs& c, const CertRow& r, const float* x, float* sd,
+                                            const int* si, int j, int lane, float use) {
+  const int nb = si[j];
+  const double s = warp_sum_sq_diff(x, c.rows + static_cast<int64_t>(nb) * c.d, c.d, lane);
+  if (lane == 0) {
+    const double a = sd[j];
+    use = fmaxf(use, static_cast<float>(fabs(a - s) / entry_error(a, r.ni, c.norms[nb], c.model)));
+    sd[j] = key_of(s, c.euclidean);
+  }
+  return use;
+}
+
+// The row's k best, sorted in (sd, si), out; by the threads first, first + step, ...
+__device__ __forceinline__ void write_row(const CertifyArgs& c, int64_t g, const float* sd, const int* si, int first,
+                                          int step) {
+  for (int j = first; j < c.k; j += step) {
+    c.out_index[g * c.k + j] = si[j];
+    c.out_dist[g * c.k + j] = sd[j];
+  }
+}
+
 __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
   extern __shared__ float smem[];
   __shared__ int s_count, s_fail;
   __shared__ float s_ukey;
-  const int cap = c.lists.k;
-  const int P = next_pow2(cap);
+  const int P = next_pow2(c.lists.k);
   float* sd = smem;
   int* si = reinterpret_cast<int*>(sd + P);
   const int lane = threadIdx.x & 31;
@@ -32,38 +99,16 @@ __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
   float use = 0.f;
   const int64_t end = c.row_end < 0 ? c.lists.n : c.row_end;
   for (int64_t g = c.row_begin + blockIdx.x; g < end; g += gridDim.x) {
-    const int f = c.lists.fill[g];
-    const float* ld = c.lists.dist + g * cap;
-    const int* li = c.lists.index + g * cap;
-    const double ni = c.norms[g];
-
+    const CertRow r = cert_row(c, g);
     // U: the k-th smallest upper bound (rounded up to float, so still an
     // upper bound on the k-th smallest s64 of the row).
-    for (int t = threadIdx.x; t < P; t += blockDim.x) {
-      if (t < f) {
-        const double a = ld[t];
-        sd[t] = __double2float_ru(upper64(a, entry_error(a, ni, c.norms[li[t]], c.model), c.model));
-      } else {
-        sd[t] = INFINITY;
-      }
-      si[t] = t;
-    }
+    upper_keys(c, r, P, sd, si, threadIdx.x, blockDim.x);
     __syncthreads();
     block_bitonic_sort(sd, si, P);
     if (threadIdx.x == 0) {
       const float ukey = key_of(sd[c.k - 1], c.euclidean);
-      int fail = 0;
-      // Every point missing from a full list ranks after its last entry by
-      // the GEMM's distance; with the largest norm its lower bound is still
-      // below U when the certificate fails. A list that never filled up
-      // holds every point with a comparable distance (NaN never enters).
-      if (!c.complete && f == cap) {
-        const double amax = ld[cap - 1];
-        const double lmin = lower64(amax, entry_error(amax, ni, c.ymax, c.model), c.model);
-        fail = !(key_of(lmin, c.euclidean) > ukey);
-      }
       s_ukey = ukey;
-      s_fail = fail;
+      s_fail = certificate_fails(c, r, ukey);
       s_count = 0;
     }
     __syncthreads();
@@ -78,61 +123,27 @@ __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
     const float ukey = s_ukey;
 
     // The candidates whose lower bound ranks no later than U.
-    for (int t = threadIdx.x; t < f; t += blockDim.x) {
-      const double a = ld[t];
-      const int j = li[t];
-      if (key_of(lower64(a, entry_error(a, ni, c.norms[j], c.model), c.model), c.euclidean) <= ukey) {
+    for (int t = threadIdx.x; t < r.f; t += blockDim.x) {
+      const int j = r.li[t];
+      if (may_rank(c, r, r.ld[t], j, ukey)) {
         const int p = atomicAdd(&s_count, 1);
-        sd[p] = ld[t];
+        sd[p] = r.ld[t];
         si[p] = j;
       }
     }
     __syncthreads();
     const int cnt = s_count;
     const float* x = c.rows + g * c.d;
-    for (int j = warp; j < cnt; j += kThreads / 32) {
-      const int nb = si[j];
-      const double s = warp_sum_sq_diff(x, c.rows + static_cast<int64_t>(nb) * c.d, c.d, lane);
-      if (lane == 0) {
-        const double a = sd[j];
-        // How much of the bound the real error used: evidence for the model.
-        use = fmaxf(use, static_cast<float>(fabs(a - s) / entry_error(a, ni, c.norms[nb], c.model)));
-        sd[j] = key_of(s, c.euclidean);
-      }
-    }
+    for (int j = warp; j < cnt; j += kThreads / 32) use = reevaluate(c, r, x, sd, si, j, lane, use);
     const int pc = next_pow2(cnt);
     for (int t = cnt + threadIdx.x; t < pc; t += blockDim.x) sd[t] = INFINITY, si[t] = INT_MAX;
     __syncthreads();
     block_bitonic_sort(sd, si, pc);
-    for (int j = threadIdx.x; j < c.k; j += blockDim.x) {
-      c.out_index[g * c.k + j] = si[j];
-      c.out_dist[g * c.k + j] = sd[j];
-    }
+    write_row(c, g, sd, si, threadIdx.x, blockDim.x);
     if (threadIdx.x == 0) c.status[g] = cnt;
     __syncthreads();
   }
   if (lane == 0 && use > 0.f) atomicMax(reinterpret_cast<int*>(c.max_use), __float_as_int(use));
-}
-
-/// warp_bitonic_sort: block_bitonic_sort for one warp's own shared arrays,
-/// p <= 64 (one compare-exchange a lane each step).
-__device__ inline void warp_bitonic_sort(float* d, int* ix, int p, int lane) {
-  for (int size = 2; size <= p; size <<= 1) {
-    for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      if (lane < (p >> 1)) {
-        const int lo = 2 * lane - (lane & (stride - 1));
-        const int hi = lo + stride;
-        const bool ascending = (lo & size) == 0;
-        const float a = d[lo], b = d[hi];
-        const int ia = ix[lo], ib = ix[hi];
-        if (key_less(b, ib, a, ia) == ascending) {
-          d[lo] = b, ix[lo] = ib;
-          d[hi] = a, ix[hi] = ia;
-        }
-      }
-      __syncwarp();
-    }
-  }
 }
 
 // certify_kernel for lists of at most kWarpCap entries: a warp a row, its
@@ -148,8 +159,7 @@ constexpr int kWarpsPerBlock = kThreads / 32;
 __global__ __launch_bounds__(kThreads) void certify_warp_kernel(CertifyArgs c) {
   __shared__ float s_d[kWarpsPerBlock][kWarpCap];
   __shared__ int s_i[kWarpsPerBlock][kWarpCap];
-  const int cap = c.lists.k;
-  const int P = next_pow2(cap);
+  const int P = next_pow2(c.lists.k);
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   float* sd = s_d[warp];
@@ -159,30 +169,13 @@ __global__ __launch_bounds__(kThreads) void certify_warp_kernel(CertifyArgs c) {
   const int64_t end = c.row_end < 0 ? c.lists.n : c.row_end;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   for (int64_t g = c.row_begin + static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp; g < end; g += step) {
-    const int f = c.lists.fill[g];
-    const float* ld = c.lists.dist + g * cap;
-    const int* li = c.lists.index + g * cap;
-    const double ni = c.norms[g];
-
+    const CertRow r = cert_row(c, g);
     // U: the k-th smallest upper bound, as in certify_kernel.
-    for (int t = lane; t < P; t += 32) {
-      if (t < f) {
-        const double a = ld[t];
-        sd[t] = __double2float_ru(upper64(a, entry_error(a, ni, c.norms[li[t]], c.model), c.model));
-      } else {
-        sd[t] = INFINITY;
-      }
-      si[t] = t;
-    }
+    upper_keys(c, r, P, sd, si, lane, 32);
     __syncwarp();
     warp_bitonic_sort(sd, si, P, lane);
     const float ukey = key_of(sd[c.k - 1], c.euclidean);
-    bool fail = false;
-    if (!c.complete && f == cap) {
-      const double amax = ld[cap - 1];
-      const double lmin = lower64(amax, entry_error(amax, ni, c.ymax, c.model), c.model);
-      fail = !(key_of(lmin, c.euclidean) > ukey);
-    }
+    const bool fail = certificate_fails(c, r, ukey);
     __syncwarp();  // every lane has read sd[k - 1] before sd is reused
     if (fail) {
       if (lane == 0) {
@@ -195,43 +188,25 @@ __global__ __launch_bounds__(kThreads) void certify_warp_kernel(CertifyArgs c) {
     // The candidates whose lower bound ranks no later than U, packed in list
     // order (a ballot per 32 entries).
     int cnt = 0;
-    for (int t0 = 0; t0 < f; t0 += 32) {
+    for (int t0 = 0; t0 < r.f; t0 += 32) {
       const int t = t0 + lane;
-      bool keep = false;
-      float a = 0.f;
-      int j = 0;
-      if (t < f) {
-        a = ld[t];
-        j = li[t];
-        keep = key_of(lower64(a, entry_error(a, ni, c.norms[j], c.model), c.model), c.euclidean) <= ukey;
-      }
+      const bool keep = t < r.f && may_rank(c, r, r.ld[t], r.li[t], ukey);
       const unsigned mask = __ballot_sync(kFullMask, keep);
       if (keep) {
         const int p = cnt + __popc(mask & below);
-        sd[p] = a;
-        si[p] = j;
+        sd[p] = r.ld[t];
+        si[p] = r.li[t];
       }
       cnt += __popc(mask);
     }
     __syncwarp();
     const float* x = c.rows + g * c.d;
-    for (int j = 0; j < cnt; ++j) {
-      const int nb = si[j];
-      const double s = warp_sum_sq_diff(x, c.rows + static_cast<int64_t>(nb) * c.d, c.d, lane);
-      if (lane == 0) {
-        const double a = sd[j];
-        use = fmaxf(use, static_cast<float>(fabs(a - s) / entry_error(a, ni, c.norms[nb], c.model)));
-        sd[j] = key_of(s, c.euclidean);
-      }
-    }
+    for (int j = 0; j < cnt; ++j) use = reevaluate(c, r, x, sd, si, j, lane, use);
     const int pc = next_pow2(cnt);
     for (int t = cnt + lane; t < pc; t += 32) sd[t] = INFINITY, si[t] = INT_MAX;
     __syncwarp();
     warp_bitonic_sort(sd, si, pc, lane);
-    for (int j = lane; j < c.k; j += 32) {
-      c.out_index[g * c.k + j] = si[j];
-      c.out_dist[g * c.k + j] = sd[j];
-    }
+    write_row(c, g, sd, si, lane, 32);
     if (lane == 0) c.status[g] = cnt;
     __syncwarp();  // the row's results are read before the next row overwrites sd
   }

@@ -28,23 +28,37 @@ __device__ __forceinline__ int count_less_sorted(const float* d, const int* ix, 
   return lo;
 }
 
+/// One compare-exchange of a bitonic sort's step (size, stride): pair t.
+__device__ __forceinline__ void bitonic_exchange(float* d, int* ix, int t, int size, int stride) {
+  const int lo = 2 * t - (t & (stride - 1));
+  const int hi = lo + stride;
+  const bool ascending = (lo & size) == 0;
+  const float a = d[lo], b = d[hi];
+  const int ia = ix[lo], ib = ix[hi];
+  if (key_less(b, ib, a, ia) == ascending) {
+    d[lo] = b, ix[lo] = ib;
+    d[hi] = a, ix[hi] = ia;
+  }
+}
+
 /// Ascending bitonic sort of (d, ix)[0, p) in shared memory, p a power of two,
 /// by all threads of the block (every thread must call it).
 __device__ inline void block_bitonic_sort(float* d, int* ix, int p) {
   for (int size = 2; size <= p; size <<= 1) {
     for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      for (int t = threadIdx.x; t < (p >> 1); t += blockDim.x) {
-        const int lo = 2 * t - (t & (stride - 1));
-        const int hi = lo + stride;
-        const bool ascending = (lo & size) == 0;
-        const float a = d[lo], b = d[hi];
-        const int ia = ix[lo], ib = ix[hi];
-        if (key_less(b, ib, a, ia) == ascending) {
-          d[lo] = b, ix[lo] = ib;
-          d[hi] = a, ix[hi] = ia;
-        }
-      }
+      for (int t = threadIdx.x; t < (p >> 1); t += blockDim.x) bitonic_exchange(d, ix, t, size, stride);
       __syncthreads();
+    }
+  }
+}
+
+/// The same by the 32 lanes of one warp on its own arrays, p <= 64 (a pair
+/// a lane: written as a loop over pairs, it spilled registers).
+__device__ inline void warp_bitonic_sort(float* d, int* ix, int p, int lane) {
+  for (int size = 2; size <= p; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      if (lane < (p >> 1)) bitonic_exchange(d, ix, lane, size, stride);
+      __syncwarp();
     }
   }
 }
