@@ -18,8 +18,9 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
           [--devices all|0,1] [--gpu-memory BYTES] [--precision exact|fast-exact]
           [--keep-self] [--threads T]
   embed GRAPHDIR [--k K] [--epsilon auto|median|VALUE] [--alpha A] [--components M]
-          [--t T] [--symmetrize or|and|average] [--local-scaling J] [--tolerance TOL]
-          [--ncv NCV] [--no-lock-check] [--eigensolver auto|cpu|gpu] [-o OUTDIR]
+          [--t T] [--symmetrize or|and|average] [--local-scaling auto|0|J] [--tolerance TOL]
+          [--ncv NCV] [--no-lock-check] [--eigensolver auto|cpu|gpu]
+          [--max-matvecs N] [--time-limit SECONDS] [-o OUTDIR]
   run DATA -k K [knn and embed options] [--embed-k K'] [--transform none|anscombe] -o OUTDIR
                                            knn then embed (-k is the graph's k, --embed-k the embedding's)
   run --demo -o OUTDIR [--pdb ID|FILE --count N --size S --axis A --photons P --seed S --q-max Q]
@@ -30,6 +31,14 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
   bench [--backend ...] [--select ...] [-n N] [-d D] [-k K] [--data FILE] [--json FILE]
   bench embed [...]                        time the diffusion-map eigensolve
   submit --profile FILE DATA [knn options] -o OUTDIR   run on a cluster (mpirun or Slurm)
+
+Kernel: K_ij = exp(-r_ij^2 / (sigma_i sigma_j epsilon)), r^2 = d^2 (Euclidean) or 2 d (cosine,
+Pearson: the squared distance of the unit-norm rows); sigma_i = r to the j-th neighbour,
+j = min(7, K') by default (--local-scaling auto; 0 turns it off). --epsilon median (default):
+the median over points of r^2 / (sigma_i sigma_j) to the K'-th neighbour; auto: Berry-
+Giannakis-Harlim. Points joined only by weights < 1e-4 are left out and said so. The
+eigensolve stops at --max-matvecs (default 20000) or --time-limit (default none) and says
+why in one line; warnings flag localised coordinates and eigenvalues within 1e-6 of 1.
 
 DATA: .npy, MNIST IDX (*-idx3-ubyte[.gz]), a folder of PNG/TIFF images, a multi-page
 TIFF, MRC/MRCS, HDF5/CXI (--dataset PATH). Ctrl-C cancels; nothing partial is left.

@@ -37,7 +37,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 std::vector<OptionSpec> diffusion_option_specs(const std::string& k_option) {
   return {{k_option},       {"--epsilon"},   {"--alpha"}, {"--components"}, {"--t"},
           {"--symmetrize"}, {"--local-scaling"}, {"--tolerance"}, {"--ncv"}, {"--no-lock-check", false},
-          {"--eigensolver"}};
+          {"--eigensolver"}, {"--max-matvecs"}, {"--time-limit"}};
 }
 
 DiffusionParams diffusion_params_from(const Args& a, const std::string& k_option, DiffusionParams p = {}) {
@@ -47,10 +47,12 @@ DiffusionParams diffusion_params_from(const Args& a, const std::string& k_option
   p.components = static_cast<int>(a.integer("--components", p.components, 1, 1 << 20));
   p.t = a.real("--t", p.t);
   p.symmetrize = a.str("--symmetrize", p.symmetrize);
-  p.local_scaling = static_cast<int>(a.integer("--local-scaling", p.local_scaling, 0, 1 << 20));
+  if (a.has("--local-scaling")) p.local_scaling = parse_local_scaling(a.str("--local-scaling"));
   p.tolerance = a.real("--tolerance", p.tolerance);
   p.ncv = static_cast<int>(a.integer("--ncv", p.ncv, 0, 1 << 20));
   if (a.has("--no-lock-check")) p.lock_check = false;
+  p.max_matvecs = a.integer("--max-matvecs", p.max_matvecs, 0, INT64_MAX);
+  p.time_limit_s = a.real("--time-limit", p.time_limit_s);
   p.eigensolver = a.str("--eigensolver", p.eigensolver);
   p.threads = static_cast<int>(a.integer("--threads", p.threads, 0, 4096));
   return p;
@@ -62,13 +64,11 @@ double total_of(const Timings& t) {
   return 0;
 }
 
-/// Says so when the graph was disconnected: never a silent partial embedding.
-void report_components(const DiffusionResult& r) {
-  if (r.graph_components > 1)
-    std::fprintf(stderr,
-                 "manifold: warning: the graph has %d connected components; embedded the largest (%lld of %lld "
-                 "points; point_index.npy lists them). A larger k joins them.\n",
-                 r.graph_components, static_cast<long long>(r.n), static_cast<long long>(r.graph_points));
+/// One line per finding of the diagnostics (points left out, localised
+/// coordinates, eigenvalues at 1): never a silent partial or degenerate
+/// embedding. embedding.json records the same.
+void report_warnings(const DiffusionResult& r) {
+  for (const std::string& w : r.diagnostics.warnings) std::fprintf(stderr, "manifold: warning: %s\n", w.c_str());
 }
 
 void print_summary(const DiffusionResult& r, const DiffusionParams& p, const std::string& out) {
@@ -155,7 +155,7 @@ int run_session(const Session& s, const std::string& out, bool quiet, const std:
   write_embedding_files(tx, r.embedding, s.diffusion, graph_metadata(r.graph), extra);
   write_text_file(tx.path("session.json"), session_to_json(record).dump(2) + "\n");
   tx.commit();
-  report_components(r.embedding);
+  report_warnings(r.embedding);
   if (!quiet) {
     std::printf("k-NN graph: N=%lld d=%lld k=%d metric=%s backend=%s in %.3f s\n", static_cast<long long>(r.graph.n),
                 static_cast<long long>(r.graph.d), r.graph.k, to_string(r.graph.metric).c_str(),
@@ -224,7 +224,7 @@ int run_demo(const Args& a) {
                         {{"data", "patterns.npy"}, {"transform", "anscombe"}, {"demo", demo}});
   write_text_file(tx.path("session.json"), session_to_json(s).dump(2) + "\n");
   tx.commit();
-  report_components(r.embedding);
+  report_warnings(r.embedding);
   if (!quiet) {
     std::printf("demo: %lld diffraction patterns %dx%d of %s (%zu atoms) rotated about %s, Poisson noise %g photons/pattern\n",
                 static_cast<long long>(d.count), d.size, d.size, mol.id.empty() ? mol.source.c_str() : mol.id.c_str(),
@@ -325,7 +325,7 @@ int cmd_embed(int argc, char** argv) {
   DiffusionResult r = diffusion_map(g, p, progress);
   progress.check_cancel();
   write_embedding(out, r, p, graph_metadata(g), {{"graph_dir", fs::absolute(graph_dir).lexically_normal().string()}});
-  report_components(r);
+  report_warnings(r);
   if (!quiet) print_summary(r, p, out);
   return 0;
 }

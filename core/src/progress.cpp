@@ -7,12 +7,13 @@ Progress::Progress(ProgressSink* sink, const std::atomic<bool>* cancel, double m
   start_ = last_report_ = std::chrono::steady_clock::now();
 }
 
-void Progress::stage(const std::string& name, uint64_t total, const std::string& unit) {
+void Progress::stage(const std::string& name, uint64_t total, const std::string& unit, bool total_is_limit) {
   check_cancel();
   std::lock_guard lock(mutex_);
   stage_ = name;
   unit_ = unit;
   total_ = total;
+  total_is_limit_ = total_is_limit;
   done_.store(0);
   start_ = last_report_ = std::chrono::steady_clock::now();
   publish(false);
@@ -37,7 +38,7 @@ void Progress::advance(uint64_t n) {
 
 void Progress::finish() {
   std::lock_guard lock(mutex_);
-  if (total_ > 0) done_.store(total_);
+  if (total_ > 0 && !total_is_limit_) done_.store(total_);
   publish(true);
 }
 
@@ -47,6 +48,7 @@ void Progress::publish(bool finished) {
   e.stage = stage_;
   e.unit = unit_;
   e.total = total_;
+  e.total_is_limit = total_is_limit_;
   e.done = done_.load(std::memory_order_relaxed);
   if (e.total > 0 && e.done > e.total) e.done = e.total;
   e.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

@@ -51,7 +51,13 @@ TerminalProgress::TerminalProgress(std::FILE* out, bool quiet)
 void TerminalProgress::report(const ProgressEvent& e) {
   if (quiet_) return;
   char line[256];
-  if (e.total > 0) {
+  if (e.total > 0 && e.total_is_limit) {
+    // A budget: the count, and the most time left before it runs out.
+    std::snprintf(line, sizeof line, "%-12s %llu %s (budget %llu)  %s %s/s  %s %s", e.stage.c_str(),
+                  static_cast<unsigned long long>(e.done), e.unit.c_str(), static_cast<unsigned long long>(e.total),
+                  human_rate(e.rate).c_str(), e.unit.c_str(), e.finished ? "took" : "at most",
+                  format_duration(e.finished ? e.elapsed_s : e.eta_s).c_str());
+  } else if (e.total > 0) {
     double pct = 100.0 * static_cast<double>(e.done) / static_cast<double>(e.total);
     std::snprintf(line, sizeof line, "%-12s %5.1f%%  %llu/%llu %s  %s %s/s  %s %s", e.stage.c_str(), pct,
                   static_cast<unsigned long long>(e.done), static_cast<unsigned long long>(e.total),

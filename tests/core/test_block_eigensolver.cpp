@@ -76,7 +76,7 @@ TEST(Chebyshev, WarmStartFromNearbyVectorsNeedsFewerProducts) {
   // The eigenvectors of one epsilon start the solve for another: the same
   // pairs, reached in fewer block products.
   const KnnGraph g = noisy_strip_graph(5);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   const DiffusionMatrix a = diffusion_matrix_of(g, p);
   p.epsilon = std::to_string(a.epsilon * 1.3);
   const DiffusionMatrix b = diffusion_matrix_of(g, p);
@@ -162,7 +162,7 @@ std::vector<double> slab_points(int64_t n, uint64_t seed) {
 TEST(Chebyshev, DiffusionMapDispatchesToTheDeviceEigensolver) {
   const KnnGraph g = noisy_strip_graph(7);
   Progress progress;
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 6;
   p.eigensolver = "gpu";
   EXPECT_THROW(validate(p, g), UsageError);  // nothing registered
@@ -227,7 +227,7 @@ TEST(Chebyshev, AutoTakesADeviceInUseFromFewerPoints) {
   const int64_t n = kDeviceEigensolveWarmMinRows;
   std::vector<double> pts = slab_points(n, 5);
   const KnnGraph g = knn_graph(pts, n, 3, 10);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 3;
   Progress progress;
   {

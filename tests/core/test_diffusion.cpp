@@ -44,13 +44,17 @@ struct DenseReference {
 DenseReference dense_reference(const KnnGraph& g, const DiffusionParams& p) {
   const int64_t n = g.n;
   const int kp = p.k ? p.k : g.k;
-  std::vector<double> sigma(static_cast<size_t>(n), 1.0);
-  if (p.local_scaling)
-    for (int64_t i = 0; i < n; ++i) sigma[i] = g.distances[i * g.k + p.local_scaling - 1];
-  auto scaled = [&](int64_t i, int e) {
+  // The squared Euclidean distance each metric stands for: d^2, or 2 d for
+  // cosine and Pearson (1 - cos = |x^ - y^|^2 / 2).
+  auto r2 = [&](int64_t i, int e) {
     const double d = g.distances[i * g.k + e];
-    return d * d / (sigma[i] * sigma[g.indices[i * g.k + e]]);
+    return g.metric == Metric::Euclidean ? d * d : 2 * d;
   };
+  const int j = p.local_scaling < 0 ? std::min(7, kp) : p.local_scaling;
+  std::vector<double> sigma(static_cast<size_t>(n), 1.0);
+  if (j > 0)
+    for (int64_t i = 0; i < n; ++i) sigma[i] = std::sqrt(r2(i, j - 1));
+  auto scaled = [&](int64_t i, int e) { return r2(i, e) / (sigma[i] * sigma[g.indices[i * g.k + e]]); };
   double eps;
   if (p.epsilon == "median") {
     std::vector<double> last;
@@ -114,6 +118,7 @@ struct Variant {
   double alpha;
   int local_scaling;
   std::string epsilon;
+  Metric metric = Metric::Euclidean;
 };
 
 class DenseAgreement : public ::testing::TestWithParam<Variant> {};
@@ -127,6 +132,8 @@ TEST_P(DenseAgreement, EigenpairsMatchDenseFloat64Solver) {
   std::vector<double> pts(n * 3);
   for (auto& x : pts) x = u(rng);
   KnnGraph g = knn_graph(pts, n, 3, 20);
+  // The kernel of a cosine or Pearson graph reads its distances as 1 - cos.
+  g.metric = v.metric;
   DiffusionParams p;
   p.symmetrize = v.sym;
   p.alpha = v.alpha;
@@ -161,14 +168,17 @@ INSTANTIATE_TEST_SUITE_P(Variants, DenseAgreement,
                          ::testing::Values(Variant{"or", 1.0, 0, "median"}, Variant{"and", 1.0, 0, "median"},
                                            Variant{"average", 1.0, 0, "median"}, Variant{"or", 0.0, 0, "median"},
                                            Variant{"or", 0.5, 0, "median"}, Variant{"average", 0.5, 5, "median"},
-                                           Variant{"or", 1.0, 7, "1.5"}, Variant{"and", 0.0, 0, "0.8"}));
+                                           Variant{"or", 1.0, 7, "1.5"}, Variant{"and", 0.0, 0, "0.8"},
+                                           Variant{"or", 1.0, kLocalScalingAuto, "median"},
+                                           Variant{"or", 1.0, kLocalScalingAuto, "median", Metric::Cosine},
+                                           Variant{"average", 0.5, 0, "median", Metric::Pearson}));
 
 TEST(Diffusion, SymmetrisationRulesDiffer) {
   // The three rules give different matrices on a graph with one-sided edges,
   // so their spectra must differ; "and" has the fewest edges.
   const int64_t n = 300;
   KnnGraph g = knn_graph(random_points(n, 4, 5), n, 4, 10);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 4;
   p.epsilon = "2.0";
   std::vector<std::vector<double>> vals;
@@ -204,7 +214,7 @@ TEST(Diffusion, AlphaRemovesSamplingDensity) {
   // the k-NN truncation does not cut the kernel.
   KnnGraph g = knn_graph(pts, n, 2, 100);
   auto corr = [&](double alpha) {
-    DiffusionParams p;
+    DiffusionParams p = fixed_bandwidth();
     p.alpha = alpha;
     p.components = 2;
     p.epsilon = "0.0005";
@@ -224,7 +234,7 @@ TEST(KnownSpectra, CircleGivesPairsWithRatiosOfSquares) {
   const int64_t n = 400;
   const int k = 20;
   KnnGraph g = circle_graph(n, k);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 6;
   DiffusionResult r = embed(g, p);
   // The exact spectrum of the circulant kernel: lambda_m = sum_j w_j cos(2 pi m j / n) / sum_j w_j.
@@ -260,7 +270,7 @@ TEST(KnownSpectra, RepeatedEigenvaluesNeedTheLockCheck) {
   // vector sees one direction of each. Without the lock check a copy is
   // missed (the returned values are not the pairs); with it all are found.
   KnnGraph g = circle_graph(400, 20);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 6;
   p.lock_check = false;
   DiffusionResult r = embed(g, p);
@@ -292,7 +302,7 @@ TEST(KnownSpectra, LockCheckRecoversEveryCopyOfFourfoldEigenvalues) {
           g.indices.push_back(((y + dy + side) % side) * side + (x + dx + side) % side);
           g.distances.push_back(static_cast<float>(h * std::sqrt(double(dx * dx + dy * dy))));
         }
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.epsilon = std::to_string(2 * h * h);
   Progress progress;
   DiffusionMatrix a = diffusion_matrix(g, p, progress);
@@ -339,7 +349,7 @@ TEST(KnownSpectra, LockCheckLeavesASimpleSpectrumAlone) {
   // Random points in a box: no repeated eigenvalues. The check reaches its
   // verdict, swaps nothing, and the result equals the dense solver's.
   KnnGraph g = knn_graph(random_points(600, 3, 5), 600, 3, 12);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   Progress progress;
   DiffusionMatrix a = diffusion_matrix(g, p, progress);
   const int count = 8;
@@ -355,7 +365,7 @@ TEST(Diffusion, SolverOrderAndStartVectorChangeNothing) {
   // The solve runs on the matrix in reverse Cuthill-McKee order and may start
   // from a guess; neither may change the eigenpairs beyond the tolerance.
   KnnGraph g = knn_graph(random_points(800, 3, 9), 800, 3, 15);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   Progress progress;
   DiffusionMatrix a = diffusion_matrix(g, p, progress);
   const int count = 7;
@@ -391,7 +401,7 @@ TEST(KnownSpectra, IntervalGivesRatiosOneFourNine) {
   std::vector<double> x;
   for (int64_t i = 0; i < n; ++i) x.push_back(static_cast<double>(i) / (n - 1));
   KnnGraph g = knn_graph(x, n, 1, 10);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 4;
   DiffusionResult r = embed(g, p);
   const double l1 = -std::log(r.eigenvalues[1]);
@@ -410,7 +420,7 @@ TEST(KnownSpectra, SphereFirstEigenvalueIsThreefold) {
   const int64_t n = 3000;
   const std::vector<double> pts = sphere_points(n);
   KnnGraph g = knn_graph(pts, n, 3, 30);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 9;
   DiffusionResult r = embed(g, p);
   std::vector<double> mu;
@@ -442,7 +452,7 @@ TEST(Diffusion, BghEstimatesIntrinsicDimension) {
     const double t = u(rng) * 6;
     curve.insert(curve.end(), {std::cos(t), std::sin(t), 0.2 * t});
   }
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.epsilon = "auto";
   p.components = 3;
   // k large enough that the kernel is resolved before the k-NN truncation
@@ -465,7 +475,7 @@ TEST(Diffusion, SlicingEqualsAGraphBuiltWithSmallerK) {
   const int64_t n = 400;
   auto pts = random_points(n, 3, 8);
   KnnGraph big = knn_graph(pts, n, 3, 20), small = knn_graph(pts, n, 3, 8);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 5;
   DiffusionParams p8 = p;
   p8.k = 8;
@@ -487,7 +497,7 @@ TEST(Diffusion, DisconnectedGraphEmbedsTheLargestComponentAndSaysSo) {
   blob(200, 100, 2);
   blob(80, 200, 3);
   KnnGraph g = knn_graph(pts, 400, 2, 10);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 4;
   p.epsilon = "0.5";  // the median would differ between the whole graph and one blob
   DiffusionResult r = embed(g, p);
@@ -509,7 +519,7 @@ TEST(Diffusion, NystromReproducesTrainingPoints) {
   for (bool scaling : {false, true}) {
     // The complete graph with self: every row is exactly its kernel row.
     KnnGraph g = knn_graph(pts, n, 3, static_cast<int>(n), true);
-    DiffusionParams p;
+    DiffusionParams p = fixed_bandwidth();
     p.components = 5;
     p.epsilon = "3.0";
     p.local_scaling = scaling ? 8 : 0;
@@ -523,7 +533,7 @@ TEST(Diffusion, NystromReproducesTrainingPoints) {
   // A sparse graph: the symmetrised kernel row (own neighbours, points that
   // list it, itself at distance 0) reproduces the training point.
   KnnGraph g = knn_graph(pts, n, 3, 12);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 4;
   DiffusionResult r = embed(g, p);
   const int kn = 64;
@@ -654,7 +664,7 @@ TEST(Diffusion, RediffuseAfterNewKOrEpsilonIsTheFullSolve) {
   // A noisy 2-D strip: re-embedding after a change of k' or epsilon starts
   // LOBPCG from the previous eigenvectors and converges to the tolerance.
   KnnGraph g = noisy_strip_graph(12);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 8;
   const DiffusionResult base = embed(g, p);
   DiffusionParams qk = p;
@@ -696,7 +706,7 @@ TEST(Diffusion, RediffuseAfterNewKOrEpsilonIsTheFullSolve) {
   EXPECT_TRUE(cold.solver["converged"].get<bool>());
   // Too few points for the block method: the full solve runs.
   KnnGraph tiny = knn_graph(random_points(30, 2, 3), 30, 2, 8);
-  DiffusionParams pt;
+  DiffusionParams pt = fixed_bandwidth();
   pt.components = 4;
   DiffusionResult tiny_base = embed(tiny, pt);
   pt.k = 6;
@@ -706,7 +716,7 @@ TEST(Diffusion, RediffuseAfterNewKOrEpsilonIsTheFullSolve) {
 
 TEST(Diffusion, RediffuseShowsAnIterateOnTheWayAndReusesTheRowOrder) {
   KnnGraph g = noisy_strip_graph(31);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 8;
   const DiffusionResult base = embed(g, p);
   // The full solve records the order it ran in: a permutation of the points.
@@ -777,7 +787,7 @@ TEST(Diffusion, RediffuseFindsBothCopiesOfRepeatedEigenvalues) {
   // coordinates: the block method must find the rest, both copies of each
   // pair; the eigenvectors agree as 2-D subspaces.
   KnnGraph g = circle_graph(1200, 20);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 2;
   DiffusionParams q = p;
   q.components = 6;
@@ -806,7 +816,7 @@ TEST(Diffusion, RediffuseOnABottleneckAndOnADisconnectedGraph) {
   }
   for (int64_t i = 0; i < 200; ++i, ++n) pts.insert(pts.end(), {1 + u(rng), 0.45 + 0.1 * u(rng)});
   KnnGraph g = knn_graph(pts, n, 2, 12);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 6;
   const DiffusionResult base = embed(g, p);
   ASSERT_EQ(base.graph_components, 1);
@@ -828,11 +838,11 @@ TEST(Diffusion, RediffuseOnABottleneckAndOnADisconnectedGraph) {
   blob(900, 100, 2);
   blob(200, 200, 3);
   KnnGraph gb = knn_graph(blobs, 1400, 2, 10);
-  DiffusionParams pb;
+  DiffusionParams pb = fixed_bandwidth();
   pb.components = 5;
-  pb.epsilon = "0.05";
+  pb.epsilon = "0.5";
   DiffusionParams qb = pb;
-  qb.epsilon = "0.1";
+  qb.epsilon = "1";
   expect_rediffuse_exact(gb, pb, qb, "blobs, epsilon x 2");
 }
 
@@ -856,7 +866,7 @@ TEST(Diffusion, CancelStopsTheEigensolve) {
   KnnGraph g = knn_graph(random_points(n, 3, 2), n, 3, 10);
   std::atomic<bool> cancel{true};
   Progress progress(nullptr, &cancel);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   EXPECT_THROW(diffusion_map(g, p, progress), Cancelled);
 }
 
@@ -870,7 +880,7 @@ TEST(Diffusion, ProgressReportsEveryStage) {
   const int64_t n = 500;
   KnnGraph g = knn_graph(random_points(n, 3, 2), n, 3, 10);
   Progress progress(&sink);
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.epsilon = "auto";
   diffusion_map(g, p, progress);
   for (auto s : {"kernel graph", "epsilon sweep", "normalise", "eigensolve"})
@@ -898,7 +908,7 @@ TEST(Diffusion, BadInputGivesOneClearLine) {
     }
     return false;
   };
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.epsilon = "0";
   EXPECT_NE(message(p, g).find("--epsilon"), std::string::npos);
   EXPECT_TRUE(usage(p));

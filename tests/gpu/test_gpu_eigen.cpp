@@ -143,7 +143,7 @@ TEST(GpuEigen, DiffusionMapAndRediffuseOnTheGpu) {
   gpu::register_gpu_eigensolver();
   const KnnGraph g = noisy_strip_graph(11);
   Progress progress;
-  DiffusionParams p;
+  DiffusionParams p = fixed_bandwidth();
   p.components = 8;
   p.eigensolver = "gpu";
   const DiffusionResult r = diffusion_map(g, p, progress);

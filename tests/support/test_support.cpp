@@ -85,6 +85,12 @@ KnnGraph noisy_strip_graph(uint64_t seed) {
   return knn_graph(pts, n, 3, 20);
 }
 
+DiffusionParams fixed_bandwidth() {
+  DiffusionParams p;
+  p.local_scaling = 0;
+  return p;
+}
+
 DiffusionMatrix diffusion_matrix_of(const KnnGraph& g, const DiffusionParams& p) {
   Progress progress;
   return diffusion_matrix(g, p, progress);

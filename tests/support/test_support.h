@@ -67,8 +67,13 @@ manifold::KnnGraph circle_graph(int64_t n, int k);
 std::vector<double> sphere_points(int64_t n);
 manifold::KnnGraph noisy_strip_graph(uint64_t seed);
 
+/// The Gaussian kernel of fixed width (local scaling off): what the known
+/// spectra (circle pairs, sphere triplets, Laplace-Beltrami ratios) are
+/// about; local scaling, the default, changes the limit operator.
+manifold::DiffusionParams fixed_bandwidth();
 /// The diffusion matrix (stages 1-6) of `g` with `p`.
-manifold::DiffusionMatrix diffusion_matrix_of(const manifold::KnnGraph& g, const manifold::DiffusionParams& p = {});
+manifold::DiffusionMatrix diffusion_matrix_of(const manifold::KnnGraph& g,
+                                              const manifold::DiffusionParams& p = fixed_bandwidth());
 /// The top `count` eigenvalues of A densified, by Eigen's dense float64
 /// solver (descending).
 std::vector<double> dense_top_eigenvalues(const manifold::DiffusionMatrix& a, int count);

@@ -50,7 +50,8 @@ struct ChebyshevOptions {
   double lower = -1;          ///< a lower bound of the spectrum (-1 for a diffusion operator: |lambda| <= 1)
   double upper = 1;           ///< the top of the spectrum (the filter is scaled to 1 there)
   int max_degree = 400;       ///< filter degree per outer iteration, at most
-  int64_t max_products = 200000;  ///< block products in all before giving up
+  int64_t max_products = 200000;  ///< block products in all before giving up (EigensolveBudgetExceeded)
+  double time_limit_s = 0;    ///< seconds before giving up (EigensolveBudgetExceeded); 0 = none
   uint64_t seed = 0x5eed;     ///< random columns of the start block
   /// Start vectors (rows x start_cols, row-major, need not be orthonormal);
   /// the rest of the block is random.
@@ -68,8 +69,9 @@ struct ChebyshevStats {
 
 /// The `count` largest eigenpairs of the back end's operator. Returns
 /// eigenvalues descending and unit eigenvectors (rows x count, row-major);
-/// max_residual as Eigenpairs documents. Throws Error when it does not
-/// converge within max_products, Cancelled when progress is cancelled.
+/// max_residual as Eigenpairs documents. Throws EigensolveBudgetExceeded
+/// when it does not converge within max_products or time_limit_s,
+/// Cancelled when progress is cancelled.
 Eigenpairs chebyshev_eigenpairs(BlockOperator& op, int count, const ChebyshevOptions& options, Progress& progress,
                                 ChebyshevStats* stats = nullptr);
 

@@ -4,8 +4,12 @@
 // Pipeline (diffusion_map() runs all of it; the stages are public so the
 // benchmark and the GUI can time or reuse them):
 //   1. the first k' <= graph.k neighbours of every row (KnnGraph::sliced);
-//   2. scaled squared distances s_ij = d_ij^2, or d_ij^2 / (sigma_i sigma_j)
-//      with local scaling (sigma_i = distance to the j-th neighbour);
+//   2. scaled squared distances s_ij = r_ij^2 / (sigma_i sigma_j), where
+//      r_ij^2 is the squared Euclidean distance the metric stands for
+//      (kernel_distance2: d^2 for Euclidean; 2 d for cosine and Pearson,
+//      whose d = 1 - cos = |x^ - y^|^2 / 2 is already a squared distance of
+//      the unit-norm rows) and sigma_i = r to the j-th neighbour (self-tuning
+//      local scaling, j = min(7, k') by default; off: sigma = 1);
 //   3. the symmetrised pattern: "or" keeps an edge present in either
 //      direction with the larger kernel value (max), "and" keeps mutual edges
 //      with the smaller value (min), "average" takes (W + W^T) / 2;
@@ -23,6 +27,14 @@
 // A graph with several connected components is not embedded as a whole
 // (the spectrum would be degenerate garbage): the largest component is
 // embedded and DiffusionResult says so (graph_components, point_index).
+// The same holds for points the kernel joins only by negligible weights
+// (A_ij < kNegligibleWeight, e.g. outliers at a small epsilon): each such
+// piece carries an eigenvalue within about k' x 1e-4 of 1 whose eigenvector
+// sits on it alone, so they crowd the top of the spectrum with single
+// points, and those nearer 1 than a Krylov solver can separate stall it
+// (Fashion-MNIST, cosine, k' = 30 and the old d^2 kernel: escape
+// probabilities down to 1e-14). They are left out too
+// (DiffusionResult::weakly_joined_points) and the embedding says so.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -35,6 +47,17 @@
 
 namespace manifold {
 
+/// local_scaling's default: sigma_i = distance to the min(7, k')-th
+/// neighbour (Zelnik-Manor and Perona's choice).
+inline constexpr int kLocalScalingAuto = -1;
+inline constexpr int kLocalScalingAutoNeighbour = 7;
+/// The default eigensolve budget in mat-vecs (block products count per
+/// column): ten times what the clustered spectrum of a 100,000-point swiss
+/// roll needs (bench/diffusion/README.md).
+inline constexpr int64_t kDefaultMaxMatvecs = 20000;
+/// Kernel weights A_ij below this join nothing (see the header comment).
+inline constexpr double kNegligibleWeight = 1e-4;
+
 struct DiffusionParams {
   int k = 0;                        ///< neighbours used, 1..graph.k; 0 = all of the graph's
   std::string epsilon = "median";   ///< "median" | "auto" (Berry-Giannakis-Harlim) | a positive number
@@ -42,11 +65,13 @@ struct DiffusionParams {
   int components = 10;              ///< M diffusion coordinates (trivial one dropped); M + 1 < points embedded
   double t = 1.0;                   ///< diffusion time, >= 0
   std::string symmetrize = "or";    ///< or (max) | and (min) | average
-  int local_scaling = 0;            ///< 0 off; j in 1..k: sigma_i = distance to j-th neighbour
+  int local_scaling = kLocalScalingAuto;  ///< kLocalScalingAuto, 0 off, or j in 1..k: sigma_i = distance to j-th neighbour
   int threads = 0;                  ///< 0 = all cores
   double tolerance = 1e-10;         ///< eigensolver: relative residual per Ritz value (as ARPACK's tol)
   int ncv = 0;                      ///< Lanczos basis size; 0 = chosen from M
   bool lock_check = true;           ///< look for eigenvalues missed because they are repeated (see top_eigenpairs)
+  int64_t max_matvecs = kDefaultMaxMatvecs;  ///< eigensolve budget: products with A (block products per column)
+  double time_limit_s = 0;          ///< eigensolve budget in seconds; 0 = none
   /// "auto" (the registered device eigensolver when one is available and the
   /// component has at least kDeviceEigensolveMinRows points, or
   /// kDeviceEigensolveWarmMinRows once the device is in use, else the CPU),
@@ -76,6 +101,19 @@ void validate(const DiffusionParams& params, int64_t n, int graph_k);
 
 /// The epsilon rule of `params.epsilon`: "median", "auto", or "value".
 std::string epsilon_rule(const DiffusionParams& params);
+/// "auto", "0" (off) or a neighbour 1..; throws UsageError otherwise.
+int parse_local_scaling(const std::string& text);
+/// local_scaling as files write it: "auto" or the number.
+nlohmann::json local_scaling_json(int local_scaling);
+/// The neighbour local scaling uses for k' neighbours (0: off).
+int local_scaling_neighbour(const DiffusionParams& params, int kp);
+/// The squared Euclidean distance a graph distance stands for: d^2 for
+/// Euclidean, 2 d for cosine (1 - cos = |x^ - y^|^2 / 2 on unit-norm rows)
+/// and Pearson (the same on centred unit-norm rows). The kernel is Gaussian
+/// in it, so cosine and Pearson kernels are the Euclidean kernel of the
+/// prepared rows, with the same tails (squaring 1 - cos again would give a
+/// kernel in the fourth power of the angle, whose tails isolate outliers).
+double kernel_distance2(double d, Metric metric);
 
 /// The symmetric conjugate A = D^-1/2 K^a D^-1/2 restricted to the embedded
 /// component, in CSR with the diagonal stored separately.
@@ -90,8 +128,12 @@ struct DiffusionMatrix {
   std::vector<double> sigma;        ///< local scale per embedded point (empty without local scaling)
   std::vector<int64_t> point_index; ///< graph row of each embedded point
   int64_t graph_points = 0;         ///< rows of the input graph
-  int graph_components = 1;
+  int graph_components = 1;         ///< connected components of the symmetrised k-NN graph
+  int kernel_components = 1;        ///< components once weights below kNegligibleWeight are dropped
+  int64_t weakly_joined_points = 0; ///< points of the graph's largest component left out for that
   int k = 0;                        ///< k' used
+  int local_scaling = 0;            ///< neighbour of sigma_i (0: off)
+  Metric metric = Metric::Euclidean;
   double epsilon = 0;
   nlohmann::json bgh;               ///< BGH curve when epsilon = auto, else null
   Timings timings;
@@ -123,6 +165,8 @@ struct EigenOptions {
   int ncv = 0;                      ///< 0 = from count
   int threads = 0;
   bool lock_check = true;           ///< look for eigenvalues missed because they are repeated
+  int64_t max_matvecs = kDefaultMaxMatvecs;  ///< budget: products with A (block products per column); 0 = none
+  double time_limit_s = 0;          ///< budget in seconds; 0 = none
   bool reorder = true;              ///< solve on the matrix in reverse Cuthill-McKee order (mat-vec locality)
   /// Lanczos start vector (n values, the matrix's row order), e.g. the sum
   /// of approximate eigenvectors; empty = random. A small random part is
@@ -144,6 +188,19 @@ struct DeviceEigensolver {
   std::function<bool()> warm;        ///< optional: the device is already in use by this process
   std::function<Eigenpairs(const DiffusionMatrix&, int count, const EigenOptions&, Progress&)> solve;
 };
+/// Thrown by an eigensolve that spent its budget (EigenOptions::max_matvecs,
+/// time_limit_s) without converging; what() is the one line for the user.
+struct EigensolveBudgetExceeded : Error {
+  EigensolveBudgetExceeded(const std::string& what, int64_t matvecs_spent, double seconds_spent)
+      : Error(what), matvecs(matvecs_spent), seconds(seconds_spent) {}
+  int64_t matvecs = 0;
+  double seconds = 0;
+};
+/// The one line for a solve that stopped at its budget: what was spent, and
+/// why the matrix is hard (escape probabilities of the most isolated
+/// points) with what to change.
+std::string budget_message(const DiffusionMatrix& a, int64_t matvecs, double seconds, const EigenOptions& options);
+
 /// Registers `solver` (replacing any); one without `solve` unregisters.
 void register_device_eigensolver(DeviceEigensolver solver);
 /// The registered device eigensolver, or null.
@@ -162,6 +219,19 @@ const DeviceEigensolver* device_eigensolver();
 /// Error when the solver does not converge.
 Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOptions& options, Progress& progress);
 
+/// Coordinates a few points carry, and eigenvalues at 1: what makes an
+/// embedding degenerate, found after the solve (diagnose()).
+struct EmbeddingDiagnostics {
+  std::vector<double> participation;  ///< per coordinate 1..m: 1 / sum v^4 of its unit eigenvector of A (points carrying it)
+  std::vector<int> localised;         ///< coordinates (1-based) with participation below localised_below
+  double localised_below = 0;         ///< max(10, 0.2% of the points)
+  std::vector<int> near_one;          ///< coordinates with 1 - lambda < kNearOne
+  std::vector<std::string> warnings;  ///< one line each, for the CLI and the GUI
+  nlohmann::json to_json() const;
+};
+/// 1 - lambda below this: the coordinate is a nearly separate piece of the graph.
+inline constexpr double kNearOne = 1e-6;
+
 struct DiffusionResult {
   int64_t n = 0;                    ///< points embedded
   int m = 0;                        ///< diffusion coordinates
@@ -170,7 +240,12 @@ struct DiffusionResult {
   std::vector<double> coordinates;  ///< n*m diffusion coordinates lambda_i^t psi_i, row-major
   double epsilon = 0;               ///< kernel width used
   int graph_components = 1;         ///< connected components of the symmetrised graph
+  int kernel_components = 1;        ///< components once negligible kernel weights are dropped (DiffusionMatrix)
+  int64_t weakly_joined_points = 0; ///< points left out for joining only by negligible weights
   std::vector<int64_t> point_index; ///< rows of the input embedded (all unless disconnected)
+  Metric metric = Metric::Euclidean;///< the graph's (the Nystrom extension needs it)
+  int local_scaling = 0;            ///< neighbour of sigma_i used (0: off)
+  EmbeddingDiagnostics diagnostics;
   nlohmann::json bgh;               ///< {"epsilon":[...], "log_sum":[...], "slope":[...], "dimension": d} when epsilon=auto
   Timings timings;
   // What the Nystrom extension needs, and what embedding.json records.
@@ -257,6 +332,11 @@ EmbeddingAgreement compare_embeddings(const DiffusionResult& ref, const Diffusio
 std::vector<double> nystrom_extend(const DiffusionResult& result, const DiffusionParams& params, int64_t count,
                                    int kn, const int64_t* indices, const float* distances,
                                    std::vector<double>* psi_out = nullptr);
+
+/// The diagnostics of `r` (its eigenvalues and Markov eigenvectors, A's
+/// degrees `degree`), with one warning line per finding, including the
+/// points left out (graph components, weakly joined points).
+EmbeddingDiagnostics diagnose(const DiffusionResult& r, const std::vector<double>& degree);
 
 /// Fisher-Lee circular correlation of two angle samples (radians), in
 /// [-1, 1]; +-1 when b = +-a + constant. Needs no mean direction, so it is

@@ -21,6 +21,9 @@ struct ProgressEvent {
   double elapsed_s = 0;  ///< since the stage began
   double rate = 0;       ///< units per second
   double eta_s = -1;     ///< seconds left, -1 when unknown
+  /// `total` is a budget the stage may stop well short of (an iterative
+  /// solver's): eta_s is then the most time left, not an estimate.
+  bool total_is_limit = false;
   bool finished = false; ///< last event of the stage
 };
 
@@ -38,12 +41,13 @@ class Progress {
   explicit Progress(ProgressSink* sink = nullptr, const std::atomic<bool>* cancel = nullptr,
                     double min_interval_s = 0.1);
 
-  /// Starts a new stage; reports it at once.
-  void stage(const std::string& name, uint64_t total, const std::string& unit = "items");
+  /// Starts a new stage; reports it at once. `total_is_limit`: total is a
+  /// budget, not the work (see ProgressEvent).
+  void stage(const std::string& name, uint64_t total, const std::string& unit = "items", bool total_is_limit = false);
   /// Thread-safe. Adds n to the stage's count; reports at most every
   /// min_interval_s; throws Cancelled when cancellation was requested.
   void advance(uint64_t n = 1);
-  /// Reports the stage as finished (done = total).
+  /// Reports the stage as finished (done = total, unless total is a limit).
   void finish();
   bool cancelled() const { return cancel_ && cancel_->load(std::memory_order_relaxed); }
   void check_cancel() const {
@@ -61,6 +65,7 @@ class Progress {
   std::mutex mutex_;
   std::string stage_, unit_;
   uint64_t total_ = 0;
+  bool total_is_limit_ = false;
   std::atomic<uint64_t> done_{0};
   std::chrono::steady_clock::time_point start_, last_report_;
 };

@@ -14,6 +14,7 @@
 // block stays well conditioned.
 #include <Eigen/Dense>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -151,7 +152,9 @@ Eigenpairs chebyshev_eigenpairs(BlockOperator& op, int count, const ChebyshevOpt
       }
     op.upload(0, host.data());
   }
-  progress.stage("eigensolve", 0, "block products");
+  const auto t_start = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
+  progress.stage("eigensolve", static_cast<uint64_t>(o.max_products), "block products", true);
   double shift = 0;
   op.set_shift(shift);
   int q = orthonormalise(op, 0, 1, st);
@@ -167,10 +170,11 @@ Eigenpairs chebyshev_eigenpairs(BlockOperator& op, int count, const ChebyshevOpt
       if (rel > o.tolerance && (worst_j < 0 || rel > worst)) worst = rel, worst_j = j;
     }
     if (worst_j < 0) break;
-    if (st.products >= o.max_products)
-      throw Error("eigensolve: Chebyshev subspace iteration did not converge after " + std::to_string(st.products) +
-                  " block products (worst relative residual " + std::to_string(worst) +
-                  "); try a larger --epsilon, a larger --k or fewer --components");
+    if (st.products >= o.max_products || (o.time_limit_s > 0 && seconds() >= o.time_limit_s))
+      throw EigensolveBudgetExceeded("eigensolve: Chebyshev subspace iteration did not converge within its budget (" +
+                                         std::to_string(st.products) + " block products, worst relative residual " +
+                                         std::to_string(worst) + ")",
+                                     st.products * b, seconds());
     // Filter interval [lower, cut] to damp, scaled to 1 at `upper`.
     const double cut = std::max(rz.theta[static_cast<size_t>(b - 1)], o.lower + 1e-12 * (o.upper - o.lower));
     const double e = (cut - o.lower) / 2, c = (cut + o.lower) / 2;

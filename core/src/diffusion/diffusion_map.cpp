@@ -24,6 +24,34 @@
 
 namespace manifold::detail {
 
+/// Thrown through Spectra when the budget is spent; top_eigenpairs turns it
+/// into EigensolveBudgetExceeded with the user's line.
+struct BudgetSpent {};
+
+/// An eigensolve's budget: mat-vecs and seconds (0: no limit).
+class SolveBudget {
+ public:
+  SolveBudget(int64_t max_matvecs, double time_limit_s)
+      : max_matvecs_(max_matvecs), time_limit_s_(time_limit_s), start_(std::chrono::steady_clock::now()) {}
+  /// Counts one mat-vec; throws BudgetSpent once either limit is passed.
+  void spend() {
+    ++used_;
+    if (max_matvecs_ > 0 && used_ > max_matvecs_) throw BudgetSpent{};
+    // The clock is read every 64 products: cheap beside a sparse mat-vec.
+    if (time_limit_s_ > 0 && (used_ & 63) == 0 && seconds() > time_limit_s_) throw BudgetSpent{};
+  }
+  int64_t used() const { return used_; }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  int64_t max_matvecs_;
+  double time_limit_s_;
+  std::chrono::steady_clock::time_point start_;
+  int64_t used_ = 0;
+};
+
 /// Spectra's operator concept over the CSR matrix, optionally restricted to
 /// the complement of locked eigenvectors V. Every
 /// Lanczos step is one multi-threaded sparse mat-vec (A is never dense) and
@@ -31,8 +59,9 @@ namespace manifold::detail {
 class DiffusionOperator {
  public:
   using Scalar = double;
-  DiffusionOperator(const DiffusionMatrix& a, int threads, Progress& progress, const Eigen::MatrixXd* locked)
-      : a_(a), threads_(threads), progress_(progress), locked_(locked) {}
+  DiffusionOperator(const DiffusionMatrix& a, int threads, Progress& progress, const Eigen::MatrixXd* locked,
+                    SolveBudget& budget)
+      : a_(a), threads_(threads), progress_(progress), locked_(locked), budget_(budget) {}
   Eigen::Index rows() const { return static_cast<Eigen::Index>(a_.n); }
   Eigen::Index cols() const { return static_cast<Eigen::Index>(a_.n); }
   int64_t matvecs() const { return matvecs_; }
@@ -40,6 +69,7 @@ class DiffusionOperator {
   int threads_for(int64_t work) const { return work < 200000 ? 1 : hardware_threads(threads_); }
 
   void perform_op(const double* x, double* y) const {
+    budget_.spend();
     if (locked_) {
       // (I - V V^T) A x equals (I - V V^T) A (I - V V^T) x while V spans an
       // invariant subspace (to the solver's tolerance): A V = V Lambda is
@@ -61,6 +91,7 @@ class DiffusionOperator {
   int threads_;
   Progress& progress_;
   const Eigen::MatrixXd* locked_;
+  SolveBudget& budget_;
   mutable Eigen::VectorXd coef_;
   mutable int64_t matvecs_ = 0;
 };
@@ -283,8 +314,9 @@ struct SolveResult {
 constexpr double kGuessNoise = 1e-3;
 
 SolveResult spectra_solve(const DiffusionMatrix& a, const Eigen::MatrixXd* locked, int count, int ncv, double tolerance,
-                          int threads, Progress& progress, uint64_t seed, const Eigen::VectorXd* guess = nullptr) {
-  DiffusionOperator op(a, threads, progress, locked);
+                          int threads, Progress& progress, detail::SolveBudget& budget, uint64_t seed,
+                          const Eigen::VectorXd* guess = nullptr) {
+  DiffusionOperator op(a, threads, progress, locked, budget);
   Spectra::SymEigsSolver<DiffusionOperator> solver(op, count, ncv);
   // A fixed seed per role keeps results repeatable; the lock check needs a
   // start vector other than the first solve's (see top_eigenpairs).
@@ -364,7 +396,7 @@ struct DeflatedTop {
 ///    first is below lmin (settled = true); or
 ///  * the Krylov space is invariant, or `max_steps` are spent.
 DeflatedTop deflated_top(const DiffusionMatrix& a, const Eigen::MatrixXd& v, double lmin, double margin, int threads,
-                         Progress& progress, uint64_t seed, int64_t max_steps) {
+                         Progress& progress, detail::SolveBudget& budget, uint64_t seed, int64_t max_steps) {
   DeflatedTop r;
   const int64_t n = a.n;
   // Threads for the projection only when V is larger than a cache's worth.
@@ -387,6 +419,7 @@ DeflatedTop deflated_top(const DiffusionMatrix& a, const Eigen::MatrixXd& v, dou
   std::vector<double> alpha, beta;
   const double anorm = 1;  // |A| <= 1: a Markov conjugate
   for (int64_t j = 0; j < max_steps; ++j) {
+    budget.spend();
     a.multiply(q.data(), w.data(), threads);
     ++r.matvecs;
     progress.advance(1);
@@ -417,6 +450,64 @@ DeflatedTop deflated_top(const DiffusionMatrix& a, const Eigen::MatrixXd& v, dou
     q = w / beta.back();
   }
   return r;
+}
+
+/// Spectra's Lanczos for the `count` top pairs, then the lock check; adds
+/// the counts to `e`.
+void lanczos_with_lock_check(const DiffusionMatrix& a, int count, int ncv, const EigenOptions& o,
+                             const Eigen::VectorXd* guess, Progress& progress, detail::SolveBudget& budget,
+                             Eigenpairs& e, Eigen::VectorXd& vals, Eigen::MatrixXd& vecs) {
+  auto fail = [&](const SolveResult& s) {
+    throw Error("eigensolve: Spectra did not converge (" + std::to_string(s.converged) + " of " +
+                std::to_string(count) + " eigenpairs after " + std::to_string(s.matvecs) +
+                " mat-vecs); try a larger --epsilon, a larger --k or fewer --components");
+  };
+  SolveResult s = spectra_solve(a, nullptr, count, ncv, o.tolerance, o.threads, progress, budget, 1, guess);
+  e.matvecs += s.matvecs;
+  e.iterations += s.iterations;
+  if (!s.ok) fail(s);
+  vals = s.values;
+  vecs = s.vectors;
+
+  // Lock check. A single-vector Krylov method sees one direction per
+  // eigenspace of its start vector, so a repeated eigenvalue (a circle's
+  // pairs, a sphere's triplet) can come back once. Search A with the found
+  // vectors locked out, from another start vector (deflated_top: cheap
+  // Lanczos steps that stop as soon as the answer is clear); only when B has
+  // an eigenvalue above the smallest found one is it solved to the
+  // tolerance and swapped in, and the search repeats.
+  const int check_ncv = static_cast<int>(std::min<int64_t>(a.n - count, ncv));
+  const int64_t check_steps = std::min<int64_t>(a.n - count, 4000);
+  for (int round = 0; o.lock_check && round <= count && check_ncv > 1; ++round) {
+    const double lmin = vals[count - 1];
+    // A Ritz value never exceeds the top eigenvalue of what it was taken
+    // from, so one above lmin proves a missed eigenvalue; the margin only
+    // keeps rounding-level ties at the cut from swapping.
+    const double margin = 100 * o.tolerance * std::max(std::abs(lmin), 1e-3);
+    const DeflatedTop top = deflated_top(a, vecs, lmin, margin, o.threads, progress, budget,
+                                         1000 + static_cast<uint64_t>(round), check_steps);
+    e.matvecs += top.matvecs;
+    e.check_matvecs += top.matvecs;
+    e.check_settled = top.settled || top.above;
+    if (!top.above) break;
+    SolveResult k = spectra_solve(a, &vecs, 1, check_ncv, o.tolerance, o.threads, progress, budget,
+                                  2000 + static_cast<uint64_t>(round));
+    e.matvecs += k.matvecs;
+    e.check_matvecs += k.matvecs;
+    e.iterations += k.iterations;
+    if (!k.ok) fail(k);
+    if (!(k.values[0] > lmin + margin)) break;
+    // Insert in order, dropping the smallest found pair.
+    int pos = count - 1;
+    while (pos > 0 && vals[pos - 1] < k.values[0]) {
+      vals[pos] = vals[pos - 1];
+      vecs.col(pos) = vecs.col(pos - 1);
+      --pos;
+    }
+    vals[pos] = k.values[0];
+    vecs.col(pos) = k.vectors.col(0);
+    ++e.recovered;
+  }
 }
 
 }  // namespace
@@ -550,16 +641,11 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& original, int count, const Eige
   if (ncv <= 0) ncv = static_cast<int>(std::max<int64_t>(3 * count + 10, 40));
   ncv = static_cast<int>(std::min<int64_t>(ncv, a.n));
   if (ncv <= count) ncv = static_cast<int>(std::min<int64_t>(a.n, count + 1));
-  progress.stage("eigensolve", 0, "mat-vecs");
+  progress.stage("eigensolve", static_cast<uint64_t>(std::max<int64_t>(o.max_matvecs, 0)), "mat-vecs", true);
+  detail::SolveBudget budget(o.max_matvecs, o.time_limit_s);
   Eigenpairs e;
   e.count = count;
   e.ncv = ncv;
-  auto fail = [&](const SolveResult& s) {
-    throw Error("eigensolve: Spectra did not converge (" + std::to_string(s.converged) + " of " +
-                std::to_string(count) + " eigenpairs after " + std::to_string(s.matvecs) +
-                " mat-vecs); try a larger --epsilon, a larger --k or fewer --components");
-  };
-
   Eigen::VectorXd guess;
   if (!o.start.empty()) {
     if (static_cast<int64_t>(o.start.size()) != original.n)
@@ -570,52 +656,13 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& original, int count, const Eige
       guess[i] = o.start[static_cast<size_t>(o.reorder ? order[static_cast<size_t>(i)] : i)];
     if (!(guess.norm() > 0) || !guess.allFinite()) guess.resize(0);
   }
-  SolveResult s = spectra_solve(a, nullptr, count, ncv, o.tolerance, o.threads, progress, 1,
-                                guess.size() ? &guess : nullptr);
-  e.matvecs += s.matvecs;
-  e.iterations += s.iterations;
-  if (!s.ok) fail(s);
-  Eigen::VectorXd vals = s.values;
-  Eigen::MatrixXd vecs = s.vectors;
-
-  // Lock check. A single-vector Krylov method sees one direction per
-  // eigenspace of its start vector, so a repeated eigenvalue (a circle's
-  // pairs, a sphere's triplet) can come back once. Search A with the found
-  // vectors locked out, from another start vector (deflated_top: cheap
-  // Lanczos steps that stop as soon as the answer is clear); only when B has
-  // an eigenvalue above the smallest found one is it solved to the
-  // tolerance and swapped in, and the search repeats.
-  const int check_ncv = static_cast<int>(std::min<int64_t>(a.n - count, ncv));
-  const int64_t check_steps = std::min<int64_t>(a.n - count, 4000);
-  for (int round = 0; o.lock_check && round <= count && check_ncv > 1; ++round) {
-    const double lmin = vals[count - 1];
-    // A Ritz value never exceeds the top eigenvalue of what it was taken
-    // from, so one above lmin proves a missed eigenvalue; the margin only
-    // keeps rounding-level ties at the cut from swapping.
-    const double margin = 100 * o.tolerance * std::max(std::abs(lmin), 1e-3);
-    const DeflatedTop top = deflated_top(a, vecs, lmin, margin, o.threads, progress,
-                                         1000 + static_cast<uint64_t>(round), check_steps);
-    e.matvecs += top.matvecs;
-    e.check_matvecs += top.matvecs;
-    e.check_settled = top.settled || top.above;
-    if (!top.above) break;
-    SolveResult k = spectra_solve(a, &vecs, 1, check_ncv, o.tolerance, o.threads, progress,
-                                  2000 + static_cast<uint64_t>(round));
-    e.matvecs += k.matvecs;
-    e.check_matvecs += k.matvecs;
-    e.iterations += k.iterations;
-    if (!k.ok) fail(k);
-    if (!(k.values[0] > lmin + margin)) break;
-    // Insert in order, dropping the smallest found pair.
-    int pos = count - 1;
-    while (pos > 0 && vals[pos - 1] < k.values[0]) {
-      vals[pos] = vals[pos - 1];
-      vecs.col(pos) = vecs.col(pos - 1);
-      --pos;
-    }
-    vals[pos] = k.values[0];
-    vecs.col(pos) = k.vectors.col(0);
-    ++e.recovered;
+  Eigen::VectorXd vals;
+  Eigen::MatrixXd vecs;
+  try {
+    lanczos_with_lock_check(a, count, ncv, o, guess.size() ? &guess : nullptr, progress, budget, e, vals, vecs);
+  } catch (const detail::BudgetSpent&) {
+    throw EigensolveBudgetExceeded(budget_message(original, budget.used(), budget.seconds(), o), budget.used(),
+                                   budget.seconds());
   }
 
   // Back to the matrix's own row order.
@@ -664,6 +711,10 @@ DiffusionResult finish(const DiffusionMatrix& a, const Eigenpairs& e, const Diff
   r.row_order = e.row_order;
   r.epsilon = a.epsilon;
   r.graph_components = a.graph_components;
+  r.kernel_components = a.kernel_components;
+  r.weakly_joined_points = a.weakly_joined_points;
+  r.metric = a.metric;
+  r.local_scaling = a.local_scaling;
   r.point_index = a.point_index;
   r.bgh = a.bgh;
   r.graph_points = a.graph_points;
@@ -690,6 +741,7 @@ DiffusionResult finish(const DiffusionMatrix& a, const Eigenpairs& e, const Diff
       if (c > 0) r.coordinates[static_cast<size_t>(i * m + c - 1)] = lt[static_cast<size_t>(c)] * v;
     }
   });
+  r.diagnostics = diagnose(r, a.degree);
   return r;
 }
 
@@ -740,6 +792,9 @@ Eigenpairs solve_on_device(const DeviceEigensolver*& device, const DiffusionPara
     return device->solve(a, count, eo, progress);
   } catch (const Cancelled&) {
     throw;
+  } catch (const EigensolveBudgetExceeded& spent) {
+    // The CPU would spend its budget on the same spectrum: say why, once.
+    throw EigensolveBudgetExceeded(budget_message(a, spent.matvecs, spent.seconds, eo), spent.matvecs, spent.seconds);
   } catch (const Error& err) {
     if (params.eigensolver == "gpu") throw;
     *fallback = err.what();
@@ -812,6 +867,8 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
   eo.ncv = params.ncv;
   eo.threads = params.threads;
   eo.lock_check = params.lock_check;
+  eo.max_matvecs = params.max_matvecs;
+  eo.time_limit_s = params.time_limit_s;
   bool warm_start = false;
   const DeviceEigensolver* device = device_for(params, a.n);
   if (start_from && start_from->point_index == a.point_index && start_from->n == a.n && start_from->m >= 0 &&
@@ -877,6 +934,8 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
     eo.tolerance = params.tolerance;
     eo.threads = params.threads;
     eo.ncv = params.ncv;
+    eo.max_matvecs = params.max_matvecs;
+    eo.time_limit_s = params.time_limit_s;
     eo.start_block = conjugate_vectors(a, previous, p0);
     eo.start_cols = p0;
     Eigenpairs e = solve_on_device(device, params, a, nev, eo, progress, &device_fallback);
@@ -1005,8 +1064,8 @@ std::vector<double> nystrom_extend(const DiffusionResult& r, const DiffusionPara
   if (count < 0 || kn < 1) throw UsageError("nystrom: need at least one neighbour per new point");
   if (r.n == 0 || r.eigenvalues.size() != static_cast<size_t>(r.m + 1))
     throw Error("nystrom: the diffusion result is empty");
-  if (p.local_scaling > kn)
-    throw UsageError("nystrom: local scaling uses the " + std::to_string(p.local_scaling) + "-th neighbour but only " +
+  if (r.local_scaling > kn)
+    throw UsageError("nystrom: local scaling uses the " + std::to_string(r.local_scaling) + "-th neighbour but only " +
                      std::to_string(kn) + " are given");
   std::vector<int64_t> embedded_of(static_cast<size_t>(r.graph_points), -1);
   for (int64_t e = 0; e < r.n; ++e) embedded_of[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])] = e;
@@ -1020,11 +1079,11 @@ std::vector<double> nystrom_extend(const DiffusionResult& r, const DiffusionPara
     const int64_t* idx = indices + x * kn;
     const float* dist = distances + x * kn;
     double sigma_x = 1;
-    if (p.local_scaling > 0) {
-      sigma_x = dist[p.local_scaling - 1];
+    if (r.local_scaling > 0) {
+      sigma_x = std::sqrt(kernel_distance2(dist[r.local_scaling - 1], r.metric));
       if (!(sigma_x > 0))
         throw Error("nystrom: new point " + std::to_string(x) + " is at distance 0 from its " +
-                    std::to_string(p.local_scaling) + "-th neighbour; local scaling is undefined");
+                    std::to_string(r.local_scaling) + "-th neighbour; local scaling is undefined");
     }
     std::vector<std::pair<int64_t, double>> w;
     double q = 0;
@@ -1035,8 +1094,8 @@ std::vector<double> nystrom_extend(const DiffusionResult& r, const DiffusionPara
                     " is out of range for " + std::to_string(r.graph_points) + " graph points");
       const int64_t e = embedded_of[static_cast<size_t>(idx[l])];
       if (e < 0) continue;
-      double s = static_cast<double>(dist[l]) * dist[l];
-      if (p.local_scaling > 0) s /= sigma_x * r.sigma[static_cast<size_t>(e)];
+      double s = kernel_distance2(dist[l], r.metric);
+      if (r.local_scaling > 0) s /= sigma_x * r.sigma[static_cast<size_t>(e)];
       const double k = std::exp(-s * inv_eps);
       w.emplace_back(e, k);
       q += k;

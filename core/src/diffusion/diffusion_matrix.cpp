@@ -53,6 +53,7 @@ inline double edge_weight(double near, double far, double inv_eps, Sym sym) {
 
 Pattern build_pattern(const KnnGraph& g, int kp, const std::vector<double>& sigma, Sym sym, int threads,
                       Progress& progress) {
+  const Metric metric = g.metric;
   const int64_t n = g.n;
   const int k = g.k;
   // Directed rows sorted by column (self entries dropped: the self-affinity
@@ -71,8 +72,7 @@ Pattern build_pattern(const KnnGraph& g, int kp, const std::vector<double>& sigm
       for (int e = 0; e < kp; ++e) {
         const int64_t j = idx[e];
         if (j == i) continue;
-        double d = dist[e];
-        double s = d * d;
+        double s = kernel_distance2(dist[e], metric);
         if (!sigma.empty()) s /= sigma[static_cast<size_t>(i)] * sigma[static_cast<size_t>(j)];
         row[static_cast<size_t>(m++)] = {static_cast<int32_t>(j), s};
       }
@@ -166,8 +166,9 @@ Pattern build_pattern(const KnnGraph& g, int kp, const std::vector<double>& sigm
 }
 
 /// Connected components by union-find; returns the component label (0..c-1,
-/// numbered by smallest member) of every row.
-std::vector<int32_t> components(const Pattern& p, int* count) {
+/// numbered by smallest member) of every row. With `weight` (one value per
+/// pattern entry), entries below `least` join nothing.
+std::vector<int32_t> components(const Pattern& p, int* count, const double* weight = nullptr, double least = 0) {
   std::vector<int64_t> parent(static_cast<size_t>(p.n));
   std::iota(parent.begin(), parent.end(), 0);
   auto find = [&](int64_t x) {
@@ -180,7 +181,7 @@ std::vector<int32_t> components(const Pattern& p, int* count) {
   for (int64_t i = 0; i < p.n; ++i)
     for (int64_t e = p.ptr[static_cast<size_t>(i)]; e < p.ptr[static_cast<size_t>(i + 1)]; ++e) {
       const int64_t j = p.col[static_cast<size_t>(e)];
-      if (j <= i) continue;
+      if (j <= i || (weight && !(weight[e] >= least))) continue;
       int64_t a = find(i), b = find(j);
       if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
     }
@@ -196,7 +197,8 @@ std::vector<int32_t> components(const Pattern& p, int* count) {
   return label;
 }
 
-/// The pattern restricted to the rows `keep` (sorted), renumbered.
+/// The pattern restricted to the rows `keep` (sorted), renumbered; edges to
+/// rows outside `keep` are dropped.
 Pattern restrict(const Pattern& p, const std::vector<int64_t>& keep) {
   std::vector<int32_t> renumber(static_cast<size_t>(p.n), -1);
   for (size_t r = 0; r < keep.size(); ++r) renumber[static_cast<size_t>(keep[r])] = static_cast<int32_t>(r);
@@ -205,8 +207,9 @@ Pattern restrict(const Pattern& p, const std::vector<int64_t>& keep) {
   q.ptr.push_back(0);
   for (int64_t i : keep) {
     for (int64_t e = p.ptr[static_cast<size_t>(i)]; e < p.ptr[static_cast<size_t>(i + 1)]; ++e) {
-      // Edges never leave a component, so every column is kept.
-      q.col.push_back(renumber[static_cast<size_t>(p.col[static_cast<size_t>(e)])]);
+      const int32_t c = renumber[static_cast<size_t>(p.col[static_cast<size_t>(e)])];
+      if (c < 0) continue;
+      q.col.push_back(c);
       q.s_near.push_back(p.s_near[static_cast<size_t>(e)]);
       q.s_far.push_back(p.s_far[static_cast<size_t>(e)]);
     }
@@ -312,6 +315,26 @@ std::string epsilon_rule(const DiffusionParams& p) {
   return "value";
 }
 
+int parse_local_scaling(const std::string& text) {
+  if (text == "auto") return kLocalScalingAuto;
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end || v < 0 || v > (1 << 20))
+    throw UsageError("--local-scaling: '" + text + "' is not auto, 0 (off) or a neighbour number");
+  return static_cast<int>(v);
+}
+
+nlohmann::json local_scaling_json(int local_scaling) {
+  if (local_scaling == kLocalScalingAuto) return "auto";
+  return local_scaling;
+}
+
+int local_scaling_neighbour(const DiffusionParams& p, int kp) {
+  return p.local_scaling == kLocalScalingAuto ? std::min(kLocalScalingAutoNeighbour, kp) : p.local_scaling;
+}
+
+double kernel_distance2(double d, Metric metric) { return metric == Metric::Euclidean ? d * d : 2 * d; }
+
 void validate(const DiffusionParams& p, int64_t n, int graph_k) {
   if (n < 3) throw UsageError("graph has " + std::to_string(n) + " points; a diffusion map needs at least 3");
   if (graph_k < 1) throw Error("graph has k = " + std::to_string(graph_k) + " neighbours per point");
@@ -334,9 +357,12 @@ void validate(const DiffusionParams& p, int64_t n, int graph_k) {
                      std::to_string(n - 2) + " for " + std::to_string(n) + " points");
   if (p.symmetrize != "or" && p.symmetrize != "and" && p.symmetrize != "average")
     throw UsageError("--symmetrize: unknown rule '" + p.symmetrize + "' (or, and, average)");
-  if (p.local_scaling < 0 || p.local_scaling > kp)
-    throw UsageError("--local-scaling " + std::to_string(p.local_scaling) + ": must be 0 (off) or between 1 and k = " +
+  if (p.local_scaling != kLocalScalingAuto && (p.local_scaling < 0 || p.local_scaling > kp))
+    throw UsageError("--local-scaling " + std::to_string(p.local_scaling) + ": must be auto, 0 (off) or between 1 and k = " +
                      std::to_string(kp));
+  if (p.max_matvecs < 0) throw UsageError("--max-matvecs: must be >= 0 (0: no limit)");
+  if (!(p.time_limit_s >= 0) || !std::isfinite(p.time_limit_s))
+    throw UsageError("--time-limit: must be a number of seconds >= 0 (0: no limit)");
   if (!(p.tolerance > 0) || !(p.tolerance < 1)) throw UsageError("--tolerance: must be in (0, 1)");
   if (p.ncv != 0 && (p.ncv <= p.components + 1 || p.ncv > n))
     throw UsageError("--ncv " + std::to_string(p.ncv) + ": must be between M + 2 = " + std::to_string(p.components + 2) +
@@ -367,88 +393,60 @@ void validate(const DiffusionParams& p, const KnnGraph& g) {
   }
 }
 
-DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Progress& progress) {
-  validate(p, g);
-  const auto t_start = Clock::now();
-  const int threads = hardware_threads(p.threads);
-  const int kp = p.k == 0 ? g.k : p.k;
-  const Sym sym = parse_sym(p.symmetrize);
-  DiffusionMatrix a;
-  a.graph_points = g.n;
-  a.k = kp;
+namespace {
 
-  // Local scales: distance to the j-th neighbour of the k'-graph.
-  std::vector<double> sigma;
-  if (p.local_scaling > 0) {
-    sigma.resize(static_cast<size_t>(g.n));
-    for (int64_t i = 0; i < g.n; ++i) {
-      sigma[static_cast<size_t>(i)] = g.distances[static_cast<size_t>(i * g.k + p.local_scaling - 1)];
-      if (!(sigma[static_cast<size_t>(i)] > 0))
-        throw Error("--local-scaling " + std::to_string(p.local_scaling) + ": point " + std::to_string(i) +
-                    " is at distance 0 from its " + std::to_string(p.local_scaling) +
-                    "-th neighbour (duplicates or a self entry); choose a larger value");
-    }
+/// sigma_i = the kernel distance to the j-th neighbour (1-based) of every row.
+std::vector<double> local_scales(const KnnGraph& g, int j) {
+  std::vector<double> sigma(static_cast<size_t>(g.n));
+  for (int64_t i = 0; i < g.n; ++i) {
+    sigma[static_cast<size_t>(i)] =
+        std::sqrt(kernel_distance2(g.distances[static_cast<size_t>(i * g.k + j - 1)], g.metric));
+    if (!(sigma[static_cast<size_t>(i)] > 0))
+      throw Error("--local-scaling " + std::to_string(j) + ": point " + std::to_string(i) +
+                  " is at distance 0 from its " + std::to_string(j) +
+                  "-th neighbour (duplicates or a self entry); choose a larger value, or 0 (off)");
   }
+  return sigma;
+}
 
-  auto t = Clock::now();
-  Pattern pat = build_pattern(g, kp, sigma, sym, threads, progress);
-  a.timings.emplace_back("kernel graph", seconds_since(t));
-
-  // Epsilon over the whole graph, so it does not depend on which component is embedded.
-  t = Clock::now();
+/// Epsilon by the rule of `p`, over the whole graph (so it does not depend
+/// on which component is embedded).
+double choose_epsilon(const KnnGraph& g, const DiffusionParams& p, int kp, const std::vector<double>& sigma,
+                      const Pattern& pat, Sym sym, int threads, Progress& progress, nlohmann::json* bgh) {
   const std::string rule = epsilon_rule(p);
-  if (rule == "value") {
-    a.epsilon = std::strtod(p.epsilon.c_str(), nullptr);
-  } else if (rule == "median") {
-    std::vector<double> last(static_cast<size_t>(g.n));
-    for (int64_t i = 0; i < g.n; ++i) {
-      const double d = g.distances[static_cast<size_t>(i * g.k + kp - 1)];
-      double s = d * d;
-      if (!sigma.empty())
-        s /= sigma[static_cast<size_t>(i)] * sigma[static_cast<size_t>(g.indices[static_cast<size_t>(i * g.k + kp - 1)])];
-      last[static_cast<size_t>(i)] = s;
-    }
-    a.epsilon = median_of(std::move(last));
-    if (!(a.epsilon > 0))
-      throw Error("epsilon median: the median squared distance to the " + std::to_string(kp) +
-                  "-th neighbour is 0 (duplicate points?); give --epsilon VALUE or a larger --k");
-  } else {
-    a.bgh = bgh_sweep(pat, sym, threads, progress, &a.epsilon);
+  if (rule == "value") return std::strtod(p.epsilon.c_str(), nullptr);
+  if (rule == "auto") {
+    double eps = 0;
+    *bgh = bgh_sweep(pat, sym, threads, progress, &eps);
+    return eps;
   }
-  a.timings.emplace_back("epsilon", seconds_since(t));
-
-  t = Clock::now();
-  std::vector<int32_t> label = components(pat, &a.graph_components);
-  if (a.graph_components > 1) {
-    std::vector<int64_t> size(static_cast<size_t>(a.graph_components), 0);
-    for (int32_t c : label) ++size[static_cast<size_t>(c)];
-    // Labels follow the smallest member, so max_element breaks ties toward it.
-    const int32_t big = static_cast<int32_t>(std::max_element(size.begin(), size.end()) - size.begin());
-    for (int64_t i = 0; i < g.n; ++i)
-      if (label[static_cast<size_t>(i)] == big) a.point_index.push_back(i);
-    pat = restrict(pat, a.point_index);
-    if (!sigma.empty()) {
-      std::vector<double> s2;
-      for (int64_t i : a.point_index) s2.push_back(sigma[static_cast<size_t>(i)]);
-      sigma.swap(s2);
-    }
-  } else {
-    a.point_index.resize(static_cast<size_t>(g.n));
-    std::iota(a.point_index.begin(), a.point_index.end(), 0);
+  std::vector<double> last(static_cast<size_t>(g.n));
+  for (int64_t i = 0; i < g.n; ++i) {
+    double s = kernel_distance2(g.distances[static_cast<size_t>(i * g.k + kp - 1)], g.metric);
+    if (!sigma.empty())
+      s /= sigma[static_cast<size_t>(i)] * sigma[static_cast<size_t>(g.indices[static_cast<size_t>(i * g.k + kp - 1)])];
+    last[static_cast<size_t>(i)] = s;
   }
-  a.timings.emplace_back("components", seconds_since(t));
+  const double eps = median_of(std::move(last));
+  if (!(eps > 0))
+    throw Error("epsilon median: the median squared distance to the " + std::to_string(kp) +
+                "-th neighbour is 0 (duplicate points?); give --epsilon VALUE or a larger --k");
+  return eps;
+}
 
-  // Kernel, alpha-normalisation and the symmetric conjugate.
-  t = Clock::now();
+/// Stage 5-6 on `pat`: kernel weights, alpha-normalisation and the symmetric
+/// conjugate, into a's n, row_ptr, col, val, diag, degree and density.
+void normalise(const Pattern& pat, double epsilon, double alpha, Sym sym, int threads, Progress& progress,
+               DiffusionMatrix& a) {
   const int64_t n = pat.n;
   a.n = n;
-  a.row_ptr = std::move(pat.ptr);
-  a.col = std::move(pat.col);
-  a.val.resize(a.col.size());
-  a.diag.resize(static_cast<size_t>(n));
-  a.degree.resize(static_cast<size_t>(n));
-  a.density.resize(static_cast<size_t>(n));
-  const double inv_eps = 1.0 / a.epsilon;
+  a.row_ptr = pat.ptr;
+  a.col = pat.col;
+  a.val.assign(a.col.size(), 0.0);
+  a.diag.assign(static_cast<size_t>(n), 0.0);
+  a.degree.assign(static_cast<size_t>(n), 0.0);
+  a.density.assign(static_cast<size_t>(n), 0.0);
+  const double inv_eps = 1.0 / epsilon;
   progress.stage("normalise", static_cast<uint64_t>(n), "rows");
   parallel_for(0, blocks_of(n), threads, [&](int64_t b) {
     const int64_t r1 = std::min(n, (b + 1) * kBlock);
@@ -464,7 +462,7 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
   });
   // q^-alpha, then K^a and its row sums d.
   std::vector<double> qa(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) qa[static_cast<size_t>(i)] = std::pow(a.density[static_cast<size_t>(i)], -p.alpha);
+  for (int64_t i = 0; i < n; ++i) qa[static_cast<size_t>(i)] = std::pow(a.density[static_cast<size_t>(i)], -alpha);
   parallel_for(0, blocks_of(n), threads, [&](int64_t b) {
     const int64_t r1 = std::min(n, (b + 1) * kBlock);
     for (int64_t i = b * kBlock; i < r1; ++i) {
@@ -492,6 +490,72 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
     progress.advance(static_cast<uint64_t>(r1 - b * kBlock));
   });
   progress.finish();
+}
+
+/// The rows of the largest component (ties: the one with the smallest member).
+std::vector<int64_t> largest_component(const std::vector<int32_t>& label, int count) {
+  std::vector<int64_t> size(static_cast<size_t>(count), 0);
+  for (int32_t c : label) ++size[static_cast<size_t>(c)];
+  // Labels follow the smallest member, so max_element breaks ties toward it.
+  const int32_t big = static_cast<int32_t>(std::max_element(size.begin(), size.end()) - size.begin());
+  std::vector<int64_t> rows;
+  for (size_t i = 0; i < label.size(); ++i)
+    if (label[i] == big) rows.push_back(static_cast<int64_t>(i));
+  return rows;
+}
+
+}  // namespace
+
+DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Progress& progress) {
+  validate(p, g);
+  const auto t_start = Clock::now();
+  const int threads = hardware_threads(p.threads);
+  const int kp = p.k == 0 ? g.k : p.k;
+  const Sym sym = parse_sym(p.symmetrize);
+  DiffusionMatrix a;
+  a.graph_points = g.n;
+  a.k = kp;
+  a.local_scaling = local_scaling_neighbour(p, kp);
+  a.metric = g.metric;
+
+  auto t = Clock::now();
+  std::vector<double> sigma;
+  if (a.local_scaling > 0) sigma = local_scales(g, a.local_scaling);
+  Pattern pat = build_pattern(g, kp, sigma, sym, threads, progress);
+  a.timings.emplace_back("kernel graph", seconds_since(t));
+
+  t = Clock::now();
+  a.epsilon = choose_epsilon(g, p, kp, sigma, pat, sym, threads, progress, &a.bgh);
+  a.timings.emplace_back("epsilon", seconds_since(t));
+
+  t = Clock::now();
+  components(pat, &a.graph_components);
+  a.timings.emplace_back("components", seconds_since(t));
+
+  // Kernel, alpha-normalisation and the symmetric conjugate; then the
+  // components joined by weights of at least kNegligibleWeight. When there
+  // are several, the largest is normalised again on its own.
+  t = Clock::now();
+  normalise(pat, a.epsilon, p.alpha, sym, threads, progress, a);
+  std::vector<int32_t> label = components(pat, &a.kernel_components, a.val.data(), kNegligibleWeight);
+  if (a.kernel_components > 1) {
+    a.point_index = largest_component(label, a.kernel_components);
+    // The points of the embedded piece's graph component that the kernel leaves out.
+    const std::vector<int32_t> graph_label = components(pat, &a.graph_components);
+    const int32_t home = graph_label[static_cast<size_t>(a.point_index.front())];
+    for (int32_t c : graph_label) a.weakly_joined_points += c == home ? 1 : 0;
+    a.weakly_joined_points -= static_cast<int64_t>(a.point_index.size());
+    pat = restrict(pat, a.point_index);
+    if (!sigma.empty()) {
+      std::vector<double> s2;
+      for (int64_t i : a.point_index) s2.push_back(sigma[static_cast<size_t>(i)]);
+      sigma.swap(s2);
+    }
+    normalise(pat, a.epsilon, p.alpha, sym, threads, progress, a);
+  } else {
+    a.point_index.resize(static_cast<size_t>(g.n));
+    std::iota(a.point_index.begin(), a.point_index.end(), 0);
+  }
   a.sigma = std::move(sigma);
   a.timings.emplace_back("normalise", seconds_since(t));
   a.timings.emplace_back("matrix total", seconds_since(t_start));

@@ -156,8 +156,10 @@ nlohmann::json embedding_metadata(const DiffusionResult& r, const DiffusionParam
                      {"components", p.components},
                      {"t", p.t},
                      {"symmetrize", p.symmetrize},
-                     {"local_scaling", p.local_scaling},
+                     {"local_scaling", local_scaling_json(p.local_scaling)},
                      {"tolerance", p.tolerance},
+                     {"max_matvecs", p.max_matvecs},
+                     {"time_limit_s", p.time_limit_s},
                      {"ncv", p.ncv},
                      {"lock_check", p.lock_check},
                      {"eigensolver", p.eigensolver}};
@@ -166,6 +168,12 @@ nlohmann::json embedding_metadata(const DiffusionResult& r, const DiffusionParam
   j["graph_points"] = r.graph_points;
   j["points_embedded"] = r.n;
   j["graph_components"] = r.graph_components;
+  j["kernel_components"] = r.kernel_components;
+  j["weakly_joined_points"] = r.weakly_joined_points;
+  j["metric"] = to_string(r.metric);
+  j["kernel_distance2"] = r.metric == Metric::Euclidean ? "d^2" : "2 d (squared distance of the unit-norm rows)";
+  j["local_scaling_neighbour"] = r.local_scaling;
+  j["diagnostics"] = r.diagnostics.to_json();
   j["coordinates"] = coordinate_names(r.m);
   j["eigenvalues"] = r.eigenvalues;
   j["solver"] = r.solver;

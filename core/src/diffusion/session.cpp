@@ -36,8 +36,10 @@ nlohmann::json session_to_json(const Session& s) {
                     {"components", d.components},
                     {"t", d.t},
                     {"symmetrize", d.symmetrize},
-                    {"local_scaling", d.local_scaling},
+                    {"local_scaling", local_scaling_json(d.local_scaling)},
                     {"tolerance", d.tolerance},
+                    {"max_matvecs", d.max_matvecs},
+                    {"time_limit_s", d.time_limit_s},
                     {"ncv", d.ncv},
                     {"lock_check", d.lock_check},
                     {"eigensolver", d.eigensolver},
@@ -90,7 +92,7 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
       if (!d.is_object()) fail("\"diffusion\" must be an object");
       static const std::set<std::string> keys = {"k",          "epsilon",       "alpha",     "components", "t",
                                                  "symmetrize", "local_scaling", "tolerance", "ncv",        "threads",
-                                                 "lock_check", "eigensolver"};
+                                                 "lock_check", "eigensolver", "max_matvecs", "time_limit_s"};
       for (auto& [key, v] : d.items())
         if (!keys.count(key)) fail("unknown key 'diffusion." + key + "'");
       auto& p = s.diffusion;
@@ -109,7 +111,11 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
       p.components = d.value("components", p.components);
       p.t = d.value("t", p.t);
       p.symmetrize = d.value("symmetrize", p.symmetrize);
-      p.local_scaling = d.value("local_scaling", p.local_scaling);
+      if (d.contains("local_scaling"))
+        p.local_scaling = d["local_scaling"].is_string() ? parse_local_scaling(d["local_scaling"].get<std::string>())
+                                                         : d["local_scaling"].get<int>();
+      p.max_matvecs = d.value("max_matvecs", p.max_matvecs);
+      p.time_limit_s = d.value("time_limit_s", p.time_limit_s);
       p.tolerance = d.value("tolerance", p.tolerance);
       p.ncv = d.value("ncv", p.ncv);
       p.lock_check = d.value("lock_check", p.lock_check);
