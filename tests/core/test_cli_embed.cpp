@@ -86,8 +86,41 @@ TEST(CliEmbed, KnnThenEmbedWritesEveryFile) {
   EXPECT_EQ(p["t"], 2.0);
   EXPECT_EQ(p["symmetrize"], "and");
   EXPECT_EQ(p["local_scaling"], 4);
+  EXPECT_EQ(e2.metadata["local_scaling_neighbour"], 4);
   EXPECT_TRUE(e2.metadata.contains("bgh"));
+  // The defaults: local scaling auto (the 7th neighbour), the eigensolve
+  // budget, and the diagnostics of a clean circle (nothing to warn about).
+  const auto& d = e.metadata["parameters"];
+  EXPECT_EQ(d["local_scaling"], "auto");
+  EXPECT_EQ(e.metadata["local_scaling_neighbour"], 7);
+  EXPECT_EQ(d["max_matvecs"], 20000);
+  EXPECT_EQ(e.metadata["diagnostics"]["participation"].size(), 3u);
+  EXPECT_TRUE(e.metadata["diagnostics"]["warnings"].empty());
+  EXPECT_EQ(e.metadata["weakly_joined_points"], 0);
   EXPECT_EQ(e2.metadata["graph"]["k"], 15);
+}
+
+TEST(CliEmbed, DegenerateEmbeddingWarnsAndRecordsWhy) {
+  // A kernel far too narrow for the circle's spacing: most points are left
+  // out and what is left is carried by single points. The result is
+  // written, one warning line per finding, the same lines in embedding.json.
+  REQUIRE_CLI();
+  TempDir t;
+  const std::string data = write_circle(t, 600);
+  ASSERT_EQ(run_cli("knn " + data + " -k 15 -q -o " + (t / "g")), 0);
+  std::string err;
+  ASSERT_EQ(run_cli("embed " + (t / "g") + " --components 3 --local-scaling 0 --epsilon 3e-4 -q", &err), 0) << err;
+  Embedding e = read_embedding(t / "g");
+  const auto& diag = e.metadata["diagnostics"];
+  EXPECT_GT(e.metadata["weakly_joined_points"].get<int64_t>(), 100);
+  EXPECT_EQ(e.metadata["weakly_joined_points"].get<int64_t>() + e.n, 600);
+  ASSERT_GE(diag["warnings"].size(), 1u);
+  EXPECT_EQ(lines(err), static_cast<int>(diag["warnings"].size())) << err;
+  for (const auto& w : diag["warnings"]) EXPECT_NE(err.find("manifold: warning: " + w.get<std::string>()), std::string::npos);
+  EXPECT_NE(err.find("left out"), std::string::npos) << err;
+  // The default kernel on the same graph: nothing to say.
+  ASSERT_EQ(run_cli("embed " + (t / "g") + " --components 3 -q -o " + (t / "ok"), &err), 0) << err;
+  EXPECT_EQ(err, "");
 }
 
 TEST(CliEmbed, BadInputGivesOneLineAndNoOutput) {
@@ -112,6 +145,12 @@ TEST(CliEmbed, BadInputGivesOneLineAndNoOutput) {
       {"embed " + g + " --alpha 3", 2, "--alpha"},
       {"embed " + g + " --eigensolver fast", 2, "--eigensolver"},
       {"embed " + g + " --bogus 1", 2, "unknown option"},
+      {"embed " + g + " --local-scaling wide", 2, "--local-scaling"},
+      {"embed " + g + " --local-scaling 11", 2, "--local-scaling"},
+      {"embed " + g + " --max-matvecs -1", 2, "--max-matvecs"},
+      {"embed " + g + " --time-limit -1", 2, "--time-limit"},
+      // A budget no solve fits in: the reason in one line, nothing written.
+      {"embed " + g + " --max-matvecs 5", 1, "no convergence within the budget (--max-matvecs 5"},
       {"embed", 2, "missing GRAPHDIR"},
       {"embed " + (t / "nowhere"), 1, "nowhere"},
   };

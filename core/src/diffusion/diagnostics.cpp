@@ -95,12 +95,13 @@ EmbeddingDiagnostics diagnose(const DiffusionResult& r, const std::vector<double
     for (int c : d.localised)
       carried += (carried.empty() ? "" : ", ") +
                  std::to_string(static_cast<int64_t>(std::lround(d.participation[static_cast<size_t>(c - 1)])));
-    d.warnings.push_back(std::string(d.localised.size() > 1 ? "coordinates " : "coordinate ") + list(d.localised) +
-                         (d.localised.size() > 1 ? " are" : " is") + " localised (carried by about " + carried +
-                         " points, fewer than " + number(d.localised_below) +
-                         "): they single out a few outliers, not the shape of the data; " +
+    const bool one = d.localised.size() == 1;
+    d.warnings.push_back(std::string(one ? "coordinate " : "coordinates ") + list(d.localised) +
+                         (one ? " is" : " are") + " localised (carried by about " + carried + " of " +
+                         with_commas(r.n) + " points, fewer than " + number(d.localised_below) + "): " +
+                         (one ? "it singles" : "they single") + " out a few images, not the shape of the data; " +
                          (r.local_scaling > 0 ? wider_kernel_hint(r.epsilon)
-                                              : "try --local-scaling auto or " + wider_kernel_hint(r.epsilon)));
+                                              : "try --local-scaling auto, or " + wider_kernel_hint(r.epsilon).substr(4)));
   }
   return d;
 }
