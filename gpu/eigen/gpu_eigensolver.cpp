@@ -275,8 +275,8 @@ Eigenpairs gpu_top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOp
   const auto t1 = std::chrono::steady_clock::now();
   ChebyshevOptions co;
   co.tolerance = options.tolerance;
-  // The budget counts mat-vecs, a block product is block() of them.
-  if (options.max_matvecs > 0) co.max_products = std::max<int64_t>(1, options.max_matvecs / op.block());
+  // The budget counts products with A; a block product counts once.
+  if (options.max_matvecs > 0) co.max_products = options.max_matvecs;
   co.time_limit_s = options.time_limit_s;
   if (!options.start_block.empty()) {
     co.start = options.start_block.data();

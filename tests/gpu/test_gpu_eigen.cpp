@@ -158,6 +158,19 @@ TEST(GpuEigen, DiffusionMapAndRediffuseOnTheGpu) {
   for (int c = 0; c <= 8; ++c) EXPECT_NEAR(again.eigenvalues[c], ref.eigenvalues[c], 1e-9) << c;
   const EmbeddingAgreement agree = compare_embeddings(ref, again, diffusion_matrix_of(g, q).degree);
   EXPECT_GT(agree.worst_cos, 1 - 1e-8);
+
+  // The budget holds on the device too: one line, not retried on the CPU.
+  p.local_scaling = kLocalScalingAuto;
+  p.max_matvecs = 50;
+  try {
+    diffusion_map(g, p, progress);
+    ADD_FAILURE() << "the device solve converged within 50 mat-vecs";
+  } catch (const EigensolveBudgetExceeded& e) {
+    EXPECT_NE(std::string(e.what()).find("no convergence within the budget (--max-matvecs 50"), std::string::npos)
+        << e.what();
+  }
+  p.eigensolver = "auto";
+  EXPECT_THROW(diffusion_map(g, p, progress), EigensolveBudgetExceeded);
   register_device_eigensolver({});
 }
 

@@ -1,6 +1,7 @@
 #include "ui_test_support.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QSet>
 
 #include <cmath>
@@ -64,6 +65,13 @@ QString output_dir() {
   QString dir = env.isEmpty() ? QDir::tempPath() : QString::fromLocal8Bit(env);
   QDir().mkpath(dir);
   return dir;
+}
+
+QString fashion_mnist_images() {
+  const QByteArray env = qgetenv("MANIFOLD_FASHION_MNIST_DIR");
+  if (env.isEmpty()) return {};
+  const QString path = QDir(QString::fromLocal8Bit(env)).filePath(QStringLiteral("t10k-images-idx3-ubyte.gz"));
+  return QFileInfo::exists(path) ? path : QString();
 }
 
 }  // namespace manifold::ui::test

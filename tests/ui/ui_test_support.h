@@ -28,4 +28,9 @@ PixelStats pixel_stats(const QImage& image, QColor background, int tolerance = 1
 /// MANIFOLD_TEST_OUTPUT or the temp directory.
 QString output_dir();
 
+/// The Fashion-MNIST test images (t10k-images-idx3-ubyte.gz) in the folder
+/// MANIFOLD_FASHION_MNIST_DIR names (CMake sets it for CTest), or "" when
+/// they are not there.
+QString fashion_mnist_images();
+
 }  // namespace manifold::ui::test

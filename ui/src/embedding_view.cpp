@@ -121,6 +121,7 @@ struct EmbeddingView::Impl {
 
   int64_t n = 0;
   bool planar = false;
+  QStringList axis_titles;
   bool has_colours = false;
   double point_size = 3.0;
   // Software OpenGL (Mesa llvmpipe) draws about 2.5 million points a second
@@ -428,6 +429,7 @@ void EmbeddingView::setPoints(std::vector<float> xyz, bool planar, const QString
                       d_->selection.end());
   if (d_->pinned_row >= n) d_->pinned_row = -1;
   d_->update_marks();
+  d_->axis_titles = axis_titles;
   for (int i = 0; i < 3; ++i) {
     const QString t = i < axis_titles.size() ? axis_titles[i] : QString();
     const QByteArray utf8 = t.toUtf8();
@@ -561,6 +563,12 @@ void EmbeddingView::setLodThreshold(int64_t points) {
 }
 
 int64_t EmbeddingView::pointCount() const { return d_->n; }
+std::vector<float> EmbeddingView::points() const {
+  if (d_->n == 0) return {};
+  const float* xyz = static_cast<vtkFloatArray*>(d_->points->GetData())->GetPointer(0);
+  return std::vector<float>(xyz, xyz + 3 * d_->n);
+}
+QStringList EmbeddingView::axisTitles() const { return d_->axis_titles; }
 bool EmbeddingView::planar() const { return d_->planar; }
 const std::vector<int64_t>& EmbeddingView::selection() const { return d_->selection; }
 int64_t EmbeddingView::pinned() const { return d_->pinned_row; }

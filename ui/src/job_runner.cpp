@@ -1,6 +1,7 @@
 #include "manifold/ui/job_runner.h"
 
 #include <QLocale>
+#include <QStringList>
 #include <QtConcurrent/QtConcurrent>
 
 #include <chrono>
@@ -66,13 +67,24 @@ QString duration_text(double s) {
 }  // namespace
 
 int ProgressInfo::percent() const {
-  if (total == 0) return -1;
+  if (total == 0 || total_is_limit) return -1;
   return static_cast<int>(std::min<quint64>(100, done * 100 / total));
 }
 
 QString ProgressInfo::text() const {
   const QLocale locale(QLocale::English);
   QString s = stage;
+  if (total_is_limit) {
+    // A share of the budget is no share of the work (the default budget is
+    // ten times what a hard spectrum needs, so most solves end far short of
+    // it): the count, with the budget as the bound it is.
+    s += QStringLiteral(": %1 %2").arg(locale.toString(static_cast<qulonglong>(done)), unit);
+    QStringList bounds;
+    if (total > 0) bounds << QObject::tr("budget %1").arg(locale.toString(static_cast<qulonglong>(total)));
+    if (eta_s >= 0 && !finished) bounds << QObject::tr("at most %1 left").arg(duration_text(eta_s));
+    if (!bounds.isEmpty()) s += QStringLiteral(" (%1)").arg(bounds.join(QStringLiteral(", ")));
+    return s;
+  }
   if (percent() >= 0) s += QStringLiteral(": %1%").arg(percent());
   else if (done > 0) s += QStringLiteral(": %1 %2").arg(locale.toString(static_cast<qulonglong>(done)), unit);
   if (rate > 0)
@@ -95,6 +107,7 @@ class JobProgressSink final : public ProgressSink {
     info.elapsed_s = e.elapsed_s;
     info.rate = e.rate;
     info.eta_s = e.eta_s;
+    info.total_is_limit = e.total_is_limit;
     info.finished = e.finished;
     JobRunner* runner = runner_;
     const uint64_t job = job_;

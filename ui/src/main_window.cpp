@@ -245,6 +245,37 @@ QWidget* MainWindow::build_view_area() {
   controls->addWidget(reset);
   layout->addWidget(controls);
 
+  // The shown embedding's diagnostics, right above it: they say how far to
+  // trust what is drawn, so they stay while it does (a failed run after it
+  // included) and go when it goes. The remedy for localised coordinates sits
+  // beside them (the tool bar above is full).
+  warning_bar_ = new QFrame(area);
+  warning_bar_->setObjectName(QStringLiteral("warningBar"));
+  warning_bar_->setAutoFillBackground(true);
+  {
+    QPalette pal = warning_bar_->palette();
+    pal.setColor(QPalette::Window, QColor(250, 240, 200));
+    pal.setColor(QPalette::WindowText, QColor(80, 60, 0));
+    warning_bar_->setPalette(pal);
+  }
+  auto* warning_layout = new QHBoxLayout(warning_bar_);
+  warning_layout->setContentsMargins(8, 4, 8, 4);
+  warning_text_ = new QLabel(warning_bar_);
+  warning_text_->setWordWrap(true);
+  warning_text_->setTextFormat(Qt::PlainText);
+  warning_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  hide_localised_ = new QCheckBox(tr("Hide localised coordinates"), warning_bar_);
+  hide_localised_->setEnabled(false);
+  warning_layout->addWidget(warning_text_, 1);
+  warning_layout->addWidget(hide_localised_, 0, Qt::AlignTop);
+  connect(hide_localised_, &QCheckBox::toggled, this, [this] {
+    if (updating_controls_) return;
+    update_axis_choices();
+    update_view(true);
+  });
+  warning_bar_->hide();
+  layout->addWidget(warning_bar_);
+
   layout->addWidget(view_, 1);
 
   // Run bar.
@@ -444,6 +475,8 @@ void MainWindow::update_actions() {
 
 bool MainWindow::messageBarVisible() const { return message_bar_->isVisible(); }
 
+QString MainWindow::warningText() const { return warning_bar_->isHidden() ? QString() : warning_text_->text(); }
+
 void MainWindow::show_error(const QString& message) {
   last_error_ = message;
   QPalette pal = message_bar_->palette();
@@ -532,7 +565,10 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
   view_->setSelection({});
   view_->setPinned(-1);
   spectrum_->clear(tr("No embedding yet: press Run."));
+  warning_bar_->hide();
+  hide_localised_->setEnabled(false);
   setWindowTitle(dataset_ ? tr("%1 \u2014 Manifold Explorer").arg(dataset_->name) : tr("Manifold Explorer"));
+  update_colour_choices();
   update_axis_choices();
   if (dataset_ && dataset_->suggested && !pending_session_) parameters_->setParameters(*dataset_->suggested);
   if (dataset_) {
@@ -695,7 +731,7 @@ void MainWindow::on_run_started(bool builds_graph) {
 void MainWindow::on_progress(const ProgressInfo& info) {
   const int pct = info.percent();
   if (pct < 0) {
-    progress_->setRange(0, 0);  // busy indicator: the stage's total is unknown
+    progress_->setRange(0, 0);  // busy indicator: no amount of work to measure against (unknown, or a budget)
   } else {
     progress_->setRange(0, 100);
     progress_->setValue(pct);
@@ -743,22 +779,40 @@ void MainWindow::show_outcome(std::shared_ptr<const EmbeddingOutcome> outcome) {
                        .arg(en_number(r.n))
                        .arg(r.m)
                        .arg(r.epsilon, 0, 'g', 4));
-  if (r.graph_components > 1 && !outcome_->preview)
-    show_notice(tr("The graph has %1 connected components: only the largest (%2 of %3 points) is embedded. "
-                   "A larger k joins them.")
-                    .arg(r.graph_components)
-                    .arg(en_number(r.n), en_number(dataset_->rows())));
   parameters_->showEpsilonResult(r.epsilon, r.bgh);
-  if (first) update_axis_choices();
+  show_diagnostics();
+  if (first) update_colour_choices();
+  update_axis_choices();
   update_spectrum();
   update_view(first);
   update_actions();
 }
 
+void MainWindow::show_diagnostics() {
+  const EmbeddingDiagnostics& d = outcome_->result->diagnostics;
+  QStringList lines;
+  for (const std::string& w : d.warnings) lines << QStringLiteral("\u26a0 ") + QString::fromStdString(w);
+  warning_text_->setText(lines.join('\n'));
+  warning_bar_->setVisible(!lines.isEmpty());
+  QStringList localised;
+  for (int c : d.localised) localised << QStringLiteral("\u03c8%1").arg(c);
+  hide_localised_->setEnabled(!localised.isEmpty());
+  hide_localised_->setToolTip(
+      localised.isEmpty() ? tr("No coordinate of this embedding is localised (carried by only a few points).")
+                          : tr("Leave %1 off the axes: each is carried by fewer than %2 points, so it singles out "
+                               "a few outliers rather than the shape of the data.")
+                                .arg(localised.join(QStringLiteral(", ")))
+                                .arg(d.localised_below, 0, 'g', 3));
+}
+
 void MainWindow::on_failed(const QString& message) {
+  // A warm-start preview on show is an unconverged iterate of the very solve
+  // that failed: the view goes back to the last converged embedding.
+  if (outcome_ && outcome_->preview && runner_->current() && runner_->current()->dataset == dataset_)
+    show_outcome(runner_->current());
   progress_->setRange(0, 100);
   progress_->setValue(0);
-  progress_label_->setText(tr("failed"));
+  progress_label_->setText(outcome_ ? tr("failed \u00b7 the previous embedding is kept") : tr("failed"));
   show_error(message);
 }
 
@@ -777,17 +831,56 @@ void MainWindow::on_cancelled() {
 
 // ---- the view ----------------------------------------------------------------------
 
+std::vector<int> MainWindow::offered_coordinates() const {
+  if (!outcome_) return {};
+  const DiffusionResult& r = *outcome_->result;
+  const std::vector<int>& localised = r.diagnostics.localised;
+  const bool hide = hide_localised_->isChecked();
+  std::vector<int> offered, all;
+  for (int c = 1; c <= r.m; ++c) {
+    all.push_back(c);
+    if (!hide || std::find(localised.begin(), localised.end(), c) == localised.end()) offered.push_back(c);
+  }
+  // Hiding every coordinate would leave nothing to draw.
+  return offered.empty() ? all : offered;
+}
+
+std::vector<int> MainWindow::axisChoices() const {
+  std::vector<int> choices;
+  for (int i = 0; i < axis_[0]->count(); ++i) choices.push_back(axis_[0]->itemData(i).toInt());
+  return choices;
+}
+
 void MainWindow::update_axis_choices() {
+  const std::vector<int> offered = offered_coordinates();
+  if (offered == axisChoices()) return;
+  updating_controls_ = true;
+  // An axis keeps its coordinate while that is still offered (the user's
+  // choice); the others take the first offered ones not on an axis yet, in
+  // order, repeating the last when fewer than three are offered.
+  int previous[3];
+  for (int i = 0; i < 3; ++i) previous[i] = axis_[i]->currentData().toInt();
+  auto is_offered = [&](int c) { return std::find(offered.begin(), offered.end(), c) != offered.end(); };
+  int chosen[3] = {0, 0, 0};
+  for (int i = 0; i < 3; ++i)
+    if (is_offered(previous[i]) && std::find(chosen, chosen + i, previous[i]) == chosen + i) chosen[i] = previous[i];
+  for (int i = 0; i < 3 && !offered.empty(); ++i) {
+    if (chosen[i] != 0) continue;
+    auto free = std::find_if(offered.begin(), offered.end(),
+                             [&](int c) { return std::find(chosen, chosen + 3, c) == chosen + 3; });
+    chosen[i] = free != offered.end() ? *free : offered.back();
+  }
+  for (int i = 0; i < 3; ++i) {
+    axis_[i]->clear();
+    for (int c : offered) axis_[i]->addItem(QStringLiteral("\u03c8%1").arg(c), c);
+    axis_[i]->setCurrentIndex(std::max(0, axis_[i]->findData(chosen[i])));
+  }
+  updating_controls_ = false;
+}
+
+void MainWindow::update_colour_choices() {
   updating_controls_ = true;
   const int m = outcome_ ? outcome_->result->m : 0;
-  for (int i = 0; i < 3; ++i) {
-    const bool had_choice = axis_[i]->count() > 0;
-    const int previous = axis_[i]->currentData().toInt();
-    axis_[i]->clear();
-    for (int c = 1; c <= m; ++c) axis_[i]->addItem(QStringLiteral("\u03c8%1").arg(c), c);
-    const int want = (had_choice && previous >= 1 && previous <= m) ? previous : std::min(i + 1, std::max(1, m));
-    axis_[i]->setCurrentIndex(std::max(0, axis_[i]->findData(want)));
-  }
   colour_by_->clear();
   colour_by_->addItem(tr("none"), QStringLiteral("none"));
   for (int c = 1; c <= m; ++c) colour_by_->addItem(QStringLiteral("\u03c8%1").arg(c), QStringLiteral("dc%1").arg(c));
@@ -838,7 +931,8 @@ void MainWindow::update_view(bool reset_camera) {
     return;
   }
   const DiffusionResult& r = *outcome_->result;
-  const bool planar = planar_->isChecked() || r.m < 3;
+  const int choices = axis_[0]->count();
+  const bool planar = planar_->isChecked() || choices < 3;
   int ax[3];
   QStringList titles;
   for (int i = 0; i < 3; ++i) {
@@ -850,7 +944,7 @@ void MainWindow::update_view(bool reset_camera) {
   for (int64_t e = 0; e < r.n; ++e) {
     const double* c = r.coordinates.data() + e * r.m;
     xyz[3 * e] = static_cast<float>(c[ax[0] - 1]);
-    xyz[3 * e + 1] = r.m >= 2 ? static_cast<float>(c[ax[1] - 1]) : 0.f;
+    xyz[3 * e + 1] = choices >= 2 ? static_cast<float>(c[ax[1] - 1]) : 0.f;
     xyz[3 * e + 2] = planar ? 0.f : static_cast<float>(c[ax[2] - 1]);
   }
   view_->setPoints(std::move(xyz), planar, titles, reset_camera);
@@ -966,6 +1060,7 @@ void MainWindow::show_selection() {
 nlohmann::json MainWindow::view_settings() const {
   return {{"axes", {axis_[0]->currentData().toInt(), axis_[1]->currentData().toInt(), axis_[2]->currentData().toInt()}},
           {"planar", planar_->isChecked()},
+          {"hide_localised", hide_localised_->isChecked()},
           {"colour_by", colour_key_.toStdString()},
           {"point_size", point_size_->value()}};
 }
@@ -974,6 +1069,8 @@ void MainWindow::apply_view_settings(const nlohmann::json& v) {
   if (!v.is_object()) return;
   updating_controls_ = true;
   if (v.contains("planar") && v["planar"].is_boolean()) planar_->setChecked(v["planar"].get<bool>());
+  if (v.contains("hide_localised") && v["hide_localised"].is_boolean())
+    hide_localised_->setChecked(v["hide_localised"].get<bool>());
   if (v.contains("point_size") && v["point_size"].is_number()) point_size_->setValue(v["point_size"].get<double>());
   if (v.contains("colour_by") && v["colour_by"].is_string()) colour_key_ = QString::fromStdString(v["colour_by"].get<std::string>());
   updating_controls_ = false;

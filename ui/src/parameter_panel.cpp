@@ -9,12 +9,28 @@
 #include <QRegularExpressionValidator>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "manifold/error.h"
 
 namespace manifold::ui {
+namespace {
+
+/// "1st", "2nd", "3rd", "7th", "11th", "22nd".
+QString ordinal(int n) {
+  const int tens = n % 100, units = n % 10;
+  const char* suffix = (tens >= 11 && tens <= 13) ? "th"
+                       : units == 1               ? "st"
+                       : units == 2               ? "nd"
+                       : units == 3               ? "rd"
+                                                  : "th";
+  return QString::number(n) + QLatin1String(suffix);
+}
+
+}  // namespace
 
 ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -80,19 +96,24 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   auto* embed_box = new QGroupBox(tr("Diffusion map"), this);
   auto* embed = new QFormLayout(embed_box);
   epsilon_mode_ = new QComboBox(embed_box);
-  epsilon_mode_->addItem(tr("Median k-th distance\u00b2"), "median");
+  epsilon_mode_->addItem(tr("Median at the k-th neighbour"), "median");
   epsilon_mode_->addItem(tr("Automatic (BGH)"), "auto");
   epsilon_mode_->addItem(tr("Value"), "value");
-  epsilon_mode_->setToolTip(tr("Kernel width \u03b5 of exp(\u2212d\u00b2/\u03b5): the median of the squared k-th "
-                               "neighbour distances, the Berry\u2013Giannakis\u2013Harlim choice (the \u03b5 where "
-                               "log \u03a3K grows fastest with log \u03b5), or a value."));
+  epsilon_mode_->setToolTip(tr("Kernel width \u03b5 of exp(\u2212r\u00b2/(\u03c3\u1d62\u03c3\u2c7c\u03b5)), where "
+                               "r\u00b2 = d\u00b2 (Euclidean) or 2d (cosine, Pearson: the squared distance of the "
+                               "unit-norm rows) and \u03c3 is the local scale (1 when local scaling is off): the "
+                               "median over points of r\u00b2/(\u03c3\u1d62\u03c3\u2c7c) at the k-th neighbour, "
+                               "the Berry\u2013Giannakis\u2013Harlim choice (the \u03b5 where log \u03a3K grows "
+                               "fastest with log \u03b5), or a value."));
   embed->addRow(tr("\u03b5"), epsilon_mode_);
   epsilon_value_ = new QDoubleSpinBox(embed_box);
   epsilon_value_->setDecimals(6);
   epsilon_value_->setRange(1e-6, 1e12);
   epsilon_value_->setValue(1.0);
   epsilon_value_->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
-  epsilon_value_->setToolTip(tr("\u03b5 in squared-distance units. After a run it holds the \u03b5 that run used."));
+  epsilon_value_->setToolTip(tr("\u03b5 in the units of r\u00b2/(\u03c3\u1d62\u03c3\u2c7c): squared-distance units "
+                                "when local scaling is off, a pure number when it is on. After a run it holds the "
+                                "\u03b5 that run used."));
   embed->addRow(tr("\u03b5 value"), epsilon_value_);
   bgh_plot_ = new PlotWidget(embed_box);
   bgh_plot_->setStyle(PlotWidget::Style::Line);
@@ -127,18 +148,52 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   symmetrize_->addItem(tr("average"), "average");
   symmetrize_->setToolTip(tr("How the directed k-NN graph is made symmetric."));
   embed->addRow(tr("Symmetrise"), symmetrize_);
-  local_scaling_ = new QSpinBox(embed_box);
-  local_scaling_->setRange(0, 4096);
-  local_scaling_->setSpecialValueText(tr("off"));
-  local_scaling_->setToolTip(tr("Self-tuning local scaling: \u03c3\u1d62 = distance to the j-th neighbour "
-                                "(0 = off)."));
-  embed->addRow(tr("Local scaling"), local_scaling_);
+  // Local scaling has three kinds of value (auto, off, a neighbour j), so a
+  // mode and the neighbour it may name rather than one spin box with two
+  // special values.
+  auto* scaling_row = new QWidget(embed_box);
+  auto* scaling_layout = new QHBoxLayout(scaling_row);
+  scaling_layout->setContentsMargins(0, 0, 0, 0);
+  local_scaling_mode_ = new QComboBox(scaling_row);
+  local_scaling_mode_->addItem(QString(), "auto");  // named by update_enabled(): the neighbour depends on k
+  local_scaling_mode_->addItem(tr("off"), "off");
+  local_scaling_mode_->addItem(tr("neighbour"), "neighbour");
+  local_scaling_mode_->setToolTip(tr("Self-tuning local scaling (Zelnik-Manor and Perona): \u03c3\u1d62 = r to the "
+                                     "j-th neighbour of point i. auto: j = min(%1, k); off: \u03c3 = 1; or a "
+                                     "neighbour j of your choice.")
+                                      .arg(kLocalScalingAutoNeighbour));
+  local_scaling_neighbour_ = new QSpinBox(scaling_row);
+  local_scaling_neighbour_->setRange(1, 4096);
+  local_scaling_neighbour_->setValue(kLocalScalingAutoNeighbour);
+  local_scaling_neighbour_->setPrefix(QStringLiteral("j = "));
+  local_scaling_neighbour_->setToolTip(tr("The neighbour whose distance is \u03c3\u1d62 (1 to k)."));
+  scaling_layout->addWidget(local_scaling_mode_, 1);
+  scaling_layout->addWidget(local_scaling_neighbour_);
+  embed->addRow(tr("Local scaling"), scaling_row);
+
+  max_matvecs_ = new QSpinBox(embed_box);
+  max_matvecs_->setRange(0, std::numeric_limits<int>::max());
+  max_matvecs_->setSingleStep(1000);
+  max_matvecs_->setGroupSeparatorShown(true);
+  max_matvecs_->setSpecialValueText(tr("no limit"));
+  max_matvecs_->setValue(static_cast<int>(kDefaultMaxMatvecs));
+  max_matvecs_->setToolTip(tr("Eigensolve budget: products with the kernel matrix (a block solver's product "
+                              "with a whole block counts once). A solve that spends it stops and says why in one "
+                              "line; the previous embedding stays in view. 0 = no limit."));
+  embed->addRow(tr("Max mat-vecs"), max_matvecs_);
+  time_limit_ = new QDoubleSpinBox(embed_box);
+  time_limit_->setRange(0, 86400);
+  time_limit_->setDecimals(1);
+  time_limit_->setSuffix(tr(" s"));
+  time_limit_->setSpecialValueText(tr("none"));
+  time_limit_->setToolTip(tr("Eigensolve budget in seconds, as for the mat-vecs. 0 = none."));
+  embed->addRow(tr("Time limit"), time_limit_);
   layout->addWidget(embed_box);
 
   auto_reembed_ = new QCheckBox(tr("Re-embed when a parameter changes"), this);
   auto_reembed_->setChecked(true);
   auto_reembed_->setToolTip(tr("With a cached graph, changes of k (up to the graph's), \u03b5, \u03b1, t, "
-                               "components or symmetrisation re-embed at once."));
+                               "components, symmetrisation, local scaling or the budget re-embed at once."));
   layout->addWidget(auto_reembed_);
   layout->addStretch();
 
@@ -159,7 +214,12 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   connect(t_, &QDoubleSpinBox::valueChanged, this, notify);
   connect(components_, &QSpinBox::valueChanged, this, notify);
   connect(symmetrize_, &QComboBox::currentIndexChanged, this, notify);
-  connect(local_scaling_, &QSpinBox::valueChanged, this, notify);
+  connect(local_scaling_mode_, &QComboBox::currentIndexChanged, this, notify);
+  connect(local_scaling_neighbour_, &QSpinBox::valueChanged, this, [this, notify] {
+    if (local_scaling_mode_->currentData().toString() == "neighbour") notify();
+  });
+  connect(max_matvecs_, &QSpinBox::valueChanged, this, notify);
+  connect(time_limit_, &QDoubleSpinBox::valueChanged, this, notify);
   update_enabled();
 }
 
@@ -170,7 +230,12 @@ void ParameterPanel::update_enabled() {
   const QString backend = backend_->currentData().toString();
   devices_->setEnabled((backend == "auto" || backend == "gpu") && backend_available("gpu"));
   profile_row_->setEnabled(backend == "cluster");
-  local_scaling_->setMaximum(k_->value());
+  local_scaling_neighbour_->setMaximum(k_->value());
+  local_scaling_neighbour_->setEnabled(local_scaling_mode_->currentData().toString() == "neighbour");
+  DiffusionParams automatic;
+  automatic.local_scaling = kLocalScalingAuto;
+  local_scaling_mode_->setItemText(
+      0, tr("auto (%1)").arg(ordinal(local_scaling_neighbour(automatic, k_->value()))));
 }
 
 RunParameters ParameterPanel::parameters() const {
@@ -196,7 +261,12 @@ RunParameters ParameterPanel::parameters() const {
   p.diffusion.t = t_->value();
   p.diffusion.components = components_->value();
   p.diffusion.symmetrize = symmetrize_->currentData().toString().toStdString();
-  p.diffusion.local_scaling = local_scaling_->value();
+  const QString scaling = local_scaling_mode_->currentData().toString();
+  p.diffusion.local_scaling = scaling == "auto"  ? kLocalScalingAuto
+                              : scaling == "off" ? 0
+                                                 : local_scaling_neighbour_->value();
+  p.diffusion.max_matvecs = max_matvecs_->value();
+  p.diffusion.time_limit_s = time_limit_->value();
   return p;
 }
 
@@ -220,7 +290,13 @@ void ParameterPanel::setParameters(const RunParameters& p) {
   t_->setValue(p.diffusion.t);
   components_->setValue(p.diffusion.components);
   symmetrize_->setCurrentIndex(std::max(0, symmetrize_->findData(QString::fromStdString(p.diffusion.symmetrize))));
-  local_scaling_->setValue(p.diffusion.local_scaling);
+  const int scaling = p.diffusion.local_scaling;
+  local_scaling_mode_->setCurrentIndex(local_scaling_mode_->findData(scaling == kLocalScalingAuto ? "auto"
+                                                                     : scaling == 0           ? "off"
+                                                                                              : "neighbour"));
+  if (scaling > 0) local_scaling_neighbour_->setValue(scaling);
+  max_matvecs_->setValue(static_cast<int>(std::clamp<int64_t>(p.diffusion.max_matvecs, 0, max_matvecs_->maximum())));
+  time_limit_->setValue(p.diffusion.time_limit_s);
   loading_ = false;
   update_enabled();
 }

@@ -174,7 +174,7 @@ Eigenpairs chebyshev_eigenpairs(BlockOperator& op, int count, const ChebyshevOpt
       throw EigensolveBudgetExceeded("eigensolve: Chebyshev subspace iteration did not converge within its budget (" +
                                          std::to_string(st.products) + " block products, worst relative residual " +
                                          std::to_string(worst) + ")",
-                                     st.products * b, seconds());
+                                     st.products, seconds());
     // Filter interval [lower, cut] to damp, scaled to 1 at `upper`.
     const double cut = std::max(rz.theta[static_cast<size_t>(b - 1)], o.lower + 1e-12 * (o.upper - o.lower));
     const double e = (cut - o.lower) / 2, c = (cut + o.lower) / 2;

@@ -115,7 +115,7 @@ std::string budget_message(const DiffusionMatrix& a, int64_t matvecs, double sec
     least = std::min(least, escape);
     weak += escape < kWeakEscape ? 1 : 0;
   }
-  std::string spent = with_commas(matvecs) + " mat-vecs in " + number(seconds) + " s";
+  std::string spent = with_commas(matvecs) + " products with A in " + number(seconds) + " s";
   std::string limits;
   if (o.max_matvecs > 0) limits += "--max-matvecs " + with_commas(o.max_matvecs);
   if (o.time_limit_s > 0) limits += std::string(limits.empty() ? "" : ", ") + "--time-limit " + number(o.time_limit_s);

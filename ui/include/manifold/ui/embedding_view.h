@@ -55,6 +55,10 @@ class EmbeddingView : public QWidget {
   void setLodThreshold(int64_t points);
 
   int64_t pointCount() const;
+  /// The positions drawn: x, y, z per point (z = 0 in planar mode).
+  std::vector<float> points() const;
+  /// The titles of the x, y and z axes, as last set.
+  QStringList axisTitles() const;
   bool planar() const;
   const std::vector<int64_t>& selection() const;
   int64_t pinned() const;

@@ -27,10 +27,15 @@ struct ProgressInfo {
   QString stage, unit;
   quint64 done = 0, total = 0;
   double elapsed_s = 0, rate = 0, eta_s = -1;
+  /// `total` is a budget the stage may stop well short of (the eigensolve's
+  /// mat-vecs), not the work: eta_s is then the most time left.
+  bool total_is_limit = false;
   bool finished = false;
-  /// Percent done, or -1 when the total is unknown.
+  /// Percent done, or -1 when there is no amount of work to measure against
+  /// (the total is unknown, or only a budget).
   int percent() const;
-  /// "knn: 42% · 1,234 tiles/s · 3 s left".
+  /// "knn: 42% · 1,234 tiles/s · 3 s left", or against a budget
+  /// "eigensolve: 1,234 mat-vecs (budget 20,000, at most 12 s left)".
   QString text() const;
 };
 

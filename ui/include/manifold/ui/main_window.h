@@ -3,7 +3,10 @@
 // view in the middle with its controls and the run bar, the spectrum, image
 // and selection panels on the right. Every long task (opening, k-NN,
 // diffusion map, export) runs off the GUI thread; errors appear in a message
-// bar above the view, never as a crash or a blocking dialog.
+// bar above the view, never as a crash or a blocking dialog, and a failed run
+// leaves the last embedding in view. What the embedding's diagnostics say
+// (points left out, localised coordinates, eigenvalues at 1) stands in a
+// warning line right above the view while that embedding is shown.
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -87,7 +90,16 @@ class MainWindow : public QMainWindow {
   QString lastError() const { return last_error_; }
   QString statusText() const { return status_->text(); }
   QString progressText() const { return progress_label_->text(); }
+  QProgressBar* progressBar() const { return progress_; }
   bool messageBarVisible() const;
+  /// The warning line above the view: the shown embedding's diagnostics, one
+  /// line each; empty while hidden (nothing to say).
+  QString warningText() const;
+  /// In the warning line: leaves the localised coordinates off the axes
+  /// (enabled when the shown embedding has some).
+  QCheckBox* hideLocalisedEditor() const { return hide_localised_; }
+  /// The diffusion coordinates (1-based) the axes offer.
+  std::vector<int> axisChoices() const;
 
  Q_SIGNALS:
   void datasetOpened();
@@ -131,7 +143,10 @@ class MainWindow : public QMainWindow {
   void on_busy(bool busy);
   void update_view(bool reset_camera);
   void update_colours();
+  std::vector<int> offered_coordinates() const;
   void update_axis_choices();
+  void update_colour_choices();
+  void show_diagnostics();
   void update_spectrum();
   void on_view_selection();
   void show_selection();
@@ -159,6 +174,7 @@ class MainWindow : public QMainWindow {
 
   QComboBox* axis_[3];
   QCheckBox* planar_;
+  QCheckBox* hide_localised_;
   QComboBox* colour_by_;
   QDoubleSpinBox* point_size_;
   QToolButton* tool_navigate_;
@@ -172,6 +188,8 @@ class MainWindow : public QMainWindow {
   QLabel* status_;
   QWidget* message_bar_;
   QLabel* message_text_;
+  QWidget* warning_bar_;
+  QLabel* warning_text_;
   QMenu* recent_menu_ = nullptr;
   QAction* export_graph_action_ = nullptr;
   QAction* export_mtx_action_ = nullptr;

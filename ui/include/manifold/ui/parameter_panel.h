@@ -1,8 +1,9 @@
 #pragma once
 // The run parameters: the graph (k, metric, backend and devices) and the
-// diffusion map (epsilon, alpha, t, components, symmetrisation), each with a
-// tooltip and the defaults of the CLI. When epsilon is chosen automatically
-// the Berry-Giannakis-Harlim curve of the last run is drawn under it.
+// diffusion map (epsilon, alpha, t, components, symmetrisation, local
+// scaling, the eigensolve's budget), each with a tooltip and the defaults of
+// the CLI. When epsilon is chosen automatically the Berry-Giannakis-Harlim
+// curve of the last run is drawn under it.
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -42,6 +43,11 @@ class ParameterPanel : public QWidget {
   QDoubleSpinBox* timeEditor() const { return t_; }
   QSpinBox* componentsEditor() const { return components_; }
   QComboBox* symmetrizeEditor() const { return symmetrize_; }
+  /// Local scaling: "auto", "off" or "neighbour" (the neighbour editor's j).
+  QComboBox* localScalingModeEditor() const { return local_scaling_mode_; }
+  QSpinBox* localScalingNeighbourEditor() const { return local_scaling_neighbour_; }
+  QSpinBox* maxMatvecsEditor() const { return max_matvecs_; }
+  QDoubleSpinBox* timeLimitEditor() const { return time_limit_; }
   QComboBox* backendEditor() const { return backend_; }
   QLineEdit* clusterProfileEditor() const { return profile_; }
 
@@ -64,7 +70,10 @@ class ParameterPanel : public QWidget {
   QDoubleSpinBox* t_;
   QSpinBox* components_;
   QComboBox* symmetrize_;
-  QSpinBox* local_scaling_;
+  QComboBox* local_scaling_mode_;
+  QSpinBox* local_scaling_neighbour_;
+  QSpinBox* max_matvecs_;
+  QDoubleSpinBox* time_limit_;
   QCheckBox* auto_reembed_;
   PlotWidget* bgh_plot_;
   bool loading_ = false;
