@@ -1,8 +1,10 @@
 #include "manifold/npy.h"
 
+#include <cstdint>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "manifold/error.h"
@@ -16,9 +18,16 @@ namespace {
   throw Error(path + ": " + what);
 }
 
+/// The item size of a simple dtype string (byte order, kind, decimal size:
+/// "<f4", "|u1"); 0 for anything else (structured, trailing characters).
 size_t descr_size(const std::string& d) {
-  if (d.size() < 3) return 0;
-  return static_cast<size_t>(std::atoi(d.c_str() + 2));
+  if (d.size() < 3 || d.size() > 4 || std::string("<>|=").find(d[0]) == std::string::npos) return 0;
+  size_t v = 0;
+  for (size_t i = 2; i < d.size(); ++i) {
+    if (d[i] < '0' || d[i] > '9') return 0;
+    v = v * 10 + static_cast<size_t>(d[i] - '0');
+  }
+  return v;
 }
 
 template <class In, class Out>
@@ -83,13 +92,124 @@ void write_impl(const std::string& path, const T* data, const std::vector<int64_
   }
 }
 
+/// Headers longer than this are refused before they are read: NumPy writes
+/// ~120 bytes for the dtypes read here, and the length field alone must not
+/// decide an allocation (a 770-byte file announcing 2 GiB).
+constexpr size_t kMaxHeaderBytes = size_t{1} << 20;
+
+/// The header dictionary as NumPy writes it -- a Python literal such as
+/// {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), } -- parsed by
+/// hand in one pass: no regex (libstdc++'s recurses per character and
+/// overflowed the stack on a 30 KB field), no eval. Strings, True/False and
+/// tuples of non-negative integers; a repeated key keeps its last value, as
+/// Python's dict does.
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& text, const std::string& path) : t_(text), path_(path) {}
+
+  void parse(Header& h) {
+    bool have_descr = false, have_shape = false;
+    expect('{');
+    for (;;) {
+      skip_space();
+      if (peek() == '}') break;
+      const std::string key = string_literal();
+      expect(':');
+      skip_space();
+      if (key == "descr") {
+        h.descr = string_literal();
+        have_descr = true;
+      } else if (key == "fortran_order") {
+        h.fortran_order = boolean();
+      } else if (key == "shape") {
+        h.shape = tuple();
+        have_shape = true;
+      } else {
+        bad("unexpected key '" + key + "'");
+      }
+      skip_space();
+      if (peek() == ',') ++i_;
+      else if (peek() != '}') bad("expected ',' or '}'");
+    }
+    if (!have_descr) fail(path_, "malformed .npy header (no descr)");
+    if (!have_shape) fail(path_, "malformed .npy header (no shape)");
+  }
+
+ private:
+  char peek() const { return i_ < t_.size() ? t_[i_] : '\0'; }
+  void skip_space() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) ++i_;
+  }
+  [[noreturn]] void bad(const std::string& what) const {
+    fail(path_, "malformed .npy header (" + what + " at byte " + std::to_string(i_) + ")");
+  }
+  void expect(char c) {
+    skip_space();
+    if (peek() != c) bad(std::string("expected '") + c + "'");
+    ++i_;
+  }
+  std::string string_literal() {
+    skip_space();
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') bad("expected a string");
+    const size_t end = t_.find(quote, ++i_);
+    if (end == std::string::npos) bad("unterminated string");
+    std::string v = t_.substr(i_, end - i_);
+    i_ = end + 1;
+    return v;
+  }
+  bool boolean() {
+    for (const char* word : {"True", "False"})
+      if (t_.compare(i_, std::strlen(word), word) == 0) {
+        i_ += std::strlen(word);
+        return word[0] == 'T';
+      }
+    bad("expected True or False");
+  }
+  std::vector<int64_t> tuple() {
+    if (peek() != '(') bad("expected a tuple for shape");
+    ++i_;
+    std::vector<int64_t> dims;
+    for (;;) {
+      skip_space();
+      if (peek() == ')') break;
+      dims.push_back(dimension());
+      skip_space();
+      if (peek() == ',') ++i_;
+      else if (peek() != ')') bad("expected ',' or ')' in shape");
+    }
+    ++i_;
+    return dims;
+  }
+  /// A decimal dimension, at most 2^62 (so products can be checked).
+  int64_t dimension() {
+    if (!(peek() >= '0' && peek() <= '9')) bad("a dimension must be a non-negative integer");
+    int64_t v = 0;
+    while (peek() >= '0' && peek() <= '9') {
+      v = v * 10 + (peek() - '0');
+      if (v > (int64_t{1} << 62)) bad("dimension too large");
+      ++i_;
+    }
+    if (peek() == 'L') ++i_;  // Python 2's long suffix, written by old NumPy
+    return v;
+  }
+
+  const std::string& t_;
+  const std::string& path_;
+  size_t i_ = 0;
+};
+
 }  // namespace
 
 size_t Header::item_size() const { return descr_size(descr); }
 
 int64_t Header::count() const {
+  // Saturates instead of overflowing; read_header refuses any count the file cannot hold.
   int64_t c = 1;
-  for (auto s : shape) c *= s;
+  for (auto s : shape) {
+    if (s != 0 && c > std::numeric_limits<int64_t>::max() / s) return std::numeric_limits<int64_t>::max();
+    c *= s;
+  }
   return c;
 }
 
@@ -112,37 +232,27 @@ Header read_header(const std::string& path) {
   } else {
     fail(path, "unsupported .npy version " + std::to_string(major));
   }
+  if (!in) fail(path, "truncated .npy header");
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(in.tellg());
+  const size_t prefix = major == 1 ? 10 : 12;
+  if (hlen > kMaxHeaderBytes)
+    fail(path, "the .npy header announces " + std::to_string(hlen) + " bytes; more than " +
+                   std::to_string(kMaxHeaderBytes) + " is not a header of an array this program reads");
+  if (prefix + hlen > size) fail(path, "truncated .npy header");
+  in.seekg(static_cast<std::streamoff>(prefix));
   std::string dict(hlen, '\0');
   in.read(dict.data(), static_cast<std::streamsize>(hlen));
   if (!in) fail(path, "truncated .npy header");
   Header h;
-  h.data_offset = (major == 1 ? 10 : 12) + hlen;
-  std::smatch m;
-  if (!std::regex_search(dict, m, std::regex(R"('descr'\s*:\s*'([^']+)')")))
-    fail(path, "malformed .npy header (no descr)");
-  h.descr = m[1];
-  if (std::regex_search(dict, m, std::regex(R"('fortran_order'\s*:\s*(True|False))")))
-    h.fortran_order = m[1] == "True";
-  if (!std::regex_search(dict, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))")))
-    fail(path, "malformed .npy header (no shape)");
-  std::string s = m[1];
-  std::stringstream ss(s);
-  std::string tok;
-  while (std::getline(ss, tok, ',')) {
-    auto b = tok.find_first_not_of(" \t");
-    if (b == std::string::npos) continue;
-    try {
-      h.shape.push_back(std::stoll(tok.substr(b)));
-    } catch (...) {
-      fail(path, "malformed .npy shape '" + s + "'");
-    }
-  }
-  if (h.descr.size() < 3) fail(path, "unsupported dtype '" + h.descr + "'");
+  h.data_offset = prefix + hlen;
+  HeaderParser(dict, path).parse(h);
+  if (h.descr.size() < 3 || h.item_size() == 0) fail(path, "unsupported dtype '" + h.descr + "'");
   if (h.descr[0] == '>' && h.item_size() > 1) fail(path, "big-endian .npy arrays are not supported");
-  // Check the file holds all the data it claims.
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<uint64_t>(in.tellg());
-  if (size < h.data_offset + static_cast<uint64_t>(h.count()) * h.item_size())
+  // Check the file holds all the data it claims (count() saturates, so a
+  // shape whose product overflows is refused here too).
+  const uint64_t count = static_cast<uint64_t>(h.count());
+  if (count > (size - h.data_offset) / h.item_size())
     fail(path, "truncated: header says " + std::to_string(h.count()) + " elements of " +
                    std::to_string(h.item_size()) + " bytes");
   return h;
