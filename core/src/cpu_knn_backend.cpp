@@ -48,7 +48,11 @@ class CpuKnnBackend final : public KnnBackend {
     const int64_t n = rows.rows, d = rows.cols;
     std::vector<float> norms(static_cast<size_t>(n));
     const int threads = hardware_threads(params.threads);
-    squared_norms(rows.data, n, d, norms.data(), threads);
+    try {
+      squared_norms(rows.data, n, d, norms.data(), threads);
+    } catch (const Error& e) {
+      throw Error(data.source + (data.source.empty() ? "" : ": ") + e.what());
+    }
     progress.finish();
     g.timings.emplace_back("prepare", seconds_since(t0));
 

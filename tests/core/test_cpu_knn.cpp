@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "manifold/error.h"
+#include "manifold/exact/error_bound.h"
 #include "manifold/knn.h"
 #include "test_support.h"
 
@@ -188,6 +189,48 @@ TEST(CpuKnn, EqualsTheFloat64RankingOnEveryRow) {
       EXPECT_EQ(g.sliced(7).indices, small.indices) << name << " " << to_string(m);
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CpuKnnHostile, RowsLongerThanOneGemmStayExact) {
+  // 4096^2-pixel images and longer (issue 24): d = 12,000,000 > 2^23, where
+  // the one-GEMM bound's gamma = d u / (1 - d u) turned negative and the
+  // certificate read past an empty candidate list. The dot products now
+  // run in chunks of sqrt(d) columns and the bound covers their sum.
+  const int64_t d = 12'000'000;
+  EXPECT_EQ(exact::dot_product_chunk(d), 3465);
+  EXPECT_EQ(exact::dot_product_terms(d), 3465 + 3464);
+  EXPECT_GT(exact::make_error_model(d, false).c_dot, 0);
+  EXPECT_LT(exact::make_error_model(d, false).c_dot, 1e-3);
+  EXPECT_EQ(exact::dot_product_chunk(4096), 4096);  // one GEMM up to 2^20
+  Dataset ds = random_dataset(4, d, 77);
+  for (Metric m : {Metric::Euclidean, Metric::Cosine}) {
+    KnnGraph g = build_cpu(ds, 2, m);
+    Reference ref = brute_force(ds, 2, m, false);
+    EXPECT_EQ(check_graph(g, ds, ref), "") << to_string(m);
+  }
+}
+
+TEST(CpuKnnHostile, SquaredDistancesBeyondFloat32AreRefusedNotWrong) {
+  // Finite values around 1e31: float32 squared distances overflow; the
+  // graph used to come back with inf distances and a repeated neighbour.
+  std::vector<float> v(10 * 16);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 1e30f * static_cast<float>(1 + (i * 37) % 61);
+  Dataset ds(10, 16, std::move(v));
+  ds.source = "huge.npy";
+  try {
+    build_cpu(ds, 3, Metric::Euclidean);
+    FAIL() << "a graph came back";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("huge.npy: row "), std::string::npos) << what;
+    EXPECT_NE(what.find("rescale the data"), std::string::npos) << what;
+  }
+  // Cosine works on unit rows: the same data have a graph.
+  EXPECT_EQ(build_cpu(ds, 3, Metric::Cosine).n, 10);
 }
 
 }  // namespace

@@ -15,7 +15,14 @@ namespace manifold {
 /// boundaries so that it computes the very same tiles.
 inline constexpr int64_t kCpuTile = 512;
 
-/// Row norms |x|^2 accumulated in double, rounded to float.
+/// Largest squared row norm the float32 tiles hold: a tile entry
+/// |x|^2 + |y|^2 - 2 x.y stays below 4 x this, far from FLT_MAX (3.4e38).
+inline constexpr double kMaxSquaredNorm = 5.3e36;  // ~2^122
+
+/// Row norms |x|^2 accumulated in double, rounded to float. Throws Error
+/// for a row of finite values whose squared norm exceeds kMaxSquaredNorm
+/// (its float32 distances would overflow into a wrong graph); rows holding
+/// NaN or infinity are left to the ranking, which puts them last.
 void squared_norms(const float* rows, int64_t n, int64_t d, float* norms, int threads = 0);
 
 /// tile[i*cn + j] = norms_r[i] + norms_c[j] - 2 <r_i, c_j> for rn rows `r`

@@ -80,6 +80,13 @@ float certify_rows(const float* rows, int64_t d, const CandidateLists& l, int k,
       use = std::max(use, static_cast<float>(std::fabs(a - s) / e));
       cand.emplace_back(key_of(s, euclidean), j);
     }
+    // A valid bound keeps at least the k candidates with the smallest upper
+    // bounds; fewer means the bound could not be evaluated (non-finite
+    // values): the exact scan decides the row instead.
+    if (static_cast<int>(cand.size()) < k) {
+      status[g] = -1;
+      return;
+    }
     std::sort(cand.begin(), cand.end());
     for (int j = 0; j < k; ++j) {
       out_index[g * k + j] = cand[static_cast<size_t>(j)].second;

@@ -58,15 +58,35 @@ struct ErrorModel {
   double delta = 0;     ///< relative error of s64 (float64 evaluation), with margin
 };
 
-/// Largest dimension the model covers (d u_acc stays below 1/4).
+/// Longest dot product one GEMM computes (d u_acc stays below 1/4). Longer
+/// rows (4096 x 4096 detector images) are multiplied in chunks of
+/// dot_product_chunk(d) columns added up in the float32 tile (the CPU's
+/// distance_tile); the GPU refuses them.
 constexpr int64_t kMaxBoundDim = int64_t{1} << 20;
 
-/// The model for dimension d <= kMaxBoundDim: tensor-core TF32 (`tensor`) or float32 FFMA.
+/// Columns per GEMM for dimension d: all of them up to kMaxBoundDim, else
+/// about sqrt(d), which minimises the summands below.
+inline int64_t dot_product_chunk(int64_t d) {
+  if (d <= kMaxBoundDim) return d;
+  return static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(d))));
+}
+
+/// The summands whose rounding the bound covers for dimension d: d, or for
+/// chunked products each chunk's columns plus one addition per chunk
+/// (gamma_a + gamma_b + gamma_a gamma_b <= gamma_(a+b)).
+inline int64_t dot_product_terms(int64_t d) {
+  const int64_t c = dot_product_chunk(d);
+  return c == d ? d : c + (d + c - 1) / c;
+}
+
+/// The model for dimension d: tensor-core TF32 (`tensor`, d <= kMaxBoundDim)
+/// or float32 FFMA (any d, through dot_product_terms).
 inline ErrorModel make_error_model(int64_t d, bool tensor) {
   const double dd = static_cast<double>(d);
+  const double terms = static_cast<double>(dot_product_terms(d));
   const double u_in = tensor ? std::ldexp(1.0, -10) : 0.0;
   const double u_acc = tensor ? std::ldexp(1.0, -22) : std::ldexp(1.0, -23);
-  const double gamma = dd * u_acc / (1.0 - dd * u_acc);
+  const double gamma = terms * u_acc / (1.0 - terms * u_acc);
   ErrorModel m;
   m.c_dot = 2 * u_in + u_in * u_in + gamma * (1 + u_in) * (1 + u_in);
   m.abs_term = 4 * dd * std::ldexp(1.0, -126);
