@@ -71,8 +71,10 @@ EmbeddingDiagnostics diagnose(const DiffusionResult& r, const std::vector<double
     d.participation.push_back(s4 > 0 ? s2 * s2 / s4 : 0);
   }
   d.localised_below = std::max(10.0, std::ceil(0.002 * static_cast<double>(r.n)));
+  // Below 5 x that many points every coordinate is carried by "few" points.
+  const bool can_localise = static_cast<double>(r.n) >= 5 * d.localised_below;
   for (int c = 1; c < nev; ++c) {
-    if (d.participation[static_cast<size_t>(c - 1)] < d.localised_below) d.localised.push_back(c);
+    if (can_localise && d.participation[static_cast<size_t>(c - 1)] < d.localised_below) d.localised.push_back(c);
     if (1 - r.eigenvalues[static_cast<size_t>(c)] < kNearOne) d.near_one.push_back(c);
   }
 
