@@ -106,7 +106,7 @@ TEST(ClusterJobScript, SlurmScriptCarriesTheRequestAndQuotesPaths) {
   for (const char* want :
        {"#!/bin/sh\n", "#SBATCH --partition=gpu\n", "#SBATCH --nodes=2\n", "#SBATCH --ntasks-per-node=4\n",
         "#SBATCH --gpus-per-node=4\n", "#SBATCH --time=02:00:00\n", "#SBATCH --account=proj\n",
-        "#SBATCH --output=/w/job1/job.out\n", "#SBATCH --error=/w/job1/job.err\n",
+        "#SBATCH --output=\"/w/job1/job.out\"\n", "#SBATCH --error=\"/w/job1/job.err\"\n",
         "export MANIFOLD_PROGRESS_FILE='/w/job1/progress.jsonl'\n", "export OMP_NUM_THREADS='2'\n",
         "'mpirun' -np 8 '--bind-to' 'none' '/opt/m/bin/manifold' knn '/data/it'\\''s here.npy' '-k' '15' "
         "'--metric' 'cosine' --backend mpi -o '/out/graph dir'\n",
@@ -117,6 +117,34 @@ TEST(ClusterJobScript, SlurmScriptCarriesTheRequestAndQuotesPaths) {
   const std::string t = cluster::job_script(m, spec, "jobs/j");
   EXPECT_EQ(t.find("#SBATCH"), std::string::npos);
   EXPECT_NE(t.find("'mpirun' --hostfile '/etc/hosts.mpi' -np 3 "), std::string::npos) << t;
+}
+
+TEST(ClusterJobScript, ControlCharactersCannotInjectShellLines) {
+  // Issue 24: a newline in any value that reaches a comment or an #SBATCH
+  // line ended it, and the rest ran as shell on the node.
+  const char* payload = "x\\ntouch /tmp/pwned";
+  for (std::string key : {"name", "partition", "work_dir"}) {
+    nlohmann::json j = nlohmann::json::parse(R"({"kind":"slurm","work_dir":"/w"})");
+    j[key] = nlohmann::json::parse(std::string("\"") + payload + "\"");
+    try {
+      cluster::parse_profile(j, "p.json");
+      ADD_FAILURE() << key << " with a newline was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("control character"), std::string::npos) << e.what();
+    }
+  }
+  nlohmann::json j = nlohmann::json::parse(R"({"kind":"slurm","work_dir":"/w"})");
+  j["sbatch_args"] = {"--account=a\ntouch /tmp/pwned"};
+  EXPECT_THROW(cluster::parse_profile(j, "p.json"), UsageError);
+  // The default name is the profile's file name: the same rule.
+  EXPECT_THROW(cluster::parse_profile(nlohmann::json::parse(R"({"kind":"mpirun"})"), "evil\nrm -rf x.json"),
+               UsageError);
+  // A work_dir with a space stays one #SBATCH argument.
+  auto p = parse(R"({"kind":"slurm","work_dir":"/shared/my jobs"})");
+  cluster::JobSpec spec{"/d.npy", "/o", {"-k", "5"}};
+  const std::string s = cluster::job_script(p, spec, "/shared/my jobs/j1");
+  EXPECT_NE(s.find("#SBATCH --output=\"/shared/my jobs/j1/job.out\"\n"), std::string::npos) << s;
+  EXPECT_NE(usage_error_of(R"({"kind":"slurm","work_dir":"/a\"b"})").find("double quote"), std::string::npos);
 }
 
 TEST(ClusterProgressFile, WritesAndReadsLinesIncrementally) {

@@ -165,8 +165,10 @@ std::string job_script(const Profile& p, const JobSpec& spec, const std::string&
   const std::string out = (fs::path(dir) / "job.out").string(), err = (fs::path(dir) / "job.err").string();
   if (p.kind == Profile::Kind::Slurm) {
     s << "#SBATCH --job-name=manifold-knn\n";
-    s << "#SBATCH --output=" << out << "\n";
-    s << "#SBATCH --error=" << err << "\n";
+    // Double quotes keep a path with spaces one argument (sbatch reads
+    // #SBATCH lines with shell-like quoting; the profile refuses '"').
+    s << "#SBATCH --output=\"" << out << "\"\n";
+    s << "#SBATCH --error=\"" << err << "\"\n";
     s << "#SBATCH --nodes=" << p.nodes << "\n";
     s << "#SBATCH --ntasks-per-node=" << p.ranks_per_node << "\n";
     s << "#SBATCH --time=" << p.time_limit << "\n";

@@ -108,6 +108,15 @@ Profile parse_profile(const nlohmann::json& j, const std::string& origin) {
 
   p.name = r.str("name", fs::path(origin).stem().string());
   p.work_dir = r.str("work_dir");
+  // Values that reach a comment or an #SBATCH line of the job script: a
+  // newline there would end the line and run the rest as shell on the node.
+  auto single_line = [&](const std::string& key, const std::string& v) {
+    for (unsigned char c : v)
+      if (c < 0x20 || c == 0x7f)
+        r.fail(key, "holds a control character (a newline would inject shell lines into the job script)");
+  };
+  single_line(j.contains("name") ? "name" : "name (the profile's file name)", p.name);
+  single_line("work_dir", p.work_dir);
   p.manifold = r.str("manifold");
   p.mpirun = r.str("mpirun", "mpirun");
   if (p.mpirun.empty()) r.fail("mpirun", "must not be empty");
@@ -125,6 +134,10 @@ Profile parse_profile(const nlohmann::json& j, const std::string& origin) {
     if (!valid_time_limit(p.time_limit))
       r.fail("time_limit", "is '" + p.time_limit + "'; expected Slurm's form, e.g. 30, 02:00:00 or 1-12:00:00");
     p.sbatch_args = r.strings("sbatch_args");
+    single_line("partition", p.partition);
+    for (const std::string& a : p.sbatch_args) single_line("sbatch_args", a);
+    // #SBATCH --output takes the path in double quotes (a space would end it).
+    if (p.work_dir.find('"') != std::string::npos) r.fail("work_dir", "holds a double quote, which #SBATCH paths cannot");
     if (p.work_dir.empty())
       throw UsageError(origin + ": a slurm profile needs \"work_dir\", a folder every node can see");
   }
