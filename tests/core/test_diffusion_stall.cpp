@@ -105,6 +105,22 @@ TEST(Stall, PointsTheKernelBarelyJoinsAreLeftOutAndSaidSo) {
   EXPECT_EQ(wide.n, n + 1);
 }
 
+TEST(Stall, AnEpsilonThatIsolatesEveryPointSaysSo) {
+  // epsilon = 1e-300: every kernel weight is 0 and each point is its own
+  // piece; once an identity kernel's arbitrary basis came back with exit 0.
+  KnnGraph g = knn_graph(square_with_outliers(300, 0, 0, 5), 300, 2, 8);
+  DiffusionParams p;
+  p.epsilon = "1e-300";
+  try {
+    embed(g, p);
+    FAIL() << "an embedding came back";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--epsilon 1e-300: the kernel joins at most 1 of 300 points"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Stall, DisconnectedGraphIsSaidSo) {
   std::vector<double> pts = square_with_outliers(300, 0, 0, 2);
   for (int64_t i = 0; i < 200; ++i) pts.insert(pts.end(), {pts[i * 2] + 50, pts[i * 2 + 1]});

@@ -746,10 +746,19 @@ DiffusionResult finish(const DiffusionMatrix& a, const Eigenpairs& e, const Diff
 }
 
 void check_component_size(const DiffusionMatrix& a, int m) {
-  if (m + 1 >= a.n)
-    throw UsageError("--components " + std::to_string(m) + ": the embedded component has only " + std::to_string(a.n) +
-                     " points (the graph has " + std::to_string(a.graph_components) +
-                     " connected components); use fewer components or a larger --k");
+  if (m + 1 < a.n) return;
+  if (a.kernel_components > a.graph_components) {
+    // The kernel, not the graph, broke the points apart: epsilon is too small.
+    char eps[32];
+    std::snprintf(eps, sizeof eps, "%.3g", a.epsilon);
+    throw UsageError("--epsilon " + std::string(eps) + ": the kernel joins at most " + std::to_string(a.n) + " of " +
+                     std::to_string(a.graph_points) + " points (" + std::to_string(a.kernel_components) +
+                     " pieces joined by weights below 1e-4), too few for " + std::to_string(m) +
+                     " components; use a larger --epsilon (the default is the median rule)");
+  }
+  throw UsageError("--components " + std::to_string(m) + ": the embedded component has only " + std::to_string(a.n) +
+                   " points (the graph has " + std::to_string(a.graph_components) +
+                   " connected components); use fewer components or a larger --k");
 }
 
 /// The previous embedding's Markov eigenvectors in this conjugate's
