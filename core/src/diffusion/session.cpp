@@ -1,6 +1,10 @@
 // Session files (format documented in session.h).
 #include "manifold/session.h"
 
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -49,6 +53,48 @@ nlohmann::json session_to_json(const Session& s) {
   return j;
 }
 
+namespace {
+
+/// Nesting depth of a JSON value (a scalar is 0).
+int depth_of(const nlohmann::json& v, int limit) {
+  if (!v.is_structured() || limit < 0) return 0;
+  int d = 0;
+  for (const auto& child : v) {
+    d = std::max(d, depth_of(child, limit - 1));
+    if (d >= limit) break;
+  }
+  return d + 1;
+}
+
+/// An integer field within the command line's limits: a float such as
+/// 1e20, or a value out of [lo, hi], is refused (converting it was
+/// undefined behaviour).
+int64_t integer_in(const nlohmann::json& obj, const std::string& key, int64_t fallback, int64_t lo, int64_t hi,
+                   const std::string& name) {
+  if (!obj.contains(key)) return fallback;
+  const auto& v = obj[key];
+  const bool ok = v.is_number_integer() &&
+                  (v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(hi)
+                                          : v.get<int64_t>() >= lo && v.get<int64_t>() <= hi);
+  if (!ok || v.get<int64_t>() < lo)
+    throw UsageError("\"" + name + "\" must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return v.get<int64_t>();
+}
+
+/// A real field: a finite number.
+double real_in(const nlohmann::json& obj, const std::string& key, double fallback, const std::string& name) {
+  if (!obj.contains(key)) return fallback;
+  if (!obj[key].is_number() || !std::isfinite(obj[key].get<double>()))
+    throw UsageError("\"" + name + "\" must be a finite number");
+  return obj[key].get<double>();
+}
+
+/// Deeper views than this are not the GUI's (it writes 2 levels).
+constexpr int kMaxViewDepth = 16;
+constexpr int64_t kMaxThreads = 4096;  // as the command line's --threads
+
+}  // namespace
+
 Session session_from_json(const nlohmann::json& j, const std::string& base_dir, const std::string& src) {
   auto fail = [&](const std::string& what) -> void { throw Error(src + ": " + what); };
   if (!j.is_object()) fail("not a session (expected a JSON object)");
@@ -69,7 +115,11 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
     if (s.transform != "none" && s.transform != "anscombe")
       fail("unknown transform '" + s.transform + "' (none, anscombe)");
     s.output = resolve(j.value("output", std::string()));
-    if (j.contains("view")) s.view = j["view"];
+    if (j.contains("view")) {
+      if (depth_of(j["view"], kMaxViewDepth + 1) > kMaxViewDepth)
+        fail("\"view\" is nested more than " + std::to_string(kMaxViewDepth) + " levels deep");
+      s.view = j["view"];
+    }
     if (j.contains("knn")) {
       const auto& k = j["knn"];
       if (!k.is_object()) fail("\"knn\" must be an object");
@@ -77,14 +127,15 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
                                                  "devices", "gpu_memory", "threads", "precision"};
       for (auto& [key, v] : k.items())
         if (!keys.count(key)) fail("unknown key 'knn." + key + "'");
-      s.knn.k = k.value("k", s.knn.k);
+      s.knn.k = static_cast<int>(integer_in(k, "k", s.knn.k, 1, INT32_MAX, "knn.k"));
       s.knn.metric = parse_metric(k.value("metric", std::string("euclidean")));
       s.backend = k.value("backend", s.backend);
       s.knn.select = k.value("select", s.knn.select);
       s.knn.keep_self = k.value("keep_self", s.knn.keep_self);
       s.knn.devices = k.value("devices", s.knn.devices);
-      s.knn.gpu_memory = k.value("gpu_memory", s.knn.gpu_memory);
-      s.knn.threads = k.value("threads", s.knn.threads);
+      s.knn.gpu_memory = static_cast<uint64_t>(
+          integer_in(k, "gpu_memory", static_cast<int64_t>(s.knn.gpu_memory), 0, INT64_MAX, "knn.gpu_memory"));
+      s.knn.threads = static_cast<int>(integer_in(k, "threads", s.knn.threads, 0, kMaxThreads, "knn.threads"));
       s.knn.precision = k.value("precision", s.knn.precision);
     }
     if (j.contains("diffusion")) {
@@ -96,7 +147,7 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
       for (auto& [key, v] : d.items())
         if (!keys.count(key)) fail("unknown key 'diffusion." + key + "'");
       auto& p = s.diffusion;
-      p.k = d.value("k", p.k);
+      p.k = static_cast<int>(integer_in(d, "k", p.k, 0, 1 << 20, "diffusion.k"));
       if (d.contains("epsilon")) {
         if (d["epsilon"].is_number()) {
           std::ostringstream os;
@@ -107,20 +158,21 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
           p.epsilon = d["epsilon"].get<std::string>();
         }
       }
-      p.alpha = d.value("alpha", p.alpha);
-      p.components = d.value("components", p.components);
-      p.t = d.value("t", p.t);
+      p.alpha = real_in(d, "alpha", p.alpha, "diffusion.alpha");
+      p.components = static_cast<int>(integer_in(d, "components", p.components, 1, 1 << 20, "diffusion.components"));
+      p.t = real_in(d, "t", p.t, "diffusion.t");
       p.symmetrize = d.value("symmetrize", p.symmetrize);
       if (d.contains("local_scaling"))
-        p.local_scaling = d["local_scaling"].is_string() ? parse_local_scaling(d["local_scaling"].get<std::string>())
-                                                         : d["local_scaling"].get<int>();
-      p.max_matvecs = d.value("max_matvecs", p.max_matvecs);
-      p.time_limit_s = d.value("time_limit_s", p.time_limit_s);
-      p.tolerance = d.value("tolerance", p.tolerance);
-      p.ncv = d.value("ncv", p.ncv);
+        p.local_scaling = d["local_scaling"].is_string()
+                              ? parse_local_scaling(d["local_scaling"].get<std::string>())
+                              : static_cast<int>(integer_in(d, "local_scaling", 0, 0, 1 << 20, "diffusion.local_scaling"));
+      p.max_matvecs = integer_in(d, "max_matvecs", p.max_matvecs, 0, INT64_MAX, "diffusion.max_matvecs");
+      p.time_limit_s = real_in(d, "time_limit_s", p.time_limit_s, "diffusion.time_limit_s");
+      p.tolerance = real_in(d, "tolerance", p.tolerance, "diffusion.tolerance");
+      p.ncv = static_cast<int>(integer_in(d, "ncv", p.ncv, 0, 1 << 20, "diffusion.ncv"));
       p.lock_check = d.value("lock_check", p.lock_check);
       p.eigensolver = d.value("eigensolver", p.eigensolver);
-      p.threads = d.value("threads", p.threads);
+      p.threads = static_cast<int>(integer_in(d, "threads", p.threads, 0, kMaxThreads, "diffusion.threads"));
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(src + ": a value has the wrong type (" + std::string(e.what()) + ")");
