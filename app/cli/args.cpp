@@ -84,6 +84,9 @@ uint64_t Args::bytes(const std::string& name, uint64_t fallback) const {
   else if (suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
   else if (!suffix.empty()) throw UsageError(name + ": '" + it->second + "' is not a byte count (e.g. 512M, 4G)");
   if (end == it->second.c_str() || !(v > 0)) throw UsageError(name + ": '" + it->second + "' must be a positive byte count");
+  // Converting a double at or above 2^64 to uint64_t is undefined behaviour.
+  if (!(v * mult < 18446744073709551616.0))
+    throw UsageError(name + ": '" + it->second + "' is more bytes than any machine has");
   return static_cast<uint64_t>(v * mult);
 }
 

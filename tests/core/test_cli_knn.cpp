@@ -64,7 +64,9 @@ TEST(CliKnn, BadArgumentsExitTwoWithOneLine) {
   for (const std::string& args : {"knn " + x + " -k 0 -o " + o, "knn " + x + " -k 50 -o " + o,
                                   "knn " + x + " -k 5 --metric manhattan -o " + o, "knn " + x + " -k 5",
                                   "knn " + x + " -k five -o " + o, "knn " + x + " -k 5 --bogus -o " + o,
-                                  "knn " + x + " -k 5 --select nope -o " + o, "knn -k 5 -o " + o}) {
+                                  "knn " + x + " -k 5 --select nope -o " + o, "knn -k 5 -o " + o,
+                                  "knn " + x + " -k 5 --gpu-memory 1e30 -o " + o,
+                                  "knn " + x + " -k 5 --gpu-memory inf -o " + o}) {
     std::string err;
     EXPECT_EQ(run_cli(args, &err), 2) << args << "\n" << err;
     EXPECT_EQ(lines(err), 1) << args << "\n" << err;
