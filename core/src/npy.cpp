@@ -3,9 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <optional>
 #include <fstream>
-#include <sstream>
 
 #include "manifold/error.h"
 #include "manifold/output.h"
@@ -69,27 +67,12 @@ void write_impl(const std::string& path, const T* data, const std::vector<int64_
   dict.append(pad, ' ');
   dict.push_back('\n');
   if (dict.size() > 65535) throw Error(path + ": array shape too long for the .npy header");
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(path + ": cannot open for writing");
-    out.write("\x93NUMPY\x01\x00", 8);
-    uint16_t len = static_cast<uint16_t>(dict.size());
-    char lenb[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-    out.write(lenb, 2);
-    out.write(dict.data(), static_cast<std::streamsize>(dict.size()));
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * sizeof(T)));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw Error(path + ": write failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(path + ": cannot rename temporary file into place");
-  }
+  const uint16_t len = static_cast<uint16_t>(dict.size());
+  const char prefix[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(len & 0xff),
+                           static_cast<char>(len >> 8)};
+  write_file_atomically(path, {{prefix, sizeof prefix},
+                               {dict.data(), dict.size()},
+                               {data, static_cast<size_t>(count) * sizeof(T)}});
 }
 
 /// Headers longer than this are refused before they are read: NumPy writes

@@ -1,6 +1,12 @@
 #include "manifold/output.h"
 
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
 #include <filesystem>
+#include <random>
 #include <fstream>
 #include <unistd.h>
 
@@ -60,21 +66,55 @@ void check_output_dir(const std::string& dir) {
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(path + ": cannot open for writing");
-    out << text;
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw Error(path + ": write failed (disk full?)");
+  write_file_atomically(path, text.data(), text.size());
+}
+
+void write_file_atomically(const std::string& path, const void* bytes, size_t size) {
+  write_file_atomically(path, {{bytes, size}});
+}
+
+namespace {
+
+/// A new file ".NAME.tmp-XXXXXXXXXXXX" beside `path`, O_EXCL | O_NOFOLLOW,
+/// mode 0666 less the umask; retried on the (unlikely) name clash.
+std::pair<std::string, int> create_temp_beside(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};
+  std::random_device device;
+  const fs::path p(path);
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, "%08x%04x", static_cast<unsigned>(device()),
+                  static_cast<unsigned>(counter++ & 0xffff));
+    const std::string tmp = (p.parent_path() / ("." + p.filename().string() + ".tmp-" + suffix)).string();
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0) return {tmp, fd};
+    if (errno != EEXIST) throw Error(path + ": cannot open for writing (" + std::strerror(errno) + ")");
+  }
+  throw Error(path + ": cannot find a free temporary name beside it");
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::vector<std::pair<const void*, size_t>>& pieces) {
+  auto [tmp, fd] = create_temp_beside(path);
+  int error = 0;
+  for (const auto& [data, size] : pieces) {
+    const char* b = static_cast<const char*>(data);
+    for (size_t done = 0; done < size && !error;) {
+      const ssize_t n = ::write(fd, b + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) error = n < 0 ? errno : EIO;
+      else done += static_cast<size_t>(n);
     }
   }
+  if (::close(fd) != 0 && !error) error = errno;
+  if (error) {
+    ::unlink(tmp.c_str());
+    throw Error(path + ": write failed (" + std::string(std::strerror(error)) + ")");
+  }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(path + ": cannot rename temporary file into place");
+    ::unlink(tmp.c_str());
+    throw Error(path + ": cannot rename the temporary file into place");
   }
 }
 

@@ -15,6 +15,7 @@
 #include "manifold/embedding_io.h"
 #include "manifold/error.h"
 #include "manifold/npy.h"
+#include "manifold/output.h"
 #include "manifold/session.h"
 #include "test_support.h"
 
@@ -364,6 +365,40 @@ TEST(Session, RoundTripsAndResolvesPaths) {
   EXPECT_NE(msg(bad).find("x.json: --metric"), std::string::npos);
   std::ofstream(t / "broken.json") << "{ not json";
   EXPECT_THROW(read_session(t / "broken.json"), Error);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(AtomicWrite, APlantedSymlinkIsNeverFollowed) {
+  // Issue 24: temporary names were predictable (PATH.tmp) and opened with
+  // O_TRUNC, so a symlink planted in a shared folder made a run overwrite
+  // another file. Now the temporary file is new (O_EXCL | O_NOFOLLOW) with
+  // an unpredictable name, and the result replaces the symlink itself.
+  testing_support::TempDir t;
+  const std::string victim = t / "victim.txt";
+  write_text_file(victim, "keep me\n");
+  const std::string out = t / "graph.json";
+  fs::create_symlink(victim, out + ".tmp");  // the old temporary name
+  fs::create_symlink(victim, out);           // and the output itself
+  write_text_file(out, "{}\n");
+  const float x[2] = {1.f, 2.f};
+  fs::create_symlink(victim, t / "a.npy.tmp");
+  npy::write(t / "a.npy", x, {2});
+  std::ifstream in(victim);
+  std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(kept, "keep me\n");
+  EXPECT_FALSE(fs::is_symlink(out));
+  std::ifstream g(out);
+  std::string text((std::istreambuf_iterator<char>(g)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "{}\n");
+  EXPECT_EQ(npy::read<float>(t / "a.npy"), (std::vector<float>{1.f, 2.f}));
+  // No temporary file is left behind.
+  int temporaries = 0;
+  for (auto& e : fs::directory_iterator(t.path))
+    temporaries += e.path().filename().string().find(".tmp-") != std::string::npos;
+  EXPECT_EQ(temporaries, 0);
 }
 
 }  // namespace

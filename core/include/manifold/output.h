@@ -4,6 +4,7 @@
 // is destroyed uncommitted (error, cancel), the temporaries are removed, and
 // the directory too when this transaction created it and it is left empty.
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace manifold {
@@ -34,5 +35,13 @@ void check_output_dir(const std::string& dir);
 
 /// Writes text to `path` atomically (temp + rename).
 void write_text_file(const std::string& path, const std::string& text);
+
+/// Writes `bytes` bytes to `path` through a new temporary file beside it,
+/// renamed into place. The temporary file gets an unpredictable name and is
+/// created with O_EXCL | O_NOFOLLOW: a file or symlink planted in a shared
+/// folder is never followed or truncated. Throws Error naming `path`.
+void write_file_atomically(const std::string& path, const void* bytes, size_t size);
+/// The same for several pieces written in order (a header, then the data).
+void write_file_atomically(const std::string& path, const std::vector<std::pair<const void*, size_t>>& pieces);
 
 }  // namespace manifold
