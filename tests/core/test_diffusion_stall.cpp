@@ -196,6 +196,25 @@ TEST(Budget, SpentBudgetStopsWithItsReason) {
   EXPECT_LT(r.solver["matvecs"].get<int64_t>(), kDefaultMaxMatvecs / 10);
 }
 
+TEST(Budget, WarmReembeddingStopsAtTheTimeLimitAsAPreview) {
+  // rediffuse's LOBPCG takes the time limit like its iteration cap: it
+  // returns its iterate, marked unconverged, for the full solve to finish.
+  const KnnGraph g = noisy_strip_graph(9);
+  DiffusionParams p;
+  p.components = 8;
+  const DiffusionResult base = embed(g, p);
+  DiffusionParams q = p;
+  q.k = 14;
+  q.time_limit_s = 1e-9;
+  Progress progress;
+  const DiffusionResult warm = rediffuse(g, q, base, progress);
+  EXPECT_NE(warm.solver["method"].get<std::string>().find("LOBPCG"), std::string::npos);
+  EXPECT_FALSE(warm.solver["converged"].get<bool>());
+  EXPECT_EQ(warm.solver["iterations"].get<int>(), 0);
+  q.time_limit_s = 0;
+  EXPECT_TRUE(rediffuse(g, q, base, progress).solver["converged"].get<bool>());
+}
+
 TEST(Budget, BlockSolverStopsAtItsBudgetToo) {
   const DiffusionMatrix a = diffusion_matrix_of(noisy_strip_graph(7));
   CsrBlockOperator op(a, chebyshev_block(9, a.n));

@@ -285,8 +285,9 @@ DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& para
 /// params.tolerance: the result is the exact solve's, to the tolerance), the
 /// iteration, mat-vec and V-cycle counts and the AMG hierarchy.
 /// `max_iterations` (0: the solver's default, 60) caps the LOBPCG
-/// iterations; a result that stopped there has converged = false and is a
-/// preview (diffusion_map(..., &it) gives the exact solve). Falls back to
+/// iterations, params.time_limit_s its time; a result that stopped there has
+/// converged = false and is a preview (diffusion_map(..., &it) gives the
+/// exact solve, within its own budget). Falls back to
 /// diffusion_map() (converged, method "Spectra ...") when `previous`
 /// embedded other points or the component is too small for the block.
 /// `preview` (optional): `show` is called once, on the solving thread, with

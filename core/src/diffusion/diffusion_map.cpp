@@ -953,6 +953,7 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
   detail::WarmOptions wo;
   wo.tolerance = params.tolerance;
   wo.threads = params.threads;
+  wo.time_limit_s = params.time_limit_s;
   if (max_iterations > 0) wo.max_iterations = max_iterations;
   if (preview && preview->show && preview->tolerance > params.tolerance) {
     // The first iterate within the preview tolerance, shown while the solve

@@ -987,7 +987,8 @@ Eigenpairs warm_eigenpairs(const DiffusionMatrix& original, int count, const Eig
       o.on_preview(pe);
       o.on_preview = nullptr;  // once
     }
-    if (it >= o.max_iterations) break;
+    // The time budget stops it like the iteration cap: a preview, not an error.
+    if (it >= o.max_iterations || (o.time_limit_s > 0 && seconds_since(t_pre) >= o.time_limit_s)) break;
     st.iterations = it + 1;
     // Search directions: the preconditioned residuals of the active columns.
     Block ra(n, static_cast<Eigen::Index>(active.size()));

@@ -29,6 +29,7 @@ struct WarmOptions {
   int threads = 0;
   int guard = 6;             ///< block columns beyond the wanted pairs (they speed up the last wanted ones)
   int max_iterations = 60;   ///< LOBPCG iterations before giving up (converged = false)
+  double time_limit_s = 0;   ///< seconds (with the AMG setup) before giving up likewise; 0 = none
   double shift = 0;          ///< preconditioner T ~ (L + shift I)^-1; 0 = a tenth of the start's count-th Ritz value
   int smoothing = 2;         ///< degree of the Chebyshev smoother before and after each coarse-grid correction
   int cycles = 2;            ///< V-cycles per preconditioner application (the second on the first's residual)
