@@ -4,7 +4,7 @@ the first 20,000 training images, metric x k x epsilon, 10 coordinates, one
 `manifold embed` per cell on a k = 100 graph (k' = the cell's k).
 
     python3 bench/diffusion/stall/matrix.py --manifold build/app/manifold \
-        --data-dir /usr/share/datasets/fashion-mnist --eigensolver cpu \
+        --data-dir "$FASHION_MNIST_DIR" --eigensolver cpu \
         --json bench/diffusion/stall/cpu.json [--work DIR] [--backend cpu]
 
 Each cell records the exit status, the eigensolve time and mat-vecs from
@@ -20,6 +20,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -51,7 +52,7 @@ def main():
     ap.add_argument("--eigensolver", default="cpu")
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--json", required=True)
-    ap.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "manifold-stall-matrix"))
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "manifold-stall-matrix"))
     ap.add_argument("--stall-after", type=float, default=120)
     ap.add_argument("--datasets", default="t10k,train20k")
     a = ap.parse_args()
