@@ -749,11 +749,12 @@ void check_component_size(const DiffusionMatrix& a, int m) {
   if (m + 1 < a.n) return;
   if (a.kernel_components > a.graph_components) {
     // The kernel, not the graph, broke the points apart: epsilon is too small.
-    char eps[32];
+    char eps[32], weight[32];
     std::snprintf(eps, sizeof eps, "%.3g", a.epsilon);
+    std::snprintf(weight, sizeof weight, "%g", kNegligibleWeight);
     throw UsageError("--epsilon " + std::string(eps) + ": the kernel joins at most " + std::to_string(a.n) + " of " +
                      std::to_string(a.graph_points) + " points (" + std::to_string(a.kernel_components) +
-                     " pieces joined by weights below 1e-4), too few for " + std::to_string(m) +
+                     " pieces joined by weights below " + weight + "), too few for " + std::to_string(m) +
                      " components; use a larger --epsilon (the default is the median rule)");
   }
   throw UsageError("--components " + std::to_string(m) + ": the embedded component has only " + std::to_string(a.n) +

@@ -529,7 +529,7 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
   a.timings.emplace_back("epsilon", seconds_since(t));
 
   t = Clock::now();
-  components(pat, &a.graph_components);
+  const std::vector<int32_t> graph_label = components(pat, &a.graph_components);
   a.timings.emplace_back("components", seconds_since(t));
 
   // Kernel, alpha-normalisation and the symmetric conjugate; then the
@@ -541,7 +541,6 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
   if (a.kernel_components > 1) {
     a.point_index = largest_component(label, a.kernel_components);
     // The points of the embedded piece's graph component that the kernel leaves out.
-    const std::vector<int32_t> graph_label = components(pat, &a.graph_components);
     const int32_t home = graph_label[static_cast<size_t>(a.point_index.front())];
     for (int32_t c : graph_label) a.weakly_joined_points += c == home ? 1 : 0;
     a.weakly_joined_points -= static_cast<int64_t>(a.point_index.size());

@@ -73,10 +73,11 @@ int64_t integer_in(const nlohmann::json& obj, const std::string& key, int64_t fa
                    const std::string& name) {
   if (!obj.contains(key)) return fallback;
   const auto& v = obj[key];
-  const bool ok = v.is_number_integer() &&
-                  (v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(hi)
-                                          : v.get<int64_t>() >= lo && v.get<int64_t>() <= hi);
-  if (!ok || v.get<int64_t>() < lo)
+  const bool in_range = v.is_number_integer() &&
+                        (v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(hi)
+                                                : v.get<int64_t>() <= hi) &&
+                        v.get<int64_t>() >= lo;
+  if (!in_range)
     throw UsageError("\"" + name + "\" must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
   return v.get<int64_t>();
 }
