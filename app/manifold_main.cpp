@@ -31,6 +31,11 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
   bench [--backend ...] [--select ...] [-n N] [-d D] [-k K] [--data FILE] [--json FILE]
   bench embed [...]                        time the diffusion-map eigensolve
   submit --profile FILE DATA [knn options] -o OUTDIR   run on a cluster (mpirun or Slurm)
+  trajectory EMBEDDINGDIR [--coordinate C | --phase A,B | --path FILE.npy [--axes 1,2] [--tube R]]
+          [--bins B] [--fps F] [--scale S] [--log] [--data FILE] -o movie.gif|movie.mp4|FOLDER
+                                           the images in order along dc C (or around the phase of
+                                           dc A, dc B, or along a P x q path), each frame the mean
+                                           of one of B bins of equal count (default 50)
 
 Kernel: K_ij = exp(-r_ij^2 / (sigma_i sigma_j epsilon)), r^2 = d^2 (Euclidean) or 2 d (cosine,
 Pearson: the squared distance of the unit-norm rows); sigma_i = r to the j-th neighbour,
@@ -63,6 +68,7 @@ int main(int argc, char** argv) {
     if (cmd == "bench" && argc > 2 && !std::strcmp(argv[2], "embed")) return cli::cmd_bench_embed(argc, argv);
     if (cmd == "bench") return cli::cmd_bench(argc, argv);
     if (cmd == "submit") return cli::cmd_submit(argc, argv);
+    if (cmd == "trajectory") return cli::cmd_trajectory(argc, argv);
     std::fprintf(stderr, "manifold: unknown command '%s' (see manifold --help)\n", cmd.c_str());
     return 2;
   } catch (const Cancelled&) {

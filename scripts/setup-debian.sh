@@ -9,6 +9,7 @@ apt-get install -y --no-install-recommends \
   build-essential cmake ninja-build pkg-config git ca-certificates \
   libeigen3-dev libspectra-dev libopenblas-dev \
   libhdf5-dev libtiff-dev libpng-dev zlib1g-dev \
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
   libopenmpi-dev openmpi-bin slurm-wlm munge \
   libgtest-dev nlohmann-json3-dev libxxhash-dev \
   qt6-base-dev libqt6opengl6-dev libvtk9-dev libgl1-mesa-dri xvfb xauth \

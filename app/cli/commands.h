@@ -14,6 +14,7 @@ int cmd_simulate(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_bench_embed(int argc, char** argv);  ///< manifold bench embed ...
 int cmd_submit(int argc, char** argv);
+int cmd_trajectory(int argc, char** argv);  ///< manifold trajectory EMBEDDINGDIR ... -o MOVIE
 
 /// Registers every backend built into this program (cpu; gpu, mpi when built).
 void register_all_backends();

@@ -1,0 +1,196 @@
+// manifold trajectory end to end on the demo (simulated diffraction of a
+// molecule turning about one axis): frames follow the true angle; GIF, MP4
+// and PNG series read back; bad options and missing data give one line and
+// exit 2, leaving nothing behind.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "manifold/dataset.h"
+#include "manifold/movie.h"
+#include "manifold/npy.h"
+#include "test_support.h"
+
+using namespace manifold;
+using testing_support::run_cli;
+using testing_support::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool have_cli() { return std::getenv("MANIFOLD_CLI") != nullptr; }
+
+#define REQUIRE_CLI() \
+  if (!have_cli()) GTEST_SKIP() << "MANIFOLD_CLI is not set (run through ctest)"
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+/// The demo's output folder, made once for every test (600 patterns).
+const std::string& demo_dir() {
+  static TempDir dir;
+  static const bool made = [] {
+    std::string err;
+    return run_cli("run --demo --count 600 --quiet -o " + dir.path + "/demo", &err) == 0;
+  }();
+  static const std::string path = made ? dir.path + "/demo" : "";
+  return path;
+}
+
+/// Spearman's rank correlation of frame order with `values`.
+double spearman_with_order(const std::vector<double>& values) {
+  std::vector<size_t> order(values.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return values[a] < values[b]; });
+  std::vector<double> rank(values.size());
+  for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = static_cast<double>(i);
+  const double mean = (static_cast<double>(values.size()) - 1) / 2;
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < rank.size(); ++i) {
+    sxy += (static_cast<double>(i) - mean) * (rank[i] - mean);
+    sxx += (static_cast<double>(i) - mean) * (static_cast<double>(i) - mean);
+  }
+  return sxy / sxx;
+}
+
+}  // namespace
+
+TEST(CliTrajectory, DemoFramesFollowTheTrueAngle) {
+  REQUIRE_CLI();
+  ASSERT_FALSE(demo_dir().empty()) << "manifold run --demo failed";
+  TempDir t;
+  const std::string frames = t / "frames";
+  std::string err, out;
+  ASSERT_EQ(run_cli("trajectory " + demo_dir() + " --phase 1,2 --bins 30 -o " + frames, &err, &out), 0) << err;
+  EXPECT_NE(out.find("30 frames of 256 x 256"), std::string::npos) << out;
+
+  // The series reads back (libpng): 30 frames of the demo's 32 x 32, x 8.
+  const Dataset back = load_dataset(frames);
+  EXPECT_EQ(back.rows(), 30);
+  EXPECT_EQ(back.item_shape, (std::vector<int64_t>{256, 256}));
+
+  // Each bin's circular mean true angle, unwrapped along the frames.
+  std::ifstream in(frames + "/trajectory.json");
+  const auto meta = nlohmann::json::parse(in);
+  const std::vector<double> angles = npy::read<double>(demo_dir() + "/patterns.angles.npy");
+  std::vector<double> unwrapped;
+  size_t members = 0;
+  for (const auto& bin : meta["bins"]) {
+    double s = 0, c = 0;
+    for (int64_t row : bin["rows"].get<std::vector<int64_t>>()) {
+      s += std::sin(angles.at(static_cast<size_t>(row)));
+      c += std::cos(angles.at(static_cast<size_t>(row)));
+      ++members;
+    }
+    const double a = std::atan2(s, c);
+    unwrapped.push_back(unwrapped.empty() ? a : unwrapped.back() + std::remainder(a - unwrapped.back(), 2 * M_PI));
+  }
+  EXPECT_EQ(members, 600u);
+  const double rho = spearman_with_order(unwrapped);
+  std::printf("manifold trajectory DEMO --phase 1,2 --bins 30: Spearman of frame order with the bin's true angle %.4f\n",
+              rho);
+  EXPECT_GE(std::abs(rho), 0.95);
+}
+
+TEST(CliTrajectory, GifAndMp4ReadBack) {
+  REQUIRE_CLI();
+  if (!have_video_encoding()) GTEST_SKIP() << "built without FFmpeg";
+  ASSERT_FALSE(demo_dir().empty());
+  TempDir t;
+  std::string err, out;
+  ASSERT_EQ(run_cli("trajectory " + demo_dir() + " --coordinate 2 --bins 20 --fps 5 --scale 4 -o " + (t / "m.gif"), &err,
+                    &out),
+            0)
+      << err;
+  EXPECT_TRUE(err.empty() || err.find("manifold:") == std::string::npos) << err;
+  MovieInfo gif = read_movie(t / "m.gif");
+  EXPECT_EQ(gif.frames, 20);
+  EXPECT_EQ(gif.width, 128);
+  EXPECT_EQ(gif.height, 128);
+  EXPECT_NEAR(gif.seconds_per_frame, 0.2, 1e-9);
+
+  ASSERT_EQ(run_cli("trajectory " + demo_dir() + " --bins 15 --quiet -o " + (t / "m.mp4"), &err, &out), 0) << err;
+  EXPECT_TRUE(out.empty()) << out;
+  MovieInfo mp4 = read_movie(t / "m.mp4");
+  EXPECT_EQ(mp4.frames, 15);
+  EXPECT_EQ(mp4.width, 256);
+  EXPECT_EQ(mp4.height, 256);
+}
+
+TEST(CliTrajectory, PathFromAFile) {
+  REQUIRE_CLI();
+  ASSERT_FALSE(demo_dir().empty());
+  TempDir t;
+  // A square around the loop in dc1, dc2, large enough to hold every point.
+  const std::vector<double> path = {-1, -1, 1, -1, 1, 1, -1, 1, -1, -1};
+  npy::write(t / "path.npy", path.data(), {5, 2});
+  std::string err, out;
+  ASSERT_EQ(run_cli("trajectory " + demo_dir() + " --path " + (t / "path.npy") + " --tube 100 --bins 10 -o " +
+                        (t / "frames"),
+                    &err, &out),
+            0)
+      << err;
+  std::ifstream in(t / "frames/trajectory.json");
+  const auto meta = nlohmann::json::parse(in);
+  EXPECT_EQ(meta["order"], "path of 5 vertices in dc1, dc2");
+  EXPECT_EQ(meta["frames"], 10);
+}
+
+TEST(CliTrajectory, BadInputGivesOneLineAndExitTwo) {
+  REQUIRE_CLI();
+  ASSERT_FALSE(demo_dir().empty());
+  TempDir t;
+  const std::string movie = t / "m.gif";
+  struct Case {
+    std::string args, expect;
+  };
+  const std::vector<Case> cases = {
+      {"--coordinate 9 -o " + movie, "--coordinate 9"},
+      {"--coordinate 0 -o " + movie, "--coordinate 0"},
+      {"--bins 601 -o " + movie, "--bins 601"},
+      {"--bins 0 -o " + movie, "--bins 0"},
+      {"--phase 1 -o " + movie, "--phase"},
+      {"--phase 1,2 --coordinate 1 -o " + movie, "one of"},
+      {"--tube 1 -o " + movie, "--tube"},
+      {"--path " + (t / "none.npy") + " -o " + movie, "--path"},
+      {"--fps 0 -o " + movie, "--fps"},
+      {"-o " + (t / "m.avi"), "m.avi"},
+      {"", "-o"},
+      {"--data " + (t / "none.npy") + " -o " + movie, "--data"},
+  };
+  for (const Case& c : cases) {
+    std::string err;
+    EXPECT_EQ(run_cli("trajectory " + demo_dir() + " " + c.args, &err), 2) << c.args << ": " << err;
+    EXPECT_EQ(lines(err), 1) << c.args << ": " << err;
+    EXPECT_NE(err.find(c.expect), std::string::npos) << c.args << ": " << err;
+    EXPECT_FALSE(fs::exists(movie)) << c.args;
+  }
+  std::string err;
+  EXPECT_EQ(run_cli("trajectory " + (t / "nothing") + " -o " + movie, &err), 2);
+  EXPECT_EQ(lines(err), 1) << err;
+
+  // The recorded data missing: the embedding folder without patterns.npy.
+  const std::string copy = t / "copy";
+  fs::create_directory(copy);
+  for (const auto& f : fs::directory_iterator(demo_dir()))
+    if (f.path().filename() != "patterns.npy") fs::copy(f.path(), copy / f.path().filename());
+  EXPECT_EQ(run_cli("trajectory " + copy + " -o " + movie, &err), 2);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("patterns.npy"), std::string::npos) << err;
+  EXPECT_NE(err.find("--data"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(movie));
+
+  // Data of another size than the embedding's.
+  Dataset other = testing_support::random_dataset(50, 1024, 1);
+  npy::write(t / "other.npy", other.data(), {50, 32, 32});
+  EXPECT_EQ(run_cli("trajectory " + demo_dir() + " --data " + (t / "other.npy") + " -o " + movie, &err), 2);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("50 rows"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(movie));
+}
