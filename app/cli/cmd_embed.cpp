@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <cstring>
 #include <random>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "manifold/embedding_io.h"
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
+#include "manifold/metadata.h"
 #include "manifold/npy.h"
 #include "manifold/output.h"
 #include "manifold/parallel.h"
@@ -90,6 +92,53 @@ void add_graph_files(OutputTransaction& tx, const KnnGraph& g) {
   write_text_file(tx.path("graph.json"), graph_metadata(g).dump(2) + "\n");
 }
 
+/// --metadata FILE[:COLUMN] may be repeated, which Args (one value per
+/// option) does not do: its occurrences are taken out of argv[first..) first.
+std::vector<std::string> take_metadata_options(int& argc, char** argv, int first) {
+  std::vector<std::string> specs;
+  int out = first;
+  for (int i = first; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--metadata")) {
+      if (i + 1 >= argc) throw UsageError("option --metadata needs a value (FILE[:COLUMN])");
+      specs.push_back(argv[++i]);
+    } else if (!std::strncmp(argv[i], "--metadata=", 11)) {
+      specs.push_back(argv[i] + 11);
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argc = out;
+  return specs;
+}
+
+/// The --metadata columns, then those found beside `data` (when given); a
+/// discovered file that does not fit is a warning, an explicit one an error.
+MetadataTable load_metadata_for(const std::vector<std::string>& specs, int64_t rows, const std::string& data) {
+  std::vector<std::string> warnings;
+  MetadataTable t = load_metadata(specs, rows, data, &warnings);
+  for (const std::string& w : warnings) std::fprintf(stderr, "manifold: warning: %s\n", w.c_str());
+  return t;
+}
+
+/// The dataset a graph folder was built from, when a session.json beside it
+/// says (run writes one); "" otherwise.
+std::string data_of_graph_dir(const std::string& graph_dir) {
+  const fs::path session = fs::path(graph_dir) / "session.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(session, ec)) return {};
+  try {
+    return read_session(session.string()).data;
+  } catch (const Error&) {
+    return {};
+  }
+}
+
+/// The one-line correlation summary, when there is metadata.
+void print_metadata_summary(const DiffusionResult& r, const MetadataTable& metadata) {
+  if (metadata.empty()) return;
+  std::printf("%s\n", correlation_summary(metadata_correlations(r, metadata)).c_str());
+}
+
 /// The largest |Fisher-Lee correlation| of atan2(psi_2, psi_1) with the
 /// angle, and with twice the angle (Friedel symmetry folds rotations about the beam).
 std::pair<double, double> angle_recovery(const DiffusionResult& r, const std::vector<double>& angles) {
@@ -138,11 +187,13 @@ Dataset load_with_transform(const std::string& path, const std::string& hdf5_dat
   return transformed(ds, transform);
 }
 
-int run_session(const Session& s, const std::string& out, bool quiet, const std::string& session_origin) {
+int run_session(const Session& s, const std::string& out, bool quiet, const std::string& session_origin,
+                const std::vector<std::string>& metadata_specs) {
   TerminalProgress sink(stderr, quiet);
   install_cancel_on_signal();
   Progress progress(&sink, &cancel_flag());
   Dataset ds = load_with_transform(s.data, s.dataset, s.transform, progress);
+  const MetadataTable metadata = load_metadata_for(metadata_specs, ds.rows(), s.data);  // before the long work
   PipelineResult r = run_pipeline(ds, s.knn, s.backend, s.diffusion, progress);
   if (!r.graph.output_rank) return 0;
   Session record = s;
@@ -152,7 +203,7 @@ int run_session(const Session& s, const std::string& out, bool quiet, const std:
   if (!session_origin.empty()) extra["session"] = session_origin;
   OutputTransaction tx(out);
   add_graph_files(tx, r.graph);
-  write_embedding_files(tx, r.embedding, s.diffusion, graph_metadata(r.graph), extra);
+  write_embedding_files(tx, r.embedding, s.diffusion, graph_metadata(r.graph), extra, &metadata);
   write_text_file(tx.path("session.json"), session_to_json(record).dump(2) + "\n");
   tx.commit();
   report_warnings(r.embedding);
@@ -161,11 +212,12 @@ int run_session(const Session& s, const std::string& out, bool quiet, const std:
                 static_cast<long long>(r.graph.d), r.graph.k, to_string(r.graph.metric).c_str(),
                 r.graph.backend.c_str(), r.knn_s);
     print_summary(r.embedding, s.diffusion, out);
+    print_metadata_summary(r.embedding, metadata);
   }
   return 0;
 }
 
-int run_demo(const Args& a) {
+int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
   const bool quiet = a.has("--quiet");
   const std::string out = a.str("-o");
   DiffractionParams sp;
@@ -187,6 +239,9 @@ int run_demo(const Args& a) {
   const std::string backend = a.str("--backend", "auto");
   const std::string pdb = a.has("--pdb") ? a.str("--pdb") : find_packaged_pdb("1ubq");
   Molecule mol = read_pdb(pdb);
+  // The true rotation angle first (as patterns.angles.npy beside the
+  // patterns holds it), then the user's columns.
+  MetadataTable metadata = load_metadata_for(metadata_specs, sp.count, "");
 
   TerminalProgress sink(stderr, quiet);
   install_cancel_on_signal();
@@ -200,6 +255,15 @@ int run_demo(const Args& a) {
   ds.item_shape = {d.size, d.size};
   PipelineResult r = run_pipeline(ds, kp, backend, dp, progress);
   auto [once, twice] = angle_recovery(r.embedding, d.angles);
+  MetadataTable with_angle(d.count);
+  MetadataColumn angle;
+  angle.name = "angle";
+  angle.kind = MetadataKind::Angle;
+  angle.source = "patterns.angles.npy";
+  angle.values = d.angles;
+  with_angle.add(std::move(angle));
+  for (const MetadataColumn& c : metadata.columns()) with_angle.add(c);
+  metadata = std::move(with_angle);
 
   Session s;
   s.data = "patterns.npy";
@@ -221,7 +285,7 @@ int run_demo(const Args& a) {
   write_text_file(tx.path("patterns.json"), d.metadata.dump(2) + "\n");
   add_graph_files(tx, r.graph);
   write_embedding_files(tx, r.embedding, dp, graph_metadata(r.graph),
-                        {{"data", "patterns.npy"}, {"transform", "anscombe"}, {"demo", demo}});
+                        {{"data", "patterns.npy"}, {"transform", "anscombe"}, {"demo", demo}}, &metadata);
   write_text_file(tx.path("session.json"), session_to_json(s).dump(2) + "\n");
   tx.commit();
   report_warnings(r.embedding);
@@ -231,6 +295,7 @@ int run_demo(const Args& a) {
                 mol.atoms.size(), sp.axis.c_str(), sp.photons);
     std::printf("k-NN graph: k=%d backend=%s in %.3f s\n", r.graph.k, r.graph.backend.c_str(), r.knn_s);
     print_summary(r.embedding, dp, out);
+    print_metadata_summary(r.embedding, metadata);
   }
   std::printf("circular correlation of atan2(psi2, psi1) with the rotation angle: %.4f (with twice the angle: %.4f)\n",
               once, twice);
@@ -308,6 +373,7 @@ void write_matrix(const std::string& dir, const DiffusionMatrix& a) {
 }  // namespace
 
 int cmd_embed(int argc, char** argv) {
+  const std::vector<std::string> metadata_specs = take_metadata_options(argc, argv, 2);
   auto specs = diffusion_option_specs("--k");
   for (OptionSpec s : {OptionSpec{"--threads"}, OptionSpec{"-o", true, "--output"}, OptionSpec{"--quiet", false, "-q"}})
     specs.push_back(s);
@@ -322,15 +388,21 @@ int cmd_embed(int argc, char** argv) {
   progress.stage("load graph", 1, "files");
   KnnGraph g = read_graph(graph_dir);
   progress.finish();
+  const MetadataTable metadata = load_metadata_for(metadata_specs, g.n, data_of_graph_dir(graph_dir));
   DiffusionResult r = diffusion_map(g, p, progress);
   progress.check_cancel();
-  write_embedding(out, r, p, graph_metadata(g), {{"graph_dir", fs::absolute(graph_dir).lexically_normal().string()}});
+  write_embedding(out, r, p, graph_metadata(g), {{"graph_dir", fs::absolute(graph_dir).lexically_normal().string()}},
+                  &metadata);
   report_warnings(r);
-  if (!quiet) print_summary(r, p, out);
+  if (!quiet) {
+    print_summary(r, p, out);
+    print_metadata_summary(r, metadata);
+  }
   return 0;
 }
 
 int cmd_run(int argc, char** argv) {
+  const std::vector<std::string> metadata_specs = take_metadata_options(argc, argv, 2);
   auto specs = knn_option_specs();
   for (auto& s : diffusion_option_specs("--embed-k")) specs.push_back(s);
   for (OptionSpec s : {OptionSpec{"--demo", false}, OptionSpec{"--session"}, OptionSpec{"--transform"},
@@ -346,7 +418,7 @@ int cmd_run(int argc, char** argv) {
   if (demo) {
     if (!a.positionals().empty()) throw UsageError("run --demo: unexpected argument '" + a.positionals()[0] + "'");
     if (!a.has("-o")) throw UsageError("run --demo: missing -o OUTDIR");
-    return run_demo(a);
+    return run_demo(a, metadata_specs);
   }
   if (session) {
     if (!a.positionals().empty()) throw UsageError("run --session: unexpected argument '" + a.positionals()[0] + "'");
@@ -354,7 +426,7 @@ int cmd_run(int argc, char** argv) {
     Session s = read_session(path);
     std::string out = a.str("-o", s.output);
     if (out.empty()) throw UsageError("run --session: the session names no output folder; give -o OUTDIR");
-    return run_session(s, out, a.has("--quiet"), fs::absolute(path).lexically_normal().string());
+    return run_session(s, out, a.has("--quiet"), fs::absolute(path).lexically_normal().string(), metadata_specs);
   }
   Session s;
   s.data = a.one_positional("DATA");
@@ -367,7 +439,7 @@ int cmd_run(int argc, char** argv) {
   s.backend = a.str("--backend", "auto");
   s.knn = knn_params_from(a);
   s.diffusion = diffusion_params_from(a, "--embed-k");
-  return run_session(s, a.str("-o"), a.has("--quiet"), "");
+  return run_session(s, a.str("-o"), a.has("--quiet"), "", metadata_specs);
 }
 
 int cmd_bench_embed(int argc, char** argv) {

@@ -4,15 +4,23 @@
 //   embedding.npy     float64 N' x M     diffusion coordinates lambda_i^t psi_i
 //   point_index.npy   int64   N'         input row of each embedded point
 //                                        (0..N-1 unless the graph was disconnected)
-//   embedding.csv     "index,dc1,...,dcM" one line per embedded point, %.17g
+//   embedding.csv     "index,dc1,...,dcM" one line per embedded point, %.17g,
+//                     then one column per metadata column (value of the row
+//                     `index`: %.17g, a category's name quoted as RFC 4180
+//                     when needed, empty when missing)
 //   embedding.vtp     VTK XML PolyData: one vertex per point at (dc1, dc2, dc3)
 //                     (0 for missing axes), point-data arrays dc1..dcM (Float64)
-//                     and index (Int64); inline base64 binary, readable by
-//                     ParaView and vtkXMLPolyDataReader
+//                     and index (Int64), and per metadata column a point-data
+//                     array of that name: Float64 (numeric, angle; NaN when
+//                     missing) or Int32 category codes (-1 missing) with the
+//                     names as a String field-data array NAME_categories;
+//                     inline base64 binary, readable by ParaView and
+//                     vtkXMLPolyDataReader
 //   embedding.json    format "manifold-embedding" version 1: every parameter,
 //                     the epsilon used and its rule, components found, points
 //                     embedded, eigenvalues, solver facts, timings, the BGH
-//                     curve (epsilon = auto) and the graph's metadata
+//                     curve (epsilon = auto), the graph's metadata and, with
+//                     metadata, "metadata_correlation" (correlation_json())
 // All files appear together or not at all (OutputTransaction).
 #include <cstdint>
 #include <string>
@@ -21,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "manifold/diffusion_map.h"
+#include "manifold/metadata.h"
 #include "manifold/output.h"
 
 namespace manifold {
@@ -31,21 +40,32 @@ nlohmann::json embedding_metadata(const DiffusionResult& result, const Diffusion
 
 /// Adds the six embedding files to an open transaction (so `run` can commit
 /// graph and embedding together). `extra` is merged into embedding.json.
+/// `metadata` (rows = the input's rows, may be null or empty) adds its
+/// columns to embedding.csv and embedding.vtp, row point_index[e] for point e,
+/// and its correlation with psi (metadata_correlations()) to embedding.json.
 void write_embedding_files(OutputTransaction& tx, const DiffusionResult& result, const DiffusionParams& params,
-                           const nlohmann::json& graph = nullptr, const nlohmann::json& extra = nullptr);
+                           const nlohmann::json& graph = nullptr, const nlohmann::json& extra = nullptr,
+                           const MetadataTable* metadata = nullptr);
 
 /// Writes the embedding files into `dir` (created if missing), all-or-nothing.
 void write_embedding(const std::string& dir, const DiffusionResult& result, const DiffusionParams& params,
-                     const nlohmann::json& graph = nullptr, const nlohmann::json& extra = nullptr);
+                     const nlohmann::json& graph = nullptr, const nlohmann::json& extra = nullptr,
+                     const MetadataTable* metadata = nullptr);
 
-/// VTK XML PolyData of n points with m named coordinates (row-major n x m)
-/// and an Int64 "index" array. The file appears atomically.
+/// Correlation of each metadata column with psi_1..psi_m of the result (its
+/// Markov eigenvectors; the diffusion coordinates when psi is absent).
+std::vector<MetadataCorrelation> metadata_correlations(const DiffusionResult& result, const MetadataTable& metadata);
+
+/// VTK XML PolyData of n points with m named coordinates (row-major n x m),
+/// an Int64 "index" array and the metadata columns (rows index[i]; may be
+/// null). The file appears atomically.
 void write_vtp(const std::string& path, int64_t n, int m, const double* coordinates, const int64_t* index,
-               const std::vector<std::string>& names);
+               const std::vector<std::string>& names, const MetadataTable* metadata = nullptr);
 
-/// CSV with a header line: index,<names...>. The file appears atomically.
+/// CSV with a header line: index,<names...>,<metadata columns...>. The file
+/// appears atomically.
 void write_csv(const std::string& path, int64_t n, int m, const double* coordinates, const int64_t* index,
-               const std::vector<std::string>& names);
+               const std::vector<std::string>& names, const MetadataTable* metadata = nullptr);
 
 struct Embedding {
   int64_t n = 0;                    ///< points embedded

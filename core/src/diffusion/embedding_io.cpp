@@ -80,12 +80,81 @@ void vtk_binary(std::FILE* f, const void* data, uint64_t bytes) {
   base64(f, reinterpret_cast<const unsigned char*>(data), bytes);
 }
 
+/// `s` fit for an XML attribute value.
+std::string xml_escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\n': out += "&#10;"; break;
+      case '\t': out += "&#9;"; break;
+      case '\r': out += "&#13;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 template <class T>
 void data_array(std::FILE* f, const char* type, const std::string& name, int components, const std::vector<T>& v) {
+  const std::string n = xml_escaped(name);
   std::fprintf(f, "        <DataArray type=\"%s\"%s%s%s NumberOfComponents=\"%d\" format=\"binary\">\n          ", type,
-               name.empty() ? "" : " Name=\"", name.c_str(), name.empty() ? "" : "\"", components);
+               n.empty() ? "" : " Name=\"", n.c_str(), n.empty() ? "" : "\"", components);
   vtk_binary(f, v.data(), v.size() * sizeof(T));
   std::fputs("\n        </DataArray>\n", f);
+}
+
+/// VTK's String array: the strings one after another, each ended by a NUL.
+void string_array(std::FILE* f, const std::string& name, const std::vector<std::string>& strings) {
+  std::string bytes;
+  for (const auto& s : strings) bytes.append(s.c_str(), std::strlen(s.c_str())).push_back('\0');
+  std::fprintf(f,
+               "        <Array type=\"String\" Name=\"%s\" NumberOfTuples=\"%zu\" NumberOfComponents=\"1\" "
+               "format=\"binary\">\n          ",
+               xml_escaped(name).c_str(), strings.size());
+  vtk_binary(f, bytes.data(), bytes.size());
+  std::fputs("\n        </Array>\n", f);
+}
+
+/// The metadata columns as point data, rows index[i]; category names as field data.
+void metadata_arrays(std::FILE* f, int64_t n, const int64_t* index, const MetadataTable& metadata) {
+  for (const MetadataColumn& c : metadata.columns()) {
+    if (c.kind == MetadataKind::Categorical) {
+      std::vector<int32_t> codes(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) codes[static_cast<size_t>(i)] = c.codes[static_cast<size_t>(index[i])];
+      data_array(f, "Int32", c.name, 1, codes);
+    } else {
+      std::vector<double> values(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = c.values[static_cast<size_t>(index[i])];
+      data_array(f, "Float64", c.name, 1, values);
+    }
+  }
+}
+
+/// RFC 4180: a field holding the separator, a quote, a line break or outer
+/// spaces is quoted, its quotes doubled.
+std::string csv_field(const std::string& s) {
+  const bool quote = s.find_first_of(",\"\r\n") != std::string::npos ||
+                     (!s.empty() && (s.front() == ' ' || s.back() == ' ' || s.front() == '\t' || s.back() == '\t'));
+  if (!quote) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// Checks that the table's rows cover every index before anything is written.
+void check_metadata_rows(const MetadataTable* metadata, int64_t n, const int64_t* index) {
+  if (!metadata || metadata->empty()) return;
+  for (int64_t i = 0; i < n; ++i)
+    if (index[i] < 0 || index[i] >= metadata->rows())
+      throw Error("metadata: point index " + std::to_string(index[i]) + " is beyond its " +
+                  std::to_string(metadata->rows()) + " rows");
 }
 
 std::string join(const fs::path& dir, const char* name) { return (dir / name).string(); }
@@ -99,17 +168,28 @@ std::vector<std::string> coordinate_names(int m) {
 }
 
 void write_vtp(const std::string& path, int64_t n, int m, const double* x, const int64_t* index,
-               const std::vector<std::string>& names) {
+               const std::vector<std::string>& names, const MetadataTable* metadata) {
+  check_metadata_rows(metadata, n, index);
   AtomicFile out(path);
   std::FILE* f = out.get();
   std::fputs("<?xml version=\"1.0\"?>\n", f);
   std::fputs("<VTKFile type=\"PolyData\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n", f);
   std::fputs("  <PolyData>\n", f);
+  if (metadata && !metadata->empty()) {
+    bool any = false;
+    for (const MetadataColumn& c : metadata->columns()) any = any || c.kind == MetadataKind::Categorical;
+    if (any) {
+      std::fputs("    <FieldData>\n", f);
+      for (const MetadataColumn& c : metadata->columns())
+        if (c.kind == MetadataKind::Categorical) string_array(f, c.name + "_categories", c.categories);
+      std::fputs("    </FieldData>\n", f);
+    }
+  }
   std::fprintf(f,
                "    <Piece NumberOfPoints=\"%lld\" NumberOfVerts=\"%lld\" NumberOfLines=\"0\" NumberOfStrips=\"0\" "
                "NumberOfPolys=\"0\">\n",
                static_cast<long long>(n), static_cast<long long>(n));
-  std::fprintf(f, "      <PointData Scalars=\"%s\">\n", m > 0 ? names[0].c_str() : "index");
+  std::fprintf(f, "      <PointData Scalars=\"%s\">\n", m > 0 ? xml_escaped(names[0]).c_str() : "index");
   std::vector<double> column(static_cast<size_t>(n));
   for (int c = 0; c < m; ++c) {
     for (int64_t i = 0; i < n; ++i) column[static_cast<size_t>(i)] = x[i * m + c];
@@ -117,6 +197,7 @@ void write_vtp(const std::string& path, int64_t n, int m, const double* x, const
   }
   std::vector<int64_t> idx(index, index + n);
   data_array(f, "Int64", "index", 1, idx);
+  if (metadata) metadata_arrays(f, n, index, *metadata);
   std::fputs("      </PointData>\n      <Points>\n", f);
   std::vector<double> pts(static_cast<size_t>(n * 3), 0.0);
   for (int64_t i = 0; i < n; ++i)
@@ -132,15 +213,20 @@ void write_vtp(const std::string& path, int64_t n, int m, const double* x, const
 }
 
 void write_csv(const std::string& path, int64_t n, int m, const double* x, const int64_t* index,
-               const std::vector<std::string>& names) {
+               const std::vector<std::string>& names, const MetadataTable* metadata) {
+  check_metadata_rows(metadata, n, index);
+  static const MetadataTable kNone;
+  const auto& columns = (metadata ? *metadata : kNone).columns();
   AtomicFile out(path);
   std::FILE* f = out.get();
   std::fputs("index", f);
   for (int c = 0; c < m; ++c) std::fprintf(f, ",%s", names[static_cast<size_t>(c)].c_str());
+  for (const MetadataColumn& c : columns) std::fprintf(f, ",%s", csv_field(c.name).c_str());
   std::fputc('\n', f);
   for (int64_t i = 0; i < n; ++i) {
     std::fprintf(f, "%lld", static_cast<long long>(index[i]));
     for (int c = 0; c < m; ++c) std::fprintf(f, ",%.17g", x[i * m + c]);
+    for (const MetadataColumn& c : columns) std::fprintf(f, ",%s", csv_field(c.text(index[i])).c_str());
     std::fputc('\n', f);
   }
   out.close();
@@ -185,25 +271,38 @@ nlohmann::json embedding_metadata(const DiffusionResult& r, const DiffusionParam
   return j;
 }
 
+std::vector<MetadataCorrelation> metadata_correlations(const DiffusionResult& r, const MetadataTable& metadata) {
+  const int nev = r.m + 1;
+  if (r.psi.size() != static_cast<size_t>(r.n * nev))
+    return correlate_metadata(metadata, r.coordinates.data(), r.n, r.m, r.point_index.data());
+  std::vector<double> psi(static_cast<size_t>(r.n * r.m));
+  for (int64_t i = 0; i < r.n; ++i)
+    for (int c = 0; c < r.m; ++c)
+      psi[static_cast<size_t>(i * r.m + c)] = r.psi[static_cast<size_t>(i * nev + c + 1)];
+  return correlate_metadata(metadata, psi.data(), r.n, r.m, r.point_index.data());
+}
+
 void write_embedding_files(OutputTransaction& tx, const DiffusionResult& r, const DiffusionParams& p,
-                           const nlohmann::json& graph, const nlohmann::json& extra) {
+                           const nlohmann::json& graph, const nlohmann::json& extra, const MetadataTable* metadata) {
   if (r.coordinates.size() != static_cast<size_t>(r.n * r.m) || r.point_index.size() != static_cast<size_t>(r.n))
     throw Error("embedding: result arrays do not match " + std::to_string(r.n) + " x " + std::to_string(r.m));
   const auto names = coordinate_names(r.m);
   npy::write(tx.path("eigenvalues.npy"), r.eigenvalues.data(), {static_cast<int64_t>(r.eigenvalues.size())});
   npy::write(tx.path("embedding.npy"), r.coordinates.data(), {r.n, r.m});
   npy::write(tx.path("point_index.npy"), r.point_index.data(), {r.n});
-  write_csv(tx.path("embedding.csv"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names);
-  write_vtp(tx.path("embedding.vtp"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names);
+  if (metadata && metadata->empty()) metadata = nullptr;
+  write_csv(tx.path("embedding.csv"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata);
+  write_vtp(tx.path("embedding.vtp"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata);
   nlohmann::json j = embedding_metadata(r, p, graph);
   if (extra.is_object()) j.update(extra);
+  if (metadata) j["metadata_correlation"] = correlation_json(*metadata, metadata_correlations(r, *metadata));
   write_text_file(tx.path("embedding.json"), j.dump(2) + "\n");
 }
 
 void write_embedding(const std::string& dir, const DiffusionResult& r, const DiffusionParams& p,
-                     const nlohmann::json& graph, const nlohmann::json& extra) {
+                     const nlohmann::json& graph, const nlohmann::json& extra, const MetadataTable* metadata) {
   OutputTransaction tx(dir);
-  write_embedding_files(tx, r, p, graph, extra);
+  write_embedding_files(tx, r, p, graph, extra, metadata);
   tx.commit();
 }
 

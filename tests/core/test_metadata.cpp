@@ -1,0 +1,453 @@
+// Metadata columns: loaders (npy, csv/tsv, HDF5/CXI, IDX labels), errors,
+// discovery beside a dataset, and the correlations with known answers and on
+// a simulated one-axis rotation.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+
+#include "manifold/dataset.h"
+#include "manifold/diffusion_map.h"
+#include "manifold/embedding_io.h"
+#include "manifold/error.h"
+#include "manifold/knn.h"
+#include "manifold/metadata.h"
+#include "manifold/npy.h"
+#include "manifold/pdb.h"
+#include "manifold/simulate.h"
+#include "test_support.h"
+
+using namespace manifold;
+using testing_support::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::vector<MetadataColumn> load(const std::string& spec) { return load_metadata_file(parse_metadata_spec(spec)); }
+
+TEST(Metadata, NpyOneColumnRoundTrip) {
+  TempDir t;
+  const std::vector<double> v = {0.5, -1.25, 3e10, 7};
+  npy::write(t / "run.npy", v.data(), {4});
+  auto cols = load(t / "run.npy");
+  ASSERT_EQ(cols.size(), 1u);
+  EXPECT_EQ(cols[0].name, "run");
+  EXPECT_EQ(cols[0].kind, MetadataKind::Numeric);
+  EXPECT_EQ(cols[0].values, v);
+  EXPECT_EQ(cols[0].text(1), "-1.25");
+  // :COLUMN names it.
+  cols = load(t / "run.npy:energy");
+  EXPECT_EQ(cols[0].name, "energy");
+  EXPECT_EQ(cols[0].source, t / "run.npy");
+}
+
+TEST(Metadata, NpyMatrixColumnsNamedByIndex) {
+  TempDir t;
+  const std::vector<float> v = {1, 2, 3, 4, 5, 6};  // 3 x 2, float32 on disk
+  npy::write(t / "pos.npy", v.data(), {3, 2});
+  auto cols = load(t / "pos.npy");
+  ASSERT_EQ(cols.size(), 2u);
+  EXPECT_EQ(cols[0].name, "pos_0");
+  EXPECT_EQ(cols[1].name, "pos_1");
+  EXPECT_EQ(cols[0].values, (std::vector<double>{1, 3, 5}));
+  EXPECT_EQ(cols[1].values, (std::vector<double>{2, 4, 6}));
+  EXPECT_EQ(load(t / "pos.npy:xy")[1].name, "xy_1");
+}
+
+TEST(Metadata, AnglesAndLabelsFiles) {
+  TempDir t;
+  const std::vector<double> rad = {0.1, 3.0, 6.2};
+  npy::write(t / "set.angles.npy", rad.data(), {3});
+  auto a = load(t / "set.angles.npy");
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].name, "angle");
+  EXPECT_EQ(a[0].kind, MetadataKind::Angle);
+  EXPECT_EQ(a[0].unit, AngleUnit::Radians);
+  EXPECT_DOUBLE_EQ(a[0].radians(1), 3.0);
+  // Beyond one turn in radians: degrees.
+  const std::vector<double> deg = {10, 180, 350};
+  npy::write(t / "tilt.angles.npy", deg.data(), {3});
+  a = load(t / "tilt.angles.npy");
+  EXPECT_EQ(a[0].unit, AngleUnit::Degrees);
+  EXPECT_NEAR(a[0].radians(1), M_PI, 1e-15);
+
+  const std::vector<int64_t> labels = {2, 0, 2, 1};
+  npy::write(t / "set.labels.npy", labels.data(), {4});
+  auto l = load(t / "set.labels.npy");
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].name, "label");
+  EXPECT_EQ(l[0].kind, MetadataKind::Categorical);
+  EXPECT_EQ(l[0].codes, (std::vector<int32_t>{2, 0, 2, 1}));
+  EXPECT_EQ(l[0].categories, (std::vector<std::string>{"0", "1", "2"}));
+  // A class-name list beside it names the codes.
+  write_text(t / "set.labels.classes.txt", "cat\ndog\nbird\n");
+  l = load(t / "set.labels.npy");
+  EXPECT_EQ(l[0].categories, (std::vector<std::string>{"cat", "dog", "bird"}));
+  EXPECT_EQ(l[0].text(0), "bird");
+  // Labels that are not small non-negative integers keep their order.
+  const std::vector<int64_t> runs = {-5, 100000, -5};
+  npy::write(t / "r.labels.npy", runs.data(), {3});
+  fs::remove(t / "classes.txt");
+  l = load(t / "r.labels.npy");
+  EXPECT_EQ(l[0].categories, (std::vector<std::string>{"-5", "100000"}));
+  EXPECT_EQ(l[0].codes, (std::vector<int32_t>{0, 1, 0}));
+}
+
+TEST(Metadata, CsvNumericCategoricalQuotedAndMissing) {
+  TempDir t;
+  write_text(t / "m.csv",
+             "\xEF\xBB\xBFrun, class ,note,rotation_deg\r\n"
+             "1, hit ,\"a, b\",10\r\n"
+             "2,miss,\"say \"\"x\"\"\",\r\n"
+             "3,hit,\"two\nlines\",NaN\r\n");
+  auto cols = load(t / "m.csv");
+  ASSERT_EQ(cols.size(), 4u);
+  EXPECT_EQ(cols[0].name, "run");
+  EXPECT_EQ(cols[0].kind, MetadataKind::Numeric);
+  EXPECT_EQ(cols[0].values, (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(cols[0].source, t / "m.csv" + ":run");
+  EXPECT_EQ(cols[1].name, "class");
+  EXPECT_EQ(cols[1].kind, MetadataKind::Categorical);
+  EXPECT_EQ(cols[1].categories, (std::vector<std::string>{"hit", "miss"}));
+  EXPECT_EQ(cols[1].codes, (std::vector<int32_t>{0, 1, 0}));
+  EXPECT_EQ(cols[2].kind, MetadataKind::Categorical);
+  EXPECT_EQ(cols[2].text(0), "a, b");
+  EXPECT_EQ(cols[2].text(1), "say \"x\"");
+  EXPECT_EQ(cols[2].text(2), "two\nlines");
+  EXPECT_EQ(cols[3].kind, MetadataKind::Angle);
+  EXPECT_EQ(cols[3].unit, AngleUnit::Degrees);
+  EXPECT_DOUBLE_EQ(cols[3].values[0], 10);
+  EXPECT_TRUE(std::isnan(cols[3].values[1]));
+  EXPECT_TRUE(std::isnan(cols[3].values[2]));
+  EXPECT_EQ(cols[3].text(1), "");
+  // One column by name.
+  cols = load(t / "m.csv:class");
+  ASSERT_EQ(cols.size(), 1u);
+  EXPECT_EQ(cols[0].name, "class");
+}
+
+TEST(Metadata, TsvByExtension) {
+  TempDir t;
+  write_text(t / "m.tsv", "a\tb\n1.5\tx y\n-2\tz\n");
+  auto cols = load(t / "m.tsv");
+  ASSERT_EQ(cols.size(), 2u);
+  EXPECT_EQ(cols[0].values, (std::vector<double>{1.5, -2}));
+  EXPECT_EQ(cols[1].categories, (std::vector<std::string>{"x y", "z"}));
+}
+
+TEST(Metadata, CsvErrorsNameFileLineAndColumn) {
+  TempDir t;
+  write_text(t / "bad.csv", "a,b,c\n1,2,3\n4,5\n");
+  EXPECT_EQ(message_of([&] { load(t / "bad.csv"); }),
+            t / "bad.csv" + ":3: 2 fields but the header has 3 (column 'c' missing)");
+  write_text(t / "extra.csv", "a,b\n1,2,3\n");
+  EXPECT_EQ(message_of([&] { load(t / "extra.csv"); }),
+            t / "extra.csv" + ":2: 3 fields but the header has 2 (extra field after 'b')");
+  write_text(t / "quote.csv", "a,b\n1,\"open\n2,3\n");
+  EXPECT_EQ(message_of([&] { load(t / "quote.csv"); }), t / "quote.csv" + ":2: field 2: unterminated quote");
+  write_text(t / "ok.csv", "a,b\n1,2\n");
+  EXPECT_EQ(message_of([&] { load(t / "ok.csv:c"); }), t / "ok.csv" + ": no column 'c' (columns: a, b)");
+  write_text(t / "empty.csv", "");
+  EXPECT_NE(message_of([&] { load(t / "empty.csv"); }).find("empty"), std::string::npos);
+  EXPECT_EQ(message_of([&] { parse_metadata_spec(t / "none.csv:x"); }),
+            t / "none.csv" + ": cannot open metadata file (no such file)");
+  write_text(t / "m.xyz", "1\n");
+  EXPECT_NE(message_of([&] { load(t / "m.xyz"); }).find("unrecognised metadata format"), std::string::npos);
+}
+
+TEST(Metadata, LengthMismatchIsOneLine) {
+  TempDir t;
+  const std::vector<double> v(999, 1.0);
+  npy::write(t / "w.npy", v.data(), {999});
+  const std::string msg = message_of([&] { load_metadata({t / "w.npy"}, 1000, ""); });
+  EXPECT_EQ(msg, t / "w.npy" + ": 999 values but the dataset has 1000 rows");
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+}
+
+TEST(Metadata, SpecSplitsAtTheLongestExistingFile) {
+  TempDir t;
+  write_text(t / "a:b.csv", "x\n1\n");
+  EXPECT_EQ(parse_metadata_spec(t / "a:b.csv").file, t / "a:b.csv");
+  auto s = parse_metadata_spec(t / "a:b.csv:x");
+  EXPECT_EQ(s.file, t / "a:b.csv");
+  EXPECT_EQ(s.column, "x");
+  write_text(t / "f.cxi", "");
+  s = parse_metadata_spec(t / "f.cxi:/entry_1/sample_1/rotation_angle");
+  EXPECT_EQ(s.file, t / "f.cxi");
+  EXPECT_EQ(s.column, "/entry_1/sample_1/rotation_angle");
+}
+
+TEST(Metadata, CxiDatasetsByPath) {
+  TempDir t;
+  DiffractionImages d;
+  d.count = 5;
+  d.size = 2;
+  d.images.assign(20, 1.0f);
+  d.axis = "x";
+  d.angles = {0.0, 1.0, 2.0, 3.0, 4.0};
+  d.quaternions.assign(20, 0.5);
+  d.metadata = {{"pdb_id", "test"}};
+  write_diffraction(t / "s.cxi", d);
+  auto cols = load(t / "s.cxi:/entry_1/sample_1/rotation_angle");
+  ASSERT_EQ(cols.size(), 1u);
+  EXPECT_EQ(cols[0].name, "rotation_angle");
+  EXPECT_EQ(cols[0].kind, MetadataKind::Angle);
+  EXPECT_EQ(cols[0].values, d.angles);
+  EXPECT_EQ(cols[0].source, t / "s.cxi:/entry_1/sample_1/rotation_angle");
+  cols = load(t / "s.cxi:/entry_1/sample_1/orientation_quaternion");
+  ASSERT_EQ(cols.size(), 4u);
+  EXPECT_EQ(cols[3].name, "orientation_quaternion_3");
+  EXPECT_EQ(cols[3].values, std::vector<double>(5, 0.5));
+  EXPECT_EQ(message_of([&] { load(t / "s.cxi:/entry_1/nothing"); }), t / "s.cxi" + ": no dataset '/entry_1/nothing'");
+  EXPECT_NE(message_of([&] { load(t / "s.cxi"); }).find("name the dataset"), std::string::npos);
+  EXPECT_NE(message_of([&] { load(t / "s.cxi:/entry_1/data_1/data"); }).find("3 dimensions"), std::string::npos);
+
+  // Fixed-length strings: a categorical column.
+  hid_t f = H5Fopen((t / "s.cxi").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, 4);
+  const hsize_t n = 5;
+  hid_t space = H5Screate_simple(1, &n, nullptr);
+  hid_t ds = H5Dcreate2(f, "/entry_1/sample_1/hit", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  const char text[] = "hit\0miss" "no\0\0hit\0hit\0";
+  H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, text);
+  H5Dclose(ds), H5Sclose(space), H5Tclose(type), H5Fclose(f);
+  cols = load(t / "s.cxi:/entry_1/sample_1/hit");
+  ASSERT_EQ(cols.size(), 1u);
+  EXPECT_EQ(cols[0].kind, MetadataKind::Categorical);
+  EXPECT_EQ(cols[0].categories, (std::vector<std::string>{"hit", "miss", "no"}));
+  EXPECT_EQ(cols[0].codes, (std::vector<int32_t>{0, 1, 2, 0, 0}));
+}
+
+TEST(Metadata, IdxLabelsSynthetic) {
+  TempDir t;
+  const std::string path = t / "x-labels-idx1-ubyte.gz";
+  gzFile f = gzopen(path.c_str(), "wb");
+  const unsigned char data[] = {0, 0, 8, 1, 0, 0, 0, 4, 3, 1, 3, 0};
+  gzwrite(f, data, sizeof data);
+  gzclose(f);
+  auto cols = load(path);
+  ASSERT_EQ(cols.size(), 1u);
+  EXPECT_EQ(cols[0].name, "label");
+  EXPECT_EQ(cols[0].codes, (std::vector<int32_t>{3, 1, 3, 0}));
+  EXPECT_EQ(cols[0].categories.size(), 4u);
+  write_text(t / "classes.txt", "zero\none\ntwo\nthree\n");
+  cols = load(path + ":class");
+  EXPECT_EQ(cols[0].name, "class");
+  EXPECT_EQ(cols[0].text(0), "three");
+  write_text(t / "y-labels-idx1-ubyte", std::string("\0\0\x08\x01\0\0\0\x09\x01", 9));
+  EXPECT_NE(message_of([&] { load(t / "y-labels-idx1-ubyte"); }).find("truncated: header announces 9 labels"),
+            std::string::npos);
+}
+
+TEST(Metadata, FashionMnistLabels) {
+  const std::string path = testing_support::fashion_mnist_dir() + "/t10k-labels-idx1-ubyte.gz";
+  if (!fs::exists(path)) GTEST_SKIP() << "no Fashion-MNIST labels";
+  MetadataColumn c = read_idx_labels(path);
+  ASSERT_EQ(c.rows(), 10000);
+  ASSERT_EQ(c.categories.size(), 10u);
+  std::vector<int> count(10, 0);
+  for (int32_t code : c.codes) ++count[static_cast<size_t>(code)];
+  for (int k = 0; k < 10; ++k) EXPECT_EQ(count[static_cast<size_t>(k)], 1000) << k;  // the test set is balanced
+  EXPECT_EQ(c.codes[0], 9);  // the first test image is an ankle boot
+  // Discovered beside the images.
+  auto found = discover_metadata(testing_support::fashion_mnist_dir() + "/t10k-images-idx3-ubyte.gz");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].file, path);
+}
+
+TEST(Metadata, DiscoveryBesideNpy) {
+  TempDir t;
+  const std::vector<float> images(4 * 3, 1.0f);
+  npy::write(t / "set.npy", images.data(), {4, 3});
+  const std::vector<int64_t> labels = {0, 1, 1, 0};
+  const std::vector<double> angles = {0, 1, 2, 3};
+  npy::write(t / "set.labels.npy", labels.data(), {4});
+  npy::write(t / "set.angles.npy", angles.data(), {4});
+  write_text(t / "set.csv", "run,class\n1,a\n1,b\n2,a\n2,b\n");
+  write_text(t / "other.csv", "x\n1\n2\n3\n4\n");  // not beside set.npy by name
+  auto found = discover_metadata(t / "set.npy");
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0].file, t / "set.labels.npy");
+  EXPECT_EQ(found[1].file, t / "set.angles.npy");
+  EXPECT_EQ(found[2].file, t / "set.csv");
+
+  std::vector<std::string> warnings;
+  MetadataTable table = load_metadata({t / "other.csv"}, 4, t / "set.npy", &warnings);
+  EXPECT_TRUE(warnings.empty());
+  ASSERT_EQ(table.columns().size(), 5u);
+  EXPECT_EQ(table.columns()[0].name, "x");
+  EXPECT_EQ(table.columns()[1].name, "label");
+  EXPECT_EQ(table.columns()[2].name, "angle");
+  EXPECT_EQ(table.columns()[3].name, "run");
+  EXPECT_EQ(table.columns()[4].name, "class");
+  // An explicit file also found beside the data is loaded once.
+  table = load_metadata({t / "set.csv:run"}, 4, t / "set.npy", &warnings);
+  EXPECT_EQ(table.columns().size(), 3u);
+  // A discovered file of another length is left out with a warning, not an error.
+  write_text(t / "set.csv", "run\n1\n");
+  table = load_metadata({}, 4, t / "set.npy", &warnings);
+  EXPECT_EQ(table.columns().size(), 2u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], t / "set.csv" + ":run: 1 values but the dataset has 4 rows (found beside the data; left out)");
+  // Same names get a suffix.
+  MetadataTable twice = load_metadata({t / "set.angles.npy", t / "set.angles.npy:angle"}, 4, "");
+  EXPECT_EQ(twice.columns()[1].name, "angle_2");
+}
+
+// ---- correlation ---------------------------------------------------------------
+
+TEST(MetadataCorrelation, KnownAnswers) {
+  // 200 points: psi1 = cos(theta), psi2 = sin(theta) (scaled unequally, as
+  // lambda^t would), psi3 = noise; a numeric column linear in psi3, a
+  // category that fixes psi1 exactly (two values), the angle.
+  const int64_t n = 200;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> g(0, 1);
+  MetadataTable table(n);
+  MetadataColumn angle, lin, cat;
+  angle.name = "angle", angle.kind = MetadataKind::Angle;
+  lin.name = "lin";
+  cat.name = "cat", cat.kind = MetadataKind::Categorical, cat.categories = {"a", "b"};
+  std::vector<double> x(static_cast<size_t>(n * 3));
+  for (int64_t i = 0; i < n; ++i) {
+    const double th = 2 * M_PI * static_cast<double>(i) / static_cast<double>(n);
+    const bool b = i % 2;
+    x[i * 3] = b ? 1.0 : -1.0;
+    x[i * 3 + 1] = 0.3 * std::sin(th);
+    x[i * 3 + 2] = g(rng);
+    angle.values.push_back(th);
+    lin.values.push_back(-4 * x[i * 3 + 2] + 1);
+    cat.codes.push_back(b ? 1 : 0);
+  }
+  // psi1 as cos(theta) for the angle instead: a second table over other coordinates.
+  table.add(lin);
+  table.add(cat);
+  auto r = correlate_metadata(table, x.data(), n, 3, nullptr);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].statistic, "pearson");
+  EXPECT_NEAR(r[0].per_coordinate[2], -1.0, 1e-12);
+  EXPECT_EQ(r[0].best, 2);
+  EXPECT_EQ(r[1].statistic, "correlation_ratio");
+  EXPECT_NEAR(r[1].per_coordinate[0], 1.0, 1e-12);
+  EXPECT_LT(r[1].per_coordinate[2], 0.3);
+  EXPECT_EQ(r[1].best, 0);
+
+  MetadataTable ring(n);
+  ring.add(angle);
+  std::vector<double> y(static_cast<size_t>(n * 3));
+  for (int64_t i = 0; i < n; ++i) {
+    y[i * 3] = x[i * 3 + 2];                           // noise first
+    y[i * 3 + 1] = 5 * std::cos(angle.values[i]);      // then the ring, unequal scales
+    y[i * 3 + 2] = 0.01 * std::sin(angle.values[i]);
+  }
+  r = correlate_metadata(ring, y.data(), n, 3, nullptr);
+  EXPECT_EQ(r[0].statistic, "circular_linear");
+  EXPECT_NEAR(r[0].per_coordinate[1], 1.0, 1e-9);
+  EXPECT_NEAR(r[0].per_coordinate[2], 1.0, 1e-9);
+  EXPECT_EQ(r[0].pair_i, 1);
+  EXPECT_EQ(r[0].pair_j, 2);
+  EXPECT_EQ(r[0].pair_harmonic, 1);
+  EXPECT_NEAR(r[0].pair_fisher_lee, 1.0, 1e-9);
+  // Twice the angle (a two-fold symmetry) is found as harmonic 2.
+  for (int64_t i = 0; i < n; ++i) {
+    y[i * 3 + 1] = std::cos(2 * angle.values[i]);
+    y[i * 3 + 2] = -std::sin(2 * angle.values[i]);
+  }
+  r = correlate_metadata(ring, y.data(), n, 3, nullptr);
+  EXPECT_EQ(r[0].pair_harmonic, 2);
+  EXPECT_NEAR(r[0].pair_fisher_lee, -1.0, 1e-9);
+  EXPECT_NE(correlation_summary(r).find("angle ~ atan2(psi3, psi2) (twice the angle) circular -1.000"),
+            std::string::npos)
+      << correlation_summary(r);
+}
+
+TEST(MetadataCorrelation, RowsFollowPointIndex) {
+  // 6 table rows, 4 embedded points (rows 5, 0, 3, 1): the coordinate equals
+  // the value of the row each point stands for.
+  MetadataTable table(6);
+  MetadataColumn c;
+  c.name = "v";
+  c.values = {10, 11, 12, 13, 14, 15};
+  table.add(c);
+  const std::vector<int64_t> index = {5, 0, 3, 1};
+  const std::vector<double> psi = {15, 10, 13, 11};
+  auto r = correlate_metadata(table, psi.data(), 4, 1, index.data());
+  EXPECT_EQ(r[0].rows_used, 4);
+  EXPECT_NEAR(r[0].per_coordinate[0], 1.0, 1e-12);
+  auto unmapped = correlate_metadata(table, psi.data(), 4, 1, nullptr);
+  EXPECT_LT(unmapped[0].per_coordinate[0], 0.9);
+}
+
+std::string ubiquitin_path() {
+  try {
+    return find_packaged_pdb("1ubq");
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+// The acceptance case: a one-axis rotation simulated, written as the CLI
+// writes it (set.npy + set.angles.npy), the angle found beside the data, and
+// atan2(psi2, psi1) follows it.
+TEST(MetadataCorrelation, SimulatedRotationFollowsTheAngle) {
+  const std::string pdb = ubiquitin_path();
+  if (pdb.empty()) GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed";
+  DiffractionParams p;
+  p.count = 800;
+  p.size = 24;
+  p.axis = "x";
+  p.seed = 5;
+  Progress progress;
+  DiffractionImages d = simulate_diffraction(read_pdb(pdb), p, progress);
+  TempDir t;
+  write_diffraction(t / "set.npy", d);
+  std::vector<float> v = d.images;
+  anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
+  Dataset ds(p.count, p.size * p.size, std::move(v));
+  register_cpu_backend();
+  KnnParams kp;
+  kp.k = 20;
+  DiffusionParams dp;
+  dp.components = 4;
+  DiffusionResult r = diffusion_map(make_backend("cpu")->build(ds, kp, progress), dp, progress);
+
+  MetadataTable table = load_metadata({}, p.count, t / "set.npy");
+  ASSERT_EQ(table.columns().size(), 1u);
+  ASSERT_EQ(table.columns()[0].kind, MetadataKind::Angle);
+  auto c = metadata_correlations(r, table);
+  ASSERT_EQ(c.size(), 1u);
+  std::printf("simulated rotation about x: %s\n", correlation_summary(c).c_str());
+  EXPECT_EQ(c[0].pair_i, 0);
+  EXPECT_EQ(c[0].pair_j, 1);
+  EXPECT_EQ(c[0].pair_harmonic, 1);
+  EXPECT_GE(std::abs(c[0].pair_fisher_lee), 0.99);
+  // The same on atan2(psi2, psi1) itself, unstandardised.
+  std::vector<double> phi, truth;
+  for (int64_t e = 0; e < r.n; ++e) {
+    phi.push_back(std::atan2(r.psi[e * 5 + 2], r.psi[e * 5 + 1]));
+    truth.push_back(d.angles[r.point_index[e]]);
+  }
+  EXPECT_GE(std::abs(fisher_lee(phi, truth)), 0.99);
+}
+
+}  // namespace
