@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -160,6 +161,23 @@ std::shared_ptr<const void> map_file(const std::string& path, size_t* size) {
   return std::shared_ptr<const void>(m, m->size ? m->addr : nullptr);
 }
 
+std::string bytes_text(uint64_t bytes) {
+  char gib[32];
+  std::snprintf(gib, sizeof gib, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return std::to_string(bytes) + " bytes (" + gib + ")";
+}
+
+void check_announced(const std::string& path, const std::string& what, uint64_t announced, uint64_t stored,
+                     uint64_t max_ratio) {
+  // stored * max_ratio saturates instead of wrapping.
+  const uint64_t most = stored > UINT64_MAX / max_ratio ? UINT64_MAX : stored * max_ratio;
+  if (announced <= most) return;
+  const std::string room = max_ratio == 1 ? "the file holds " + std::to_string(stored) + " bytes for them"
+                                          : "its " + std::to_string(stored) + " bytes of compressed data expand to at most " +
+                                                std::to_string(most);
+  fail(path, "truncated or corrupt: " + what + " need " + bytes_text(announced) + " but " + room);
+}
+
 int64_t checked_count(const std::string& path, const std::vector<int64_t>& dims, size_t sample_bytes) {
   constexpr int64_t kLimit = int64_t{1} << 62;
   int64_t c = 1;
@@ -188,14 +206,23 @@ float* ImageStack::add(const std::string& path, const std::string& where, const 
                    "; all images must have the same sample type");
   }
   const size_t d = static_cast<size_t>(w * h);
+  // The first reservation is a guess (every expected image the same size):
+  // when it does not fit, the values grow image by image instead, and only a
+  // real shortage of memory fails, naming the file and the size.
   if (count == 0) {
     int64_t n = std::max<int64_t>(expected, 1);
     if (max_images >= 0) n = std::min(n, max_images);
-    values.reserve(static_cast<size_t>(std::max<int64_t>(n, 1)) * d);
+    try {
+      values.reserve(static_cast<size_t>(std::max<int64_t>(n, 1)) * d);
+    } catch (const std::exception&) {
+    }
   } else if (values.size() + d > values.capacity()) {
-    values.reserve(std::max(values.size() * 2, values.size() + d));
+    try {
+      values.reserve(std::max(values.size() * 2, values.size() + d));
+    } catch (const std::exception&) {
+    }
   }
-  values.resize(values.size() + d);
+  allocate(path, values, values.size() + d, where + " (" + std::to_string(w) + "x" + std::to_string(h) + " float32 values)");
   ++count;
   return values.data() + values.size() - d;
 }

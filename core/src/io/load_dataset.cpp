@@ -78,28 +78,39 @@ void check_finite(const Dataset& ds) {
 
 }  // namespace
 
-Dataset load_dataset(const std::string& path, const ReadOptions& opt) {
-  if (path.empty()) throw Error("no dataset path given");
+namespace {
+
+Dataset read_any(const std::string& path, const ReadOptions& opt) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (!fs::exists(status)) fail(path, "no such file or directory");
+  if (fs::is_directory(status)) return io::read_image_folder(path, opt);
+  if (!fs::is_regular_file(status)) fail(path, "not a regular file or folder");
+  Format f = from_name(path);
+  if (f == Format::unknown) f = from_contents(path);
+  switch (f) {
+    case Format::npy: return io::read_npy(path, opt);
+    case Format::idx: return io::read_idx(path, opt);
+    case Format::png: return io::read_png(path, opt);
+    case Format::tiff: return io::read_tiff(path, opt);
+    case Format::mrc: return io::read_mrc(path, opt);
+    case Format::hdf5: return io::read_hdf5(path, opt);
+    case Format::unknown: break;
+  }
+  fail(path, "unrecognised dataset format (expected .npy, *-idx3-ubyte[.gz], a PNG/TIFF folder, .tif, .mrc/.mrcs, .h5/.cxi)");
+}
+
+}  // namespace
+
+Dataset load_dataset(const std::string& path, const ReadOptions& opt) {
+  if (path.empty()) throw Error("no dataset path given");
   Dataset ds;
-  if (fs::is_directory(status)) {
-    ds = io::read_image_folder(path, opt);
-  } else {
-    if (!fs::is_regular_file(status)) fail(path, "not a regular file or folder");
-    Format f = from_name(path);
-    if (f == Format::unknown) f = from_contents(path);
-    switch (f) {
-      case Format::npy: ds = io::read_npy(path, opt); break;
-      case Format::idx: ds = io::read_idx(path, opt); break;
-      case Format::png: ds = io::read_png(path, opt); break;
-      case Format::tiff: ds = io::read_tiff(path, opt); break;
-      case Format::mrc: ds = io::read_mrc(path, opt); break;
-      case Format::hdf5: ds = io::read_hdf5(path, opt); break;
-      case Format::unknown:
-        fail(path, "unrecognised dataset format (expected .npy, *-idx3-ubyte[.gz], a PNG/TIFF folder, .tif, .mrc/.mrcs, .h5/.cxi)");
-    }
+  // Readers allocate through io::allocate, which names the size; an
+  // allocation inside a library still names the file.
+  try {
+    ds = read_any(path, opt);
+  } catch (const std::bad_alloc&) {
+    fail(path, "out of memory while reading");
   }
   if (ds.rows() == 0) fail(path, "contains no images");
   if (ds.cols() == 0) fail(path, "images hold no values (d = 0)");

@@ -4,6 +4,7 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "readers.h"
 
@@ -112,16 +113,83 @@ std::string suggestions(hid_t file) {
 
 // True when every link on the way to `name` exists (H5Lexists needs the
 // parents to exist, or it fails instead of answering no).
-bool path_exists(hid_t file, const std::string& name) {
+bool path_exists(hid_t file, hid_t lapl, const std::string& name) {
   size_t pos = 0;
   while (pos < name.size()) {
     size_t next = name.find('/', pos + 1);
     if (next == std::string::npos) next = name.size();
     const std::string prefix = name.substr(0, next);
-    if (prefix != "/" && !prefix.empty() && H5Lexists(file, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (prefix != "/" && !prefix.empty() && H5Lexists(file, prefix.c_str(), lapl) <= 0) return false;
     pos = next;
   }
-  return H5Oexists_by_name(file, name.c_str(), H5P_DEFAULT) > 0;
+  return H5Oexists_by_name(file, name.c_str(), lapl) > 0;
+}
+
+// External links and external or virtual storage make a file read other
+// files named inside it: a file handed to us must not reach elsewhere.
+herr_t refuse_external_link(const char*, const char*, const char*, const char*, unsigned*, hid_t, void* seen) {
+  *static_cast<bool*>(seen) = true;
+  return -1;
+}
+
+// The first link on the way to `name` that is an external link, or "".
+std::string external_link_on(hid_t file, hid_t lapl, const std::string& name) {
+  size_t pos = 0;
+  while (pos < name.size()) {
+    size_t next = name.find('/', pos + 1);
+    if (next == std::string::npos) next = name.size();
+    const std::string prefix = name.substr(0, next);
+    H5L_info_t info{};
+    if (prefix != "/" && !prefix.empty() && H5Lexists(file, prefix.c_str(), lapl) > 0 &&
+        H5Lget_info(file, prefix.c_str(), &info, lapl) >= 0 && info.type == H5L_TYPE_EXTERNAL)
+      return prefix;
+    pos = next;
+  }
+  return {};
+}
+
+// The fill values HDF5 returns for storage never written (a few-byte file
+// announcing 2^31 rows read as zeros), external raw files and virtual
+// datasets are refused; what is stored must be able to hold the `needed`
+// bytes read, after deflate's largest expansion where a filter compresses.
+void check_storage(const std::string& path, const std::string& name, hid_t dset, hid_t fspace, uint64_t needed) {
+  std::error_code ec;
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
+  if (!dcpl.ok()) fail(path, "cannot read the layout of dataset '" + name + "'" + last_error());
+  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  if (layout == H5D_VIRTUAL) fail(path, "dataset '" + name + "' is a virtual dataset (it maps other files); refused");
+  if (H5Pget_external_count(dcpl.get()) > 0)
+    fail(path, "dataset '" + name + "' keeps its data in external files; refused");
+  // Storage beyond the end of the file is no storage.
+  const uint64_t stored = ec ? H5Dget_storage_size(dset) : std::min<uint64_t>(H5Dget_storage_size(dset), file_size);
+  if (layout == H5D_CHUNKED) {
+    std::vector<hsize_t> chunk(static_cast<size_t>(H5Sget_simple_extent_ndims(fspace)));
+    H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
+    hsize_t start[H5S_MAX_RANK], end[H5S_MAX_RANK];
+    hsize_t wanted = 1, written = 0;
+    if (H5Sget_select_bounds(fspace, start, end) >= 0)
+      for (size_t i = 0; i < chunk.size(); ++i)
+        if (chunk[i] > 0) wanted *= end[i] / chunk[i] - start[i] / chunk[i] + 1;
+    if (H5Dget_num_chunks(dset, fspace, &written) >= 0 && written < wanted)
+      fail(path, "dataset '" + name + "' has " + std::to_string(wanted - written) + " of its " + std::to_string(wanted) +
+                     " chunks never written (they would read as fill values)");
+  }
+  if (needed > 0 && stored == 0) fail(path, "dataset '" + name + "' has no data written (it would read as fill values)");
+  const bool filtered = layout == H5D_CHUNKED && H5Pget_nfilters(dcpl.get()) > 0;
+  // Filters other than deflate (szip, scale-offset, plugins) may shrink
+  // more; 2^16 bounds them loosely.
+  uint64_t ratio = 1;
+  if (filtered) {
+    ratio = kDeflateMaxRatio;
+    for (int i = 0; i < H5Pget_nfilters(dcpl.get()); ++i) {
+      unsigned flags = 0, config = 0;
+      size_t nelmts = 0;
+      const H5Z_filter_t f = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelmts, nullptr, 0, nullptr, &config);
+      if (f != H5Z_FILTER_DEFLATE && f != H5Z_FILTER_SHUFFLE && f != H5Z_FILTER_FLETCHER32) ratio = uint64_t{1} << 16;
+    }
+  }
+  check_announced(path, "the rows of dataset '" + name + "'", needed, stored, ratio);
 }
 
 std::string type_name(hid_t type, bool* numeric) {
@@ -156,12 +224,25 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
 
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(path, "cannot open as HDF5" + last_error());
-  if (!path_exists(file.get(), name)) fail(path, "no dataset '" + name + "'" + suggestions(file.get()));
-  Handle object(H5Oopen(file.get(), name.c_str(), H5P_DEFAULT), H5Oclose);
+  // Link traversal (lapl) and opening the dataset (dapl, which carries the
+  // same link properties) both refuse external links.
+  Handle lapl(H5Pcreate(H5P_LINK_ACCESS), H5Pclose), dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+  bool external = false;
+  if (!lapl.ok() || !dapl.ok() || H5Pset_elink_cb(lapl.get(), refuse_external_link, &external) < 0 ||
+      H5Pset_elink_cb(dapl.get(), refuse_external_link, &external) < 0)
+    fail(path, "cannot set up HDF5 link access" + last_error());
+  if (const std::string link = external_link_on(file.get(), lapl.get(), name); !link.empty())
+    fail(path, "'" + link + "' is an external link to another file; refused (copy the data into this file)");
+  const bool exists = path_exists(file.get(), lapl.get(), name);
+  if (external) fail(path, "'" + name + "' leads through an external link to another file; refused");
+  if (!exists) fail(path, "no dataset '" + name + "'" + suggestions(file.get()));
+  Handle object(H5Oopen(file.get(), name.c_str(), lapl.get()), H5Oclose);
+  if (external) fail(path, "'" + name + "' leads through an external link to another file; refused");
   if (!object.ok()) fail(path, "cannot open '" + name + "'" + last_error());
   if (H5Iget_type(object.get()) != H5I_DATASET) fail(path, "'" + name + "' is a group, not a dataset" + suggestions(file.get()));
 
-  Handle dset(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  Handle dset(H5Dopen2(file.get(), name.c_str(), dapl.get()), H5Dclose);
+  if (external) fail(path, "'" + name + "' leads through an external link to another file; refused");
   if (!dset.ok()) fail(path, "cannot open dataset '" + name + "'" + last_error());
   Handle type(H5Dget_type(dset.get()), H5Tclose);
   bool numeric = false;
@@ -181,7 +262,7 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
   int64_t n = sdims[0];
   if (opt.max_rows >= 0) n = std::min(n, opt.max_rows);
 
-  std::vector<float> v(static_cast<size_t>(n * d));
+  std::vector<float> v;
   if (n > 0) {
     std::vector<hsize_t> start(dims.size(), 0), count(dims);
     count[0] = static_cast<hsize_t>(n);
@@ -190,6 +271,8 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
     if (!fspace.ok() || !mspace.ok() ||
         H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0)
       fail(path, "cannot select rows of dataset '" + name + "'" + last_error());
+    check_storage(path, name, dset.get(), fspace.get(), static_cast<uint64_t>(n * d) * H5Tget_size(type.get()));
+    allocate(path, v, static_cast<size_t>(n * d), std::to_string(n) + " x " + std::to_string(d) + " float32 values");
     if (H5Dread(dset.get(), H5T_NATIVE_FLOAT, mspace.get(), fspace.get(), H5P_DEFAULT, v.data()) < 0)
       fail(path, "cannot read dataset '" + name + "'" + last_error());
   }

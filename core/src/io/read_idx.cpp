@@ -54,6 +54,16 @@ uint32_t be32(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 
+// gzip's magic: such a file is decompressed, any other is read as it is.
+bool is_gzip(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  unsigned char m[2] = {0, 0};
+  const bool gz = std::fread(m, 1, 2, f) == 2 && m[0] == 0x1f && m[1] == 0x8b;
+  std::fclose(f);
+  return gz;
+}
+
 bool idx_sample(int code, Sample* s) {
   switch (code) {
     case 0x08: *s = Sample::u8; return true;
@@ -76,6 +86,9 @@ std::vector<int32_t> read_labels(const std::string& path, int64_t n) {
     GzReader in(path);
     unsigned char head[8];
     if (in.read(head, 8) != 8 || be32(head) != 0x00000801u || be32(head + 4) < static_cast<uint64_t>(n)) return labels;
+    std::error_code ec;
+    const uint64_t file_size = fs::file_size(path, ec);
+    if (ec || static_cast<uint64_t>(n) > (file_size + 1) * kDeflateMaxRatio) return labels;
     std::vector<unsigned char> raw(static_cast<size_t>(n));
     if (in.read(raw.data(), raw.size()) != raw.size()) return labels;
     labels.assign(raw.begin(), raw.end());
@@ -112,10 +125,22 @@ Dataset read_idx(const std::string& path, const ReadOptions& opt) {
   int64_t n = dims[0];
   if (opt.max_rows >= 0) n = std::min(n, opt.max_rows);
 
-  // Decompress in bounded chunks straight into the float matrix.
+  // The file must be able to hold the rows read before they are allocated:
+  // raw data byte for byte, gzip data up to deflate's largest expansion.
   const size_t size = sample_size(s), total = static_cast<size_t>(n * d);
+  const uint64_t header = 4 + 4 * static_cast<uint64_t>(ndim);
+  std::error_code ec;
+  const uint64_t file_size = fs::file_size(path, ec);
+  if (!ec) {
+    const std::string what = std::to_string(n) + " items of " + std::to_string(d) + " " + sample_name(s) + " values";
+    if (is_gzip(path)) check_announced(path, what, uint64_t{total} * size, file_size, kDeflateMaxRatio);
+    else check_announced(path, what, uint64_t{total} * size, file_size > header ? file_size - header : 0, 1);
+  }
+
+  // Decompress in bounded chunks straight into the float matrix.
   const size_t chunk = (size_t{4} << 20) / size;
-  std::vector<float> v(total);
+  std::vector<float> v;
+  allocate(path, v, total, std::to_string(n) + " x " + std::to_string(d) + " float32 values");
   std::vector<unsigned char> raw(std::min(total, chunk) * size);
   for (size_t done = 0; done < total;) {
     const size_t want = std::min(chunk, total - done);

@@ -65,7 +65,8 @@ Dataset read_npy(const std::string& path, const ReadOptions& opt) {
     const float* base = reinterpret_cast<const float*>(static_cast<const char*>(map.get()) + h.data_offset);
     ds = Dataset(n, d, base, std::move(map));
   } else {
-    std::vector<float> v(static_cast<size_t>(n * d));
+    std::vector<float> v;
+    allocate(path, v, static_cast<size_t>(n * d), std::to_string(n) + " x " + std::to_string(d) + " float32 values");
     read_samples(path, h.data_offset, s, false, v.size(), v.data());
     ds = Dataset(n, d, std::move(v));
   }

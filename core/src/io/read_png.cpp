@@ -12,6 +12,7 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "readers.h"
@@ -38,12 +39,16 @@ struct PngReader {
   ~PngReader() { png_destroy_read_struct(&png, info ? &info : nullptr, nullptr); }
 };
 
-bool png_read_header(png_structp png, png_infop info, FILE* f) {
+// `stored_row_bytes` receives the bytes of one row as the file stores it
+// (before any expansion), with its filter byte.
+bool png_read_header(png_structp png, png_infop info, FILE* f, uint64_t* stored_row_bytes) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_init_io(png, f);
   png_set_sig_bytes(png, 8);
   png_read_info(png, info);
   const int color = png_get_color_type(png, info), depth = png_get_bit_depth(png, info);
+  const uint64_t bits_per_pixel = uint64_t{png_get_channels(png, info)} * static_cast<uint64_t>(depth);
+  *stored_row_bytes = (uint64_t{png_get_image_width(png, info)} * bits_per_pixel + 7) / 8 + 1;
   if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
   // PNG stores 16-bit samples big-endian.
@@ -74,17 +79,27 @@ void append_png(const std::string& path, ImageStack& stack) {
   if (!r.png) fail(path, "cannot start libpng");
   r.info = png_create_info_struct(r.png);
   if (!r.info) fail(path, "cannot start libpng");
-  if (!png_read_header(r.png, r.info, f.get())) fail(path, std::string("corrupt PNG (") + message.text + ")");
+  uint64_t stored_row_bytes = 0;
+  if (!png_read_header(r.png, r.info, f.get(), &stored_row_bytes)) fail(path, std::string("corrupt PNG (") + message.text + ")");
 
   const int64_t w = png_get_image_width(r.png, r.info), h = png_get_image_height(r.png, r.info);
+  // The image's deflate stream lies in the file: a size the file cannot hold
+  // is refused before the pixels are allocated.
+  std::error_code ec;
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (!ec)
+    check_announced(path, std::to_string(w) + "x" + std::to_string(h) + " pixels", stored_row_bytes * static_cast<uint64_t>(h),
+                    file_size, kDeflateMaxRatio);
   const int depth = png_get_bit_depth(r.png, r.info), channels = png_get_channels(r.png, r.info);
   const size_t row_bytes = png_get_rowbytes(r.png, r.info);
   if ((depth != 8 && depth != 16) || channels < 1 || channels > 4 ||
       row_bytes < static_cast<size_t>(w) * static_cast<size_t>(channels * depth / 8))
     fail(path, "unsupported PNG layout (" + std::to_string(depth) + "-bit, " + std::to_string(channels) + " channels)");
 
-  std::vector<unsigned char> pixels(row_bytes * static_cast<size_t>(h));
-  std::vector<png_bytep> rows(static_cast<size_t>(h));
+  std::vector<unsigned char> pixels;
+  std::vector<png_bytep> rows;
+  allocate(path, pixels, row_bytes * static_cast<size_t>(h), "the decoded " + std::to_string(w) + "x" + std::to_string(h) + " image");
+  allocate(path, rows, static_cast<size_t>(h), "the image's row table");
   for (int64_t y = 0; y < h; ++y) rows[static_cast<size_t>(y)] = pixels.data() + static_cast<size_t>(y) * row_bytes;
   if (!png_read_pixels(r.png, r.info, rows.data())) fail(path, std::string("corrupt or truncated PNG (") + message.text + ")");
 

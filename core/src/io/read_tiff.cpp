@@ -4,7 +4,9 @@
 #include <tiffio.h>
 
 #include <cstdarg>
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -58,6 +60,52 @@ bool tiff_sample(uint16_t format, uint16_t bits, Sample* s) {
   return true;
 }
 
+// The most bytes one stored byte of `compression` can decode to: raw data
+// 1; PackBits 128 (a 2-byte run repeats 1 byte 128 times, counted loosely);
+// deflate 1032; LZW 4096 (one code of 9 or more bits stands for at most 4096
+// bytes). Codecs with no small worst case (JPEG, LZMA, ZSTD, WebP, ...) get
+// 2^16: still far below what a corrupt header of a few bytes asks for.
+uint64_t max_expansion(uint16_t compression) {
+  switch (compression) {
+    case COMPRESSION_NONE: return 1;
+    case COMPRESSION_PACKBITS: return 128;
+    case COMPRESSION_ADOBE_DEFLATE:
+    case COMPRESSION_DEFLATE: return kDeflateMaxRatio;
+    case COMPRESSION_LZW: return 4096;
+    default: return uint64_t{1} << 16;
+  }
+}
+
+// Checks the strips (or tiles) of the current page against the file before
+// its pixels are allocated: every offset past the file header (an offset of 0
+// would read the header's bytes as pixels), and the stored bytes within the
+// file able to hold the `decoded` bytes of the page and of one strip or tile.
+void check_page_storage(const std::string& path, const std::string& where, TIFF* tif, uint64_t file_size,
+                        uint64_t decoded) {
+  const bool tiled = TIFFIsTiled(tif);
+  const uint32_t count = tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
+  const uint64_t* offsets = nullptr;
+  const uint64_t* sizes = nullptr;
+  if (!TIFFGetField(tif, tiled ? TIFFTAG_TILEOFFSETS : TIFFTAG_STRIPOFFSETS, &offsets) ||
+      !TIFFGetField(tif, tiled ? TIFFTAG_TILEBYTECOUNTS : TIFFTAG_STRIPBYTECOUNTS, &sizes) || !offsets || !sizes)
+    fail(path, where + ": no " + (tiled ? "tile" : "strip") + " offsets or byte counts (corrupt TIFF)");
+  const uint64_t header = TIFFIsBigTIFF(tif) ? 16 : 8;
+  uint64_t stored = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (sizes[i] == 0) continue;
+    if (offsets[i] < header)
+      fail(path, where + ": " + (tiled ? "tile " : "strip ") + std::to_string(i) + " starts at byte " +
+                     std::to_string(offsets[i]) + ", inside the TIFF header (corrupt " +
+                     (tiled ? "TileOffsets" : "StripOffsets") + ")");
+    if (offsets[i] < file_size) stored += std::min(sizes[i], file_size - offsets[i]);
+  }
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  const uint64_t piece = static_cast<uint64_t>(tiled ? TIFFTileSize64(tif) : TIFFStripSize64(tif));
+  check_announced(path, where + "'s pixels", std::max(decoded, piece), std::min(stored, file_size),
+                  max_expansion(compression));
+}
+
 void check_magic(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open");
@@ -79,6 +127,8 @@ void append_tiff(const std::string& path, ImageStack& stack, bool in_folder) {
   TIFFOpenOptionsSetWarningHandlerExtR(options.get(), on_tiff_warning, nullptr);
   std::unique_ptr<TIFF, TiffCloser> tif(TIFFOpenExt(path.c_str(), "r", options.get()));
   if (!tif) fail(path, "corrupt TIFF" + why());
+  std::error_code ec;
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
   const tdir_t pages = TIFFNumberOfDirectories(tif.get());
   const bool single = pages == 1;
   if (stack.count == 0 && !in_folder) stack.expected = pages;
@@ -108,8 +158,9 @@ void append_tiff(const std::string& path, ImageStack& stack, bool in_folder) {
         fail(path, where + " has " + std::to_string(bits) + "-bit " + kind +
                        " samples; supported: 8/16/32-bit integer, 16/32/64-bit float");
       }
-      float* dst = stack.add(path, where, label, w, h, sample_name(s));
       const size_t size = sample_size(s);
+      if (!ec) check_page_storage(path, where, tif.get(), file_size, uint64_t{w} * h * size);
+      float* dst = stack.add(path, where, label, w, h, sample_name(s));
       if (TIFFIsTiled(tif.get())) {
         uint32_t tw = 0, th = 0;
         TIFFGetField(tif.get(), TIFFTAG_TILEWIDTH, &tw);
@@ -117,7 +168,8 @@ void append_tiff(const std::string& path, ImageStack& stack, bool in_folder) {
         const tmsize_t tile_bytes = TIFFTileSize(tif.get());
         if (tw == 0 || th == 0 || tile_bytes < static_cast<tmsize_t>(size_t{tw} * th * size))
           fail(path, where + ": corrupt tile layout" + why());
-        std::vector<unsigned char> buf(static_cast<size_t>(tile_bytes));
+        std::vector<unsigned char> buf;
+        allocate(path, buf, static_cast<size_t>(tile_bytes), where + "'s tile buffer");
         for (uint32_t y = 0; y < h; y += th)
           for (uint32_t x = 0; x < w; x += tw) {
             if (TIFFReadTile(tif.get(), buf.data(), x, y, 0, 0) < 0) fail(path, where + ": corrupt or truncated tile" + why());
@@ -131,7 +183,8 @@ void append_tiff(const std::string& path, ImageStack& stack, bool in_folder) {
         if (rows_per_strip == 0 || rows_per_strip > h) rows_per_strip = h;
         const tmsize_t strip_bytes = TIFFStripSize(tif.get());
         if (strip_bytes < static_cast<tmsize_t>(size_t{rows_per_strip} * w * size)) fail(path, where + ": corrupt strip layout" + why());
-        std::vector<unsigned char> buf(static_cast<size_t>(strip_bytes));
+        std::vector<unsigned char> buf;
+        allocate(path, buf, static_cast<size_t>(strip_bytes), where + "'s strip buffer");
         const uint32_t strips = (h + rows_per_strip - 1) / rows_per_strip;
         for (uint32_t i = 0; i < strips; ++i) {
           const uint32_t rows = std::min(rows_per_strip, h - i * rows_per_strip);

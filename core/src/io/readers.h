@@ -4,6 +4,8 @@
 // same-sized images).
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,34 @@ void read_samples(const std::string& path, uint64_t offset, Sample s, bool swap,
 /// Maps the whole file read-only; the returned handle unmaps when released.
 /// `size` receives the file size.
 std::shared_ptr<const void> map_file(const std::string& path, size_t* size);
+
+/// "4294967296 bytes (4.0 GiB)": a size for messages.
+std::string bytes_text(uint64_t bytes);
+
+/// Throws when a header announces more data than the file can hold:
+/// `announced` bytes of samples, after up to `max_ratio` expansion of the
+/// `stored` bytes the file has for them (1 for raw data; a codec's worst case
+/// ratio for compressed data). Called before anything is allocated, so a
+/// 100-byte file announcing a 50000 x 50000 image fails at once.
+void check_announced(const std::string& path, const std::string& what, uint64_t announced, uint64_t stored,
+                     uint64_t max_ratio);
+
+/// The worst-case expansion of deflate (zlib, gzip, PNG, TIFF and HDF5 deflate):
+/// 258 bytes from a 2-bit code at best, so at most 1032 times its input.
+constexpr uint64_t kDeflateMaxRatio = 1032;
+
+/// Resizes `v` to `count` elements; running out of memory becomes one line
+/// naming the file and the size asked for instead of a bare std::bad_alloc.
+template <class T>
+void allocate(const std::string& path, std::vector<T>& v, size_t count, const std::string& what) {
+  try {
+    v.resize(count);
+  } catch (const std::bad_alloc&) {
+    fail(path, "out of memory: cannot allocate " + bytes_text(uint64_t{count} * sizeof(T)) + " for " + what);
+  } catch (const std::length_error&) {
+    fail(path, "out of memory: cannot allocate " + bytes_text(uint64_t{count} * sizeof(T)) + " for " + what);
+  }
+}
 
 /// rows * cols with a check against absurd headers (overflow, > 2^62 bytes).
 int64_t checked_count(const std::string& path, const std::vector<int64_t>& dims, size_t sample_bytes);
