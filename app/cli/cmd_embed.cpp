@@ -94,12 +94,12 @@ void add_graph_files(OutputTransaction& tx, const KnnGraph& g) {
 
 /// --metadata FILE[:COLUMN] may be repeated, which Args (one value per
 /// option) does not do: its occurrences are taken out of argv[first..) first.
-std::vector<std::string> take_metadata_options(int& argc, char** argv, int first) {
+std::vector<std::string> take_metadata_options(const std::string& command, int& argc, char** argv, int first) {
   std::vector<std::string> specs;
   int out = first;
   for (int i = first; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--metadata")) {
-      if (i + 1 >= argc) throw UsageError("option --metadata needs a value (FILE[:COLUMN])");
+      if (i + 1 >= argc) throw UsageError(command + ": option --metadata needs a value (FILE[:COLUMN])");
       specs.push_back(argv[++i]);
     } else if (!std::strncmp(argv[i], "--metadata=", 11)) {
       specs.push_back(argv[i] + 11);
@@ -373,7 +373,7 @@ void write_matrix(const std::string& dir, const DiffusionMatrix& a) {
 }  // namespace
 
 int cmd_embed(int argc, char** argv) {
-  const std::vector<std::string> metadata_specs = take_metadata_options(argc, argv, 2);
+  const std::vector<std::string> metadata_specs = take_metadata_options("embed", argc, argv, 2);
   auto specs = diffusion_option_specs("--k");
   for (OptionSpec s : {OptionSpec{"--threads"}, OptionSpec{"-o", true, "--output"}, OptionSpec{"--quiet", false, "-q"}})
     specs.push_back(s);
@@ -402,7 +402,7 @@ int cmd_embed(int argc, char** argv) {
 }
 
 int cmd_run(int argc, char** argv) {
-  const std::vector<std::string> metadata_specs = take_metadata_options(argc, argv, 2);
+  const std::vector<std::string> metadata_specs = take_metadata_options("run", argc, argv, 2);
   auto specs = knn_option_specs();
   for (auto& s : diffusion_option_specs("--embed-k")) specs.push_back(s);
   for (OptionSpec s : {OptionSpec{"--demo", false}, OptionSpec{"--session"}, OptionSpec{"--transform"},

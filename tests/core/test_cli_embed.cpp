@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -376,6 +377,215 @@ TEST(CliBench, EmbedBenchWritesJsonAndMatrix) {
     ++checked;
   }
   EXPECT_GT(checked, 100);
+}
+
+// ---- metadata columns (issue 23) ----------------------------------------------------
+
+/// The bytes of an inline binary VTK DataArray/Array named `name` (base64
+/// after a UInt64 byte count, each encoded on its own); empty when absent.
+std::string vtp_array(const std::string& xml, const std::string& name, std::string* type = nullptr) {
+  const auto at = xml.find("Name=\"" + name + "\"");
+  if (at == std::string::npos) return {};
+  const auto open = xml.rfind('<', at);
+  if (type) {
+    const auto t0 = xml.find("type=\"", open) + 6;
+    *type = xml.substr(t0, xml.find('"', t0) - t0);
+  }
+  const auto start = xml.find('>', at) + 1;
+  const auto end = xml.find("</", start);
+  std::string text;
+  for (char c : xml.substr(start, end - start))
+    if (!std::isspace(static_cast<unsigned char>(c))) text += c;
+  auto decode = [](const std::string& b64) {
+    static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    for (size_t i = 0; i + 4 <= b64.size(); i += 4) {
+      uint32_t v = 0;
+      int pad = 0;
+      for (int k = 0; k < 4; ++k) {
+        const char c = b64[i + k];
+        v <<= 6;
+        if (c == '=') ++pad;
+        else v |= static_cast<uint32_t>(alphabet.find(c));
+      }
+      out += static_cast<char>(v >> 16);
+      if (pad < 2) out += static_cast<char>((v >> 8) & 255);
+      if (pad < 1) out += static_cast<char>(v & 255);
+    }
+    return out;
+  };
+  // The count's 8 bytes are 12 base64 characters (padded on their own).
+  const std::string count = decode(text.substr(0, 12));
+  uint64_t bytes = 0;
+  std::memcpy(&bytes, count.data(), 8);
+  std::string data = decode(text.substr(12));
+  EXPECT_EQ(data.size(), bytes) << name;
+  return data;
+}
+
+template <class T>
+std::vector<T> values_of(const std::string& bytes) {
+  std::vector<T> v(bytes.size() / sizeof(T));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(T));
+  return v;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(CliMetadata, DemoColumnsInEveryOutput) {
+  REQUIRE_CLI();
+  try {
+    find_packaged_pdb("1ubq");
+  } catch (const Error&) {
+    GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed";
+  }
+  TempDir t;
+  std::string err, out;
+  ASSERT_EQ(run_cli("run --demo --count 600 -o " + (t / "demo"), &err, &out), 0) << err;
+  EXPECT_NE(out.find("metadata: angle ~ atan2(psi2, psi1) circular "), std::string::npos) << out;
+  const Embedding e = read_embedding(t / "demo");
+  const std::vector<double> angles = npy::read<double>(t / "demo/patterns.angles.npy");
+  ASSERT_EQ(angles.size(), 600u);
+  // embedding.csv: the angle after dc1..dc4, row `index` of the angles.
+  std::ifstream csv(t / "demo/embedding.csv");
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "index,dc1,dc2,dc3,dc4,angle");
+  int64_t rows = 0;
+  while (std::getline(csv, line)) {
+    const int64_t index = std::stoll(line);
+    const double angle = std::stod(line.substr(line.rfind(',') + 1));
+    ASSERT_EQ(angle, angles[static_cast<size_t>(index)]) << line;
+    ++rows;
+  }
+  EXPECT_EQ(rows, e.n);
+  // embedding.vtp: a Float64 point-data array "angle" in point order.
+  const std::string xml = read_text(t / "demo/embedding.vtp");
+  std::string type;
+  const auto vtp = values_of<double>(vtp_array(xml, "angle", &type));
+  EXPECT_EQ(type, "Float64");
+  ASSERT_EQ(static_cast<int64_t>(vtp.size()), e.n);
+  for (int64_t i = 0; i < e.n; ++i) ASSERT_EQ(vtp[i], angles[e.point_index[i]]);
+  // embedding.json: the correlation block.
+  const auto& block = e.metadata["metadata_correlation"];
+  ASSERT_EQ(block["columns"].size(), 1u);
+  const auto& angle = block["columns"][0];
+  EXPECT_EQ(angle["name"], "angle");
+  EXPECT_EQ(angle["kind"], "angle");
+  EXPECT_EQ(angle["pair"]["coordinates"], nlohmann::json({1, 2}));
+  EXPECT_GE(std::abs(angle["pair"]["fisher_lee"].get<double>()), 0.99);
+  EXPECT_EQ(angle["per_coordinate"].size(), 4u);
+  // The embedding files themselves are unchanged by metadata.
+  EXPECT_EQ(e.m, 4);
+
+  // Re-embedding the demo's folder finds patterns.angles.npy beside the
+  // patterns its session.json names.
+  ASSERT_EQ(run_cli("embed " + (t / "demo") + " --components 3 -o " + (t / "again"), &err, &out), 0) << err;
+  EXPECT_NE(out.find("metadata: angle ~ "), std::string::npos) << out;
+  EXPECT_EQ(read_embedding(t / "again").metadata["metadata_correlation"]["columns"][0]["source"],
+            (fs::absolute(t / "demo") / "patterns.angles.npy").lexically_normal().string());
+}
+
+TEST(CliMetadata, EmbedMetadataFollowsPointIndex) {
+  // A kernel narrow enough to leave points out: the metadata rows must still
+  // be those of point_index, not the first N'.
+  REQUIRE_CLI();
+  TempDir t;
+  const std::string data = write_circle(t, 600);
+  ASSERT_EQ(run_cli("knn " + data + " -k 15 -q -o " + (t / "g")), 0);
+  std::vector<double> row(600);
+  for (int i = 0; i < 600; ++i) row[i] = i;
+  npy::write(t / "row.npy", row.data(), {600});
+  std::ofstream csv(t / "meta.csv");
+  csv << "half,\"odd, even\"\n";
+  for (int i = 0; i < 600; ++i) csv << (i < 300 ? 0 : 1) << "," << (i % 2 ? "\"odd, yes\"" : "even") << "\n";
+  csv.close();
+  std::string err, out;
+  ASSERT_EQ(run_cli("embed " + (t / "g") + " --components 3 --local-scaling 0 --epsilon 3e-4 --metadata " +
+                        (t / "row.npy") + " --metadata=" + (t / "meta.csv") + " -o " + (t / "e"),
+                    &err, &out),
+            0)
+      << err;
+  const Embedding e = read_embedding(t / "e");
+  ASSERT_LT(e.n, 600);
+  std::ifstream in(t / "e/embedding.csv");
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "index,dc1,dc2,dc3,row,half,\"odd, even\"");
+  int64_t i = 0;
+  while (std::getline(in, line)) {
+    const int64_t index = std::stoll(line);
+    ASSERT_EQ(index, e.point_index[i]);
+    // row, half, then the quoted category.
+    std::vector<std::string> f;
+    std::string rest = line;
+    for (int k = 0; k < 4; ++k) rest = rest.substr(rest.find(',') + 1);
+    const auto c1 = rest.find(','), c2 = rest.find(',', c1 + 1);
+    EXPECT_EQ(std::stoll(rest.substr(0, c1)), index) << line;
+    EXPECT_EQ(std::stoll(rest.substr(c1 + 1, c2 - c1 - 1)), index < 300 ? 0 : 1) << line;
+    EXPECT_EQ(rest.substr(c2 + 1), index % 2 ? "\"odd, yes\"" : "even") << line;
+    ++i;
+  }
+  EXPECT_EQ(i, e.n);
+  // The .vtp: the category as Int32 codes and its names as field data.
+  const std::string xml = read_text(t / "e/embedding.vtp");
+  std::string type;
+  const auto codes = values_of<int32_t>(vtp_array(xml, "odd, even", &type));
+  EXPECT_EQ(type, "Int32");
+  ASSERT_EQ(static_cast<int64_t>(codes.size()), e.n);
+  for (int64_t p = 0; p < e.n; ++p) ASSERT_EQ(codes[p], e.point_index[p] % 2 ? 1 : 0);
+  EXPECT_EQ(vtp_array(xml, "odd, even_categories", &type), std::string("even\0odd, yes\0", 14));
+  EXPECT_EQ(type, "String");
+  // embedding.json: one entry per column, rows used = points embedded.
+  const auto& cols = e.metadata["metadata_correlation"]["columns"];
+  ASSERT_EQ(cols.size(), 3u);
+  EXPECT_EQ(cols[0]["statistic"], "pearson");
+  EXPECT_EQ(cols[1]["statistic"], "pearson");
+  EXPECT_EQ(cols[2]["statistic"], "correlation_ratio");
+  EXPECT_EQ(cols[2]["categories"], nlohmann::json({"even", "odd, yes"}));
+  EXPECT_EQ(cols[0]["rows_used"].get<int64_t>(), e.n);
+  EXPECT_NE(out.find("metadata: row ~ psi"), std::string::npos) << out;
+  // embedding.npy is what it was without metadata.
+  ASSERT_EQ(run_cli("embed " + (t / "g") + " --components 3 --local-scaling 0 --epsilon 3e-4 -q -o " + (t / "plain")),
+            0);
+  EXPECT_EQ(read_embedding(t / "plain").coordinates, e.coordinates);
+  EXPECT_FALSE(read_embedding(t / "plain").metadata.contains("metadata_correlation"));
+}
+
+TEST(CliMetadata, BadMetadataGivesOneLineAndNoOutput) {
+  REQUIRE_CLI();
+  TempDir t;
+  const std::string data = write_circle(t, 200);
+  ASSERT_EQ(run_cli("knn " + data + " -k 10 -q -o " + (t / "g")), 0);
+  std::vector<double> short_column(199, 1.0);
+  npy::write(t / "short.npy", short_column.data(), {199});
+  std::ofstream(t / "bad.csv") << "a,b\n1,2\n3\n";
+  struct Case {
+    std::string args;
+    int status;
+    std::string message;
+  } cases[] = {
+      {"--metadata " + (t / "short.npy"), 1, t / "short.npy" + ": 199 values but the dataset has 200 rows"},
+      {"--metadata " + (t / "bad.csv"), 1, t / "bad.csv" + ":3: 1 fields but the header has 2 (column 'b' missing)"},
+      {"--metadata " + (t / "bad.csv:c"), 1, t / "bad.csv" + ": no column 'c' (columns: a, b)"},
+      {"--metadata " + (t / "missing.npy"), 1, t / "missing.npy" + ": cannot open metadata file (no such file)"},
+      {"--metadata", 2, "embed: option --metadata needs a value (FILE[:COLUMN])"},
+  };
+  for (const Case& c : cases) {
+    std::string err;
+    EXPECT_EQ(run_cli("embed " + (t / "g") + " -o " + (t / "out") + " " + c.args, &err), c.status) << c.args;
+    EXPECT_EQ(err, "manifold: " + c.message + "\n") << c.args;
+    EXPECT_FALSE(fs::exists(t / "out")) << c.args;
+  }
+  std::string err;
+  EXPECT_EQ(run_cli("run " + data + " -k 10 -q -o " + (t / "run") + " --metadata " + (t / "short.npy"), &err), 1);
+  EXPECT_EQ(err, "manifold: " + t / "short.npy" + ": 199 values but the dataset has 200 rows\n");
+  EXPECT_FALSE(fs::exists(t / "run"));
 }
 
 }  // namespace
