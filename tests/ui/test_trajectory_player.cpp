@@ -1,0 +1,293 @@
+// The trajectory player on a simulated one-axis rotation: frames follow the
+// true angle, the current bin is signalled for highlighting, play/pause and
+// the scrub slider move through the frames, the bin count recomputes, GIF
+// and PNG exports read back with Qt's image readers, cancel keeps the
+// frames shown.
+#include <QImageReader>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "manifold/diffusion_map.h"
+#include "manifold/knn.h"
+#include "manifold/movie.h"
+#include "manifold/pdb.h"
+#include "manifold/simulate.h"
+#include "manifold/ui/loaded_dataset.h"
+#include "manifold/ui/trajectory_player.h"
+#include "ui_test_support.h"
+
+using namespace manifold;
+using namespace manifold::ui;
+
+namespace {
+
+struct Rotation {
+  std::shared_ptr<const LoadedDataset> dataset;  ///< raw photon counts
+  std::shared_ptr<const DiffusionResult> result;
+  std::vector<double> angles;
+};
+
+/// Diffraction of ubiquitin turning about x (the demo's simulator), the
+/// k-NN graph of its Anscombe-transformed patterns and their diffusion map.
+Rotation simulate_rotation(int64_t count) {
+  DiffractionParams sp;
+  sp.count = count;
+  sp.size = 24;
+  sp.axis = "x";
+  sp.seed = 5;
+  Progress quiet;
+  DiffractionImages d = simulate_diffraction(read_pdb(find_packaged_pdb("1ubq")), sp, quiet);
+  std::vector<float> stabilised = d.images;
+  anscombe_transform(stabilised.data(), static_cast<int64_t>(stabilised.size()));
+  const int64_t pixels = static_cast<int64_t>(d.size) * d.size;
+  register_cpu_backend();
+  KnnParams kp;
+  kp.k = 20;
+  const KnnGraph g = make_backend("cpu")->build(Dataset(d.count, pixels, std::move(stabilised)), kp, quiet);
+  DiffusionParams dp;
+  dp.components = 4;
+  Rotation r;
+  r.result = std::make_shared<DiffusionResult>(diffusion_map(g, dp, quiet));
+  Dataset raw(d.count, pixels, std::move(d.images));
+  raw.item_shape = {d.size, d.size};
+  r.dataset = adoptDataset(std::move(raw), "rotation", "simulated", false);
+  r.angles = d.angles;
+  return r;
+}
+
+/// Spearman's correlation of frame order with each bin's circular mean
+/// true angle, unwrapped along the frames (a full turn, either direction).
+double spearman_of_frames(const TrajectoryFrames& f, const std::vector<double>& angles) {
+  std::vector<double> a;
+  for (const TrajectoryBin& b : f.bins) {
+    double s = 0, c = 0;
+    for (int64_t row : b.rows) {
+      s += std::sin(angles[static_cast<size_t>(row)]);
+      c += std::cos(angles[static_cast<size_t>(row)]);
+    }
+    const double mean = std::atan2(s, c);
+    a.push_back(a.empty() ? mean : a.back() + std::remainder(mean - a.back(), 2 * M_PI));
+  }
+  std::vector<size_t> order(a.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return a[x] < a[y]; });
+  std::vector<double> rank(a.size());
+  for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = static_cast<double>(i);
+  const double mean = (static_cast<double>(a.size()) - 1) / 2;
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < rank.size(); ++i) {
+    sxy += (static_cast<double>(i) - mean) * (rank[i] - mean);
+    sxx += (static_cast<double>(i) - mean) * (static_cast<double>(i) - mean);
+  }
+  return sxy / sxx;
+}
+
+bool wait_for_frames(TrajectoryPlayer& player) {
+  QSignalSpy ready(&player, &TrajectoryPlayer::framesReady);
+  QSignalSpy failed(&player, &TrajectoryPlayer::computeFailed);
+  player.recompute();
+  return ready.wait(60000) && failed.isEmpty();
+}
+
+}  // namespace
+
+class TestTrajectoryPlayer : public QObject {
+  Q_OBJECT
+
+ private:
+  Rotation rotation_;
+
+ private Q_SLOTS:
+  void initTestCase() { rotation_ = simulate_rotation(500); }
+
+  void framesFollowTheTrueAngle() {
+    TrajectoryPlayer player;
+    player.setEmbedding(rotation_.dataset, rotation_.result);
+    player.setPhase(1, 2);
+    player.setBins(25);
+    QVERIFY(wait_for_frames(player));
+    QCOMPARE(player.frameCount(), 25);
+    QCOMPARE(player.currentImage().size(), QSize(24, 24));
+    const double rho = spearman_of_frames(*player.frames(), rotation_.angles);
+    qInfo("player, phase of psi1, psi2, 25 bins of 500 simulated patterns: Spearman %.4f", rho);
+    QVERIFY2(std::abs(rho) >= 0.95, qPrintable(QString::number(rho)));
+    QVERIFY(player.statusText().contains("25 frames"));
+    // The widget as it looks, left with the other tests' artefacts.
+    player.setCurrentFrame(6);
+    player.resize(460, 520);
+    player.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&player));
+    const QImage shot = player.grab().toImage();
+    QVERIFY(shot.save(test::output_dir() + "/trajectory_player.png"));
+  }
+
+  void scrubbingSignalsTheCurrentBin() {
+    TrajectoryPlayer player;
+    player.setEmbedding(rotation_.dataset, rotation_.result);
+    player.setCoordinate(1);
+    player.setBins(20);
+    QVERIFY(wait_for_frames(player));
+    QSignalSpy bin(&player, &TrajectoryPlayer::currentBinChanged);
+    auto* slider = player.findChild<QSlider*>();
+    QVERIFY(slider);
+    slider->setValue(7);
+    QCOMPARE(player.currentFrame(), 7);
+    QCOMPARE(bin.count(), 1);
+    const auto points = bin.at(0).at(0).value<std::vector<int64_t>>();
+    const auto rows = bin.at(0).at(1).value<std::vector<int64_t>>();
+    QCOMPARE(points, player.frames()->bins[7].points);
+    QCOMPARE(rows, player.frames()->bins[7].rows);
+    QCOMPARE(static_cast<int>(rows.size()), 25);
+    // The frame shown is bin 7's mean image: brighter where that bin's images are.
+    player.setCurrentFrame(3);
+    QCOMPARE(slider->value(), 3);
+    QCOMPARE(bin.count(), 2);
+
+    // Clearing the player clears the highlight.
+    player.setEmbedding(nullptr, nullptr);
+    QCOMPARE(player.frameCount(), 0);
+    QCOMPARE(bin.count(), 3);
+    QVERIFY(bin.at(2).at(0).value<std::vector<int64_t>>().empty());
+  }
+
+  void playAndPause() {
+    TrajectoryPlayer player;
+    player.setEmbedding(rotation_.dataset, rotation_.result);
+    player.setBins(10);
+    QVERIFY(wait_for_frames(player));
+    player.setSpeed(50);
+    QSignalSpy bin(&player, &TrajectoryPlayer::currentBinChanged);
+    player.play();
+    QVERIFY(player.playing());
+    QTRY_VERIFY_WITH_TIMEOUT(bin.count() >= 12, 5000);  // past the end: it loops
+    player.pause();
+    QVERIFY(!player.playing());
+    const int shown = player.currentFrame(), count = static_cast<int>(bin.count());
+    QTest::qWait(200);
+    QCOMPARE(player.currentFrame(), shown);
+    QCOMPARE(static_cast<int>(bin.count()), count);
+  }
+
+  void binCountControlRecomputes() {
+    TrajectoryPlayer player;
+    player.setEmbedding(rotation_.dataset, rotation_.result);
+    player.setBins(30);
+    QVERIFY(wait_for_frames(player));
+    QCOMPARE(player.frameCount(), 30);
+    QSpinBox* bins = nullptr;
+    for (QSpinBox* box : player.findChildren<QSpinBox*>())
+      if (box->prefix().contains("bins")) bins = box;
+    QVERIFY(bins);
+    QCOMPARE(bins->maximum(), 500);  // never more bins than points
+    QSignalSpy ready(&player, &TrajectoryPlayer::framesReady);
+    bins->setValue(12);  // the control schedules one computation
+    QVERIFY(ready.wait(60000));
+    QCOMPARE(player.frameCount(), 12);
+    QCOMPARE(ready.count(), 1);
+  }
+
+  void exportsReadBack() {
+    TrajectoryPlayer player;
+    player.setEmbedding(rotation_.dataset, rotation_.result);
+    player.setPhase(1, 2);
+    player.setBins(10);
+    QVERIFY(wait_for_frames(player));
+    QTemporaryDir dir;
+    const int side = 24 * movie_scale(24, 24, 0);
+
+    QSignalSpy done(&player, &TrajectoryPlayer::exportFinished);
+    player.exportMovie(dir.filePath("frames"));
+    QVERIFY(done.wait(60000));
+    QVERIFY2(done.at(0).at(0).toBool(), qPrintable(done.at(0).at(1).toString()));
+    for (int i = 1; i <= 10; ++i) {
+      QImage frame(dir.filePath(QString("frames/frame_%1.png").arg(i, 4, 10, QChar('0'))));
+      QCOMPARE(frame.size(), QSize(side, side));
+    }
+    QVERIFY(QFile::exists(dir.filePath("frames/trajectory.json")));
+
+    if (!have_video_encoding()) QSKIP("built without FFmpeg");
+    player.exportMovie(dir.filePath("movie.gif"));
+    QVERIFY(done.wait(60000));
+    QVERIFY2(done.at(1).at(0).toBool(), qPrintable(done.at(1).at(1).toString()));
+    QImageReader gif(dir.filePath("movie.gif"));
+    QVERIFY2(gif.canRead(), qPrintable(gif.errorString()));
+    QCOMPARE(gif.imageCount(), 10);
+    QCOMPARE(gif.size(), QSize(side, side));
+
+    player.exportMovie(dir.filePath("movie.mp4"));
+    QVERIFY(done.wait(60000));
+    QVERIFY2(done.at(2).at(0).toBool(), qPrintable(done.at(2).at(1).toString()));
+    QCOMPARE(read_movie(dir.filePath("movie.mp4").toStdString()).frames, 10);
+
+    // A failed export says why in one line and leaves nothing.
+    player.exportMovie(dir.filePath("missing/movie.gif"));
+    QVERIFY(done.wait(60000));
+    QVERIFY(!done.at(3).at(0).toBool());
+    QVERIFY(!done.at(3).at(1).toString().contains('\n'));
+    QVERIFY(!QFile::exists(dir.filePath("missing")));
+  }
+
+  void cancelKeepsTheFramesShown() {
+    // Enough pixels that averaging takes a while.
+    const int64_t n = 3000, side = 96;
+    std::vector<float> v(static_cast<size_t>(n * side * side));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 251);
+    Dataset big(n, side * side, std::move(v));
+    big.item_shape = {side, side};
+    auto result = std::make_shared<DiffusionResult>();
+    result->n = n;
+    result->m = 1;
+    for (int64_t i = 0; i < n; ++i) {
+      result->coordinates.push_back(static_cast<double>((i * 7919) % n));
+      result->point_index.push_back(i);
+    }
+    TrajectoryPlayer player;
+    player.setEmbedding(adoptDataset(std::move(big), "big", "generated", false), result);
+    player.setBins(5);
+    QVERIFY(wait_for_frames(player));
+    const auto shown = player.frames();
+    QSignalSpy failed(&player, &TrajectoryPlayer::computeFailed);
+    QSignalSpy ready(&player, &TrajectoryPlayer::framesReady);
+    player.setBins(7);
+    player.recompute();
+    player.cancel();
+    QVERIFY(failed.wait(60000));
+    QCOMPARE(failed.at(0).at(0).toString(), QString("cancelled"));
+    QCOMPARE(ready.count(), 0);
+    QCOMPARE(player.frames(), shown);
+    QCOMPARE(player.frameCount(), 5);
+    QVERIFY(player.statusText().contains("Cancelled"));
+  }
+
+  void pathFarFromEveryPointSaysSo() {
+    TrajectoryPlayer player;
+    player.setEmbedding(rotation_.dataset, rotation_.result);
+    QSignalSpy failed(&player, &TrajectoryPlayer::computeFailed);
+    player.setPath({100, 100, 101, 101}, 2, {1, 2}, 0.01);
+    QCOMPARE(player.order(), TrajectoryPlayer::Order::Path);
+    player.recompute();
+    QVERIFY(failed.wait(60000));
+    QVERIFY2(failed.at(0).at(0).toString().contains("no point lies within"), qPrintable(failed.at(0).at(0).toString()));
+    QCOMPARE(player.frameCount(), 0);
+
+    // A path through the loop's points plays them.
+    const DiffusionResult& r = *rotation_.result;
+    std::vector<double> path;
+    for (int64_t i : {int64_t{0}, int64_t{1}, int64_t{2}}) path.insert(path.end(), {r.coordinates[i * r.m], r.coordinates[i * r.m + 1]});
+    player.setPath(path, 2, {1, 2});
+    player.setBins(5);
+    QVERIFY(wait_for_frames(player));
+    QCOMPARE(player.frameCount(), 5);
+    QVERIFY(player.frames()->description.find("path of 3 vertices") == 0);
+  }
+};
+
+QTEST_MAIN(TestTrajectoryPlayer)
+#include "test_trajectory_player.moc"
