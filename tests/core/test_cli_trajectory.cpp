@@ -194,3 +194,41 @@ TEST(CliTrajectory, BadInputGivesOneLineAndExitTwo) {
   EXPECT_NE(err.find("50 rows"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(movie));
 }
+
+TEST(CliTrajectory, EmbeddingWithoutRecordedDataNeedsData) {
+  REQUIRE_CLI();
+  TempDir t;
+  // knn then embed: neither graph.json nor embedding.json names the data.
+  Dataset pts = testing_support::random_dataset(120, 6, 4);
+  npy::write(t / "points.npy", pts.data(), {120, 2, 3});
+  std::string err, out;
+  ASSERT_EQ(run_cli("knn " + (t / "points.npy") + " -k 8 --quiet -o " + (t / "graph"), &err), 0) << err;
+  ASSERT_EQ(run_cli("embed " + (t / "graph") + " --components 3 -o " + (t / "emb"), &err, &out), 0) << err;
+  EXPECT_EQ(run_cli("trajectory " + (t / "emb") + " -o " + (t / "frames"), &err), 2);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("give --data FILE"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(t / "frames"));
+
+  // With --data: 2 x 3 images, 12 bins of 10, enlarged x 16 (longer side 3 -> 48).
+  ASSERT_EQ(run_cli("trajectory " + (t / "emb") + " --data " + (t / "points.npy") + " --bins 12 --coordinate 3 -o " +
+                        (t / "frames"),
+                    &err, &out),
+            0)
+      << err;
+  const Dataset back = load_dataset(t / "frames");
+  EXPECT_EQ(back.rows(), 12);
+  EXPECT_EQ(back.item_shape, (std::vector<int64_t>{32, 48}));
+  // Frame 1 is the mean of its 10 rows, on the movie's contrast scale.
+  std::ifstream in(t / "frames/trajectory.json");
+  const auto meta = nlohmann::json::parse(in);
+  const auto rows = meta["bins"][0]["rows"].get<std::vector<int64_t>>();
+  ASSERT_EQ(rows.size(), 10u);
+  const double low = meta["contrast"]["low"], high = meta["contrast"]["high"];
+  for (int64_t j = 0; j < 6; ++j) {
+    double mean = 0;
+    for (int64_t r : rows) mean += pts.row(r)[j] / 10.0;
+    const double grey = std::clamp((mean - low) / (high - low) * 255, 0.0, 255.0);
+    const int64_t y = (j / 3) * 16, x = (j % 3) * 16;
+    EXPECT_NEAR(back.row(0)[y * 48 + x], grey, 1.0) << "pixel " << j;
+  }
+}
