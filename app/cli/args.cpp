@@ -100,7 +100,7 @@ std::vector<OptionSpec> knn_option_specs() {
   return {{"-k", true, "--k"},     {"--metric"},     {"--backend"},  {"--select"},
           {"--devices"},           {"--gpu-memory"}, {"--keep-self", false},
           {"--threads"},           {"--precision"},  {"--dataset"},  {"-o", true, "--output"},
-          {"--quiet", false, "-q"}};
+          {"--overwrite", false},  {"--quiet", false, "-q"}};
 }
 
 }  // namespace manifold::cli

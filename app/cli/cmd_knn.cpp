@@ -4,6 +4,7 @@
 #include "manifold/dataset.h"
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
+#include "manifold/npy.h"
 #include "manifold/output.h"
 #include "manifold/terminal_progress.h"
 #ifdef MANIFOLD_HAVE_MPI
@@ -30,6 +31,32 @@ int cmd_info(int argc, char** argv) {
   return 0;
 }
 
+namespace {
+
+/// The files of a k-NN graph folder, as read_graph expects them.
+const std::vector<std::string> kGraphFiles = {"indices.npy", "distances.npy", "graph.json"};
+
+/// Parameter checks against the data: a message about "the dataset" names the file.
+void validate_for(const KnnParams& p, const Dataset& ds, const std::string& input) {
+  try {
+    validate(p, ds.rows());
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    if (m.rfind("dataset ", 0) == 0) throw UsageError(input + m.substr(7));
+    throw;
+  }
+}
+
+void write_graph_folder(const std::string& out, const KnnGraph& g, const OutputOptions& options) {
+  OutputTransaction tx(out, options);
+  npy::write(tx.path("indices.npy"), g.indices.data(), {g.n, g.k});
+  npy::write(tx.path("distances.npy"), g.distances.data(), {g.n, g.k});
+  write_text_file(tx.path("graph.json"), graph_metadata(g).dump(2) + "\n");
+  tx.commit();
+}
+
+}  // namespace
+
 int cmd_knn(int argc, char** argv) {
   Args a("knn", knn_option_specs(), argc, argv, 2);
   const std::string input = a.one_positional("DATA");
@@ -38,7 +65,10 @@ int cmd_knn(int argc, char** argv) {
   ReadOptions ro;
   ro.hdf5_dataset = a.str("--dataset");
   auto backend = make_backend(a.str("--backend", "auto"));
-  check_output_dir(a.str("-o"));
+  // A folder holding anything but an earlier k-NN graph is refused before
+  // the long work, unless --overwrite.
+  const OutputOptions output{.overwrite = a.has("--overwrite")};
+  check_output_dir(a.str("-o"), kGraphFiles, output);
 
   bool other_rank = false;  // MPI ranks other than 0 stay silent
 #ifdef MANIFOLD_HAVE_MPI
@@ -50,12 +80,12 @@ int cmd_knn(int argc, char** argv) {
   progress.stage("load", 1, "files");
   Dataset ds = load_dataset(input, ro);
   progress.finish();
-  validate(p, ds.rows());
+  validate_for(p, ds, input);
   if (!other_rank) note_ignored_gpu_options(p, backend->name());
   KnnGraph g = backend->build(ds, p, progress);
   if (!g.output_rank) return 0;
   progress.check_cancel();
-  write_graph(a.str("-o"), g);
+  write_graph_folder(a.str("-o"), g, output);
   double total = 0;
   for (auto& [s, t] : g.timings)
     if (s == "total") total = t;

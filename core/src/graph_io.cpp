@@ -66,7 +66,13 @@ KnnGraph read_graph(const std::string& dir) {
     if (j.value("n", g.n) != g.n || j.value("k", g.k) != g.k)
       throw Error(jpath + ": n/k disagree with indices.npy");
     g.d = j.value("d", int64_t{0});
-    g.metric = parse_metric(j.value("metric", std::string("euclidean")));
+    // The metric comes from the file, not from an option: name the file.
+    const std::string metric = j.value("metric", std::string("euclidean"));
+    try {
+      g.metric = parse_metric(metric);
+    } catch (const Error&) {
+      throw Error(jpath + ": unknown metric '" + metric + "' (euclidean, cosine, pearson)");
+    }
     g.keep_self = j.value("keep_self", false);
     g.backend = j.value("backend", std::string());
     g.strategy = j.value("strategy", std::string());

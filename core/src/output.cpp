@@ -1,14 +1,21 @@
 #include "manifold/output.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <random>
-#include <fstream>
-#include <unistd.h>
+#include <set>
 
 #include "manifold/error.h"
 
@@ -16,45 +23,282 @@ namespace fs = std::filesystem;
 
 namespace manifold {
 
-OutputTransaction::OutputTransaction(std::string dir) : dir_(std::move(dir)) {
-  std::error_code ec;
-  if (fs::exists(dir_, ec)) {
-    if (!fs::is_directory(dir_, ec)) throw Error(dir_ + ": exists and is not a directory");
-  } else {
-    fs::create_directories(dir_, ec);
-    if (ec) throw Error(dir_ + ": cannot create output directory (" + ec.message() + ")");
-    created_dir_ = true;
-  }
+namespace {
+
+// Result folders are recognised by their description files; the graph is
+// what an embedding written beside it builds on.
+const std::set<std::string> kDescriptions = {"graph.json", "embedding.json", "session.json", "patterns.json"};
+const std::vector<std::string> kGraphFiles = {"indices.npy", "distances.npy", "graph.json"};
+
+bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+bool is_result(const std::vector<std::string>& names) {
+  return contains(names, "graph.json") || contains(names, "embedding.json");
 }
 
-OutputTransaction::~OutputTransaction() {
-  if (committed_) return;
+// Temporaries of an earlier run that died (this writer's and older ones).
+bool is_leftover(const std::string& name) {
+  return name.rfind(".manifold-", 0) == 0 ||
+         (!name.empty() && name[0] == '.' && (name.find(".partial-") != std::string::npos || name.find(".tmp-") != std::string::npos));
+}
+
+std::vector<std::string> entries_of(const fs::path& dir) {
+  std::vector<std::string> names;
   std::error_code ec;
-  for (auto& [tmp, final_path] : files_) fs::remove(tmp, ec);
-  if (created_dir_ && fs::is_empty(dir_, ec)) fs::remove(dir_, ec);
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!is_leftover(name)) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The existing files a result keeps: an embedding written without a graph
+// of its own keeps the graph it was computed from.
+std::vector<std::string> kept_files(const fs::path& dir, const std::vector<std::string>& names) {
+  std::vector<std::string> keep;
+  if (contains(names, "graph.json") || !contains(names, "embedding.json")) return keep;
+  std::error_code ec;
+  for (const auto& f : kGraphFiles)
+    if (fs::is_regular_file(dir / f, ec)) keep.push_back(f);
+  return keep;
+}
+
+// What in `dir` the result `names` would mix with or silently drop: files it
+// neither writes nor keeps, and descriptions of a result of another kind
+// (a k-NN graph folder is not a previous `run`, whose files it lacks).
+std::vector<std::string> foreign_entries(const fs::path& dir, const std::vector<std::string>& names) {
+  const std::vector<std::string> keep = kept_files(dir, names);
+  std::vector<std::string> foreign, old_kind, new_kind;
+  for (const auto& e : entries_of(dir)) {
+    if (contains(keep, e)) continue;
+    if (!contains(names, e)) foreign.push_back(e);
+    if (kDescriptions.count(e)) old_kind.push_back(e);
+  }
+  for (const auto& n : names)
+    if (kDescriptions.count(n) && !contains(new_kind, n)) new_kind.push_back(n);
+  std::sort(new_kind.begin(), new_kind.end());
+  if (!old_kind.empty() && old_kind != new_kind)
+    for (const auto& e : old_kind)
+      if (!contains(foreign, e)) foreign.push_back(e);
+  return foreign;
+}
+
+void refuse_foreign(const std::string& dir, const std::vector<std::string>& foreign) {
+  std::string list;
+  for (size_t i = 0; i < foreign.size() && i < 4; ++i) list += (i ? ", " : "") + foreign[i];
+  if (foreign.size() > 4) list += " and " + std::to_string(foreign.size() - 4) + " more";
+  throw UsageError(dir + ": folder holds files that are not a previous result of this command (" + list +
+                   "); choose another folder or pass --overwrite to replace it");
+}
+
+// The folder as one absolute path without a trailing separator ("." and
+// "out/" name their folder, not an empty last component).
+fs::path target_of(const std::string& dir) {
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec).lexically_normal();
+  if (p.filename().empty() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
+  return p;
+}
+
+void (*g_fault_hook)(const char*) = nullptr;
+void fault_point(const char* step) {
+  if (g_fault_hook) g_fault_hook(step);
+}
+
+// Staging folder -> the folder its files are for, to name them in messages.
+std::mutex g_staging_mutex;
+std::map<std::string, std::string> g_staging;
+
+// An exclusive flock on `path`. The holder removes the file when done, so a
+// lock taken on a file that was meanwhile unlinked is retried on the new one.
+int take_lock(const std::string& path, const std::string& dir) {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) return -1;
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK)
+        throw Error(dir + ": another manifold process is writing this folder; wait for it or choose another folder");
+      throw Error(dir + ": cannot lock the output folder (" + std::strerror(err) + ")");
+    }
+    struct stat held {}, named {};
+    if (::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+        held.st_ino == named.st_ino)
+      return fd;
+    ::close(fd);
+  }
+  throw Error(dir + ": cannot lock the output folder (its lock file keeps changing)");
+}
+
+// A new private folder `prefix` + 6 random characters; "" when it cannot be made.
+std::string make_staging(const fs::path& prefix) {
+  std::string t = prefix.string() + "XXXXXX";
+  if (!::mkdtemp(t.data())) return {};
+  return t;
+}
+
+// Moves a file by rename, or by copy where `from` and `to` lie on different
+// file systems (a folder that is a mount point).
+void move_file(const fs::path& from, const fs::path& to, const std::string& shown) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (ec == std::errc::cross_device_link) {
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::remove(from, ec);
+  }
+  if (ec) throw Error(shown + ": cannot move output into place (" + ec.message() + ")");
+}
+
+}  // namespace
+
+void set_output_fault_hook(void (*hook)(const char* step)) { g_fault_hook = hook; }
+
+std::string output_display_path(const std::string& path) {
+  std::lock_guard<std::mutex> lock(g_staging_mutex);
+  for (const auto& [staging, dir] : g_staging)
+    if (path.size() > staging.size() && path.compare(0, staging.size(), staging) == 0 && path[staging.size()] == '/') {
+      const std::string name = fs::path(path).filename().string();
+      // The temporary beside a file (".NAME.tmp-...") names that file.
+      std::string shown = name;
+      if (name.size() > 1 && name[0] == '.' && name.find(".tmp-") != std::string::npos)
+        shown = name.substr(1, name.find(".tmp-") - 1);
+      return (fs::path(dir) / shown).string();
+    }
+  return path;
+}
+
+OutputTransaction::OutputTransaction(std::string dir, OutputOptions options)
+    : dir_(std::move(dir)), options_(options) {
+  const fs::path target = target_of(dir_);
+  std::error_code ec;
+  const bool exists = fs::exists(target, ec);
+  if (exists && !fs::is_directory(target, ec))
+    throw UsageError(dir_ + ": exists and is not a folder (the output must be a folder)");
+  // Missing parents are made now and removed again if nothing is committed.
+  std::vector<fs::path> missing;
+  for (fs::path p = target.parent_path(); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (!fs::create_directory(*it, ec) && ec) {
+      const std::string why = ec.message();
+      release();
+      throw Error(dir_ + ": cannot create output folder (" + why + ")");
+    }
+    created_.push_back(it->string());
+  }
+  const fs::path parent = target.parent_path();
+  const std::string name = target.filename().string();
+  lock_path_ = (parent / ("." + name + ".lock")).string();
+  lock_fd_ = take_lock(lock_path_, dir_);
+  if (lock_fd_ < 0 && exists) {  // a read-only parent: the lock lives inside the folder
+    lock_path_ = (target / ".manifold.lock").string();
+    lock_fd_ = take_lock(lock_path_, dir_);
+  }
+  if (lock_fd_ < 0) {
+    const std::string why = std::strerror(errno);
+    lock_path_.clear();
+    release();
+    throw Error(dir_ + ": cannot create output folder here (" + why + ")");
+  }
+  // Under the lock, staging folders left by a writer that died are stale.
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().rfind("." + name + ".manifold-", 0) == 0) fs::remove_all(it->path(), ec);
+  if (exists)
+    for (fs::directory_iterator it(target, ec), end; !ec && it != end; it.increment(ec))
+      if (it->path().filename().string().rfind(".manifold-staging-", 0) == 0) fs::remove_all(it->path(), ec);
+  staging_ = make_staging(parent / ("." + name + ".manifold-"));
+  if (staging_.empty() && exists) {
+    staging_ = make_staging(target / ".manifold-staging-");
+    staging_beside_ = false;
+  }
+  if (staging_.empty()) {
+    const std::string why = std::strerror(errno);
+    release();
+    throw Error(dir_ + ": cannot create output folder (" + why + ")");
+  }
+  std::lock_guard<std::mutex> lock(g_staging_mutex);
+  g_staging[staging_] = dir_;
+}
+
+OutputTransaction::~OutputTransaction() { release(); }
+
+void OutputTransaction::release() {
+  std::error_code ec;
+  if (!staging_.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(g_staging_mutex);
+      g_staging.erase(staging_);
+    }
+    if (!committed_) fs::remove_all(staging_, ec);
+    staging_.clear();
+  }
+  if (lock_fd_ >= 0) {
+    ::unlink(lock_path_.c_str());
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+  }
+  if (!committed_)
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it)
+      if (fs::is_empty(*it, ec)) fs::remove(*it, ec);
+  created_.clear();
 }
 
 std::string OutputTransaction::path(const std::string& name) {
-  std::string final_path = (fs::path(dir_) / name).string();
-  std::string tmp = (fs::path(dir_) / ("." + name + ".partial-" + std::to_string(::getpid()))).string();
-  files_.emplace_back(tmp, final_path);
-  return tmp;
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+    throw Error(dir_ + ": invalid output file name '" + name + "'");
+  names_.push_back(name);
+  return (fs::path(staging_) / name).string();
 }
 
 void OutputTransaction::commit() {
-  for (auto& [tmp, final_path] : files_) {
-    std::error_code ec;
-    fs::rename(tmp, final_path, ec);
-    if (ec) throw Error(final_path + ": cannot move output into place (" + ec.message() + ")");
+  const fs::path target = target_of(dir_), staging(staging_);
+  std::error_code ec;
+  const bool exists = fs::is_directory(target, ec);
+  if (!is_result(names_)) {
+    // A file set among other files: each file replaces its namesake.
+    if (!exists && !fs::create_directory(target, ec) && ec)
+      throw Error(dir_ + ": cannot create output folder (" + ec.message() + ")");
+    fault_point("staged");
+    for (const auto& n : names_) move_file(staging / n, target / n, (fs::path(dir_) / n).string());
+  } else {
+    const std::vector<std::string> keep = exists ? kept_files(target, names_) : std::vector<std::string>{};
+    if (exists && !options_.overwrite)
+      if (const auto foreign = foreign_entries(target, names_); !foreign.empty()) refuse_foreign(dir_, foreign);
+    // The new folder is completed first: the graph an embedding keeps is
+    // linked (copied where links are refused) into it.
+    for (const auto& k : keep) {
+      if (::link((target / k).c_str(), (staging / k).c_str()) != 0) fs::copy_file(target / k, staging / k, ec);
+      if (ec) throw Error((fs::path(dir_) / k).string() + ": cannot keep it in the new result (" + ec.message() + ")");
+    }
+    fault_point("staged");
+    if (!exists && staging_beside_) {
+      if (::rename(staging_.c_str(), target.c_str()) != 0)
+        throw Error(dir_ + ": cannot move output into place (" + std::strerror(errno) + ")");
+      staging_.clear();  // it is the result now
+    } else if (staging_beside_ && ::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+      fault_point("swapped");  // the staging path now holds the previous result
+    } else {
+      // No atomic exchange here (the folder is a mount point or the current
+      // directory, or the file system lacks it): file by file, then what the
+      // new result does not hold goes.
+      for (const auto& n : names_) move_file(staging / n, target / n, (fs::path(dir_) / n).string());
+      for (const auto& e : entries_of(target))
+        if (!contains(names_, e) && !contains(keep, e)) fs::remove_all(target / e, ec);
+    }
   }
   committed_ = true;
+  if (!staging_.empty()) fs::remove_all(staging_, ec);
 }
 
 void check_output_dir(const std::string& dir) {
   std::error_code ec;
   fs::path p(dir);
   if (fs::exists(p, ec)) {
-    if (!fs::is_directory(p, ec)) throw Error(dir + ": exists and is not a directory");
+    if (!fs::is_directory(p, ec)) throw UsageError(dir + ": exists and is not a folder (the output must be a folder)");
     if (::access(dir.c_str(), W_OK) != 0) throw Error(dir + ": output directory is not writable");
     return;
   }
@@ -63,6 +307,13 @@ void check_output_dir(const std::string& dir) {
   while (!parent.empty() && !fs::exists(parent, ec)) parent = parent.parent_path();
   if (parent.empty() || !fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK) != 0)
     throw Error(dir + ": cannot create output directory here (" + parent.string() + " is not writable)");
+}
+
+void check_output_dir(const std::string& dir, const std::vector<std::string>& names, const OutputOptions& options) {
+  check_output_dir(dir);
+  std::error_code ec;
+  if (options.overwrite || !is_result(names) || !fs::is_directory(dir, ec)) return;
+  if (const auto foreign = foreign_entries(target_of(dir), names); !foreign.empty()) refuse_foreign(dir, foreign);
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
@@ -88,9 +339,9 @@ std::pair<std::string, int> create_temp_beside(const std::string& path) {
     const std::string tmp = (p.parent_path() / ("." + p.filename().string() + ".tmp-" + suffix)).string();
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd >= 0) return {tmp, fd};
-    if (errno != EEXIST) throw Error(path + ": cannot open for writing (" + std::strerror(errno) + ")");
+    if (errno != EEXIST) throw Error(output_display_path(path) + ": cannot open for writing (" + std::strerror(errno) + ")");
   }
-  throw Error(path + ": cannot find a free temporary name beside it");
+  throw Error(output_display_path(path) + ": cannot find a free temporary name beside it");
 }
 
 }  // namespace
@@ -110,11 +361,11 @@ void write_file_atomically(const std::string& path, const std::vector<std::pair<
   if (::close(fd) != 0 && !error) error = errno;
   if (error) {
     ::unlink(tmp.c_str());
-    throw Error(path + ": write failed (" + std::string(std::strerror(error)) + ")");
+    throw Error(output_display_path(path) + ": write failed (" + std::string(std::strerror(error)) + ")");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());
-    throw Error(path + ": cannot rename the temporary file into place");
+    throw Error(output_display_path(path) + ": cannot rename the temporary file into place");
   }
 }
 

@@ -86,10 +86,11 @@ TEST(CliKnn, FailuresExitOneNamingTheFile) {
   EXPECT_NE(err.find("bad.npy"), std::string::npos) << err;
   EXPECT_EQ(lines(err), 1) << err;
   EXPECT_FALSE(fs::exists(t / "o"));
-  // The output path exists as a file: refused, file untouched.
+  // The output path exists as a file: a bad argument (exit 2), file untouched.
   save(random_dataset(20, 3, 2), t / "x.npy");
   { std::ofstream(t / "file") << "keep"; }
-  EXPECT_EQ(run_cli("knn " + (t / "x.npy") + " -k 3 -o " + (t / "file"), &err), 1);
+  EXPECT_EQ(run_cli("knn " + (t / "x.npy") + " -k 3 -o " + (t / "file"), &err), 2);
+  EXPECT_NE(err.find(t / "file"), std::string::npos) << err;
   EXPECT_EQ(lines(err), 1) << err;
   EXPECT_EQ(fs::file_size(t / "file"), 4u);
 }

@@ -1,37 +1,77 @@
 #pragma once
-// All-or-nothing output: files are written to hidden temporary names inside
-// the output directory and renamed together by commit(). If the transaction
-// is destroyed uncommitted (error, cancel), the temporaries are removed, and
-// the directory too when this transaction created it and it is left empty.
+// All-or-nothing output. A result folder (one holding graph.json or
+// embedding.json) is one unit: its files are written into a new hidden folder
+// beside it, completed, and swapped into place by commit(), so the folder
+// holds either the whole previous result or the whole new one, never a mix,
+// even after kill -9. Other file sets (simulated patterns written into a
+// folder of other files) are renamed into place file by file.
+//
+// While the transaction lives it holds an exclusive lock (flock on a hidden
+// lock file beside the folder): a second writer of the same folder fails at
+// once instead of mixing its files with the first one's. Destroyed
+// uncommitted (error, cancel), it removes everything it made, including the
+// parent folders it created.
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace manifold {
 
+struct OutputOptions {
+  /// Replace an existing folder that holds anything but a previous result of
+  /// the same kind (files of another command, files of the user).
+  bool overwrite = false;
+};
+
 class OutputTransaction {
  public:
-  explicit OutputTransaction(std::string dir);
+  /// Creates the missing parent folders and takes the lock. Throws
+  /// UsageError when `dir` is an existing file, Error when another process
+  /// holds the lock or the folder cannot be made.
+  explicit OutputTransaction(std::string dir, OutputOptions options = {});
   ~OutputTransaction();
   OutputTransaction(const OutputTransaction&) = delete;
   OutputTransaction& operator=(const OutputTransaction&) = delete;
 
   /// The temporary path to write `name` to; it becomes dir/name on commit().
   std::string path(const std::string& name);
-  /// Renames every temporary into place.
+  /// Puts the written files in place. For a result folder: refuses (UsageError)
+  /// a folder holding anything but a previous result of the same kind unless
+  /// options.overwrite; an embedding written beside a graph keeps the graph.
   void commit();
   const std::string& dir() const { return dir_; }
 
  private:
+  /// Removes what an uncommitted transaction made; releases the lock.
+  void release();
+
   std::string dir_;
-  bool created_dir_ = false;
+  OutputOptions options_;
+  std::vector<std::string> created_;  // parent folders made here, outermost first
+  std::string lock_path_;
+  int lock_fd_ = -1;
+  std::string staging_;   // the hidden folder the files are written to
+  bool staging_beside_ = true;  // beside dir (else inside it: its parent is read-only)
   bool committed_ = false;
-  std::vector<std::pair<std::string, std::string>> files_;  // temp, final
+  std::vector<std::string> names_;
 };
 
 /// Fails early (before long work) when `dir` cannot become an output
-/// directory: it exists as a non-directory, or its parent is not writable.
+/// directory: it exists as a non-directory (UsageError), or its parent is not writable.
 void check_output_dir(const std::string& dir);
+/// The same, and for a result made of the files `names`: refuses (UsageError,
+/// one line) a folder that holds anything else unless options.overwrite.
+void check_output_dir(const std::string& dir, const std::vector<std::string>& names, const OutputOptions& options);
+
+/// The path a message should name for `path`: a file being written by a live
+/// OutputTransaction is named by where it will end up (OUT/indices.npy), not
+/// by its hidden temporary; any other path is returned as it is.
+std::string output_display_path(const std::string& path);
+
+/// For tests: called with the name of each step of commit() ("staged",
+/// "swapped"); a test's child process dies there to show what a crash at that
+/// moment leaves. nullptr (the default) calls nothing.
+void set_output_fault_hook(void (*hook)(const char* step));
 
 /// Writes text to `path` atomically (temp + rename).
 void write_text_file(const std::string& path, const std::string& text);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -96,6 +97,22 @@ constexpr int64_t kMaxThreads = 4096;  // as the command line's --threads
 
 }  // namespace
 
+namespace {
+
+// A session may name its output folder only below its own folder: a session
+// file handed around must not send a run's output to some other folder
+// (where -o would have to be given to write).
+std::string output_below(const std::string& output, const std::string& base_dir,
+                         const std::function<void(const std::string&)>& fail) {
+  if (output.empty()) return output;
+  const fs::path p = fs::path(output).lexically_normal();
+  if (p.is_absolute() || p.empty() || *p.begin() == ".." || p == ".")
+    fail("\"output\": '" + output + "' is not a folder below the session's own folder; give -o to write elsewhere");
+  return base_dir.empty() ? p.string() : (fs::path(base_dir) / p).lexically_normal().string();
+}
+
+}  // namespace
+
 Session session_from_json(const nlohmann::json& j, const std::string& base_dir, const std::string& src) {
   auto fail = [&](const std::string& what) -> void { throw Error(src + ": " + what); };
   if (!j.is_object()) fail("not a session (expected a JSON object)");
@@ -115,7 +132,7 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
     s.transform = j.value("transform", std::string("none"));
     if (s.transform != "none" && s.transform != "anscombe")
       fail("unknown transform '" + s.transform + "' (none, anscombe)");
-    s.output = resolve(j.value("output", std::string()));
+    s.output = output_below(j.value("output", std::string()), base_dir, fail);
     if (j.contains("view")) {
       if (depth_of(j["view"], kMaxViewDepth + 1) > kMaxViewDepth)
         fail("\"view\" is nested more than " + std::to_string(kMaxViewDepth) + " levels deep");

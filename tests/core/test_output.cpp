@@ -1,0 +1,307 @@
+// Output folders as one unit (issue 24, defects 6 to 9): a result replaces a
+// previous result whole or not at all, a folder of other files is refused
+// unless --overwrite, two writers of one folder cannot both run, a crash at
+// any step of the commit leaves the old or the new result (never a mix or a
+// lone hidden temporary), a failed write leaves no parent folders it made,
+// and messages name OUT, not its hidden temporaries.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "manifold/error.h"
+#include "manifold/graph_io.h"
+#include "manifold/npy.h"
+#include "manifold/output.h"
+#include "manifold/session.h"
+#include "test_support.h"
+
+using namespace manifold;
+using testing_support::random_dataset;
+using testing_support::run_cli;
+using testing_support::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+#define REQUIRE_CLI() \
+  if (!std::getenv("MANIFOLD_CLI")) GTEST_SKIP() << "MANIFOLD_CLI not set (run through ctest)"
+
+std::set<std::string> entries(const std::string& dir) {
+  std::set<std::string> s;
+  for (const auto& e : fs::directory_iterator(dir)) s.insert(e.path().filename().string());
+  return s;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+void save(const Dataset& ds, const std::string& path) { npy::write(path, ds.data(), {ds.rows(), ds.cols()}); }
+
+// A graph-folder transaction: indices with value `tag`, graph.json saying k.
+void write_graph_files(const std::string& dir, int64_t tag, int k, OutputOptions options = {}) {
+  OutputTransaction tx(dir, options);
+  const std::vector<int64_t> idx(static_cast<size_t>(4 * k), tag);
+  const std::vector<float> dist(static_cast<size_t>(4 * k), 1.f);
+  npy::write(tx.path("indices.npy"), idx.data(), {4, k});
+  npy::write(tx.path("distances.npy"), dist.data(), {4, k});
+  write_text_file(tx.path("graph.json"), "{\"k\": " + std::to_string(k) + "}\n");
+  tx.commit();
+}
+
+int64_t first_index(const std::string& dir) {
+  std::vector<int64_t> shape;
+  return npy::read<int64_t>(dir + "/indices.npy", &shape).at(0);
+}
+
+// ---- the folder as one unit -------------------------------------------------
+
+TEST(OutputFolder, ReplacesAPreviousResultWhole) {
+  TempDir t;
+  write_graph_files(t / "g", 1, 5);
+  write_graph_files(t / "g", 2, 9);
+  EXPECT_EQ(first_index(t / "g"), 2);
+  EXPECT_EQ(slurp(t / "g/graph.json"), "{\"k\": 9}\n");
+  EXPECT_EQ(entries(t / "g"), (std::set<std::string>{"indices.npy", "distances.npy", "graph.json"}));
+  EXPECT_EQ(entries(t.path), (std::set<std::string>{"g"})) << "no lock file or staging folder left beside it";
+}
+
+TEST(OutputFolder, FolderOfOtherFilesIsRefusedUnlessOverwrite) {
+  TempDir t;
+  fs::create_directories(t / "mine");
+  std::ofstream(t / "mine/notes.txt") << "keep";
+  try {
+    write_graph_files(t / "mine", 1, 5);
+    ADD_FAILURE() << "wrote a graph among the user's files";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind(t / "mine" + ": ", 0), 0u) << m;
+    EXPECT_NE(m.find("notes.txt"), std::string::npos) << m;
+    EXPECT_NE(m.find("--overwrite"), std::string::npos) << m;
+  }
+  EXPECT_EQ(entries(t / "mine"), (std::set<std::string>{"notes.txt"}));
+  EXPECT_THROW(check_output_dir(t / "mine", {"indices.npy", "distances.npy", "graph.json"}, {}), UsageError);
+  write_graph_files(t / "mine", 1, 5, {.overwrite = true});
+  EXPECT_EQ(entries(t / "mine"), (std::set<std::string>{"indices.npy", "distances.npy", "graph.json"}));
+}
+
+TEST(OutputFolder, AnEmbeddingKeepsTheGraphBesideIt) {
+  TempDir t;
+  write_graph_files(t / "g", 7, 5);
+  {
+    OutputTransaction tx(t / "g");
+    write_text_file(tx.path("embedding.json"), "{}\n");
+    write_text_file(tx.path("embedding.csv"), "x\n");
+    tx.commit();
+  }
+  EXPECT_EQ(entries(t / "g"),
+            (std::set<std::string>{"indices.npy", "distances.npy", "graph.json", "embedding.json", "embedding.csv"}));
+  EXPECT_EQ(first_index(t / "g"), 7);
+  // A k-NN graph over that folder would leave the embedding beside a graph
+  // it was not computed from.
+  EXPECT_THROW(write_graph_files(t / "g", 8, 3), UsageError);
+  EXPECT_EQ(first_index(t / "g"), 7);
+}
+
+TEST(OutputFolder, SecondWriterOfTheSameFolderFails) {
+  TempDir t;
+  auto first = std::make_unique<OutputTransaction>(t / "o");
+  try {
+    OutputTransaction second(t / "o");
+    ADD_FAILURE() << "two writers of one folder";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another manifold process is writing this folder"), std::string::npos)
+        << e.what();
+  }
+  first.reset();
+  EXPECT_NO_THROW(write_graph_files(t / "o", 1, 2));
+}
+
+TEST(OutputFolder, FailureLeavesNoParentFoldersItMade) {
+  TempDir t;
+  {
+    OutputTransaction tx(t / "a/b/c");
+    write_text_file(tx.path("graph.json"), "{}\n");
+    // destroyed uncommitted, as when an exception unwinds
+  }
+  EXPECT_FALSE(fs::exists(t / "a"));
+  EXPECT_TRUE(entries(t.path).empty());
+}
+
+TEST(OutputFolder, ExistingFileIsABadArgument) {
+  TempDir t;
+  std::ofstream(t / "file") << "x";
+  EXPECT_THROW(OutputTransaction tx(t / "file"), UsageError);
+  EXPECT_THROW(check_output_dir(t / "file"), UsageError);
+  EXPECT_EQ(slurp(t / "file"), "x");
+}
+
+TEST(OutputFolder, MessagesNameTheOutputNotItsTemporary) {
+  TempDir t;
+  OutputTransaction tx(t / "out");
+  const std::string staged = tx.path("indices.npy");
+  EXPECT_NE(staged, t / "out/indices.npy");
+  EXPECT_EQ(output_display_path(staged), t / "out/indices.npy");
+  EXPECT_EQ(output_display_path(t / "other"), t / "other");
+}
+
+// ---- a crash during the commit ------------------------------------------------
+
+const char* g_die_at = nullptr;
+void die_at_step(const char* step) {
+  if (g_die_at && std::string(step) == g_die_at) raise(SIGKILL);
+}
+
+// Runs write_graph_files(dir, tag, k) in a child process killed with SIGKILL
+// at commit step `step`.
+void killed_while_writing(const std::string& dir, int64_t tag, int k, const char* step) {
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    g_die_at = step;
+    set_output_fault_hook(die_at_step);
+    try {
+      write_graph_files(dir, tag, k);
+    } catch (...) {
+    }
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the child did not reach step " << step;
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+}
+
+TEST(OutputCrash, KilledBeforeTheSwapLeavesNoFolderOrTheOldOne) {
+  TempDir t;
+  killed_while_writing(t / "new", 1, 5, "staged");
+  EXPECT_FALSE(fs::exists(t / "new")) << "a new result folder appears whole or not at all";
+  write_graph_files(t / "old", 1, 5);
+  killed_while_writing(t / "old", 2, 9, "staged");
+  EXPECT_EQ(entries(t / "old"), (std::set<std::string>{"indices.npy", "distances.npy", "graph.json"}));
+  EXPECT_EQ(first_index(t / "old"), 1);
+  EXPECT_EQ(slurp(t / "old/graph.json"), "{\"k\": 5}\n");
+  // The next writer clears what the dead one left beside the folders.
+  write_graph_files(t / "new", 3, 2);
+  write_graph_files(t / "old", 3, 2);
+  EXPECT_EQ(entries(t.path), (std::set<std::string>{"new", "old"}));
+}
+
+TEST(OutputCrash, KilledJustAfterTheSwapLeavesTheNewResultWhole) {
+  TempDir t;
+  write_graph_files(t / "o", 1, 5);
+  killed_while_writing(t / "o", 2, 9, "swapped");
+  EXPECT_EQ(entries(t / "o"), (std::set<std::string>{"indices.npy", "distances.npy", "graph.json"}));
+  EXPECT_EQ(first_index(t / "o"), 2);
+  EXPECT_EQ(slurp(t / "o/graph.json"), "{\"k\": 9}\n");
+}
+
+// ---- the command line ----------------------------------------------------------
+
+TEST(CliOutput, KnnIntoAnotherCommandsFolderIsRefusedUnlessOverwrite) {
+  REQUIRE_CLI();
+  TempDir t;
+  save(random_dataset(60, 4, 1), t / "a.npy");
+  save(random_dataset(50, 4, 2), t / "b.npy");
+  std::string err;
+  ASSERT_EQ(run_cli("run " + (t / "a.npy") + " -k 5 --components 2 -q -o " + (t / "r"), &err), 0) << err;
+  const auto run_files = entries(t / "r");
+  ASSERT_TRUE(run_files.count("embedding.npy") && run_files.count("session.json"));
+  EXPECT_EQ(run_cli("knn " + (t / "b.npy") + " -k 3 -q -o " + (t / "r"), &err), 2);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find(t / "r"), std::string::npos) << err;
+  EXPECT_NE(err.find("--overwrite"), std::string::npos) << err;
+  EXPECT_EQ(entries(t / "r"), run_files);
+  EXPECT_EQ(read_graph(t / "r").n, 60);
+  ASSERT_EQ(run_cli("knn " + (t / "b.npy") + " -k 3 -q --overwrite -o " + (t / "r"), &err), 0) << err;
+  EXPECT_EQ(entries(t / "r"), (std::set<std::string>{"indices.npy", "distances.npy", "graph.json"}));
+  EXPECT_EQ(read_graph(t / "r").n, 50);
+  // A previous k-NN graph is replaced without asking.
+  ASSERT_EQ(run_cli("knn " + (t / "a.npy") + " -k 4 -q -o " + (t / "r"), &err), 0) << err;
+  EXPECT_EQ(read_graph(t / "r").k, 4);
+  // The output named as an existing file: a bad argument.
+  std::ofstream(t / "file") << "x";
+  EXPECT_EQ(run_cli("knn " + (t / "a.npy") + " -k 4 -q -o " + (t / "file"), &err), 2);
+  EXPECT_EQ(lines(err), 1) << err;
+}
+
+TEST(CliOutput, TooFewPointsNamesTheFile) {
+  REQUIRE_CLI();
+  TempDir t;
+  save(random_dataset(1, 4, 1), t / "one.npy");
+  std::string err;
+  EXPECT_EQ(run_cli("knn " + (t / "one.npy") + " -k 1 -q -o " + (t / "o"), &err), 2);
+  EXPECT_NE(err.find(t / "one.npy" + " has 1 points"), std::string::npos) << err;
+}
+
+// The file-size limit makes the write of indices.npy fail as a full disk
+// would (SIGXFSZ ignored: the write returns EFBIG).
+TEST(CliOutput, FailedWriteNamesTheOutputAndLeavesNothing) {
+  REQUIRE_CLI();
+  TempDir t;
+  save(random_dataset(3000, 4, 3), t / "x.npy");
+  const std::string cli = std::getenv("MANIFOLD_CLI");
+  const std::string out = t / "deep/er/o";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit r{};
+    r.rlim_cur = r.rlim_max = 64 * 1024;
+    setrlimit(RLIMIT_FSIZE, &r);
+    freopen((t / "err").c_str(), "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    execl(cli.c_str(), cli.c_str(), "knn", (t / "x.npy").c_str(), "-k", "10", "--backend", "cpu", "-q", "-o",
+          out.c_str(), nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const std::string err = slurp(t / "err");
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find(out + "/indices.npy: write failed"), std::string::npos) << err;
+  EXPECT_EQ(err.find(".manifold-"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(t / "deep")) << "the folders made for the output are removed again";
+}
+
+// ---- sessions ----------------------------------------------------------------
+
+TEST(SessionOutput, OnlyBelowTheSessionsFolder) {
+  TempDir t;
+  auto session = [](const std::string& output) {
+    return nlohmann::json{{"format", "manifold-session"}, {"version", 1}, {"data", "x.npy"}, {"output", output}};
+  };
+  EXPECT_EQ(session_from_json(session("run1"), t / "s", "s.json").output, t / "s/run1");
+  EXPECT_EQ(session_from_json(session("a/./b"), t / "s", "s.json").output, t / "s/a/b");
+  for (const std::string bad : {"../victim", "a/../../victim", "/etc/elsewhere", "."}) {
+    try {
+      session_from_json(session(bad), t / "s", "s.json");
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(m.rfind("s.json: \"output\"", 0), 0u) << m;
+      EXPECT_NE(m.find("give -o"), std::string::npos) << m;
+    }
+  }
+}
+
+}  // namespace
