@@ -116,7 +116,9 @@ TEST(Chebyshev, BlockSizeAndBadInput) {
   EXPECT_THROW(solve(broken, 3), Error);
   std::atomic<bool> cancel{true};
   Progress cancelled(nullptr, &cancel);
-  CsrBlockOperator op(diffusion_matrix_of(noisy_strip_graph(1)), 20);
+  // The operator keeps a reference to its matrix: the matrix must outlive it.
+  const DiffusionMatrix strip = diffusion_matrix_of(noisy_strip_graph(1));
+  CsrBlockOperator op(strip, 20);
   EXPECT_THROW(chebyshev_eigenpairs(op, 10, {}, cancelled), Cancelled);
 }
 

@@ -3,12 +3,12 @@
 // output is all-or-nothing.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <regex>
 #include <sstream>
 
 #include "manifold/diffusion_map.h"
@@ -78,15 +78,32 @@ struct VtpArray {
   std::vector<uint8_t> bytes;
 };
 
+// Attribute `key` of an XML start tag's text, "" when absent.
+std::string attribute(const std::string& tag, const std::string& key) {
+  const std::string k = " " + key + "=\"";
+  const size_t at = tag.find(k);
+  if (at == std::string::npos) return {};
+  const size_t from = at + k.size();
+  return tag.substr(from, tag.find('"', from) - from);
+}
+
+// Scanned by hand: std::regex recurses once per character of the base64
+// text, which overflows the stack under AddressSanitizer.
 std::vector<VtpArray> parse_vtp(const std::string& text) {
   std::vector<VtpArray> out;
-  std::regex re(R"re(<DataArray type="(\w+)"(?: Name="([^"]*)")? NumberOfComponents="(\d+)" format="binary">\s*([A-Za-z0-9+/=]+)\s*</DataArray>)re");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
+  for (size_t at = text.find("<DataArray "); at != std::string::npos; at = text.find("<DataArray ", at + 1)) {
+    const size_t tag_end = text.find('>', at);
+    const size_t close = tag_end == std::string::npos ? tag_end : text.find("</DataArray>", tag_end);
+    if (close == std::string::npos) break;
+    const std::string tag = text.substr(at, tag_end - at);
+    if (attribute(tag, "format") != "binary" || attribute(tag, "NumberOfComponents").empty()) continue;
     VtpArray a;
-    a.type = (*it)[1];
-    a.name = (*it)[2];
-    a.components = std::stoi((*it)[3]);
-    const std::string b64 = (*it)[4];
+    a.type = attribute(tag, "type");
+    a.name = attribute(tag, "Name");
+    a.components = std::stoi(attribute(tag, "NumberOfComponents"));
+    std::string b64;
+    for (size_t i = tag_end + 1; i < close; ++i)
+      if (!std::isspace(static_cast<unsigned char>(text[i]))) b64 += text[i];
     // The UInt64 byte count is 8 bytes: 12 characters when padded alone.
     const auto header = base64_decode(b64.substr(0, 12));
     uint64_t nbytes = 0;
