@@ -1,0 +1,44 @@
+#pragma once
+// Colour maps for metadata columns, defined by formulas in the OKLab colour
+// space (Ottosson 2020; Euclidean distances there track perceived
+// differences):
+//   cyclicColour      angles: constant lightness 0.75 and chroma 0.12, the
+//                     hue turning once, so equal angle steps are equal
+//                     colour steps and 0 meets 2 pi without a seam; every
+//                     colour lies inside sRGB (no clipping)
+//   categoricalColour categories: hue stepped by the golden angle from the
+//                     code, three lightness levels, chroma at most 0.15 —
+//                     a colour depends only on the code, so a category keeps
+//                     its colour in every subset; all stay at least 0.15
+//                     (OKLab) from the selection magenta (255, 0, 255)
+#include <QColor>
+#include <vector>
+
+namespace manifold::ui {
+
+/// The colour of the selection, which no metadata colour comes near.
+inline constexpr QRgb kSelectionRgb = 0xffff00ff;
+
+/// OKLab coordinates (L, a, b) of an sRGB colour.
+struct OkLab {
+  double L = 0, a = 0, b = 0;
+};
+OkLab toOkLab(const QColor& colour);
+/// The sRGB colour of OKLab (L, a, b), clamped into the gamut; `in_gamut`
+/// (optional) says whether it needed no clamping.
+QColor fromOkLab(const OkLab& lab, bool* in_gamut = nullptr);
+/// Euclidean distance in OKLab (about 0.02 is just noticeable).
+double colourDistance(const QColor& x, const QColor& y);
+
+/// The cyclic map at `turns` (wraps: 0 and 1 are the same colour).
+QColor cyclicColour(double turns);
+/// An angle in radians on the cyclic map (one turn = 2 pi).
+QColor angleColour(double radians);
+/// `count` colours of the cyclic map at 0, 1/count, ... (a lookup table
+/// for an angle range [0, 2 pi) or [0, 360)).
+std::vector<QColor> cyclicTable(int count);
+
+/// The colour of category `code`; grey for a missing value (code < 0).
+QColor categoricalColour(int code);
+
+}  // namespace manifold::ui
