@@ -20,8 +20,9 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
   embed GRAPHDIR [--k K] [--epsilon auto|median|VALUE] [--alpha A] [--components M]
           [--t T] [--symmetrize or|and|average] [--local-scaling auto|0|J] [--tolerance TOL]
           [--ncv NCV] [--no-lock-check] [--eigensolver auto|cpu|gpu]
-          [--max-matvecs N] [--time-limit SECONDS] [-o OUTDIR]
-  run DATA -k K [knn and embed options] [--embed-k K'] [--transform none|anscombe] -o OUTDIR
+          [--max-matvecs N] [--time-limit SECONDS] [--metadata FILE[:COLUMN]]... [-o OUTDIR]
+  run DATA -k K [knn and embed options] [--embed-k K'] [--transform none|anscombe]
+          [--metadata FILE[:COLUMN]]... -o OUTDIR
                                            knn then embed (-k is the graph's k, --embed-k the embedding's)
   run --demo -o OUTDIR [--pdb ID|FILE --count N --size S --axis A --photons P --seed S --q-max Q]
                                            the built-in demo (simulated ubiquitin diffraction)
@@ -47,6 +48,13 @@ why in one line; warnings flag localised coordinates and eigenvalues within 1e-6
 
 DATA: .npy, MNIST IDX (*-idx3-ubyte[.gz]), a folder of PNG/TIFF images, a multi-page
 TIFF, MRC/MRCS, HDF5/CXI (--dataset PATH). Ctrl-C cancels; nothing partial is left.
+
+--metadata (repeatable): per-point columns of length N from FILE.npy (N or N x m), .csv/.tsv
+with a header (numeric or categorical), FILE.cxi:/PATH (an HDF5 dataset) or MNIST labels
+(*-labels-idx1-ubyte[.gz]); COLUMN picks a csv column or renames. NAME.labels.npy,
+NAME.angles.npy and NAME.csv beside NAME.npy, and the labels beside MNIST images, are found
+without it. The columns go into embedding.csv/.vtp; their correlation with each psi
+(Pearson, correlation ratio, circular for angles) into embedding.json and one line.
 )";
 
 }  // namespace
