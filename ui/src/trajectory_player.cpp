@@ -208,7 +208,10 @@ void TrajectoryPlayer::build_ui() {
   layout->addLayout(progress_row);
   layout->addLayout(export_row);
   layout->addWidget(status_);
+  connect_controls();
+}
 
+void TrajectoryPlayer::connect_controls() {
   play_timer_ = new QTimer(this);
   recompute_timer_ = new QTimer(this);
   recompute_timer_->setSingleShot(true);

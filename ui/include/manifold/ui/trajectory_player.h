@@ -110,6 +110,7 @@ class TrajectoryPlayer : public QWidget {
   struct Job;
   struct Outcome;
   void build_ui();
+  void connect_controls();
   void schedule_recompute();
   void on_computed();
   void on_exported();
