@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "manifold/error.h"
+#include "manifold/printable.h"
 #include "manifold/output.h"
 
 namespace manifold::npy {
@@ -13,7 +14,7 @@ namespace manifold::npy {
 namespace {
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw Error(path + ": " + what);
+  throw Error(printable_path(path) + ": " + what);
 }
 
 /// The item size of a simple dtype string (byte order, kind, decimal size:

@@ -24,6 +24,7 @@
 
 #include "manifold/dataset.h"
 #include "manifold/error.h"
+#include "manifold/graph_io.h"
 #include "test_support.h"
 
 using namespace manifold;
@@ -282,6 +283,52 @@ TEST(HostileHdf5, ExternalLinksAreRefused) {
   o.hdf5_dataset = "/data";
   Dataset ds = load_dataset(t / "other.h5", o);
   EXPECT_EQ(ds.rows(), 3);
+}
+
+// ---- names and metadata ---------------------------------------------------------
+
+TEST(HostileNames, NewlinesAndTerminalEscapesArePrintedEscaped) {
+  TempDir t;
+  const std::string name = "two\nlines\x1b]0;title\x07.npy";
+  write_file(t / name, {'n', 'o', 't', ' ', 'n', 'u', 'm', 'p', 'y'});
+  try {
+    load_dataset(t / name);
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    EXPECT_EQ(m.find('\x1b'), std::string::npos) << m;
+    EXPECT_EQ(m.find('\x07'), std::string::npos) << m;
+    EXPECT_NE(m.find("two\\nlines\\x1b]0;title\\x07.npy\": "), std::string::npos) << m;
+  }
+}
+
+TEST(HostileGraph, UnknownMetricNamesTheGraphFileNotAnOption) {
+  TempDir t;
+  KnnGraph g;
+  g.n = 3, g.k = 1, g.d = 2;
+  g.indices = {1, 0, 1};
+  g.distances = {1, 1, 2};
+  write_graph(t / "g", g);
+  std::string json;
+  {
+    std::ifstream in(t / "g/graph.json");
+    json.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = json.find("\"euclidean\"");
+  ASSERT_NE(at, std::string::npos);
+  json.replace(at, 11, "\"manhattan\"");
+  std::ofstream(t / "g/graph.json") << json;
+  try {
+    read_graph(t / "g");
+    ADD_FAILURE() << "read";
+  } catch (const UsageError& e) {
+    ADD_FAILURE() << "a bad argument, but the user gave none: " << e.what();
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind(t / "g/graph.json: unknown metric 'manhattan'", 0), 0u) << m;
+    EXPECT_EQ(m.find("--metric"), std::string::npos) << m;
+  }
 }
 
 // ---- running out of memory --------------------------------------------------

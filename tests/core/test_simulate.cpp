@@ -111,6 +111,16 @@ TEST(Pdb, BadFilesGiveOneLine) {
   p.count = 2;
   Progress progress;
   EXPECT_NE(message_of([&] { simulate_diffraction(u, p, progress); }).find("element 'U'"), std::string::npos);
+  // nan and inf parse as numbers but place no atom: refused, not simulated.
+  const std::string nan_x = "ATOM      2  CA  MET A   1         nan  25.413   2.842  1.00 10.38           C  \n";
+  EXPECT_NE(message_of([&] { parse_pdb(good + nan_x, "n.pdb"); }).find("n.pdb:2: bad x coordinate 'nan'"), std::string::npos);
+  const std::string inf_z = "ATOM      2  CA  MET A   1      26.266  25.413    -inf  1.00 10.38           C  \n";
+  EXPECT_NE(message_of([&] { parse_pdb(good + inf_z, "i.pdb"); }).find("i.pdb:2: bad z coordinate '-inf'"), std::string::npos);
+  const std::string nan_occupancy = "ATOM      2  CA  MET A   1      26.266  25.413   2.842   nan 10.38           C  \n";
+  EXPECT_NE(message_of([&] { parse_pdb(good + nan_occupancy, "o.pdb"); }).find("bad occupancy"), std::string::npos);
+  // A file name with a newline and a terminal escape is printed escaped.
+  const std::string shown = message_of([&] { parse_pdb("hello\n", "a\nb\x1b[31m.pdb"); });
+  EXPECT_EQ(shown.rfind("\"a\\nb\\x1b[31m.pdb\": no ATOM", 0), 0u) << shown;
 }
 
 /// I at pixel (r, c) by the direct sum over atoms, independently of the simulator's factorisation.

@@ -12,11 +12,12 @@
 #include <filesystem>
 
 #include "manifold/error.h"
+#include "manifold/printable.h"
 #include "readers.h"
 
 namespace manifold::io {
 
-void fail(const std::string& path, const std::string& what) { throw Error(path + ": " + what); }
+void fail(const std::string& path, const std::string& what) { throw Error(printable_path(path) + ": " + what); }
 
 size_t sample_size(Sample s) {
   switch (s) {

@@ -2,11 +2,13 @@
 #include "manifold/pdb.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "manifold/error.h"
+#include "manifold/printable.h"
 
 namespace manifold {
 
@@ -44,7 +46,7 @@ Molecule parse_pdb(const std::string& text, const std::string& source, const Pdb
     if (rec == "ENDMDL") break;  // first model only (NMR files hold many)
     if (rec != "ATOM  " && rec != "HETATM") continue;
     any_record = true;
-    auto where = source + ":" + std::to_string(lineno) + ": ";
+    auto where = printable_path(source) + ":" + std::to_string(lineno) + ": ";
     if (line.size() < 54) throw Error(where + "ATOM/HETATM record is too short for coordinates (columns 31-54)");
     const char alt = line[16];
     if (alt != ' ' && alt != 'A' && alt != '1') continue;
@@ -58,13 +60,14 @@ Molecule parse_pdb(const std::string& text, const std::string& source, const Pdb
       const std::string s = field(line, 30 + 8 * c, 8);
       char* end = nullptr;
       *xyz[c] = std::strtod(s.c_str(), &end);
-      if (s.empty() || *end) throw Error(where + "bad " + "xyz"[c] + " coordinate '" + s + "'");
+      // nan and inf parse as numbers but place no atom anywhere.
+      if (s.empty() || *end || !std::isfinite(*xyz[c])) throw Error(where + "bad " + "xyz"[c] + " coordinate '" + s + "'");
     }
     const std::string occ = field(line, 54, 6);
     if (!occ.empty()) {
       char* end = nullptr;
       a.occupancy = std::strtod(occ.c_str(), &end);
-      if (*end || a.occupancy < 0 || a.occupancy > 1) throw Error(where + "bad occupancy '" + occ + "'");
+      if (*end || !(a.occupancy >= 0 && a.occupancy <= 1)) throw Error(where + "bad occupancy '" + occ + "'");
     }
     std::string el = field(line, 76, 2);
     if (el.empty()) {
@@ -78,8 +81,8 @@ Molecule parse_pdb(const std::string& text, const std::string& source, const Pdb
     a.element = element_case(el);
     mol.atoms.push_back(std::move(a));
   }
-  if (!any_record) throw Error(source + ": no ATOM/HETATM records (not a PDB file?)");
-  if (mol.atoms.empty()) throw Error(source + ": no atoms left after dropping waters and alternate locations");
+  if (!any_record) throw Error(printable_path(source) + ": no ATOM/HETATM records (not a PDB file?)");
+  if (mol.atoms.empty()) throw Error(printable_path(source) + ": no atoms left after dropping waters and alternate locations");
   return mol;
 }
 

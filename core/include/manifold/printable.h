@@ -1,0 +1,13 @@
+#pragma once
+// File names in messages: a name holding a newline or a terminal escape
+// would split the one-line message or drive the user's terminal, so such a
+// name is printed quoted with C-style escapes; any other name as it is.
+#include <string>
+
+namespace manifold {
+
+/// `path` as it is when it holds no control characters; otherwise in double
+/// quotes with \n, \r, \t, \\, \" and \xHH for the other control bytes.
+std::string printable_path(const std::string& path);
+
+}  // namespace manifold

@@ -1,0 +1,36 @@
+#include "manifold/printable.h"
+
+#include <cstdio>
+
+namespace manifold {
+
+namespace {
+bool is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
+}  // namespace
+
+std::string printable_path(const std::string& path) {
+  bool plain = true;
+  for (unsigned char c : path) plain &= !is_control(c);
+  if (plain) return path;
+  std::string out = "\"";
+  for (unsigned char c : path) {
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      default:
+        if (is_control(c)) {
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "\\x%02x", c);
+          out += hex;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace manifold
