@@ -275,6 +275,7 @@ Eigenpairs gpu_top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOp
   const auto t1 = std::chrono::steady_clock::now();
   ChebyshevOptions co;
   co.tolerance = options.tolerance;
+  co.lower = spectrum_lower_bound(a);
   // The budget counts products with A; a block product counts once.
   if (options.max_matvecs > 0) co.max_products = options.max_matvecs;
   co.time_limit_s = options.time_limit_s;
@@ -306,6 +307,10 @@ void register_gpu_eigensolver() {
   // In use: a k-NN build made a context, or an earlier solve ran.
   static std::atomic<bool> solved{false};
   d.warm = [] { return DeviceContext::any() || solved.load(std::memory_order_relaxed); };
+  d.start = [] {
+    DeviceScope scope(0);
+    cuda_check(cudaFree(nullptr), "starting the device");
+  };
   d.solve = [](const DiffusionMatrix& a, int count, const EigenOptions& o, Progress& progress) {
     Eigenpairs e = gpu_top_eigenpairs(a, count, o, progress);
     solved.store(true, std::memory_order_relaxed);

@@ -173,6 +173,35 @@ INSTANTIATE_TEST_SUITE_P(Variants, DenseAgreement,
                                            Variant{"or", 1.0, kLocalScalingAuto, "median", Metric::Cosine},
                                            Variant{"average", 0.5, 0, "median", Metric::Pearson}));
 
+TEST(Diffusion, SpectrumLowerBoundHoldsAndTightensForNarrowKernels) {
+  // The Chebyshev filter damps [lower bound, cut]: an eigenvalue below the
+  // bound would be amplified instead, so the bound must hold for every
+  // kernel; a narrow kernel (large self-weights) must raise it above -1.
+  const int64_t n = 300;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<double> pts(n * 3);
+  for (auto& x : pts) x = u(rng);
+  const KnnGraph g = knn_graph(pts, n, 3, 15);
+  DiffusionParams wide;
+  wide.k = 12;
+  wide.local_scaling = 0;
+  Progress progress;
+  const double median_eps = diffusion_matrix(g, wide, progress).epsilon;
+  for (double scale : {0.1, 0.2, 0.3, 1.0, 10.0}) {
+    DiffusionParams p = wide;
+    p.epsilon = std::to_string(scale * median_eps);
+    const DiffusionMatrix a = diffusion_matrix(g, p, progress);
+    ASSERT_EQ(a.n, n);
+    const DenseReference ref = dense_reference(g, p);
+    const double least = ref.values[n - 1];
+    const double bound = spectrum_lower_bound(a);
+    EXPECT_LE(bound, least) << "epsilon " << scale << " x median";
+    EXPECT_GE(bound, -1.0);
+    if (scale <= 0.1) EXPECT_GT(bound, -0.5) << "a narrow kernel's self-weights";
+  }
+}
+
 TEST(Diffusion, SymmetrisationRulesDiffer) {
   // The three rules give different matrices on a graph with one-sided edges,
   // so their spectra must differ; "and" has the fewest edges.

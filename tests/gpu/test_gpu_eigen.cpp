@@ -104,6 +104,30 @@ TEST(GpuEigen, FreshRandomManifoldsMatchBothCpuSolvers) {
   }
 }
 
+TEST(GpuEigen, NarrowKernelWithARaisedLowerBoundMatchesSpectra) {
+  // A tenth of the median epsilon: large self-weights lift the Gershgorin
+  // bound the filter damps from well above -1; the pairs must not change.
+  REQUIRE_GPU();
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<double> cube(3000 * 3);
+  for (auto& v : cube) v = u(rng);
+  const KnnGraph g = knn_graph(cube, 3000, 3, 20);
+  Progress progress;
+  DiffusionParams p;
+  p.k = 15;
+  p.local_scaling = 0;
+  p.epsilon = std::to_string(0.1 * diffusion_matrix(g, p, progress).epsilon);
+  const DiffusionMatrix a = diffusion_matrix(g, p, progress);
+  ASSERT_GT(spectrum_lower_bound(a), -0.9);
+  const Eigenpairs e = on_gpu(a, 11), ref = spectra(a, 11);
+  for (int c = 0; c < 11; ++c) EXPECT_NEAR(e.values[c], ref.values[c], 1e-9) << c;
+  EXPECT_LE(eigenpair_errors(a, e).first, 1.01e-10);
+  EXPECT_GT(worst_cos_separated(e, ref, a.n), 1 - 1e-8);
+}
+
 TEST(GpuEigen, EveryBlockWidthAndBothSpmmPathsAgree) {
   // Our SpMM kernel has 1-4 columns per lane (blocks up to 32, 64, 96, 128
   // columns); cuSPARSE's (MANIFOLD_SPMM_ALG=2) is the reference path.

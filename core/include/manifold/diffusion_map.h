@@ -145,6 +145,13 @@ struct DiffusionMatrix {
   void multiply(const double* x, double* y, int threads) const;
 };
 
+/// A lower bound of A's spectrum for the Chebyshev filter: A is similar to
+/// the row-stochastic P = D^-1 K^a and shares its diagonal, so by Gershgorin
+/// every eigenvalue is at least min_i (2 A_ii - 1) (and at least -1). A kernel
+/// narrow enough to stall puts much weight on each point itself, and a bound
+/// above -1 shortens the interval the filter must damp.
+double spectrum_lower_bound(const DiffusionMatrix& a);
+
 /// Stages 1-6.
 DiffusionMatrix diffusion_matrix(const KnnGraph& graph, const DiffusionParams& params, Progress& progress);
 
@@ -189,6 +196,9 @@ struct DeviceEigensolver {
   std::string method;                ///< what embedding.json's solver.method says
   std::function<bool()> available;   ///< a device is present
   std::function<bool()> warm;        ///< optional: the device is already in use by this process
+  /// Optional: starts the device (driver, context) ahead of the first
+  /// solve; diffusion_map() runs it on another thread while it builds the matrix.
+  std::function<void()> start;
   std::function<Eigenpairs(const DiffusionMatrix&, int count, const EigenOptions&, Progress&)> solve;
 };
 /// Thrown by an eigensolve that spent its budget (EigenOptions::max_matvecs,

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -792,6 +793,39 @@ const DeviceEigensolver* device_for(const DiffusionParams& params, int64_t n) {
   return n >= least && d->available() ? d : nullptr;
 }
 
+/// The device's start-up (driver and context: a tenth of a second or more
+/// in a fresh process) on another thread while the CPU builds the matrix,
+/// when params would solve on a device for a graph of n points. wait()
+/// returns the seconds the solve still had to wait for it.
+class DeviceStart {
+ public:
+  DeviceStart(const DiffusionParams& params, int64_t n) {
+    const DeviceEigensolver* d = device_eigensolver();
+    if (!d || !d->start || params.eigensolver == "cpu") return;
+    if (d->warm && d->warm()) return;  // started already
+    if (params.eigensolver != "gpu" && n < kDeviceEigensolveMinRows) return;
+    started_ = std::async(std::launch::async, [d] {
+      try {
+        if (d->available()) d->start();
+      } catch (...) {
+        // The solve itself meets the same failure and reports it.
+      }
+    });
+  }
+  ~DeviceStart() { wait(); }
+  DeviceStart(const DeviceStart&) = delete;
+  DeviceStart& operator=(const DeviceStart&) = delete;
+  double wait() {
+    if (!started_.valid()) return 0;
+    const auto t = Clock::now();
+    started_.get();
+    return seconds_since(t);
+  }
+
+ private:
+  std::future<void> started_;
+};
+
 /// Solves on `device`; with eigensolver = auto a device failure (out of
 /// memory, no convergence) is recorded in `fallback` and `device` set to
 /// null so the caller solves on the CPU.
@@ -869,8 +903,10 @@ const DeviceEigensolver* device_eigensolver() {
 DiffusionResult diffusion_map(const KnnGraph& graph, const DiffusionParams& params, Progress& progress,
                               const DiffusionResult* start_from) {
   const auto t_start = Clock::now();
+  DeviceStart device_start(params, graph.n);
   DiffusionMatrix a = diffusion_matrix(graph, params, progress);
   check_component_size(a, params.components);
+  if (const double waited = device_start.wait(); waited > 0) a.timings.emplace_back("device start", waited);
   auto t = Clock::now();
   EigenOptions eo;
   eo.tolerance = params.tolerance;

@@ -492,6 +492,17 @@ void normalise(const Pattern& pat, double epsilon, double alpha, Sym sym, int th
   progress.finish();
 }
 
+}  // namespace
+
+double spectrum_lower_bound(const DiffusionMatrix& a) {
+  double least = 1;
+  for (double d : a.diag) least = std::min(least, d);
+  // The margin covers the rounding of A_ii and of P's unit row sums.
+  return std::max(-1.0, 2 * least - 1 - 1e-12);
+}
+
+namespace {
+
 /// The rows of the largest component (ties: the one with the smallest member).
 std::vector<int64_t> largest_component(const std::vector<int32_t>& label, int count) {
   std::vector<int64_t> size(static_cast<size_t>(count), 0);
