@@ -128,6 +128,7 @@ int cmd_trajectory(int argc, char** argv) {
   movie.log_scale = a.has("--log");
   if (!(movie.fps > 0) || !(movie.fps <= 1000)) throw UsageError("--fps: must be a number in (0, 1000]");
   if (!fs::is_directory(dir)) throw UsageError(dir + ": no such embedding folder");
+  check_movie_output(out, format);
 
   // Order and bins first: a bad option fails before the data is read.
   const Embedding e = read_embedding(dir);

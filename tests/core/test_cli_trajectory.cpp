@@ -161,6 +161,7 @@ TEST(CliTrajectory, BadInputGivesOneLineAndExitTwo) {
       {"--path " + (t / "none.npy") + " -o " + movie, "--path"},
       {"--fps 0 -o " + movie, "--fps"},
       {"-o " + (t / "m.avi"), "m.avi"},
+      {"-o " + (t / "missing/m.gif"), "does not exist"},
       {"", "-o"},
       {"--data " + (t / "none.npy") + " -o " + movie, "--data"},
   };

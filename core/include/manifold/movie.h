@@ -51,9 +51,13 @@ GreyFrames render_frames(const TrajectoryFrames& frames, const MovieOptions& opt
 
 enum class MovieFormat { PngSeries, Gif, Mp4 };
 /// .gif -> Gif, .mp4 -> Mp4, no extension or an existing folder -> PngSeries;
-/// another extension is a UsageError naming -o.
+/// another extension is a UsageError naming the path.
 MovieFormat movie_format_for(const std::string& path);
 std::string to_string(MovieFormat format);
+/// Fails early (UsageError naming the path) where `path` cannot take the
+/// movie: a PNG series needs a new or empty folder whose parent is writable;
+/// a GIF or MP4 an existing folder to go into.
+void check_movie_output(const std::string& path, MovieFormat format);
 
 /// True when this build encodes GIF and MP4 (FFmpeg's libraries were found).
 bool have_video_encoding();

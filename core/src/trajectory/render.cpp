@@ -101,11 +101,7 @@ std::string frame_name(size_t i, size_t count) {
 }
 
 std::string write_png_series(const std::string& dir, const GreyFrames& frames, const nlohmann::json& info) {
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw UsageError("-o " + dir + ": exists and is not a folder");
-  if (fs::is_directory(dir, ec) && !fs::is_empty(dir, ec))
-    throw UsageError("-o " + dir + ": the folder is not empty (a PNG series needs a new or empty folder)");
-  check_output_dir(dir);
+  check_movie_output(dir, MovieFormat::PngSeries);
   OutputTransaction tx(dir);
   for (size_t i = 0; i < frames.count; ++i) {
     const std::string name = frame_name(i, frames.count);
@@ -179,6 +175,21 @@ GreyFrames render_frames(const TrajectoryFrames& frames, const MovieOptions& o) 
   return g;
 }
 
+void check_movie_output(const std::string& path, MovieFormat format) {
+  std::error_code ec;
+  if (format == MovieFormat::PngSeries) {
+    if (fs::exists(path, ec) && !fs::is_directory(path, ec)) throw UsageError(path + ": exists and is not a folder");
+    if (fs::is_directory(path, ec) && !fs::is_empty(path, ec))
+      throw UsageError(path + ": the folder is not empty (a PNG series needs a new or empty folder)");
+    check_output_dir(path);
+    return;
+  }
+  if (fs::is_directory(path, ec)) throw UsageError(path + ": is a folder, not a movie file");
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    throw UsageError(path + ": the folder " + parent.string() + " does not exist");
+}
+
 MovieFormat movie_format_for(const std::string& path) {
   std::error_code ec;
   if (path.empty()) throw UsageError("-o: missing the output (movie.gif, movie.mp4 or a folder)");
@@ -188,7 +199,7 @@ MovieFormat movie_format_for(const std::string& path) {
   if (ext == ".gif") return MovieFormat::Gif;
   if (ext == ".mp4") return MovieFormat::Mp4;
   if (ext.empty()) return MovieFormat::PngSeries;
-  throw UsageError("-o " + path + ": unknown movie format '" + ext + "' (movie.gif, movie.mp4 or a folder for PNG frames)");
+  throw UsageError(path + ": unknown movie format '" + ext + "' (movie.gif, movie.mp4 or a folder for PNG frames)");
 }
 
 std::string to_string(MovieFormat format) {
@@ -205,6 +216,7 @@ std::string write_movie(const std::string& path, MovieFormat format, const GreyF
   if (frames.count == 0) throw UsageError("trajectory: no frames to write");
   if (!(fps > 0) || !(fps <= 1000)) throw UsageError("--fps: must be a number in (0, 1000]");
   if (format == MovieFormat::PngSeries) return write_png_series(path, frames, info);
+  check_movie_output(path, format);
   return write_video(path, format, frames, fps);
 }
 

@@ -29,7 +29,7 @@ std::string write_video(const std::string& path, MovieFormat format, const GreyF
 bool have_video_encoding() { return false; }
 
 std::string write_video(const std::string& path, MovieFormat format, const GreyFrames&, double) {
-  throw Error("-o " + path + ": this build has no FFmpeg libraries for " + to_string(format) +
+  throw Error(path + ": this build has no FFmpeg libraries for " + to_string(format) +
               " (install libavformat-dev, libavcodec-dev, libswscale-dev and rebuild), or write PNG frames to a folder");
 }
 
