@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "manifold/session.h"
+#include "manifold/ui/gui_words.h"
 #include "manifold/ui/main_window.h"
 #include "ui_test_support.h"
 
@@ -23,10 +24,10 @@ namespace t = manifold::ui::test;
 
 namespace {
 
-/// The coordinates the view's axes are titled with ("psi 3" -> 3).
+/// The coordinates the view's axes are titled with ("ψ3" -> 3).
 std::vector<int> drawn_axes(const EmbeddingView& view) {
   std::vector<int> axes;
-  for (const QString& title : view.axisTitles()) axes.push_back(title.section(' ', 1).toInt());
+  for (const QString& title : view.axisTitles()) axes.push_back(title.mid(1).toInt());
   return axes;
 }
 
@@ -48,7 +49,8 @@ bool view_draws(const EmbeddingView& view, const DiffusionResult& r) {
   return true;
 }
 
-/// The warning line a result calls for: its diagnostics' lines, in order.
+/// The warning line a result calls for: its diagnostics' lines, in order,
+/// in the panel's words (guiWords).
 bool warning_line_shows(const MainWindow& w, const DiffusionResult& r) {
   const QString text = w.warningText();
   const auto& warnings = r.diagnostics.warnings;
@@ -56,7 +58,7 @@ bool warning_line_shows(const MainWindow& w, const DiffusionResult& r) {
   const QStringList lines = text.split('\n');
   if (lines.size() != static_cast<int>(warnings.size())) return false;
   for (size_t i = 0; i < warnings.size(); ++i)
-    if (!lines[static_cast<int>(i)].endsWith(QString::fromStdString(warnings[i]))) return false;
+    if (!lines[static_cast<int>(i)].endsWith(guiWords(QString::fromStdString(warnings[i])))) return false;
   return true;
 }
 

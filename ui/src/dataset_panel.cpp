@@ -105,6 +105,9 @@ QString DatasetPanel::fact(const QString& name) const {
 
 void DatasetPanel::setDataset(std::shared_ptr<const LoadedDataset> ds) {
   model_->setDataset(ds);
+  // A new dataset starts at its first image, not where the last one was scrolled to.
+  gallery_->scrollToTop();
+  gallery_->clearSelection();
   placeholder_->setVisible(!ds);
   while (facts_->rowCount() > 0) facts_->removeRow(0);
   if (!ds) return;

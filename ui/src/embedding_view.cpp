@@ -3,6 +3,7 @@
 #include <QElapsedTimer>
 #include <QKeyEvent>
 #include <QMouseEvent>
+#include <QFontMetrics>
 #include <QPainter>
 #include <QPainterPath>
 #include <QTimer>
@@ -40,6 +41,8 @@
 #include <vtkSmartPointer.h>
 #include <vtkTextProperty.h>
 #include <vtkUnsignedCharArray.h>
+
+#include <fontconfig/fontconfig.h>
 
 #include "manifold/ui/palette.h"
 
@@ -84,6 +87,79 @@ vtkSmartPointer<vtkCellArray> vertices_of(const std::vector<vtkIdType>& ids) {
   return cells;
 }
 
+/// A sans-serif font file that has Greek letters (the colour bar's "ψ1"),
+/// found through fontconfig; "" when there is none. VTK's built-in fonts
+/// have no Greek letters: they would draw "ψ1" as "1".
+const std::string& greek_font_file() {
+  static const std::string file = [] {
+    std::string path;
+    FcConfig* config = FcInitLoadConfigAndFonts();
+    if (!config) return path;
+    FcPattern* pattern = FcNameParse(reinterpret_cast<const FcChar8*>("sans-serif:charset=3c8"));
+    FcConfigSubstitute(config, pattern, FcMatchPattern);
+    FcDefaultSubstitute(pattern);
+    FcResult result;
+    FcPattern* match = FcFontMatch(config, pattern, &result);
+    FcChar8* name = nullptr;
+    FcCharSet* chars = nullptr;
+    if (match && FcPatternGetString(match, FC_FILE, 0, &name) == FcResultMatch &&
+        FcPatternGetCharSet(match, FC_CHARSET, 0, &chars) == FcResultMatch && FcCharSetHasChar(chars, 0x3c8))
+      path = reinterpret_cast<const char*>(name);
+    if (match) FcPatternDestroy(match);
+    FcPatternDestroy(pattern);
+    FcConfigDestroy(config);
+    return path;
+  }();
+  return file;
+}
+
+void use_greek_font(vtkTextProperty* text) {
+  if (greek_font_file().empty()) return;
+  text->SetFontFamily(VTK_FONT_FILE);
+  text->SetFontFile(greek_font_file().c_str());
+}
+
+/// The axis-aligned box of the points drawn.
+struct Bounds {
+  double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+  bool empty = true;
+  double size() const {
+    return std::sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                     (hi[2] - lo[2]) * (hi[2] - lo[2]));
+  }
+};
+
+Bounds bounds_of(const std::vector<float>& xyz, int64_t n, bool planar) {
+  Bounds b;
+  for (int64_t i = 0; i < n; ++i)
+    for (int a = 0; a < (planar ? 2 : 3); ++a) {
+      const double v = xyz[static_cast<size_t>(3 * i + a)];
+      if (!std::isfinite(v)) continue;
+      if (b.empty || v < b.lo[a]) b.lo[a] = v;
+      if (b.empty || v > b.hi[a]) b.hi[a] = v;
+      if (a == (planar ? 1 : 2)) b.empty = false;
+    }
+  return b;
+}
+
+/// Whether the view must be re-framed for points that moved from `a` to `b`:
+/// their extent grew or shrank by more than half (a new epsilon or diffusion
+/// time, another point set), or their centre moved by more than a quarter of
+/// it. Smaller changes (a re-embedding that flips a sign or rescales by a few
+/// per cent) keep the user's zoom and pan as well as the rotation.
+bool materially_different(const Bounds& a, const Bounds& b) {
+  if (a.empty || b.empty) return a.empty != b.empty;
+  const double sa = a.size(), sb = b.size();
+  if (!(sa > 0) || !(sb > 0)) return sa != sb;
+  if (sb > 1.5 * sa || sb < sa / 1.5) return true;
+  double shift = 0;
+  for (int i = 0; i < 3; ++i) {
+    const double d = (a.lo[i] + a.hi[i] - b.lo[i] - b.hi[i]) / 2;
+    shift += d * d;
+  }
+  return std::sqrt(shift) > 0.25 * std::max(sa, sb);
+}
+
 vtkSmartPointer<vtkCellArray> all_vertices(vtkIdType n, vtkIdType stride) {
   std::vector<vtkIdType> ids;
   ids.reserve(static_cast<size_t>(n / stride + 1));
@@ -121,6 +197,8 @@ struct EmbeddingView::Impl {
 
   int64_t n = 0;
   bool planar = false;
+  Bounds bounds;  // of the points drawn: a re-embedding far from them re-frames the view
+  QString placeholder = QObject::tr("Open a dataset (or the demo) and press Run to see its diffusion map.");
   QStringList axis_titles;
   bool has_colours = false;
   double point_size = 3.0;
@@ -165,6 +243,8 @@ struct EmbeddingView::Impl {
   }
   void update_marks();
   void update_axes();
+  /// "X ψ1   Y ψ2   Z ψ3" in the top-left corner.
+  void paint_axis_key(QPainter& p) const;
   void project();
   void forward(QMouseEvent* e);
   double dpr() const { return widget->devicePixelRatioF(); }
@@ -234,7 +314,7 @@ void EmbeddingView::Impl::setup() {
   // Constant colour when nothing colours the points: light, like ParaView's.
   cloud_actor->GetProperty()->SetColor(0.95, 0.95, 0.95);
   lod_actor->GetProperty()->SetColor(0.95, 0.95, 0.95);
-  selected_actor->GetProperty()->SetColor(1.0, 0.0, 1.0);  // ParaView's selection magenta
+  selected_actor->GetProperty()->SetColor(kSelectionColour.redF(), kSelectionColour.greenF(), kSelectionColour.blueF());
   pinned_actor->GetProperty()->SetColor(1.0, 0.9, 0.1);
   for (auto* a : {cloud_actor.GetPointer(), lod_actor.GetPointer(), selected_actor.GetPointer(),
                   pinned_actor.GetPointer()})
@@ -246,6 +326,8 @@ void EmbeddingView::Impl::setup() {
 
   colour_bar->SetLookupTable(gradient);
   colour_bar->SetNumberOfLabels(5);
+  // VTK's default "%-#6.3g" keeps the point of a whole number ("2."); "%-6.3g" drops it.
+  colour_bar->SetLabelFormat("%-6.3g");
   colour_bar->SetMaximumWidthInPixels(90);
   colour_bar->SetBarRatio(0.25);
   colour_bar->GetPositionCoordinate()->SetValue(0.83, 0.1);
@@ -254,6 +336,8 @@ void EmbeddingView::Impl::setup() {
   colour_bar->GetTitleTextProperty()->SetFontSize(13);
   colour_bar->GetLabelTextProperty()->SetFontSize(12);
   colour_bar->UnconstrainedFontSizeOn();
+  use_greek_font(colour_bar->GetTitleTextProperty());
+  use_greek_font(colour_bar->GetLabelTextProperty());
   colour_bar->VisibilityOff();
   renderer->AddViewProp(colour_bar);
 
@@ -430,19 +514,22 @@ void EmbeddingView::setPoints(std::vector<float> xyz, bool planar, const QString
   if (d_->pinned_row >= n) d_->pinned_row = -1;
   d_->update_marks();
   d_->axis_titles = axis_titles;
-  for (int i = 0; i < 3; ++i) {
-    const QString t = i < axis_titles.size() ? axis_titles[i] : QString();
-    const QByteArray utf8 = t.toUtf8();
-    if (i == 0) d_->axes->SetXTitle(utf8.constData());
-    if (i == 1) d_->axes->SetYTitle(utf8.constData());
-    if (i == 2) d_->axes->SetZTitle(utf8.constData());
-  }
+  // VTK draws axis titles in its vector font, which has no Greek letters
+  // ("ψ1" would come out as "1"): the axes are named X, Y, Z there and the
+  // titles stand in a key the widget paints (paint_axis_key).
+  d_->axes->SetXTitle("X");
+  d_->axes->SetYTitle("Y");
+  d_->axes->SetZTitle("Z");
   d_->update_axes();
   d_->interactor->SetInteractorStyle(planar ? static_cast<vtkInteractorObserver*>(d_->style2d)
                                             : static_cast<vtkInteractorObserver*>(d_->style3d));
   ++d_->points_version;
+  const Bounds before = d_->bounds;
+  d_->bounds = bounds_of(xyz, n, planar);
   if (reset_camera || was_empty || was_planar != planar)
     resetCamera();
+  else if (materially_different(before, d_->bounds))
+    reframe();
   else
     d_->renderer->ResetCameraClippingRange();
   d_->request_render();
@@ -481,7 +568,7 @@ void EmbeddingView::setColours(const PointColours& colours) {
     lut.SetNumberOfTableValues(static_cast<vtkIdType>(seen.size()));
     int i = 0;
     for (auto& [value, unused] : seen) {
-      const QColor c = categoryColour(i);
+      const QColor c = categoryColour(value);
       lut.SetTableValue(i, c.redF(), c.greenF(), c.blueF(), 1.0);
       lut.SetAnnotation(vtkVariant(static_cast<double>(value)), std::to_string(value));
       ++i;
@@ -532,6 +619,22 @@ void EmbeddingView::setTool(Tool tool) {
 
 EmbeddingView::Tool EmbeddingView::tool() const { return d_->tool; }
 
+std::array<double, 3> EmbeddingView::viewDirection() const {
+  const double* v = d_->renderer->GetActiveCamera()->GetDirectionOfProjection();
+  return {v[0], v[1], v[2]};
+}
+
+QString EmbeddingView::placeholderText() const { return d_->placeholder; }
+
+void EmbeddingView::setPlaceholderText(const QString& text) {
+  d_->placeholder = text;
+  if (d_->n == 0) update();
+}
+
+QString EmbeddingView::colourTitle() const { return QString::fromUtf8(d_->colour_bar->GetTitle()); }
+
+QString EmbeddingView::colourBarLabelFormat() const { return QString::fromUtf8(d_->colour_bar->GetLabelFormat()); }
+
 void EmbeddingView::resetCamera() {
   vtkCamera* camera = d_->renderer->GetActiveCamera();
   camera->SetFocalPoint(0, 0, 0);
@@ -545,6 +648,14 @@ void EmbeddingView::resetCamera() {
     camera->OrthogonalizeViewUp();
     d_->renderer->ResetCamera();
   }
+  d_->renderer->ResetCameraClippingRange();
+  d_->request_render();
+}
+
+void EmbeddingView::reframe() {
+  // vtkRenderer::ResetCamera keeps the direction of projection and the view
+  // up: the points fill the view again, seen from where the user turned them.
+  d_->renderer->ResetCamera();
   d_->renderer->ResetCameraClippingRange();
   d_->request_render();
 }
@@ -576,7 +687,25 @@ double EmbeddingView::lastFrameMs() const { return d_->frame_ms; }
 
 QImage EmbeddingView::renderFrame() {
   d_->render(true);
-  return d_->frame;
+  QImage frame = d_->frame;
+  QPainter p(&frame);
+  d_->paint_axis_key(p);
+  return frame;
+}
+
+void EmbeddingView::Impl::paint_axis_key(QPainter& p) const {
+  if (n == 0 || axis_titles.isEmpty()) return;
+  QStringList parts;
+  const char* names[3] = {"X", "Y", "Z"};
+  for (int i = 0; i < std::min<int>(planar ? 2 : 3, static_cast<int>(axis_titles.size())); ++i)
+    parts << QStringLiteral("%1 %2").arg(QLatin1String(names[i]), axis_titles[i]);
+  p.save();
+  p.setPen(QColor(235, 235, 235));
+  QFont font = p.font();
+  font.setPointSizeF(font.pointSizeF() * 1.1);
+  p.setFont(font);
+  p.drawText(QPointF(10, 10 + QFontMetrics(font).ascent()), parts.join(QStringLiteral("   ")));
+  p.restore();
 }
 
 int64_t EmbeddingView::pointAt(QPointF pos, double radius) {
@@ -639,18 +768,20 @@ void EmbeddingView::paintEvent(QPaintEvent*) {
   if (d_->n == 0) {
     p.fillRect(rect(), QColor::fromRgbF(kBackground[0], kBackground[1], kBackground[2]));
     p.setPen(QColor(230, 230, 230));
-    p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
-               tr("Open a dataset (or the demo) and press Run to see its diffusion map."));
+    p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, d_->placeholder);
     return;
   }
   const QSize device(static_cast<int>(std::lround(width() * d_->dpr())),
                      static_cast<int>(std::lround(height() * d_->dpr())));
   if (d_->dirty || d_->frame.size() != device) d_->render(false);
   p.drawImage(QPointF(0, 0), d_->frame);
+  d_->paint_axis_key(p);
   if (d_->pressed && d_->tool != Tool::Navigate && d_->lasso.size() > 1) {
     p.setRenderHint(QPainter::Antialiasing);
-    p.setPen(QPen(QColor(255, 0, 255), 1.5, Qt::DashLine));
-    p.setBrush(QColor(255, 0, 255, 40));
+    p.setPen(QPen(kSelectionColour, 1.5, Qt::DashLine));
+    QColor fill = kSelectionColour;
+    fill.setAlpha(40);
+    p.setBrush(fill);
     p.drawPolygon(d_->lasso);
   }
 }
@@ -769,8 +900,38 @@ void EmbeddingView::leaveEvent(QEvent*) {
   }
 }
 
+int64_t EmbeddingView::neighbourInDirection(int64_t from, QPointF direction) {
+  if (from < 0 || from >= d_->n) return -1;
+  const double length = std::hypot(direction.x(), direction.y());
+  if (!(length > 0)) return -1;
+  const double ux = direction.x() / length, uy = direction.y() / length;
+  d_->project();
+  const float fx = d_->screen[3 * from], fy = d_->screen[3 * from + 1];
+  // The nearest point within 45 degrees of the direction, distance along it
+  // counting once and distance across it twice (so the pin moves along a
+  // curve rather than jumping to its neighbour on the side).
+  int64_t best = -1;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < d_->n; ++i) {
+    if (i == from) continue;
+    const double dx = d_->screen[3 * i] - fx, dy = d_->screen[3 * i + 1] - fy;
+    const double along = dx * ux + dy * uy, across = std::abs(dx * uy - dy * ux);
+    if (along <= 0 || across > along) continue;
+    const double cost = along + 2 * across;
+    if (cost < best_cost) best_cost = cost, best = i;
+  }
+  return best;
+}
+
 void EmbeddingView::keyPressEvent(QKeyEvent* e) {
-  if (e->key() == Qt::Key_R) {
+  static const std::map<int, QPointF> kArrows = {
+      {Qt::Key_Left, {-1, 0}}, {Qt::Key_Right, {1, 0}}, {Qt::Key_Up, {0, -1}}, {Qt::Key_Down, {0, 1}}};
+  const auto arrow = kArrows.find(e->key());
+  if (arrow != kArrows.end() && d_->pinned_row >= 0) {
+    const int64_t next = neighbourInDirection(d_->pinned_row, arrow->second);
+    if (next >= 0) Q_EMIT picked(next);
+    e->accept();
+  } else if (e->key() == Qt::Key_R) {
     resetCamera();
   } else if (e->key() == Qt::Key_Escape && d_->tool != Tool::Navigate) {
     d_->pressed = false;

@@ -1,12 +1,40 @@
 #include "manifold/ui/image_render.h"
 
 #include <algorithm>
+#include <utility>
 #include <cmath>
 #include <vector>
 
 namespace manifold::ui {
 
 QImage renderRow(const LoadedDataset& ds, int64_t row, int max_side, bool log_scale) {
+  return renderRow(ds, row, max_side, log_scale, Contrast{});
+}
+
+namespace {
+
+/// The values at the clip_percent and 100 - clip_percent percentiles of the valid pixels.
+std::pair<float, float> stretch_range(const std::vector<float>& out, const std::vector<uint8_t>& valid,
+                                      double clip_percent) {
+  std::vector<float> values;
+  values.reserve(out.size());
+  for (size_t i = 0; i < out.size(); ++i)
+    if (valid[i]) values.push_back(out[i]);
+  if (values.empty()) return {0.f, 1.f};
+  const double clip = std::clamp(clip_percent, 0.0, 49.0) / 100.0;
+  const auto at = [&values](double q) {
+    const size_t k = std::min(values.size() - 1, static_cast<size_t>(q * static_cast<double>(values.size() - 1) + 0.5));
+    std::nth_element(values.begin(), values.begin() + static_cast<ptrdiff_t>(k), values.end());
+    return values[k];
+  };
+  const float lo = clip > 0 ? at(clip) : *std::min_element(values.begin(), values.end());
+  const float hi = clip > 0 ? at(1.0 - clip) : *std::max_element(values.begin(), values.end());
+  return {lo, hi};
+}
+
+}  // namespace
+
+QImage renderRow(const LoadedDataset& ds, int64_t row, int max_side, bool log_scale, const Contrast& contrast) {
   if (row < 0 || row >= ds.rows()) return {};
   const int h = ds.image_height, w = ds.image_width;
   const int64_t cols = ds.data.cols();
@@ -36,10 +64,9 @@ QImage renderRow(const LoadedDataset& ds, int64_t row, int max_side, bool log_sc
         valid[static_cast<size_t>(oy) * ow + ox] = 1;
       }
     }
-  float lo = INFINITY, hi = -INFINITY;
-  for (size_t i = 0; i < out.size(); ++i)
-    if (valid[i]) lo = std::min(lo, out[i]), hi = std::max(hi, out[i]);
+  auto [lo, hi] = stretch_range(out, valid, contrast.clip_percent);
   if (!(lo < hi)) hi = lo + 1;
+  const double inverse_gamma = contrast.gamma > 0 ? 1.0 / contrast.gamma : 1.0;
   const double span = hi - lo;
   const double log_norm = std::log1p(1000.0);
   QImage image(ow, oh, QImage::Format_Grayscale8);
@@ -48,7 +75,9 @@ QImage renderRow(const LoadedDataset& ds, int64_t row, int max_side, bool log_sc
     for (int x = 0; x < ow; ++x) {
       const size_t i = static_cast<size_t>(y) * ow + x;
       double f = valid[i] ? (out[i] - lo) / span : 0.0;
+      f = std::clamp(f, 0.0, 1.0);
       if (log_scale) f = std::log1p(1000.0 * f) / log_norm;
+      if (inverse_gamma != 1.0) f = std::pow(f, inverse_gamma);
       line[x] = static_cast<uchar>(std::clamp(f, 0.0, 1.0) * 255.0 + 0.5);
     }
   }

@@ -143,24 +143,30 @@ void JobRunner::setDataset(std::shared_ptr<const LoadedDataset> dataset) {
   current_.reset();
 }
 
+std::string graphSource(const RunParameters& p) {
+  return p.backend == "cluster" ? "cluster:" + p.cluster_profile : p.backend;
+}
+
 std::shared_ptr<const KnnGraph> JobRunner::cachedGraph(const RunParameters& p) const {
   if (!dataset_) return nullptr;
+  const std::string source = graphSource(p);
   for (const auto& e : cache_)
-    if (e.fingerprint == dataset_->fingerprint && e.metric == p.knn.metric && e.keep_self == p.knn.keep_self &&
-        e.graph->k >= p.knn.k)
+    if (e.fingerprint == dataset_->fingerprint && e.source == source && e.metric == p.knn.metric &&
+        e.keep_self == p.knn.keep_self && e.graph->k >= p.knn.k)
       return e.graph;
   return nullptr;
 }
 
 void JobRunner::clearCache() { cache_.clear(); }
 
-void JobRunner::remember(const std::string& fingerprint, std::shared_ptr<const KnnGraph> graph) {
+void JobRunner::remember(const std::string& fingerprint, const std::string& source,
+                         std::shared_ptr<const KnnGraph> graph) {
   // A larger graph of the same family serves every smaller k: keep only it.
   cache_.remove_if([&](const CacheEntry& e) {
-    return e.fingerprint == fingerprint && e.metric == graph->metric && e.keep_self == graph->keep_self &&
-           e.graph->k <= graph->k;
+    return e.fingerprint == fingerprint && e.source == source && e.metric == graph->metric &&
+           e.keep_self == graph->keep_self && e.graph->k <= graph->k;
   });
-  cache_.push_front({fingerprint, graph->metric, graph->keep_self, std::move(graph)});
+  cache_.push_front({fingerprint, source, graph->metric, graph->keep_self, std::move(graph)});
   while (cache_.size() > kCachedGraphs) cache_.pop_back();
 }
 
@@ -208,6 +214,7 @@ void JobRunner::start(const RunParameters& params) {
                                               runner, job]() -> Output {
     Output out;
     out.fingerprint = dataset->fingerprint;
+    out.source = graphSource(params);
     const auto t0 = std::chrono::steady_clock::now();
     try {
       Progress progress(sink.get(), flag.get(), 0.1);
@@ -302,7 +309,7 @@ void JobRunner::on_finished() {
   Output out = watcher_.result();
   running_ = false;
   const bool superseded = pending_.has_value();
-  if (out.built_graph) remember(out.fingerprint, out.built_graph);
+  if (out.built_graph) remember(out.fingerprint, out.source, out.built_graph);
   if (out.cancelled && user_cancelled_) cancel_latency_s_ = cancel_clock_.nsecsElapsed() / 1e9;
   if (superseded) {
     // A newer request replaced this job; its result (if any) is stale.

@@ -63,6 +63,15 @@ std::shared_ptr<LoadedDataset> finish(Dataset data) {
 
 }  // namespace
 
+namespace {
+
+bool is_single_image(const QFileInfo& info) {
+  const QString suffix = info.suffix().toLower();
+  return suffix == "png" || suffix == "tif" || suffix == "tiff";
+}
+
+}  // namespace
+
 QString LoadedDataset::shapeText() const {
   QString shape = QLocale(QLocale::English).toString(static_cast<qlonglong>(data.rows()));
   for (int64_t s : data.item_shape) shape += QStringLiteral(" \u00d7 %1").arg(s);
@@ -76,6 +85,16 @@ std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const Open
   ReadOptions ro;
   ro.hdf5_dataset = options.hdf5_dataset;
   Dataset data = transformed(load_dataset(path.toStdString(), ro), options.transform);
+  if (data.rows() < 2 && is_single_image(info)) {
+    // One PNG or one-page TIFF is one image of a dataset, not a dataset:
+    // the folder of same-sized images it sits in is.
+    auto folder = std::const_pointer_cast<LoadedDataset>(loadDataset(info.absolutePath(), options));
+    folder->notice = QObject::tr("%1 is a single image, so its folder %2 was opened (%3 images). "
+                                 "Use File \u25b8 Open Folder\u2026 to open a folder of images directly.")
+                         .arg(info.fileName(), info.absolutePath())
+                         .arg(folder->rows());
+    return folder;
+  }
   if (data.rows() < 2) throw Error(path.toStdString() + ": a dataset needs at least 2 items");
   auto ds = finish(std::move(data));
   ds->name = info.fileName();

@@ -34,6 +34,8 @@
 #include "manifold/npy.h"
 #include "manifold/session.h"
 #include "manifold/ui/exporters.h"
+#include "manifold/ui/file_dialogs.h"
+#include "manifold/ui/gui_words.h"
 
 // Resources compiled into a static library must be registered by name.
 static void init_explorer_resources() { Q_INIT_RESOURCE(explorer); }
@@ -82,7 +84,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // Coalesces a burst of edits (a spin box held down) into one re-embedding.
   reembed_timer_.setInterval(40);
   connect(&reembed_timer_, &QTimer::timeout, this, [this] {
-    if (dataset_) runner_->run(parameters_->parameters());
+    // Only a re-embedding on a cached graph runs without Run: a change that
+    // needs a new graph (which may be a cluster job) waits for the user.
+    const RunParameters p = parameters_->parameters();
+    if (dataset_ && runner_->cachedGraph(p)) request_run(p);
   });
 
   connect(runner_, &JobRunner::started, this, &MainWindow::on_run_started);
@@ -106,10 +111,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
 
   connect(dataset_panel_, &DatasetPanel::openRequested, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(
-        this, tr("Open dataset"), QString(),
-        tr("Datasets (*.npy *idx3-ubyte *idx3-ubyte.gz *.idx *.tif *.tiff *.mrc *.mrcs *.h5 *.hdf5 *.cxi);;"
-           "All files (*)"));
+    const QString path = askOpenFile(this, tr("Open dataset"), datasetFileFilter(), QStringLiteral("datasets"));
     if (!path.isEmpty()) openFile(path);
   });
   connect(dataset_panel_, &DatasetPanel::demoRequested, this, [this] { openDemo(true); });
@@ -276,6 +278,26 @@ QWidget* MainWindow::build_view_area() {
   warning_bar_->hide();
   layout->addWidget(warning_bar_);
 
+  // What the view shows no longer matches the panel: says so, and whether
+  // Run is needed, for as long as that holds.
+  stale_bar_ = new QFrame(area);
+  stale_bar_->setObjectName(QStringLiteral("staleBar"));
+  stale_bar_->setAutoFillBackground(true);
+  {
+    QPalette pal = stale_bar_->palette();
+    pal.setColor(QPalette::Window, QColor(215, 230, 250));
+    pal.setColor(QPalette::WindowText, QColor(0, 40, 90));
+    stale_bar_->setPalette(pal);
+  }
+  auto* stale_layout = new QHBoxLayout(stale_bar_);
+  stale_layout->setContentsMargins(8, 4, 8, 4);
+  stale_text_ = new QLabel(stale_bar_);
+  stale_text_->setWordWrap(true);
+  stale_text_->setTextFormat(Qt::PlainText);
+  stale_layout->addWidget(stale_text_, 1);
+  stale_bar_->hide();
+  layout->addWidget(stale_bar_);
+
   layout->addWidget(view_, 1);
 
   // Run bar.
@@ -376,104 +398,40 @@ void MainWindow::build_docks() {
   dock(tr("Selection"), QStringLiteral("selectionDock"), selection, Qt::RightDockWidgetArea);
 }
 
-void MainWindow::build_menus() {
-  QMenu* file = menuBar()->addMenu(tr("&File"));
-  auto* open = file->addAction(tr("&Open Dataset\u2026"), this, [this] { Q_EMIT dataset_panel_->openRequested(); });
-  open->setShortcut(QKeySequence::Open);
-  file->addAction(QIcon(QStringLiteral(":/icons/demo.png")), tr("Open &Demo"), this, [this] { openDemo(true); });
-  recent_menu_ = file->addMenu(tr("Open &Recent"));
-  connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::fill_recent_menu);
-  file->addSeparator();
-  file->addAction(tr("Open &Session\u2026"), this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open session"), QString(),
-                                                      tr("Sessions (*.json);;All files (*)"));
-    if (!path.isEmpty()) openSession(path);
-  });
-  save_session_action_ = file->addAction(tr("Save Session\u2026"), this, [this] {
-    const QString path = ask_save_path(tr("Save session"), tr("Sessions (*.json)"), ".json");
-    if (!path.isEmpty()) saveSession(path);
-  });
-  QMenu* exp = file->addMenu(tr("&Export"));
-  export_graph_action_ = exp->addAction(tr("Graph (NumPy folder)\u2026"), this, [this] {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Export graph into folder"));
-    if (!dir.isEmpty()) exportGraph(dir);
-  });
-  export_mtx_action_ = exp->addAction(tr("Graph (MatrixMarket)\u2026"), this, [this] {
-    const QString path = ask_save_path(tr("Export graph"), tr("MatrixMarket (*.mtx)"), ".mtx");
-    if (!path.isEmpty()) exportGraph(path);
-  });
-  export_embedding_action_ = exp->addAction(tr("Embedding\u2026"), this, [this] {
-    QString filter;
-    const QString path = QFileDialog::getSaveFileName(
-        this, tr("Export embedding"), QString(),
-        tr("NumPy (*.npy);;CSV (*.csv);;VTK PolyData (*.vtp);;Folder with every format (*)"), &filter);
-    if (!path.isEmpty()) exportEmbedding(path);
-  });
-  export_selection_action_ = exp->addAction(tr("Selection (indices)\u2026"), this, [this] {
-    const QString path = ask_save_path(tr("Export selected indices"), tr("NumPy (*.npy)"), ".npy");
-    if (!path.isEmpty()) exportSelectionIndices(path);
-  });
-  export_images_action_ = exp->addAction(tr("Selected images\u2026"), this, [this] {
-    const QString path = ask_save_path(tr("Export selected images"), tr("NumPy (*.npy)"), ".npy");
-    if (!path.isEmpty()) exportSelectionImages(path);
-  });
-  export_screenshot_action_ = exp->addAction(tr("Screenshot of the view\u2026"), this, [this] {
-    const QString path = ask_save_path(tr("Save screenshot"), tr("PNG image (*.png)"), ".png");
-    if (!path.isEmpty()) exportScreenshot(path);
-  });
-  file->addSeparator();
-  auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
-  quit->setShortcut(QKeySequence::Quit);
-
-  QMenu* run = menuBar()->addMenu(tr("&Run"));
-  auto* run_action = run->addAction(tr("&Run"), this, &MainWindow::runNow);
-  run_action->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_R), QKeySequence(Qt::Key_F5)});
-  auto* cancel_action = run->addAction(tr("&Cancel"), this, &MainWindow::cancelRun);
-  cancel_action->setShortcut(QKeySequence(Qt::Key_Escape));
-
-  QMenu* view = menuBar()->addMenu(tr("&View"));
-  view->addAction(tr("Reset Camera"), view_, &EmbeddingView::resetCamera);
-  view->addAction(tr("2-D / 3-D"), this, [this] { planar_->toggle(); });
-  view->addSeparator();
-  for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
-
-  QMenu* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&About"), this, [this] {
-    QMessageBox::about(this, tr("About Manifold Explorer"),
-                       tr("<b>Manifold Explorer</b><p>Exact k-nearest-neighbour graphs of image stacks and "
-                          "their diffusion maps.</p><p>Mouse: left drag rotates (pans in 2-D), middle drag "
-                          "pans, wheel or right drag zooms, R resets. Hover a point to see its image, "
-                          "click to pin it.</p>"));
-  });
-}
-
-void MainWindow::fill_recent_menu() {
-  recent_menu_->clear();
-  const QStringList files = recentFiles();
-  if (files.isEmpty()) recent_menu_->addAction(tr("(none)"))->setEnabled(false);
-  for (const QString& f : files) recent_menu_->addAction(f, this, [this, f] { openFile(f); });
-}
-
-QString MainWindow::ask_save_path(const QString& title, const QString& filter, const QString& suffix) {
-  QString path = QFileDialog::getSaveFileName(this, title, QString(), filter);
-  if (!path.isEmpty() && QFileInfo(path).suffix().isEmpty()) path += suffix;
-  return path;
-}
-
-void MainWindow::update_actions() {
-  const bool has_result = outcome_ != nullptr;
-  const bool has_selection = !selected_rows_.empty();
-  export_graph_action_->setEnabled(has_result);
-  export_mtx_action_->setEnabled(has_result);
-  export_embedding_action_->setEnabled(has_result);
-  export_screenshot_action_->setEnabled(has_result);
-  export_selection_action_->setEnabled(has_selection);
-  export_images_action_->setEnabled(has_selection);
-  save_session_action_->setEnabled(dataset_ != nullptr);
-  run_button_->setEnabled(dataset_ != nullptr && !load_watcher_.isRunning());
-}
-
 bool MainWindow::messageBarVisible() const { return message_bar_->isVisible(); }
+
+QString MainWindow::messageText() const { return message_bar_->isHidden() ? QString() : message_text_->text(); }
+
+QString MainWindow::staleText() const { return stale_bar_->isHidden() ? QString() : stale_text_->text(); }
+
+void MainWindow::update_staleness() {
+  // Said only while the user must act (press Run): an automatic re-embedding
+  // under way is on the progress line already, and a bar that came and went
+  // with each one would shake the view.
+  QString text;
+  if (outcome_ && dataset_ && outcome_->dataset == dataset_) {
+    const RunParameters now = parameters_->parameters();
+    const ParameterChanges changes = describeChanges(outcome_->params, now);
+    const bool computing = runner_->busy() && requested_ && describeChanges(*requested_, now).empty();
+    const bool needs_graph = !runner_->cachedGraph(now);
+    if (!changes.empty() && !computing && (needs_graph || !parameters_->autoReembed())) {
+      QStringList shown, wanted;
+      for (const auto& [was, is] : changes) shown << was, wanted << is;
+      text = tr("Shown: the embedding for %1. The panel says %2").arg(shown.join(", "), wanted.join(", "));
+      text += needs_graph ? tr(", which needs a new k-NN graph: press Run to build it.")
+                          : tr(": press Run to re-embed.");
+    }
+  }
+  stale_text_->setText(text);
+  stale_bar_->setVisible(!text.isEmpty());
+}
+
+QString MainWindow::datasetFileFilter() {
+  // An image file opens the folder of images it is in (File ▸ Open Folder… opens one directly).
+  return tr("Datasets (*.npy *idx3-ubyte *idx3-ubyte.gz *.idx *.png *.tif *.tiff *.mrc *.mrcs *.h5 *.hdf5 *.cxi);;"
+            "Images: a folder of them is one dataset (*.png *.tif *.tiff);;"
+            "All files (*)");
+}
 
 QString MainWindow::warningText() const { return warning_bar_->isHidden() ? QString() : warning_text_->text(); }
 
@@ -551,6 +509,10 @@ void MainWindow::on_loaded() {
 void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) {
   dataset_ = std::move(ds);
   outcome_.reset();
+  requested_.reset();
+  // The colouring is chosen anew for each dataset (a session sets its own
+  // below): ψ1 of the last one says nothing about this one's labels or angles.
+  colour_key_.clear();
   embedded_of_row_.clear();
   selected_rows_.clear();
   pinned_row_ = -1;
@@ -561,11 +523,14 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
   selection_model_->setRows({});
   selection_label_->setText(tr("No points selected. Use the Rectangle or Lasso tool in the view."));
   parameters_->setPointCount(dataset_ ? dataset_->rows() : 0);
+  view_->setPlaceholderText(dataset_ ? tr("Press Run (Ctrl+R) to embed %1.").arg(dataset_->name)
+                                     : tr("Open a dataset (or the demo) and press Run to see its diffusion map."));
   view_->clearPoints();
   view_->setSelection({});
   view_->setPinned(-1);
   spectrum_->clear(tr("No embedding yet: press Run."));
   warning_bar_->hide();
+  stale_bar_->hide();
   hide_localised_->setEnabled(false);
   setWindowTitle(dataset_ ? tr("%1 \u2014 Manifold Explorer").arg(dataset_->name) : tr("Manifold Explorer"));
   update_colour_choices();
@@ -575,6 +540,7 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
     status_->setText(tr("%1: %2 items of %3 values. Press Run to embed.")
                          .arg(dataset_->name, en_number(dataset_->rows()), en_number(dataset_->data.cols())));
     if (dataset_->demo) show_notice(dataset_->origin);
+    if (!dataset_->notice.isEmpty()) show_notice(dataset_->notice);
   }
   update_actions();
   Q_EMIT datasetOpened();
@@ -597,7 +563,7 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
     // the k-NN selection of k' < k neighbours can differ from the first k'
     // of k where neighbours are equidistant within rounding.
     message_bar_->hide();
-    runner_->run(p);
+    request_run(p);
     return;
   }
   if (run) runNow();
@@ -700,13 +666,21 @@ void MainWindow::runNow() {
   }
   reembed_timer_.stop();
   message_bar_->hide();
-  runner_->run(parameters_->parameters());
+  request_run(parameters_->parameters());
+}
+
+void MainWindow::request_run(const RunParameters& params) {
+  requested_ = params;
+  runner_->run(params);
+  update_staleness();
 }
 
 void MainWindow::cancelRun() {
   reembed_timer_.stop();
   if (!runner_->busy()) return;
   runner_->cancel();
+  // Progress reports still arriving from the stopping job must not overwrite this.
+  cancelling_ = true;
   progress_label_->setText(tr("cancelling\u2026"));
 }
 
@@ -716,19 +690,26 @@ void MainWindow::on_parameters_changed() {
   const bool reusable = outcome_ && outcome_->dataset == dataset_ && runner_->cachedGraph(p);
   if (parameters_->autoReembed() && reusable) {
     reembed_timer_.start();
-  } else if (outcome_) {
-    status_->setText(reusable ? tr("Parameters changed: press Run to re-embed.")
-                              : tr("Parameters changed: press Run to rebuild the graph and re-embed."));
+  } else {
+    // A re-embedding queued by an earlier edit (the 3 of a "30" typed) must
+    // not run with the parameters of this one.
+    reembed_timer_.stop();
   }
+  update_staleness();
 }
 
 void MainWindow::on_run_started(bool builds_graph) {
+  cancelling_ = false;
   progress_->setRange(0, 100);
   progress_->setValue(0);
   progress_label_->setText(builds_graph ? tr("building the k-NN graph\u2026") : tr("re-embedding\u2026"));
+  // The last run's (or export's) line says nothing about this one.
+  status_->setText(builds_graph ? tr("Running: building the k-NN graph, then the diffusion map\u2026")
+                                : tr("Running: re-embedding on the cached graph\u2026"));
 }
 
 void MainWindow::on_progress(const ProgressInfo& info) {
+  if (cancelling_) return;
   const int pct = info.percent();
   if (pct < 0) {
     progress_->setRange(0, 0);  // busy indicator: no amount of work to measure against (unknown, or a budget)
@@ -740,6 +721,8 @@ void MainWindow::on_progress(const ProgressInfo& info) {
 }
 
 void MainWindow::on_busy(bool busy) {
+  if (!busy) cancelling_ = false;
+  update_staleness();
   cancel_button_->setEnabled(busy);
   run_button_->setText(busy ? tr("Restart") : tr("Run"));
 }
@@ -785,13 +768,16 @@ void MainWindow::show_outcome(std::shared_ptr<const EmbeddingOutcome> outcome) {
   update_axis_choices();
   update_spectrum();
   update_view(first);
+  // The pinned image's caption shows its coordinates in this embedding.
+  if (pinned_row_ >= 0) image_panel_->setPinned(pinned_row_, point_details(pinned_row_));
+  update_staleness();
   update_actions();
 }
 
 void MainWindow::show_diagnostics() {
   const EmbeddingDiagnostics& d = outcome_->result->diagnostics;
   QStringList lines;
-  for (const std::string& w : d.warnings) lines << QStringLiteral("\u26a0 ") + QString::fromStdString(w);
+  for (const std::string& w : d.warnings) lines << QStringLiteral("\u26a0 ") + guiWords(QString::fromStdString(w));
   warning_text_->setText(lines.join('\n'));
   warning_bar_->setVisible(!lines.isEmpty());
   QStringList localised;
@@ -813,7 +799,7 @@ void MainWindow::on_failed(const QString& message) {
   progress_->setRange(0, 100);
   progress_->setValue(0);
   progress_label_->setText(outcome_ ? tr("failed \u00b7 the previous embedding is kept") : tr("failed"));
-  show_error(message);
+  show_error(guiWords(message));
 }
 
 void MainWindow::on_cancelled() {
@@ -827,357 +813,6 @@ void MainWindow::on_cancelled() {
                                             "for the exact embedding.")
                                              .arg(outcome_->residual, 0, 'g', 2)
                                        : tr("Cancelled: the previous embedding is unchanged."));
-}
-
-// ---- the view ----------------------------------------------------------------------
-
-std::vector<int> MainWindow::offered_coordinates() const {
-  if (!outcome_) return {};
-  const DiffusionResult& r = *outcome_->result;
-  const std::vector<int>& localised = r.diagnostics.localised;
-  const bool hide = hide_localised_->isChecked();
-  std::vector<int> offered, all;
-  for (int c = 1; c <= r.m; ++c) {
-    all.push_back(c);
-    if (!hide || std::find(localised.begin(), localised.end(), c) == localised.end()) offered.push_back(c);
-  }
-  // Hiding every coordinate would leave nothing to draw.
-  return offered.empty() ? all : offered;
-}
-
-std::vector<int> MainWindow::axisChoices() const {
-  std::vector<int> choices;
-  for (int i = 0; i < axis_[0]->count(); ++i) choices.push_back(axis_[0]->itemData(i).toInt());
-  return choices;
-}
-
-void MainWindow::update_axis_choices() {
-  const std::vector<int> offered = offered_coordinates();
-  if (offered == axisChoices()) return;
-  updating_controls_ = true;
-  // An axis keeps its coordinate while that is still offered (the user's
-  // choice); the others take the first offered ones not on an axis yet, in
-  // order, repeating the last when fewer than three are offered.
-  int previous[3];
-  for (int i = 0; i < 3; ++i) previous[i] = axis_[i]->currentData().toInt();
-  auto is_offered = [&](int c) { return std::find(offered.begin(), offered.end(), c) != offered.end(); };
-  int chosen[3] = {0, 0, 0};
-  for (int i = 0; i < 3; ++i)
-    if (is_offered(previous[i]) && std::find(chosen, chosen + i, previous[i]) == chosen + i) chosen[i] = previous[i];
-  for (int i = 0; i < 3 && !offered.empty(); ++i) {
-    if (chosen[i] != 0) continue;
-    auto free = std::find_if(offered.begin(), offered.end(),
-                             [&](int c) { return std::find(chosen, chosen + 3, c) == chosen + 3; });
-    chosen[i] = free != offered.end() ? *free : offered.back();
-  }
-  for (int i = 0; i < 3; ++i) {
-    axis_[i]->clear();
-    for (int c : offered) axis_[i]->addItem(QStringLiteral("\u03c8%1").arg(c), c);
-    axis_[i]->setCurrentIndex(std::max(0, axis_[i]->findData(chosen[i])));
-  }
-  updating_controls_ = false;
-}
-
-void MainWindow::update_colour_choices() {
-  updating_controls_ = true;
-  const int m = outcome_ ? outcome_->result->m : 0;
-  colour_by_->clear();
-  colour_by_->addItem(tr("none"), QStringLiteral("none"));
-  for (int c = 1; c <= m; ++c) colour_by_->addItem(QStringLiteral("\u03c8%1").arg(c), QStringLiteral("dc%1").arg(c));
-  if (dataset_)
-    for (const PointMetadata& meta : dataset_->metadata) colour_by_->addItem(meta.name, meta.name);
-  // colour_key_ is the user's wish; it may name a coordinate that exists only
-  // once the embedding does, so it is kept when it cannot be shown yet.
-  int idx = colour_by_->findData(colour_key_);
-  if (idx < 0 || colour_key_.isEmpty()) {
-    // Labels say most when a dataset has them, the known angle for the demo,
-    // else the first diffusion coordinate.
-    for (const QString& fallback : {tr("label"), tr("rotation angle (deg)"), QStringLiteral("dc1")})
-      if ((idx = colour_by_->findData(fallback)) >= 0) break;
-    if (idx < 0) idx = 0;
-    if (m > 0) colour_key_ = colour_by_->itemData(idx).toString();
-  }
-  colour_by_->setCurrentIndex(idx);
-  updating_controls_ = false;
-}
-
-void MainWindow::setAxes(int x, int y, int z, bool planar) {
-  updating_controls_ = true;
-  const int v[3] = {x, y, z};
-  for (int i = 0; i < 3; ++i) {
-    const int idx = axis_[i]->findData(v[i]);
-    if (idx >= 0) axis_[i]->setCurrentIndex(idx);
-  }
-  planar_->setChecked(planar);
-  axis_[2]->setEnabled(!planar);
-  updating_controls_ = false;
-  update_view(true);
-}
-
-void MainWindow::setColourBy(const QString& key) {
-  colour_key_ = key;
-  const int idx = colour_by_->findData(key);
-  if (idx >= 0) {
-    updating_controls_ = true;
-    colour_by_->setCurrentIndex(idx);
-    updating_controls_ = false;
-  }
-  update_colours();
-}
-
-void MainWindow::update_view(bool reset_camera) {
-  if (!outcome_) {
-    view_->clearPoints();
-    return;
-  }
-  const DiffusionResult& r = *outcome_->result;
-  const int choices = axis_[0]->count();
-  const bool planar = planar_->isChecked() || choices < 3;
-  int ax[3];
-  QStringList titles;
-  for (int i = 0; i < 3; ++i) {
-    ax[i] = std::clamp(axis_[i]->currentData().toInt(), 1, r.m);
-    // VTK's built-in font has no Greek letters.
-    titles << QStringLiteral("psi %1").arg(ax[i]);
-  }
-  std::vector<float> xyz(static_cast<size_t>(r.n) * 3);
-  for (int64_t e = 0; e < r.n; ++e) {
-    const double* c = r.coordinates.data() + e * r.m;
-    xyz[3 * e] = static_cast<float>(c[ax[0] - 1]);
-    xyz[3 * e + 1] = choices >= 2 ? static_cast<float>(c[ax[1] - 1]) : 0.f;
-    xyz[3 * e + 2] = planar ? 0.f : static_cast<float>(c[ax[2] - 1]);
-  }
-  view_->setPoints(std::move(xyz), planar, titles, reset_camera);
-  update_colours();
-  show_selection();
-  view_->setPinned(embedded_index(pinned_row_));
-}
-
-void MainWindow::update_colours() {
-  if (!outcome_ || !dataset_) return;
-  const DiffusionResult& r = *outcome_->result;
-  PointColours colours;
-  if (colour_key_.startsWith("dc")) {
-    const int c = colour_key_.mid(2).toInt();
-    if (c >= 1 && c <= r.m) {
-      colours.values.resize(static_cast<size_t>(r.n));
-      for (int64_t e = 0; e < r.n; ++e) colours.values[static_cast<size_t>(e)] = static_cast<float>(r.coordinates[e * r.m + c - 1]);
-      colours.title = QStringLiteral("psi %1").arg(c);
-    }
-  } else {
-    for (const PointMetadata& meta : dataset_->metadata)
-      if (meta.name == colour_key_) {
-        colours.values.resize(static_cast<size_t>(r.n));
-        for (int64_t e = 0; e < r.n; ++e)
-          colours.values[static_cast<size_t>(e)] = meta.values[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])];
-        colours.title = meta.name;
-        colours.categorical = meta.categorical;
-      }
-  }
-  view_->setColours(colours);
-}
-
-void MainWindow::update_spectrum() {
-  if (!outcome_) return;
-  const auto& ev = outcome_->result->eigenvalues;
-  std::vector<double> x(ev.size()), y(ev.begin(), ev.end());
-  for (size_t i = 0; i < ev.size(); ++i) x[i] = static_cast<double>(i);
-  spectrum_->setData(std::move(x), std::move(y));
-  spectrum_->setFadedCount(1);
-}
-
-int64_t MainWindow::embedded_index(int64_t row) const {
-  if (row < 0 || row >= static_cast<int64_t>(embedded_of_row_.size())) return -1;
-  return embedded_of_row_[static_cast<size_t>(row)];
-}
-
-QString MainWindow::point_details(int64_t row) const {
-  const int64_t e = embedded_index(row);
-  if (!outcome_ || e < 0) return outcome_ ? tr("not embedded (outside the largest component)") : QString();
-  const DiffusionResult& r = *outcome_->result;
-  QStringList parts;
-  for (int c = 0; c < std::min(r.m, 3); ++c)
-    parts << QStringLiteral("\u03c8%1 = %2").arg(c + 1).arg(r.coordinates[e * r.m + c], 0, 'g', 4);
-  return parts.join(QStringLiteral(", "));
-}
-
-void MainWindow::on_hovered(qint64 embedded) {
-  if (!outcome_ || embedded < 0 || embedded >= outcome_->result->n) {
-    image_panel_->setHovered(-1);
-    return;
-  }
-  const int64_t row = outcome_->result->point_index[static_cast<size_t>(embedded)];
-  image_panel_->setHovered(row, point_details(row));
-}
-
-void MainWindow::on_picked(qint64 embedded) {
-  if (!outcome_ || embedded < 0 || embedded >= outcome_->result->n) return;
-  pin_row(outcome_->result->point_index[static_cast<size_t>(embedded)]);
-}
-
-void MainWindow::pin_row(int64_t row) {
-  if (!dataset_ || row < 0 || row >= dataset_->rows()) return;
-  pinned_row_ = row;
-  image_panel_->setPinned(row, point_details(row));
-  view_->setPinned(embedded_index(row));
-  dataset_panel_->revealRow(row);
-}
-
-void MainWindow::on_view_selection() {
-  if (!outcome_) return;
-  std::vector<int64_t> rows;
-  rows.reserve(view_->selection().size());
-  for (int64_t e : view_->selection()) rows.push_back(outcome_->result->point_index[static_cast<size_t>(e)]);
-  std::sort(rows.begin(), rows.end());
-  selected_rows_ = std::move(rows);
-  show_selection();
-}
-
-void MainWindow::setSelectedRows(std::vector<int64_t> rows) {
-  std::sort(rows.begin(), rows.end());
-  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-  if (dataset_) rows.erase(std::remove_if(rows.begin(), rows.end(), [this](int64_t r) { return r < 0 || r >= dataset_->rows(); }), rows.end());
-  selected_rows_ = std::move(rows);
-  show_selection();
-}
-
-void MainWindow::show_selection() {
-  std::vector<int64_t> embedded;
-  embedded.reserve(selected_rows_.size());
-  for (int64_t r : selected_rows_) {
-    const int64_t e = embedded_index(r);
-    if (e >= 0) embedded.push_back(e);
-  }
-  view_->setSelection(std::move(embedded));
-  selection_model_->setRows(selected_rows_);
-  selection_label_->setText(selected_rows_.empty()
-                                ? tr("No points selected. Use the Rectangle or Lasso tool in the view.")
-                                : tr("%1 points selected (Shift adds, Ctrl removes).").arg(en_number(
-                                      static_cast<int64_t>(selected_rows_.size()))));
-  update_actions();
-}
-
-nlohmann::json MainWindow::view_settings() const {
-  return {{"axes", {axis_[0]->currentData().toInt(), axis_[1]->currentData().toInt(), axis_[2]->currentData().toInt()}},
-          {"planar", planar_->isChecked()},
-          {"hide_localised", hide_localised_->isChecked()},
-          {"colour_by", colour_key_.toStdString()},
-          {"point_size", point_size_->value()}};
-}
-
-void MainWindow::apply_view_settings(const nlohmann::json& v) {
-  if (!v.is_object()) return;
-  updating_controls_ = true;
-  if (v.contains("planar") && v["planar"].is_boolean()) planar_->setChecked(v["planar"].get<bool>());
-  if (v.contains("hide_localised") && v["hide_localised"].is_boolean())
-    hide_localised_->setChecked(v["hide_localised"].get<bool>());
-  if (v.contains("point_size") && v["point_size"].is_number()) point_size_->setValue(v["point_size"].get<double>());
-  if (v.contains("colour_by") && v["colour_by"].is_string()) colour_key_ = QString::fromStdString(v["colour_by"].get<std::string>());
-  updating_controls_ = false;
-  if (v.contains("axes") && v["axes"].is_array() && v["axes"].size() == 3) {
-    // The axis lists fill once the embedding exists; keep the wish until then.
-    const auto axes = v["axes"].get<std::vector<int>>();
-    auto apply = std::make_shared<QMetaObject::Connection>();
-    *apply = connect(this, &MainWindow::embeddingShown, this, [this, axes, apply] {
-      disconnect(*apply);
-      setAxes(axes[0], axes[1], axes[2], planar_->isChecked());
-    });
-  }
-}
-
-// ---- exports ---------------------------------------------------------------------
-
-void MainWindow::start_export(const QString& what, std::function<QStringList()> work) {
-  if (export_watcher_.isRunning()) {
-    show_error(tr("An export is still running; try again when it has finished."));
-    Q_EMIT exportFinished(false, {last_error_});
-    return;
-  }
-  status_->setText(tr("Exporting %1\u2026").arg(what));
-  export_watcher_.setFuture(QtConcurrent::run([work]() -> ExportResult {
-    ExportResult r;
-    try {
-      r.files = work();
-      r.ok = true;
-    } catch (const std::bad_alloc&) {
-      r.error = tr("Out of memory while exporting.");
-    } catch (const std::exception& e) {
-      r.error = QString::fromStdString(e.what());
-    }
-    return r;
-  }));
-}
-
-void MainWindow::exportGraph(const QString& path) {
-  if (!outcome_) {
-    show_error(tr("Run first: there is no graph to export."));
-    Q_EMIT exportFinished(false, {last_error_});
-    return;
-  }
-  auto graph = outcome_->graph;
-  const int k = outcome_->result->k;  // the neighbours the embedding used
-  if (path.endsWith(".mtx", Qt::CaseInsensitive))
-    start_export(tr("the graph"), [graph, k, path] {
-      exportGraphMatrixMarket(path, *graph, k);
-      return QStringList{path};
-    });
-  else
-    start_export(tr("the graph"), [graph, k, path] {
-      exportGraphDirectory(path, *graph, k);
-      return QStringList{path + "/indices.npy", path + "/distances.npy", path + "/graph.json"};
-    });
-}
-
-void MainWindow::exportEmbedding(const QString& path) {
-  if (!outcome_) {
-    show_error(tr("Run first: there is no embedding to export."));
-    Q_EMIT exportFinished(false, {last_error_});
-    return;
-  }
-  auto outcome = outcome_;
-  start_export(tr("the embedding"), [outcome, path] {
-    DiffusionParams dp = outcome->params.diffusion;
-    dp.k = outcome->result->k;
-    nlohmann::json graph_meta = graph_metadata(*outcome->graph);
-    return ui::exportEmbedding(path, *outcome->result, dp, graph_meta);
-  });
-}
-
-void MainWindow::exportSelectionIndices(const QString& path) {
-  auto rows = selected_rows_;
-  start_export(tr("the selection"), [rows, path] {
-    ui::exportSelectionIndices(path, rows);
-    return QStringList{path};
-  });
-}
-
-void MainWindow::exportSelectionImages(const QString& path) {
-  if (!dataset_) {
-    show_error(tr("Open a dataset first."));
-    Q_EMIT exportFinished(false, {last_error_});
-    return;
-  }
-  auto rows = selected_rows_;
-  auto ds = dataset_;
-  start_export(tr("the selected images"), [rows, ds, path] {
-    ui::exportSelectionImages(path, *ds, rows);
-    return QStringList{path};
-  });
-}
-
-void MainWindow::exportScreenshot(const QString& path) {
-  if (view_->pointCount() == 0) {
-    show_error(tr("Nothing to capture: the view is empty."));
-    Q_EMIT exportFinished(false, {last_error_});
-    return;
-  }
-  const QImage frame = view_->renderFrame();
-  start_export(tr("the screenshot"), [frame, path] {
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || !frame.save(&file, "PNG") || !file.commit())
-      throw Error(path.toStdString() + ": cannot write the PNG (" + file.errorString().toStdString() + ")");
-    return QStringList{path};
-  });
 }
 
 }  // namespace manifold::ui

@@ -11,6 +11,7 @@
 #include <QStringList>
 #include <QWidget>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -36,7 +37,10 @@ class EmbeddingView : public QWidget {
 
   /// Shows n = xyz.size()/3 points. In planar mode z is ignored and the
   /// camera looks down the z axis with a parallel projection. The camera is
-  /// kept unless `reset_camera` (so re-embedding does not lose the user's view).
+  /// kept unless `reset_camera` (so re-embedding does not lose the user's
+  /// view); when the points' extent changes materially (more than 1.5-fold,
+  /// or the centre moves by a quarter of it) the view is re-framed, keeping
+  /// the user's rotation.
   void setPoints(std::vector<float> xyz, bool planar, const QStringList& axis_titles,
                  bool reset_camera);
   void clearPoints();
@@ -48,6 +52,8 @@ class EmbeddingView : public QWidget {
   void setTool(Tool tool);
   Tool tool() const;
   void resetCamera();
+  /// Fits every point in the view without turning the camera.
+  void reframe();
   /// Rotates the 3-D camera (azimuth, elevation in degrees), as a drag would.
   void rotateCamera(double azimuth, double elevation);
   /// Above this many points, interaction draws a subsample and the full set
@@ -57,6 +63,14 @@ class EmbeddingView : public QWidget {
   int64_t pointCount() const;
   /// The positions drawn: x, y, z per point (z = 0 in planar mode).
   std::vector<float> points() const;
+  /// The camera's direction of projection (unit vector).
+  std::array<double, 3> viewDirection() const;
+  /// The text shown while there are no points.
+  QString placeholderText() const;
+  void setPlaceholderText(const QString& text);
+  /// The colour bar's title and label format (printf style).
+  QString colourTitle() const;
+  QString colourBarLabelFormat() const;
   /// The titles of the x, y and z axes, as last set.
   QStringList axisTitles() const;
   bool planar() const;
@@ -73,6 +87,10 @@ class EmbeddingView : public QWidget {
   int64_t pointAt(QPointF pos, double radius = 6.0);
   /// Points whose projection falls inside `polygon` (widget coordinates).
   std::vector<int64_t> pointsInPolygon(const QPolygonF& polygon);
+  /// The point an arrow key moves the pin to from point `from`: the nearest
+  /// drawn within 45 degrees of `direction` (widget coordinates: +y is
+  /// down), or -1 when there is none that way.
+  int64_t neighbourInDirection(int64_t from, QPointF direction);
   /// Where point `row` is drawn, in widget coordinates.
   QPointF projectedPosition(int64_t row);
 

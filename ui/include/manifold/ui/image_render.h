@@ -16,4 +16,16 @@ namespace manifold::ui {
 /// (diffraction patterns span several decades).
 QImage renderRow(const LoadedDataset& ds, int64_t row, int max_side, bool log_scale);
 
+/// How an image's values become grey levels in the image panel.
+struct Contrast {
+  /// Percent of the values clipped at each end (0 = the full range): a few
+  /// hot pixels no longer squeeze the rest into black.
+  double clip_percent = 0;
+  /// Grey level = f^(1/gamma) of the stretched value f in [0, 1]: a gamma
+  /// above 1 lifts faint detail, below 1 darkens it.
+  double gamma = 1;
+};
+
+QImage renderRow(const LoadedDataset& ds, int64_t row, int max_side, bool log_scale, const Contrast& contrast);
+
 }  // namespace manifold::ui

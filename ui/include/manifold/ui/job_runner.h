@@ -1,8 +1,10 @@
 #pragma once
 // Runs the k-NN graph and the diffusion map off the GUI thread (QtConcurrent)
 // and reports through core's Qt-free progress interface, forwarded to the GUI
-// thread as signals. Graphs are cached per dataset, metric and k: a run whose
-// k is at most a cached graph's k slices that graph instead of rebuilding it.
+// thread as signals. Graphs are cached per dataset, metric, k and where they
+// were built (the backend, and for a cluster the profile): a run whose k is at
+// most a cached graph's k slices that graph instead of rebuilding it, and a
+// run on another backend (a cluster job above all) builds its own.
 #include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QMetaType>
@@ -39,6 +41,10 @@ struct ProgressInfo {
   QString text() const;
 };
 
+/// Where a run's graph is built, as the cache keys it: the backend, and for
+/// the cluster backend the profile ("cluster:/path/profile.json").
+std::string graphSource(const RunParameters& params);
+
 /// What a finished job hands the window. Immutable once emitted.
 struct EmbeddingOutcome {
   std::shared_ptr<const LoadedDataset> dataset;
@@ -74,8 +80,8 @@ class JobRunner : public QObject {
   void cancel();
   bool busy() const { return running_; }
 
-  /// The cached graph that serves `params` (same dataset and metric, k at
-  /// least params.knn.k), or null.
+  /// The cached graph that serves `params` (same dataset, metric and
+  /// backend, k at least params.knn.k), or null.
   std::shared_ptr<const KnnGraph> cachedGraph(const RunParameters& params) const;
   std::shared_ptr<const EmbeddingOutcome> current() const { return current_; }
   void clearCache();
@@ -107,11 +113,13 @@ class JobRunner : public QObject {
     std::shared_ptr<const EmbeddingOutcome> outcome;
     std::shared_ptr<const KnnGraph> built_graph;  ///< a graph built to completion, to cache
     std::string fingerprint;                      ///< of the dataset the job ran on
+    std::string source;                           ///< graphSource() of the job's parameters
     QString error;
     bool cancelled = false;
   };
   struct CacheEntry {
     std::string fingerprint;
+    std::string source;
     Metric metric;
     bool keep_self;
     std::shared_ptr<const KnnGraph> graph;
@@ -119,7 +127,7 @@ class JobRunner : public QObject {
 
   void start(const RunParameters& params);
   void on_finished();
-  void remember(const std::string& fingerprint, std::shared_ptr<const KnnGraph> graph);
+  void remember(const std::string& fingerprint, const std::string& source, std::shared_ptr<const KnnGraph> graph);
 
   std::shared_ptr<const LoadedDataset> dataset_;
   std::shared_ptr<const EmbeddingOutcome> current_;

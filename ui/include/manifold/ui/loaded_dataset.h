@@ -31,6 +31,7 @@ struct LoadedDataset {
   std::string hdf5_dataset;          ///< HDF5/CXI dataset path it was read from ("" = default)
   std::string transform = "none";    ///< none | anscombe, applied after reading
   QString origin;                    ///< one line about where it came from (demo, file)
+  QString notice;                    ///< said once when it opens (what was opened instead of what was asked)
   bool demo = false;
   int image_height = 1, image_width = 1;  ///< how a row is drawn as an image
   std::vector<PointMetadata> metadata;

@@ -56,6 +56,19 @@ class MainWindow : public QMainWindow {
   void openSession(const QString& path);
   bool saveSession(const QString& path);
 
+  // ---- help and dialogs ---------------------------------------------------
+  /// Help ▸ Manual: docs/ui.md as installed, found beside the program, or
+  /// the copy built into the program.
+  void showManual();
+  /// Where the manual is read from (a file, or ":/docs/ui.md" built in).
+  static QString manualPath();
+  /// Help ▸ Keyboard Shortcuts: every menu shortcut and the view's keys.
+  void showShortcuts();
+  /// The shortcuts list's rows: "Ctrl+R" -> "Run", ...
+  QList<QPair<QString, QString>> shortcutList() const;
+  /// Run ▸ Cluster Profile: edits the profile the panel names (or a new one).
+  void editClusterProfile();
+
   // ---- running ------------------------------------------------------------
   void runNow();
   void cancelRun();
@@ -100,6 +113,15 @@ class MainWindow : public QMainWindow {
   QCheckBox* hideLocalisedEditor() const { return hide_localised_; }
   /// The diffusion coordinates (1-based) the axes offer.
   std::vector<int> axisChoices() const;
+  /// The message bar's text (an error or a notice); empty while hidden.
+  QString messageText() const;
+  /// The line that says the embedding shown no longer matches the panel's
+  /// parameters (and whether Run is needed); empty while they match.
+  QString staleText() const;
+  /// What colours the points: "none", "dc<i>" or a metadata name.
+  QString colourKey() const { return colour_key_; }
+  /// File ▸ Open's name filter: every format the readers take.
+  static QString datasetFileFilter();
 
  Q_SIGNALS:
   void datasetOpened();
@@ -133,6 +155,10 @@ class MainWindow : public QMainWindow {
   void show_error(const QString& message);
   void show_notice(const QString& message);
   void on_parameters_changed();
+  /// Starts a run (or queues it behind the running one) and remembers it.
+  void request_run(const RunParameters& params);
+  /// Shows or hides the line saying the embedding shown is not the panel's.
+  void update_staleness();
   void on_run_started(bool builds_graph);
   void on_progress(const ProgressInfo& info);
   void on_finished(std::shared_ptr<const EmbeddingOutcome> outcome);
@@ -160,7 +186,11 @@ class MainWindow : public QMainWindow {
   void fill_recent_menu();
   nlohmann::json view_settings() const;
   void apply_view_settings(const nlohmann::json& view);
-  QString ask_save_path(const QString& title, const QString& filter, const QString& suffix);
+  QString ask_save_path(const QString& title, const QString& filter, const QString& suffix, const QString& key,
+                        const QString& file_name);
+  void build_export_menu(QMenu* menu);
+  /// A file name for an export: the dataset's name with `ending`.
+  QString suggested_name(const QString& ending) const;
 
   JobRunner* runner_;
   EmbeddingView* view_;
@@ -190,6 +220,8 @@ class MainWindow : public QMainWindow {
   QLabel* message_text_;
   QWidget* warning_bar_;
   QLabel* warning_text_;
+  QWidget* stale_bar_;
+  QLabel* stale_text_;
   QMenu* recent_menu_ = nullptr;
   QAction* export_graph_action_ = nullptr;
   QAction* export_mtx_action_ = nullptr;
@@ -207,6 +239,8 @@ class MainWindow : public QMainWindow {
   QString last_error_;
   QString colour_key_;
   QTimer reembed_timer_;
+  std::optional<RunParameters> requested_;  // the last run asked of the runner
+  bool cancelling_ = false;                 // Cancel pressed, the job not stopped yet
   QFutureWatcher<LoadResult> load_watcher_;
   bool run_after_load_ = false;
   std::optional<Session> pending_session_;

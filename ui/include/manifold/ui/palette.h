@@ -3,13 +3,27 @@
 // same colour everywhere.
 #include <QColor>
 
+#include <cmath>
+#include <cstdlib>
+
 namespace manifold::ui {
 
-/// A distinct colour for category `i`: hues stepped by the golden angle stay
-/// apart however many categories there are.
-inline QColor categoryColour(int i) {
-  const double hue = 0.58 + 0.381966 * i;
-  return QColor::fromHsvF(hue - static_cast<int>(hue), i % 2 ? 0.55 : 0.75, i % 3 == 2 ? 0.8 : 0.95);
+/// The colour of selected points (ParaView's selection magenta).
+inline const QColor kSelectionColour(255, 0, 255);
+
+/// The colour of category `value` (a label, a class): a function of the value
+/// itself, so a class keeps its colour in any subset of the data. Hues step
+/// by the golden angle, so any number of categories stay apart, over the hue
+/// circle less a band of 70 degrees around the selection's magenta (300
+/// degrees): no category can be mistaken for selected points.
+inline QColor categoryColour(int value) {
+  constexpr double kBandStart = 265.0 / 360.0, kBandEnd = 335.0 / 360.0;
+  double f = std::fmod(0.58 + 0.381966 * value, 1.0);
+  if (f < 0) f += 1.0;
+  double hue = f * (1.0 - (kBandEnd - kBandStart));
+  if (hue >= kBandStart) hue += kBandEnd - kBandStart;
+  const int i = std::abs(value);
+  return QColor::fromHsvF(static_cast<float>(hue), i % 2 ? 0.55f : 0.75f, i % 3 == 2 ? 0.8f : 0.95f);
 }
 
 }  // namespace manifold::ui

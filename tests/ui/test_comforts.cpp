@@ -1,0 +1,192 @@
+// The smaller comforts of issue 23, item 5: the cluster-profile editor
+// (the core's checks, the same JSON), export dialogs that remember their
+// folder and suggest a writable one, the graph export into a new folder,
+// Help ▸ Manual and the shortcuts list, and the image panel's pixel value
+// and contrast.
+#include <QDialog>
+#include <QFile>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTextBrowser>
+#include <QtTest>
+
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "manifold/cluster.h"
+#include "manifold/graph_io.h"
+#include "manifold/ui/cluster_profile_dialog.h"
+#include "manifold/ui/file_dialogs.h"
+#include "manifold/ui/image_panel.h"
+#include "manifold/ui/main_window.h"
+#include "ui_test_support.h"
+
+using namespace manifold;
+using namespace manifold::ui;
+namespace t = manifold::ui::test;
+
+namespace {
+
+double mean_grey(const QImage& image) {
+  double sum = 0;
+  for (int y = 0; y < image.height(); ++y)
+    for (int x = 0; x < image.width(); ++x) sum += qGray(image.pixel(x, y));
+  return sum / (image.width() * image.height());
+}
+
+}  // namespace
+
+class TestComforts : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName("ManifoldExplorerTests");
+    cli::register_all_backends();
+    QVERIFY(dir_.isValid());
+  }
+
+  // The editor says what the core's loader says, and saves what it loads.
+  void clusterProfileEditor() {
+    ClusterProfileDialog dialog;
+    dialog.kindEditor()->setCurrentIndex(dialog.kindEditor()->findData("slurm"));
+    QVERIFY2(dialog.problem().contains("work_dir"), qPrintable(dialog.problem()));
+    dialog.workDirEditor()->setText(dir_.filePath("jobs"));
+    dialog.partitionEditor()->setText("gpu");
+    dialog.nodesEditor()->setValue(2);
+    dialog.ranksPerNodeEditor()->setValue(4);
+    dialog.gpusPerNodeEditor()->setValue(1);
+    dialog.timeLimitEditor()->setText("2:00:0:0");
+    QVERIFY2(dialog.problem().contains("time_limit"), qPrintable(dialog.problem()));
+    dialog.timeLimitEditor()->setText("02:00:00");
+    dialog.envEditor()->setPlainText("OMP_NUM_THREADS=8");
+    dialog.extraArgsEditor()->setText("--account=abc --qos=high");
+    QVERIFY2(dialog.problem().isEmpty(), qPrintable(dialog.problem()));
+
+    const QString path = dir_.filePath("slurm.json");
+    QVERIFY(dialog.save(path));
+    const cluster::Profile p = cluster::load_profile(path.toStdString());
+    QCOMPARE(p.kind, cluster::Profile::Kind::Slurm);
+    QCOMPARE(p.partition, std::string("gpu"));
+    QCOMPARE(p.nodes, 2);
+    QCOMPARE(p.ranks_per_node, 4);
+    QCOMPARE(p.gpus_per_node, 1);
+    QCOMPARE(p.time_limit, std::string("02:00:00"));
+    QCOMPARE(p.env.at("OMP_NUM_THREADS"), std::string("8"));
+    QCOMPARE(p.sbatch_args, (std::vector<std::string>{"--account=abc", "--qos=high"}));
+
+    // Loaded back, the fields hold the same profile; a bad value is refused
+    // and the file is left as it was.
+    ClusterProfileDialog again;
+    QVERIFY2(again.load(path), qPrintable(again.problem()));
+    QCOMPARE(again.profileJson(), dialog.profileJson());
+    again.partitionEditor()->setText("gpu\nrm -rf /");
+    QVERIFY2(again.problem().contains("control character"), qPrintable(again.problem()));
+    QVERIFY(!again.save(path));
+    QCOMPARE(cluster::load_profile(path.toStdString()).partition, std::string("gpu"));
+
+    // mpirun: ranks, no Slurm keys.
+    ClusterProfileDialog local;
+    local.ranksEditor()->setValue(3);
+    QVERIFY(local.save(dir_.filePath("local.json")));
+    const cluster::Profile l = cluster::load_profile(dir_.filePath("local.json").toStdString());
+    QCOMPARE(l.kind, cluster::Profile::Kind::Mpirun);
+    QCOMPARE(l.ranks, 3);
+  }
+
+  // Save dialogs start where the last export went, never in a folder that
+  // cannot be written, and suggest a file name.
+  void exportDialogsRememberTheirFolder() {
+    const QString exports = dir_.filePath("exports");
+    QVERIFY(QDir().mkpath(exports));
+    rememberFolder("test-exports", exports + "/embedding.npy");
+    QCOMPARE(suggestedSavePath("test-exports", "spots-embedding.npy"), exports + "/spots-embedding.npy");
+    const QString readonly = dir_.filePath("readonly");
+    QVERIFY(QDir().mkpath(readonly));
+    QVERIFY(::chmod(readonly.toLocal8Bit().constData(), 0555) == 0);
+    rememberFolder("test-exports", readonly);
+    if (QFileInfo(readonly).isWritable()) QSKIP("running as a user who can write anywhere");
+    QVERIFY(!suggestedSavePath("test-exports", "x.npy").startsWith(readonly));
+    QVERIFY(startFolder("test-exports", false) == readonly);  // fine for opening
+  }
+
+  // The graph export writes into a folder it creates, parents included.
+  void graphExportCreatesItsFolder() {
+    const QString data = dir_.filePath("spots.npy");
+    t::write_rotating_spot_npy(data, 200, 12, 12);
+    MainWindow w;
+    QSignalSpy opened(&w, &MainWindow::datasetOpened), shown(&w, &MainWindow::embeddingShown),
+        exported(&w, &MainWindow::exportFinished);
+    w.openFile(data);
+    QVERIFY(opened.wait(20000));
+    w.parameterPanel()->componentsEditor()->setValue(3);
+    w.runNow();
+    QVERIFY(shown.wait(60000));
+    const QString out = dir_.filePath("new/nested/spots-graph");
+    w.exportGraph(out);
+    QVERIFY(exported.wait(20000));
+    QVERIFY2(exported.first().at(0).toBool(), qPrintable(exported.first().at(1).toStringList().join(' ')));
+    QCOMPARE(read_graph(out.toStdString()).n, int64_t(200));
+  }
+
+  // Help ▸ Manual shows docs/ui.md; Help ▸ Keyboard Shortcuts lists the menus' keys.
+  void manualAndShortcuts() {
+    MainWindow w;
+    QFile manual(MainWindow::manualPath());
+    QVERIFY2(manual.open(QIODevice::ReadOnly), qPrintable(MainWindow::manualPath()));
+    QVERIFY(manual.readAll().startsWith("# "));
+    w.showManual();
+    auto* dialog = w.findChild<QDialog*>("manualDialog");
+    QVERIFY(dialog && dialog->isVisible());
+    auto* browser = dialog->findChild<QTextBrowser*>();
+    QVERIFY(browser && browser->toPlainText().contains("Manifold Explorer"));
+
+    const auto rows = w.shortcutList();
+    auto has = [&rows](const QString& keys, const QString& does) {
+      for (const auto& [k, d] : rows)
+        if (k.contains(keys) && d.contains(does)) return true;
+      return false;
+    };
+    QVERIFY(has("Ctrl+R", "Run"));
+    QVERIFY(has("Ctrl+O", "Open Dataset"));
+    QVERIFY(has("Ctrl+Shift+O", "Open Folder"));
+    QVERIFY(has("Esc", "Cancel"));
+    w.showShortcuts();
+    QVERIFY(w.findChild<QDialog*>("shortcutsDialog")->isVisible());
+  }
+
+  // The value under the mouse is the data's; clip and gamma change the picture.
+  void imagePanelPixelValueAndContrast() {
+    std::vector<float> values(2 * 16 * 16);
+    for (int i = 0; i < 256; ++i) values[static_cast<size_t>(i)] = static_cast<float>(i % 16 + i / 16);
+    values[37] = 1000.f;  // a hot pixel at (5, 2)
+    Dataset d(2, 256, std::move(values));
+    d.item_shape = {16, 16};
+    auto ds = adoptDataset(std::move(d), "ramp", "test", false);
+    ImagePanel panel;
+    panel.resize(300, 380);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    panel.setDataset(ds);
+    panel.setPinned(0);
+    QTest::mouseMove(panel.canvas(), panel.canvas()->positionOf({5, 2}).toPoint());
+    QTRY_COMPARE(panel.pixelText(), QString("pixel (5, 2) = 1000"));
+    QTest::mouseMove(panel.canvas(), panel.canvas()->positionOf({3, 7}).toPoint());
+    QTRY_COMPARE(panel.pixelText(), QString("pixel (3, 7) = 10"));
+
+    // The hot pixel squeezes the ramp into black; clipping 1% restores it.
+    const double full = mean_grey(panel.shownImage());
+    panel.clipEditor()->setValue(1);
+    const double clipped = mean_grey(panel.shownImage());
+    QVERIFY2(clipped > 3 * full, qPrintable(QString("%1 vs %2").arg(clipped).arg(full)));
+    panel.gammaEditor()->setValue(2);
+    QVERIFY(mean_grey(panel.shownImage()) > clipped * 1.1);
+  }
+};
+
+QTEST_MAIN(TestComforts)
+#include "test_comforts.moc"

@@ -1,0 +1,393 @@
+// The explorer's reported misbehaviour (issue 23, item 4), each reproduced
+// here: opening image folders, a k typed into the box, the cluster backend
+// and the graph cache, re-framing after a change of scale, the pinned
+// image's coordinates, category colours against the selection colour, and
+// the smaller ones (gallery scroll, placeholder, status and progress lines,
+// axis titles, colour-bar labels, the BGH plot's width, the demo's colour,
+// the core's option names in GUI messages).
+#include <QAction>
+#include <QDockWidget>
+#include <QImage>
+#include <QScrollBar>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+#include "cli/commands.h"
+#include "manifold/ui/gui_words.h"
+#include "manifold/ui/main_window.h"
+#include "manifold/ui/palette.h"
+#include "ui_test_support.h"
+
+using namespace manifold;
+using namespace manifold::ui;
+namespace t = manifold::ui::test;
+
+namespace {
+
+bool wait_for(QSignalSpy& spy, int ms = 60000) { return !spy.isEmpty() || spy.wait(ms); }
+
+double colour_distance(QColor a, QColor b) {
+  const double dr = a.red() - b.red(), dg = a.green() - b.green(), db = a.blue() - b.blue();
+  return std::sqrt(dr * dr + dg * dg + db * db);
+}
+
+/// The bounding box of every point as drawn, in widget pixels.
+QRectF drawn_extent(EmbeddingView& view) {
+  double x0 = 1e30, y0 = 1e30, x1 = -1e30, y1 = -1e30;
+  for (int64_t i = 0; i < view.pointCount(); ++i) {
+    const QPointF p = view.projectedPosition(i);
+    x0 = std::min(x0, p.x()), x1 = std::max(x1, p.x());
+    y0 = std::min(y0, p.y()), y1 = std::max(y1, p.y());
+  }
+  return QRectF(QPointF(x0, y0), QPointF(x1, y1));
+}
+
+/// A ring of n points in the plane z = 0 tilted out of it, radius r.
+std::vector<float> ring(int n, float r) {
+  std::vector<float> xyz;
+  for (int i = 0; i < n; ++i) {
+    const double a = 2 * M_PI * i / n;
+    xyz.insert(xyz.end(), {static_cast<float>(r * std::cos(a)), static_cast<float>(r * std::sin(a)),
+                           static_cast<float>(0.3 * r * std::sin(2 * a))});
+  }
+  return xyz;
+}
+
+}  // namespace
+
+class TestReportedFixes : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  QString spots_, other_spots_;
+
+  /// A window with the spots open and embedded (k = 10, 4 components, CPU).
+  void open_and_run(MainWindow& w, const QString& path) {
+    QSignalSpy opened(&w, &MainWindow::datasetOpened), shown(&w, &MainWindow::embeddingShown);
+    w.openFile(path);
+    QVERIFY(wait_for(opened, 20000));
+    auto* params = w.parameterPanel();
+    params->kEditor()->setValue(10);
+    params->componentsEditor()->setValue(4);
+    params->backendEditor()->setCurrentIndex(params->backendEditor()->findData("cpu"));
+    w.runNow();
+    QVERIFY(wait_for(shown));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.runner()->busy(), 20000);
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName("ManifoldExplorerTests");
+    cli::register_all_backends();
+    QVERIFY(dir_.isValid());
+    spots_ = dir_.filePath("spots.npy");
+    t::write_rotating_spot_npy(spots_, 300, 16, 16);
+    other_spots_ = dir_.filePath("other.npy");
+    t::write_rotating_spot_npy(other_spots_, 400, 16, 16, 11);
+  }
+
+  // File ▸ Open offers image files and folders; one image opens its folder.
+  void opensImageFoldersAndFiles() {
+    QVERIFY(MainWindow::datasetFileFilter().contains("*.png"));
+    QVERIFY(MainWindow::datasetFileFilter().contains("*.tif"));
+    MainWindow w;
+    auto* open_folder = w.findChild<QAction*>("openFolderAction");
+    QVERIFY(open_folder);
+    QVERIFY(open_folder->text().contains("Folder"));
+
+    QDir folder(dir_.filePath("pngs"));
+    QVERIFY(folder.mkpath("."));
+    for (int i = 0; i < 6; ++i) {
+      QImage img(8, 8, QImage::Format_Grayscale8);
+      img.fill(static_cast<uint>(i * 40));
+      img.setPixel(i, i, 255);
+      QVERIFY(img.save(folder.filePath(QStringLiteral("img%1.png").arg(i))));
+    }
+    QSignalSpy opened(&w, &MainWindow::datasetOpened), errors(&w, &MainWindow::errorShown);
+    w.openFile(folder.path());
+    QVERIFY(opened.wait(20000));
+    QCOMPARE(w.dataset()->rows(), int64_t(6));
+    // One image of a folder is no dataset: its folder opens, and the window says so.
+    w.openFile(folder.filePath("img2.png"));
+    QVERIFY2(opened.wait(20000), qPrintable(w.lastError()));
+    QCOMPARE(w.dataset()->rows(), int64_t(6));
+    QVERIFY2(w.messageText().contains("folder"), qPrintable(w.messageText()));
+    QVERIFY(errors.isEmpty());
+  }
+
+  // "30" typed quickly: the 3 is cached, the 30 is not; no graph is built.
+  void typedKNeverBuildsAGraphWithoutRun() {
+    MainWindow w;
+    w.show();
+    open_and_run(w, spots_);
+    QSignalSpy started(w.runner(), &JobRunner::started), shown(&w, &MainWindow::embeddingShown);
+    auto* k = w.parameterPanel()->kEditor();
+    QVERIFY(w.parameterPanel()->autoReembed());
+    k->setValue(3);
+    k->setValue(30);
+    QTest::qWait(400);
+    for (const auto& args : started) QVERIFY2(!args.at(0).toBool(), "a k-NN graph build started without Run");
+    QTRY_VERIFY_WITH_TIMEOUT(!w.runner()->busy(), 20000);
+    QVERIFY2(w.staleText().contains("Run"), qPrintable(w.staleText()));
+    QVERIFY2(w.staleText().contains("30"), qPrintable(w.staleText()));
+
+    // Typed slowly: 4 re-embeds from the cache, 40 only says Run is needed.
+    started.clear();
+    shown.clear();
+    k->setValue(4);
+    QVERIFY(wait_for(shown));
+    QCOMPARE(w.outcome()->result->k, 4);
+    QVERIFY2(w.staleText().isEmpty(), qPrintable(w.staleText()));
+    k->setValue(40);
+    QTest::qWait(400);
+    for (const auto& args : started) QVERIFY(!args.at(0).toBool());
+    QCOMPARE(w.outcome()->result->k, 4);
+    QVERIFY2(w.staleText().contains("k = 4") && w.staleText().contains("40"), qPrintable(w.staleText()));
+    // Run builds it, and the line goes.
+    shown.clear();
+    w.runNow();
+    QVERIFY(wait_for(shown));
+    QCOMPARE(w.outcome()->result->k, 40);
+    QTRY_VERIFY(w.staleText().isEmpty());
+  }
+
+  // The cluster backend is part of the graph cache key: Run submits a job
+  // (here it fails on the missing profile) instead of reusing the CPU graph.
+  void clusterRunIsNotServedByALocalGraph() {
+    MainWindow w;
+    w.show();
+    open_and_run(w, spots_);
+    QSignalSpy started(w.runner(), &JobRunner::started), errors(&w, &MainWindow::errorShown),
+        shown(&w, &MainWindow::embeddingShown);
+    auto* params = w.parameterPanel();
+    params->clusterProfileEditor()->setText(dir_.filePath("no-such-profile.json"));
+    params->backendEditor()->setCurrentIndex(params->backendEditor()->findData("cluster"));
+    QTest::qWait(300);
+    QVERIFY2(started.isEmpty(), "switching to the cluster backend started a job without Run");
+    QVERIFY(w.runner()->cachedGraph(params->parameters()) == nullptr);
+    w.runNow();
+    QVERIFY(wait_for(errors, 20000));
+    QVERIFY(!started.isEmpty() && started.first().at(0).toBool());
+    QVERIFY2(w.lastError().contains("no-such-profile.json"), qPrintable(w.lastError()));
+    QVERIFY(shown.isEmpty());
+  }
+
+  // A re-embedding that shrinks the coordinates 20-fold is re-framed; the
+  // user's rotation is kept.
+  void reframesWhenTheScaleChanges() {
+    EmbeddingView view;
+    view.resize(500, 400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setPoints(ring(200, 1.0f), false, {"a", "b", "c"}, true);
+    view.rotateCamera(35, 15);
+    const auto direction = view.viewDirection();
+    const QRectF before = drawn_extent(view);
+    QVERIFY(before.width() > 100);
+    view.setPoints(ring(200, 0.05f), false, {"a", "b", "c"}, false);
+    const QRectF after = drawn_extent(view);
+    QVERIFY2(after.width() > 0.7 * before.width(), qPrintable(QString("%1 vs %2").arg(after.width()).arg(before.width())));
+    const auto kept = view.viewDirection();
+    for (int i = 0; i < 3; ++i) QVERIFY(std::abs(kept[i] - direction[i]) < 1e-9);
+    // A small change (sign flips, 10% in scale) keeps the camera as it is.
+    view.setPoints(ring(200, 0.055f), false, {"a", "b", "c"}, false);
+    const QRectF small = drawn_extent(view);
+    QVERIFY(small.width() > 1.05 * after.width());
+  }
+
+  // The pinned image's ψ values follow the embedding shown.
+  void pinnedCoordinatesFollowReembedding() {
+    MainWindow w;
+    w.show();
+    open_and_run(w, spots_);
+    w.setSelectedRows({});
+    QSignalSpy shown(&w, &MainWindow::embeddingShown);
+    const int64_t row = 17;
+    // Pinning goes through the view's pick, as a click does.
+    const auto& r0 = *w.outcome()->result;
+    int64_t e = -1;
+    for (int64_t i = 0; i < r0.n; ++i)
+      if (r0.point_index[static_cast<size_t>(i)] == row) e = i;
+    QVERIFY(e >= 0);
+    Q_EMIT w.view()->picked(e);
+    QCOMPARE(w.imagePanel()->pinnedRow(), row);
+    w.parameterPanel()->timeEditor()->setValue(3);
+    QVERIFY(wait_for(shown));
+    const auto& r = *w.outcome()->result;
+    const QString psi1 = QString::number(r.coordinates[static_cast<size_t>(e * r.m)], 'g', 4);
+    QVERIFY2(w.imagePanel()->caption().contains(QStringLiteral("\u03c81 = ") + psi1),
+             qPrintable(w.imagePanel()->caption() + " / " + psi1));
+  }
+
+  // No category colour is near the selection colour; a category keeps its
+  // colour in a subset.
+  void categoryColoursAvoidSelectionAndStayStable() {
+    double nearest = 1e9;
+    for (int i = -4; i < 256; ++i) nearest = std::min(nearest, colour_distance(categoryColour(i), kSelectionColour));
+    QVERIFY2(nearest >= 120, qPrintable(QString::number(nearest)));
+
+    EmbeddingView view;
+    view.resize(400, 300);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setPointSize(14);
+    auto colour_of = [&view](int64_t point) {
+      const QImage frame = view.renderFrame();
+      const QPointF p = view.projectedPosition(point) * frame.devicePixelRatio();
+      return frame.pixelColor(p.toPoint());
+    };
+    // Points inside their bounding box, where the axes' outline is not drawn.
+    std::vector<float> xyz, values;
+    for (int i = 0; i < 10; ++i) {
+      const double a = 2 * M_PI * i / 10;
+      xyz.insert(xyz.end(), {static_cast<float>(std::cos(a)), static_cast<float>(std::sin(a)), 0.f});
+      values.push_back(static_cast<float>(i));
+    }
+    view.setPoints(xyz, true, {"x", "y", "z"}, true);
+    view.setColours({values, "label", true});
+    const QColor six_in_all = colour_of(6);
+    QVERIFY2(colour_distance(six_in_all, categoryColour(6)) < 10,
+             qPrintable(six_in_all.name() + " drawn, " + categoryColour(6).name() + " expected"));
+    view.setPoints({0.f, 0.f, 0.f, 0.5f, 0.4f, 0.f, 1.f, 1.f, 0.f}, true, {"x", "y", "z"}, true);
+    view.setColours({{3.f, 6.f, 3.f}, "label", true});
+    QVERIFY2(colour_distance(colour_of(1), six_in_all) < 10, "category 6 changed colour in a subset");
+  }
+
+  // Arrow keys move the pin to the nearest point that way on screen.
+  void arrowKeysMoveThePin() {
+    EmbeddingView view;
+    view.resize(400, 300);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setPoints({0.f, 0.f, 0.f, 1.f, 0.1f, 0.f, 0.f, 1.f, 0.f, -1.f, 0.f, 0.f, 2.f, 0.f, 0.f}, true,
+                   {"x", "y", "z"}, true);
+    view.setPinned(0);
+    QSignalSpy picked(&view, &EmbeddingView::picked);
+    QTest::keyClick(&view, Qt::Key_Right);
+    QCOMPARE(picked.size(), 1);
+    QCOMPARE(picked.takeFirst().at(0).toLongLong(), 1LL);
+    QTest::keyClick(&view, Qt::Key_Up);
+    QCOMPARE(picked.takeFirst().at(0).toLongLong(), 2LL);
+    QTest::keyClick(&view, Qt::Key_Left);
+    QCOMPARE(picked.takeFirst().at(0).toLongLong(), 3LL);
+    QTest::keyClick(&view, Qt::Key_Down);  // nothing below the pin
+    QVERIFY(picked.isEmpty());
+  }
+
+  void galleryStartsAtTheTopOfANewDataset() {
+    MainWindow w;
+    w.resize(1200, 800);
+    w.show();
+    QSignalSpy opened(&w, &MainWindow::datasetOpened);
+    w.openFile(spots_);
+    QVERIFY(wait_for(opened, 20000));
+    QScrollBar* bar = w.datasetPanel()->gallery()->verticalScrollBar();
+    QTRY_VERIFY(bar->maximum() > 0);
+    bar->setValue(bar->maximum());
+    opened.clear();
+    w.openFile(other_spots_);
+    QVERIFY(wait_for(opened, 20000));
+    QTest::qWait(100);
+    QCOMPARE(bar->value(), 0);
+  }
+
+  void placeholderAsksForRunOnceADatasetIsOpen() {
+    MainWindow w;
+    w.show();
+    QVERIFY(w.view()->placeholderText().contains("Open a dataset"));
+    QSignalSpy opened(&w, &MainWindow::datasetOpened);
+    w.openFile(spots_);
+    QVERIFY(wait_for(opened, 20000));
+    QVERIFY2(!w.view()->placeholderText().contains("Open a dataset"), qPrintable(w.view()->placeholderText()));
+    QVERIFY(w.view()->placeholderText().contains("Run"));
+  }
+
+  // A run replaces the last run's status line; "cancelling…" stays until
+  // the job has stopped.
+  void statusAndCancellingLines() {
+    MainWindow w;
+    w.show();
+    open_and_run(w, spots_);
+    QVERIFY(w.statusText().startsWith("Embedded"));
+    w.parameterPanel()->kEditor()->setValue(25);
+    w.runNow();
+    QVERIFY2(!w.statusText().startsWith("Embedded"), qPrintable(w.statusText()));
+    w.cancelRun();
+    QVERIFY(w.progressText().contains("cancelling"));
+    ProgressInfo info;
+    info.stage = "knn";
+    info.unit = "rows";
+    info.done = 10;
+    info.total = 100;
+    Q_EMIT w.runner()->progressed(info);
+    QVERIFY2(w.progressText().contains("cancelling"), qPrintable(w.progressText()));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.runner()->busy(), 20000);
+  }
+
+  // ψ everywhere: the combos, the axis titles and the colour bar's title;
+  // colour-bar labels without trailing dots.
+  void oneSpellingOfPsi() {
+    MainWindow w;
+    w.show();
+    open_and_run(w, spots_);
+    w.setColourBy("dc1");
+    for (const QString& title : w.view()->axisTitles()) QVERIFY2(title.startsWith(QStringLiteral("\u03c8")), qPrintable(title));
+    QCOMPARE(w.view()->colourTitle(), QStringLiteral("\u03c81"));
+    QVERIFY(!w.view()->colourBarLabelFormat().contains('#'));
+  }
+
+  // The BGH curve, shown once ε is automatic and a run has drawn it, does
+  // not widen the Parameters dock.
+  void bghPlotKeepsTheDockWidth() {
+    MainWindow w;
+    w.resize(1300, 850);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto* dock = w.findChild<QDockWidget*>("parametersDock");
+    QVERIFY(dock);
+    dock->raise();
+    open_and_run(w, spots_);
+    QTest::qWait(100);
+    const int before = dock->width();
+    QSignalSpy shown(&w, &MainWindow::embeddingShown);
+    auto* mode = w.parameterPanel()->epsilonModeEditor();
+    mode->setCurrentIndex(mode->findData("auto"));
+    w.runNow();
+    QVERIFY(wait_for(shown));
+    QTest::qWait(200);
+    QVERIFY2(w.parameterPanel()->bghPlot()->isVisible(), "the BGH plot is not shown");
+    QVERIFY2(dock->width() <= before, qPrintable(QString("%1 > %2").arg(dock->width()).arg(before)));
+  }
+
+  // Opened after another dataset, the demo is coloured by its rotation angle.
+  void demoOpensColouredByTheAngle() {
+    MainWindow w;
+    w.show();
+    open_and_run(w, spots_);
+    QCOMPARE(w.colourKey(), QString("dc1"));
+    QSignalSpy shown(&w, &MainWindow::embeddingShown);
+    w.openDemo(true);
+    QVERIFY(shown.wait(120000));
+    QCOMPARE(w.colourKey(), QString("rotation angle (deg)"));
+  }
+
+  // The core's messages name command-line options; the window names the fields.
+  void coreMessagesUseTheFieldNames() {
+    QCOMPARE(guiWords("weakly joined; try --epsilon 12.5 (10x) or a larger --k"),
+             QStringLiteral("weakly joined; try \u03b5 = 12.5 (10x) or a larger k"));
+    QCOMPARE(guiWords("stopped at 20000 mat-vecs; raise --max-matvecs or --time-limit"),
+             QStringLiteral("stopped at 20000 mat-vecs; raise Max mat-vecs or Time limit"));
+    QCOMPARE(guiWords("give --epsilon VALUE or fewer --components"),
+             QStringLiteral("give an \u03b5 value or fewer Components"));
+    QCOMPARE(guiWords("--local-scaling 40: must be at most k"), QStringLiteral("Local scaling 40: must be at most k"));
+    QCOMPARE(guiWords("plain text with a -- dash"), QStringLiteral("plain text with a -- dash"));
+  }
+};
+
+QTEST_MAIN(TestReportedFixes)
+#include "test_reported_fixes.moc"

@@ -1,0 +1,270 @@
+// The main window's view of an embedding: axes, colours, the spectrum, the
+// pinned image and the selection.
+#include <algorithm>
+#include <cmath>
+
+#include <QLocale>
+
+#include "manifold/ui/main_window.h"
+
+namespace manifold::ui {
+namespace {
+
+QString en_number(int64_t n) { return QLocale(QLocale::English).toString(static_cast<qlonglong>(n)); }
+
+}  // namespace
+
+std::vector<int> MainWindow::offered_coordinates() const {
+  if (!outcome_) return {};
+  const DiffusionResult& r = *outcome_->result;
+  const std::vector<int>& localised = r.diagnostics.localised;
+  const bool hide = hide_localised_->isChecked();
+  std::vector<int> offered, all;
+  for (int c = 1; c <= r.m; ++c) {
+    all.push_back(c);
+    if (!hide || std::find(localised.begin(), localised.end(), c) == localised.end()) offered.push_back(c);
+  }
+  // Hiding every coordinate would leave nothing to draw.
+  return offered.empty() ? all : offered;
+}
+
+std::vector<int> MainWindow::axisChoices() const {
+  std::vector<int> choices;
+  for (int i = 0; i < axis_[0]->count(); ++i) choices.push_back(axis_[0]->itemData(i).toInt());
+  return choices;
+}
+
+void MainWindow::update_axis_choices() {
+  const std::vector<int> offered = offered_coordinates();
+  if (offered == axisChoices()) return;
+  updating_controls_ = true;
+  // An axis keeps its coordinate while that is still offered (the user's
+  // choice); the others take the first offered ones not on an axis yet, in
+  // order, repeating the last when fewer than three are offered.
+  int previous[3];
+  for (int i = 0; i < 3; ++i) previous[i] = axis_[i]->currentData().toInt();
+  auto is_offered = [&](int c) { return std::find(offered.begin(), offered.end(), c) != offered.end(); };
+  int chosen[3] = {0, 0, 0};
+  for (int i = 0; i < 3; ++i)
+    if (is_offered(previous[i]) && std::find(chosen, chosen + i, previous[i]) == chosen + i) chosen[i] = previous[i];
+  for (int i = 0; i < 3 && !offered.empty(); ++i) {
+    if (chosen[i] != 0) continue;
+    auto free = std::find_if(offered.begin(), offered.end(),
+                             [&](int c) { return std::find(chosen, chosen + 3, c) == chosen + 3; });
+    chosen[i] = free != offered.end() ? *free : offered.back();
+  }
+  for (int i = 0; i < 3; ++i) {
+    axis_[i]->clear();
+    for (int c : offered) axis_[i]->addItem(QStringLiteral("\u03c8%1").arg(c), c);
+    axis_[i]->setCurrentIndex(std::max(0, axis_[i]->findData(chosen[i])));
+  }
+  updating_controls_ = false;
+}
+
+void MainWindow::update_colour_choices() {
+  updating_controls_ = true;
+  const int m = outcome_ ? outcome_->result->m : 0;
+  colour_by_->clear();
+  colour_by_->addItem(tr("none"), QStringLiteral("none"));
+  for (int c = 1; c <= m; ++c) colour_by_->addItem(QStringLiteral("\u03c8%1").arg(c), QStringLiteral("dc%1").arg(c));
+  if (dataset_)
+    for (const PointMetadata& meta : dataset_->metadata) colour_by_->addItem(meta.name, meta.name);
+  // colour_key_ is the user's wish; it may name a coordinate that exists only
+  // once the embedding does, so it is kept when it cannot be shown yet.
+  int idx = colour_by_->findData(colour_key_);
+  if (idx < 0 || colour_key_.isEmpty()) {
+    // Labels say most when a dataset has them, the known angle for the demo,
+    // else the first diffusion coordinate.
+    for (const QString& fallback : {tr("label"), tr("rotation angle (deg)"), QStringLiteral("dc1")})
+      if ((idx = colour_by_->findData(fallback)) >= 0) break;
+    if (idx < 0) idx = 0;
+    if (m > 0) colour_key_ = colour_by_->itemData(idx).toString();
+  }
+  colour_by_->setCurrentIndex(idx);
+  updating_controls_ = false;
+}
+
+void MainWindow::setAxes(int x, int y, int z, bool planar) {
+  updating_controls_ = true;
+  const int v[3] = {x, y, z};
+  for (int i = 0; i < 3; ++i) {
+    const int idx = axis_[i]->findData(v[i]);
+    if (idx >= 0) axis_[i]->setCurrentIndex(idx);
+  }
+  planar_->setChecked(planar);
+  axis_[2]->setEnabled(!planar);
+  updating_controls_ = false;
+  update_view(true);
+}
+
+void MainWindow::setColourBy(const QString& key) {
+  colour_key_ = key;
+  const int idx = colour_by_->findData(key);
+  if (idx >= 0) {
+    updating_controls_ = true;
+    colour_by_->setCurrentIndex(idx);
+    updating_controls_ = false;
+  }
+  update_colours();
+}
+
+void MainWindow::update_view(bool reset_camera) {
+  if (!outcome_) {
+    view_->clearPoints();
+    return;
+  }
+  const DiffusionResult& r = *outcome_->result;
+  const int choices = axis_[0]->count();
+  const bool planar = planar_->isChecked() || choices < 3;
+  int ax[3];
+  QStringList titles;
+  for (int i = 0; i < 3; ++i) {
+    ax[i] = std::clamp(axis_[i]->currentData().toInt(), 1, r.m);
+    titles << QStringLiteral("\u03c8%1").arg(ax[i]);
+  }
+  std::vector<float> xyz(static_cast<size_t>(r.n) * 3);
+  for (int64_t e = 0; e < r.n; ++e) {
+    const double* c = r.coordinates.data() + e * r.m;
+    xyz[3 * e] = static_cast<float>(c[ax[0] - 1]);
+    xyz[3 * e + 1] = choices >= 2 ? static_cast<float>(c[ax[1] - 1]) : 0.f;
+    xyz[3 * e + 2] = planar ? 0.f : static_cast<float>(c[ax[2] - 1]);
+  }
+  view_->setPoints(std::move(xyz), planar, titles, reset_camera);
+  update_colours();
+  show_selection();
+  view_->setPinned(embedded_index(pinned_row_));
+}
+
+void MainWindow::update_colours() {
+  if (!outcome_ || !dataset_) return;
+  const DiffusionResult& r = *outcome_->result;
+  PointColours colours;
+  if (colour_key_.startsWith("dc")) {
+    const int c = colour_key_.mid(2).toInt();
+    if (c >= 1 && c <= r.m) {
+      colours.values.resize(static_cast<size_t>(r.n));
+      for (int64_t e = 0; e < r.n; ++e) colours.values[static_cast<size_t>(e)] = static_cast<float>(r.coordinates[e * r.m + c - 1]);
+      colours.title = QStringLiteral("\u03c8%1").arg(c);
+    }
+  } else {
+    for (const PointMetadata& meta : dataset_->metadata)
+      if (meta.name == colour_key_) {
+        colours.values.resize(static_cast<size_t>(r.n));
+        for (int64_t e = 0; e < r.n; ++e)
+          colours.values[static_cast<size_t>(e)] = meta.values[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])];
+        colours.title = meta.name;
+        colours.categorical = meta.categorical;
+      }
+  }
+  view_->setColours(colours);
+}
+
+void MainWindow::update_spectrum() {
+  if (!outcome_) return;
+  const auto& ev = outcome_->result->eigenvalues;
+  std::vector<double> x(ev.size()), y(ev.begin(), ev.end());
+  for (size_t i = 0; i < ev.size(); ++i) x[i] = static_cast<double>(i);
+  spectrum_->setData(std::move(x), std::move(y));
+  spectrum_->setFadedCount(1);
+}
+
+int64_t MainWindow::embedded_index(int64_t row) const {
+  if (row < 0 || row >= static_cast<int64_t>(embedded_of_row_.size())) return -1;
+  return embedded_of_row_[static_cast<size_t>(row)];
+}
+
+QString MainWindow::point_details(int64_t row) const {
+  const int64_t e = embedded_index(row);
+  if (!outcome_ || e < 0) return outcome_ ? tr("not embedded (outside the largest component)") : QString();
+  const DiffusionResult& r = *outcome_->result;
+  QStringList parts;
+  for (int c = 0; c < std::min(r.m, 3); ++c)
+    parts << QStringLiteral("\u03c8%1 = %2").arg(c + 1).arg(r.coordinates[e * r.m + c], 0, 'g', 4);
+  return parts.join(QStringLiteral(", "));
+}
+
+void MainWindow::on_hovered(qint64 embedded) {
+  if (!outcome_ || embedded < 0 || embedded >= outcome_->result->n) {
+    image_panel_->setHovered(-1);
+    return;
+  }
+  const int64_t row = outcome_->result->point_index[static_cast<size_t>(embedded)];
+  image_panel_->setHovered(row, point_details(row));
+}
+
+void MainWindow::on_picked(qint64 embedded) {
+  if (!outcome_ || embedded < 0 || embedded >= outcome_->result->n) return;
+  pin_row(outcome_->result->point_index[static_cast<size_t>(embedded)]);
+}
+
+void MainWindow::pin_row(int64_t row) {
+  if (!dataset_ || row < 0 || row >= dataset_->rows()) return;
+  pinned_row_ = row;
+  image_panel_->setPinned(row, point_details(row));
+  view_->setPinned(embedded_index(row));
+  dataset_panel_->revealRow(row);
+}
+
+void MainWindow::on_view_selection() {
+  if (!outcome_) return;
+  std::vector<int64_t> rows;
+  rows.reserve(view_->selection().size());
+  for (int64_t e : view_->selection()) rows.push_back(outcome_->result->point_index[static_cast<size_t>(e)]);
+  std::sort(rows.begin(), rows.end());
+  selected_rows_ = std::move(rows);
+  show_selection();
+}
+
+void MainWindow::setSelectedRows(std::vector<int64_t> rows) {
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  if (dataset_) rows.erase(std::remove_if(rows.begin(), rows.end(), [this](int64_t r) { return r < 0 || r >= dataset_->rows(); }), rows.end());
+  selected_rows_ = std::move(rows);
+  show_selection();
+}
+
+void MainWindow::show_selection() {
+  std::vector<int64_t> embedded;
+  embedded.reserve(selected_rows_.size());
+  for (int64_t r : selected_rows_) {
+    const int64_t e = embedded_index(r);
+    if (e >= 0) embedded.push_back(e);
+  }
+  view_->setSelection(std::move(embedded));
+  selection_model_->setRows(selected_rows_);
+  selection_label_->setText(selected_rows_.empty()
+                                ? tr("No points selected. Use the Rectangle or Lasso tool in the view.")
+                                : tr("%1 points selected (Shift adds, Ctrl removes).").arg(en_number(
+                                      static_cast<int64_t>(selected_rows_.size()))));
+  update_actions();
+}
+
+nlohmann::json MainWindow::view_settings() const {
+  return {{"axes", {axis_[0]->currentData().toInt(), axis_[1]->currentData().toInt(), axis_[2]->currentData().toInt()}},
+          {"planar", planar_->isChecked()},
+          {"hide_localised", hide_localised_->isChecked()},
+          {"colour_by", colour_key_.toStdString()},
+          {"point_size", point_size_->value()}};
+}
+
+void MainWindow::apply_view_settings(const nlohmann::json& v) {
+  if (!v.is_object()) return;
+  updating_controls_ = true;
+  if (v.contains("planar") && v["planar"].is_boolean()) planar_->setChecked(v["planar"].get<bool>());
+  if (v.contains("hide_localised") && v["hide_localised"].is_boolean())
+    hide_localised_->setChecked(v["hide_localised"].get<bool>());
+  if (v.contains("point_size") && v["point_size"].is_number()) point_size_->setValue(v["point_size"].get<double>());
+  if (v.contains("colour_by") && v["colour_by"].is_string()) colour_key_ = QString::fromStdString(v["colour_by"].get<std::string>());
+  updating_controls_ = false;
+  if (v.contains("axes") && v["axes"].is_array() && v["axes"].size() == 3) {
+    // The axis lists fill once the embedding exists; keep the wish until then.
+    const auto axes = v["axes"].get<std::vector<int>>();
+    auto apply = std::make_shared<QMetaObject::Connection>();
+    *apply = connect(this, &MainWindow::embeddingShown, this, [this, axes, apply] {
+      disconnect(*apply);
+      setAxes(axes[0], axes[1], axes[2], planar_->isChecked());
+    });
+  }
+}
+
+}  // namespace manifold::ui
