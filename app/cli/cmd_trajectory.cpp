@@ -119,6 +119,7 @@ int cmd_trajectory(int argc, char** argv) {
   if (!a.has("-o")) throw UsageError("trajectory: missing -o movie.gif|movie.mp4|FOLDER");
   const std::string out = a.str("-o");
   const MovieFormat format = movie_format_for(out);
+  check_movie_output(out, format);
   if (format != MovieFormat::PngSeries && !have_video_encoding())
     throw UsageError("-o " + out + ": this build has no FFmpeg libraries for " + to_string(format) +
                      "; write PNG frames to a folder instead");
@@ -128,7 +129,6 @@ int cmd_trajectory(int argc, char** argv) {
   movie.log_scale = a.has("--log");
   if (!(movie.fps > 0) || !(movie.fps <= 1000)) throw UsageError("--fps: must be a number in (0, 1000]");
   if (!fs::is_directory(dir)) throw UsageError(dir + ": no such embedding folder");
-  check_movie_output(out, format);
 
   // Order and bins first: a bad option fails before the data is read.
   const Embedding e = read_embedding(dir);
