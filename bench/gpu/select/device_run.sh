@@ -85,7 +85,7 @@ grid)
 auto)
   # `auto` checked against a table it was not derived from, in one command:
   # run A measures every strategy at AUTO_NS (default 10k and 100k) and
-  # gives the table (the 1M row from the committed runs 3 and 4 unless
+  # gives the table (the 1M row from the committed 1M runs unless
   # AUTO_NS has 1M); run B measures every strategy again with `auto` on
   # A's table (MANIFOLD_SELECT_TABLE) and make_table.py compares auto with
   # B's best, cell by cell. Millisecond cells repeat for at least
@@ -94,7 +94,7 @@ auto)
   common=(bench --backend gpu --devices 0 -d 256 -n "$ns" -k "${AUTO_KS:-1,16,128,1024,4096}"
           --repeats "${REPEATS:-3}" --warmup 1 --min-time-s "${MIN_TIME_S:-1}"
           --long-case-s "${LONG_CASE_S:-6}" --case-limit-s "${CASE_LIMIT_S:-20}")
-  old_1m="$here/h200_run3/bench_select.json:1000000 $here/h200_run4/bench_auto.json:1000000"
+  old_1m="$here/auto_table_inputs/n1m/bench_select.json:1000000 $here/auto_table_inputs/n1m/bench_auto.json:1000000"
   case ",$ns," in *,1000000,*) old_1m="" ;; esac
   for r in a b; do
     t=$SECONDS

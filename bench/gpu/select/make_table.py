@@ -21,8 +21,8 @@ measured once for auto and its pick (`measured_as`) are kept as such.
 
 With --write-auto-table FILE (gpu/select/auto_table.cpp) the kBest rows in
 FILE are rewritten from the table, so the committed table is derived from
-the committed JSON: `make_table.py --write-auto-table gpu/select/auto_table.cpp
-bench/gpu/select/results.json bench/gpu/select/results.json` reproduces it.
+committed JSON: the files in bench/gpu/select/auto_table_inputs/, in the
+order and with the N filters bench/gpu/select/RESULTS.md gives, reproduce it.
 Cells not measured take the pick of the nearest smaller N (marked).
 
 With --write-table-file FILE the same picks go to FILE in the format
