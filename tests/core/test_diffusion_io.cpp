@@ -418,4 +418,82 @@ TEST(AtomicWrite, APlantedSymlinkIsNeverFollowed) {
   EXPECT_EQ(temporaries, 0);
 }
 
+// Metadata columns in the embedding files (issue 23): after the coordinates,
+// in point_index order, NaN as an empty CSV field, category names quoted
+// when needed, names that clash with a coordinate or "index" suffixed, and
+// the correlation block in embedding.json.
+TEST(EmbeddingIo, MetadataColumnsFollowPointIndex) {
+  DiffusionResult r = small_result();
+  r.point_index = {};
+  // Pretend the embedded points were rows 2, 4, 6, ... of a table of 2n rows.
+  for (int64_t e = 0; e < r.n; ++e) r.point_index.push_back(2 * e);
+  r.graph_points = 2 * r.n;
+  MetadataTable t(2 * r.n);
+  MetadataColumn index, dc1, cls;
+  index.name = "index";
+  dc1.name = "dc1";
+  cls.name = "class \"A\"";
+  cls.kind = MetadataKind::Categorical;
+  cls.categories = {"plain", "with, comma"};
+  for (int64_t i = 0; i < 2 * r.n; ++i) {
+    index.values.push_back(i % 10 == 0 ? std::nan("") : static_cast<double>(i) + 0.5);
+    dc1.values.push_back(-static_cast<double>(i));
+    cls.codes.push_back(i % 4 == 0 ? 1 : 0);
+  }
+  t.add(index);
+  t.add(dc1);
+  t.add(cls);
+  TempDir dir;
+  write_embedding(dir.path, r, DiffusionParams{}, nullptr, nullptr, &t);
+
+  std::istringstream csv(slurp(dir / "embedding.csv"));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "index,dc1,dc2,dc3,dc4,dc5,index_2,dc1_2,\"class \"\"A\"\"\"");
+  int64_t e = 0;
+  while (std::getline(csv, line)) {
+    const int64_t row = std::stoll(line);
+    ASSERT_EQ(row, r.point_index[e]);
+    std::string rest = line;
+    for (int c = 0; c < 6; ++c) rest = rest.substr(rest.find(',') + 1);
+    const std::string first = rest.substr(0, rest.find(','));
+    if (row % 10 == 0) EXPECT_EQ(first, "") << line;
+    else EXPECT_EQ(std::stod(first), static_cast<double>(row) + 0.5) << line;
+    rest = rest.substr(rest.find(',') + 1);
+    EXPECT_EQ(std::stod(rest.substr(0, rest.find(','))), -static_cast<double>(row)) << line;
+    EXPECT_EQ(rest.substr(rest.find(',') + 1), row % 4 == 0 ? "\"with, comma\"" : "plain") << line;
+    ++e;
+  }
+  EXPECT_EQ(e, r.n);
+
+  const auto arrays = parse_vtp(slurp(dir / "embedding.vtp"));
+  const VtpArray* codes = nullptr;
+  const VtpArray* first = nullptr;
+  for (const auto& a : arrays) {
+    if (a.name == "class &quot;A&quot;") codes = &a;
+    if (a.name == "index_2") first = &a;
+  }
+  ASSERT_TRUE(codes && first);
+  EXPECT_EQ(codes->type, "Int32");
+  const auto c = as<int32_t>(*codes);
+  const auto v = as<double>(*first);
+  ASSERT_EQ(static_cast<int64_t>(c.size()), r.n);
+  for (int64_t p = 0; p < r.n; ++p) {
+    ASSERT_EQ(c[p], r.point_index[p] % 4 == 0 ? 1 : 0);
+    if (r.point_index[p] % 10 == 0) ASSERT_TRUE(std::isnan(v[p]));
+    else ASSERT_EQ(v[p], static_cast<double>(r.point_index[p]) + 0.5);
+  }
+  const std::string vtp = slurp(dir / "embedding.vtp");
+  EXPECT_NE(vtp.find("<Array type=\"String\" Name=\"class &quot;A&quot;_categories\" NumberOfTuples=\"2\""),
+            std::string::npos);
+
+  const Embedding back = read_embedding(dir.path);
+  EXPECT_EQ(back.coordinates, r.coordinates);
+  const auto& cols = back.metadata["metadata_correlation"]["columns"];
+  ASSERT_EQ(cols.size(), 3u);
+  EXPECT_EQ(cols[0]["name"], "index_2");
+  EXPECT_EQ(cols[0]["rows_used"].get<int64_t>(), r.n - (r.n + 4) / 5);  // rows 0, 10, 20, ... have no value
+  EXPECT_EQ(cols[2]["statistic"], "correlation_ratio");
+}
+
 }  // namespace

@@ -398,6 +398,27 @@ TEST(MetadataCorrelation, RowsFollowPointIndex) {
   EXPECT_LT(unmapped[0].per_coordinate[0], 0.9);
 }
 
+TEST(MetadataCorrelation, TooManyCategoriesIsUndefined) {
+  // One category per point makes eta 1 whatever psi is: reported as undefined.
+  const int64_t n = 50;
+  MetadataTable table(n);
+  MetadataColumn id;
+  id.name = "id";
+  id.kind = MetadataKind::Categorical;
+  std::vector<double> psi;
+  for (int64_t i = 0; i < n; ++i) {
+    id.codes.push_back(static_cast<int32_t>(i));
+    id.categories.push_back("image" + std::to_string(i));
+    psi.push_back(std::sin(0.37 * static_cast<double>(i)));
+  }
+  table.add(id);
+  auto r = correlate_metadata(table, psi.data(), n, 1, nullptr);
+  EXPECT_TRUE(std::isnan(r[0].per_coordinate[0]));
+  EXPECT_EQ(r[0].best, -1);
+  EXPECT_EQ(correlation_summary(r), "metadata: id ~ undefined (no variation, or too many categories)");
+  EXPECT_TRUE(correlation_json(table, r)["columns"][0]["per_coordinate"][0].is_null());
+}
+
 std::string ubiquitin_path() {
   try {
     return find_packaged_pdb("1ubq");

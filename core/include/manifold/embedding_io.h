@@ -42,7 +42,8 @@ nlohmann::json embedding_metadata(const DiffusionResult& result, const Diffusion
 /// graph and embedding together). `extra` is merged into embedding.json.
 /// `metadata` (rows = the input's rows, may be null or empty) adds its
 /// columns to embedding.csv and embedding.vtp, row point_index[e] for point e,
-/// and its correlation with psi (metadata_correlations()) to embedding.json.
+/// and its correlation with psi (metadata_correlations()) to embedding.json;
+/// a column named "index" or like a coordinate is written as NAME_2.
 void write_embedding_files(OutputTransaction& tx, const DiffusionResult& result, const DiffusionParams& params,
                            const nlohmann::json& graph = nullptr, const nlohmann::json& extra = nullptr,
                            const MetadataTable* metadata = nullptr);

@@ -115,7 +115,9 @@ MetadataTable load_metadata(const std::vector<std::string>& specs, int64_t rows,
 ///   numeric      Pearson's r with each psi_k (rows with a value)
 ///   categorical  the correlation ratio eta = sqrt(SS_between / SS_total) of
 ///                each psi_k grouped by category (0: no relation, 1: psi_k
-///                is constant within each category)
+///                is constant within each category); undefined (NaN) for
+///                fewer than 2 categories or fewer than 10 points per
+///                category on average (one point each makes eta 1)
 ///   angle        the circular-linear correlation R (Mardia 1976) of the
 ///                angle with each psi_k, in [0, 1]; and for the pair
 ///                atan2(psi_j', psi_i') of every two of the first 6

@@ -1,6 +1,7 @@
 // Writers and reader of the embedding directory (see embedding_io.h).
 #include "manifold/embedding_io.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -148,6 +149,25 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+/// The table with columns named like a coordinate or "index" renamed
+/// NAME_2 (NAME_3, ...), so every column of the files has its own name.
+MetadataTable without_clashes(const MetadataTable& metadata, const std::vector<std::string>& reserved) {
+  MetadataTable out(metadata.rows());
+  auto taken = [&](const std::string& name) {
+    return std::find(reserved.begin(), reserved.end(), name) != reserved.end() || out.find(name) ||
+           metadata.find(name);
+  };
+  for (MetadataColumn c : metadata.columns()) {
+    if (std::find(reserved.begin(), reserved.end(), c.name) != reserved.end()) {
+      int suffix = 2;
+      while (taken(c.name + "_" + std::to_string(suffix))) ++suffix;
+      c.name += "_" + std::to_string(suffix);
+    }
+    out.add(std::move(c));
+  }
+  return out;
+}
+
 /// Checks that the table's rows cover every index before anything is written.
 void check_metadata_rows(const MetadataTable* metadata, int64_t n, const int64_t* index) {
   if (!metadata || metadata->empty()) return;
@@ -291,6 +311,10 @@ void write_embedding_files(OutputTransaction& tx, const DiffusionResult& r, cons
   npy::write(tx.path("embedding.npy"), r.coordinates.data(), {r.n, r.m});
   npy::write(tx.path("point_index.npy"), r.point_index.data(), {r.n});
   if (metadata && metadata->empty()) metadata = nullptr;
+  std::vector<std::string> reserved = names;
+  reserved.push_back("index");
+  const MetadataTable renamed = metadata ? without_clashes(*metadata, reserved) : MetadataTable();
+  if (metadata) metadata = &renamed;
   write_csv(tx.path("embedding.csv"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata);
   write_vtp(tx.path("embedding.vtp"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata);
   nlohmann::json j = embedding_metadata(r, p, graph);

@@ -31,10 +31,22 @@ double pearson(const std::vector<double>& x, const std::vector<double>& y) {
   return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : kNaN;
 }
 
-/// sqrt(SS_between / SS_total) of y grouped by code.
+/// Categories must hold this many points on average for eta to mean
+/// anything: with one point each, eta is 1 whatever psi does (under no
+/// relation E[eta^2] = (K - 1) / (N - 1)).
+constexpr double kPointsPerCategory = 10;
+
+/// sqrt(SS_between / SS_total) of y grouped by code; NaN when the
+/// categories present are too many for the points.
 double correlation_ratio(const std::vector<int32_t>& code, const std::vector<double>& y, int categories) {
   const size_t n = y.size();
   if (n < 2) return kNaN;
+  {
+    std::vector<char> present(static_cast<size_t>(categories), 0);
+    int k = 0;
+    for (int32_t c : code) k += !present[static_cast<size_t>(c)]++;
+    if (k < 2 || static_cast<double>(k) * kPointsPerCategory > static_cast<double>(n)) return kNaN;
+  }
   std::vector<double> sum(static_cast<size_t>(categories), 0.0);
   std::vector<int64_t> count(static_cast<size_t>(categories), 0);
   double mean = 0;
@@ -207,7 +219,7 @@ std::string correlation_summary(const std::vector<MetadataCorrelation>& corr) {
       const char* stat = r.kind == MetadataKind::Numeric ? "r" : r.kind == MetadataKind::Categorical ? "eta" : "R";
       part += psi_name(r.best) + " " + stat + " " + fixed(r.per_coordinate[static_cast<size_t>(r.best)]);
     } else {
-      part += "undefined (no variation)";
+      part += "undefined (no variation, or too many categories)";
     }
     line += (line.empty() ? "" : "; ") + part;
   }
