@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Combines the per-case JSON of run.sh into one file and prints the table
-(Markdown) quoted in bench/gpu/README.md."""
+(Markdown) quoted in bench/gpu/RESULTS.md."""
 import glob
 import json
 import os

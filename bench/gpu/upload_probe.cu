@@ -1,7 +1,8 @@
-// Host-to-device upload probe (bench/gpu/README.md, fourth session of
-// 2026-11-25): how fast the host copies into pinned staging buffers, alone and
-// beside the DMA that reads them, with ordinary and non-temporal stores, and
-// what pinning the input would cost. Built by hand for the device machine:
+// Host-to-device upload probe (bench/gpu/RESULTS.md, "Defaults and the
+// measurements behind them"): how fast the host copies into pinned staging
+// buffers, alone and beside the DMA that reads them, with ordinary and
+// non-temporal stores, and what pinning the input would cost. Built by hand
+// for the device machine:
 //   nvcc -O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -Xcompiler -mavx2 \
 //     -Icore/include bench/gpu/upload_probe.cu -o upload_probe -lpthread
 //   shared/tools/device-bundle OUT upload_probe   # then OUT/run upload_probe there
