@@ -121,6 +121,9 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   bgh_plot_->setTitles(tr("BGH: d log \u03a3K / d log \u03b5"), tr("\u03b5"), tr("slope"));
   bgh_plot_->clear(tr("Run with \u03b5 automatic to see the curve."));
   bgh_plot_->setMinimumHeight(130);
+  // The curve takes the width the panel has; its own wish (280 px) must not
+  // widen the dock when it appears.
+  bgh_plot_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   embed->addRow(bgh_plot_);
   alpha_ = new QDoubleSpinBox(embed_box);
   alpha_->setRange(0, 1);
