@@ -277,15 +277,16 @@ class TestTrajectoryPlayer : public QObject {
     QVERIFY2(failed.at(0).at(0).toString().contains("no point lies within"), qPrintable(failed.at(0).at(0).toString()));
     QCOMPARE(player.frameCount(), 0);
 
-    // A path through the loop's points plays them.
-    const DiffusionResult& r = *rotation_.result;
-    std::vector<double> path;
-    for (int64_t i : {int64_t{0}, int64_t{1}, int64_t{2}}) path.insert(path.end(), {r.coordinates[i * r.m], r.coordinates[i * r.m + 1]});
-    player.setPath(path, 2, {1, 2});
+    // A path through points picked in the view plays the points near it in
+    // order: the first bin holds the first pick, the last bin the last.
+    player.setPathThrough({10, 200, 400}, {1, 2});
     player.setBins(5);
     QVERIFY(wait_for_frames(player));
     QCOMPARE(player.frameCount(), 5);
-    QVERIFY(player.frames()->description.find("path of 3 vertices") == 0);
+    QCOMPARE(player.frames()->description, std::string("path of 3 vertices in dc1, dc2"));
+    const auto& bins = player.frames()->bins;
+    QVERIFY(std::find(bins.front().points.begin(), bins.front().points.end(), 10) != bins.front().points.end());
+    QVERIFY(std::find(bins.back().points.begin(), bins.back().points.end(), 400) != bins.back().points.end());
   }
 };
 

@@ -314,6 +314,21 @@ void TrajectoryPlayer::setPath(std::vector<double> path, int q, std::vector<int>
   schedule_recompute();
 }
 
+void TrajectoryPlayer::setPathThrough(const std::vector<int64_t>& points, std::vector<int> axes, double tube) {
+  if (!result_) return;
+  if (axes.empty())
+    for (int c = 1; c <= result_->m; ++c) axes.push_back(c);
+  std::vector<double> path;
+  for (int64_t point : points) {
+    if (point < 0 || point >= result_->n) continue;
+    for (int c : axes)
+      if (c >= 1 && c <= result_->m) path.push_back(result_->coordinates[static_cast<size_t>(point * result_->m + c - 1)]);
+  }
+  // Axes out of range leave a ragged path, which the computation refuses in one line.
+  const int q = static_cast<int>(axes.size());
+  setPath(std::move(path), q, std::move(axes), tube);
+}
+
 void TrajectoryPlayer::setBins(int bins) {
   bins_box_->setValue(bins);  // schedules through valueChanged
 }

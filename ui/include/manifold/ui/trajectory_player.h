@@ -61,6 +61,11 @@ class TrajectoryPlayer : public QWidget {
   /// `axes` are the 1-based coordinates of its columns (empty = dc1..dcq);
   /// `tube` = 0 is automatic (see PathOptions).
   void setPath(std::vector<double> path, int q, std::vector<int> axes = {}, double tube = 0);
+  /// A path through embedded points in the order given (positions in the
+  /// embedding, as the view's picks), on the coordinates `axes` (1-based;
+  /// empty = every coordinate): points picked one after another in the
+  /// view make a path without mapping the screen back to the embedding.
+  void setPathThrough(const std::vector<int64_t>& points, std::vector<int> axes = {}, double tube = 0);
   void setBins(int bins);
   /// log(1 + v - min) before the shared contrast percentiles.
   void setLogScale(bool on);
