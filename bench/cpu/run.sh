@@ -12,7 +12,9 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 $py - "$tmp/x.npy" "$n" <<'PY'
 import gzip, sys, numpy as np
 out, n = sys.argv[1], int(sys.argv[2])
-with gzip.open("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz") as f:
+import os
+with gzip.open(os.path.join(os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"),
+                       "train-images-idx3-ubyte.gz")) as f:
     raw = np.frombuffer(f.read(), dtype=np.uint8, offset=16)
 np.save(out, raw.reshape(-1, 784)[:n].astype(np.float32))
 PY

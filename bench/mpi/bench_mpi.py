@@ -21,7 +21,9 @@ import sys
 import tempfile
 import time
 
-FASHION = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
+# FASHION_MNIST_DIR: the folder of the images (Debian's dataset-fashion-mnist by default).
+FASHION = os.path.join(os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"),
+                       "train-images-idx3-ubyte.gz")
 
 
 def write_fashion_npy(path, n, source):
