@@ -357,6 +357,7 @@ TEST(Movie, PngSeriesReadsBackFrameForFrame) {
   EXPECT_EQ(meta["frames"], 6);
   EXPECT_EQ(meta["scale"], 3);
   EXPECT_EQ(meta["bins"].size(), 6u);
+  EXPECT_EQ(meta["contrast"]["rule"], "0.5 and 99.5 percentiles of every pixel of every frame -> 0 and 255");
   // A folder that holds files is refused (frames of two movies would mix).
   EXPECT_THROW(write_movie(dir, MovieFormat::PngSeries, g, 10), UsageError);
   EXPECT_THROW(movie_format_for(t / "movie.avi"), UsageError);

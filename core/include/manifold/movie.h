@@ -38,6 +38,7 @@ struct GreyFrames {
   size_t count = 0;
   std::vector<uint8_t> pixels;    ///< count x height x width
   float low = 0, high = 0;        ///< the contrast range used (in frame values, before log)
+  std::string contrast_rule;      ///< how low and high were found, for trajectory.json
   int scale = 1;                  ///< the enlargement used
   const uint8_t* frame(size_t i) const { return pixels.data() + i * static_cast<size_t>(width) * height; }
 };

@@ -152,6 +152,10 @@ GreyFrames render_frames(const TrajectoryFrames& frames, const MovieOptions& o) 
   g.count = frames.count();
   g.low = lo;
   g.high = hi;
+  char rule[160];
+  std::snprintf(rule, sizeof rule, "%s%g and %g percentiles of every pixel of every frame -> 0 and 255",
+                o.log_scale ? "log(1 + v - min), then its " : "", o.low_percentile, o.high_percentile);
+  g.contrast_rule = rule;
   const size_t plane = static_cast<size_t>(g.width) * g.height;
   g.pixels.resize(g.count * plane);
   const float gain = 255.f / (hi - lo);
@@ -234,7 +238,7 @@ nlohmann::json trajectory_metadata(const TrajectoryFrames& frames, const GreyFra
           {"image", {frames.height, frames.width}},
           {"scale", grey.scale},
           {"fps", fps},
-          {"contrast", {{"rule", "percentiles 0.5 and 99.5 of every pixel of every frame -> 0 and 255"},
+          {"contrast", {{"rule", grey.contrast_rule},
                         {"low", grey.low},
                         {"high", grey.high}}},
           {"bins", bins}};
