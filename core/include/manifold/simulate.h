@@ -76,8 +76,15 @@ void write_diffraction(const std::string& path, const DiffractionImages& images)
 /// The ground-truth file written beside FILE.npy: FILE.angles.npy or FILE.quaternions.npy.
 std::string ground_truth_path(const std::string& npy_path, const DiffractionImages& images);
 
-/// A PDB file shipped by a Debian package (freesasa's test data), by id
-/// ("1ubq"); throws Error naming the package when it is not installed.
+/// Folders searched for a PDB id, in order: MANIFOLD_PDB_PATH (':'-separated;
+/// when set it replaces the system folders), the structures bundled with
+/// Manifold (resources/pdb, found from the executable's folder: installed
+/// under PREFIX/share/manifold/pdb or in a build folder of the source tree),
+/// then Debian's freesasa test data.
+std::vector<std::string> pdb_search_path();
+
+/// ID.pdb ("1ubq") from the first folder of pdb_search_path() holding it;
+/// throws Error naming the folders searched when none does.
 std::string find_packaged_pdb(const std::string& id);
 
 }  // namespace manifold

@@ -2,6 +2,7 @@
 // one CXI (HDF5) file.
 #include <hdf5.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <unistd.h>
@@ -127,12 +128,45 @@ void write_diffraction(const std::string& path, const DiffractionImages& d) {
   tx.commit();
 }
 
-std::string find_packaged_pdb(const std::string& id) {
+std::vector<std::string> pdb_search_path() {
+  std::vector<std::string> dirs;
+  // MANIFOLD_PDB_PATH (folders separated by ':') replaces the system folders.
+  const char* env = std::getenv("MANIFOLD_PDB_PATH");
+  const bool user_path = env != nullptr;
+  if (user_path) {
+    std::string s = env;
+    for (size_t b = 0; b <= s.size();) {
+      const size_t e = std::min(s.find(':', b), s.size());
+      if (e > b) dirs.push_back(s.substr(b, e - b));
+      b = e + 1;
+    }
+  }
+  // The structures bundled with Manifold (resources/pdb), found beside the
+  // executable: installed (PREFIX/bin -> PREFIX/share/manifold/pdb) or in a
+  // build folder of the source tree (build/app or build/tests -> resources/pdb).
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && exe.has_parent_path()) {
+    const fs::path bin = exe.parent_path();
+    for (const fs::path& d : {bin / ".." / "share" / "manifold" / "pdb", bin / ".." / ".." / "resources" / "pdb",
+                              bin / ".." / ".." / ".." / "resources" / "pdb"})
+      if (fs::is_directory(d, ec)) dirs.push_back(d.lexically_normal().string());
+  }
   // Debian's freesasa package ships a few real structures as test data.
-  const fs::path p = fs::path("/usr/share/freesasa/test-data") / (id + ".pdb");
-  if (fs::exists(p)) return p.string();
-  throw Error(id + ".pdb: not found; install Debian's freesasa package (it ships " + id +
-              ".pdb in /usr/share/freesasa/test-data) or pass --pdb FILE");
+  if (!user_path) dirs.push_back("/usr/share/freesasa/test-data");
+  return dirs;
+}
+
+std::string find_packaged_pdb(const std::string& id) {
+  std::string searched;
+  for (const std::string& dir : pdb_search_path()) {
+    const fs::path p = fs::path(dir) / (id + ".pdb");
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p.string();
+    searched += (searched.empty() ? "" : ", ") + dir;
+  }
+  throw Error(id + ".pdb: not found in " + (searched.empty() ? std::string("no folder") : searched) +
+              "; pass --pdb FILE, set MANIFOLD_PDB_PATH, or install Debian's freesasa package");
 }
 
 }  // namespace manifold
