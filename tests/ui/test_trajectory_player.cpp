@@ -173,6 +173,21 @@ class TestTrajectoryPlayer : public QObject {
     QTest::qWait(200);
     QCOMPARE(player.currentFrame(), shown);
     QCOMPARE(static_cast<int>(bin.count()), count);
+
+    // Keys: Home, Right, Left (wrapping), End, Space.
+    QTest::keyClick(&player, Qt::Key_Home);
+    QCOMPARE(player.currentFrame(), 0);
+    QTest::keyClick(&player, Qt::Key_Right);
+    QCOMPARE(player.currentFrame(), 1);
+    QTest::keyClick(&player, Qt::Key_Left);
+    QTest::keyClick(&player, Qt::Key_Left);
+    QCOMPARE(player.currentFrame(), 9);
+    QTest::keyClick(&player, Qt::Key_End);
+    QCOMPARE(player.currentFrame(), 9);
+    QTest::keyClick(&player, Qt::Key_Space);
+    QVERIFY(player.playing());
+    QTest::keyClick(&player, Qt::Key_Space);
+    QVERIFY(!player.playing());
   }
 
   void binCountControlRecomputes() {

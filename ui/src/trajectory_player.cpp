@@ -6,6 +6,7 @@
 #include <QFileDialog>
 #include <QGridLayout>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QPainter>
 #include <QProgressBar>
@@ -131,6 +132,7 @@ TrajectoryPlayer::~TrajectoryPlayer() {
 
 void TrajectoryPlayer::build_ui() {
   canvas_ = new TrajectoryCanvas(this);
+  setFocusPolicy(Qt::StrongFocus);  // the keys of keyPressEvent
 
   order_box_ = new QComboBox(this);
   order_box_->addItem(tr("Along"), static_cast<int>(Order::Coordinate));
@@ -482,6 +484,20 @@ void TrajectoryPlayer::pause() {
   play_timer_->stop();
   play_button_->setChecked(false);
   play_button_->setText(tr("Play"));
+}
+
+void TrajectoryPlayer::keyPressEvent(QKeyEvent* event) {
+  const int count = frameCount();
+  if (count == 0) return QWidget::keyPressEvent(event);
+  switch (event->key()) {
+    case Qt::Key_Space: playing() ? pause() : play(); break;
+    case Qt::Key_Left: show_frame((current_ + count - 1) % count); break;
+    case Qt::Key_Right: show_frame((current_ + 1) % count); break;
+    case Qt::Key_Home: show_frame(0); break;
+    case Qt::Key_End: show_frame(count - 1); break;
+    default: return QWidget::keyPressEvent(event);
+  }
+  event->accept();
 }
 
 void TrajectoryPlayer::setCurrentFrame(int frame) {

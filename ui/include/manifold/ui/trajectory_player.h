@@ -100,6 +100,10 @@ class TrajectoryPlayer : public QWidget {
   /// does (movie_scale). exportFinished() reports the outcome.
   void exportMovie(const QString& path);
 
+ protected:
+  /// Space plays or pauses; Left/Right step one frame; Home/End go to the ends.
+  void keyPressEvent(QKeyEvent* event) override;
+
  Q_SIGNALS:
   /// The current frame changed: its bin's points (positions in the
   /// embedding, as result->coordinates) and their dataset rows. Empty when
