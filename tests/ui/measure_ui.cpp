@@ -1,7 +1,9 @@
 // Measurements for docs/ui.md and the report: frame time of the view with a
-// million points, picking cost, and re-embedding latency (parameter change to
-// the view updated) for 100,000 points. Run under xvfb-run like the tests:
-//   measure_ui [VIEW_POINTS=1000000] [EMBED_POINTS=100000]
+// million points, picking and lasso cost, the hover image from a
+// memory-mapped stack of as many images, and re-embedding latency (parameter
+// change to the view updated) for 100,000 points. Run under xvfb-run like
+// the tests:
+//   measure_ui [VIEW_POINTS=1000000] [EMBED_POINTS=100000] [HOVER_IMAGES=VIEW_POINTS]
 // Prints one line per figure; asserts nothing (speed is measured, not tested).
 #include <QApplication>
 #include <QElapsedTimer>
@@ -14,8 +16,12 @@
 #include <cstdio>
 #include <random>
 
+#include <QTemporaryDir>
+
 #include "cli/commands.h"
+#include "manifold/npy.h"
 #include "manifold/ui/embedding_view.h"
+#include "manifold/ui/image_panel.h"
 #include "manifold/ui/main_window.h"
 
 using namespace manifold;
@@ -26,6 +32,87 @@ namespace {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
+}
+
+/// A free-hand-like outline around the view's centre: 120 vertices on a wavy circle.
+QPolygonF lasso_outline(QPointF centre, double radius) {
+  QPolygonF outline;
+  for (int i = 0; i < 120; ++i) {
+    const double a = 2 * M_PI * i / 120, r = radius * (1 + 0.15 * std::sin(5 * a));
+    outline << centre + QPointF(r * std::cos(a), r * std::sin(a));
+  }
+  return outline;
+}
+
+struct LassoTimes {
+  int repeats = 7;
+  double after_rotation_ms = 0, warm_ms = 0, mouse_ms = 0;
+  size_t selected = 0;
+};
+
+LassoTimes measure_lasso(EmbeddingView& view) {
+  LassoTimes out;
+  const QPolygonF outline = lasso_outline(QPointF(600, 400), 220);
+  std::vector<double> cold, warm;
+  QElapsedTimer timer;
+  for (int i = 0; i < out.repeats; ++i) {
+    view.rotateCamera(3, 0);  // every point must be projected again
+    timer.start();
+    view.pointsInPolygon(outline);
+    cold.push_back(timer.nsecsElapsed() / 1e6);
+    timer.restart();
+    out.selected = view.pointsInPolygon(outline).size();
+    warm.push_back(timer.nsecsElapsed() / 1e6);
+  }
+  out.after_rotation_ms = median(cold);
+  out.warm_ms = median(warm);
+  // The whole gesture as the user makes it; the release selects.
+  view.setTool(EmbeddingView::Tool::LassoSelect);
+  view.rotateCamera(3, 0);
+  QTest::mousePress(&view, Qt::LeftButton, {}, outline.first().toPoint());
+  for (const QPointF& p : outline) QTest::mouseMove(&view, p.toPoint());
+  timer.restart();
+  QTest::mouseRelease(&view, Qt::LeftButton, {}, outline.first().toPoint());
+  out.mouse_ms = timer.nsecsElapsed() / 1e6;
+  view.setTool(EmbeddingView::Tool::Navigate);
+  return out;
+}
+
+/// The image panel showing the image under the cursor, for images of a
+/// memory-mapped .npy stack (n images of 16 x 16 float32).
+void measure_hover_image(int64_t n) {
+  QTemporaryDir dir;
+  const QString path = dir.filePath("stack.npy");
+  {
+    std::vector<float> images(static_cast<size_t>(n) * 256);
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(0.f, 1.f);
+    for (auto& v : images) v = u(rng);
+    npy::write(path.toStdString(), images.data(), {n, 16, 16});
+  }
+  QElapsedTimer timer;
+  timer.start();
+  auto ds = loadDataset(path);
+  const double open_ms = timer.nsecsElapsed() / 1e6;
+  ImagePanel panel;
+  panel.resize(300, 360);
+  panel.show();
+  if (!QTest::qWaitForWindowExposed(&panel)) std::printf("the image panel was never exposed\n");
+  panel.setDataset(ds);
+  std::mt19937_64 rng(9);
+  std::uniform_int_distribution<int64_t> row(0, n - 1);
+  std::vector<double> hover;
+  for (int i = 0; i < 50; ++i) {
+    const int64_t r = row(rng);
+    timer.restart();
+    panel.setHovered(r, QStringLiteral("\u03c81 = 0.1, \u03c82 = 0.2, \u03c83 = 0.3"));
+    panel.repaint();
+    hover.push_back(timer.nsecsElapsed() / 1e6);
+  }
+  std::printf("hover image: %lld images of 16x16 float32 in a memory-mapped .npy (%s), opened in %.0f ms\n",
+              static_cast<long long>(n), ds->data.memory_mapped() ? "mapped" : "NOT mapped", open_ms);
+  std::printf("  image panel showing a random image (render + paint), median of %zu: %.2f ms (max %.2f ms)\n",
+              hover.size(), median(hover), *std::max_element(hover.begin(), hover.end()));
 }
 
 void measure_view(int64_t n) {
@@ -94,6 +181,7 @@ void measure_view(int64_t n) {
   timer.restart();
   const auto inside = view.pointsInPolygon(QPolygonF(QRectF(300, 200, 600, 400)));
   const double select_ms = timer.nsecsElapsed() / 1e6;
+  const LassoTimes lasso = measure_lasso(view);
 
   std::printf("view: %lld points, 1200x800 window, point size 2 (Xvfb + Mesa llvmpipe, software OpenGL)\n",
               static_cast<long long>(n));
@@ -107,6 +195,9 @@ void measure_view(int64_t n) {
   std::printf("  hover pick: %.1f ms after a camera change (projection), %.2f ms otherwise (hit %lld)\n", pick_cold,
               pick_warm, static_cast<long long>(hit));
   std::printf("  rectangle selection: %.1f ms (%zu points)\n", select_ms, inside.size());
+  std::printf("  lasso selection (a 120-vertex outline), median of %d: %.1f ms after a camera change, %.1f ms "
+              "otherwise; drawn with the mouse, release to selection: %.1f ms (%zu points)\n",
+              lasso.repeats, lasso.after_rotation_ms, lasso.warm_ms, lasso.mouse_ms, lasso.selected);
 }
 
 void measure_reembed(int64_t n) {
@@ -185,7 +276,10 @@ int main(int argc, char** argv) {
   cli::register_all_backends();
   const int64_t view_points = argc > 1 ? std::atoll(argv[1]) : 1000000;
   const int64_t embed_points = argc > 2 ? std::atoll(argv[2]) : 100000;
+  const int64_t hover_images = argc > 3 ? std::atoll(argv[3]) : view_points;
   if (view_points > 0) measure_view(view_points);
+  std::fflush(stdout);
+  if (hover_images > 0) measure_hover_image(hover_images);
   std::fflush(stdout);
   if (embed_points > 0) measure_reembed(embed_points);
   return 0;
