@@ -1,0 +1,63 @@
+#include "fuzz_support.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace fuzz {
+
+std::string input_folder() {
+  static const std::string dir = [] {
+    std::string t = (fs::temp_directory_path() / "manifold-fuzz-XXXXXX").string();
+    if (!::mkdtemp(t.data())) std::abort();
+    return t;
+  }();
+  return dir;
+}
+
+std::string write_input(const uint8_t* data, size_t size, const std::string& suffix) {
+  const std::string path = input_folder() + "/input" + suffix;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) std::abort();
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = ::write(fd, data + done, size - done);
+    if (n <= 0) std::abort();
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return path;
+}
+
+}  // namespace fuzz
+
+#ifdef MANIFOLD_FUZZ_REPLAY
+// Without libFuzzer: run every file named (folders: every file in them).
+int main(int argc, char** argv) {
+  size_t runs = 0;
+  auto run = [&runs](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    ++runs;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const fs::path p(argv[i]);
+    if (fs::is_directory(p)) {
+      for (const auto& e : fs::recursive_directory_iterator(p))
+        if (e.is_regular_file()) run(e.path());
+    } else {
+      run(p);
+    }
+  }
+  std::printf("%s: %zu inputs replayed\n", argv[0], runs);
+  return 0;
+}
+#endif

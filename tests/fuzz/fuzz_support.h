@@ -1,0 +1,20 @@
+#pragma once
+// Shared by the fuzz harnesses: the input written to a private temporary
+// file (the readers take paths and pick the format by the file name), and a
+// replay main() for builds without libFuzzer (each file or folder of files
+// given on the command line is run once, as libFuzzer would run it).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace fuzz {
+
+/// A file named "<unique>/input<suffix>" holding the bytes; the same file is
+/// rewritten for every input of one process.
+std::string write_input(const uint8_t* data, size_t size, const std::string& suffix);
+/// A fresh folder for inputs made of several files.
+std::string input_folder();
+
+}  // namespace fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
