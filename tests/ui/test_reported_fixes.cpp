@@ -148,6 +148,7 @@ class TestReportedFixes : public QObject {
     for (const auto& args : started) QVERIFY(!args.at(0).toBool());
     QCOMPARE(w.outcome()->result->k, 4);
     QVERIFY2(w.staleText().contains("k = 4") && w.staleText().contains("40"), qPrintable(w.staleText()));
+    w.grab().save(QDir(t::output_dir()).filePath("stale_line.png"));  // to look at, not asserted
     // Run builds it, and the line goes.
     shown.clear();
     w.runNow();
