@@ -21,7 +21,7 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
           [--t T] [--symmetrize or|and|average] [--local-scaling auto|0|J] [--tolerance TOL]
           [--ncv NCV] [--no-lock-check] [--eigensolver auto|cpu|gpu]
           [--max-matvecs N] [--time-limit SECONDS] [--metadata FILE[:COLUMN]]... [-o OUTDIR]
-  run DATA -k K [knn and embed options] [--embed-k K'] [--transform none|anscombe]
+  run DATA -k K [knn and embed options] [--embed-k K'] [--transform none|anscombe|binB[+anscombe]]
           [--metadata FILE[:COLUMN]]... -o OUTDIR
                                            knn then embed (-k is the graph's k, --embed-k the embedding's)
   run --demo -o OUTDIR [--pdb ID|FILE --count N --size S --axis A --photons P --seed S --q-max Q]
@@ -52,8 +52,8 @@ TIFF, MRC/MRCS, HDF5/CXI (--dataset PATH). Ctrl-C cancels; nothing partial is le
 --metadata (repeatable): per-point columns of length N from FILE.npy (N or N x m), .csv/.tsv
 with a header (numeric or categorical), FILE.cxi:/PATH (an HDF5 dataset) or MNIST labels
 (*-labels-idx1-ubyte[.gz]); COLUMN picks a csv column or renames. NAME.labels.npy,
-NAME.angles.npy and NAME.csv beside NAME.npy, and the labels beside MNIST images, are found
-without it. The columns go into embedding.csv/.vtp; their correlation with each psi
+NAME.angles.npy, NAME.quaternions.npy and NAME.csv beside NAME.npy, the labels beside MNIST
+images and a CXI file's /entry_1/sample_1 datasets are found without it. The columns go into embedding.csv/.vtp; their correlation with each psi
 (Pearson, correlation ratio, circular for angles) into embedding.json and one line.
 )";
 

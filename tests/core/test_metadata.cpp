@@ -89,6 +89,14 @@ TEST(Metadata, AnglesAndLabelsFiles) {
   EXPECT_EQ(a[0].unit, AngleUnit::Degrees);
   EXPECT_NEAR(a[0].radians(1), M_PI, 1e-15);
 
+  // The simulator's ground truth for random orientations.
+  const std::vector<double> q(12, 0.5);
+  npy::write(t / "set.quaternions.npy", q.data(), {3, 4});
+  auto qc = load(t / "set.quaternions.npy");
+  ASSERT_EQ(qc.size(), 4u);
+  EXPECT_EQ(qc[3].name, "quaternion_3");
+  EXPECT_EQ(discover_metadata(t / "set.npy").size(), 2u);  // angles and quaternions beside set.npy
+
   const std::vector<int64_t> labels = {2, 0, 2, 1};
   npy::write(t / "set.labels.npy", labels.data(), {4});
   auto l = load(t / "set.labels.npy");
@@ -216,6 +224,15 @@ TEST(Metadata, CxiDatasetsByPath) {
   ASSERT_EQ(cols.size(), 4u);
   EXPECT_EQ(cols[3].name, "orientation_quaternion_3");
   EXPECT_EQ(cols[3].values, std::vector<double>(5, 0.5));
+  // Inside a CXI file given as the data, /entry_1/sample_1's datasets are found.
+  const auto found = discover_metadata(t / "s.cxi");
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].column, "/entry_1/sample_1/orientation_quaternion");
+  EXPECT_EQ(found[1].column, "/entry_1/sample_1/rotation_angle");
+  MetadataTable table = load_metadata({t / "s.cxi:/entry_1/sample_1/rotation_angle"}, 5, t / "s.cxi");
+  ASSERT_EQ(table.columns().size(), 5u);  // the named angle once, then the 4 quaternion columns
+  EXPECT_EQ(table.columns()[0].name, "rotation_angle");
+  EXPECT_EQ(table.columns()[1].name, "orientation_quaternion_0");
   EXPECT_EQ(message_of([&] { load(t / "s.cxi:/entry_1/nothing"); }), t / "s.cxi" + ": no dataset '/entry_1/nothing'");
   EXPECT_NE(message_of([&] { load(t / "s.cxi"); }).find("name the dataset"), std::string::npos);
   EXPECT_NE(message_of([&] { load(t / "s.cxi:/entry_1/data_1/data"); }).find("3 dimensions"), std::string::npos);
@@ -469,6 +486,19 @@ TEST(MetadataCorrelation, SimulatedRotationFollowsTheAngle) {
     truth.push_back(d.angles[r.point_index[e]]);
   }
   EXPECT_GE(std::abs(fisher_lee(phi, truth)), 0.99);
+  // The pair's rho is Fisher-Lee's of atan2 of the standardised psi2, psi1.
+  auto standard = [&](int k) {
+    std::vector<double> z;
+    double mean = 0, var = 0;
+    for (int64_t e = 0; e < r.n; ++e) z.push_back(r.psi[e * 5 + k]), mean += z.back();
+    mean /= static_cast<double>(r.n);
+    for (double& v : z) v -= mean, var += v * v;
+    for (double& v : z) v /= std::sqrt(var / static_cast<double>(r.n));
+    return z;
+  };
+  const std::vector<double> z1 = standard(1), z2 = standard(2);
+  for (int64_t e = 0; e < r.n; ++e) phi[e] = std::atan2(z2[e], z1[e]);
+  EXPECT_NEAR(c[0].pair_fisher_lee, fisher_lee(phi, truth), 1e-12);
 }
 
 }  // namespace

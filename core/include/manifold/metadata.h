@@ -25,8 +25,10 @@
 // any |value| exceeds 2 pi, else radians.
 //
 // Discovery beside DATA = DIR/NAME.npy: DIR/NAME.labels.npy,
-// DIR/NAME.angles.npy, DIR/NAME.csv, and for DIR/X-images-idx3-ubyte[.gz]
-// the MNIST labels DIR/X-labels-idx1-ubyte[.gz].
+// DIR/NAME.angles.npy, DIR/NAME.quaternions.npy (the simulator's ground
+// truth), DIR/NAME.csv; for DIR/X-images-idx3-ubyte[.gz] the MNIST labels
+// DIR/X-labels-idx1-ubyte[.gz]; inside DATA = FILE.cxi|h5 the datasets of
+// /entry_1/sample_1 (CXI's sample facts: rotation_angle, ...).
 //
 // Every failure is one line naming the file (and line and column for text files).
 #include <cstdint>
@@ -99,6 +101,10 @@ MetadataColumn read_idx_labels(const std::string& path, const std::string& class
 /// The class-name list beside a label file, or "": STEM.classes.txt, then
 /// classes.txt in the same folder (STEM = the file name without .gz, .npy).
 std::string class_names_beside(const std::string& label_file);
+
+/// The 1-D and 2-D datasets directly inside `group` of an HDF5 file, as
+/// absolute paths in name order; empty when the file or group is not there.
+std::vector<std::string> hdf5_datasets_in(const std::string& path, const std::string& group);
 
 /// Metadata files found beside the dataset `data_path` (see above), in that order.
 std::vector<MetadataSpec> discover_metadata(const std::string& data_path);

@@ -66,11 +66,19 @@ double correlation_ratio(const std::vector<int32_t>& code, const std::vector<dou
   return total > 0 ? std::sqrt(std::min(1.0, between / total)) : kNaN;
 }
 
-/// Mardia's circular-linear correlation of angle a with x, in [0, 1].
-double circular_linear(const std::vector<double>& a, const std::vector<double>& x) {
-  std::vector<double> c(a.size()), s(a.size());
-  for (size_t i = 0; i < a.size(); ++i) c[i] = std::cos(a[i]), s[i] = std::sin(a[i]);
-  const double rxc = pearson(x, c), rxs = pearson(x, s), rcs = pearson(c, s);
+/// cos and sin of an angle sample and their correlation, computed once per column.
+struct AngleSample {
+  std::vector<double> c, s;
+  double rcs = 0;
+  explicit AngleSample(const std::vector<double>& a) : c(a.size()), s(a.size()) {
+    for (size_t i = 0; i < a.size(); ++i) c[i] = std::cos(a[i]), s[i] = std::sin(a[i]);
+    rcs = pearson(c, s);
+  }
+};
+
+/// Mardia's circular-linear correlation of an angle with x, in [0, 1].
+double circular_linear(const AngleSample& a, const std::vector<double>& x) {
+  const double rxc = pearson(x, a.c), rxs = pearson(x, a.s), rcs = a.rcs;
   if (std::isnan(rxc) || std::isnan(rxs) || std::isnan(rcs) || rcs * rcs >= 1) return kNaN;
   const double r2 = (rxc * rxc + rxs * rxs - 2 * rxc * rxs * rcs) / (1 - rcs * rcs);
   return std::sqrt(std::clamp(r2, 0.0, 1.0));
@@ -95,19 +103,48 @@ void pick_best(MetadataCorrelation& r) {
       best = std::abs(r.per_coordinate[k]), r.best = static_cast<int>(k);
 }
 
-/// The best Fisher-Lee pair atan2(psi_j', psi_i') for the angle and twice it.
+/// sin and cos of a sample of angles.
+struct Circle {
+  std::vector<double> s, c;
+};
+
+/// Fisher-Lee's rho = sum_ij sin(a_i - a_j) sin(b_i - b_j) / sqrt(...) over
+/// all pairs, expanded into single sums of the sines and cosines (O(N)).
+double fisher_lee_of(const Circle& a, const Circle& b) {
+  double sasb = 0, cacb = 0, sacb = 0, casb = 0, sa2 = 0, ca2 = 0, saca = 0, sb2 = 0, cb2 = 0, sbcb = 0;
+  for (size_t i = 0; i < a.s.size(); ++i) {
+    const double sa = a.s[i], ca = a.c[i], sb = b.s[i], cb = b.c[i];
+    sasb += sa * sb, cacb += ca * cb, sacb += sa * cb, casb += ca * sb;
+    sa2 += sa * sa, ca2 += ca * ca, saca += sa * ca;
+    sb2 += sb * sb, cb2 += cb * cb, sbcb += sb * cb;
+  }
+  const double den = std::sqrt((sa2 * ca2 - saca * saca) * (sb2 * cb2 - sbcb * sbcb));
+  return den > 0 ? (sasb * cacb - sacb * casb) / den : 0.0;
+}
+
+/// The best Fisher-Lee pair atan2(psi_j', psi_i') for the angle and twice
+/// it. The sine and cosine of atan2(y, x) are y / r and x / r: no
+/// trigonometry per pair.
 void best_pair(MetadataCorrelation& r, const std::vector<double>& angle, const std::vector<std::vector<double>>& psi) {
   const int m = std::min<int>(static_cast<int>(psi.size()), kPairCoordinates);
   std::vector<std::vector<double>> z;
   for (int k = 0; k < m; ++k) z.push_back(standardised(psi[static_cast<size_t>(k)]));
-  std::vector<double> twice(angle.size()), phi(angle.size());
-  for (size_t i = 0; i < angle.size(); ++i) twice[i] = 2 * angle[i];
+  const size_t n = angle.size();
+  Circle once{std::vector<double>(n), std::vector<double>(n)}, twice = once, phi = once;
+  for (size_t i = 0; i < n; ++i) {
+    once.s[i] = std::sin(angle[i]), once.c[i] = std::cos(angle[i]);
+    twice.s[i] = 2 * once.s[i] * once.c[i], twice.c[i] = once.c[i] * once.c[i] - once.s[i] * once.s[i];
+  }
   for (int i = 0; i < m; ++i)
     for (int j = i + 1; j < m; ++j) {
-      for (size_t e = 0; e < angle.size(); ++e)
-        phi[e] = std::atan2(z[static_cast<size_t>(j)][e], z[static_cast<size_t>(i)][e]);
+      const auto &x = z[static_cast<size_t>(i)], &y = z[static_cast<size_t>(j)];
+      for (size_t e = 0; e < n; ++e) {
+        const double len = std::sqrt(x[e] * x[e] + y[e] * y[e]);  // standardised: no overflow
+        phi.s[e] = len > 0 ? y[e] / len : 0.0;  // atan2(0, 0) = 0
+        phi.c[e] = len > 0 ? x[e] / len : 1.0;
+      }
       for (int h = 1; h <= 2; ++h) {
-        const double rho = circular_correlation(phi, h == 1 ? angle : twice);
+        const double rho = fisher_lee_of(phi, h == 1 ? once : twice);
         if (r.pair_i < 0 || std::abs(rho) > std::abs(r.pair_fisher_lee))
           r.pair_i = i, r.pair_j = j, r.pair_harmonic = h, r.pair_fisher_lee = rho;
       }
@@ -162,6 +199,7 @@ std::vector<MetadataCorrelation> correlate_metadata(const MetadataTable& table, 
     }
     r.rows_used = static_cast<int64_t>(rows.size());
     std::vector<std::vector<double>> psi(static_cast<size_t>(m));
+    const AngleSample circle(col.kind == MetadataKind::Angle ? value : std::vector<double>());
     for (int k = 0; k < m; ++k) {
       auto& y = psi[static_cast<size_t>(k)];
       y.reserve(rows.size());
@@ -169,7 +207,7 @@ std::vector<MetadataCorrelation> correlate_metadata(const MetadataTable& table, 
       r.per_coordinate.push_back(col.kind == MetadataKind::Numeric ? pearson(value, y)
                                  : col.kind == MetadataKind::Categorical
                                      ? correlation_ratio(code, y, static_cast<int>(col.categories.size()))
-                                     : circular_linear(value, y));
+                                     : circular_linear(circle, y));
     }
     pick_best(r);
     if (col.kind == MetadataKind::Angle && m >= 2 && rows.size() >= 2) best_pair(r, value, psi);

@@ -145,6 +145,7 @@ std::string npy_column_name(const std::string& path) {
   std::string name = fs::path(path).filename().string();
   name.resize(name.size() - 4);
   if (ends_with(name, ".angles") || name == "angles") return "angle";
+  if (ends_with(name, ".quaternions") || name == "quaternions") return "quaternion";
   if (ends_with(name, ".labels") || name == "labels") return "label";
   return name;
 }
@@ -409,6 +410,15 @@ std::vector<MetadataColumn> load_hdf5(const MetadataSpec& spec) {
   return out;
 }
 
+herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t*, void* out) {
+  H5Handle object(H5Oopen(group, name, H5P_DEFAULT), H5Oclose);
+  if (!object.ok() || H5Iget_type(object.get()) != H5I_DATASET) return 0;
+  H5Handle space(H5Dget_space(object.get()), H5Sclose);
+  const int nd = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (nd == 1 || nd == 2) static_cast<std::vector<std::string>*>(out)->push_back(name);
+  return 0;
+}
+
 // ---- IDX labels ------------------------------------------------------------------------------
 
 uint32_t be32(const unsigned char* p) {
@@ -444,6 +454,20 @@ MetadataColumn read_idx_labels(const std::string& path, const std::string& class
   std::vector<std::string> names;
   if (!class_names.empty()) names = read_lines(class_names);
   return categorical_from_integers("label", path, v, names);
+}
+
+std::vector<std::string> hdf5_datasets_in(const std::string& path, const std::string& group) {
+  QuietHdf5 quiet;
+  std::vector<std::string> names;
+  H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.ok() || H5Lexists(file.get(), "/entry_1", H5P_DEFAULT) <= 0 ||
+      H5Lexists(file.get(), group.c_str(), H5P_DEFAULT) <= 0)
+    return names;
+  H5Handle g(H5Gopen2(file.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
+  if (!g.ok()) return names;
+  H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_dataset, &names);
+  for (auto& n : names) n = group + "/" + n;
+  return names;
 }
 
 std::vector<MetadataColumn> load_metadata_file(const MetadataSpec& spec) {

@@ -104,11 +104,20 @@ std::vector<MetadataSpec> discover_metadata(const std::string& data_path) {
   const std::string name = p.filename().string();
   if (ends_with(name, ".npy")) {
     const std::string stem = name.substr(0, name.size() - 4);
-    for (const char* suffix : {".labels.npy", ".angles.npy", ".csv"}) {
+    for (const char* suffix : {".labels.npy", ".angles.npy", ".quaternions.npy", ".csv"}) {
       const std::string candidate = (p.parent_path() / (stem + suffix)).string();
       if (is_file(candidate)) found.push_back({candidate, {}});
     }
   }
+  // CXI keeps the facts about each shot's sample inside the file.
+  const std::string lower_name = [&] {
+    std::string l = name;
+    for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return l;
+  }();
+  if (ends_with(lower_name, ".cxi") || ends_with(lower_name, ".h5") || ends_with(lower_name, ".hdf5"))
+    for (const std::string& dataset : hdf5_datasets_in(data_path, "/entry_1/sample_1"))
+      found.push_back({data_path, dataset});
   // MNIST convention: X-images-idx3-ubyte[.gz] beside X-labels-idx1-ubyte[.gz].
   const std::string images = "images-idx3-ubyte", labels = "labels-idx1-ubyte";
   if (auto pos = name.find(images); pos != std::string::npos) {
@@ -129,15 +138,20 @@ std::vector<MetadataSpec> discover_metadata(const std::string& data_path) {
 MetadataTable load_metadata(const std::vector<std::string>& specs, int64_t rows, const std::string& data_path,
                             std::vector<std::string>* warnings) {
   MetadataTable table(rows);
-  std::vector<std::string> loaded;
+  // What the user named: a discovered file (or file:dataset) among them is not loaded twice.
+  std::vector<std::pair<std::string, std::string>> loaded;
   for (const std::string& text : specs) {
     const MetadataSpec spec = parse_metadata_spec(text);
     for (MetadataColumn& c : load_metadata_file(spec)) table.add(std::move(c));
-    loaded.push_back(fs::weakly_canonical(spec.file).string());
+    loaded.emplace_back(fs::weakly_canonical(spec.file).string(), spec.column);
   }
   if (data_path.empty()) return table;
   for (const MetadataSpec& spec : discover_metadata(data_path)) {
-    if (std::find(loaded.begin(), loaded.end(), fs::weakly_canonical(spec.file).string()) != loaded.end()) continue;
+    const std::string file = fs::weakly_canonical(spec.file).string();
+    if (std::any_of(loaded.begin(), loaded.end(), [&](const auto& named) {
+          return named.first == file && (spec.column.empty() || named.second == spec.column);
+        }))
+      continue;
     // A file found beside the data is a guess: one that does not fit is
     // reported and left out rather than failing the run.
     try {
