@@ -53,8 +53,9 @@ TIFF, MRC/MRCS, HDF5/CXI (--dataset PATH). Ctrl-C cancels; nothing partial is le
 with a header (numeric or categorical), FILE.cxi:/PATH (an HDF5 dataset) or MNIST labels
 (*-labels-idx1-ubyte[.gz]); COLUMN picks a csv column or renames. NAME.labels.npy,
 NAME.angles.npy, NAME.quaternions.npy and NAME.csv beside NAME.npy, the labels beside MNIST
-images and a CXI file's /entry_1/sample_1 datasets are found without it. The columns go into embedding.csv/.vtp; their correlation with each psi
-(Pearson, correlation ratio, circular for angles) into embedding.json and one line.
+images and a CXI file's /entry_1/sample_1 datasets are found without it. The columns go
+into embedding.csv/.vtp; their correlation with each psi (Pearson, correlation ratio,
+circular for angles) into embedding.json and one line.
 )";
 
 }  // namespace
