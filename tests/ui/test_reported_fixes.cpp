@@ -365,12 +365,20 @@ class TestReportedFixes : public QObject {
     QVERIFY2(dock->width() <= before, qPrintable(QString("%1 > %2").arg(dock->width()).arg(before)));
   }
 
-  // Opened after another dataset, the demo is coloured by its rotation angle.
+  // Opened after another dataset coloured by ψ1, the demo is coloured by its
+  // rotation angle.
   void demoOpensColouredByTheAngle() {
     MainWindow w;
     w.show();
     open_and_run(w, spots_);
     QCOMPARE(w.colourKey(), QString("dc1"));
+    // A column the next dataset has too keeps colouring it.
+    w.setColourBy("index");
+    QSignalSpy opened(&w, &MainWindow::datasetOpened);
+    w.openFile(other_spots_);
+    QVERIFY(wait_for(opened, 20000));
+    QCOMPARE(w.colourKey(), QString("index"));
+    w.setColourBy("dc1");
     QSignalSpy shown(&w, &MainWindow::embeddingShown);
     w.openDemo(true);
     QVERIFY(shown.wait(120000));

@@ -98,6 +98,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(runner_, &JobRunner::cancelled, this, &MainWindow::on_cancelled);
   connect(runner_, &JobRunner::busyChanged, this, &MainWindow::on_busy);
   connect(parameters_, &ParameterPanel::changed, this, &MainWindow::on_parameters_changed);
+  connect(parameters_, &ParameterPanel::editProfileRequested, this, &MainWindow::editClusterProfile);
   connect(&load_watcher_, &QFutureWatcher<LoadResult>::finished, this, &MainWindow::on_loaded);
   connect(&export_watcher_, &QFutureWatcher<ExportResult>::finished, this, [this] {
     const ExportResult r = export_watcher_.result();
@@ -510,9 +511,13 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
   dataset_ = std::move(ds);
   outcome_.reset();
   requested_.reset();
-  // The colouring is chosen anew for each dataset (a session sets its own
-  // below): ψ1 of the last one says nothing about this one's labels or angles.
-  colour_key_.clear();
+  // A column this dataset has too (its labels, in a selection embedded on its
+  // own) keeps colouring it; anything else is chosen anew (a session sets its
+  // own below): ψ1 of the last embedding says nothing about this one's labels
+  // or angles.
+  const bool column_kept = dataset_ && std::any_of(dataset_->metadata.begin(), dataset_->metadata.end(),
+                                                   [this](const PointMetadata& m) { return m.name == colour_key_; });
+  if (!column_kept) colour_key_.clear();
   embedded_of_row_.clear();
   selected_rows_.clear();
   pinned_row_ = -1;

@@ -76,8 +76,13 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   auto* browse = new QToolButton(profile_row_);
   browse->setText(QStringLiteral("\u2026"));
   browse->setToolTip(tr("Choose a cluster profile"));
+  auto* edit = new QToolButton(profile_row_);
+  edit->setText(tr("Edit"));
+  edit->setToolTip(tr("Edit this profile, or write a new one (Run \u25b8 Cluster Profile)"));
   profile_layout->addWidget(profile_, 1);
   profile_layout->addWidget(browse);
+  profile_layout->addWidget(edit);
+  connect(edit, &QToolButton::clicked, this, &ParameterPanel::editProfileRequested);
   graph->addRow(tr("Profile"), profile_row_);
   connect(browse, &QToolButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Cluster profile"), QString(),

@@ -54,6 +54,8 @@ class ParameterPanel : public QWidget {
  Q_SIGNALS:
   /// Any parameter changed (emitted once per edit).
   void changed();
+  /// The profile row's Edit button: open the cluster-profile editor.
+  void editProfileRequested();
 
  private:
   void update_enabled();
