@@ -33,15 +33,20 @@ export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp
 status=0
 mkdir -p $build/findings
 for h in "${harnesses[@]}"; do
+  # 2 GiB of memory and 10 s per input: a header that makes a reader allocate
+  # or loop without bound is a finding. libhdf5 itself asks malloc for sizes
+  # read from corrupt metadata and handles the failure (the CLI prints one
+  # line): for it malloc may fail, and only sanitizer reports count.
+  limits="-rss_limit_mb=2048 -malloc_limit_mb=2048"
+  asan=$ASAN_OPTIONS
+  if [ "$h" = hdf5 ]; then limits="-rss_limit_mb=0"; asan=$ASAN_OPTIONS:allocator_may_return_null=1; fi
   if [ $mode = replay ]; then
-    $build/fuzz_$h tests/fuzz/corpus/$h || status=1
+    ASAN_OPTIONS=$asan $build/fuzz_$h tests/fuzz/corpus/$h || status=1
     continue
   fi
   mkdir -p $build/corpus/$h
   log=$build/findings/$h.log
-  # 2 GiB of memory and 10 s per input: a header that makes a reader allocate
-  # or loop without bound is a finding.
-  if $build/fuzz_$h -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10 \
+  if ASAN_OPTIONS=$asan $build/fuzz_$h -max_total_time="$seconds" $limits -timeout=10 \
       -artifact_prefix=$build/findings/$h- -print_final_stats=1 $build/corpus/$h tests/fuzz/corpus/$h >"$log" 2>&1; then
     result=ok
   else

@@ -131,6 +131,27 @@ TEST(HostileIdx, TinyGzipAnnouncingGigabytes) {
   expect_refused(path, "of compressed data expand to at most");
 }
 
+// Found by fuzz_idx: no items, but items of 3166485692 x 3154116608 values
+// (their product overflowed int64 while the empty array passed the checks).
+TEST(HostileIdx, NoItemsOfAnImpossibleSize) {
+  TempDir t;
+  write_file(t / "zero-images-idx3-ubyte", idx_header(0x08, {0, 3166485692u, 3154116608u}));
+  expect_refused(t / "zero-images-idx3-ubyte", "impossibly large");
+}
+
+// The same for .npy: an empty array whose items would hold 2^62 x 4 values.
+TEST(HostileNpy, NoRowsOfAnImpossibleSize) {
+  TempDir t;
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4611686018427387904, 4), }";
+  header.append(63 - (10 + header.size()) % 64, ' ');
+  header += '\n';
+  std::vector<unsigned char> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(header.size()),
+                                      static_cast<unsigned char>(header.size() >> 8)};
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  write_file(t / "empty.npy", bytes);
+  expect_refused(t / "empty.npy", "impossibly large");
+}
+
 // ---- PNG ------------------------------------------------------------------
 
 void put_chunk(std::vector<unsigned char>& png, const char* type, const std::vector<unsigned char>& data) {

@@ -181,11 +181,14 @@ void check_announced(const std::string& path, const std::string& what, uint64_t 
 
 int64_t checked_count(const std::string& path, const std::vector<int64_t>& dims, size_t sample_bytes) {
   constexpr int64_t kLimit = int64_t{1} << 62;
-  int64_t c = 1;
+  // The product of the non-zero dimensions is bounded too: with N = 0 the
+  // callers still multiply the item's dimensions.
+  int64_t c = 1, nonzero = 1;
   for (int64_t d : dims) {
     if (d < 0) fail(path, "negative dimension " + std::to_string(d) + " in the header");
-    if (d != 0 && c > kLimit / static_cast<int64_t>(sample_bytes) / d)
+    if (d != 0 && nonzero > kLimit / static_cast<int64_t>(sample_bytes) / d)
       fail(path, "header announces an impossibly large array (corrupt header?)");
+    if (d != 0) nonzero *= d;
     c *= d;
   }
   return c;
