@@ -432,7 +432,7 @@ TEST(MetadataCorrelation, TooManyCategoriesIsUndefined) {
   auto r = correlate_metadata(table, psi.data(), n, 1, nullptr);
   EXPECT_TRUE(std::isnan(r[0].per_coordinate[0]));
   EXPECT_EQ(r[0].best, -1);
-  EXPECT_EQ(correlation_summary(r), "metadata: id ~ undefined (no variation, or too many categories)");
+  EXPECT_EQ(correlation_summary(r), "metadata: 1 column without a defined correlation (constant, or too many categories)");
   EXPECT_TRUE(correlation_json(table, r)["columns"][0]["per_coordinate"][0].is_null());
 }
 

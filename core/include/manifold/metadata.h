@@ -157,7 +157,8 @@ double fisher_lee(const std::vector<double>& a, const std::vector<double>& b);
 nlohmann::json correlation_json(const MetadataTable& table, const std::vector<MetadataCorrelation>& correlations);
 
 /// One terminal line: the best relation of each column ("metadata: angle ~
-/// atan2(psi2, psi1) circular 0.998; label ~ psi1 eta 0.83").
+/// atan2(psi2, psi1) circular 0.998; label ~ psi1 eta 0.83"); columns
+/// without one (constant, too many categories) are only counted.
 std::string correlation_summary(const std::vector<MetadataCorrelation>& correlations);
 
 }  // namespace manifold

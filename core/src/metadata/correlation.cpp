@@ -248,6 +248,7 @@ nlohmann::json correlation_json(const MetadataTable& table, const std::vector<Me
 
 std::string correlation_summary(const std::vector<MetadataCorrelation>& corr) {
   std::string line;
+  int undefined = 0;
   for (const MetadataCorrelation& r : corr) {
     std::string part = r.name + " ~ ";
     if (r.pair_i >= 0) {
@@ -257,10 +258,14 @@ std::string correlation_summary(const std::vector<MetadataCorrelation>& corr) {
       const char* stat = r.kind == MetadataKind::Numeric ? "r" : r.kind == MetadataKind::Categorical ? "eta" : "R";
       part += psi_name(r.best) + " " + stat + " " + fixed(r.per_coordinate[static_cast<size_t>(r.best)]);
     } else {
-      part += "undefined (no variation, or too many categories)";
+      ++undefined;  // constant, or too many categories: counted, not listed
+      continue;
     }
     line += (line.empty() ? "" : "; ") + part;
   }
+  if (undefined)
+    line += (line.empty() ? "" : "; ") + std::to_string(undefined) + (undefined == 1 ? " column" : " columns") +
+            " without a defined correlation (constant, or too many categories)";
   return line.empty() ? line : "metadata: " + line;
 }
 
