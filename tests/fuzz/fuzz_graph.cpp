@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     manifold::KnnGraph g = manifold::read_graph(dir);
     volatile int64_t sum = 0;
-    for (int64_t i = 0; i < g.n * g.k; ++i) sum += g.indices[static_cast<size_t>(i)];
+    for (int64_t i = 0; i < g.n * g.k; ++i) sum = sum + g.indices[static_cast<size_t>(i)];
   } catch (const manifold::Error&) {
   }
   return 0;
