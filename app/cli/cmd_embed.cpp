@@ -434,8 +434,7 @@ int cmd_run(int argc, char** argv) {
   if (!a.has("-o")) throw UsageError("run: missing -o OUTDIR");
   s.dataset = a.str("--dataset");
   s.transform = a.str("--transform", "none");
-  if (s.transform != "none" && s.transform != "anscombe")
-    throw UsageError("--transform: unknown transform '" + s.transform + "' (none, anscombe)");
+  validate_transform(s.transform);
   s.backend = a.str("--backend", "auto");
   s.knn = knn_params_from(a);
   s.diffusion = diffusion_params_from(a, "--embed-k");

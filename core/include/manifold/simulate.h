@@ -96,8 +96,18 @@ namespace manifold {
 /// its information instead of letting the bright centre's noise dominate.
 void anscombe_transform(float* values, int64_t count);
 
-/// `ds` with a named value transform applied ("none" returns it unchanged,
-/// "anscombe" a transformed copy keeping the metadata). UsageError otherwise.
+/// `ds` with a named transform applied: "none" returns it unchanged;
+/// otherwise steps joined by '+' and applied left to right, each "anscombe"
+/// or "binB" (B x B blocks of pixels summed, for images whose sides B
+/// divides). A copy keeping the metadata; UsageError naming the problem.
+///
+/// Why binB+anscombe for sparse photons: with well under one photon per pixel
+/// the Anscombe transform is far from variance-stabilising and the distances
+/// are noise; summing blocks no larger than a speckle keeps the signal and
+/// brings the counts to where the transform works (bench/physics/RESULTS.md).
 Dataset transformed(const Dataset& ds, const std::string& transform);
+
+/// Checks a transform name without data (before loading); UsageError if unknown.
+void validate_transform(const std::string& transform);
 
 }  // namespace manifold

@@ -221,16 +221,73 @@ void anscombe_transform(float* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) v[i] = 2.0f * std::sqrt(std::max(v[i], 0.0f) + 0.375f);
 }
 
+namespace {
+
+/// The steps of a transform name: "none" has none, otherwise '+'-separated
+/// "anscombe" or "binB" (B >= 2). UsageError naming the transform otherwise.
+std::vector<std::string> transform_steps(const std::string& transform) {
+  const std::string known = " (none, anscombe, binB, or steps joined by '+', e.g. bin8+anscombe)";
+  if (transform == "none") return {};
+  std::vector<std::string> steps;
+  for (size_t b = 0; b <= transform.size();) {
+    const size_t e = std::min(transform.find('+', b), transform.size());
+    steps.push_back(transform.substr(b, e - b));
+    b = e + 1;
+  }
+  for (const std::string& step : steps) {
+    if (step == "anscombe") continue;
+    const bool digits = step.size() > 3 && step.size() <= 7 &&
+                        step.find_first_not_of("0123456789", 3) == std::string::npos;
+    if (step.rfind("bin", 0) == 0 && digits && std::stoi(step.substr(3)) >= 2) continue;
+    throw UsageError("--transform: unknown transform '" + transform + "'" + known);
+  }
+  return steps;
+}
+
+/// b x b blocks of pixels summed into one: the counts a detector with b
+/// times larger pixels would record (photon counts stay Poisson).
+Dataset binned(const Dataset& ds, int b) {
+  if (ds.item_shape.size() != 2)
+    throw UsageError("--transform bin" + std::to_string(b) + ": " + ds.source + " holds vectors, not images");
+  const int64_t h = ds.item_shape[0], w = ds.item_shape[1];
+  if (h % b != 0 || w % b != 0)
+    throw UsageError("--transform bin" + std::to_string(b) + ": " + ds.source + " has " + std::to_string(h) + " x " +
+                     std::to_string(w) + " images, not divisible by " + std::to_string(b));
+  const int64_t bh = h / b, bw = w / b;
+  std::vector<float> v(static_cast<size_t>(ds.rows() * bh * bw), 0.0f);
+  for (int64_t i = 0; i < ds.rows(); ++i) {
+    const float* in = ds.data() + i * ds.cols();
+    float* out = v.data() + i * bh * bw;
+    for (int64_t r = 0; r < h; ++r)
+      for (int64_t c = 0; c < w; ++c) out[(r / b) * bw + c / b] += in[r * w + c];
+  }
+  Dataset t(ds.rows(), bh * bw, std::move(v));
+  t.item_shape = {bh, bw};
+  return t;
+}
+
+}  // namespace
+
+void validate_transform(const std::string& transform) { transform_steps(transform); }
+
 Dataset transformed(const Dataset& ds, const std::string& transform) {
-  if (transform == "none") return ds;
-  if (transform != "anscombe") throw UsageError("--transform: unknown transform '" + transform + "' (none, anscombe)");
-  std::vector<float> v(ds.data(), ds.data() + ds.rows() * ds.cols());
-  anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
-  Dataset t(ds.rows(), ds.cols(), std::move(v));
-  t.source = ds.source;
+  const std::vector<std::string> steps = transform_steps(transform);
+  if (steps.empty()) return ds;
+  Dataset t = ds;
+  for (const std::string& step : steps) {
+    if (step == "anscombe") {
+      std::vector<float> v(t.data(), t.data() + t.rows() * t.cols());
+      anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
+      Dataset a(t.rows(), t.cols(), std::move(v));
+      a.item_shape = t.item_shape;
+      t = std::move(a);
+    } else {
+      t = binned(t, std::stoi(step.substr(3)));
+    }
+    t.source = ds.source;
+  }
   t.format = ds.format;
   t.source_dtype = ds.source_dtype;
-  t.item_shape = ds.item_shape;
   t.labels = ds.labels;
   return t;
 }
