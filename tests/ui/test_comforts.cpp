@@ -144,6 +144,7 @@ class TestComforts : public QObject {
     QVERIFY(dialog && dialog->isVisible());
     auto* browser = dialog->findChild<QTextBrowser*>();
     QVERIFY(browser && browser->toPlainText().contains("Manifold Explorer"));
+    dialog->grab().save(QDir(t::output_dir()).filePath("manual.png"));  // to look at, not asserted
 
     const auto rows = w.shortcutList();
     auto has = [&rows](const QString& keys, const QString& does) {
@@ -157,6 +158,7 @@ class TestComforts : public QObject {
     QVERIFY(has("Esc", "Cancel"));
     w.showShortcuts();
     QVERIFY(w.findChild<QDialog*>("shortcutsDialog")->isVisible());
+    w.findChild<QDialog*>("shortcutsDialog")->grab().save(QDir(t::output_dir()).filePath("shortcuts.png"));
   }
 
   // The value under the mouse is the data's; clip and gamma change the picture.

@@ -9,13 +9,38 @@
 #include <QHeaderView>
 #include <QMenuBar>
 #include <QTableWidget>
+#include <QTextBlock>
 #include <QTextBrowser>
+#include <QTextCursor>
+#include <QTextDocument>
 #include <QVBoxLayout>
 
 #include "manifold/ui/cluster_profile_dialog.h"
 #include "manifold/ui/main_window.h"
 
 namespace manifold::ui {
+namespace {
+
+/// Scales the document's images (the window screenshots) to at most `width`
+/// pixels wide, so the manual reads without scrolling sideways.
+void fit_images(QTextDocument* document, int width) {
+  for (QTextBlock block = document->begin(); block.isValid(); block = block.next())
+    for (auto it = block.begin(); !it.atEnd(); ++it) {
+      const QTextFragment fragment = it.fragment();
+      if (!fragment.charFormat().isImageFormat()) continue;
+      QTextImageFormat image = fragment.charFormat().toImageFormat();
+      const QImage source = document->resource(QTextDocument::ImageResource, QUrl(image.name())).value<QImage>();
+      if (source.isNull() || source.width() <= width) continue;
+      image.setWidth(width);
+      image.setHeight(static_cast<double>(source.height()) * width / source.width());
+      QTextCursor cursor(document);
+      cursor.setPosition(fragment.position());
+      cursor.setPosition(fragment.position() + fragment.length(), QTextCursor::KeepAnchor);
+      cursor.setCharFormat(image);
+    }
+}
+
+}  // namespace
 
 QString MainWindow::manualPath() {
   // Installed: <prefix>/bin/manifold-explorer and <prefix>/share/doc/manifold/ui.md.
@@ -47,6 +72,7 @@ void MainWindow::showManual() {
       // Images and links are relative to the manual's folder.
       if (!path.startsWith(QLatin1Char(':'))) browser->setSearchPaths({QFileInfo(path).absolutePath()});
       browser->setMarkdown(QString::fromUtf8(file.readAll()));
+      fit_images(browser->document(), 760);
     } else {
       browser->setPlainText(tr("The manual (docs/ui.md) is not installed with this program."));
     }
