@@ -122,16 +122,16 @@ TEST(Metadata, AnglesAndLabelsFiles) {
 TEST(Metadata, CsvNumericCategoricalQuotedAndMissing) {
   TempDir t;
   write_text(t / "m.csv",
-             "\xEF\xBB\xBFrun, class ,note,rotation_deg\r\n"
+             "\xEF\xBB\xBF" "energy, class ,note,rotation_deg\r\n"
              "1, hit ,\"a, b\",10\r\n"
              "2,miss,\"say \"\"x\"\"\",\r\n"
              "3,hit,\"two\nlines\",NaN\r\n");
   auto cols = load(t / "m.csv");
   ASSERT_EQ(cols.size(), 4u);
-  EXPECT_EQ(cols[0].name, "run");
+  EXPECT_EQ(cols[0].name, "energy");
   EXPECT_EQ(cols[0].kind, MetadataKind::Numeric);
   EXPECT_EQ(cols[0].values, (std::vector<double>{1, 2, 3}));
-  EXPECT_EQ(cols[0].source, t / "m.csv" + ":run");
+  EXPECT_EQ(cols[0].source, t / "m.csv" + ":energy");
   EXPECT_EQ(cols[1].name, "class");
   EXPECT_EQ(cols[1].kind, MetadataKind::Categorical);
   EXPECT_EQ(cols[1].categories, (std::vector<std::string>{"hit", "miss"}));
@@ -150,6 +150,22 @@ TEST(Metadata, CsvNumericCategoricalQuotedAndMissing) {
   cols = load(t / "m.csv:class");
   ASSERT_EQ(cols.size(), 1u);
   EXPECT_EQ(cols[0].name, "class");
+}
+
+TEST(Metadata, IntegerColumnsNamedAsClassesAreCategorical) {
+  TempDir t;
+  write_text(t / "m.csv", "run,hit_class,width,runtime,cluster id\n7,1,3,1.5,\n7,0,4,2,2\n9,1,5,3,0\n");
+  auto cols = load(t / "m.csv");
+  ASSERT_EQ(cols.size(), 5u);
+  EXPECT_EQ(cols[0].kind, MetadataKind::Categorical);  // run
+  EXPECT_EQ(cols[0].categories.size(), 10u);            // codes are the run numbers 0..9
+  EXPECT_EQ(cols[0].codes, (std::vector<int32_t>{7, 7, 9}));
+  EXPECT_EQ(cols[1].kind, MetadataKind::Categorical);  // hit_class
+  EXPECT_EQ(cols[2].kind, MetadataKind::Numeric);      // width: "id" is not a word of it
+  EXPECT_EQ(cols[3].kind, MetadataKind::Numeric);      // runtime: not integers, nor the word run
+  EXPECT_EQ(cols[4].kind, MetadataKind::Categorical);  // cluster id, one missing
+  EXPECT_EQ(cols[4].codes, (std::vector<int32_t>{-1, 2, 0}));
+  EXPECT_EQ(cols[4].text(0), "");
 }
 
 TEST(Metadata, TsvByExtension) {

@@ -22,7 +22,9 @@
 //                       list file beside it when there is one (see class_names_beside)
 // Angle columns: a column whose name holds "angle", "theta", "azimuth" or
 // "rotation" (or from NAME.angles.npy); degrees when the name holds "deg" or
-// any |value| exceeds 2 pi, else radians.
+// any |value| exceeds 2 pi, else radians. Integer columns whose name has the
+// word label, class, category, cluster, run, group, type, id or batch
+// ("run", "hit_class", "cluster id") are categorical, like NAME.labels.npy.
 //
 // Discovery beside DATA = DIR/NAME.npy: DIR/NAME.labels.npy,
 // DIR/NAME.angles.npy, DIR/NAME.quaternions.npy (the simulator's ground

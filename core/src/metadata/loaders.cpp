@@ -55,7 +55,44 @@ AngleUnit angle_unit(const std::string& name, const std::vector<double>& v) {
   return AngleUnit::Radians;
 }
 
+MetadataColumn categorical_from_integers(std::string name, std::string source, const std::vector<double>& v,
+                                         const std::vector<std::string>& names = {});
+
+/// A name that says its integers are classes, not quantities: one of its
+/// words (split at anything but letters and digits) is label, class,
+/// category, cluster, run, group, type, id or batch.
+bool names_a_category(const std::string& name) {
+  static const char* kWords[] = {"label", "labels", "class", "category", "cluster", "run",
+                                 "group", "type",   "id",    "batch"};
+  std::string word;
+  const std::string n = lower(name) + " ";
+  for (char ch : n) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) {
+      word += ch;
+      continue;
+    }
+    for (const char* w : kWords)
+      if (word == w) return true;
+    word.clear();
+  }
+  return false;
+}
+
+bool all_integers(const std::vector<double>& v) {
+  bool any = false;
+  for (double x : v) {
+    if (std::isnan(x)) continue;
+    if (!std::isfinite(x) || x != std::floor(x) || std::abs(x) > 9e15) return false;
+    any = true;
+  }
+  return any;
+}
+
+/// Numbers become an angle column by name (or when `angle`), a categorical
+/// one when the name names classes and every value is an integer, else numeric.
 MetadataColumn numeric_column(std::string name, std::string source, std::vector<double> values, bool angle) {
+  if (!angle && !names_an_angle(name) && names_a_category(name) && all_integers(values))
+    return categorical_from_integers(std::move(name), std::move(source), values);
   MetadataColumn c;
   c.name = std::move(name);
   c.source = std::move(source);
@@ -89,13 +126,14 @@ MetadataColumn categorical_from_text(std::string name, std::string source, const
 /// stable), else the rank among the distinct labels. `names` replaces the
 /// numbers as category names when it has one per code.
 MetadataColumn categorical_from_integers(std::string name, std::string source, const std::vector<double>& v,
-                                         const std::vector<std::string>& names = {}) {
+                                         const std::vector<std::string>& names) {
   MetadataColumn c;
   c.name = std::move(name);
   c.source = std::move(source);
   c.kind = MetadataKind::Categorical;
   double lo = 0, hi = -1;
   for (double x : v) {
+    if (std::isnan(x)) continue;  // missing
     if (x != std::floor(x) || !std::isfinite(x)) fail(c.source, "labels must be integers (found " + std::to_string(x) + ")");
     lo = std::min(lo, x), hi = std::max(hi, x);
   }
@@ -104,7 +142,8 @@ MetadataColumn categorical_from_integers(std::string name, std::string source, c
   if (direct) {
     for (int64_t k = 0; k <= static_cast<int64_t>(hi); ++k) distinct.push_back(static_cast<double>(k));
   } else {
-    distinct = v;
+    for (double x : v)
+      if (!std::isnan(x)) distinct.push_back(x);
     std::sort(distinct.begin(), distinct.end());
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   }
@@ -121,8 +160,10 @@ MetadataColumn categorical_from_integers(std::string name, std::string source, c
   }
   c.codes.reserve(v.size());
   for (double x : v)
-    c.codes.push_back(direct ? static_cast<int32_t>(x)
-                             : static_cast<int32_t>(std::lower_bound(distinct.begin(), distinct.end(), x) - distinct.begin()));
+    c.codes.push_back(std::isnan(x) ? -1
+                      : direct      ? static_cast<int32_t>(x)
+                                    : static_cast<int32_t>(std::lower_bound(distinct.begin(), distinct.end(), x) -
+                                                           distinct.begin()));
   return c;
 }
 
