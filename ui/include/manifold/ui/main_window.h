@@ -6,7 +6,9 @@
 // bar above the view, never as a crash or a blocking dialog, and a failed run
 // leaves the last embedding in view. What the embedding's diagnostics say
 // (points left out, localised coordinates, eigenvalues at 1) stands in a
-// warning line right above the view while that embedding is shown.
+// warning line right above the view while that embedding is shown; when the
+// panel's parameters no longer match it and only Run can make them (a new
+// graph, or automatic re-embedding off), a stale line says so.
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
