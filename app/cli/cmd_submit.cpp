@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "manifold/cluster.h"
 #include "manifold/error.h"
+#include "manifold/output.h"
 #include "manifold/terminal_progress.h"
 
 namespace fs = std::filesystem;
@@ -28,6 +29,8 @@ int cmd_submit(int argc, char** argv) {
   std::error_code ec;
   if (!fs::exists(data, ec)) throw Error(data + ": no such file or folder");
   cluster::Profile profile = cluster::load_profile(a.str("--profile"));
+  // The job's knn refuses a folder of other files; say so before queueing.
+  check_output_dir(a.str("-o"), {"indices.npy", "distances.npy", "graph.json"}, {.overwrite = a.has("--overwrite")});
 
   cluster::JobSpec spec;
   spec.data = data;

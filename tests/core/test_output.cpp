@@ -242,6 +242,19 @@ TEST(CliOutput, KnnIntoAnotherCommandsFolderIsRefusedUnlessOverwrite) {
   EXPECT_EQ(lines(err), 1) << err;
 }
 
+TEST(CliOutput, SubmitRefusesAFolderOfOtherFilesBeforeQueueing) {
+  REQUIRE_CLI();
+  TempDir t;
+  save(random_dataset(20, 4, 1), t / "a.npy");
+  std::ofstream(t / "profile.json") << R"({"kind": "mpirun", "ranks": 1, "work_dir": ")" << (t / "jobs") << R"("})";
+  fs::create_directories(t / "mine");
+  std::ofstream(t / "mine/notes.txt") << "keep";
+  std::string err;
+  EXPECT_EQ(run_cli("submit --profile " + (t / "profile.json") + " " + (t / "a.npy") + " -k 3 -q -o " + (t / "mine"), &err), 2);
+  EXPECT_NE(err.find("notes.txt"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(t / "jobs")) << "nothing queued";
+}
+
 TEST(CliOutput, TooFewPointsNamesTheFile) {
   REQUIRE_CLI();
   TempDir t;
