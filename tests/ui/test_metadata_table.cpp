@@ -3,12 +3,12 @@
 // in point order, the cyclic and categorical maps, and embedding.vtp's
 // metadata arrays read back by VTK.
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include <vtkDataArray.h>
 #include <vtkFieldData.h>
@@ -92,8 +92,9 @@ class TestMetadataTable : public QObject {
     const DiffusionResult& r = rot.embedding;
     // The angle as the simulator writes it beside its patterns, plus a
     // numeric column that follows nothing and a category of the half turn.
-    fs::path dir = fs::temp_directory_path() / ("metadata_table_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
+    QTemporaryDir scratch;
+    QVERIFY(scratch.isValid());
+    const fs::path dir = scratch.path().toStdString();
     write_diffraction((dir / "set.npy").string(), rot.images);
     {
       std::ofstream csv(dir / "set.csv");
@@ -103,7 +104,6 @@ class TestMetadataTable : public QObject {
             << "\n";
     }
     MetadataTable table = load_metadata({}, rot.images.count, (dir / "set.npy").string());
-    fs::remove_all(dir);
     QCOMPARE(static_cast<int>(table.columns().size()), 3);
 
     MetadataTableWidget w;
@@ -245,7 +245,9 @@ class TestMetadataTable : public QObject {
     cls.categories = {"hit", "miss, maybe", "<none>"};
     t.add(angle);
     t.add(cls);
-    const fs::path dir = fs::temp_directory_path() / ("metadata_vtp_" + std::to_string(::getpid()));
+    QTemporaryDir scratch;
+    QVERIFY(scratch.isValid());
+    const fs::path dir = fs::path(scratch.path().toStdString()) / "embedding";
     write_embedding(dir.string(), r, DiffusionParams{}, nullptr, nullptr, &t);
     vtkNew<vtkXMLPolyDataReader> reader;
     reader->SetFileName((dir / "embedding.vtp").c_str());
@@ -269,7 +271,6 @@ class TestMetadataTable : public QObject {
     QCOMPARE(QString::fromStdString(names->GetValue(1)), QStringLiteral("miss, maybe"));
     QCOMPARE(QString::fromStdString(names->GetValue(2)), QStringLiteral("<none>"));
     QVERIFY(pd->GetPointData()->GetArray("dc2"));
-    fs::remove_all(dir);
   }
 };
 
