@@ -28,7 +28,14 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
                                            the built-in demo (simulated ubiquitin diffraction)
   run --session FILE [-o OUTDIR]           reproduce a saved session (GUI or CLI)
   simulate diffraction --pdb FILE|ID --count N [--size S] [--axis x|y|z|random]
-          [--photons P] [--seed S] [--q-max Q] [--threads T] [--keep-water] -o FILE.npy|FILE.cxi
+          [--photons P] [--seed S] [--q-max Q] [--threads T] [--keep-water]
+          [--mix blank=F,single=F,double=F] [--background P] -o FILE.npy|FILE.cxi
+  cluster EMBEDDINGDIR [--clusters K] [--coordinates M] [--max-clusters M] [--restarts R]
+          [--seed S] -o FILE.npy           clusters: the k-NN graph's separate components,
+                                           then k-means (k-means++ seeding) on dc1..dcM of the
+                                           embedded one (M = K-1); K given, else the components
+                                           or the largest eigengap; FILE.npy: a cluster per
+                                           data point (-1: left out), FILE.json the facts
   bench [--backend ...] [--select ...] [-n N] [-d D] [-k K] [--data FILE] [--json FILE]
   bench embed [...]                        time the diffusion-map eigensolve
   submit --profile FILE DATA [knn options] -o OUTDIR   run on a cluster (mpirun or Slurm)
@@ -78,6 +85,7 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return cli::cmd_bench(argc, argv);
     if (cmd == "submit") return cli::cmd_submit(argc, argv);
     if (cmd == "trajectory") return cli::cmd_trajectory(argc, argv);
+    if (cmd == "cluster") return cli::cmd_cluster(argc, argv);
     std::fprintf(stderr, "manifold: unknown command '%s' (see manifold --help)\n", cmd.c_str());
     return 2;
   } catch (const Cancelled&) {

@@ -33,7 +33,7 @@ int cmd_simulate(int argc, char** argv) {
                      "' (usage: manifold simulate diffraction --pdb FILE --count N -o FILE.npy|FILE.cxi)");
   Args a("simulate diffraction",
          {{"--pdb"}, {"--count"}, {"--size"}, {"--axis"}, {"--photons"}, {"--seed"}, {"--q-max"}, {"--threads"},
-          {"--keep-water", false}, {"-o", true, "--output"}, {"--quiet", false, "-q"}},
+          {"--mix"}, {"--background"}, {"--keep-water", false}, {"-o", true, "--output"}, {"--quiet", false, "-q"}},
          argc, argv, 3);
   if (!a.positionals().empty()) throw UsageError("simulate diffraction: unexpected argument '" + a.positionals()[0] + "'");
   if (!a.has("--pdb")) throw UsageError("simulate diffraction: missing --pdb FILE (e.g. --pdb 1ubq with freesasa installed)");
@@ -50,6 +50,8 @@ int cmd_simulate(int argc, char** argv) {
   p.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
   p.q_max = a.real("--q-max", p.q_max);
   p.threads = static_cast<int>(a.integer("--threads", 0, 0, 4096));
+  if (a.has("--mix")) p.mix = parse_mix(a.str("--mix"));
+  p.background = a.real("--background", 0.0);
   validate(p);
   PdbOptions po;
   po.keep_water = a.has("--keep-water");
@@ -62,7 +64,9 @@ int cmd_simulate(int argc, char** argv) {
   progress.check_cancel();
   write_diffraction(out, d);
   if (!a.has("--quiet")) {
-    const std::string truth = out.ends_with(".cxi") ? "ground truth inside" : "+ " + ground_truth_path(out, d);
+    std::string truth = out.ends_with(".cxi") ? "ground truth inside" : "+ " + ground_truth_path(out, d);
+    if (!d.labels.empty() && !out.ends_with(".cxi"))
+      truth += " + " + out.substr(0, out.size() - 4) + ".labels.npy (blank, single, double)";
     std::printf("simulated %lld patterns %dx%d of %s (%zu atoms), axis %s, %s in %.2f s -> %s (%s)\n",
                 static_cast<long long>(d.count), d.size, d.size, mol.id.empty() ? mol.source.c_str() : mol.id.c_str(),
                 mol.atoms.size(), p.axis.c_str(),

@@ -15,6 +15,7 @@ int cmd_bench(int argc, char** argv);
 int cmd_bench_embed(int argc, char** argv);  ///< manifold bench embed ...
 int cmd_submit(int argc, char** argv);
 int cmd_trajectory(int argc, char** argv);  ///< manifold trajectory EMBEDDINGDIR ... -o MOVIE
+int cmd_cluster(int argc, char** argv);     ///< manifold cluster EMBEDDINGDIR ... -o FILE.npy
 
 /// Registers every backend built into this program (cpu; gpu, mpi when built).
 void register_all_backends();

@@ -11,6 +11,10 @@
 // (angle uniform in [0, 2 pi)) or uniform in SO(3) (Shoemake quaternions).
 // Poisson noise: one fluence for the whole set, scaled so that a pattern
 // holds `photons` photons on average; each pixel is Poisson(scale * I).
+// Mixed sets (hit classification): blanks hold only the background; a
+// double hit is two molecules far apart in independent orientations, whose
+// interference fringes are much finer than a pixel and average out, so
+// I = I(R1) + I(R2); `photons` is then the mean per molecule.
 //
 // simulate_diffraction() is the compute boundary: a GPU version can be added
 // behind the same signature.
@@ -48,7 +52,21 @@ struct DiffractionParams {
   uint64_t seed = 1;
   double q_max = 0.6;         ///< 1/Angstrom at the middle of the detector's edge (resolution 2 pi / q_max)
   int threads = 0;            ///< 0 = all cores
+  /// Fractions of blank, single and double hits (hit_class_names order);
+  /// empty = every pattern a single hit. See parse_mix().
+  std::vector<double> mix;
+  /// Mean background photons per pattern (needs photons > 0), added to every
+  /// pattern as a smooth profile exp(-|q|^2 / (2 (q_max/2)^2)): what a blank holds.
+  double background = 0;
 };
+
+/// The classes of a mixed set, in label order: blank (background only),
+/// single (one molecule), double (two in independent orientations).
+const std::vector<std::string>& hit_class_names();
+
+/// "blank=0.3,single=0.5,double=0.2" -> {0.3, 0.5, 0.2}; classes not named
+/// are 0; the fractions must be >= 0 and sum to 1. UsageError naming --mix.
+std::vector<double> parse_mix(const std::string& text);
 
 /// Rejects bad parameters with one line (UsageError).
 void validate(const DiffractionParams& params);
@@ -59,7 +77,8 @@ struct DiffractionImages {
   std::vector<float> images;       ///< count x size x size, row-major; row index = q_y, column = q_x
   std::string axis;
   std::vector<double> angles;      ///< count rotation angles (radians) for an axis; empty for random
-  std::vector<double> quaternions; ///< count x 4 (w, x, y, z), w >= 0, of every rotation
+  std::vector<double> quaternions; ///< count x 4 (w, x, y, z), w >= 0, of every rotation (the first molecule's)
+  std::vector<int32_t> labels;     ///< with a mix: count hit classes (index into hit_class_names()); else empty
   double scale = 0;                ///< photons per unit |A|^2 (0 without noise)
   nlohmann::json metadata;         ///< every parameter, the molecule, atoms used
 };

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <complex>
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -35,6 +36,41 @@ std::mt19937_64 pattern_rng(uint64_t seed, int64_t i, uint64_t role) {
   return std::mt19937_64(seq);
 }
 
+/// Labels with round(fraction x count) of each class (largest remainders
+/// take what rounding leaves), in a seeded random order.
+std::vector<int32_t> hit_labels(const std::vector<double>& mix, int64_t count, uint64_t seed) {
+  std::vector<int64_t> n(mix.size());
+  std::vector<std::pair<double, size_t>> remainder;
+  int64_t given = 0;
+  for (size_t c = 0; c < mix.size(); ++c) {
+    const double want = mix[c] * static_cast<double>(count);
+    n[c] = static_cast<int64_t>(std::floor(want));
+    given += n[c];
+    remainder.push_back({want - static_cast<double>(n[c]), c});
+  }
+  std::stable_sort(remainder.begin(), remainder.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  for (size_t j = 0; given < count; ++j, ++given) ++n[remainder[j % remainder.size()].second];
+  std::vector<int32_t> labels;
+  for (size_t c = 0; c < n.size(); ++c) labels.insert(labels.end(), static_cast<size_t>(n[c]), static_cast<int32_t>(c));
+  std::mt19937_64 rng = pattern_rng(seed, -1, 4);
+  std::shuffle(labels.begin(), labels.end(), rng);
+  return labels;
+}
+
+/// Mean background photons per pixel: exp(-|q|^2 / (2 (q_max/2)^2)) scaled to
+/// `photons` over the detector (zeros when photons = 0).
+std::vector<double> background_profile(const std::vector<double>& q1, double q_max, double photons) {
+  const size_t S = q1.size();
+  std::vector<double> b(S * S, 0.0);
+  if (photons <= 0) return b;
+  const double sigma = q_max / 2;
+  double sum = 0;
+  for (size_t r = 0; r < S; ++r)
+    for (size_t c = 0; c < S; ++c) sum += b[r * S + c] = std::exp(-(q1[r] * q1[r] + q1[c] * q1[c]) / (2 * sigma * sigma));
+  for (double& v : b) v *= photons / sum;
+  return b;
+}
+
 struct ElementGroup {
   const CromerMann* ff;
   std::vector<std::array<double, 3>> r;  // centred coordinates
@@ -42,6 +78,40 @@ struct ElementGroup {
 };
 
 }  // namespace
+
+const std::vector<std::string>& hit_class_names() {
+  static const std::vector<std::string> names = {"blank", "single", "double"};
+  return names;
+}
+
+std::vector<double> parse_mix(const std::string& text) {
+  const auto& names = hit_class_names();
+  std::vector<double> f(names.size(), 0.0);
+  std::vector<bool> seen(names.size(), false);
+  const std::string usage = " (e.g. --mix blank=0.3,single=0.5,double=0.2)";
+  for (size_t b = 0; b <= text.size();) {
+    const size_t e = std::min(text.find(',', b), text.size());
+    const std::string item = text.substr(b, e - b);
+    b = e + 1;
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (eq == std::string::npos || it == names.end())
+      throw UsageError("--mix: '" + item + "' is not CLASS=FRACTION with CLASS blank, single or double" + usage);
+    const size_t c = static_cast<size_t>(it - names.begin());
+    if (seen[c]) throw UsageError("--mix: " + name + " given twice");
+    seen[c] = true;
+    const std::string value = item.substr(eq + 1);
+    char* end = nullptr;
+    f[c] = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end || !(f[c] >= 0 && f[c] <= 1))
+      throw UsageError("--mix: " + name + "=" + value + ": the fraction must be a number in [0, 1]");
+  }
+  double sum = 0;
+  for (double x : f) sum += x;
+  if (std::abs(sum - 1) > 1e-6) throw UsageError("--mix: the fractions sum to " + std::to_string(sum) + ", not 1" + usage);
+  return f;
+}
 
 void validate(const DiffractionParams& p) {
   if (p.count < 1) throw UsageError("--count " + std::to_string(p.count) + ": must be at least 1");
@@ -52,6 +122,10 @@ void validate(const DiffractionParams& p) {
     throw UsageError("--photons: must be >= 0 (0 = no noise)");
   if (!(p.q_max > 0) || !std::isfinite(p.q_max)) throw UsageError("--q-max: must be positive (1/Angstrom)");
   if (p.threads < 0) throw UsageError("--threads: must be >= 0");
+  if (!p.mix.empty() && p.mix.size() != hit_class_names().size())
+    throw UsageError("--mix: needs a fraction for each of blank, single, double");
+  if (!(p.background >= 0) || !std::isfinite(p.background)) throw UsageError("--background: must be >= 0 photons");
+  if (p.background > 0 && p.photons == 0) throw UsageError("--background: needs Poisson noise (--photons > 0)");
   const double bytes = static_cast<double>(p.count) * p.size * p.size * 4;
   if (bytes > 64.0 * (1ull << 30))
     throw UsageError("--count x --size^2: " + std::to_string(bytes / (1ull << 30)) + " GiB of images is too many");
@@ -104,8 +178,8 @@ DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionPar
   out.quaternions.resize(static_cast<size_t>(p.count * 4));
   if (p.axis != "random") out.angles.resize(static_cast<size_t>(p.count));
   // Orientations first (cheap), from one stream, so they do not depend on threads.
-  {
-    std::mt19937_64 rng = pattern_rng(p.seed, -1, 1);
+  auto draw_orientations = [&](std::vector<double>& quaternions, std::vector<double>* angles, uint64_t role) {
+    std::mt19937_64 rng = pattern_rng(p.seed, -1, role);
     std::uniform_real_distribution<double> u(0, 1);
     for (int64_t i = 0; i < p.count; ++i) {
       double w, x = 0, y = 0, z = 0;
@@ -118,22 +192,32 @@ DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionPar
         z = std::sqrt(u1) * std::sin(u3);
       } else {
         const double angle = 2 * M_PI * u(rng);
-        out.angles[static_cast<size_t>(i)] = angle;
+        if (angles) (*angles)[static_cast<size_t>(i)] = angle;
         w = std::cos(angle / 2);
         const double s = std::sin(angle / 2);
         (p.axis == "x" ? x : p.axis == "y" ? y : z) = s;
       }
       if (w < 0) w = -w, x = -x, y = -y, z = -z;
-      double* q = out.quaternions.data() + i * 4;
+      double* q = quaternions.data() + i * 4;
       q[0] = w, q[1] = x, q[2] = y, q[3] = z;
     }
+  };
+  draw_orientations(out.quaternions, &out.angles, 1);
+  // A mix: classes with exact counts (largest remainders), shuffled; the
+  // second molecules of double hits from their own stream.
+  std::vector<double> second;
+  if (!p.mix.empty()) {
+    out.labels = hit_labels(p.mix, p.count, p.seed);
+    second.resize(out.quaternions.size());
+    draw_orientations(second, nullptr, 3);
   }
+  auto molecules = [&](int64_t i) { return out.labels.empty() ? 1 : out.labels[static_cast<size_t>(i)]; };
 
   progress.stage("diffraction", static_cast<uint64_t>(p.count), "patterns");
   std::vector<double> totals(static_cast<size_t>(p.count));
   std::vector<double> intensity(static_cast<size_t>(p.count * S * S));
-  parallel_for(0, p.count, p.threads, [&](int64_t i) {
-    const double* qt = out.quaternions.data() + i * 4;
+  // |A(R)|^2 of one molecule, S x S row-major, into img (added to it).
+  auto add_intensity = [&](const double* qt, double* img) {
     const Mat3 R = quaternion_matrix(qt[0], qt[1], qt[2], qt[3]);
     Eigen::MatrixXcd amp = Eigen::MatrixXcd::Zero(S, S);
     size_t gi = 0;
@@ -155,30 +239,34 @@ DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionPar
       amp.array() += ffmap[gi].array() * (Y * X).array();
       ++gi;
     }
-    double total = 0;
-    double* img = intensity.data() + i * S * S;
     for (int r = 0; r < S; ++r)
-      for (int c = 0; c < S; ++c) {
-        const double v = std::norm(amp(r, c));
-        img[r * S + c] = v;
-        total += v;
-      }
+      for (int c = 0; c < S; ++c) img[r * S + c] += std::norm(amp(r, c));
+  };
+  parallel_for(0, p.count, p.threads, [&](int64_t i) {
+    double* img = intensity.data() + i * S * S;
+    const int m = molecules(i);
+    if (m >= 1) add_intensity(out.quaternions.data() + i * 4, img);
+    if (m >= 2) add_intensity(second.data() + i * 4, img);
+    double total = 0;
+    for (int64_t k = 0; k < static_cast<int64_t>(S) * S; ++k) total += img[k];
     totals[static_cast<size_t>(i)] = total;
     progress.advance(1);
   });
   progress.finish();
 
-  // One fluence for all patterns: `photons` on average per pattern.
-  double mean_total = 0;
-  for (double t : totals) mean_total += t;
-  mean_total /= static_cast<double>(p.count);
-  out.scale = p.photons > 0 ? p.photons / mean_total : 0;
+  // One fluence for all patterns: `photons` on average per molecule (per
+  // pattern without a mix).
+  double mean_total = 0, molecule_count = 0;
+  for (int64_t i = 0; i < p.count; ++i) mean_total += totals[static_cast<size_t>(i)], molecule_count += molecules(i);
+  mean_total /= std::max(1.0, molecule_count);
+  out.scale = p.photons > 0 && mean_total > 0 ? p.photons / mean_total : 0;
+  const std::vector<double> background = background_profile(q1, p.q_max, p.background);
   if (p.photons > 0) {
     progress.stage("poisson noise", static_cast<uint64_t>(p.count), "patterns");
     parallel_for(0, p.count, p.threads, [&](int64_t i) {
       std::mt19937_64 rng = pattern_rng(p.seed, i, 2);
       for (int64_t k = 0; k < static_cast<int64_t>(S) * S; ++k) {
-        const double mean = out.scale * intensity[static_cast<size_t>(i * S * S + k)];
+        const double mean = out.scale * intensity[static_cast<size_t>(i * S * S + k)] + background[static_cast<size_t>(k)];
         float v = 0;
         if (mean > 0) v = static_cast<float>(std::poisson_distribution<int64_t>(mean)(rng));
         out.images[static_cast<size_t>(i * S * S + k)] = v;
@@ -206,10 +294,17 @@ DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionPar
                   {"photons", p.photons},
                   {"photons_per_unit_intensity", out.scale},
                   {"seed", p.seed},
+                  {"background_photons", p.background},
                   {"q_max_per_A", p.q_max},
                   {"pixel_q_per_A", dq},
                   {"resolution_A", 2 * M_PI / p.q_max},
                   {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  if (!p.mix.empty()) {
+    out.metadata["mix"] = nlohmann::json::object();
+    for (size_t c = 0; c < p.mix.size(); ++c) out.metadata["mix"][hit_class_names()[c]] = p.mix[c];
+    out.metadata["classes"] = hit_class_names();
+    out.metadata["photons_are_per"] = "molecule";
+  }
   return out;
 }
 

@@ -91,6 +91,8 @@ void write_cxi(const std::string& target, const std::string& tmp, const Diffract
       write_dataset(sample.get(), "rotation_angle", H5T_NATIVE_DOUBLE, {n}, d.angles.data(), target);
       write_string(sample.get(), "rotation_axis", d.axis, target);
     }
+    if (!d.labels.empty())  // class names in simulation_parameters ("classes")
+      write_dataset(sample.get(), "hit_class", H5T_NATIVE_INT32, {n}, d.labels.data(), target);
     write_string(entry.get(), "simulation_parameters", d.metadata.dump(), target);
     check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "the file", target);
   }
@@ -123,6 +125,8 @@ void write_diffraction(const std::string& path, const DiffractionImages& d) {
     const std::string truth = fs::path(ground_truth_path(path, d)).filename().string();
     if (d.angles.empty()) npy::write(tx.path(truth), d.quaternions.data(), {n, 4});
     else npy::write(tx.path(truth), d.angles.data(), {n});
+    // Hit classes as NAME.labels.npy (the metadata readers find it); names in NAME.json "classes".
+    if (!d.labels.empty()) npy::write(tx.path(stem_of(base, ".npy") + ".labels.npy"), d.labels.data(), {n});
     write_text_file(tx.path(stem_of(base, ".npy") + ".json"), d.metadata.dump(2) + "\n");
   }
   tx.commit();

@@ -1,0 +1,123 @@
+// k-means with k-means++ seeding, the eigengap rule, graph components and
+// the manifold cluster command on well-separated synthetic mixes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "manifold/clustering.h"
+#include "manifold/error.h"
+#include "manifold/npy.h"
+#include "test_support.h"
+
+using namespace manifold;
+using testing_support::run_cli;
+using testing_support::TempDir;
+
+namespace {
+
+/// `per` points around each of `centres` (rows of m values), spread `sigma`,
+/// interleaved (point i belongs to blob i % blobs); classes returned.
+std::vector<double> blobs(const std::vector<std::vector<double>>& centres, int per, double sigma, uint64_t seed,
+                          std::vector<int32_t>* classes) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g(0, sigma);
+  const size_t m = centres[0].size();
+  std::vector<double> x;
+  for (int i = 0; i < per * static_cast<int>(centres.size()); ++i) {
+    const size_t b = static_cast<size_t>(i) % centres.size();
+    for (size_t j = 0; j < m; ++j) x.push_back(centres[b][j] + g(rng));
+    classes->push_back(static_cast<int32_t>(b));
+  }
+  return x;
+}
+
+}  // namespace
+
+TEST(Clustering, KMeansRecoversSeparatedBlobsExactly) {
+  std::vector<int32_t> classes;
+  const auto x = blobs({{0, 0}, {10, 0}, {0, 10}, {10, 10}}, 50, 1.0, 3, &classes);
+  KMeansParams p;
+  p.clusters = 4;
+  const KMeansResult r = kmeans(x.data(), 200, 2, p);
+  const Agreement a = cluster_agreement(classes, r.labels);
+  EXPECT_EQ(a.accuracy, 1.0);
+  // Numbered by first point: point i is in blob i % 4.
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(r.labels[static_cast<size_t>(i)], i % 4) << i;
+  EXPECT_EQ(r.sizes, (std::vector<int64_t>{50, 50, 50, 50}));
+  // Centres near the blob centres; the same seed gives the same answer.
+  EXPECT_NEAR(r.centres[2], 10, 0.5);
+  EXPECT_NEAR(r.centres[5], 10, 0.5);
+  EXPECT_EQ(kmeans(x.data(), 200, 2, p).labels, r.labels);
+  // One cluster: everything in it, inertia the total scatter.
+  p.clusters = 1;
+  const KMeansResult one = kmeans(x.data(), 200, 2, p);
+  EXPECT_EQ(one.sizes, (std::vector<int64_t>{200}));
+  EXPECT_GT(one.inertia, 10 * r.inertia);
+}
+
+TEST(Clustering, AgreementMatchesClustersToClassesAndCounts) {
+  const std::vector<int32_t> classes = {0, 0, 0, 1, 1, 2, 2, 2, 2, 2};
+  const std::vector<int32_t> clusters = {2, 2, 1, 0, 0, 1, 1, 1, 1, 1};
+  const Agreement a = cluster_agreement(classes, clusters);
+  EXPECT_DOUBLE_EQ(a.accuracy, 0.9);
+  EXPECT_EQ(a.class_of_cluster, (std::vector<int>{1, 2, 0}));
+  EXPECT_EQ(a.confusion, (std::vector<std::vector<int64_t>>{{0, 1, 2}, {2, 0, 0}, {0, 5, 0}}));
+  // A point left out (-1) counts as wrong.
+  const Agreement b = cluster_agreement({0, 0, 1, 1}, {0, -1, 1, 1});
+  EXPECT_DOUBLE_EQ(b.accuracy, 0.75);
+}
+
+TEST(Clustering, EigengapAndComponentsAndBadInput) {
+  EXPECT_EQ(eigengap_clusters({1, 0.99, 0.98, 0.5, 0.45, 0.4}, 5), 3);
+  EXPECT_EQ(eigengap_clusters({1, 0.5, 0.49, 0.48}, 3), 2);
+  EXPECT_THROW(eigengap_clusters({1, 0.5}, 3), UsageError);
+  KnnGraph g;
+  g.n = 7;
+  g.k = 1;
+  // 0-1, 2-3-4 (3 points to 2, 4 to 3), 5-6, the larger piece first.
+  g.indices = {1, 0, 3, 2, 3, 6, 5};
+  EXPECT_EQ(graph_components(g), (std::vector<int32_t>{1, 1, 0, 0, 0, 2, 2}));
+  std::vector<double> x = {0, 1};
+  KMeansParams p;
+  p.clusters = 3;
+  EXPECT_THROW(kmeans(x.data(), 2, 1, p), UsageError);
+  p.clusters = 0;
+  EXPECT_THROW(validate(p, 10), UsageError);
+}
+
+TEST(Clustering, CliClustersSeparatedPiecesAndSplitsOneByKMeans) {
+  if (!std::getenv("MANIFOLD_CLI")) GTEST_SKIP() << "MANIFOLD_CLI not set (run through ctest)";
+  TempDir t;
+  // Three far-apart blobs in 5-D: the 10-NN graph falls into three pieces.
+  std::vector<int32_t> classes;
+  auto x = blobs({{0, 0, 0, 0, 0}, {30, 0, 0, 0, 0}, {0, 30, 0, 0, 0}}, 80, 1.0, 5, &classes);
+  std::vector<float> xf(x.begin(), x.end());
+  npy::write(t / "three.npy", xf.data(), {240, 5});
+  std::string err, out;
+  ASSERT_EQ(run_cli("run " + (t / "three.npy") + " -k 10 --components 4 -q -o " + (t / "e3"), &err), 0) << err;
+  ASSERT_EQ(run_cli("cluster " + (t / "e3") + " -o " + (t / "c3.npy"), &err, &out), 0) << err;
+  EXPECT_NE(out.find("3 clusters (graph components) of 240 points, sizes 80 80 80"), std::string::npos) << out;
+  auto labels = npy::read<int32_t>(t / "c3.npy");
+  EXPECT_EQ(cluster_agreement(classes, labels).accuracy, 1.0);
+  std::ifstream in(t / "c3.json");
+  EXPECT_EQ(nlohmann::json::parse(in)["clusters_from"], "graph components");
+  EXPECT_EQ(run_cli("cluster " + (t / "e3") + " --clusters 2 -o " + (t / "bad.npy"), &err), 2);
+  EXPECT_NE(err.find("already falls into 3 separate components"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(t / "bad.npy"));
+
+  // Two blobs close enough to share one graph: k-means on dc1 parts them.
+  classes.clear();
+  x = blobs({{0, 0, 0}, {6, 0, 0}}, 150, 1.0, 6, &classes);
+  xf.assign(x.begin(), x.end());
+  npy::write(t / "two.npy", xf.data(), {300, 3});
+  ASSERT_EQ(run_cli("run " + (t / "two.npy") + " -k 15 --components 4 -q -o " + (t / "e2"), &err), 0) << err;
+  ASSERT_EQ(run_cli("cluster " + (t / "e2") + " --clusters 2 -q -o " + (t / "c2.npy"), &err), 0) << err;
+  labels = npy::read<int32_t>(t / "c2.npy");
+  EXPECT_GE(cluster_agreement(classes, labels).accuracy, 0.98);
+  EXPECT_EQ(run_cli("cluster " + (t / "e2") + " --coordinates 9 -o " + (t / "c9.npy"), &err), 2);
+  EXPECT_NE(err.find("--coordinates 9"), std::string::npos) << err;
+}
