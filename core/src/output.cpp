@@ -93,10 +93,13 @@ void refuse_foreign(const std::string& dir, const std::vector<std::string>& fore
 }
 
 // The folder as one absolute path without a trailing separator ("." and
-// "out/" name their folder, not an empty last component).
+// "out/" name their folder, not an empty last component) and with symbolic
+// links resolved: a link to a folder is written through (the swap would
+// otherwise replace the link), and every name of one folder takes one lock.
 fs::path target_of(const std::string& dir) {
   std::error_code ec;
-  fs::path p = fs::absolute(dir, ec).lexically_normal();
+  fs::path p = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (ec) p = fs::absolute(dir, ec).lexically_normal();
   if (p.filename().empty() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
   return p;
 }

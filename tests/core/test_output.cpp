@@ -83,6 +83,16 @@ TEST(OutputFolder, ReplacesAPreviousResultWhole) {
   EXPECT_EQ(entries(t.path), (std::set<std::string>{"g"})) << "no lock file or staging folder left beside it";
 }
 
+TEST(OutputFolder, ALinkToAFolderIsWrittenThrough) {
+  TempDir t;
+  write_graph_files(t / "real", 1, 5);
+  fs::create_directory_symlink(t / "real", t / "link");
+  write_graph_files(t / "link", 2, 9);
+  EXPECT_TRUE(fs::is_symlink(t / "link"));
+  EXPECT_EQ(first_index(t / "real"), 2);
+  EXPECT_EQ(entries(t.path), (std::set<std::string>{"link", "real"}));
+}
+
 TEST(OutputFolder, FolderOfOtherFilesIsRefusedUnlessOverwrite) {
   TempDir t;
   fs::create_directories(t / "mine");
