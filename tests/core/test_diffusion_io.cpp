@@ -496,4 +496,28 @@ TEST(EmbeddingIo, MetadataColumnsFollowPointIndex) {
   EXPECT_EQ(cols[2]["statistic"], "correlation_ratio");
 }
 
+// The CSV and VTP writers, which the GUI's export calls on a path the user
+// chose: a symlink planted at the old predictable temporary name (PATH.tmp)
+// is never followed, and nothing temporary is left.
+TEST(EmbeddingIo, ExportWritersNeverFollowAPlantedTemporary) {
+  TempDir t;
+  const std::string victim = t / "victim.txt";
+  write_text_file(victim, "keep me\n");
+  const double x[4] = {1, 2, 3, 4};
+  const int64_t index[2] = {0, 1};
+  fs::create_symlink(victim, t / "e.csv.tmp");
+  fs::create_symlink(victim, t / "e.vtp.tmp");
+  write_csv(t / "e.csv", 2, 2, x, index, {"dc1", "dc2"});
+  write_vtp(t / "e.vtp", 2, 2, x, index, {"dc1", "dc2"});
+  EXPECT_EQ(slurp(victim), "keep me\n");
+  EXPECT_EQ(slurp(t / "e.csv"), "index,dc1,dc2\n0,1,2\n1,3,4\n");
+  EXPECT_NE(slurp(t / "e.vtp").find("<VTKFile"), std::string::npos);
+  int temporaries = 0;
+  for (auto& e : fs::directory_iterator(t.path))
+    temporaries += e.path().filename().string().find(".tmp-") != std::string::npos;
+  EXPECT_EQ(temporaries, 0);
+  // A folder that cannot be written names the file, and leaves nothing.
+  EXPECT_THROW(write_csv(t / "missing/e.csv", 2, 2, x, index, {"dc1", "dc2"}), Error);
+}
+
 }  // namespace

@@ -1,15 +1,22 @@
 // Writers and reader of the embedding directory (see embedding_io.h).
 #include "manifold/embedding_io.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 
 #include "manifold/error.h"
 #include "manifold/npy.h"
+#include "manifold/output.h"
 
 namespace fs = std::filesystem;
 
@@ -17,34 +24,58 @@ namespace manifold {
 
 namespace {
 
-/// A FILE* written to path.tmp and renamed onto path by close(); removed
-/// when destroyed unclosed, so a failed write leaves nothing behind.
+/// A FILE* written to a new temporary file beside `path` and renamed onto
+/// it by close(); removed when destroyed unclosed, so a failed write leaves
+/// nothing behind. The temporary name is unpredictable and the file is
+/// created with O_EXCL | O_NOFOLLOW (the rule of output.h's
+/// write_file_atomically): a file or symlink planted beside an export is
+/// never followed or truncated.
 class AtomicFile {
  public:
-  explicit AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
-    f_ = std::fopen(tmp_.c_str(), "wb");
-    if (!f_) throw Error(path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
+  explicit AtomicFile(std::string path) : path_(std::move(path)) {
+    static std::atomic<uint64_t> counter{0};
+    std::random_device device;
+    const fs::path p(path_);
+    int fd = -1;
+    for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+      char suffix[32];
+      std::snprintf(suffix, sizeof suffix, "%08x%04x", static_cast<unsigned>(device()),
+                    static_cast<unsigned>(counter++ & 0xffff));
+      tmp_ = (p.parent_path() / ("." + p.filename().string() + ".tmp-" + suffix)).string();
+      fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+      if (fd < 0 && errno != EEXIST)
+        throw Error(output_display_path(path_) + ": cannot open for writing (" + std::strerror(errno) + ")");
+    }
+    if (fd < 0) throw Error(output_display_path(path_) + ": cannot find a free temporary name beside it");
+    f_ = ::fdopen(fd, "wb");
+    if (!f_) {
+      ::close(fd);
+      ::unlink(tmp_.c_str());
+      throw Error(output_display_path(path_) + ": cannot open for writing (" + std::strerror(errno) + ")");
+    }
     buffer_.resize(1 << 20);
     std::setvbuf(f_, buffer_.data(), _IOFBF, buffer_.size());
   }
   ~AtomicFile() {
     if (f_) {
       std::fclose(f_);
-      std::remove(tmp_.c_str());
+      ::unlink(tmp_.c_str());
     }
   }
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
   std::FILE* get() { return f_; }
   void close() {
     const bool ok = !std::ferror(f_);
     const bool closed = std::fclose(f_) == 0;
     f_ = nullptr;
     if (!ok || !closed) {
-      std::remove(tmp_.c_str());
-      throw Error(path_ + ": write failed (disk full?)");
+      ::unlink(tmp_.c_str());
+      throw Error(output_display_path(path_) + ": write failed (disk full?)");
     }
     if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      std::remove(tmp_.c_str());
-      throw Error(path_ + ": cannot rename temporary file into place");
+      ::unlink(tmp_.c_str());
+      throw Error(output_display_path(path_) + ": cannot rename temporary file into place");
     }
   }
 
