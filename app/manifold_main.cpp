@@ -29,7 +29,8 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
   run --session FILE [-o OUTDIR]           reproduce a saved session (GUI or CLI)
   simulate diffraction --pdb FILE|ID --count N [--size S] [--axis x|y|z|random]
           [--photons P] [--seed S] [--q-max Q] [--threads T] [--keep-water]
-          [--mix blank=F,single=F,double=F] [--background P] -o FILE.npy|FILE.cxi
+          [--mix blank=F,single=F,double=F] [--background P] [--fluence-jitter J]
+          -o FILE.npy|FILE.cxi
   cluster EMBEDDINGDIR [--clusters K] [--coordinates M] [--max-clusters M] [--restarts R]
           [--seed S] -o FILE.npy           clusters: the k-NN graph's separate components,
                                            then k-means (k-means++ seeding) on dc1..dcM of the

@@ -33,7 +33,7 @@ int cmd_simulate(int argc, char** argv) {
                      "' (usage: manifold simulate diffraction --pdb FILE --count N -o FILE.npy|FILE.cxi)");
   Args a("simulate diffraction",
          {{"--pdb"}, {"--count"}, {"--size"}, {"--axis"}, {"--photons"}, {"--seed"}, {"--q-max"}, {"--threads"},
-          {"--mix"}, {"--background"}, {"--keep-water", false}, {"-o", true, "--output"}, {"--quiet", false, "-q"}},
+          {"--mix"}, {"--background"}, {"--fluence-jitter"}, {"--keep-water", false}, {"-o", true, "--output"}, {"--quiet", false, "-q"}},
          argc, argv, 3);
   if (!a.positionals().empty()) throw UsageError("simulate diffraction: unexpected argument '" + a.positionals()[0] + "'");
   if (!a.has("--pdb")) throw UsageError("simulate diffraction: missing --pdb FILE (e.g. --pdb 1ubq with freesasa installed)");
@@ -52,6 +52,7 @@ int cmd_simulate(int argc, char** argv) {
   p.threads = static_cast<int>(a.integer("--threads", 0, 0, 4096));
   if (a.has("--mix")) p.mix = parse_mix(a.str("--mix"));
   p.background = a.real("--background", 0.0);
+  p.fluence_jitter = a.real("--fluence-jitter", 0.0);
   validate(p);
   PdbOptions po;
   po.keep_water = a.has("--keep-water");

@@ -106,7 +106,26 @@ TEST(SimulateMix, WithoutMixNothingChangesAndBackgroundNeedsNoise) {
   p.mix = parse_mix("single=1");
   const DiffractionImages single = simulate_diffraction(mol, p, quiet);
   EXPECT_EQ(single.images, plain.images);
+  // Fluence jitter: the same mean, a wider spread of totals.
   p.mix.clear();
+  p.count = 200;
+  const DiffractionImages steady = simulate_diffraction(mol, p, quiet);
+  p.fluence_jitter = 0.5;
+  const DiffractionImages jittered = simulate_diffraction(mol, p, quiet);
+  auto spread = [](const std::vector<double>& t) {
+    double mean = 0, var = 0;
+    for (double x : t) mean += x / static_cast<double>(t.size());
+    for (double x : t) var += (x - mean) * (x - mean) / static_cast<double>(t.size() - 1);
+    return std::pair{mean, std::sqrt(var) / mean};
+  };
+  const auto [m0, s0] = spread(totals(steady));
+  const auto [m1, s1] = spread(totals(jittered));
+  EXPECT_NEAR(m1, m0, 0.15 * m0);
+  EXPECT_NEAR(s1, 0.5, 0.12);
+  EXPECT_LT(s0, 0.25);
+  p.fluence_jitter = -1;
+  EXPECT_THROW(validate(p), UsageError);
+  p.fluence_jitter = 0;
   p.photons = 0;
   p.background = 10;
   EXPECT_THROW(validate(p), UsageError);

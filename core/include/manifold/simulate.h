@@ -58,6 +58,10 @@ struct DiffractionParams {
   /// Mean background photons per pattern (needs photons > 0), added to every
   /// pattern as a smooth profile exp(-|q|^2 / (2 (q_max/2)^2)): what a blank holds.
   double background = 0;
+  /// Relative spread (standard deviation / mean) of the fluence from shot to
+  /// shot, log-normal with mean 1, applied to molecule and background alike:
+  /// pulse energy and the particle's place in the focus vary. 0 = none.
+  double fluence_jitter = 0;
 };
 
 /// The classes of a mixed set, in label order: blank (background only),

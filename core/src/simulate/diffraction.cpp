@@ -126,6 +126,9 @@ void validate(const DiffractionParams& p) {
     throw UsageError("--mix: needs a fraction for each of blank, single, double");
   if (!(p.background >= 0) || !std::isfinite(p.background)) throw UsageError("--background: must be >= 0 photons");
   if (p.background > 0 && p.photons == 0) throw UsageError("--background: needs Poisson noise (--photons > 0)");
+  if (!(p.fluence_jitter >= 0) || !std::isfinite(p.fluence_jitter))
+    throw UsageError("--fluence-jitter: must be >= 0 (relative spread of the fluence)");
+  if (p.fluence_jitter > 0 && p.photons == 0) throw UsageError("--fluence-jitter: needs Poisson noise (--photons > 0)");
   const double bytes = static_cast<double>(p.count) * p.size * p.size * 4;
   if (bytes > 64.0 * (1ull << 30))
     throw UsageError("--count x --size^2: " + std::to_string(bytes / (1ull << 30)) + " GiB of images is too many");
@@ -261,12 +264,21 @@ DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionPar
   mean_total /= std::max(1.0, molecule_count);
   out.scale = p.photons > 0 && mean_total > 0 ? p.photons / mean_total : 0;
   const std::vector<double> background = background_profile(q1, p.q_max, p.background);
+  // Shot-to-shot fluence: log-normal, mean 1, relative spread fluence_jitter.
+  std::vector<double> fluence(static_cast<size_t>(p.count), 1.0);
+  if (p.fluence_jitter > 0) {
+    std::mt19937_64 rng = pattern_rng(p.seed, -1, 5);
+    const double sigma = std::sqrt(std::log1p(p.fluence_jitter * p.fluence_jitter));
+    std::normal_distribution<double> g(-sigma * sigma / 2, sigma);
+    for (double& f : fluence) f = std::exp(g(rng));
+  }
   if (p.photons > 0) {
     progress.stage("poisson noise", static_cast<uint64_t>(p.count), "patterns");
     parallel_for(0, p.count, p.threads, [&](int64_t i) {
       std::mt19937_64 rng = pattern_rng(p.seed, i, 2);
       for (int64_t k = 0; k < static_cast<int64_t>(S) * S; ++k) {
-        const double mean = out.scale * intensity[static_cast<size_t>(i * S * S + k)] + background[static_cast<size_t>(k)];
+        const double mean = fluence[static_cast<size_t>(i)] *
+                            (out.scale * intensity[static_cast<size_t>(i * S * S + k)] + background[static_cast<size_t>(k)]);
         float v = 0;
         if (mean > 0) v = static_cast<float>(std::poisson_distribution<int64_t>(mean)(rng));
         out.images[static_cast<size_t>(i * S * S + k)] = v;
@@ -295,6 +307,7 @@ DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionPar
                   {"photons_per_unit_intensity", out.scale},
                   {"seed", p.seed},
                   {"background_photons", p.background},
+                  {"fluence_jitter", p.fluence_jitter},
                   {"q_max_per_A", p.q_max},
                   {"pixel_q_per_A", dq},
                   {"resolution_A", 2 * M_PI / p.q_max},
