@@ -110,6 +110,13 @@ TEST(Metadata, AnglesAndLabelsFiles) {
   l = load(t / "set.labels.npy");
   EXPECT_EQ(l[0].categories, (std::vector<std::string>{"cat", "dog", "bird"}));
   EXPECT_EQ(l[0].text(0), "bird");
+  // Without a list, the "classes" of NAME.json beside it (simulate diffraction --mix).
+  fs::remove(t / "set.labels.classes.txt");
+  write_text(t / "set.json", R"({"count": 4, "classes": ["blank", "single", "double"]})");
+  l = load(t / "set.labels.npy");
+  EXPECT_EQ(l[0].categories, (std::vector<std::string>{"blank", "single", "double"}));
+  write_text(t / "set.json", "not json");
+  EXPECT_EQ(load(t / "set.labels.npy")[0].categories, (std::vector<std::string>{"0", "1", "2"}));
   // Labels that are not small non-negative integers keep their order.
   const std::vector<int64_t> runs = {-5, 100000, -5};
   npy::write(t / "r.labels.npy", runs.data(), {3});

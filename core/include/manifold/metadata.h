@@ -11,7 +11,8 @@
 //   FILE.npy            N or N x m numbers; m columns named NAME_0.. (NAME
 //                       alone for N); NAME = the COLUMN given or the file's
 //                       stem (NAME.angles.npy -> "angle", NAME.labels.npy ->
-//                       "label", a categorical column of the integer values)
+//                       "label", a categorical column of the integer values,
+//                       named by class_names_beside() or NAME.json's "classes")
 //   FILE.csv, FILE.tsv  a header line, then N rows; a column is numeric when
 //                       every non-empty field is a finite number, else
 //                       categorical; RFC 4180 quotes ("a, b", "say ""x""")

@@ -191,6 +191,25 @@ std::string npy_column_name(const std::string& path) {
   return name;
 }
 
+/// Names for the codes of NAME.labels.npy: a class-name list beside it, else
+/// the "classes" of NAME.json (what simulate diffraction --mix writes), else none.
+std::vector<std::string> label_names(const std::string& labels_file) {
+  if (const std::string list = class_names_beside(labels_file); !list.empty()) return read_lines(list);
+  std::string json = labels_file;
+  json.resize(json.size() - std::string(".labels.npy").size());
+  json += ".json";
+  std::error_code ec;
+  if (!ends_with(labels_file, ".labels.npy") || !fs::is_regular_file(json, ec)) return {};
+  try {
+    std::ifstream in(json);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    if (j.contains("classes") && j["classes"].is_array()) return j["classes"].get<std::vector<std::string>>();
+  } catch (const std::exception&) {
+    // Not ours to judge: a JSON beside the data without usable names leaves the numbers.
+  }
+  return {};
+}
+
 std::vector<MetadataColumn> load_npy(const MetadataSpec& spec) {
   std::vector<int64_t> shape;
   std::vector<double> v = npy::read<double>(spec.file, &shape);
@@ -200,10 +219,7 @@ std::vector<MetadataColumn> load_npy(const MetadataSpec& spec) {
   const std::string name = spec.column.empty() ? base : spec.column;
   const bool labels = base == "label", angles = base == "angle";
   if (shape.size() == 1) {
-    if (labels) return {categorical_from_integers(name, spec.file, v, [&] {
-      const std::string list = class_names_beside(spec.file);
-      return list.empty() ? std::vector<std::string>{} : read_lines(list);
-    }())};
+    if (labels) return {categorical_from_integers(name, spec.file, v, label_names(spec.file))};
     return {numeric_column(name, spec.file, std::move(v), angles)};
   }
   const int64_t n = shape[0], m = shape[1];
