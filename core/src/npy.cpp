@@ -170,8 +170,10 @@ class HeaderParser {
     if (!(peek() >= '0' && peek() <= '9')) bad("a dimension must be a non-negative integer");
     int64_t v = 0;
     while (peek() >= '0' && peek() <= '9') {
-      v = v * 10 + (peek() - '0');
-      if (v > (int64_t{1} << 62)) bad("dimension too large");
+      // Checked before the multiplication: v * 10 past 2^63 is undefined.
+      const int digit = peek() - '0';
+      if (v > ((int64_t{1} << 62) - digit) / 10) bad("dimension too large");
+      v = v * 10 + digit;
       ++i_;
     }
     if (peek() == 'L') ++i_;  // Python 2's long suffix, written by old NumPy

@@ -91,6 +91,9 @@ TEST(NpyHeader, BadHeadersAreRefused) {
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2**61)}", "expected ',' or ')'"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (-3, 2)}", "non-negative integer"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", "dimension too large"},
+      // Found by fuzz_npy: the digit after 2555555555555555555 overflowed
+      // int64 before the bound was checked (undefined; caught under UBSan).
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (25555555555555555555, 1)}", "dimension too large"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4611686018427387904)}", "truncated"},
       {"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2)}", "Fortran-order"},
       {"{'descr': '<f4', 'fortran_order': False}", "no shape"},
