@@ -105,6 +105,11 @@ TEST(Clustering, CliClustersSeparatedPiecesAndSplitsOneByKMeans) {
   EXPECT_EQ(cluster_agreement(classes, labels).accuracy, 1.0);
   std::ifstream in(t / "c3.json");
   EXPECT_EQ(nlohmann::json::parse(in)["clusters_from"], "graph components");
+  // Written into the embedding's own folder, the embedding stays whole.
+  ASSERT_EQ(run_cli("cluster " + (t / "e3") + " -q -o " + (t / "e3/clusters.npy"), &err), 0) << err;
+  EXPECT_EQ(npy::read<int32_t>(t / "e3/clusters.npy"), labels);
+  EXPECT_TRUE(std::filesystem::exists(t / "e3/embedding.npy"));
+  EXPECT_TRUE(std::filesystem::exists(t / "e3/indices.npy"));
   EXPECT_EQ(run_cli("cluster " + (t / "e3") + " --clusters 2 -o " + (t / "bad.npy"), &err), 2);
   EXPECT_NE(err.find("already falls into 3 separate components"), std::string::npos) << err;
   EXPECT_FALSE(std::filesystem::exists(t / "bad.npy"));
