@@ -184,9 +184,9 @@ struct EmbeddingView::Impl {
 
   vtkNew<vtkPoints> points;
   vtkNew<vtkFloatArray> scalars;
-  vtkNew<vtkPolyData> cloud, lod, selected, pinned;
-  vtkNew<vtkPolyDataMapper> cloud_mapper, lod_mapper, selected_mapper, pinned_mapper;
-  vtkNew<vtkActor> cloud_actor, lod_actor, selected_actor, pinned_actor;
+  vtkNew<vtkPolyData> cloud, lod, selected, pinned, highlighted;
+  vtkNew<vtkPolyDataMapper> cloud_mapper, lod_mapper, selected_mapper, pinned_mapper, highlighted_mapper;
+  vtkNew<vtkActor> cloud_actor, lod_actor, selected_actor, pinned_actor, highlighted_actor;
   // A 256-entry table sampled from a diverging transfer function: mapping a
   // million scalars through a table is a lookup each, through the transfer
   // function an interpolation in Msh space each (about ten times slower).
@@ -206,6 +206,7 @@ struct EmbeddingView::Impl {
   // on two cores: 125,000 points keep a drag near 20 frames a second.
   int64_t lod_threshold = 125000;
   std::vector<int64_t> selection;
+  std::vector<int64_t> highlight;
   int64_t pinned_row = -1;
   Tool tool = Tool::Navigate;
 
@@ -273,6 +274,7 @@ void EmbeddingView::Impl::setup() {
   lod->SetPoints(points);
   selected->SetPoints(points);
   pinned->SetPoints(points);
+  highlighted->SetPoints(points);
   scalars->SetName("colour");
   cloud->GetPointData()->SetScalars(scalars);
   lod->GetPointData()->SetScalars(scalars);
@@ -305,22 +307,29 @@ void EmbeddingView::Impl::setup() {
   selected_mapper->ScalarVisibilityOff();
   pinned_mapper->SetInputData(pinned);
   pinned_mapper->ScalarVisibilityOff();
+  highlighted_mapper->SetInputData(highlighted);
+  highlighted_mapper->ScalarVisibilityOff();
 
   cloud_actor->SetMapper(cloud_mapper);
   lod_actor->SetMapper(lod_mapper);
   lod_actor->VisibilityOff();
   selected_actor->SetMapper(selected_mapper);
   pinned_actor->SetMapper(pinned_mapper);
+  highlighted_actor->SetMapper(highlighted_mapper);
   // Constant colour when nothing colours the points: light, like ParaView's.
   cloud_actor->GetProperty()->SetColor(0.95, 0.95, 0.95);
   lod_actor->GetProperty()->SetColor(0.95, 0.95, 0.95);
   selected_actor->GetProperty()->SetColor(kSelectionColour.redF(), kSelectionColour.greenF(), kSelectionColour.blueF());
   pinned_actor->GetProperty()->SetColor(1.0, 0.9, 0.1);
+  // Dark and larger, drawn before the selection: a halo around each point
+  // of the bin that reads on light and coloured points alike.
+  highlighted_actor->GetProperty()->SetColor(0.08, 0.08, 0.08);
   for (auto* a : {cloud_actor.GetPointer(), lod_actor.GetPointer(), selected_actor.GetPointer(),
-                  pinned_actor.GetPointer()})
+                  pinned_actor.GetPointer(), highlighted_actor.GetPointer()})
     a->GetProperty()->LightingOff();
   renderer->AddActor(cloud_actor);
   renderer->AddActor(lod_actor);
+  overlay->AddActor(highlighted_actor);
   overlay->AddActor(selected_actor);
   overlay->AddActor(pinned_actor);
 
@@ -392,6 +401,11 @@ void EmbeddingView::Impl::update_marks() {
   selected->SetVerts(vertices_of(ids));
   selected->Modified();
   ids.clear();
+  for (int64_t r : highlight)
+    if (r >= 0 && r < n) ids.push_back(static_cast<vtkIdType>(r));
+  highlighted->SetVerts(vertices_of(ids));
+  highlighted->Modified();
+  ids.clear();
   if (pinned_row >= 0 && pinned_row < n) ids.push_back(static_cast<vtkIdType>(pinned_row));
   pinned->SetVerts(vertices_of(ids));
   pinned->Modified();
@@ -399,6 +413,7 @@ void EmbeddingView::Impl::update_marks() {
   lod_actor->GetProperty()->SetPointSize(static_cast<float>(point_size));
   selected_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 2));
   pinned_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 8));
+  highlighted_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 5));
 }
 
 void EmbeddingView::Impl::update_axes() {
@@ -598,6 +613,12 @@ void EmbeddingView::setSelection(std::vector<int64_t> rows) {
   d_->request_render();
 }
 
+void EmbeddingView::setHighlight(std::vector<int64_t> rows) {
+  d_->highlight = std::move(rows);
+  d_->update_marks();
+  d_->request_render();
+}
+
 void EmbeddingView::setPinned(int64_t row) {
   d_->pinned_row = row;
   d_->update_marks();
@@ -682,6 +703,7 @@ std::vector<float> EmbeddingView::points() const {
 QStringList EmbeddingView::axisTitles() const { return d_->axis_titles; }
 bool EmbeddingView::planar() const { return d_->planar; }
 const std::vector<int64_t>& EmbeddingView::selection() const { return d_->selection; }
+const std::vector<int64_t>& EmbeddingView::highlight() const { return d_->highlight; }
 int64_t EmbeddingView::pinned() const { return d_->pinned_row; }
 double EmbeddingView::lastFrameMs() const { return d_->frame_ms; }
 

@@ -338,7 +338,8 @@ void MainWindow::build_docks() {
   auto* param_dock = dock(tr("Parameters"), QStringLiteral("parametersDock"), parameters_, Qt::LeftDockWidgetArea);
   tabifyDockWidget(data_dock, param_dock);
   data_dock->raise();
-  dock(tr("Spectrum"), QStringLiteral("spectrumDock"), spectrum_, Qt::RightDockWidgetArea);
+  auto* spectrum_dock = dock(tr("Spectrum"), QStringLiteral("spectrumDock"), spectrum_, Qt::RightDockWidgetArea);
+  build_trajectory_dock(spectrum_dock);
   dock(tr("Image"), QStringLiteral("imageDock"), image_panel_, Qt::RightDockWidgetArea);
 
   auto* selection = new QWidget(this);
@@ -533,6 +534,9 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
   view_->clearPoints();
   view_->setSelection({});
   view_->setPinned(-1);
+  clearPath();
+  trajectory_->setEmbedding(nullptr, nullptr);
+  trajectory_stale_ = true;
   spectrum_->clear(tr("No embedding yet: press Run."));
   warning_bar_->hide();
   stale_bar_->hide();
@@ -775,6 +779,10 @@ void MainWindow::show_outcome(std::shared_ptr<const EmbeddingOutcome> outcome) {
   update_view(first);
   // The pinned image's caption shows its coordinates in this embedding.
   if (pinned_row_ >= 0) image_panel_->setPinned(pinned_row_, point_details(pinned_row_));
+  if (!outcome_->preview) {
+    trajectory_stale_ = true;
+    update_trajectory();
+  }
   update_staleness();
   update_actions();
 }

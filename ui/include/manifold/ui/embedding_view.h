@@ -48,6 +48,9 @@ class EmbeddingView : public QWidget {
   void setSelection(std::vector<int64_t> rows);
   /// Marks one point (the image pinned in the image panel); -1 for none.
   void setPinned(int64_t row);
+  /// Rings points in a dark halo of their own, apart from the selection (the
+  /// trajectory player's current bin); empty for none.
+  void setHighlight(std::vector<int64_t> rows);
   void setPointSize(double pixels);
   void setTool(Tool tool);
   Tool tool() const;
@@ -75,6 +78,7 @@ class EmbeddingView : public QWidget {
   QStringList axisTitles() const;
   bool planar() const;
   const std::vector<int64_t>& selection() const;
+  const std::vector<int64_t>& highlight() const;
   int64_t pinned() const;
 
   /// Renders a full-detail frame at the widget's size now and returns it.

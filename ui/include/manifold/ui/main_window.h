@@ -36,7 +36,9 @@
 #include "manifold/ui/plot_widget.h"
 #include "manifold/ui/run_parameters.h"
 #include "manifold/ui/thumbnail_model.h"
+#include "manifold/ui/trajectory_player.h"
 
+class QDockWidget;
 class QMenu;
 
 namespace manifold::ui {
@@ -99,6 +101,14 @@ class MainWindow : public QMainWindow {
   ImagePanel* imagePanel() const { return image_panel_; }
   PlotWidget* spectrumPlot() const { return spectrum_; }
   ThumbnailModel* selectionModel() const { return selection_model_; }
+  TrajectoryPlayer* trajectoryPlayer() const { return trajectory_; }
+  /// The trajectory's path: the embedded points it runs through, in order
+  /// (the pinned point added by "Add pin to path").
+  const std::vector<int64_t>& trajectoryPath() const { return path_points_; }
+  /// Adds the pinned point to the trajectory's path (ordered along the path
+  /// from two points on); false when nothing embedded is pinned.
+  bool addPinToPath();
+  void clearPath();
   std::shared_ptr<const LoadedDataset> dataset() const { return dataset_; }
   std::shared_ptr<const EmbeddingOutcome> outcome() const { return outcome_; }
   const std::vector<int64_t>& selectedRows() const { return selected_rows_; }
@@ -152,6 +162,11 @@ class MainWindow : public QMainWindow {
   void build_menus();
   QWidget* build_view_area();
   void build_docks();
+  /// The Trajectory dock, tabbed with `beside`.
+  void build_trajectory_dock(QDockWidget* beside);
+  /// Gives the player the embedding shown, when its dock is visible (frames
+  /// stream every image: not computed for a dock nobody looks at).
+  void update_trajectory();
   void start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what, bool run);
   void on_loaded();
   void show_error(const QString& message);
@@ -201,6 +216,12 @@ class MainWindow : public QMainWindow {
   ImagePanel* image_panel_;
   PlotWidget* spectrum_;
   ThumbnailModel* selection_model_;
+  TrajectoryPlayer* trajectory_ = nullptr;
+  QDockWidget* trajectory_dock_ = nullptr;
+  QLabel* path_label_ = nullptr;
+  std::vector<int64_t> path_points_;  // embedded points, in path order
+  bool trajectory_stale_ = true;      // the player has not seen the embedding shown
+  bool trajectory_shown_ = false;     // the dock's tab is the one shown
   QListView* selection_view_;
   QLabel* selection_label_;
 
