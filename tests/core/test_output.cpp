@@ -327,4 +327,17 @@ TEST(SessionOutput, OnlyBelowTheSessionsFolder) {
   }
 }
 
+// Found by fuzz_session: a "format" that is not a string threw a JSON
+// exception past the session reader (no file named, exit 1 as an internal error).
+TEST(SessionOutput, AFormatOfAnotherTypeIsRefusedNamingTheFile) {
+  TempDir t;
+  std::ofstream(t / "s.json") << R"({"format": 1, "data": "x.npy"})";
+  try {
+    read_session(t / "s.json");
+    ADD_FAILURE() << "read";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(t / "s.json: not a manifold session", 0), 0u) << e.what();
+  }
+}
+
 }  // namespace

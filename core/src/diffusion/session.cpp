@@ -116,7 +116,9 @@ std::string output_below(const std::string& output, const std::string& base_dir,
 Session session_from_json(const nlohmann::json& j, const std::string& base_dir, const std::string& src) {
   auto fail = [&](const std::string& what) -> void { throw Error(src + ": " + what); };
   if (!j.is_object()) fail("not a session (expected a JSON object)");
-  if (j.value("format", std::string()) != "manifold-session") fail("not a manifold session (\"format\" must be \"manifold-session\")");
+  // Checked by type first: j.value() throws on a "format" that is not a string.
+  const auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || format->get<std::string>() != "manifold-session") fail("not a manifold session (\"format\" must be \"manifold-session\")");
   if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != 1)
     fail("unsupported session version (expected 1)");
   auto resolve = [&](const std::string& p) {
