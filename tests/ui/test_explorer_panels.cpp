@@ -9,8 +9,10 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <cmath>
 
 #include "cli/commands.h"
+#include "manifold/npy.h"
 #include "manifold/ui/colour_maps.h"
 #include "manifold/ui/main_window.h"
 #include "manifold/ui/palette.h"
@@ -85,6 +87,43 @@ class TestExplorerPanels : public QObject {
     QVERIFY(opened.wait(20000));
     QVERIFY(!player->frames());
     QVERIFY(w.view()->highlight().empty());
+  }
+
+  void metadataFoundBesideTheDataColoursAndCorrelates() {
+    // spots.npy with spots.angles.npy beside it: the loop's phase, 2 pi i / n
+    // (the spot turns half a turn, its pattern a whole one).
+    QTemporaryDir dir;
+    const QString data = dir.filePath("loop.npy");
+    t::write_rotating_spot_npy(data, 600, 16, 16);
+    std::vector<double> phase(600);
+    for (int i = 0; i < 600; ++i) phase[i] = 2 * M_PI * i / 600;
+    npy::write(dir.filePath("loop.angles.npy").toStdString(), phase.data(), {600});
+    MainWindow w;
+    w.resize(1300, 850);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy opened(&w, &MainWindow::datasetOpened), shown(&w, &MainWindow::embeddingShown);
+    w.openFile(data);
+    QVERIFY(opened.wait(20000));
+    const auto& meta = w.dataset()->metadata;
+    const auto angle = std::find_if(meta.begin(), meta.end(), [](const PointMetadata& m) { return m.name == "angle"; });
+    QVERIFY(angle != meta.end());
+    QCOMPARE(angle->period, 2 * M_PI);
+    w.runNow();
+    QVERIFY(shown.wait(60000));
+    // Filled when its tab is shown.
+    QVERIFY(w.metadataTable()->correlations().empty());
+    w.findChild<QDockWidget*>(QStringLiteral("metadataDock"))->raise();
+    QTRY_VERIFY(!w.metadataTable()->correlations().empty());
+    const auto& corr = w.metadataTable()->correlations();
+    const auto a = std::find_if(corr.begin(), corr.end(), [](const MetadataCorrelation& c) { return c.name == "angle"; });
+    QVERIFY(a != corr.end());
+    QVERIFY2(std::abs(a->pair_fisher_lee) >= 0.99, qPrintable(QString::number(a->pair_fisher_lee)));
+    // A row click colours by its column, with the cyclic map for an angle.
+    w.metadataTable()->setCurrentColumn("index");
+    Q_EMIT w.metadataTable()->columnChosen("angle");
+    QCOMPARE(w.colourKey(), QString("angle"));
+    QCOMPARE(w.view()->colourTitle(), QString("angle"));
   }
 
   void tenCategoryColoursStayApart() {

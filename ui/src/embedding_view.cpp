@@ -44,6 +44,7 @@
 
 #include <fontconfig/fontconfig.h>
 
+#include "manifold/ui/colour_maps.h"
 #include "manifold/ui/palette.h"
 
 namespace manifold::ui {
@@ -192,6 +193,7 @@ struct EmbeddingView::Impl {
   // function an interpolation in Msh space each (about ten times slower).
   vtkNew<vtkLookupTable> gradient;
   vtkNew<vtkLookupTable> categories;
+  vtkNew<vtkLookupTable> cyclic;  // angles: one turn of colour_maps.h's cyclic map
   vtkNew<vtkScalarBarActor> colour_bar;
   vtkNew<vtkCubeAxesActor> axes;
 
@@ -294,6 +296,13 @@ void EmbeddingView::Impl::setup() {
     gradient->Build();
   }
   categories->IndexedLookupOn();
+  {
+    const std::vector<QColor> turn = cyclicTable(256);
+    cyclic->SetNumberOfTableValues(256);
+    for (int i = 0; i < 256; ++i) cyclic->SetTableValue(i, turn[i].redF(), turn[i].greenF(), turn[i].blueF(), 1.0);
+    cyclic->SetRange(0, 2 * M_PI);
+    cyclic->Build();
+  }
 
   for (auto* m : {cloud_mapper.GetPointer(), lod_mapper.GetPointer()}) {
     m->SetScalarModeToUsePointData();
@@ -568,6 +577,14 @@ void EmbeddingView::setColours(const PointColours& colours) {
   values->SetName("colour");
   values->SetNumberOfTuples(static_cast<vtkIdType>(colours.values.size()));
   std::copy(colours.values.begin(), colours.values.end(), values->GetPointer(0));
+  if (colours.cyclic) {
+    // Onto [0, 2 pi): the table covers one turn.
+    for (vtkIdType i = 0; i < values->GetNumberOfTuples(); ++i) {
+      float& v = values->GetPointer(0)[i];
+      v = std::fmod(v, static_cast<float>(2 * M_PI));
+      if (v < 0) v += static_cast<float>(2 * M_PI);
+    }
+  }
   s.DeepCopy(values);
   s.Modified();
   float lo = std::numeric_limits<float>::infinity(), hi = -lo;
@@ -585,11 +602,16 @@ void EmbeddingView::setColours(const PointColours& colours) {
     for (auto& [value, unused] : seen) {
       const QColor c = categoryColour(value);
       lut.SetTableValue(i, c.redF(), c.greenF(), c.blueF(), 1.0);
-      lut.SetAnnotation(vtkVariant(static_cast<double>(value)), std::to_string(value));
+      std::string name = std::to_string(value);
+      for (const auto& [code, text] : colours.category_names)
+        if (code == value) name = text.toStdString();
+      lut.SetAnnotation(vtkVariant(static_cast<double>(value)), name);
       ++i;
     }
     lut.Build();
     table = d_->categories;
+  } else if (colours.cyclic) {
+    table = d_->cyclic;
   } else {
     if (hi == lo) hi = lo + 1;
     d_->gradient->SetRange(lo, hi);

@@ -4,7 +4,10 @@
 #include <QLocale>
 #include <QSettings>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <random>
 
 #include "manifold/error.h"
@@ -48,6 +51,39 @@ void add_derived_metadata(LoadedDataset& ds) {
   PointMetadata index{QObject::tr("index"), std::vector<float>(static_cast<size_t>(n)), false};
   for (int64_t i = 0; i < n; ++i) index.values[static_cast<size_t>(i)] = static_cast<float>(i);
   ds.metadata.push_back(std::move(index));
+}
+
+/// The user's metadata found beside `path` (core's discovery): each column
+/// also as a PointMetadata the view colours by, unless a column of that
+/// name is there already (the reader's own labels). What cannot be used is
+/// said in the dataset's notice, never an error: the images are still good.
+void add_user_metadata(LoadedDataset& ds, const std::string& path) {
+  std::vector<std::string> warnings;
+  MetadataTable found;
+  try {
+    found = load_metadata({}, ds.rows(), path, &warnings);
+  } catch (const Error& e) {
+    warnings.push_back(e.what());
+  }
+  for (const MetadataColumn& c : found.columns()) {
+    const QString name = QString::fromStdString(c.name);
+    if (std::any_of(ds.metadata.begin(), ds.metadata.end(), [&](const PointMetadata& m) { return m.name == name; }))
+      continue;
+    PointMetadata m{name, std::vector<float>(static_cast<size_t>(ds.rows())), c.kind == MetadataKind::Categorical};
+    for (int64_t i = 0; i < ds.rows(); ++i) {
+      const size_t k = static_cast<size_t>(i);
+      if (c.kind == MetadataKind::Categorical)
+        m.values[k] = c.codes[k] < 0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(c.codes[k]);
+      else
+        m.values[k] = static_cast<float>(c.values[k]);
+    }
+    if (c.kind == MetadataKind::Angle) m.period = c.unit == AngleUnit::Degrees ? 360.0 : 2 * M_PI;
+    for (size_t code = 0; code < c.categories.size(); ++code)
+      m.category_names.emplace_back(static_cast<int>(code), QString::fromStdString(c.categories[code]));
+    ds.metadata.push_back(std::move(m));
+  }
+  for (const std::string& w : warnings)
+    ds.notice += (ds.notice.isEmpty() ? QString() : QStringLiteral(" ")) + QString::fromStdString(w);
 }
 
 std::shared_ptr<LoadedDataset> finish(Dataset data) {
@@ -105,7 +141,38 @@ std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const Open
   if (options.transform != "none")
     ds->origin += QObject::tr(", %1-transformed").arg(QString::fromStdString(options.transform));
   add_derived_metadata(*ds);
+  add_user_metadata(*ds, ds->path.toStdString());
   return ds;
+}
+
+MetadataTable metadataTable(const std::vector<PointMetadata>& metadata, int64_t rows) {
+  MetadataTable table(rows);
+  for (const PointMetadata& m : metadata) {
+    if (static_cast<int64_t>(m.values.size()) != rows) continue;
+    MetadataColumn c;
+    c.name = m.name.toStdString();
+    c.source = "explorer";
+    if (m.categorical) {
+      c.kind = MetadataKind::Categorical;
+      std::map<int, int32_t> code_of;  // value -> code, in value order
+      for (float v : m.values)
+        if (std::isfinite(v)) code_of.emplace(static_cast<int>(v), 0);
+      for (auto& [value, code] : code_of) {
+        code = static_cast<int32_t>(c.categories.size());
+        QString name = QString::number(value);
+        for (const auto& [v, text] : m.category_names)
+          if (v == value) name = text;
+        c.categories.push_back(name.toStdString());
+      }
+      for (float v : m.values) c.codes.push_back(std::isfinite(v) ? code_of[static_cast<int>(v)] : -1);
+    } else {
+      c.kind = m.period > 0 ? MetadataKind::Angle : MetadataKind::Numeric;
+      c.unit = m.period == 360.0 ? AngleUnit::Degrees : AngleUnit::Radians;
+      c.values.assign(m.values.begin(), m.values.end());
+    }
+    table.add(std::move(c));
+  }
+  return table;
 }
 
 std::shared_ptr<const LoadedDataset> adoptDataset(Dataset data, QString name, QString origin, bool demo,
@@ -149,7 +216,7 @@ std::shared_ptr<const LoadedDataset> generated_demo(const QString& why) {
   data.source_dtype = "float32";
   data.item_shape = {size, size};
   std::vector<PointMetadata> extra;
-  extra.push_back({QObject::tr("rotation angle (deg)"), std::move(angle), false});
+  extra.push_back({QObject::tr("rotation angle (deg)"), std::move(angle), false, 360.0});
   return adoptDataset(std::move(data), QObject::tr("Demo (generated)"),
                       QObject::tr("generated demo: a spot turning through a full cycle (%1)").arg(why), true,
                       std::move(extra));
@@ -182,7 +249,7 @@ std::shared_ptr<const LoadedDataset> makeDemoDataset() {
   data.source_dtype = "float32";
   data.item_shape = {d.size, d.size};
   std::vector<PointMetadata> extra;
-  PointMetadata angle{QObject::tr("rotation angle (deg)"), {}, false};
+  PointMetadata angle{QObject::tr("rotation angle (deg)"), {}, false, 360.0};
   for (double a : d.angles) angle.values.push_back(static_cast<float>(a * 180.0 / M_PI));
   extra.push_back(std::move(angle));
   auto ds = std::const_pointer_cast<LoadedDataset>(adoptDataset(

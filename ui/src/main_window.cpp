@@ -340,6 +340,7 @@ void MainWindow::build_docks() {
   data_dock->raise();
   auto* spectrum_dock = dock(tr("Spectrum"), QStringLiteral("spectrumDock"), spectrum_, Qt::RightDockWidgetArea);
   build_trajectory_dock(spectrum_dock);
+  build_metadata_dock(spectrum_dock);
   dock(tr("Image"), QStringLiteral("imageDock"), image_panel_, Qt::RightDockWidgetArea);
 
   auto* selection = new QWidget(this);
@@ -537,6 +538,8 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
   clearPath();
   trajectory_->setEmbedding(nullptr, nullptr);
   trajectory_stale_ = true;
+  metadata_table_->clearData();
+  metadata_stale_ = true;
   spectrum_->clear(tr("No embedding yet: press Run."));
   warning_bar_->hide();
   stale_bar_->hide();
@@ -782,6 +785,8 @@ void MainWindow::show_outcome(std::shared_ptr<const EmbeddingOutcome> outcome) {
   if (!outcome_->preview) {
     trajectory_stale_ = true;
     update_trajectory();
+    metadata_stale_ = true;
+    update_metadata_table();
   }
   update_staleness();
   update_actions();

@@ -154,6 +154,12 @@ void MainWindow::update_colours() {
           colours.values[static_cast<size_t>(e)] = meta.values[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])];
         colours.title = meta.name;
         colours.categorical = meta.categorical;
+        colours.category_names = meta.category_names;
+        if (meta.period > 0) {
+          colours.cyclic = true;
+          const float to_radians = static_cast<float>(2 * M_PI / meta.period);
+          for (float& v : colours.values) v *= to_radians;
+        }
       }
   }
   view_->setColours(colours);

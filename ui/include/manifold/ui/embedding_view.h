@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace manifold::ui {
@@ -24,6 +25,12 @@ struct PointColours {
   std::vector<float> values;
   QString title;
   bool categorical = false;
+  /// Angles in radians: a cyclic map (colour_maps.h) over one turn, so 0 and
+  /// 2 pi meet without a seam.
+  bool cyclic = false;
+  /// Categorical: the legend's name of each value (value -> name); the
+  /// number itself where missing.
+  std::vector<std::pair<int, QString>> category_names;
 };
 
 class EmbeddingView : public QWidget {

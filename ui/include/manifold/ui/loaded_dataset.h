@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "manifold/dataset.h"
+#include "manifold/metadata.h"
 #include "manifold/ui/run_parameters.h"
 
 namespace manifold::ui {
@@ -18,8 +19,13 @@ namespace manifold::ui {
 /// A per-point value the view can colour by.
 struct PointMetadata {
   QString name;
-  std::vector<float> values;  ///< one per dataset row
+  std::vector<float> values;  ///< one per dataset row (NaN: missing)
   bool categorical = false;   ///< labels: one colour per value
+  /// Angles: the value of one turn (360 for degrees, 2 pi for radians),
+  /// coloured by a cyclic map; 0 for values that do not wrap.
+  double period = 0;
+  /// Categorical: the name of each value, for the legend (else the number).
+  std::vector<std::pair<int, QString>> category_names;
 };
 
 struct LoadedDataset {
@@ -34,6 +40,9 @@ struct LoadedDataset {
   QString notice;                    ///< said once when it opens (what was opened instead of what was asked)
   bool demo = false;
   int image_height = 1, image_width = 1;  ///< how a row is drawn as an image
+  /// What colours points: the reader's labels, the user's columns found
+  /// beside the file (NAME.labels.npy, NAME.angles.npy, NAME.csv, MNIST
+  /// labels, CXI sample datasets: core's metadata.h), mean intensity, index.
   std::vector<PointMetadata> metadata;
   /// Parameters that suit this data (the demo's are those of `manifold run --demo`).
   std::optional<RunParameters> suggested;
@@ -50,6 +59,10 @@ struct OpenOptions {
 
 /// Reads any dataset the CLI reads. Throws manifold::Error with one line.
 std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const OpenOptions& options = {});
+
+/// The columns of `metadata` (of `rows` values each; others are left out)
+/// as core's metadata table, for their correlation with the coordinates.
+MetadataTable metadataTable(const std::vector<PointMetadata>& metadata, int64_t rows);
 
 /// Wraps an in-memory dataset (tests, the demo).
 std::shared_ptr<const LoadedDataset> adoptDataset(Dataset data, QString name, QString origin, bool demo,

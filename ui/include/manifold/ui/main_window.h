@@ -32,6 +32,7 @@
 #include "manifold/ui/image_panel.h"
 #include "manifold/ui/job_runner.h"
 #include "manifold/ui/loaded_dataset.h"
+#include "manifold/ui/metadata_table.h"
 #include "manifold/ui/parameter_panel.h"
 #include "manifold/ui/plot_widget.h"
 #include "manifold/ui/run_parameters.h"
@@ -102,6 +103,8 @@ class MainWindow : public QMainWindow {
   PlotWidget* spectrumPlot() const { return spectrum_; }
   ThumbnailModel* selectionModel() const { return selection_model_; }
   TrajectoryPlayer* trajectoryPlayer() const { return trajectory_; }
+  /// The Metadata dock's table: each column's correlation with psi_1..psi_m.
+  MetadataTableWidget* metadataTable() const { return metadata_table_; }
   /// The trajectory's path: the embedded points it runs through, in order
   /// (the pinned point added by "Add pin to path").
   const std::vector<int64_t>& trajectoryPath() const { return path_points_; }
@@ -167,6 +170,10 @@ class MainWindow : public QMainWindow {
   /// Gives the player the embedding shown, when its dock is visible (frames
   /// stream every image: not computed for a dock nobody looks at).
   void update_trajectory();
+  /// The Metadata dock (the correlation table; a row click colours by it), tabbed with `beside`.
+  void build_metadata_dock(QDockWidget* beside);
+  /// Fills the table for the embedding shown, when its dock is visible.
+  void update_metadata_table();
   void start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what, bool run);
   void on_loaded();
   void show_error(const QString& message);
@@ -217,6 +224,9 @@ class MainWindow : public QMainWindow {
   PlotWidget* spectrum_;
   ThumbnailModel* selection_model_;
   TrajectoryPlayer* trajectory_ = nullptr;
+  MetadataTableWidget* metadata_table_ = nullptr;
+  bool metadata_shown_ = false;  // the Metadata dock's tab is the one shown
+  bool metadata_stale_ = true;   // the table is not of the embedding shown
   QDockWidget* trajectory_dock_ = nullptr;
   QLabel* path_label_ = nullptr;
   std::vector<int64_t> path_points_;  // embedded points, in path order
