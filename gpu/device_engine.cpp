@@ -19,7 +19,7 @@ DeviceContext& context_on(int device) {
 }
 
 // Fused kernels on two streams, or on one with MANIFOLD_GPU_GEMM_STREAMS=1
-// (for comparison: bench/gpu/README.md).
+// (for comparison: bench/gpu/RESULTS.md).
 int gemm_streams() {
   const char* v = std::getenv("MANIFOLD_GPU_GEMM_STREAMS");
   return v && !std::strcmp(v, "1") ? 1 : 2;
@@ -151,7 +151,7 @@ void DeviceEngine::host_copy(void* dst, const void* src, size_t bytes) {
   // most one a thread, so it too goes over several cores (with 2 MB pieces
   // it went over one, and the upload ran at ~7 GB/s).
   // MANIFOLD_GPU_COPY_PIECE_KB sets the smallest piece (for comparison:
-  // bench/gpu/README.md).
+  // bench/gpu/RESULTS.md).
   static const size_t min_piece = [] {
     const char* v = std::getenv("MANIFOLD_GPU_COPY_PIECE_KB");
     const long kb = v ? std::atol(v) : 0;
@@ -488,7 +488,7 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   // With the fused kernel, resident blocks are uploaded and seeded a batch
   // at a time (as many as a candidate set holds: 2 W / T), one launch and
   // one merge each: one block at a time, the seeds waited on each block's
-  // upload and ran on a fraction of the GPU (bench/gpu/README.md).
+  // upload and ran on a fraction of the GPU (bench/gpu/RESULTS.md).
   const int64_t batch = seed_batch(plan_);
   for (int64_t b0 = 0; b0 < nb; b0 += batch) {
     const int64_t blocks = std::min(batch, nb - b0);

@@ -39,7 +39,7 @@ struct EngineStats {
   uint64_t h2d_bytes = 0;  ///< rows copied to the device
 
   /// MANIFOLD_GPU_TIMELINE=1 only: when each tile and each block's upload
-  /// ran, for finding where the loop waits (bench/gpu/README.md). GPU times
+  /// ran, for finding where the loop waits (bench/gpu/RESULTS.md). GPU times
   /// in ms after loop_start; host times in ms after the host saw loop_start
   /// complete (the same origin, to the event's latency).
   struct TileTimes {
@@ -144,7 +144,7 @@ class DeviceEngine {
   // waits for tile t - 4's merge; with three, a second kernel was held back
   // by a merge for a quarter of the loop at N = 100k, where the tiles are
   // short; MANIFOLD_GPU_CANDIDATE_SETS=3 or 2 for comparison,
-  // bench/gpu/README.md). Tile t uses dirty counter t % kCounters; its merge
+  // bench/gpu/RESULTS.md). Tile t uses dirty counter t % kCounters; its merge
   // clears the one of tile t + sets_ (tiles t + 1 .. t + sets_ - 1 may hold
   // theirs).
   static constexpr int kMaxSets = kFusedCandidateSets, kCounters = 8;

@@ -186,7 +186,7 @@ class GpuKnnBackend final : public KnnBackend {
     // memory speed. With every row resident on one GPU, the uploads are done
     // once the first strip's rows are final, and the hash starts then;
     // otherwise at once. (On the H200 hosts measured so far the order made
-    // no difference: bench/gpu/README.md. MANIFOLD_GPU_HASH_AT_START=1 starts
+    // no difference: bench/gpu/RESULTS.md. MANIFOLD_GPU_HASH_AT_START=1 starts
     // it at once.)
     std::future<std::string> fingerprint;
     auto start_fingerprint = [&fingerprint, &data] {

@@ -14,7 +14,7 @@
 // at 1M x 128 on an H200 and the same at 100k x 256). The default shape: 256 threads
 // compute a 128 x 128 block as 8 warps of 64 x 32, each thread 8 x 8 entries
 // (16 warps per SM hide the shared-memory and barrier latency). Measured on
-// an H200 (bench/gpu/README.md), 8 x 16 entries per thread with 128 threads
+// an H200 (bench/gpu/RESULTS.md), 8 x 16 entries per thread with 128 threads
 // -- the shape of cuBLAS's FFMA kernels -- was 25-45% slower here: 8 warps
 // per SM and an unrolled epilogue too large for the instruction cache.
 // Double-buffering the operand fragments in registers by hand (the next
@@ -97,7 +97,7 @@ __device__ __forceinline__ void epilogue(const FusedTileArgs& f, const Candidate
     // now), 32 rows at a time, so that a warp's stores cover whole runs of a
     // row: stored straight from the registers, a warp's store touched 8 rows
     // (mirrored: 4) in pieces of 4 bytes, and the seed kernel ran at half
-    // the strip kernel's rate (bench/gpu/README.md).
+    // the strip kernel's rate (bench/gpu/RESULTS.md).
     const bool mirror = blockIdx.y > blockIdx.x;
     const int z = blockIdx.z, T = f.ldt;
     const int rows = min(T, f.rows - z * T);
@@ -315,7 +315,7 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
   // Seed tiles: one grid layer per block (rows: the whole batch's).
   const int span_r = f.dense ? std::min(f.rows, f.ldt) : f.rows, span_c = f.dense ? span_r : f.cols;
   const dim3 grid((span_r + BM - 1) / BM, (span_c + BN - 1) / BN, f.dense ? f.batch : 1);
-  // MANIFOLD_GPU_FUSED=TNxKU[xBK] picks a shape (measured in bench/gpu/README.md);
+  // MANIFOLD_GPU_FUSED=TNxKU[xBK] picks a shape (measured in bench/gpu/RESULTS.md);
   // the default is 8x8x16.
   static const int variant = [] {
     const char* v = std::getenv("MANIFOLD_GPU_FUSED");

@@ -83,7 +83,7 @@ struct CandidatesView {
 };
 
 /// Largest dimension for which the fused kernel computes the dot products
-/// by default. Measured on an H200 (bench/gpu/README.md): at d = 128 and 256
+/// by default. Measured on an H200 (bench/gpu/RESULTS.md): at d = 128 and 256
 /// it beats cuBLAS + filter by 25% and 12% (the tile is never written and
 /// read back); cuBLAS is within 10% of its large-GEMM rate from d = 1024 on.
 /// MANIFOLD_GPU_GEMM=fused|cublas overrides.

@@ -336,7 +336,7 @@ __global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src
 // the next tiles' kernels and gets a multiprocessor only where a kernel
 // block has finished; half as many merge blocks (each taking more rows)
 // hold fewer of those places, and the builds ran 0.5% faster at 1M x 128
-// and 100k x 256 than with 8 (bench/gpu/README.md). MANIFOLD_GPU_MERGE_GRID
+// and 100k x 256 than with 8 (bench/gpu/RESULTS.md). MANIFOLD_GPU_MERGE_GRID
 // sets the blocks a multiprocessor (for comparison).
 int merge_grid() {
   static int grid = [] {

@@ -1,8 +1,9 @@
 // The table behind `--select auto`, measured on one NVIDIA H200 (d = 256,
-// random normal data, one GPU for every strategy; bench/gpu/select/README.md):
-// 10k and 100k from runs 5 and 6 (each a run A and a run B, every strategy),
-// 1M from runs 3 and 4. Per cell, the strategy whose worst median total over
-// those runs, relative to that run's best, is smallest (make_table.py writes
+// random normal data, one GPU for every strategy; bench/gpu/select/RESULTS.md):
+// four runs kept in bench/gpu/select/auto_table_inputs/ (1M: a grid run of
+// every strategy and an auto run; 100k and 10k: one run each). Per cell, the
+// strategy whose worst median total over those runs, relative to that run's
+// best, is smallest (make_table.py writes
 // the rows between the markers). Since the result's pages are faulted in as
 // huge pages (KnnGraph::allocate_result), the engine's pipeline is the
 // fastest or within the runs' noise almost everywhere. Cells are looked up by
@@ -31,7 +32,7 @@ constexpr int kKs[] = {1, 16, 128, 1024, 4096};
 
 // kBest[n bucket][k bucket]; k = 1, 16, 128, 1024, 4096. The rows between
 // the markers are written by `bench/gpu/select/make_table.py
-// --write-auto-table` from bench/gpu/select/results.json.
+// --write-auto-table` from the runs in bench/gpu/select/auto_table_inputs/.
 const char* const kBest[3][5] = {
     // BEGIN kBest
     {"warp", "warp", "warp", "sort", "quick"},  // N = 10000

@@ -64,7 +64,7 @@ enum class QuickVariant { Warp, Block };
 /// Lists of at least this many entries (k + slack, what the kernel selects)
 /// take the block variant under MANIFOLD_QUICK_VARIANT=auto (or unset): from
 /// here a row's range is thousands of entries and few rows are dirty per
-/// tile. Measured on an H200 (bench/gpu/select/README.md, "The two quick
+/// tile. Measured on an H200 (bench/gpu/select/RESULTS.md, "The two quick
 /// variants"): the block variant selects 9-39% faster at k = 1024 and 4096
 /// (lists of >= 1152 entries) and 17-31% slower at k <= 128 (<= 144).
 inline constexpr int kQuickBlockMinK = 512;

@@ -1,7 +1,7 @@
 // The tile plan (gpu/tile_plan.cpp), a CUDA-free host function: no device
 // and no nvcc needed, so these run in CI (tests/CMakeLists.txt compiles the
 // plan in where the GPU library is not built). The fused kernel's tile width
-// follows N (wider tiles where the strips are long; bench/gpu/README.md),
+// follows N (wider tiles where the strips are long; bench/gpu/RESULTS.md),
 // every plan stays within its budget, and a tight budget falls back to
 // narrower tiles, then to streaming.
 #include <gtest/gtest.h>

@@ -53,7 +53,7 @@ inline constexpr int kLocalScalingAuto = -1;
 inline constexpr int kLocalScalingAutoNeighbour = 7;
 /// The default eigensolve budget in products with A: ten times the
 /// single-vector mat-vecs that the clustered spectrum of a 100,000-point
-/// swiss roll needs (bench/diffusion/README.md). A block solver's product
+/// swiss roll needs (bench/diffusion/RESULTS.md). A block solver's product
 /// with a whole block counts once: it reads A once, and costs a few
 /// mat-vecs, not a block's worth (a budget per column starved the GPU's
 /// Chebyshev filter on Fashion-MNIST at 0.1x the default epsilon).
@@ -93,7 +93,7 @@ inline constexpr int64_t kDeviceEigensolveMinRows = 20000;
 /// warm: its context made, e.g. by the GPU k-NN build before the embedding),
 /// so those fixed costs are paid: `manifold run` on Fashion-MNIST t10k
 /// (10,000 points, GPU k-NN first) solved in 0.076 s on the GPU against
-/// 0.120 s on the host's 16 cores (bench/diffusion/README.md).
+/// 0.120 s on the host's 16 cores (bench/diffusion/RESULTS.md).
 inline constexpr int64_t kDeviceEigensolveWarmMinRows = 10000;
 
 /// Rejects bad parameters for `graph` with one line (UsageError), and a graph

@@ -5,7 +5,7 @@
 // The threads are a process-wide pool started on first use and kept: an
 // eigensolve runs thousands of loops of a millisecond or less (one per
 // mat-vec), and starting threads for each cost more than the loop itself
-// on many cores (bench/diffusion/README.md: 16 threads were slower than 4).
+// on many cores (bench/diffusion/RESULTS.md: 16 threads were slower than 4).
 // A loop started while the pool runs another (a nested loop, or a second
 // caller thread) gets threads of its own, as before the pool; so does every
 // loop when the environment has MANIFOLD_THREAD_POOL=0 (for comparisons).
