@@ -13,5 +13,6 @@ apt-get install -y --no-install-recommends \
   libopenmpi-dev openmpi-bin slurm-wlm munge \
   libgtest-dev nlohmann-json3-dev libxxhash-dev \
   qt6-base-dev libqt6opengl6-dev libvtk9-dev libgl1-mesa-dri xvfb xauth \
+  libfontconfig-dev fonts-dejavu-core \
   dataset-fashion-mnist freesasa \
   python3 python3-numpy python3-scipy
