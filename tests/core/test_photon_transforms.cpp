@@ -95,6 +95,10 @@ TEST(PhotonTransforms, RunEmbedsBinnedCountsAndRecordsTheTransform) {
   const auto j = nlohmann::json::parse(in);
   EXPECT_EQ(j["transform"], "bin2+anscombe");
   EXPECT_EQ(j["graph"]["d"], 16);
+  // The session the run wrote replays with the same transform.
+  ASSERT_EQ(run_cli("run --session " + (t / "e/session.json") + " -q -o " + (t / "replay"), &err), 0) << err;
+  std::ifstream replayed(t / "replay/embedding.json");
+  EXPECT_EQ(nlohmann::json::parse(replayed)["transform"], "bin2+anscombe");
   EXPECT_EQ(run_cli("run " + (t / "p.npy") + " -k 8 --transform bin3 -q -o " + (t / "f"), &err), 2);
   EXPECT_NE(err.find("not divisible by 3"), std::string::npos) << err;
   EXPECT_EQ(run_cli("run " + (t / "p.npy") + " -k 8 --transform sqrt -q -o " + (t / "g"), &err), 2);

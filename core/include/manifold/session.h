@@ -8,7 +8,7 @@
 //     "version": 1,                           required
 //     "data": "patterns.npy",                 required; relative paths are relative to the session file's folder
 //     "dataset": "/entry_1/data_1/data",      optional HDF5/CXI dataset path ("" = the reader's default)
-//     "transform": "none",                    optional: none | anscombe (2 sqrt(x + 3/8), for photon counts)
+//     "transform": "none",                    optional: as run --transform (none, anscombe, binB, steps joined by +)
 //     "knn": {                                optional object, every key optional (defaults of KnnParams):
 //       "k": 10, "metric": "euclidean", "backend": "auto", "select": "auto",
 //       "keep_self": false, "devices": [], "gpu_memory": 0, "threads": 0, "precision": "exact" },
@@ -16,7 +16,7 @@
 //       "k": 0, "epsilon": "median", "alpha": 1.0, "components": 10, "t": 1.0,
 //       "symmetrize": "or", "local_scaling": 0, "tolerance": 1e-10, "ncv": 0, "lock_check": true,
 //       "threads": 0 },
-//     "output": "run1",                       optional output folder (relative as "data"); -o overrides
+//     "output": "run1",                       optional output folder, below the session's own folder; -o overrides
 //     "view": { ... }                         optional GUI state (axes, colouring, selection); the CLI ignores it
 //   }
 // "epsilon" may also be written as a number. Unknown keys inside "knn" and
@@ -33,7 +33,7 @@ namespace manifold {
 struct Session {
   std::string data;                 ///< dataset path (absolute after read_session resolves it)
   std::string dataset;              ///< HDF5 dataset path, "" = default
-  std::string transform = "none";   ///< none | anscombe
+  std::string transform = "none";   ///< as run --transform: none, anscombe, binB, steps joined by +
   std::string backend = "auto";     ///< k-NN backend name
   KnnParams knn;
   DiffusionParams diffusion;

@@ -13,6 +13,7 @@
 
 #include "manifold/error.h"
 #include "manifold/output.h"
+#include "manifold/simulate.h"
 
 namespace fs = std::filesystem;
 
@@ -132,8 +133,11 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
     s.data = resolve(j["data"].get<std::string>());
     s.dataset = j.value("dataset", std::string());
     s.transform = j.value("transform", std::string("none"));
-    if (s.transform != "none" && s.transform != "anscombe")
-      fail("unknown transform '" + s.transform + "' (none, anscombe)");
+    try {
+      validate_transform(s.transform);  // the run's own rule: none, anscombe, binB, steps joined by +
+    } catch (const Error& e) {
+      fail(std::string("\"transform\": ") + e.what());
+    }
     s.output = output_below(j.value("output", std::string()), base_dir, fail);
     if (j.contains("view")) {
       if (depth_of(j["view"], kMaxViewDepth + 1) > kMaxViewDepth)
