@@ -16,7 +16,7 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
   knn DATA -k K -o OUTDIR [--metric euclidean|cosine|pearson]
           [--backend auto|cpu|gpu|mpi] [--select auto|warp|quick|sort|heap|merge|bitonic]
           [--devices all|0,1] [--gpu-memory BYTES] [--precision exact|fast-exact]
-          [--keep-self] [--threads T]
+          [--keep-self] [--threads T] [--overwrite]
   embed GRAPHDIR [--k K] [--epsilon auto|median|VALUE] [--alpha A] [--components M]
           [--t T] [--symmetrize or|and|average] [--local-scaling auto|0|J] [--tolerance TOL]
           [--ncv NCV] [--no-lock-check] [--eigensolver auto|cpu|gpu]
@@ -56,6 +56,8 @@ why in one line; warnings flag localised coordinates and eigenvalues within 1e-6
 
 DATA: .npy, MNIST IDX (*-idx3-ubyte[.gz]), a folder of PNG/TIFF images, a multi-page
 TIFF, MRC/MRCS, HDF5/CXI (--dataset PATH). Ctrl-C cancels; nothing partial is left.
+-o OUTDIR is written whole or not at all; an existing folder holding other files (or another
+command's result) is refused before the work starts unless --overwrite (knn, run).
 
 --metadata (repeatable): per-point columns of length N from FILE.npy (N or N x m), .csv/.tsv
 with a header (numeric or categorical), FILE.cxi:/PATH (an HDF5 dataset) or MNIST labels

@@ -187,8 +187,19 @@ Dataset load_with_transform(const std::string& path, const std::string& hdf5_dat
   return transformed(ds, transform);
 }
 
-int run_session(const Session& s, const std::string& out, bool quiet, const std::string& session_origin,
-                const std::vector<std::string>& metadata_specs) {
+/// Every file `run` writes (the demo: the patterns too): a folder holding
+/// anything else is refused before the long work, unless --overwrite.
+std::vector<std::string> run_files(bool demo) {
+  std::vector<std::string> names = {"indices.npy",   "distances.npy", "graph.json",     "eigenvalues.npy",
+                                    "embedding.npy", "point_index.npy", "embedding.csv", "embedding.vtp",
+                                    "embedding.json", "session.json"};
+  if (demo) names.insert(names.end(), {"patterns.npy", "patterns.angles.npy", "patterns.json"});
+  return names;
+}
+
+int run_session(const Session& s, const std::string& out, const OutputOptions& output, bool quiet,
+                const std::string& session_origin, const std::vector<std::string>& metadata_specs) {
+  check_output_dir(out, run_files(false), output);
   TerminalProgress sink(stderr, quiet);
   install_cancel_on_signal();
   Progress progress(&sink, &cancel_flag());
@@ -201,7 +212,7 @@ int run_session(const Session& s, const std::string& out, bool quiet, const std:
   record.output.clear();
   nlohmann::json extra = {{"data", record.data}, {"transform", s.transform}, {"knn_s", r.knn_s}};
   if (!session_origin.empty()) extra["session"] = session_origin;
-  OutputTransaction tx(out);
+  OutputTransaction tx(out, output);
   add_graph_files(tx, r.graph);
   write_embedding_files(tx, r.embedding, s.diffusion, graph_metadata(r.graph), extra, &metadata);
   write_text_file(tx.path("session.json"), session_to_json(record).dump(2) + "\n");
@@ -220,6 +231,8 @@ int run_session(const Session& s, const std::string& out, bool quiet, const std:
 int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
   const bool quiet = a.has("--quiet");
   const std::string out = a.str("-o");
+  const OutputOptions output{.overwrite = a.has("--overwrite")};
+  check_output_dir(out, run_files(true), output);
   DiffractionParams sp;
   sp.count = a.integer("--count", 2000, 3, INT64_MAX);
   sp.size = static_cast<int>(a.integer("--size", 32, 2, 4096));
@@ -279,7 +292,7 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
                          {"circular_correlation_angle", once},
                          {"circular_correlation_twice_angle", twice},
                          {"simulation", d.metadata}};
-  OutputTransaction tx(out);
+  OutputTransaction tx(out, output);
   npy::write(tx.path("patterns.npy"), d.images.data(), {d.count, d.size, d.size});
   npy::write(tx.path("patterns.angles.npy"), d.angles.data(), {d.count});
   write_text_file(tx.path("patterns.json"), d.metadata.dump(2) + "\n");
@@ -426,7 +439,8 @@ int cmd_run(int argc, char** argv) {
     Session s = read_session(path);
     std::string out = a.str("-o", s.output);
     if (out.empty()) throw UsageError("run --session: the session names no output folder; give -o OUTDIR");
-    return run_session(s, out, a.has("--quiet"), fs::absolute(path).lexically_normal().string(), metadata_specs);
+    return run_session(s, out, {.overwrite = a.has("--overwrite")}, a.has("--quiet"),
+                       fs::absolute(path).lexically_normal().string(), metadata_specs);
   }
   Session s;
   s.data = a.one_positional("DATA");
@@ -438,7 +452,7 @@ int cmd_run(int argc, char** argv) {
   s.backend = a.str("--backend", "auto");
   s.knn = knn_params_from(a);
   s.diffusion = diffusion_params_from(a, "--embed-k");
-  return run_session(s, a.str("-o"), a.has("--quiet"), "", metadata_specs);
+  return run_session(s, a.str("-o"), {.overwrite = a.has("--overwrite")}, a.has("--quiet"), "", metadata_specs);
 }
 
 int cmd_bench_embed(int argc, char** argv) {

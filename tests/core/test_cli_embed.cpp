@@ -437,6 +437,27 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+TEST(CliRun, AFolderOfOtherFilesIsRefusedBeforeTheWorkUnlessOverwrite) {
+  REQUIRE_CLI();
+  TempDir t;
+  const std::string data = write_circle(t, 300);
+  fs::create_directories(t / "mine");
+  { std::ofstream(t / "mine/notes.txt") << "the user's own file\n"; }
+  std::string err;
+  EXPECT_EQ(run_cli("run " + data + " -k 10 -q -o " + (t / "mine"), &err), 2);
+  EXPECT_NE(err.find("notes.txt"), std::string::npos) << err;
+  EXPECT_NE(err.find("--overwrite"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(t / "mine/graph.json"));
+  EXPECT_TRUE(fs::exists(t / "mine/notes.txt"));
+  EXPECT_EQ(run_cli("run --demo --count 60 --size 8 -k 8 --components 2 -q -o " + (t / "mine"), &err), 2) << err;
+  // A previous run's folder is replaced by the new result without the flag;
+  // the user's folder only with it.
+  ASSERT_EQ(run_cli("run " + data + " -k 10 -q -o " + (t / "r"), &err), 0) << err;
+  ASSERT_EQ(run_cli("run " + data + " -k 12 -q -o " + (t / "r"), &err), 0) << err;
+  ASSERT_EQ(run_cli("run " + data + " -k 10 -q --overwrite -o " + (t / "mine"), &err), 0) << err;
+  EXPECT_TRUE(fs::exists(t / "mine/embedding.json"));
+}
+
 TEST(CliMetadata, DemoColumnsInEveryOutput) {
   REQUIRE_CLI();
   try {
