@@ -198,7 +198,9 @@ TEST(Diffusion, SpectrumLowerBoundHoldsAndTightensForNarrowKernels) {
     const double bound = spectrum_lower_bound(a);
     EXPECT_LE(bound, least) << "epsilon " << scale << " x median";
     EXPECT_GE(bound, -1.0);
-    if (scale <= 0.1) EXPECT_GT(bound, -0.5) << "a narrow kernel's self-weights";
+    if (scale <= 0.1) {
+      EXPECT_GT(bound, -0.5) << "a narrow kernel's self-weights";
+    }
   }
 }
 

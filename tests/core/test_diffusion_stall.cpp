@@ -149,10 +149,12 @@ TEST(Diagnostics, AnOutlierCarryingACoordinateIsFlagged) {
   EXPECT_EQ(fixed.point_index[peak_of(fixed, c)], n);  // the outlier
   EXPECT_LT(fixed.diagnostics.participation[c - 1], 3);
   EXPECT_TRUE(any_warning_has(fixed, "localised"));
-  for (int other = 1; other <= 6; ++other)
+  for (int other = 1; other <= 6; ++other) {
     if (std::find(fixed.diagnostics.localised.begin(), fixed.diagnostics.localised.end(), other) ==
-        fixed.diagnostics.localised.end())
+        fixed.diagnostics.localised.end()) {
       EXPECT_GE(fixed.diagnostics.participation[other - 1], fixed.diagnostics.localised_below);
+    }
+  }
 
   DiffusionParams d;
   d.components = 6;
