@@ -25,7 +25,7 @@ struct PointMetadata {
   /// coloured by a cyclic map; 0 for values that do not wrap.
   double period = 0;
   /// Categorical: the name of each value, for the legend (else the number).
-  std::vector<std::pair<int, QString>> category_names;
+  std::vector<std::pair<int, QString>> category_names = {};
 };
 
 struct LoadedDataset {
