@@ -1,7 +1,10 @@
 #include "manifold/ui/dataset_panel.h"
 
 #include <QHBoxLayout>
+#include <QItemSelection>
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <QLocale>
 #include <QPushButton>
 #include <QVBoxLayout>
@@ -21,8 +24,45 @@ void configureThumbnailView(QListView* view, int thumbnail_size) {
   view->setIconSize(QSize(thumbnail_size, thumbnail_size));
   view->setSpacing(2);
   view->setWordWrap(false);
-  view->setSelectionMode(QAbstractItemView::SingleSelection);
+  view->setSelectionMode(QAbstractItemView::ExtendedSelection);
   view->setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
+}
+
+std::vector<int64_t> selectedDatasetRows(const QListView* view, const ThumbnailModel* model) {
+  std::vector<int64_t> rows;
+  // Ranges, not selectedIndexes(): a selection of every image is one range.
+  for (const QItemSelectionRange& range : view->selectionModel()->selection())
+    for (int r = range.top(); r <= range.bottom(); ++r) rows.push_back(model->datasetRow(r));
+  rows.erase(std::remove(rows.begin(), rows.end(), int64_t{-1}), rows.end());
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+void selectDatasetRows(QListView* view, const ThumbnailModel* model, const std::vector<int64_t>& rows) {
+  std::vector<int> model_rows;
+  model_rows.reserve(rows.size());
+  for (int64_t row : rows)
+    if (const int r = model->modelRow(row); r >= 0) model_rows.push_back(r);
+  std::sort(model_rows.begin(), model_rows.end());
+  QItemSelection selection;
+  for (size_t i = 0; i < model_rows.size();) {
+    size_t j = i + 1;
+    while (j < model_rows.size() && model_rows[j] == model_rows[j - 1] + 1) ++j;
+    selection.append(QItemSelectionRange(model->index(model_rows[i]), model->index(model_rows[j - 1])));
+    i = j;
+  }
+  view->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
+}
+
+std::vector<int64_t> rowsSortedBy(const std::vector<double>& key) {
+  std::vector<int64_t> rows(key.size());
+  std::iota(rows.begin(), rows.end(), int64_t{0});
+  const auto missing_last = std::stable_partition(rows.begin(), rows.end(),
+                                                  [&](int64_t r) { return !std::isnan(key[static_cast<size_t>(r)]); });
+  std::stable_sort(rows.begin(), missing_last,
+                   [&](int64_t a, int64_t b) { return key[static_cast<size_t>(a)] < key[static_cast<size_t>(b)]; });
+  return rows;
 }
 
 DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
@@ -49,13 +89,31 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
   placeholder_ = new QLabel(tr("No dataset open."), this);
   layout->addWidget(placeholder_);
 
+  auto* sorting = new QHBoxLayout;
+  sorting->addWidget(new QLabel(tr("Sort by"), this));
+  sort_ = new QComboBox(this);
+  sort_->setToolTip(tr("Order the gallery by a diffusion coordinate or a metadata column, ascending; "
+                       "images not embedded (or without a value) come last"));
+  sort_->addItem(tr("dataset order"), QString());
+  sorting->addWidget(sort_, 1);
+  layout->addLayout(sorting);
+  connect(sort_, &QComboBox::currentIndexChanged, this, [this] {
+    wanted_sort_ = sort_->currentData().toString();
+    Q_EMIT sortRequested(wanted_sort_);
+  });
+
   model_ = new ThumbnailModel(this);
   gallery_ = new QListView(this);
   gallery_->setModel(model_);
   configureThumbnailView(gallery_, model_->thumbnailSize());
+  gallery_->setToolTip(tr("Click to pin an image; Shift/Ctrl-click or Ctrl+A select several, which are "
+                          "selected in the view too"));
   layout->addWidget(gallery_, 1);
   connect(gallery_, &QListView::clicked, this, [this](const QModelIndex& index) {
     Q_EMIT imageActivated(model_->datasetRow(index.row()));
+  });
+  connect(gallery_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
+    if (!applying_selection_) Q_EMIT selectionEdited(selectedRows());
   });
 
   auto* options = new QHBoxLayout;
@@ -107,7 +165,9 @@ void DatasetPanel::setDataset(std::shared_ptr<const LoadedDataset> ds) {
   model_->setDataset(ds);
   // A new dataset starts at its first image, not where the last one was scrolled to.
   gallery_->scrollToTop();
+  applying_selection_ = true;
   gallery_->clearSelection();
+  applying_selection_ = false;
   placeholder_->setVisible(!ds);
   while (facts_->rowCount() > 0) facts_->removeRow(0);
   if (!ds) return;
@@ -139,8 +199,48 @@ void DatasetPanel::revealRow(int64_t row) {
   const int r = model_->modelRow(row);
   if (r < 0) return;
   const QModelIndex index = model_->index(r);
-  gallery_->setCurrentIndex(index);
+  // NoUpdate: pinning an image keeps the selection made in the view.
+  gallery_->selectionModel()->setCurrentIndex(index, QItemSelectionModel::NoUpdate);
   gallery_->scrollTo(index, QAbstractItemView::EnsureVisible);
+}
+
+void DatasetPanel::setSelectedRows(const std::vector<int64_t>& rows) {
+  applying_selection_ = true;
+  selectDatasetRows(gallery_, model_, rows);
+  applying_selection_ = false;
+}
+
+std::vector<int64_t> DatasetPanel::selectedRows() const { return selectedDatasetRows(gallery_, model_); }
+
+void DatasetPanel::setSortChoices(const QList<QPair<QString, QString>>& choices) {
+  const QSignalBlocker quiet(sort_);
+  while (sort_->count() > 1) sort_->removeItem(1);
+  for (const auto& [text, key] : choices) sort_->addItem(text, key);
+  sort_->setCurrentIndex(std::max(0, sort_->findData(wanted_sort_)));
+}
+
+QString DatasetPanel::sortKey() const { return sort_->currentData().toString(); }
+
+void DatasetPanel::setSortKey(const QString& key) {
+  wanted_sort_ = key;
+  const int idx = std::max(0, sort_->findData(key));
+  if (idx == sort_->currentIndex())
+    Q_EMIT sortRequested(sortKey());
+  else
+    sort_->setCurrentIndex(idx);
+}
+
+void DatasetPanel::setOrder(std::vector<int64_t> rows) {
+  // The selection and the current image are dataset rows: they survive the new order.
+  const std::vector<int64_t> selected = selectedRows();
+  const int64_t current = model_->datasetRow(gallery_->currentIndex().row());
+  if (rows.empty())
+    model_->showAllRows();
+  else
+    model_->setRows(std::move(rows));
+  setSelectedRows(selected);
+  if (current >= 0) revealRow(current);
+  else gallery_->scrollToTop();
 }
 
 }  // namespace manifold::ui

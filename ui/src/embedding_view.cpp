@@ -667,6 +667,28 @@ std::array<double, 3> EmbeddingView::viewDirection() const {
   return {v[0], v[1], v[2]};
 }
 
+CameraState EmbeddingView::camera() const {
+  vtkCamera* camera = d_->renderer->GetActiveCamera();
+  CameraState state;
+  camera->GetPosition(state.position.data());
+  camera->GetFocalPoint(state.focal_point.data());
+  camera->GetViewUp(state.view_up.data());
+  state.parallel_scale = camera->GetParallelScale();
+  state.view_angle = camera->GetViewAngle();
+  return state;
+}
+
+void EmbeddingView::setCamera(const CameraState& state) {
+  vtkCamera* camera = d_->renderer->GetActiveCamera();
+  camera->SetPosition(state.position.data());
+  camera->SetFocalPoint(state.focal_point.data());
+  camera->SetViewUp(state.view_up.data());
+  if (state.parallel_scale > 0) camera->SetParallelScale(state.parallel_scale);
+  if (state.view_angle > 0 && state.view_angle < 180) camera->SetViewAngle(state.view_angle);
+  d_->renderer->ResetCameraClippingRange();
+  d_->request_render();
+}
+
 QString EmbeddingView::placeholderText() const { return d_->placeholder; }
 
 void EmbeddingView::setPlaceholderText(const QString& text) {

@@ -117,6 +117,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(dataset_panel_, &DatasetPanel::demoRequested, this, [this] { openDemo(true); });
   connect(dataset_panel_, &DatasetPanel::imageActivated, this, [this](qint64 row) { pin_row(row); });
+  connect(dataset_panel_, &DatasetPanel::selectionEdited, this,
+          [this](const std::vector<int64_t>& rows) { setSelectedRows(rows); });
+  connect(dataset_panel_, &DatasetPanel::sortRequested, this, &MainWindow::sort_gallery);
   connect(dataset_panel_, &DatasetPanel::logScaleChanged, this, [this](bool on) {
     image_panel_->setLogScale(on);
     selection_model_->setLogScale(on);
@@ -357,15 +360,23 @@ void MainWindow::build_docks() {
   layout->addWidget(selection_view_, 1);
   connect(selection_view_, &QListView::clicked, this,
           [this](const QModelIndex& i) { pin_row(selection_model_->datasetRow(i.row())); });
+  build_selection_summary(selection, layout);
   auto* buttons = new QHBoxLayout;
   auto* as_dataset = new QPushButton(tr("Embed selection"), selection);
   as_dataset->setToolTip(tr("Open the selected images as a dataset of their own and embed them"));
+  auto* keep = new QPushButton(tr("Keep marked"), selection);
+  keep->setToolTip(tr("Narrow the selection to the images marked in the strip above (Shift/Ctrl-click)"));
   auto* clear = new QPushButton(tr("Clear"), selection);
   buttons->addWidget(as_dataset);
+  buttons->addWidget(keep);
   buttons->addWidget(clear);
   buttons->addStretch();
   layout->addLayout(buttons);
   connect(clear, &QPushButton::clicked, this, [this] { setSelectedRows({}); });
+  connect(keep, &QPushButton::clicked, this, [this] {
+    std::vector<int64_t> marked = selectedDatasetRows(selection_view_, selection_model_);
+    if (!marked.empty()) setSelectedRows(std::move(marked));
+  });
   connect(as_dataset, &QPushButton::clicked, this, [this] {
     if (!dataset_ || selected_rows_.size() < 3) {
       show_error(tr("Select at least 3 points to embed them on their own."));
@@ -529,6 +540,7 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
   selection_model_->setDataset(dataset_);
   selection_model_->setRows({});
   selection_label_->setText(tr("No points selected. Use the Rectangle or Lasso tool in the view."));
+  update_selection_summary();
   parameters_->setPointCount(dataset_ ? dataset_->rows() : 0);
   view_->setPlaceholderText(dataset_ ? tr("Press Run (Ctrl+R) to embed %1.").arg(dataset_->name)
                                      : tr("Open a dataset (or the demo) and press Run to see its diffusion map."));
@@ -783,6 +795,7 @@ void MainWindow::show_outcome(std::shared_ptr<const EmbeddingOutcome> outcome) {
   // The pinned image's caption shows its coordinates in this embedding.
   if (pinned_row_ >= 0) image_panel_->setPinned(pinned_row_, point_details(pinned_row_));
   if (!outcome_->preview) {
+    update_sort_choices();
     trajectory_stale_ = true;
     update_trajectory();
     metadata_stale_ = true;

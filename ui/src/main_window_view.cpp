@@ -2,6 +2,7 @@
 // pinned image and the selection.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <QLocale>
 
@@ -82,6 +83,7 @@ void MainWindow::update_colour_choices() {
   }
   colour_by_->setCurrentIndex(idx);
   updating_controls_ = false;
+  update_sort_choices();
 }
 
 void MainWindow::setAxes(int x, int y, int z, bool planar) {
@@ -163,6 +165,8 @@ void MainWindow::update_colours() {
       }
   }
   view_->setColours(colours);
+  // The breakdown counts the categorical column the points are coloured by.
+  update_breakdown();
 }
 
 void MainWindow::update_spectrum() {
@@ -237,21 +241,64 @@ void MainWindow::show_selection() {
     if (e >= 0) embedded.push_back(e);
   }
   view_->setSelection(std::move(embedded));
+  dataset_panel_->setSelectedRows(selected_rows_);
   selection_model_->setRows(selected_rows_);
   selection_label_->setText(selected_rows_.empty()
                                 ? tr("No points selected. Use the Rectangle or Lasso tool in the view.")
                                 : tr("%1 points selected (Shift adds, Ctrl removes).").arg(en_number(
                                       static_cast<int64_t>(selected_rows_.size()))));
+  update_selection_summary();
   update_actions();
 }
 
 nlohmann::json MainWindow::view_settings() const {
-  return {{"axes", {axis_[0]->currentData().toInt(), axis_[1]->currentData().toInt(), axis_[2]->currentData().toInt()}},
-          {"planar", planar_->isChecked()},
-          {"hide_localised", hide_localised_->isChecked()},
-          {"colour_by", colour_key_.toStdString()},
-          {"point_size", point_size_->value()}};
+  nlohmann::json v = {
+      {"axes", {axis_[0]->currentData().toInt(), axis_[1]->currentData().toInt(), axis_[2]->currentData().toInt()}},
+      {"planar", planar_->isChecked()},
+      {"hide_localised", hide_localised_->isChecked()},
+      {"colour_by", colour_key_.toStdString()},
+      {"point_size", point_size_->value()},
+      {"selection", selected_rows_},
+      {"pinned", pinned_row_},
+      {"gallery_sort", dataset_panel_->sortKey().toStdString()}};
+  if (outcome_) {
+    const CameraState c = view_->camera();
+    v["camera"] = {{"position", c.position},
+                   {"focal_point", c.focal_point},
+                   {"view_up", c.view_up},
+                   {"parallel_scale", c.parallel_scale},
+                   {"view_angle", c.view_angle}};
+  }
+  return v;
 }
+
+namespace {
+
+// Three finite numbers at `key` of `object`, or false (a session is edited by hand).
+bool read_vector3(const nlohmann::json& object, const char* key, std::array<double, 3>& out) {
+  if (!object.contains(key) || !object[key].is_array() || object[key].size() != 3) return false;
+  for (size_t i = 0; i < 3; ++i) {
+    if (!object[key][i].is_number() || !std::isfinite(object[key][i].get<double>())) return false;
+    out[i] = object[key][i].get<double>();
+  }
+  return true;
+}
+
+// The camera a session recorded; nullopt when any part is missing or not a
+// number (the view then frames the points as for a new embedding).
+std::optional<CameraState> read_camera(const nlohmann::json& v) {
+  if (!v.contains("camera") || !v["camera"].is_object()) return std::nullopt;
+  const nlohmann::json& c = v["camera"];
+  CameraState state;
+  if (!read_vector3(c, "position", state.position) || !read_vector3(c, "focal_point", state.focal_point) ||
+      !read_vector3(c, "view_up", state.view_up))
+    return std::nullopt;
+  if (c.contains("parallel_scale") && c["parallel_scale"].is_number()) state.parallel_scale = c["parallel_scale"].get<double>();
+  if (c.contains("view_angle") && c["view_angle"].is_number()) state.view_angle = c["view_angle"].get<double>();
+  return state;
+}
+
+}  // namespace
 
 void MainWindow::apply_view_settings(const nlohmann::json& v) {
   if (!v.is_object()) return;
@@ -262,6 +309,17 @@ void MainWindow::apply_view_settings(const nlohmann::json& v) {
   if (v.contains("point_size") && v["point_size"].is_number()) point_size_->setValue(v["point_size"].get<double>());
   if (v.contains("colour_by") && v["colour_by"].is_string()) colour_key_ = QString::fromStdString(v["colour_by"].get<std::string>());
   updating_controls_ = false;
+  // Rows are the dataset's: the selection and the pin apply now (the gallery
+  // and the image panel show them) and reach the view with the embedding.
+  if (v.contains("selection") && v["selection"].is_array()) {
+    std::vector<int64_t> rows;
+    for (const nlohmann::json& r : v["selection"])
+      if (r.is_number_integer()) rows.push_back(r.get<int64_t>());
+    setSelectedRows(std::move(rows));
+  }
+  if (v.contains("pinned") && v["pinned"].is_number_integer()) pin_row(v["pinned"].get<int64_t>());
+  if (v.contains("gallery_sort") && v["gallery_sort"].is_string())
+    dataset_panel_->setSortKey(QString::fromStdString(v["gallery_sort"].get<std::string>()));
   if (v.contains("axes") && v["axes"].is_array() && v["axes"].size() == 3) {
     // The axis lists fill once the embedding exists; keep the wish until then.
     const auto axes = v["axes"].get<std::vector<int>>();
@@ -269,6 +327,15 @@ void MainWindow::apply_view_settings(const nlohmann::json& v) {
     *apply = connect(this, &MainWindow::embeddingShown, this, [this, axes, apply] {
       disconnect(*apply);
       setAxes(axes[0], axes[1], axes[2], planar_->isChecked());
+    });
+  }
+  if (const std::optional<CameraState> camera = read_camera(v)) {
+    // Connected after the axes: setAxes frames the points anew, then the
+    // camera goes where the session left it.
+    auto apply = std::make_shared<QMetaObject::Connection>();
+    *apply = connect(this, &MainWindow::embeddingShown, this, [this, state = *camera, apply] {
+      disconnect(*apply);
+      view_->setCamera(state);
     });
   }
 }

@@ -16,6 +16,7 @@ void ThumbnailModel::setDataset(std::shared_ptr<const LoadedDataset> dataset) {
   beginResetModel();
   dataset_ = std::move(dataset);
   rows_.clear();
+  model_row_of_.clear();
   subset_ = false;
   reset_cache();
   endResetModel();
@@ -24,6 +25,12 @@ void ThumbnailModel::setDataset(std::shared_ptr<const LoadedDataset> dataset) {
 void ThumbnailModel::setRows(std::vector<int64_t> rows) {
   beginResetModel();
   rows_ = std::move(rows);
+  // The inverse map makes modelRow constant time: the gallery maps every
+  // selected row through it, and a selection can hold every image.
+  model_row_of_.assign(dataset_ ? static_cast<size_t>(dataset_->rows()) : 0, -1);
+  for (size_t i = 0; i < rows_.size() && i <= static_cast<size_t>(std::numeric_limits<int32_t>::max()); ++i)
+    if (rows_[i] >= 0 && rows_[i] < static_cast<int64_t>(model_row_of_.size()))
+      model_row_of_[static_cast<size_t>(rows_[i])] = static_cast<int32_t>(i);
   subset_ = true;
   endResetModel();
 }
@@ -31,6 +38,7 @@ void ThumbnailModel::setRows(std::vector<int64_t> rows) {
 void ThumbnailModel::showAllRows() {
   beginResetModel();
   rows_.clear();
+  model_row_of_.clear();
   subset_ = false;
   endResetModel();
 }
@@ -60,8 +68,7 @@ int64_t ThumbnailModel::datasetRow(int model_row) const {
 int ThumbnailModel::modelRow(int64_t dataset_row) const {
   if (!dataset_ || dataset_row < 0 || dataset_row >= dataset_->rows()) return -1;
   if (!subset_) return static_cast<int>(dataset_row);
-  auto it = std::find(rows_.begin(), rows_.end(), dataset_row);
-  return it == rows_.end() ? -1 : static_cast<int>(it - rows_.begin());
+  return dataset_row < static_cast<int64_t>(model_row_of_.size()) ? model_row_of_[static_cast<size_t>(dataset_row)] : -1;
 }
 
 int ThumbnailModel::rowCount(const QModelIndex& parent) const {

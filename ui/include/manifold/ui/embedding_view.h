@@ -33,6 +33,15 @@ struct PointColours {
   std::vector<std::pair<int, QString>> category_names;
 };
 
+/// Where the camera stands: enough to put it back exactly (a session).
+struct CameraState {
+  std::array<double, 3> position{0, 0, 1};
+  std::array<double, 3> focal_point{0, 0, 0};
+  std::array<double, 3> view_up{0, 1, 0};
+  double parallel_scale = 1;  ///< half the view's height in planar (parallel) mode
+  double view_angle = 30;     ///< degrees, in perspective mode
+};
+
 class EmbeddingView : public QWidget {
   Q_OBJECT
 
@@ -75,6 +84,10 @@ class EmbeddingView : public QWidget {
   std::vector<float> points() const;
   /// The camera's direction of projection (unit vector).
   std::array<double, 3> viewDirection() const;
+  CameraState camera() const;
+  /// Puts the camera where `state` says (the projection stays the view's:
+  /// parallel in planar mode).
+  void setCamera(const CameraState& state);
   /// The text shown while there are no points.
   QString placeholderText() const;
   void setPlaceholderText(const QString& text);

@@ -18,9 +18,11 @@
 #include <QMainWindow>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QTableWidget>
 #include <QTimer>
 #include <QToolButton>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -39,6 +41,7 @@
 #include "manifold/ui/thumbnail_model.h"
 #include "manifold/ui/trajectory_player.h"
 
+class QBoxLayout;
 class QDockWidget;
 class QMenu;
 
@@ -115,6 +118,17 @@ class MainWindow : public QMainWindow {
   std::shared_ptr<const LoadedDataset> dataset() const { return dataset_; }
   std::shared_ptr<const EmbeddingOutcome> outcome() const { return outcome_; }
   const std::vector<int64_t>& selectedRows() const { return selected_rows_; }
+  /// The pinned dataset row, or -1.
+  int64_t pinnedRow() const { return pinned_row_; }
+  /// The selection panel's breakdown: one row per category of the selection
+  /// (name, count, percent), coloured as in the view.
+  QTableWidget* selectionBreakdown() const { return breakdown_; }
+  /// The column the breakdown counts: the categorical column colouring the
+  /// points, else the first categorical column; "" when there is none.
+  QString breakdownColumn() const;
+  /// The mean image of the selection (empty while none is selected or while
+  /// it is being computed; selectionMeanReady follows).
+  const std::vector<float>& selectionMean() const { return selection_mean_; }
   QString lastError() const { return last_error_; }
   QString statusText() const { return status_->text(); }
   QString progressText() const { return progress_label_->text(); }
@@ -144,6 +158,8 @@ class MainWindow : public QMainWindow {
   /// A warm-start preview is shown; embeddingShown follows with the exact result.
   void previewShown();
   void errorShown(const QString& message);
+  /// The selection's mean image is shown (selectionMean()).
+  void selectionMeanReady();
   void exportFinished(bool ok, const QStringList& files_or_error);
 
  protected:
@@ -200,6 +216,16 @@ class MainWindow : public QMainWindow {
   void update_spectrum();
   void on_view_selection();
   void show_selection();
+  /// The breakdown table and the mean image under the selection strip.
+  void build_selection_summary(QWidget* parent, QBoxLayout* layout);
+  void update_selection_summary();
+  void update_breakdown();
+  /// Averages the selected images: inline for a few, off the GUI thread for many.
+  void start_selection_mean();
+  void show_selection_mean(std::vector<float> mean);
+  /// The gallery's "Sort by" entries: every ψ of the embedding, every metadata column.
+  void update_sort_choices();
+  void sort_gallery(const QString& key);
   void on_hovered(qint64 embedded);
   void on_picked(qint64 embedded);
   void pin_row(int64_t row);
@@ -234,6 +260,12 @@ class MainWindow : public QMainWindow {
   bool trajectory_shown_ = false;     // the dock's tab is the one shown
   QListView* selection_view_;
   QLabel* selection_label_;
+  QLabel* breakdown_title_ = nullptr;
+  QTableWidget* breakdown_ = nullptr;
+  QLabel* mean_image_ = nullptr;
+  std::vector<float> selection_mean_;
+  QFutureWatcher<std::vector<float>> mean_watcher_;
+  std::shared_ptr<std::atomic<bool>> mean_cancel_;  // the running mean's: set when a newer selection supersedes it
 
   QComboBox* axis_[3];
   QCheckBox* planar_;

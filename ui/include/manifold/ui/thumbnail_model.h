@@ -24,8 +24,11 @@ class ThumbnailModel : public QAbstractListModel {
   explicit ThumbnailModel(QObject* parent = nullptr);
 
   void setDataset(std::shared_ptr<const LoadedDataset> dataset);
-  /// Shows only these dataset rows, in this order; `all` shows every row.
+  /// Shows only these dataset rows, in this order (a subset, or every row
+  /// sorted); showAllRows shows every row in dataset order.
   void setRows(std::vector<int64_t> rows);
+  /// The dataset rows shown, in order (empty in dataset order).
+  const std::vector<int64_t>& rows() const { return rows_; }
   void showAllRows();
   void setThumbnailSize(int pixels);
   int thumbnailSize() const { return size_; }
@@ -46,6 +49,7 @@ class ThumbnailModel : public QAbstractListModel {
 
   std::shared_ptr<const LoadedDataset> dataset_;
   std::vector<int64_t> rows_;
+  std::vector<int32_t> model_row_of_;  // dataset row -> model row (-1: not shown), in subset mode
   bool subset_ = false;
   int size_ = 64;
   bool log_scale_ = false;
