@@ -120,17 +120,21 @@ MetadataTable load_metadata_for(const std::vector<std::string>& specs, int64_t r
   return t;
 }
 
-/// The dataset a graph folder was built from, when a session.json beside it
-/// says (run writes one); "" otherwise.
-std::string data_of_graph_dir(const std::string& graph_dir) {
+/// The dataset a graph folder was built from: the session.json beside it
+/// (run writes one), else graph.json's "data" (knn records it); "" when
+/// neither says.
+std::string data_of_graph_dir(const std::string& graph_dir, const KnnGraph& graph) {
   const fs::path session = fs::path(graph_dir) / "session.json";
   std::error_code ec;
-  if (!fs::is_regular_file(session, ec)) return {};
-  try {
-    return read_session(session.string()).data;
-  } catch (const Error&) {
-    return {};
+  if (fs::is_regular_file(session, ec)) {
+    try {
+      return read_session(session.string()).data;
+    } catch (const Error&) {
+      // A broken session says nothing; graph.json may.
+    }
   }
+  const auto data = graph.extra.find("data");
+  return data != graph.extra.end() && data->is_string() ? data->get<std::string>() : std::string();
 }
 
 /// The one-line correlation summary, when there is metadata.
@@ -401,11 +405,13 @@ int cmd_embed(int argc, char** argv) {
   progress.stage("load graph", 1, "files");
   KnnGraph g = read_graph(graph_dir);
   progress.finish();
-  const MetadataTable metadata = load_metadata_for(metadata_specs, g.n, data_of_graph_dir(graph_dir));
+  const std::string data = data_of_graph_dir(graph_dir, g);
+  const MetadataTable metadata = load_metadata_for(metadata_specs, g.n, data);
   DiffusionResult r = diffusion_map(g, p, progress);
   progress.check_cancel();
-  write_embedding(out, r, p, graph_metadata(g), {{"graph_dir", fs::absolute(graph_dir).lexically_normal().string()}},
-                  &metadata);
+  nlohmann::json extra = {{"graph_dir", fs::absolute(graph_dir).lexically_normal().string()}};
+  if (!data.empty()) extra["data"] = data;  // trajectory reads the images from it
+  write_embedding(out, r, p, graph_metadata(g), extra, &metadata);
   report_warnings(r);
   if (!quiet) {
     print_summary(r, p, out);

@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/commands.h"
 #include "manifold/dataset.h"
@@ -12,6 +13,8 @@
 #endif
 
 namespace manifold::cli {
+
+namespace fs = std::filesystem;
 
 int cmd_info(int argc, char** argv) {
   Args a("info", {{"--dataset"}}, argc, argv, 2);
@@ -85,6 +88,9 @@ int cmd_knn(int argc, char** argv) {
   KnnGraph g = backend->build(ds, p, progress);
   if (!g.output_rank) return 0;
   progress.check_cancel();
+  // Where the rows came from: embed finds the metadata beside it, trajectory the images.
+  g.extra["data"] = fs::absolute(input).lexically_normal().string();
+  if (!ro.hdf5_dataset.empty()) g.extra["dataset"] = ro.hdf5_dataset;
   write_graph_folder(a.str("-o"), g, output);
   double total = 0;
   for (auto& [s, t] : g.timings)

@@ -196,19 +196,24 @@ TEST(CliTrajectory, BadInputGivesOneLineAndExitTwo) {
   EXPECT_FALSE(fs::exists(movie));
 }
 
-TEST(CliTrajectory, EmbeddingWithoutRecordedDataNeedsData) {
+TEST(CliTrajectory, KnnThenEmbedRecordTheDataAndAMissingOneAsksForData) {
   REQUIRE_CLI();
   TempDir t;
-  // knn then embed: neither graph.json nor embedding.json names the data.
+  // knn records the data in graph.json, embed passes it on to embedding.json.
   Dataset pts = testing_support::random_dataset(120, 6, 4);
   npy::write(t / "points.npy", pts.data(), {120, 2, 3});
   std::string err, out;
   ASSERT_EQ(run_cli("knn " + (t / "points.npy") + " -k 8 --quiet -o " + (t / "graph"), &err), 0) << err;
   ASSERT_EQ(run_cli("embed " + (t / "graph") + " --components 3 -o " + (t / "emb"), &err, &out), 0) << err;
+  ASSERT_EQ(run_cli("trajectory " + (t / "emb") + " --bins 4 -o " + (t / "found"), &err), 0) << err;
+  EXPECT_EQ(load_dataset(t / "found").rows(), 4);
+  // Data that moved away: one line asking for --data, nothing written.
+  fs::rename(t / "points.npy", t / "moved.npy");
   EXPECT_EQ(run_cli("trajectory " + (t / "emb") + " -o " + (t / "frames"), &err), 2);
   EXPECT_EQ(lines(err), 1) << err;
   EXPECT_NE(err.find("give --data FILE"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(t / "frames"));
+  fs::rename(t / "moved.npy", t / "points.npy");
 
   // With --data: 2 x 3 images, 12 bins of 10, enlarged x 16 (longer side 3 -> 48).
   ASSERT_EQ(run_cli("trajectory " + (t / "emb") + " --data " + (t / "points.npy") + " --bins 12 --coordinate 3 -o " +
