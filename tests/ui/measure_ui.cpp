@@ -1,9 +1,9 @@
 // Measurements for docs/ui.md and the report: frame time of the view with a
 // million points, picking and lasso cost, the hover image from a
 // memory-mapped stack of as many images, and re-embedding latency (parameter
-// change to the view updated) for 100,000 points. Run under xvfb-run like
-// the tests:
-//   measure_ui [VIEW_POINTS=1000000] [EMBED_POINTS=100000] [HOVER_IMAGES=VIEW_POINTS]
+// change to the view updated) for 100,000 points, and the gallery's
+// selection and sort at 70,000 images. Run under xvfb-run like the tests:
+//   measure_ui [VIEW_POINTS=1000000] [EMBED_POINTS=100000] [HOVER_IMAGES=VIEW_POINTS] [GALLERY_IMAGES=70000]
 // Prints one line per figure; asserts nothing (speed is measured, not tested).
 #include <QApplication>
 #include <QElapsedTimer>
@@ -267,6 +267,65 @@ void measure_reembed(int64_t n) {
   change("t 1 -> 3 (no eigensolve)", [&] { p->timeEditor()->setValue(3); });
 }
 
+// The gallery at n images of 28x28 with ten labels: Ctrl+A, a scattered
+// selection from the view (every other image: n/2 separate ranges), a sort
+// that keeps it, a click that replaces it, and the mean image on the worker.
+void measure_gallery(int64_t n) {
+  std::vector<float> values(static_cast<size_t>(n) * 784);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  for (float& v : values) v = u(rng);
+  Dataset d(n, 784, std::move(values));
+  d.item_shape = {28, 28};
+  for (int64_t i = 0; i < n; ++i) d.labels.push_back(static_cast<int32_t>((i * 7) % 10));
+  MainWindow w;
+  w.resize(1400, 900);
+  w.show();
+  if (!QTest::qWaitForWindowExposed(&w)) std::printf("the window was never exposed\n");
+  w.openDataset(adoptDataset(std::move(d), "gallery", "measure_ui", false), false);
+  QListView* gallery = w.datasetPanel()->gallery();
+  QApplication::processEvents();
+  auto timed = [](auto&& work) {
+    QElapsedTimer clock;
+    clock.start();
+    work();
+    QApplication::processEvents();  // the repaint of what changed
+    return static_cast<double>(clock.nsecsElapsed()) / 1e6;
+  };
+  auto wait_mean = [&] {
+    QElapsedTimer clock;
+    clock.start();
+    while (w.selectionMean().empty() && clock.elapsed() < 60000) QTest::qWait(1);
+    return static_cast<double>(clock.elapsed());
+  };
+  gallery->setFocus();
+  const double select_all = timed([&] { QTest::keyClick(gallery, Qt::Key_A, Qt::ControlModifier); });
+  const double mean_all = wait_mean();
+  std::vector<int64_t> every_other;
+  for (int64_t i = 0; i < n; i += 2) every_other.push_back(i);
+  const double scattered = timed([&] { w.setSelectedRows(every_other); });
+  wait_mean();
+  const QModelIndex second = gallery->model()->index(1, 0);
+  const double ctrl_click = timed([&] {
+    QTest::mouseClick(gallery->viewport(), Qt::LeftButton, Qt::ControlModifier, gallery->visualRect(second).center());
+  });
+  const size_t after_ctrl_click = w.selectedRows().size();
+  wait_mean();
+  const double sort = timed([&] { w.datasetPanel()->setSortKey(QStringLiteral("label")); });
+  const double unsort = timed([&] { w.datasetPanel()->setSortKey(QString()); });
+  const QModelIndex first = gallery->model()->index(0, 0);
+  const double click = timed([&] {
+    QTest::mouseClick(gallery->viewport(), Qt::LeftButton, {}, gallery->visualRect(first).center());
+  });
+  std::printf("gallery: %lld images of 28x28, ten labels (selection panel, breakdown and gallery updated)\n",
+              static_cast<long long>(n));
+  std::printf("  Ctrl+A in the gallery: %.0f ms; mean image of all on the worker: %.0f ms later\n", select_all, mean_all);
+  std::printf("  a selection of every other image from the view (%zu ranges): %.0f ms\n", every_other.size(), scattered);
+  std::printf("  a Ctrl-click adding one image to it: %.0f ms (%zu selected)\n", ctrl_click, after_ctrl_click);
+  std::printf("  sort by label keeping that selection: %.0f ms; back to dataset order: %.0f ms\n", sort, unsort);
+  std::printf("  a click replacing it with one image: %.0f ms\n", click);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -277,6 +336,9 @@ int main(int argc, char** argv) {
   const int64_t view_points = argc > 1 ? std::atoll(argv[1]) : 1000000;
   const int64_t embed_points = argc > 2 ? std::atoll(argv[2]) : 100000;
   const int64_t hover_images = argc > 3 ? std::atoll(argv[3]) : view_points;
+  const int64_t gallery_images = argc > 4 ? std::atoll(argv[4]) : 70000;
+  if (gallery_images > 0) measure_gallery(gallery_images);
+  std::fflush(stdout);
   if (view_points > 0) measure_view(view_points);
   std::fflush(stdout);
   if (hover_images > 0) measure_hover_image(hover_images);

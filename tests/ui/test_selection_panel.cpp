@@ -221,6 +221,13 @@ class TestSelectionPanel : public QObject {
     QVERIFY(worst_difference(w.selectionMean(), mean_of(ds->data, all)) < 1e-5);
     QCOMPARE(table->item(0, 1)->text(), QStringLiteral("134"));
     QCOMPARE(w.datasetPanel()->selectedRows(), all);
+    // Scattered rows (one range each) replace it exactly.
+    std::vector<int64_t> every_third;
+    for (int64_t r = 0; r < 400; r += 3) every_third.push_back(r);
+    w.setSelectedRows(every_third);
+    QCOMPARE(w.datasetPanel()->selectedRows(), every_third);
+    QCOMPARE(table->rowCount(), 1);  // every third row has label 0
+    QCOMPARE(table->item(0, 2)->text(), QStringLiteral("100.0"));
   }
 
   void sessionKeepsSelectionPinAndCamera() {

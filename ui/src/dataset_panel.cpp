@@ -52,7 +52,17 @@ void selectDatasetRows(QListView* view, const ThumbnailModel* model, const std::
     selection.append(QItemSelectionRange(model->index(model_rows[i]), model->index(model_rows[j - 1])));
     i = j;
   }
-  view->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
+  // A lasso of scattered points in a sorted gallery is tens of thousands of
+  // ranges. Replacing one selection by another in one call splits them
+  // against each other (quadratic); clearing first, then selecting
+  // into nothing, is linear. Quietly, then one repaint: the view's own
+  // response unites every range's rectangle into a region, quadratic too.
+  {
+    const QSignalBlocker quiet(view->selectionModel());
+    view->selectionModel()->clearSelection();
+    view->selectionModel()->select(selection, QItemSelectionModel::Select);
+  }
+  view->viewport()->update();
 }
 
 std::vector<int64_t> rowsSortedBy(const std::vector<double>& key) {
