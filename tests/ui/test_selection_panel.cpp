@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "manifold/npy.h"
+#include "manifold/session.h"
 #include "manifold/ui/dataset_panel.h"
 #include "manifold/ui/main_window.h"
 #include "manifold/ui/palette.h"
@@ -276,6 +277,25 @@ class TestSelectionPanel : public QObject {
     QCOMPARE(w2.datasetPanel()->selectedRows(), expected);
     const auto direction2 = w2.view()->viewDirection();
     for (int i = 0; i < 3; ++i) QVERIFY2(std::abs(direction2[i] - direction[i]) < 1e-6, "view direction");
+    // A hand-edited camera with no direction (at its focal point) and rows
+    // out of range are left out: the view frames the points as new.
+    Session edited = read_session(session.toStdString());
+    edited.view["camera"]["position"] = edited.view["camera"]["focal_point"];
+    edited.view["selection"] = {-5, 3, 300, 1000000};
+    edited.view["pinned"] = 300;
+    const QString session2 = dir.filePath("edited.json");
+    write_session(session2.toStdString(), edited);
+    MainWindow w3;
+    w3.show();
+    QSignalSpy shown3(&w3, &MainWindow::embeddingShown);
+    w3.openSession(session2);
+    QVERIFY(shown3.wait(60000));
+    QCOMPARE(w3.selectedRows(), (std::vector<int64_t>{3}));
+    QCOMPARE(w3.pinnedRow(), -1);
+    const auto framed = w3.view()->viewDirection();
+    QVERIFY(std::isfinite(framed[0]) && std::isfinite(framed[1]) && std::isfinite(framed[2]));
+    QVERIFY(std::abs(std::hypot(framed[0], framed[1], framed[2]) - 1) < 1e-9);
+
     // Not the default camera: the rotation was what came back.
     w2.view()->resetCamera();
     const auto fresh = w2.view()->viewDirection();

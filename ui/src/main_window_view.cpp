@@ -293,6 +293,13 @@ std::optional<CameraState> read_camera(const nlohmann::json& v) {
   if (!read_vector3(c, "position", state.position) || !read_vector3(c, "focal_point", state.focal_point) ||
       !read_vector3(c, "view_up", state.view_up))
     return std::nullopt;
+  // A camera at its focal point, or looking along its view-up, has no
+  // direction to look in: VTK would draw nothing sensible.
+  const std::array<double, 3> d{state.focal_point[0] - state.position[0], state.focal_point[1] - state.position[1],
+                                state.focal_point[2] - state.position[2]};
+  const std::array<double, 3>& u = state.view_up;
+  const double cross = std::hypot(d[1] * u[2] - d[2] * u[1], d[2] * u[0] - d[0] * u[2], d[0] * u[1] - d[1] * u[0]);
+  if (!(cross > 1e-12 * std::hypot(d[0], d[1], d[2]) * std::hypot(u[0], u[1], u[2]))) return std::nullopt;
   if (c.contains("parallel_scale") && c["parallel_scale"].is_number()) state.parallel_scale = c["parallel_scale"].get<double>();
   if (c.contains("view_angle") && c["view_angle"].is_number()) state.view_angle = c["view_angle"].get<double>();
   return state;
