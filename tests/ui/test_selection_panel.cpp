@@ -5,6 +5,7 @@
 // and camera come back with a session; all of it at Fashion-MNIST's 60,000
 // training images when they are there.
 #include <QDir>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -185,6 +186,16 @@ class TestSelectionPanel : public QObject {
     }
     panel->setSortKey(QString());
     for (int i = 0; i < model->rowCount(); ++i) QCOMPARE(model->datasetRow(i), static_cast<int64_t>(i));
+
+    // A re-embedding leaves a gallery in dataset order where it was scrolled.
+    QScrollBar* scroll = panel->gallery()->verticalScrollBar();
+    QTRY_VERIFY(scroll->maximum() > 0);
+    scroll->setValue(scroll->maximum() / 2);
+    const int scrolled = scroll->value();
+    shown.clear();
+    w.parameterPanel()->timeEditor()->setValue(2);
+    QVERIFY(shown.wait(60000));
+    QCOMPARE(scroll->value(), scrolled);
   }
 
   void breakdownAndMeanImage() {

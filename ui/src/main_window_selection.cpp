@@ -186,9 +186,13 @@ void MainWindow::update_sort_choices() {
   if (dataset_)
     for (const PointMetadata& meta : dataset_->metadata) choices.append({meta.name, meta.name});
   dataset_panel_->setSortChoices(choices);
-  // A kept sort is redone: a new embedding moves every ψ.
-  if (!dataset_panel_->sortKey().isEmpty()) sort_gallery(dataset_panel_->sortKey());
-  else dataset_panel_->setOrder({});
+  // A kept sort is redone: a new embedding moves every ψ. Dataset order is
+  // left alone (the gallery keeps its scroll position) unless a sort no
+  // longer offered has to be undone.
+  if (!dataset_panel_->sortKey().isEmpty())
+    sort_gallery(dataset_panel_->sortKey());
+  else if (!dataset_panel_->model()->rows().empty())
+    dataset_panel_->setOrder({});
 }
 
 void MainWindow::sort_gallery(const QString& key) {
