@@ -30,7 +30,7 @@ struct PointColours {
   bool cyclic = false;
   /// Categorical: the legend's name of each value (value -> name); the
   /// number itself where missing.
-  std::vector<std::pair<int, QString>> category_names;
+  std::vector<std::pair<int, QString>> category_names = {};
 };
 
 /// Where the camera stands: enough to put it back exactly (a session).
