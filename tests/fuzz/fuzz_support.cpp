@@ -10,6 +10,9 @@
 #include <iterator>
 #include <vector>
 
+#include "manifold/dataset.h"
+#include "manifold/error.h"
+
 namespace fs = std::filesystem;
 
 namespace fuzz {
@@ -34,6 +37,17 @@ std::string write_input(const uint8_t* data, size_t size, const std::string& suf
   }
   ::close(fd);
   return path;
+}
+
+int load_dataset_input(const uint8_t* data, size_t size, const std::string& suffix) {
+  const std::string path = write_input(data, size, suffix);
+  try {
+    manifold::Dataset ds = manifold::load_dataset(path);
+    volatile float sum = 0;
+    for (int64_t i = 0; i < ds.rows() * ds.cols(); ++i) sum = sum + ds.data()[i];
+  } catch (const manifold::Error&) {
+  }
+  return 0;
 }
 
 }  // namespace fuzz
