@@ -1,6 +1,8 @@
 // Colour maps from formulas in OKLab (see colour_maps.h).
 #include "manifold/ui/colour_maps.h"
 
+#include "manifold/ui/palette.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -12,11 +14,6 @@ constexpr double kTwoPi = 6.283185307179586;
 // The cyclic map: the largest constant lightness and chroma whose whole hue
 // circle stays inside sRGB.
 constexpr double kCyclicLightness = 0.75, kCyclicChroma = 0.12;
-// Categories: golden-angle hue steps (no two of the first codes share a
-// hue), lightness cycling through three levels so neighbours in hue differ
-// in lightness too, chroma capped well below the selection magenta's 0.32.
-constexpr double kGoldenAngle = 137.50776405003785, kFirstHue = 30.0, kCategoryChroma = 0.15;
-constexpr double kCategoryLightness[3] = {0.72, 0.55, 0.85};
 
 double toLinear(double c) { return c <= 0.04045 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4); }
 double toGamma(double c) { return c <= 0.0031308 ? 12.92 * c : 1.055 * std::pow(c, 1 / 2.4) - 0.055; }
@@ -33,12 +30,6 @@ void linearRgb(const OkLab& p, double rgb[3]) {
 }
 
 OkLab lch(double L, double C, double hue_radians) { return {L, C * std::cos(hue_radians), C * std::sin(hue_radians)}; }
-
-bool inGamut(const OkLab& p) {
-  double rgb[3];
-  linearRgb(p, rgb);
-  return std::all_of(rgb, rgb + 3, [](double c) { return c >= -1e-9 && c <= 1 + 1e-9; });
-}
 
 }  // namespace
 
@@ -86,13 +77,8 @@ std::vector<QColor> cyclicTable(int count) {
 }
 
 QColor categoricalColour(int code) {
-  if (code < 0) return QColor(150, 150, 150);
-  const double hue = std::fmod(kFirstHue + kGoldenAngle * code, 360.0) * (kTwoPi / 360.0);
-  const double L = kCategoryLightness[code % 3];
-  // The largest chroma up to the cap that stays inside sRGB at this hue and lightness.
-  double C = kCategoryChroma;
-  while (C > 0 && !inGamut(lch(L, C, hue))) C -= 0.002;
-  return fromOkLab(lch(L, std::max(C, 0.0), hue));
+  // One palette for the view, the legend and the metadata table (palette.h).
+  return code < 0 ? QColor(150, 150, 150) : categoryColour(code);
 }
 
 }  // namespace manifold::ui

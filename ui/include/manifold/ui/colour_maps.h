@@ -6,11 +6,9 @@
 //                     hue turning once, so equal angle steps are equal
 //                     colour steps and 0 meets 2 pi without a seam; every
 //                     colour lies inside sRGB (no clipping)
-//   categoricalColour categories: hue stepped by the golden angle from the
-//                     code, three lightness levels, chroma at most 0.15 —
-//                     a colour depends only on the code, so a category keeps
-//                     its colour in every subset; all stay at least 0.15
-//                     (OKLab) from the selection magenta (255, 0, 255)
+//   categoricalColour categories: palette.h's categoryColour (the view's),
+//                     grey for a missing code — a colour depends only on the
+//                     code, so a category keeps its colour in every subset
 #include <QColor>
 #include <vector>
 
