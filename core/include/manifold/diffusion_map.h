@@ -356,5 +356,9 @@ EmbeddingDiagnostics diagnose(const DiffusionResult& r, const std::vector<double
 /// [-1, 1]; +-1 when b = +-a + constant. Needs no mean direction, so it is
 /// well defined for angles spread uniformly over the circle.
 double circular_correlation(const std::vector<double>& a, const std::vector<double>& b);
+/// The same from the angles' sines and cosines (n each; 0 when a sample has
+/// no spread), for callers that have them without the angles.
+double circular_correlation(const double* sin_a, const double* cos_a, const double* sin_b, const double* cos_b,
+                            size_t n);
 
 }  // namespace manifold

@@ -1170,11 +1170,19 @@ std::vector<double> nystrom_extend(const DiffusionResult& r, const DiffusionPara
 
 double circular_correlation(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size() || a.size() < 2) throw UsageError("circular correlation: need two samples of equal size >= 2");
+  std::vector<double> sa(a.size()), ca(a.size()), sb(b.size()), cb(b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    sa[i] = std::sin(a[i]), ca[i] = std::cos(a[i]), sb[i] = std::sin(b[i]), cb[i] = std::cos(b[i]);
+  return circular_correlation(sa.data(), ca.data(), sb.data(), cb.data(), a.size());
+}
+
+double circular_correlation(const double* sin_a, const double* cos_a, const double* sin_b, const double* cos_b,
+                            size_t n) {
   // Fisher-Lee: sum_ij sin(a_i - a_j) sin(b_i - b_j) over all pairs, expanded
   // into sums over single points (O(N) instead of O(N^2)).
   double sasb = 0, cacb = 0, sacb = 0, casb = 0, sa2 = 0, ca2 = 0, saca = 0, sb2 = 0, cb2 = 0, sbcb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double sa = std::sin(a[i]), ca = std::cos(a[i]), sb = std::sin(b[i]), cb = std::cos(b[i]);
+  for (size_t i = 0; i < n; ++i) {
+    const double sa = sin_a[i], ca = cos_a[i], sb = sin_b[i], cb = cos_b[i];
     sasb += sa * sb, cacb += ca * cb, sacb += sa * cb, casb += ca * sb;
     sa2 += sa * sa, ca2 += ca * ca, saca += sa * ca;
     sb2 += sb * sb, cb2 += cb * cb, sbcb += sb * cb;

@@ -108,18 +108,8 @@ struct Circle {
   std::vector<double> s, c;
 };
 
-/// Fisher-Lee's rho = sum_ij sin(a_i - a_j) sin(b_i - b_j) / sqrt(...) over
-/// all pairs, expanded into single sums of the sines and cosines (O(N)).
 double fisher_lee_of(const Circle& a, const Circle& b) {
-  double sasb = 0, cacb = 0, sacb = 0, casb = 0, sa2 = 0, ca2 = 0, saca = 0, sb2 = 0, cb2 = 0, sbcb = 0;
-  for (size_t i = 0; i < a.s.size(); ++i) {
-    const double sa = a.s[i], ca = a.c[i], sb = b.s[i], cb = b.c[i];
-    sasb += sa * sb, cacb += ca * cb, sacb += sa * cb, casb += ca * sb;
-    sa2 += sa * sa, ca2 += ca * ca, saca += sa * ca;
-    sb2 += sb * sb, cb2 += cb * cb, sbcb += sb * cb;
-  }
-  const double den = std::sqrt((sa2 * ca2 - saca * saca) * (sb2 * cb2 - sbcb * sbcb));
-  return den > 0 ? (sasb * cacb - sacb * casb) / den : 0.0;
+  return circular_correlation(a.s.data(), a.c.data(), b.s.data(), b.c.data(), a.s.size());
 }
 
 /// The best Fisher-Lee pair atan2(psi_j', psi_i') for the angle and twice
