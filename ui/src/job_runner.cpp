@@ -267,8 +267,8 @@ void JobRunner::start(const RunParameters& params) {
         };
         if (warm) {
           // A solve that runs long enough shows its 1e-6 iterate on the way
-          // (bench/diffusion/README.md: the eigenvectors already agree with
-          // the exact ones to |cos| > 1 - 1e-9 there).
+          // (bench/diffusion/RESULTS.md, the re-embedding table: its
+          // eigenvectors agree with the exact ones to |cos| within ~1e-9 of 1).
           RediffusePreview on_the_way;
           on_the_way.show = show_preview;
           DiffusionResult r = rediffuse(*graph, dp, *previous->result, progress, 0, &on_the_way);
@@ -282,8 +282,7 @@ void JobRunner::start(const RunParameters& params) {
           }
         }
         // The exact solve starts cold, as the CLI's does, so the two agree to
-        // the last bit (starting from the preview saves only ~10% of the
-        // mat-vecs, bench/diffusion/README.md).
+        // the last bit.
         if (!exact) exact = std::make_shared<DiffusionResult>(diffusion_map(*graph, dp, progress));
         outcome->result = std::move(exact);
         outcome->embed_seconds = seconds_since(t1);
