@@ -42,6 +42,7 @@ int cmd_simulate(int argc, char** argv) {
   const std::string out = a.str("-o");
   if (!(out.size() > 4 && (out.ends_with(".npy") || out.ends_with(".cxi"))))
     throw UsageError("-o " + out + ": the output must end in .npy or .cxi");
+  if (std::filesystem::is_directory(out)) throw UsageError(out + ": is a folder (-o names the .npy or .cxi file to write)");
   DiffractionParams p;
   p.count = a.integer("--count", 0, 1, INT64_MAX);
   p.size = static_cast<int>(a.integer("--size", p.size, 2, 4096));

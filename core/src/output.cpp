@@ -104,6 +104,30 @@ fs::path target_of(const std::string& dir) {
   return p;
 }
 
+// Where the process's working directory (the user's shell's, for the CLI)
+// lies relative to an output folder. A result swapped into the working
+// directory's place would leave the shell in the old, deleted folder; one
+// written over a folder above it would replace or remove the folder the
+// user is in.
+enum class WorkingDirectory { Outside, Is, Below };
+
+WorkingDirectory working_directory_in(const fs::path& target) {
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
+  if (ec) return WorkingDirectory::Outside;
+  if (cwd == target) return WorkingDirectory::Is;
+  const std::string t = target.string(), c = cwd.string();
+  if (c.size() > t.size() && c.compare(0, t.size(), t) == 0 && (t.back() == '/' || c[t.size()] == '/'))
+    return WorkingDirectory::Below;
+  return WorkingDirectory::Outside;
+}
+
+void refuse_folder_above_working_directory(const std::string& dir, const fs::path& target) {
+  if (working_directory_in(target) == WorkingDirectory::Below)
+    throw UsageError(dir + ": holds the current folder; a result there would replace the folder you are in "
+                           "(choose another folder, or write into the current folder itself)");
+}
+
 void (*g_fault_hook)(const char*) = nullptr;
 void fault_point(const char* step) {
   if (g_fault_hook) g_fault_hook(step);
@@ -268,6 +292,7 @@ void OutputTransaction::commit() {
     fault_point("staged");
     for (const auto& n : names_) move_file(staging / n, target / n, (fs::path(dir_) / n).string());
   } else {
+    refuse_folder_above_working_directory(dir_, target);
     const std::vector<std::string> keep = exists ? kept_files(target, names_) : std::vector<std::string>{};
     if (exists && !options_.overwrite)
       if (const auto foreign = foreign_entries(target, names_); !foreign.empty()) refuse_foreign(dir_, foreign);
@@ -282,12 +307,14 @@ void OutputTransaction::commit() {
       if (::rename(staging_.c_str(), target.c_str()) != 0)
         throw Error(dir_ + ": cannot move output into place (" + std::strerror(errno) + ")");
       staging_.clear();  // it is the result now
-    } else if (staging_beside_ && ::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+    } else if (staging_beside_ && working_directory_in(target) == WorkingDirectory::Outside &&
+               ::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
       fault_point("swapped");  // the staging path now holds the previous result
     } else {
-      // No atomic exchange here (the folder is a mount point or the current
-      // directory, or the file system lacks it): file by file, then what the
-      // new result does not hold goes.
+      // No atomic exchange here (the folder is the working directory, which
+      // must stay the folder the user is in, or a mount point, or the file
+      // system lacks it): file by file, then what the new result does not
+      // hold goes.
       for (const auto& n : names_) move_file(staging / n, target / n, (fs::path(dir_) / n).string());
       for (const auto& e : entries_of(target))
         if (!contains(names_, e) && !contains(keep, e)) fs::remove_all(target / e, ec);
@@ -315,6 +342,7 @@ void check_output_dir(const std::string& dir) {
 void check_output_dir(const std::string& dir, const std::vector<std::string>& names, const OutputOptions& options) {
   check_output_dir(dir);
   std::error_code ec;
+  if (is_result(names)) refuse_folder_above_working_directory(dir, target_of(dir));
   if (options.overwrite || !is_result(names) || !fs::is_directory(dir, ec)) return;
   if (const auto foreign = foreign_entries(target_of(dir), names); !foreign.empty()) refuse_foreign(dir, foreign);
 }

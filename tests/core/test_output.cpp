@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -250,6 +251,77 @@ TEST(CliOutput, KnnIntoAnotherCommandsFolderIsRefusedUnlessOverwrite) {
   std::ofstream(t / "file") << "x";
   EXPECT_EQ(run_cli("knn " + (t / "a.npy") + " -k 4 -q -o " + (t / "file"), &err), 2);
   EXPECT_EQ(lines(err), 1) << err;
+}
+
+// Runs the CLI from the folder `cwd` (the child inherits the working directory).
+int run_cli_in(const std::string& cwd, const std::string& args, std::string* err) {
+  const fs::path before = fs::current_path();
+  fs::current_path(cwd);
+  const int status = run_cli(args, err);
+  fs::current_path(before);
+  return status;
+}
+
+// `-o .`: the folder the user's shell is in must stay that folder (swapping a
+// new one into its place left the shell in the swapped-away, deleted one).
+TEST(CliOutput, KnnIntoTheCurrentFolderWritesItInPlace) {
+  REQUIRE_CLI();
+  TempDir t;
+  save(random_dataset(30, 4, 1), t / "x.npy");
+  std::string err;
+  ASSERT_EQ(run_cli("knn " + (t / "x.npy") + " -k 4 -q -o " + (t / "o"), &err), 0) << err;
+  struct stat before {};
+  ASSERT_EQ(::stat((t / "o").c_str(), &before), 0);
+  ASSERT_EQ(run_cli_in(t / "o", "knn ../x.npy -k 3 -q -o .", &err), 0) << err;
+  struct stat after {};
+  ASSERT_EQ(::stat((t / "o").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the current folder was replaced by another";
+  EXPECT_EQ(read_graph(t / "o").k, 3);
+  EXPECT_EQ(entries(t / "o"), (std::set<std::string>{"indices.npy", "distances.npy", "graph.json"}));
+  // An embedding written into the current folder keeps the graph beside it.
+  ASSERT_EQ(run_cli_in(t / "o", "embed . --components 2 -q -o .", &err), 0) << err;
+  ASSERT_EQ(::stat((t / "o").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_TRUE(entries(t / "o").count("embedding.npy") && entries(t / "o").count("graph.json"));
+}
+
+// A folder above the current one: any result there would replace or remove
+// the folder the user is in, with or without --overwrite.
+TEST(CliOutput, AFolderAboveTheCurrentOneIsRefused) {
+  REQUIRE_CLI();
+  TempDir t;
+  save(random_dataset(30, 4, 1), t / "x.npy");
+  std::string err;
+  ASSERT_EQ(run_cli("knn " + (t / "x.npy") + " -k 4 -q -o " + (t / "o"), &err), 0) << err;
+  fs::create_directories(t / "o/sub");
+  const auto before = entries(t / "o");
+  for (const std::string extra : {"", " --overwrite"}) {
+    EXPECT_EQ(run_cli_in(t / "o/sub", "knn ../../x.npy -k 3 -q -o .." + extra, &err), 2) << extra;
+    EXPECT_EQ(lines(err), 1) << err;
+    EXPECT_NE(err.find("current folder"), std::string::npos) << err;
+    EXPECT_EQ(entries(t / "o"), before);
+    EXPECT_EQ(read_graph(t / "o").k, 4);
+  }
+  EXPECT_TRUE(fs::is_directory(t / "o/sub"));
+}
+
+// simulate writes a file: an existing folder named like one is a bad
+// argument, refused before the simulation.
+TEST(CliOutput, SimulateIntoAFolderIsABadArgument) {
+  REQUIRE_CLI();
+  TempDir t;
+  std::ofstream(t / "two.pdb") << "ATOM      1  N   MET A   1      27.340  24.430   2.614  1.00  9.67           N  \n"
+                                  "ATOM      2  CA  MET A   1      26.266  25.413   2.842  1.00 10.38           C  \n";
+  std::string err;
+  ASSERT_EQ(run_cli("simulate diffraction --pdb " + (t / "two.pdb") + " --count 2 --size 8 -q -o " + (t / "ok.npy"), &err), 0)
+      << err;
+  for (const std::string name : {"f.npy", "f.cxi"}) {
+    fs::create_directories(t / name);
+    EXPECT_EQ(run_cli("simulate diffraction --pdb " + (t / "two.pdb") + " --count 2 --size 8 -q -o " + (t / name), &err), 2);
+    EXPECT_EQ(lines(err), 1) << err;
+    EXPECT_NE(err.find(t / name), std::string::npos) << err;
+    EXPECT_TRUE(fs::is_empty(t / name));
+  }
 }
 
 TEST(CliOutput, SubmitRefusesAFolderOfOtherFilesBeforeQueueing) {

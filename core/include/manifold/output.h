@@ -3,7 +3,9 @@
 // embedding.json) is one unit: its files are written into a new hidden folder
 // beside it, completed, and swapped into place by commit(), so the folder
 // holds either the whole previous result or the whole new one, never a mix,
-// even after kill -9. Other file sets (simulated patterns written into a
+// even after kill -9. The working directory itself is written in place, file
+// by file (it must stay the folder the user's shell is in), and a result over
+// a folder above it is refused. Other file sets (simulated patterns written into a
 // folder of other files) are renamed into place file by file.
 //
 // While the transaction lives it holds an exclusive lock (flock on a hidden
@@ -37,7 +39,8 @@ class OutputTransaction {
   std::string path(const std::string& name);
   /// Puts the written files in place. For a result folder: refuses (UsageError)
   /// a folder holding anything but a previous result of the same kind unless
-  /// options.overwrite; an embedding written beside a graph keeps the graph.
+  /// options.overwrite, and a folder above the working directory; an
+  /// embedding written beside a graph keeps the graph.
   void commit();
   const std::string& dir() const { return dir_; }
 
@@ -60,7 +63,8 @@ class OutputTransaction {
 /// directory: it exists as a non-directory (UsageError), or its parent is not writable.
 void check_output_dir(const std::string& dir);
 /// The same, and for a result made of the files `names`: refuses (UsageError,
-/// one line) a folder that holds anything else unless options.overwrite.
+/// one line) a folder that holds anything else unless options.overwrite, and
+/// a folder above the working directory.
 void check_output_dir(const std::string& dir, const std::vector<std::string>& names, const OutputOptions& options);
 
 /// The path a message should name for `path`: a file being written by a live
