@@ -45,51 +45,30 @@ int cmd_cluster(int argc, char** argv) {
   // The graph kept beside the embedding: its connected components are
   // clusters already (the diffusion map embeds only the largest).
   const int64_t n = total_points(e);
-  std::vector<int32_t> components(static_cast<size_t>(n), 0);
-  int separate = 1;
+  std::vector<int32_t> components;
   if (fs::exists(fs::path(dir) / "graph.json")) {
     components = graph_components(read_graph(dir));
     if (static_cast<int64_t>(components.size()) != n)
       throw Error(dir + ": the graph holds " + std::to_string(components.size()) + " points, the embedding " +
                   std::to_string(n));
-    separate = 1 + *std::max_element(components.begin(), components.end());
   }
-
-  // K: given, or the components (when several), or the eigengap among the
-  // first --max-clusters eigenvalues of the one embedded.
+  EmbeddingClusteringParams cp;
   const int max_clusters = static_cast<int>(a.integer("--max-clusters", 10, 2, 1000));
-  const bool estimated = !a.has("--clusters");
-  const int total = estimated ? (separate > 1 ? separate : eigengap_clusters(e.eigenvalues, max_clusters))
-                              : static_cast<int>(a.integer("--clusters", 0, 1, 1000000));
-  if (total < separate)
-    throw UsageError("--clusters " + std::to_string(total) + ": the k-NN graph in " + dir + " already falls into " +
-                     std::to_string(separate) + " separate components");
-  KMeansParams kp;
-  kp.clusters = total - separate + 1;  // clusters of the embedded component
-  // K pieces are told apart by the first K - 1 nontrivial coordinates.
-  const int m = static_cast<int>(a.integer("--coordinates", std::max(1, kp.clusters - 1), 1, 1000000));
-  if (m > e.m)
-    throw UsageError("--coordinates " + std::to_string(m) + ": " + dir + " holds " + std::to_string(e.m) +
-                     " coordinates");
-  kp.restarts = static_cast<int>(a.integer("--restarts", kp.restarts, 1, 100000));
-  kp.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
-  validate(kp, e.n);
-
-  std::vector<double> x(static_cast<size_t>(e.n) * m);
-  for (int64_t i = 0; i < e.n; ++i)
-    for (int j = 0; j < m; ++j) x[static_cast<size_t>(i * m + j)] = e.coordinates[static_cast<size_t>(i * e.m + j)];
-  const KMeansResult r = kmeans(x.data(), e.n, m, kp);
-
-  // One label per data point: k-means clusters of the embedded points first,
-  // then one per other component; -1 for points of the embedded component
-  // left out (joined only by negligible weights).
-  std::vector<int32_t> labels(static_cast<size_t>(n), -1);
-  for (size_t i = 0; i < components.size(); ++i)
-    if (components[i] > 0) labels[i] = kp.clusters + components[i] - 1;
-  for (int64_t i = 0; i < e.n; ++i) labels[static_cast<size_t>(e.point_index[static_cast<size_t>(i)])] = r.labels[static_cast<size_t>(i)];
-  std::vector<int64_t> sizes(static_cast<size_t>(total), 0);
-  for (int32_t l : labels)
-    if (l >= 0) ++sizes[static_cast<size_t>(l)];
+  cp.max_clusters = max_clusters;
+  if (a.has("--clusters")) cp.clusters = static_cast<int>(a.integer("--clusters", 0, 1, 1000000));
+  if (a.has("--coordinates")) cp.coordinates = static_cast<int>(a.integer("--coordinates", 1, 1, 1000000));
+  cp.restarts = static_cast<int>(a.integer("--restarts", cp.restarts, 1, 100000));
+  cp.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
+  EmbeddingClustering c;
+  try {
+    c = cluster_embedding(e.coordinates.data(), e.n, e.m, e.point_index.data(), e.eigenvalues, components, n, cp);
+  } catch (const UsageError& err) {
+    throw UsageError(std::string(err.what()) + " (" + dir + ")");
+  }
+  const bool estimated = cp.clusters == 0;
+  const std::vector<int32_t>& labels = c.labels;
+  const std::vector<int64_t>& sizes = c.sizes;
+  const int total = c.clusters, separate = c.graph_components, m = c.coordinates;
   nlohmann::json gaps = nlohmann::json::array();
   for (int k = 2; k <= std::min<int>(max_clusters, static_cast<int>(e.eigenvalues.size()) - 1); ++k)
     gaps.push_back({{"clusters", k}, {"gap", e.eigenvalues[static_cast<size_t>(k - 1)] - e.eigenvalues[static_cast<size_t>(k)]}});
@@ -100,13 +79,13 @@ int cmd_cluster(int argc, char** argv) {
                                {"clusters", total},
                                {"clusters_from", !estimated ? "--clusters" : separate > 1 ? "graph components" : "eigengap"},
                                {"graph_components", separate},
-                               {"kmeans_clusters", kp.clusters},
+                               {"kmeans_clusters", c.kmeans_clusters},
                                {"eigengaps", gaps},
                                {"coordinates", m},
-                               {"restarts", kp.restarts},
-                               {"seed", kp.seed},
+                               {"restarts", cp.restarts},
+                               {"seed", cp.seed},
                                {"sizes", sizes},
-                               {"inertia", r.inertia},
+                               {"inertia", c.inertia},
                                {"points", n},
                                {"points_clustered", e.n},
                                {"labels", "FILE.npy: int32 per data point; 0..K-1 (k-means clusters of the embedded "
@@ -121,7 +100,7 @@ int cmd_cluster(int argc, char** argv) {
     std::printf("%d clusters (%s) of %lld points, sizes", total,
                 !estimated ? "given" : separate > 1 ? "graph components" : "eigengap", static_cast<long long>(n));
     for (int64_t s : sizes) std::printf(" %lld", static_cast<long long>(s));
-    if (kp.clusters > 1) std::printf("; k-means on dc1..dc%d", m);
+    if (c.kmeans_clusters > 1) std::printf("; k-means on dc1..dc%d", m);
     std::printf(" -> %s\n", out.c_str());
   }
   return 0;

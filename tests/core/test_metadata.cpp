@@ -5,6 +5,7 @@
 #include <hdf5.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -276,6 +277,17 @@ TEST(Metadata, CxiDatasetsByPath) {
   EXPECT_EQ(cols[0].kind, MetadataKind::Categorical);
   EXPECT_EQ(cols[0].categories, (std::vector<std::string>{"hit", "miss", "no"}));
   EXPECT_EQ(cols[0].codes, (std::vector<int32_t>{0, 1, 2, 0, 0}));
+
+  // The GUI offers every dataset of N rows, wherever it is; the 3-D images are not one.
+  const auto of_five = hdf5_datasets_of_length(t / "s.cxi", 5);
+  for (const char* p : {"/entry_1/sample_1/hit", "/entry_1/sample_1/orientation_quaternion",
+                        "/entry_1/sample_1/rotation_angle"})
+    EXPECT_NE(std::find(of_five.begin(), of_five.end(), p), of_five.end()) << p;
+  EXPECT_EQ(std::find(of_five.begin(), of_five.end(), "/entry_1/data_1/data"), of_five.end());
+  EXPECT_TRUE(std::is_sorted(of_five.begin(), of_five.end()));
+  EXPECT_TRUE(hdf5_datasets_of_length(t / "s.cxi", 4).empty());
+  EXPECT_NE(message_of([&] { hdf5_datasets_of_length(t / "none.h5", 5); }).find("none.h5: cannot open"),
+            std::string::npos);
 }
 
 TEST(Metadata, IdxLabelsSynthetic) {

@@ -48,6 +48,41 @@ std::vector<int32_t> graph_components(const KnnGraph& graph);
 /// lambda_0 = 1 first). Needs at least 3 eigenvalues.
 int eigengap_clusters(const std::vector<double>& eigenvalues, int max_clusters);
 
+/// Clustering of an embedding as `manifold cluster` does it. K is given, or
+/// the number of graph components when the k-NN graph falls into several,
+/// or the eigengap's. Components other than the embedded one (the largest)
+/// are a cluster each; k-means splits the embedded one into the rest, on its
+/// first `coordinates` diffusion coordinates (K pieces are told apart by the
+/// first K - 1 nontrivial ones, the default).
+struct EmbeddingClusteringParams {
+  int clusters = 0;       ///< K; 0 = estimated
+  int coordinates = 0;    ///< m; 0 = K - 1 of the embedded component (at least 1)
+  int max_clusters = 10;  ///< the eigengap looks at K in [2, max_clusters]
+  int restarts = 10;
+  uint64_t seed = 1;
+};
+struct EmbeddingClustering {
+  /// One per data point: 0..K-1 (k-means clusters of the embedded component,
+  /// then one per other graph component); -1 for a point of the embedded
+  /// component left out of the embedding.
+  std::vector<int32_t> labels;
+  int clusters = 0;
+  std::string clusters_from;  ///< "given", "graph components" or "eigengap"
+  int graph_components = 1;
+  int kmeans_clusters = 1;    ///< clusters k-means made of the embedded component
+  int coordinates = 0;        ///< m used by k-means
+  std::vector<int64_t> sizes; ///< K
+  double inertia = 0;
+};
+/// `coordinates` are the n x m_all embedded points (row-major), point e being
+/// data point point_index[e]; `eigenvalues` descend from lambda_0 = 1;
+/// `components` labels every data point by graph_components() (empty: one
+/// component). UsageError naming --clusters or --coordinates for a K below
+/// the component count or an m beyond m_all.
+EmbeddingClustering cluster_embedding(const double* coordinates, int64_t n, int m_all, const int64_t* point_index,
+                                      const std::vector<double>& eigenvalues, const std::vector<int32_t>& components,
+                                      int64_t points, const EmbeddingClusteringParams& params);
+
 /// Agreement of cluster labels with true classes: the best one-to-one match
 /// of clusters to classes (exhaustive over permutations, K <= 8), the fraction
 /// of points it gets right, and the confusion matrix (rows = classes,

@@ -109,6 +109,12 @@ std::string class_names_beside(const std::string& label_file);
 /// absolute paths in name order; empty when the file or group is not there.
 std::vector<std::string> hdf5_datasets_in(const std::string& path, const std::string& group);
 
+/// Every 1-D or 2-D dataset of the HDF5 file `path` whose first dimension is
+/// `rows` (the candidates for a metadata column), as absolute paths in name
+/// order, wherever they are in the file. Throws Error naming a file HDF5
+/// cannot open.
+std::vector<std::string> hdf5_datasets_of_length(const std::string& path, int64_t rows);
+
 /// Metadata files found beside the dataset `data_path` (see above), in that order.
 std::vector<MetadataSpec> discover_metadata(const std::string& data_path);
 

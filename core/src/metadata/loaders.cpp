@@ -527,6 +527,40 @@ std::vector<std::string> hdf5_datasets_in(const std::string& path, const std::st
   return names;
 }
 
+namespace {
+
+struct LengthSearch {
+  hsize_t rows;
+  std::vector<std::string> paths;
+};
+
+/// H5Lvisit's callback: `name` (a path below the root) when it is a 1-D or
+/// 2-D dataset of `rows` rows.
+herr_t collect_dataset_of_length(hid_t root, const char* name, const H5L_info_t* info, void* out) {
+  if (info->type != H5L_TYPE_HARD) return 0;  // a soft or external link names a dataset found elsewhere
+  auto* search = static_cast<LengthSearch*>(out);
+  H5Handle object(H5Oopen(root, name, H5P_DEFAULT), H5Oclose);
+  if (!object.ok() || H5Iget_type(object.get()) != H5I_DATASET) return 0;
+  H5Handle space(H5Dget_space(object.get()), H5Sclose);
+  const int nd = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (nd != 1 && nd != 2) return 0;
+  hsize_t dims[2] = {0, 0};
+  H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+  if (dims[0] == search->rows) search->paths.push_back(std::string("/") + name);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> hdf5_datasets_of_length(const std::string& path, int64_t rows) {
+  QuietHdf5 quiet;
+  H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.ok()) fail(path, "cannot open as HDF5");
+  LengthSearch search{static_cast<hsize_t>(rows), {}};
+  H5Lvisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset_of_length, &search);
+  return search.paths;
+}
+
 std::vector<MetadataColumn> load_metadata_file(const MetadataSpec& spec) {
   const std::string name = lower(fs::path(spec.file).filename().string());
   if (ends_with(name, ".npy")) return load_npy(spec);
