@@ -5,12 +5,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "manifold/embedding_io.h"
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
 #include "manifold/npy.h"
+#include "manifold/output.h"
 
 namespace fs = std::filesystem;
 
@@ -28,9 +30,28 @@ bool has_suffix(const QString& path, const char* suffix) { return path.endsWith(
 
 }  // namespace
 
-void exportGraphDirectory(const QString& dir, const KnnGraph& graph, int k) {
+const std::vector<std::string>& graphFolderFiles() {
+  static const std::vector<std::string> files{"indices.npy", "distances.npy", "graph.json"};
+  return files;
+}
+
+const std::vector<std::string>& embeddingFolderFiles() {
+  static const std::vector<std::string> files{"eigenvalues.npy", "embedding.npy", "point_index.npy",
+                                              "embedding.csv",   "embedding.vtp", "embedding.json"};
+  return files;
+}
+
+// write_graph's files, in a transaction that may replace a folder of other files.
+void exportGraphDirectory(const QString& dir, const KnnGraph& graph, int k, bool overwrite) {
   if (k < 1 || k > graph.k) k = graph.k;
-  write_graph(dir.toStdString(), k == graph.k ? graph : graph.sliced(k));
+  std::optional<KnnGraph> sliced;
+  if (k != graph.k) sliced = graph.sliced(k);
+  const KnnGraph& g = sliced ? *sliced : graph;
+  OutputTransaction tx(dir.toStdString(), {.overwrite = overwrite});
+  npy::write(tx.path("indices.npy"), g.indices.data(), {g.n, g.k});
+  npy::write(tx.path("distances.npy"), g.distances.data(), {g.n, g.k});
+  write_text_file(tx.path("graph.json"), graph_metadata(g).dump(2) + "\n");
+  tx.commit();
 }
 
 void exportGraphMatrixMarket(const QString& qpath, const KnnGraph& graph, int k) {
@@ -103,8 +124,12 @@ SparseTriplets readMatrixMarket(const QString& qpath) {
   return t;
 }
 
+bool isEmbeddingFolderPath(const QString& path) {
+  return !has_suffix(path, ".npy") && !has_suffix(path, ".csv") && !has_suffix(path, ".vtp");
+}
+
 QStringList exportEmbedding(const QString& path, const DiffusionResult& r, const DiffusionParams& params,
-                            const nlohmann::json& graph_metadata) {
+                            const nlohmann::json& graph_metadata, bool overwrite) {
   const std::string p = path.toStdString();
   const auto names = coordinate_names(r.m);
   bool identity = static_cast<int64_t>(r.point_index.size()) == r.n;
@@ -127,11 +152,11 @@ QStringList exportEmbedding(const QString& path, const DiffusionResult& r, const
     write_vtp(p, r.n, r.m, r.coordinates.data(), r.point_index.data(), names);
     return {path};
   }
-  write_embedding(p, r, params, graph_metadata);
+  OutputTransaction tx(p, {.overwrite = overwrite});
+  write_embedding_files(tx, r, params, graph_metadata);
+  tx.commit();
   QStringList files;
-  for (const char* f : {"eigenvalues.npy", "embedding.npy", "point_index.npy", "embedding.csv", "embedding.vtp",
-                        "embedding.json"})
-    files << path + "/" + f;
+  for (const auto& f : embeddingFolderFiles()) files << path + "/" + QString::fromStdString(f);
   return files;
 }
 

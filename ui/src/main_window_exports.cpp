@@ -1,14 +1,65 @@
 // The main window's exports: each runs off the GUI thread and reports
 // through exportFinished.
+#include <QDir>
+#include <QMessageBox>
+#include <QPushButton>
 #include <QSaveFile>
 #include <QtConcurrent/QtConcurrent>
 
+#include <algorithm>
+
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
+#include "manifold/output.h"
 #include "manifold/ui/exporters.h"
 #include "manifold/ui/main_window.h"
 
 namespace manifold::ui {
+namespace {
+
+// Whether the result folder `dir` would be refused only for holding files
+// that are not a previous result of this kind (what --overwrite answers on
+// the command line). Any other problem (not a folder, not writable) is left
+// for the export to report.
+bool needs_overwrite(const QString& dir, const std::vector<std::string>& files) {
+  try {
+    check_output_dir(dir.toStdString(), files, {.overwrite = true});
+  } catch (const Error&) {
+    return false;
+  }
+  try {
+    check_output_dir(dir.toStdString(), files, {});
+    return false;
+  } catch (const UsageError&) {
+    return true;
+  }
+}
+
+// Asks before an export replaces a folder of other files. Returns false when
+// the user keeps the folder; sets *overwrite when they chose to replace it.
+bool confirm_replacing(QWidget* parent, const QString& dir, const std::vector<std::string>& files, bool* overwrite) {
+  *overwrite = false;
+  if (!needs_overwrite(dir, files)) return true;
+  QStringList others;
+  for (const QString& e : QDir(dir).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot, QDir::Name))
+    if (std::find(files.begin(), files.end(), e.toStdString()) == files.end()) others << e;
+  QString list = QStringList(others.mid(0, 4)).join(QStringLiteral(", "));
+  if (others.size() > 4) list += QObject::tr(" and %1 more").arg(others.size() - 4);
+  QMessageBox box(QMessageBox::Question, QObject::tr("Replace folder?"),
+                  QObject::tr("Replace the contents of %1?").arg(QDir::toNativeSeparators(dir)),
+                  QMessageBox::Yes | QMessageBox::Cancel, parent);
+  box.setObjectName(QStringLiteral("replaceFolderQuestion"));
+  box.setInformativeText(QObject::tr("It holds files that are not a previous export of this kind (%1). "
+                                     "Replacing deletes them.")
+                             .arg(list));
+  box.button(QMessageBox::Yes)->setText(QObject::tr("Replace"));
+  box.setDefaultButton(QMessageBox::Cancel);
+  if (box.exec() != QMessageBox::Yes) return false;
+  *overwrite = true;
+  return true;
+}
+
+}  // namespace
 
 void MainWindow::start_export(const QString& what, std::function<QStringList()> work) {
   if (export_watcher_.isRunning()) {
@@ -44,11 +95,18 @@ void MainWindow::exportGraph(const QString& path) {
       exportGraphMatrixMarket(path, *graph, k);
       return QStringList{path};
     });
-  else
-    start_export(tr("the graph"), [graph, k, path] {
-      exportGraphDirectory(path, *graph, k);
+  else {
+    bool overwrite = false;
+    if (!confirm_replacing(this, path, graphFolderFiles(), &overwrite)) {
+      status_->setText(tr("Export cancelled: %1 was left as it was.").arg(path));
+      Q_EMIT exportFinished(false, {status_->text()});
+      return;
+    }
+    start_export(tr("the graph"), [graph, k, path, overwrite] {
+      exportGraphDirectory(path, *graph, k, overwrite);
       return QStringList{path + "/indices.npy", path + "/distances.npy", path + "/graph.json"};
     });
+  }
 }
 
 void MainWindow::exportEmbedding(const QString& path) {
@@ -57,12 +115,18 @@ void MainWindow::exportEmbedding(const QString& path) {
     Q_EMIT exportFinished(false, {last_error_});
     return;
   }
+  bool overwrite = false;
+  if (isEmbeddingFolderPath(path) && !confirm_replacing(this, path, embeddingFolderFiles(), &overwrite)) {
+    status_->setText(tr("Export cancelled: %1 was left as it was.").arg(path));
+    Q_EMIT exportFinished(false, {status_->text()});
+    return;
+  }
   auto outcome = outcome_;
-  start_export(tr("the embedding"), [outcome, path] {
+  start_export(tr("the embedding"), [outcome, path, overwrite] {
     DiffusionParams dp = outcome->params.diffusion;
     dp.k = outcome->result->k;
     nlohmann::json graph_meta = graph_metadata(*outcome->graph);
-    return ui::exportEmbedding(path, *outcome->result, dp, graph_meta);
+    return ui::exportEmbedding(path, *outcome->result, dp, graph_meta, overwrite);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <QStringList>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,8 +18,13 @@
 namespace manifold::ui {
 
 /// The graph directory of `manifold knn` (indices.npy, distances.npy,
-/// graph.json) for the first `k` neighbours of `graph`.
-void exportGraphDirectory(const QString& dir, const KnnGraph& graph, int k);
+/// graph.json) for the first `k` neighbours of `graph`. Like the CLI, it
+/// refuses a folder holding other files unless `overwrite` (the user said
+/// to replace its contents).
+void exportGraphDirectory(const QString& dir, const KnnGraph& graph, int k, bool overwrite = false);
+/// The files a graph folder holds, and an embedding folder.
+const std::vector<std::string>& graphFolderFiles();
+const std::vector<std::string>& embeddingFolderFiles();
 
 /// The graph as a sparse N x N MatrixMarket coordinate matrix (1-based,
 /// entry (i, j) = distance from i to its neighbour j), first `k` neighbours.
@@ -36,9 +42,12 @@ SparseTriplets readMatrixMarket(const QString& path);
 /// coordinates; when only part of the graph was embedded, the input rows go
 /// to <name>.point_index.npy beside it), .csv or .vtp. A path without one of
 /// these suffixes is taken as a folder and receives every file of
-/// `manifold embed`. Returns the files written.
+/// `manifold embed` (a folder of other files only when `overwrite`).
+/// Returns the files written.
 QStringList exportEmbedding(const QString& path, const DiffusionResult& result, const DiffusionParams& params,
-                            const nlohmann::json& graph_metadata);
+                            const nlohmann::json& graph_metadata, bool overwrite = false);
+/// Whether `path` names an embedding folder rather than one file.
+bool isEmbeddingFolderPath(const QString& path);
 
 /// Dataset rows as int64 .npy.
 void exportSelectionIndices(const QString& path, const std::vector<int64_t>& rows);
