@@ -244,32 +244,54 @@ Header read_header(const std::string& path) {
   return h;
 }
 
+namespace {
+
+/// Converts `n` values of the file's type (kind, size) at `src` to T; false
+/// for a type this reader does not convert.
+template <class T>
+bool convert_from(char kind, size_t size, const char* src, int64_t n, T* dst) {
+  if (kind == 'f' && size == 4) convert<float>(src, n, dst);
+  else if (kind == 'f' && size == 8) convert<double>(src, n, dst);
+  else if (kind == 'i' && size == 8) convert<int64_t>(src, n, dst);
+  else if (kind == 'i' && size == 4) convert<int32_t>(src, n, dst);
+  else if (kind == 'i' && size == 2) convert<int16_t>(src, n, dst);
+  else if (kind == 'i' && size == 1) convert<int8_t>(src, n, dst);
+  else if (kind == 'u' && size == 8) convert<uint64_t>(src, n, dst);
+  else if (kind == 'u' && size == 4) convert<uint32_t>(src, n, dst);
+  else if (kind == 'u' && size == 2) convert<uint16_t>(src, n, dst);
+  else if ((kind == 'u' || kind == 'b') && size == 1) convert<uint8_t>(src, n, dst);
+  else return false;
+  return true;
+}
+
+}  // namespace
+
 template <class T>
 std::vector<T> read(const std::string& path, std::vector<int64_t>* shape) {
   Header h = read_header(path);
   if (h.fortran_order && h.shape.size() > 1) fail(path, "Fortran-order arrays are not supported");
+  const char kind = h.descr[1];
+  const size_t size = h.item_size();
+  if (!convert_from<T>(kind, size, nullptr, 0, nullptr)) fail(path, "unsupported dtype '" + h.descr + "'");
   std::ifstream in(path, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(h.data_offset));
-  int64_t n = h.count();
-  std::vector<char> raw(static_cast<size_t>(n) * h.item_size());
-  in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
-  if (!in) fail(path, "read failed");
+  const int64_t n = h.count();
   std::vector<T> out(static_cast<size_t>(n));
-  char kind = h.descr[1];
-  size_t sz = h.item_size();
-  const char* p = raw.data();
-  if (kind == 'f' && sz == 4) convert<float>(p, n, out.data());
-  else if (kind == 'f' && sz == 8) convert<double>(p, n, out.data());
-  else if (kind == 'i' && sz == 8) convert<int64_t>(p, n, out.data());
-  else if (kind == 'i' && sz == 4) convert<int32_t>(p, n, out.data());
-  else if (kind == 'i' && sz == 2) convert<int16_t>(p, n, out.data());
-  else if (kind == 'i' && sz == 1) convert<int8_t>(p, n, out.data());
-  else if (kind == 'u' && sz == 8) convert<uint64_t>(p, n, out.data());
-  else if (kind == 'u' && sz == 4) convert<uint32_t>(p, n, out.data());
-  else if (kind == 'u' && sz == 2) convert<uint16_t>(p, n, out.data());
-  else if (kind == 'u' && sz == 1) convert<uint8_t>(p, n, out.data());
-  else if (kind == 'b' && sz == 1) convert<uint8_t>(p, n, out.data());
-  else fail(path, "unsupported dtype '" + h.descr + "'");
+  if (h.descr.compare(1, std::string::npos, descr_of<T>(), 1) == 0) {
+    // The file's type is T: one read straight into the result.
+    in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size() * sizeof(T)));
+    if (!in) fail(path, "read failed");
+  } else {
+    // Converted a few megabytes at a time: no copy of the whole file.
+    constexpr int64_t kChunk = int64_t{1} << 20;
+    std::vector<char> raw(static_cast<size_t>(std::min(n, kChunk)) * size);
+    for (int64_t first = 0; first < n; first += kChunk) {
+      const int64_t count = std::min(kChunk, n - first);
+      in.read(raw.data(), static_cast<std::streamsize>(static_cast<size_t>(count) * size));
+      if (!in) fail(path, "read failed");
+      convert_from(kind, size, raw.data(), count, out.data() + first);
+    }
+  }
   if (shape) *shape = h.shape;
   return out;
 }

@@ -4,10 +4,12 @@
 //   embedding.npy     float64 N' x M     diffusion coordinates lambda_i^t psi_i
 //   point_index.npy   int64   N'         input row of each embedded point
 //                                        (0..N-1 unless the graph was disconnected)
-//   embedding.csv     "index,dc1,...,dcM" one line per embedded point, %.17g,
-//                     then one column per metadata column (value of the row
-//                     `index`: %.17g, a category's name quoted as RFC 4180
-//                     when needed, empty when missing)
+//   embedding.csv     "index,dc1,...,dcM" one line per embedded point, each
+//                     number in its shortest form that reads back exactly
+//                     (std::to_chars), then one column per metadata column
+//                     (value of the row `index` in the same form, a
+//                     category's name quoted as RFC 4180 when needed, empty
+//                     when missing)
 //   embedding.vtp     VTK XML PolyData: one vertex per point at (dc1, dc2, dc3)
 //                     (0 for missing axes), point-data arrays dc1..dcM (Float64)
 //                     and index (Int64), and per metadata column a point-data
@@ -19,8 +21,11 @@
 //   embedding.json    format "manifold-embedding" version 1: every parameter,
 //                     the epsilon used and its rule, components found, points
 //                     embedded, eigenvalues, solver facts, timings, the BGH
-//                     curve (epsilon = auto), the graph's metadata and, with
-//                     metadata, "metadata_correlation" (correlation_json())
+//                     curve (epsilon = auto), the graph's metadata, with
+//                     metadata "metadata_correlation" (correlation_json()),
+//                     and "command_timings_s": wall seconds of the command's
+//                     steps up to writing this file (loading, the graph, the
+//                     embedding, each output)
 // All files appear together or not at all (OutputTransaction).
 #include <cstdint>
 #include <string>
@@ -44,14 +49,18 @@ nlohmann::json embedding_metadata(const DiffusionResult& result, const Diffusion
 /// columns to embedding.csv and embedding.vtp, row point_index[e] for point e,
 /// and its correlation with psi (metadata_correlations()) to embedding.json;
 /// a column named "index" or like a coordinate is written as NAME_2.
+/// The seconds of its steps ("write embedding .npy", "write CSV", "write
+/// VTP", "metadata correlation") are added to embedding.json's
+/// "command_timings_s" (after those `extra` gives there) and to `steps`.
 void write_embedding_files(OutputTransaction& tx, const DiffusionResult& result, const DiffusionParams& params,
                            const nlohmann::json& graph = nullptr, const nlohmann::json& extra = nullptr,
-                           const MetadataTable* metadata = nullptr);
+                           const MetadataTable* metadata = nullptr, Timings* steps = nullptr);
 
-/// Writes the embedding files into `dir` (created if missing), all-or-nothing.
+/// Writes the embedding files into `dir` (created if missing), all-or-nothing;
+/// `steps` gets write_embedding_files's steps, then "commit".
 void write_embedding(const std::string& dir, const DiffusionResult& result, const DiffusionParams& params,
                      const nlohmann::json& graph = nullptr, const nlohmann::json& extra = nullptr,
-                     const MetadataTable* metadata = nullptr);
+                     const MetadataTable* metadata = nullptr, Timings* steps = nullptr);
 
 /// Correlation of each metadata column with psi_1..psi_m of the result (its
 /// Markov eigenvectors; the diffusion coordinates when psi is absent).

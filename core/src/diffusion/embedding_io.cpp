@@ -7,16 +7,21 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <random>
 
 #include "manifold/error.h"
 #include "manifold/npy.h"
 #include "manifold/output.h"
+#include "manifold/parallel.h"
 
 namespace fs = std::filesystem;
 
@@ -85,33 +90,6 @@ class AtomicFile {
   std::vector<char> buffer_;
 };
 
-const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-void base64(std::FILE* f, const unsigned char* p, size_t n) {
-  char out[4];
-  size_t i = 0;
-  for (; i + 3 <= n; i += 3) {
-    const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8) | p[i + 2];
-    out[0] = kB64[(v >> 18) & 63], out[1] = kB64[(v >> 12) & 63], out[2] = kB64[(v >> 6) & 63], out[3] = kB64[v & 63];
-    std::fwrite(out, 1, 4, f);
-  }
-  if (i < n) {
-    const uint32_t v = (uint32_t{p[i]} << 16) | (i + 1 < n ? uint32_t{p[i + 1]} << 8 : 0u);
-    out[0] = kB64[(v >> 18) & 63], out[1] = kB64[(v >> 12) & 63];
-    out[2] = i + 1 < n ? kB64[(v >> 6) & 63] : '=';
-    out[3] = '=';
-    std::fwrite(out, 1, 4, f);
-  }
-}
-
-// VTK's inline binary: a UInt64 byte count, then the raw little-endian
-// values, each base64-encoded on its own (the count is padded separately,
-// which every VTK reader accepts).
-void vtk_binary(std::FILE* f, const void* data, uint64_t bytes) {
-  base64(f, reinterpret_cast<const unsigned char*>(&bytes), sizeof bytes);
-  base64(f, reinterpret_cast<const unsigned char*>(data), bytes);
-}
-
 /// `s` fit for an XML attribute value.
 std::string xml_escaped(const std::string& s) {
   std::string out;
@@ -130,12 +108,86 @@ std::string xml_escaped(const std::string& s) {
   return out;
 }
 
-template <class T>
-void data_array(std::FILE* f, const char* type, const std::string& name, int components, const std::vector<T>& v) {
+/// Writes `chunks` pieces of text in order, each made by format(chunk, text)
+/// into an empty string. Rounds of a few chunks per thread are formatted in
+/// parallel while the previous round is written, so the file goes out in
+/// large pieces and is never held whole in memory.
+template <class Format>
+void write_in_parallel(std::FILE* f, int64_t chunks, Format&& format) {
+  const int64_t round = 4 * static_cast<int64_t>(hardware_threads());
+  std::vector<std::string> buffers[2];
+  std::future<void> writing;  // declared after the buffers: waited for before they go
+  for (int64_t first = 0, r = 0; first < chunks; first += round, ++r) {
+    std::vector<std::string>& text = buffers[r % 2];
+    text.resize(static_cast<size_t>(std::min(round, chunks - first)));
+    parallel_for(
+        0, static_cast<int64_t>(text.size()), 0,
+        [&](int64_t i) {
+          text[static_cast<size_t>(i)].clear();
+          format(first + i, text[static_cast<size_t>(i)]);
+        },
+        1);
+    if (writing.valid()) writing.get();
+    writing = std::async(std::launch::async, [f, &text] {
+      for (const std::string& t : text) std::fwrite(t.data(), 1, t.size(), f);
+    });
+  }
+  if (writing.valid()) writing.get();
+}
+
+const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Appends the base64 of `n` bytes to `out` ('=' padded).
+void base64(const void* data, size_t n, std::string& out) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  const size_t at = out.size();
+  out.resize(at + (n + 2) / 3 * 4);
+  char* o = out.data() + at;
+  size_t i = 0;
+  for (; i + 3 <= n; i += 3, o += 4) {
+    const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8) | p[i + 2];
+    o[0] = kB64[(v >> 18) & 63], o[1] = kB64[(v >> 12) & 63], o[2] = kB64[(v >> 6) & 63], o[3] = kB64[v & 63];
+  }
+  if (i < n) {
+    const uint32_t v = (uint32_t{p[i]} << 16) | (i + 1 < n ? uint32_t{p[i + 1]} << 8 : 0u);
+    o[0] = kB64[(v >> 18) & 63], o[1] = kB64[(v >> 12) & 63];
+    o[2] = i + 1 < n ? kB64[(v >> 6) & 63] : '=';
+    o[3] = '=';
+  }
+}
+
+/// Values per chunk of an encoded array: a multiple of 3, so every chunk but
+/// the last is whole base64 quadruples and the chunks' texts joined are the
+/// base64 of the whole array.
+constexpr int64_t kValuesPerChunk = 3 << 15;
+
+/// VTK's inline binary: a UInt64 byte count, then the raw little-endian
+/// values, each base64-encoded on its own (the count is padded separately,
+/// which every VTK reader accepts). fill(first, count, out) gives values
+/// [first, first + count) of the `values`; they are gathered and encoded
+/// chunk by chunk in parallel.
+template <class T, class Fill>
+void vtk_binary(std::FILE* f, int64_t values, Fill&& fill) {
+  const uint64_t bytes = static_cast<uint64_t>(values) * sizeof(T);
+  std::string count;
+  base64(&bytes, sizeof bytes, count);
+  std::fwrite(count.data(), 1, count.size(), f);
+  write_in_parallel(f, (values + kValuesPerChunk - 1) / kValuesPerChunk, [&](int64_t chunk, std::string& text) {
+    const int64_t first = chunk * kValuesPerChunk, size = std::min(kValuesPerChunk, values - first);
+    std::vector<T> raw(static_cast<size_t>(size));
+    fill(first, size, raw.data());
+    base64(raw.data(), raw.size() * sizeof(T), text);
+  });
+}
+
+/// A point-data DataArray of `values` values of T (see vtk_binary for `fill`).
+template <class T, class Fill>
+void data_array(std::FILE* f, const char* type, const std::string& name, int components, int64_t values,
+                Fill&& fill) {
   const std::string n = xml_escaped(name);
   std::fprintf(f, "        <DataArray type=\"%s\"%s%s%s NumberOfComponents=\"%d\" format=\"binary\">\n          ", type,
                n.empty() ? "" : " Name=\"", n.c_str(), n.empty() ? "" : "\"", components);
-  vtk_binary(f, v.data(), v.size() * sizeof(T));
+  vtk_binary<T>(f, values, fill);
   std::fputs("\n        </DataArray>\n", f);
 }
 
@@ -147,22 +199,22 @@ void string_array(std::FILE* f, const std::string& name, const std::vector<std::
                "        <Array type=\"String\" Name=\"%s\" NumberOfTuples=\"%zu\" NumberOfComponents=\"1\" "
                "format=\"binary\">\n          ",
                xml_escaped(name).c_str(), strings.size());
-  vtk_binary(f, bytes.data(), bytes.size());
+  vtk_binary<char>(f, static_cast<int64_t>(bytes.size()),
+                   [&](int64_t first, int64_t count, char* out) { std::memcpy(out, bytes.data() + first, static_cast<size_t>(count)); });
   std::fputs("\n        </Array>\n", f);
 }
 
 /// The metadata columns as point data, rows index[i]; category names as field data.
 void metadata_arrays(std::FILE* f, int64_t n, const int64_t* index, const MetadataTable& metadata) {
   for (const MetadataColumn& c : metadata.columns()) {
-    if (c.kind == MetadataKind::Categorical) {
-      std::vector<int32_t> codes(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) codes[static_cast<size_t>(i)] = c.codes[static_cast<size_t>(index[i])];
-      data_array(f, "Int32", c.name, 1, codes);
-    } else {
-      std::vector<double> values(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = c.values[static_cast<size_t>(index[i])];
-      data_array(f, "Float64", c.name, 1, values);
-    }
+    if (c.kind == MetadataKind::Categorical)
+      data_array<int32_t>(f, "Int32", c.name, 1, n, [&](int64_t first, int64_t count, int32_t* out) {
+        for (int64_t i = 0; i < count; ++i) out[i] = c.codes[static_cast<size_t>(index[first + i])];
+      });
+    else
+      data_array<double>(f, "Float64", c.name, 1, n, [&](int64_t first, int64_t count, double* out) {
+        for (int64_t i = 0; i < count; ++i) out[i] = c.values[static_cast<size_t>(index[first + i])];
+      });
   }
 }
 
@@ -241,24 +293,26 @@ void write_vtp(const std::string& path, int64_t n, int m, const double* x, const
                "NumberOfPolys=\"0\">\n",
                static_cast<long long>(n), static_cast<long long>(n));
   std::fprintf(f, "      <PointData Scalars=\"%s\">\n", m > 0 ? xml_escaped(names[0]).c_str() : "index");
-  std::vector<double> column(static_cast<size_t>(n));
-  for (int c = 0; c < m; ++c) {
-    for (int64_t i = 0; i < n; ++i) column[static_cast<size_t>(i)] = x[i * m + c];
-    data_array(f, "Float64", names[static_cast<size_t>(c)], 1, column);
-  }
-  std::vector<int64_t> idx(index, index + n);
-  data_array(f, "Int64", "index", 1, idx);
+  for (int c = 0; c < m; ++c)
+    data_array<double>(f, "Float64", names[static_cast<size_t>(c)], 1, n, [&](int64_t first, int64_t count, double* v) {
+      for (int64_t i = 0; i < count; ++i) v[i] = x[(first + i) * m + c];
+    });
+  data_array<int64_t>(f, "Int64", "index", 1, n, [&](int64_t first, int64_t count, int64_t* v) {
+    std::memcpy(v, index + first, static_cast<size_t>(count) * sizeof *v);
+  });
   if (metadata) metadata_arrays(f, n, index, *metadata);
   std::fputs("      </PointData>\n      <Points>\n", f);
-  std::vector<double> pts(static_cast<size_t>(n * 3), 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int c = 0; c < std::min(m, 3); ++c) pts[static_cast<size_t>(i * 3 + c)] = x[i * m + c];
-  data_array(f, "Float64", "Points", 3, pts);
+  // (dc1, dc2, dc3), 0 for the axes an embedding of fewer coordinates lacks.
+  data_array<double>(f, "Float64", "Points", 3, 3 * n, [&](int64_t first, int64_t count, double* v) {
+    for (int64_t j = first; j < first + count; ++j) v[j - first] = j % 3 < m ? x[j / 3 * m + j % 3] : 0.0;
+  });
   std::fputs("      </Points>\n      <Verts>\n", f);
-  std::vector<int64_t> conn(static_cast<size_t>(n)), offsets(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) conn[static_cast<size_t>(i)] = i, offsets[static_cast<size_t>(i)] = i + 1;
-  data_array(f, "Int64", "connectivity", 1, conn);
-  data_array(f, "Int64", "offsets", 1, offsets);
+  data_array<int64_t>(f, "Int64", "connectivity", 1, n, [](int64_t first, int64_t count, int64_t* v) {
+    for (int64_t i = 0; i < count; ++i) v[i] = first + i;
+  });
+  data_array<int64_t>(f, "Int64", "offsets", 1, n, [](int64_t first, int64_t count, int64_t* v) {
+    for (int64_t i = 0; i < count; ++i) v[i] = first + i + 1;
+  });
   std::fputs("      </Verts>\n    </Piece>\n  </PolyData>\n</VTKFile>\n", f);
   out.close();
 }
@@ -268,18 +322,59 @@ void write_csv(const std::string& path, int64_t n, int m, const double* x, const
   check_metadata_rows(metadata, n, index);
   static const MetadataTable kNone;
   const auto& columns = (metadata ? *metadata : kNone).columns();
+  // Each category's field once, quoted as it needs.
+  std::vector<std::vector<std::string>> category_fields;
+  for (const MetadataColumn& c : columns) {
+    category_fields.emplace_back();
+    if (c.kind == MetadataKind::Categorical)
+      for (const std::string& name : c.categories) category_fields.back().push_back(csv_field(name));
+  }
   AtomicFile out(path);
   std::FILE* f = out.get();
-  std::fputs("index", f);
-  for (int c = 0; c < m; ++c) std::fprintf(f, ",%s", names[static_cast<size_t>(c)].c_str());
-  for (const MetadataColumn& c : columns) std::fprintf(f, ",%s", csv_field(c.name).c_str());
-  std::fputc('\n', f);
-  for (int64_t i = 0; i < n; ++i) {
-    std::fprintf(f, "%lld", static_cast<long long>(index[i]));
-    for (int c = 0; c < m; ++c) std::fprintf(f, ",%.17g", x[i * m + c]);
-    for (const MetadataColumn& c : columns) std::fprintf(f, ",%s", csv_field(c.text(index[i])).c_str());
-    std::fputc('\n', f);
+  std::string header = "index";
+  for (int c = 0; c < m; ++c) header += "," + names[static_cast<size_t>(c)];
+  for (const MetadataColumn& c : columns) header += "," + csv_field(c.name);
+  header += '\n';
+  std::fputs(header.c_str(), f);
+  // The longest a row can be: an int64, m doubles and the metadata fields,
+  // each after a comma, then a newline (shortest round-trip doubles take at
+  // most 24 characters).
+  constexpr size_t kNumber = 24;
+  size_t row_bound = 21 + static_cast<size_t>(m) * (kNumber + 1) + 1;
+  for (const auto& fields : category_fields) {
+    size_t longest = kNumber;
+    for (const std::string& field : fields) longest = std::max(longest, field.size());
+    row_bound += longest + 1;
   }
+  // Rows in chunks of about a megabyte of text, formatted in parallel.
+  const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>((size_t{1} << 20) / row_bound));
+  write_in_parallel(f, (n + rows_per_chunk - 1) / rows_per_chunk, [&](int64_t chunk, std::string& text) {
+    const int64_t first = chunk * rows_per_chunk, last = std::min(n, first + rows_per_chunk);
+    text.resize(static_cast<size_t>(last - first) * row_bound);
+    char* p = text.data();
+    for (int64_t i = first; i < last; ++i) {
+      p = std::to_chars(p, p + kNumber, index[i]).ptr;
+      for (int c = 0; c < m; ++c) {
+        *p++ = ',';
+        p = std::to_chars(p, p + kNumber, x[i * m + c]).ptr;
+      }
+      const size_t row = static_cast<size_t>(index[i]);
+      for (size_t k = 0; k < columns.size(); ++k) {
+        const MetadataColumn& c = columns[k];
+        *p++ = ',';
+        if (c.kind == MetadataKind::Categorical) {
+          if (c.codes[row] >= 0) {
+            const std::string& field = category_fields[k][static_cast<size_t>(c.codes[row])];
+            p = std::copy(field.begin(), field.end(), p);
+          }
+        } else if (!std::isnan(c.values[row])) {
+          p = std::to_chars(p, p + kNumber, c.values[row]).ptr;
+        }
+      }
+      *p++ = '\n';
+    }
+    text.resize(static_cast<size_t>(p - text.data()));
+  });
   out.close();
 }
 
@@ -334,31 +429,55 @@ std::vector<MetadataCorrelation> metadata_correlations(const DiffusionResult& r,
 }
 
 void write_embedding_files(OutputTransaction& tx, const DiffusionResult& r, const DiffusionParams& p,
-                           const nlohmann::json& graph, const nlohmann::json& extra, const MetadataTable* metadata) {
+                           const nlohmann::json& graph, const nlohmann::json& extra, const MetadataTable* metadata,
+                           Timings* steps) {
   if (r.coordinates.size() != static_cast<size_t>(r.n * r.m) || r.point_index.size() != static_cast<size_t>(r.n))
     throw Error("embedding: result arrays do not match " + std::to_string(r.n) + " x " + std::to_string(r.m));
+  Timings written;
+  auto timed = [&](const char* step, auto&& work) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    written.emplace_back(step, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
   const auto names = coordinate_names(r.m);
-  npy::write(tx.path("eigenvalues.npy"), r.eigenvalues.data(), {static_cast<int64_t>(r.eigenvalues.size())});
-  npy::write(tx.path("embedding.npy"), r.coordinates.data(), {r.n, r.m});
-  npy::write(tx.path("point_index.npy"), r.point_index.data(), {r.n});
+  timed("write embedding .npy", [&] {
+    npy::write(tx.path("eigenvalues.npy"), r.eigenvalues.data(), {static_cast<int64_t>(r.eigenvalues.size())});
+    npy::write(tx.path("embedding.npy"), r.coordinates.data(), {r.n, r.m});
+    npy::write(tx.path("point_index.npy"), r.point_index.data(), {r.n});
+  });
   if (metadata && metadata->empty()) metadata = nullptr;
   std::vector<std::string> reserved = names;
   reserved.push_back("index");
   const MetadataTable renamed = metadata ? without_clashes(*metadata, reserved) : MetadataTable();
   if (metadata) metadata = &renamed;
-  write_csv(tx.path("embedding.csv"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata);
-  write_vtp(tx.path("embedding.vtp"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata);
+  timed("write CSV", [&] {
+    write_csv(tx.path("embedding.csv"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata);
+  });
+  timed("write VTP", [&] {
+    write_vtp(tx.path("embedding.vtp"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata);
+  });
   nlohmann::json j = embedding_metadata(r, p, graph);
   if (extra.is_object()) j.update(extra);
-  if (metadata) j["metadata_correlation"] = correlation_json(*metadata, metadata_correlations(r, *metadata));
+  if (metadata)
+    timed("metadata correlation", [&] {
+      j["metadata_correlation"] = correlation_json(*metadata, metadata_correlations(r, *metadata));
+    });
+  // The command's steps so far (extra's, then these); the commit comes after.
+  nlohmann::json& command = j["command_timings_s"];
+  if (!command.is_object()) command = nlohmann::json::object();
+  for (const auto& [step, seconds] : written) command[step] = seconds;
   write_text_file(tx.path("embedding.json"), j.dump(2) + "\n");
+  if (steps) steps->insert(steps->end(), written.begin(), written.end());
 }
 
 void write_embedding(const std::string& dir, const DiffusionResult& r, const DiffusionParams& p,
-                     const nlohmann::json& graph, const nlohmann::json& extra, const MetadataTable* metadata) {
+                     const nlohmann::json& graph, const nlohmann::json& extra, const MetadataTable* metadata,
+                     Timings* steps) {
   OutputTransaction tx(dir);
-  write_embedding_files(tx, r, p, graph, extra, metadata);
+  write_embedding_files(tx, r, p, graph, extra, metadata, steps);
+  const auto start = std::chrono::steady_clock::now();
   tx.commit();
+  if (steps) steps->emplace_back("commit", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 Embedding read_embedding(const std::string& dir) {
