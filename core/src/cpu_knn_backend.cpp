@@ -33,13 +33,7 @@ class CpuKnnBackend final : public KnnBackend {
     auto seconds_since = [](auto t) {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     };
-    KnnGraph g;
-    g.n = data.rows();
-    g.d = data.cols();
-    g.k = params.k;
-    g.metric = params.metric;
-    g.keep_self = params.keep_self;
-    g.backend = "cpu";
+    KnnGraph g = empty_graph(data, params, "cpu");
     g.strategy = "heap";
     g.fingerprint = data.fingerprint();
 

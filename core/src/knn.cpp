@@ -85,6 +85,17 @@ void validate(const KnnParams& p, int64_t n) {
   if (p.threads < 0) throw UsageError("--threads: must be >= 0");
 }
 
+KnnGraph empty_graph(const Dataset& data, const KnnParams& params, const std::string& backend) {
+  KnnGraph g;
+  g.n = data.rows();
+  g.d = data.cols();
+  g.k = params.k;
+  g.metric = params.metric;
+  g.keep_self = params.keep_self;
+  g.backend = backend;
+  return g;
+}
+
 KnnGraph KnnGraph::sliced(int k2) const {
   if (k2 < 1 || k2 > k)
     throw UsageError("k " + std::to_string(k2) + ": must be between 1 and the graph's k = " + std::to_string(k));

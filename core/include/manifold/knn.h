@@ -94,6 +94,12 @@ void register_cpu_backend();
 
 // ---- helpers shared by the backends -------------------------------------
 
+/// The graph every backend starts from: data's n and d, params' k, metric
+/// and keep_self, and the backend's name; the lists, strategy and
+/// fingerprint are the backend's to fill (it computes the fingerprint when it
+/// can overlap it with other work).
+KnnGraph empty_graph(const Dataset& data, const KnnParams& params, const std::string& backend);
+
 /// Rows prepared for the metric as squared-Euclidean input: a copy for cosine
 /// and Pearson (normalised), or a view of the data for Euclidean.
 /// Throws Error naming the row when a row cannot be normalised (zero norm).
