@@ -218,6 +218,462 @@ void run_compute_stage(RankGroup& g, LocalEngine& engine, Progress& progress, Fa
   }
 }
 
+/// One build on this rank: the phases prepare, compute, merge, certify and
+/// gather run in this order on every rank, each ending in an agreement
+/// (RankGroup::agree: it succeeds everywhere or throws RankFailure
+/// everywhere); then the ranks' statistics go to rank 0, which reports them.
+class MpiBuild {
+ public:
+  MpiBuild(RankGroup& g, const Dataset& data, const KnnParams& params, const EngineOptions& eo,
+           const std::string& mode, Progress& progress, FaultInjection& fault, KnnGraph& result)
+      : g_(g), rank_(g.rank()), P_(g.size()), root_(g.rank() == 0), data_(data), params_(params), eo_(eo),
+        mode_(mode), progress_(progress), fault_(fault), result_(result) {
+    stats_.threads = eo.threads;
+  }
+
+  void prepare(const std::optional<LocalFailure>& early);
+  void compute();
+  void merge();
+  void certify();
+  void gather();
+  void collect_rank_stats();
+  /// Rank 0: the graph's strategy, timings and facts (extra).
+  void report(double total_s);
+
+ private:
+  void exchange_lists();
+  void merge_received_candidates();
+  void prepare_certification();
+  void take_lists_as_final();
+  nlohmann::json per_rank_json(double* sent_total, double* reevaluated, double* fallback_rows,
+                               double* bound_use) const;
+
+  RankGroup& g_;
+  const int rank_, P_;
+  const bool root_;
+  const Dataset& data_;
+  const KnnParams& params_;
+  const EngineOptions eo_;
+  const std::string mode_;
+  Progress& progress_;
+  FaultInjection& fault_;
+  KnnGraph& result_;
+
+  RankStats stats_{};
+  std::unique_ptr<BlockPlan> plan_;
+  std::unique_ptr<LocalEngine> engine_;
+  std::string strategy_;
+  // Tiles: each row travels as the CPU backend's `capacity` candidates by
+  // GEMM distance, and the owner certifies the exact ranking from them.
+  // Sub-problems: k candidates by their (already exact) distance.
+  bool certify_ = false;
+  int width_ = 0;
+  // The exchange: what this rank received, and from which rows.
+  std::vector<Candidate> recv_;
+  std::vector<int> recv_displ_;
+  std::vector<std::vector<RowRange>> incoming_;
+  // The owner's rows and their lists.
+  RowRange mine_{};
+  int64_t m_ = 0;
+  std::vector<int64_t> out_index_;
+  std::vector<float> out_dist_;
+  std::vector<float> cand_key_;
+  std::vector<int> cand_index_;  // global rows; for certification, compact slots relative to `mine_`
+  // Certification input: the prepared rows of the owner's rows and of every
+  // candidate, ascending by global row (so ties order as in the CPU
+  // backend); the owner's rows start at slot `own_at_`.
+  std::vector<int64_t> slot_row_;
+  int64_t own_at_ = 0;
+  PreparedRows compact_;
+  std::vector<float> compact_raw_, norms_;
+  double local_ymax_ = 0;
+  // Every rank's statistics and host, on rank 0.
+  std::vector<double> all_stats_;
+  std::vector<char> hosts_;
+};
+
+// ---- prepare: read and normalise the rows this rank touches ----------
+void MpiBuild::prepare(const std::optional<LocalFailure>& early) {
+  const auto t = Clock::now();
+  g_.agree(early);
+  g_.agree(capture([&] {
+    validate(params_, data_.rows());
+    if (data_.rows() >= std::numeric_limits<int32_t>::max())
+      throw Error("the MPI backend indexes rows with 32-bit integers: " + std::to_string(data_.rows()) +
+                  " rows is too many");
+    if (!eo_.sub_backend.empty() && !backend_available(eo_.sub_backend))
+      throw UsageError("MANIFOLD_MPI_LOCAL=" + mode_ + ": backend '" + eo_.sub_backend +
+                       "' is not usable on this rank");
+    progress_.stage("prepare", 1, "steps");
+    plan_ = std::make_unique<BlockPlan>(data_.rows(), P_, kCpuTile);
+    engine_ = make_local_engine(data_, params_, *plan_, rank_, eo_);
+    engine_->prepare();
+    if (root_) result_.fingerprint = data_.fingerprint();
+    fault_.at("prepare");
+    progress_.finish();
+  }));
+  stats_.prepare_s = seconds_since(t);
+  stats_.rows_touched = static_cast<double>(plan_->touched_rows(rank_));
+  stats_.units = static_cast<double>(plan_->units(rank_).size());
+  for (const WorkUnit& u : plan_->units(rank_)) stats_.tiles += static_cast<double>(plan_->tile_count(u));
+}
+
+// ---- compute: tiles (or sub-problems) into candidate lists ------------
+void MpiBuild::compute() {
+  const auto t = Clock::now();
+  auto f = capture([&] { progress_.stage("knn", static_cast<uint64_t>(plan_->total_tiles()), "tiles"); });
+  run_compute_stage(g_, *engine_, progress_, fault_, f);
+  capture([&] { progress_.finish(); });
+  stats_.compute_s = seconds_since(t);
+}
+
+// ---- merge: candidate lists to the owners of their rows ---------------
+void MpiBuild::merge() {
+  const auto t = Clock::now();
+  certify_ = eo_.sub_backend.empty();
+  width_ = engine_->list_width();
+  strategy_ = engine_->strategy();
+  exchange_lists();
+  mine_ = plan_->block(rank_);
+  m_ = mine_.size();
+  out_index_.resize(static_cast<size_t>(m_ * params_.k));
+  out_dist_.resize(static_cast<size_t>(m_ * params_.k));
+  g_.agree(capture([&] {
+    merge_received_candidates();
+    if (certify_) prepare_certification();
+    else take_lists_as_final();
+    fault_.at("merge");
+    progress_.finish();
+  }));
+  std::vector<Candidate>().swap(recv_);
+  stats_.merge_s = seconds_since(t);
+}
+
+/// Every touched row's list to the row's owner, in one MPI_Alltoallv.
+void MpiBuild::exchange_lists() {
+  const int P = P_, rank = rank_, width = width_;
+  std::vector<Candidate> send;
+  std::vector<int> send_rows(static_cast<size_t>(P), 0), send_displ(static_cast<size_t>(P), 0);
+  std::vector<int> recv_rows(static_cast<size_t>(P), 0);
+  recv_displ_.assign(static_cast<size_t>(P), 0);
+  incoming_.assign(static_cast<size_t>(P), {});
+  g_.agree(capture([&] {
+    progress_.stage("merge", 1, "steps");
+    progress_.check_cancel();
+    auto lists = engine_->take_lists();
+    engine_.reset();
+    const auto& touched = plan_->touched(rank);
+    std::vector<int64_t> slot_start;
+    int64_t slots = 0;
+    for (const RowRange& r : touched) slot_start.push_back(slots), slots += r.size();
+    auto slot_of = [&](int64_t row) {
+      size_t i = 0;
+      while (row >= touched[i].end) ++i;
+      return slot_start[i] + (row - touched[i].begin);
+    };
+    int64_t rows_out = 0, rows_in = 0;
+    for (int dst = 0; dst < P; ++dst) {
+      int64_t c = 0;
+      for (const RowRange& r : plan_->touched_within(rank, plan_->block(dst))) c += r.size();
+      incoming_[static_cast<size_t>(dst)] = plan_->touched_within(dst, plan_->block(rank));
+      int64_t in = 0;
+      for (const RowRange& r : incoming_[static_cast<size_t>(dst)]) in += r.size();
+      if (rows_out + c > std::numeric_limits<int>::max() || rows_in + in > std::numeric_limits<int>::max())
+        throw Error("more than 2^31 rows in one exchange: use more ranks");
+      send_rows[static_cast<size_t>(dst)] = static_cast<int>(c);
+      send_displ[static_cast<size_t>(dst)] = static_cast<int>(rows_out);
+      recv_rows[static_cast<size_t>(dst)] = static_cast<int>(in);
+      recv_displ_[static_cast<size_t>(dst)] = static_cast<int>(rows_in);
+      rows_out += c;
+      rows_in += in;
+    }
+    send.resize(static_cast<size_t>(rows_out * width));
+    recv_.resize(static_cast<size_t>(rows_in * width));
+    // Every row travels as exactly `width` candidates, padded when the rank saw fewer.
+    const Candidate pad{std::numeric_limits<float>::infinity(), -1};
+    size_t at = 0;
+    for (int dst = 0; dst < P; ++dst)
+      for (const RowRange& r : plan_->touched_within(rank, plan_->block(dst)))
+        for (int64_t row = r.begin; row < r.end; ++row) {
+          const auto& l = lists[static_cast<size_t>(slot_of(row))];
+          for (int j = 0; j < width; ++j)
+            send[at++] = j < static_cast<int>(l.size()) ? l[static_cast<size_t>(j)] : pad;
+        }
+  }));
+  MPI_Datatype row_type;
+  MPI_Type_contiguous(static_cast<int>(width * sizeof(Candidate)), MPI_BYTE, &row_type);
+  MPI_Type_commit(&row_type);
+  MPI_Alltoallv(send.data(), send_rows.data(), send_displ.data(), row_type, recv_.data(), recv_rows.data(),
+                recv_displ_.data(), row_type, g_.comm());
+  MPI_Type_free(&row_type);
+  for (int dst = 0; dst < P; ++dst)
+    if (dst != rank) {
+      stats_.bytes_merge += static_cast<double>(send_rows[static_cast<size_t>(dst)]) * width * sizeof(Candidate);
+      stats_.bytes_received += static_cast<double>(recv_rows[static_cast<size_t>(dst)]) * width * sizeof(Candidate);
+    }
+}
+
+/// The owner's lists: the `width` smallest by (key, index) over all
+/// senders. Each tile is computed once, so for tiles these are exactly the
+/// CPU backend's lists (TopK keeps the smallest by the same total order).
+void MpiBuild::merge_received_candidates() {
+  const int P = P_, width = width_;
+  const int64_t m = m_;
+  std::vector<std::vector<int64_t>> position(static_cast<size_t>(P));  // row -> row in recv, or -1
+  for (int s = 0; s < P; ++s) {
+    auto& pos = position[static_cast<size_t>(s)];
+    pos.assign(static_cast<size_t>(m), -1);
+    int64_t at = recv_displ_[static_cast<size_t>(s)];
+    for (const RowRange& r : incoming_[static_cast<size_t>(s)])
+      for (int64_t row = r.begin; row < r.end; ++row) pos[static_cast<size_t>(row - mine_.begin)] = at++;
+  }
+  cand_key_.resize(static_cast<size_t>(m * width));
+  cand_index_.resize(static_cast<size_t>(m * width));
+  parallel_for(0, m, eo_.threads, [&](int64_t i) {
+    std::vector<Candidate> c;
+    c.reserve(static_cast<size_t>(P * width));
+    for (int s = 0; s < P; ++s) {
+      const int64_t p = position[static_cast<size_t>(s)][static_cast<size_t>(i)];
+      if (p < 0) continue;
+      for (int j = 0; j < width; ++j) {
+        const Candidate& x = recv_[static_cast<size_t>(p * width + j)];
+        if (x.index >= 0) c.push_back(x);
+      }
+    }
+    std::sort(c.begin(), c.end(), key_less);
+    c.erase(std::unique(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) { return a.index == b.index; }),
+            c.end());
+    if (static_cast<int>(c.size()) < width)
+      throw Error("internal: row " + std::to_string(mine_.begin + i) + " received " + std::to_string(c.size()) +
+                  " candidates, fewer than " + std::to_string(width));
+    for (int j = 0; j < width; ++j) {
+      cand_key_[static_cast<size_t>(i * width + j)] = c[static_cast<size_t>(j)].key;
+      cand_index_[static_cast<size_t>(i * width + j)] = c[static_cast<size_t>(j)].index;
+    }
+  });
+}
+
+/// The rows certification reads (the owner's and every candidate's),
+/// prepared and with their squared norms; candidates as compact slots.
+void MpiBuild::prepare_certification() {
+  const int width = width_;
+  const int64_t m = m_;
+  std::vector<int64_t> others;
+  for (int v : cand_index_)
+    if (v < mine_.begin || v >= mine_.end) others.push_back(v);
+  std::sort(others.begin(), others.end());
+  others.erase(std::unique(others.begin(), others.end()), others.end());
+  own_at_ = std::lower_bound(others.begin(), others.end(), mine_.begin) - others.begin();
+  slot_row_.reserve(others.size() + static_cast<size_t>(m));
+  slot_row_.insert(slot_row_.end(), others.begin(), others.begin() + own_at_);
+  for (int64_t r = mine_.begin; r < mine_.end; ++r) slot_row_.push_back(r);
+  slot_row_.insert(slot_row_.end(), others.begin() + own_at_, others.end());
+  // Slots relative to the owner's first row: negative before it.
+  parallel_for(0, m, eo_.threads, [&](int64_t i) {
+    for (int j = 0; j < width; ++j) {
+      int& v = cand_index_[static_cast<size_t>(i * width + j)];
+      const int64_t slot = std::lower_bound(slot_row_.begin(), slot_row_.end(), int64_t{v}) - slot_row_.begin();
+      v = static_cast<int>(slot - own_at_);
+    }
+  });
+  // prepare_rows() works row by row: a subset gives the same floats.
+  const int64_t d = data_.cols(), slots = static_cast<int64_t>(slot_row_.size());
+  compact_raw_.resize(static_cast<size_t>(slots * d));
+  parallel_for(0, slots, eo_.threads, [&](int64_t s) {
+    std::copy_n(data_.row(slot_row_[static_cast<size_t>(s)]), d, compact_raw_.data() + s * d);
+  });
+  Dataset view(slots, d, compact_raw_.data(), nullptr);
+  view.source = data_.source;
+  try {
+    compact_ = prepare_rows(view, params_.metric);
+  } catch (const Error& e) {
+    throw Error(globalise_row_message(e.what(), data_.source,
+                                      [&](int64_t s) { return slot_row_[static_cast<size_t>(s)]; }));
+  }
+  if (params_.metric != Metric::Euclidean) std::vector<float>().swap(compact_raw_);
+  norms_.resize(static_cast<size_t>(slots));
+  squared_norms(compact_.data, slots, d, norms_.data(), eo_.threads);
+  // Every row is owned by one rank: the maximum over the owners' rows is
+  // the maximum over all rows.
+  for (int64_t i = 0; i < m; ++i)
+    local_ymax_ = std::max(local_ymax_, double{norms_[static_cast<size_t>(own_at_ + i)]});
+}
+
+/// Sub-problems: the first k candidates are the exact lists.
+void MpiBuild::take_lists_as_final() {
+  const int k = params_.k, width = width_;
+  for (int64_t i = 0; i < m_; ++i)
+    for (int j = 0; j < k; ++j) {
+      out_index_[static_cast<size_t>(i * k + j)] = cand_index_[static_cast<size_t>(i * width + j)];
+      out_dist_[static_cast<size_t>(i * k + j)] = cand_key_[static_cast<size_t>(i * width + j)];
+    }
+}
+
+// ---- certify: the exact ranking of the owner's rows (as the CPU backend)
+void MpiBuild::certify() {
+  const auto t = Clock::now();
+  const int k = params_.k, width = width_;
+  const int64_t m = m_;
+  double ymax = 0;
+  MPI_Allreduce(&local_ymax_, &ymax, 1, MPI_DOUBLE, MPI_MAX, g_.comm());
+  g_.agree(capture([&] {
+    progress_.check_cancel();
+    if (!certify_) return;
+    progress_.stage("certify", 1, "steps");
+    const int64_t n = data_.rows(), d = data_.cols();
+    const int64_t others = params_.keep_self ? n : n - 1;
+    exact::CandidateLists cl{cand_key_.data(), cand_index_.data(), nullptr, m, width};
+    std::vector<int> fill(static_cast<size_t>(m), width), status(static_cast<size_t>(m));
+    cl.fill = fill.data();
+    const float* base = compact_.data + own_at_ * d;
+    stats_.bound_use = exact::certify_rows(base, d, cl, k, norms_.data() + own_at_, ymax,
+                                           exact::make_error_model(d, false), params_.metric, width == others,
+                                           eo_.threads, out_index_.data(), out_dist_.data(), status.data());
+    std::vector<int64_t> uncertified;
+    for (int64_t i = 0; i < m; ++i) {
+      if (status[static_cast<size_t>(i)] < 0) {
+        uncertified.push_back(i);
+        continue;
+      }
+      stats_.reevaluated += status[static_cast<size_t>(i)];
+      for (int j = 0; j < k; ++j) {
+        int64_t& v = out_index_[static_cast<size_t>(i * k + j)];
+        v = slot_row_[static_cast<size_t>(own_at_ + v)];
+      }
+    }
+    stats_.fallback_rows = static_cast<double>(uncertified.size());
+    progress_.check_cancel();
+    if (!uncertified.empty()) {
+      // Dense neighbourhoods inside the bound: an exact scan over all rows,
+      // which needs them all prepared (rare), into this rank's output rows.
+      PreparedRows all = prepare_rows(data_, params_.metric);
+      std::vector<float> keys;
+      for (int64_t i : uncertified) {
+        progress_.check_cancel();
+        exact::exact_scan_row(all.data, n, d, mine_.begin + i, k, params_.metric, params_.keep_self, eo_.threads,
+                              keys, out_index_.data() + i * k, out_dist_.data() + i * k);
+      }
+    }
+    progress_.finish();
+  }));
+  std::vector<float>().swap(cand_key_);
+  std::vector<int>().swap(cand_index_);
+  std::vector<float>().swap(norms_);
+  std::vector<float>().swap(compact_raw_);
+  compact_ = PreparedRows{};
+  stats_.certify_s = seconds_since(t);
+}
+
+// ---- gather: the final rows to rank 0, which writes them --------------
+void MpiBuild::gather() {
+  const auto t = Clock::now();
+  const int k = params_.k;
+  g_.agree(capture([&] {
+    progress_.stage("gather", 1, "steps");
+    progress_.check_cancel();
+    if (root_) {
+      result_.indices.resize(static_cast<size_t>(data_.rows() * k));
+      result_.distances.resize(static_cast<size_t>(data_.rows() * k));
+    }
+  }));
+  std::vector<int> counts(static_cast<size_t>(P_)), displs(static_cast<size_t>(P_));
+  for (int r = 0; r < P_; ++r) {
+    counts[static_cast<size_t>(r)] = static_cast<int>(plan_->block(r).size());
+    displs[static_cast<size_t>(r)] = static_cast<int>(plan_->block(r).begin);
+  }
+  MPI_Datatype idx_row, dist_row;
+  MPI_Type_contiguous(k, MPI_INT64_T, &idx_row);
+  MPI_Type_contiguous(k, MPI_FLOAT, &dist_row);
+  MPI_Type_commit(&idx_row);
+  MPI_Type_commit(&dist_row);
+  MPI_Gatherv(out_index_.data(), static_cast<int>(m_), idx_row, result_.indices.data(), counts.data(),
+              displs.data(), idx_row, 0, g_.comm());
+  MPI_Gatherv(out_dist_.data(), static_cast<int>(m_), dist_row, result_.distances.data(), counts.data(),
+              displs.data(), dist_row, 0, g_.comm());
+  MPI_Type_free(&idx_row);
+  MPI_Type_free(&dist_row);
+  if (!root_) stats_.bytes_gather = static_cast<double>(m_) * k * (sizeof(int64_t) + sizeof(float));
+  stats_.gather_s = seconds_since(t);
+  stats_.bytes_control = static_cast<double>(g_.control_bytes());
+}
+
+/// Every rank's statistics and host name to rank 0.
+void MpiBuild::collect_rank_stats() {
+  all_stats_.assign(root_ ? static_cast<size_t>(P_ * kStatsDoubles) : 0, 0.0);
+  MPI_Gather(&stats_, kStatsDoubles, MPI_DOUBLE, all_stats_.data(), kStatsDoubles, MPI_DOUBLE, 0, g_.comm());
+  char host[kHostChars] = {};
+  std::strncpy(host, g_.host().c_str(), kHostChars - 1);
+  hosts_.assign(root_ ? static_cast<size_t>(P_ * kHostChars) : 0, '\0');
+  MPI_Gather(host, kHostChars, MPI_CHAR, hosts_.data(), kHostChars, MPI_CHAR, 0, g_.comm());
+  capture([&] { progress_.finish(); });
+}
+
+/// One entry per rank (rank 0: the gathered statistics), and the totals
+/// over the ranks.
+nlohmann::json MpiBuild::per_rank_json(double* sent_total, double* reevaluated, double* fallback_rows,
+                                       double* bound_use) const {
+  nlohmann::json per_rank = nlohmann::json::array();
+  const double row_bytes = static_cast<double>(data_.cols()) * sizeof(float);
+  for (int r = 0; r < P_; ++r) {
+    RankStats s{};
+    std::memcpy(&s, all_stats_.data() + static_cast<size_t>(r) * kStatsDoubles, sizeof s);
+    const double sent = s.bytes_merge + s.bytes_gather + s.bytes_control;
+    *sent_total += sent;
+    *reevaluated += s.reevaluated;
+    *fallback_rows += s.fallback_rows;
+    *bound_use = std::max(*bound_use, s.bound_use);
+    per_rank.push_back({{"rank", r},
+                        {"host", std::string(hosts_.data() + static_cast<size_t>(r) * kHostChars)},
+                        {"threads", static_cast<int>(s.threads)},
+                        {"work_units", static_cast<int64_t>(s.units)},
+                        {"tiles", static_cast<int64_t>(s.tiles)},
+                        {"rows_owned", plan_->block(r).size()},
+                        {"rows_read", static_cast<int64_t>(s.rows_touched)},
+                        {"input_bytes_read", s.rows_touched * row_bytes},
+                        {"bytes_sent", sent},
+                        {"bytes_sent_merge", s.bytes_merge},
+                        {"bytes_sent_gather", s.bytes_gather},
+                        {"bytes_sent_control", s.bytes_control},
+                        {"bytes_received_merge", s.bytes_received},
+                        {"timings_s",
+                         {{"prepare", s.prepare_s},
+                          {"distances+select", s.compute_s},
+                          {"merge", s.merge_s},
+                          {"certify", s.certify_s},
+                          {"gather", s.gather_s}}}});
+  }
+  return per_rank;
+}
+
+void MpiBuild::report(double total_s) {
+  result_.strategy = strategy_;
+  result_.timings.emplace_back("prepare", stats_.prepare_s);
+  result_.timings.emplace_back("distances+select", stats_.compute_s);
+  result_.timings.emplace_back("merge", stats_.merge_s);
+  result_.timings.emplace_back("certify", stats_.certify_s);
+  result_.timings.emplace_back("gather", stats_.gather_s);
+  result_.timings.emplace_back("total", total_s);
+  double sent_total = 0, reevaluated = 0, fallback_rows = 0, bound_use = 0;
+  nlohmann::json per_rank = per_rank_json(&sent_total, &reevaluated, &fallback_rows, &bound_use);
+  const double row_bytes = static_cast<double>(data_.cols()) * sizeof(float);
+  nlohmann::json& x = result_.extra;
+  x["ranks"] = P_;
+  x["engine"] = eo_.sub_backend.empty() ? "tiles" : "backend:" + eo_.sub_backend;
+  x["tile"] = kCpuTile;
+  x["tiles"] = plan_->total_tiles();
+  x["row_blocks"] = plan_->block_starts();
+  x["input_bytes"] = static_cast<double>(data_.rows()) * row_bytes;
+  x["input_memory_mapped"] = data_.memory_mapped();
+  x["bytes_sent_total"] = sent_total;
+  x["per_rank"] = per_rank;
+  if (eo_.sub_backend.empty()) {
+    x["capacity"] = list_capacity(params_, data_.rows());
+    x["reevaluated_per_row"] = data_.rows() ? reevaluated / static_cast<double>(data_.rows()) : 0.0;
+    x["fallback_rows"] = static_cast<int64_t>(fallback_rows);
+    x["error_bound_max_use"] = bound_use;
+  }
+}
+
 class MpiKnnBackend final : public KnnBackend {
  public:
   std::string name() const override { return "mpi"; }
@@ -242,13 +698,7 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
   Progress progress(sink, caller_progress.cancel_flag());
   FaultInjection fault(rank);
 
-  KnnGraph result;
-  result.n = data.rows();
-  result.d = data.cols();
-  result.k = params.k;
-  result.metric = params.metric;
-  result.keep_self = params.keep_self;
-  result.backend = "mpi";
+  KnnGraph result = empty_graph(data, params, "mpi");
 
   try {
     // The local engine must be the same everywhere: candidate keys differ
@@ -267,362 +717,18 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
       eo.sub_devices = {g.local_rank()};  // one GPU per rank on a node
     eo.after_work = [&](uint64_t) { fault.at("knn"); };
 
-    RankStats stats{};
-    stats.threads = eo.threads;
-    std::unique_ptr<BlockPlan> plan;
-    std::unique_ptr<LocalEngine> engine;
-
-    // ---- prepare: read and normalise the rows this rank touches ----------
-    auto t = Clock::now();
-    g.agree(early);
-    g.agree(capture([&] {
-      validate(params, data.rows());
-      if (data.rows() >= std::numeric_limits<int32_t>::max())
-        throw Error("the MPI backend indexes rows with 32-bit integers: " + std::to_string(data.rows()) +
-                    " rows is too many");
-      if (!eo.sub_backend.empty() && !backend_available(eo.sub_backend))
-        throw UsageError("MANIFOLD_MPI_LOCAL=" + mode + ": backend '" + eo.sub_backend +
-                         "' is not usable on this rank");
-      progress.stage("prepare", 1, "steps");
-      plan = std::make_unique<BlockPlan>(data.rows(), P, kCpuTile);
-      engine = make_local_engine(data, params, *plan, rank, eo);
-      engine->prepare();
-      if (root) result.fingerprint = data.fingerprint();
-      fault.at("prepare");
-      progress.finish();
-    }));
-    stats.prepare_s = seconds_since(t);
-    stats.rows_touched = static_cast<double>(plan->touched_rows(rank));
-    stats.units = static_cast<double>(plan->units(rank).size());
-    for (const WorkUnit& u : plan->units(rank)) stats.tiles += static_cast<double>(plan->tile_count(u));
-
-    // ---- compute: tiles (or sub-problems) into candidate lists ------------
-    t = Clock::now();
-    {
-      auto f = capture([&] { progress.stage("knn", static_cast<uint64_t>(plan->total_tiles()), "tiles"); });
-      run_compute_stage(g, *engine, progress, fault, f);
-      capture([&] { progress.finish(); });
-    }
-    stats.compute_s = seconds_since(t);
-
-    // ---- merge: candidate lists to the owners of their rows ---------------
-    t = Clock::now();
-    const int k = params.k;
-    // Tiles: each row travels as the CPU backend's `capacity` candidates by
-    // GEMM distance, and the owner certifies the exact ranking from them.
-    // Sub-problems: k candidates by their (already exact) distance.
-    const bool certify = eo.sub_backend.empty();
-    const int width = engine->list_width();
-    std::vector<Candidate> send, recv;
-    std::vector<int> send_rows(static_cast<size_t>(P), 0), send_displ(static_cast<size_t>(P), 0);
-    std::vector<int> recv_rows(static_cast<size_t>(P), 0), recv_displ(static_cast<size_t>(P), 0);
-    std::vector<std::vector<RowRange>> incoming(static_cast<size_t>(P));
-    const std::string strategy = engine->strategy();
-    g.agree(capture([&] {
-      progress.stage("merge", 1, "steps");
-      progress.check_cancel();
-      auto lists = engine->take_lists();
-      engine.reset();
-      const auto& touched = plan->touched(rank);
-      std::vector<int64_t> slot_start;
-      int64_t slots = 0;
-      for (const RowRange& r : touched) slot_start.push_back(slots), slots += r.size();
-      auto slot_of = [&](int64_t row) {
-        size_t i = 0;
-        while (row >= touched[i].end) ++i;
-        return slot_start[i] + (row - touched[i].begin);
-      };
-      int64_t rows_out = 0, rows_in = 0;
-      for (int dst = 0; dst < P; ++dst) {
-        int64_t c = 0;
-        for (const RowRange& r : plan->touched_within(rank, plan->block(dst))) c += r.size();
-        incoming[static_cast<size_t>(dst)] = plan->touched_within(dst, plan->block(rank));
-        int64_t in = 0;
-        for (const RowRange& r : incoming[static_cast<size_t>(dst)]) in += r.size();
-        if (rows_out + c > std::numeric_limits<int>::max() || rows_in + in > std::numeric_limits<int>::max())
-          throw Error("more than 2^31 rows in one exchange: use more ranks");
-        send_rows[static_cast<size_t>(dst)] = static_cast<int>(c);
-        send_displ[static_cast<size_t>(dst)] = static_cast<int>(rows_out);
-        recv_rows[static_cast<size_t>(dst)] = static_cast<int>(in);
-        recv_displ[static_cast<size_t>(dst)] = static_cast<int>(rows_in);
-        rows_out += c;
-        rows_in += in;
-      }
-      send.resize(static_cast<size_t>(rows_out * width));
-      recv.resize(static_cast<size_t>(rows_in * width));
-      // Every row travels as exactly `width` candidates, padded when the rank saw fewer.
-      const Candidate pad{std::numeric_limits<float>::infinity(), -1};
-      size_t at = 0;
-      for (int dst = 0; dst < P; ++dst)
-        for (const RowRange& r : plan->touched_within(rank, plan->block(dst)))
-          for (int64_t row = r.begin; row < r.end; ++row) {
-            const auto& l = lists[static_cast<size_t>(slot_of(row))];
-            for (int j = 0; j < width; ++j)
-              send[at++] = j < static_cast<int>(l.size()) ? l[static_cast<size_t>(j)] : pad;
-          }
-    }));
-    MPI_Datatype row_type;
-    MPI_Type_contiguous(static_cast<int>(width * sizeof(Candidate)), MPI_BYTE, &row_type);
-    MPI_Type_commit(&row_type);
-    MPI_Alltoallv(send.data(), send_rows.data(), send_displ.data(), row_type, recv.data(), recv_rows.data(),
-                  recv_displ.data(), row_type, g.comm());
-    MPI_Type_free(&row_type);
-    for (int dst = 0; dst < P; ++dst)
-      if (dst != rank) {
-        stats.bytes_merge += static_cast<double>(send_rows[static_cast<size_t>(dst)]) * width * sizeof(Candidate);
-        stats.bytes_received += static_cast<double>(recv_rows[static_cast<size_t>(dst)]) * width * sizeof(Candidate);
-      }
-    std::vector<Candidate>().swap(send);
-
-    // The owner's lists: the `width` smallest by (key, index) over all
-    // senders. Each tile is computed once, so for tiles these are exactly the
-    // CPU backend's lists (TopK keeps the smallest by the same total order).
-    const RowRange mine = plan->block(rank);
-    const int64_t m = mine.size();
-    std::vector<int64_t> out_index(static_cast<size_t>(m * k));
-    std::vector<float> out_dist(static_cast<size_t>(m * k));
-    std::vector<float> cand_key;
-    std::vector<int> cand_index;  // global rows; for certification, compact slots relative to `mine`
-    // Certification input: the prepared rows of the owner's rows and of every
-    // candidate, ascending by global row (so ties order as in the CPU
-    // backend); the owner's rows start at slot `own_at`.
-    std::vector<int64_t> slot_row;
-    int64_t own_at = 0;
-    PreparedRows compact;
-    std::vector<float> compact_raw, norms;
-    double local_ymax = 0;
-    g.agree(capture([&] {
-      std::vector<std::vector<int64_t>> position(static_cast<size_t>(P));  // row -> row in recv, or -1
-      for (int s = 0; s < P; ++s) {
-        auto& pos = position[static_cast<size_t>(s)];
-        pos.assign(static_cast<size_t>(m), -1);
-        int64_t at = recv_displ[static_cast<size_t>(s)];
-        for (const RowRange& r : incoming[static_cast<size_t>(s)])
-          for (int64_t row = r.begin; row < r.end; ++row) pos[static_cast<size_t>(row - mine.begin)] = at++;
-      }
-      cand_key.resize(static_cast<size_t>(m * width));
-      cand_index.resize(static_cast<size_t>(m * width));
-      parallel_for(0, m, eo.threads, [&](int64_t i) {
-        std::vector<Candidate> c;
-        c.reserve(static_cast<size_t>(P * width));
-        for (int s = 0; s < P; ++s) {
-          const int64_t p = position[static_cast<size_t>(s)][static_cast<size_t>(i)];
-          if (p < 0) continue;
-          for (int j = 0; j < width; ++j) {
-            const Candidate& x = recv[static_cast<size_t>(p * width + j)];
-            if (x.index >= 0) c.push_back(x);
-          }
-        }
-        std::sort(c.begin(), c.end(), key_less);
-        c.erase(std::unique(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) { return a.index == b.index; }),
-                c.end());
-        if (static_cast<int>(c.size()) < width)
-          throw Error("internal: row " + std::to_string(mine.begin + i) + " received " + std::to_string(c.size()) +
-                      " candidates, fewer than " + std::to_string(width));
-        for (int j = 0; j < width; ++j) {
-          cand_key[static_cast<size_t>(i * width + j)] = c[static_cast<size_t>(j)].key;
-          cand_index[static_cast<size_t>(i * width + j)] = c[static_cast<size_t>(j)].index;
-        }
-      });
-      if (certify) {
-        std::vector<int64_t> others;
-        for (int v : cand_index)
-          if (v < mine.begin || v >= mine.end) others.push_back(v);
-        std::sort(others.begin(), others.end());
-        others.erase(std::unique(others.begin(), others.end()), others.end());
-        own_at = std::lower_bound(others.begin(), others.end(), mine.begin) - others.begin();
-        slot_row.reserve(others.size() + static_cast<size_t>(m));
-        slot_row.insert(slot_row.end(), others.begin(), others.begin() + own_at);
-        for (int64_t r = mine.begin; r < mine.end; ++r) slot_row.push_back(r);
-        slot_row.insert(slot_row.end(), others.begin() + own_at, others.end());
-        // Slots relative to the owner's first row: negative before it.
-        parallel_for(0, m, eo.threads, [&](int64_t i) {
-          for (int j = 0; j < width; ++j) {
-            int& v = cand_index[static_cast<size_t>(i * width + j)];
-            const int64_t slot = std::lower_bound(slot_row.begin(), slot_row.end(), int64_t{v}) - slot_row.begin();
-            v = static_cast<int>(slot - own_at);
-          }
-        });
-        // prepare_rows() works row by row: a subset gives the same floats.
-        const int64_t d = data.cols(), slots = static_cast<int64_t>(slot_row.size());
-        compact_raw.resize(static_cast<size_t>(slots * d));
-        parallel_for(0, slots, eo.threads, [&](int64_t s) {
-          std::copy_n(data.row(slot_row[static_cast<size_t>(s)]), d, compact_raw.data() + s * d);
-        });
-        Dataset view(slots, d, compact_raw.data(), nullptr);
-        view.source = data.source;
-        try {
-          compact = prepare_rows(view, params.metric);
-        } catch (const Error& e) {
-          throw Error(globalise_row_message(e.what(), data.source,
-                                            [&](int64_t s) { return slot_row[static_cast<size_t>(s)]; }));
-        }
-        if (params.metric != Metric::Euclidean) std::vector<float>().swap(compact_raw);
-        norms.resize(static_cast<size_t>(slots));
-        squared_norms(compact.data, slots, d, norms.data(), eo.threads);
-        // Every row is owned by one rank: the maximum over the owners' rows is
-        // the maximum over all rows.
-        for (int64_t i = 0; i < m; ++i) local_ymax = std::max(local_ymax, double{norms[static_cast<size_t>(own_at + i)]});
-      } else {
-        for (int64_t i = 0; i < m; ++i)
-          for (int j = 0; j < k; ++j) {
-            out_index[static_cast<size_t>(i * k + j)] = cand_index[static_cast<size_t>(i * width + j)];
-            out_dist[static_cast<size_t>(i * k + j)] = cand_key[static_cast<size_t>(i * width + j)];
-          }
-      }
-      fault.at("merge");
-      progress.finish();
-    }));
-    std::vector<Candidate>().swap(recv);
-    stats.merge_s = seconds_since(t);
-
-    // ---- certify: the exact ranking of the owner's rows (as the CPU backend)
-    t = Clock::now();
-    double ymax = 0;
-    MPI_Allreduce(&local_ymax, &ymax, 1, MPI_DOUBLE, MPI_MAX, g.comm());
-    g.agree(capture([&] {
-      progress.check_cancel();
-      if (!certify) return;
-      progress.stage("certify", 1, "steps");
-      const int64_t n = data.rows(), d = data.cols();
-      const int64_t others = params.keep_self ? n : n - 1;
-      exact::CandidateLists cl{cand_key.data(), cand_index.data(), nullptr, m, width};
-      std::vector<int> fill(static_cast<size_t>(m), width), status(static_cast<size_t>(m));
-      cl.fill = fill.data();
-      const float* base = compact.data + own_at * d;
-      stats.bound_use = exact::certify_rows(base, d, cl, k, norms.data() + own_at, ymax,
-                                            exact::make_error_model(d, false), params.metric, width == others,
-                                            eo.threads, out_index.data(), out_dist.data(), status.data());
-      std::vector<int64_t> uncertified;
-      for (int64_t i = 0; i < m; ++i) {
-        if (status[static_cast<size_t>(i)] < 0) {
-          uncertified.push_back(i);
-          continue;
-        }
-        stats.reevaluated += status[static_cast<size_t>(i)];
-        for (int j = 0; j < k; ++j) {
-          int64_t& v = out_index[static_cast<size_t>(i * k + j)];
-          v = slot_row[static_cast<size_t>(own_at + v)];
-        }
-      }
-      stats.fallback_rows = static_cast<double>(uncertified.size());
-      progress.check_cancel();
-      if (!uncertified.empty()) {
-        // Dense neighbourhoods inside the bound: an exact scan over all rows,
-        // which needs them all prepared (rare), into this rank's output rows.
-        PreparedRows all = prepare_rows(data, params.metric);
-        std::vector<float> keys;
-        for (int64_t i : uncertified) {
-          progress.check_cancel();
-          exact::exact_scan_row(all.data, n, d, mine.begin + i, k, params.metric, params.keep_self, eo.threads, keys,
-                                out_index.data() + i * k, out_dist.data() + i * k);
-        }
-      }
-      progress.finish();
-    }));
-    std::vector<float>().swap(cand_key);
-    std::vector<int>().swap(cand_index);
-    std::vector<float>().swap(norms);
-    std::vector<float>().swap(compact_raw);
-    compact = PreparedRows{};
-    stats.certify_s = seconds_since(t);
-
-    // ---- gather: the final rows to rank 0, which writes them --------------
-    t = Clock::now();
-    g.agree(capture([&] {
-      progress.stage("gather", 1, "steps");
-      progress.check_cancel();
-      if (root) {
-        result.indices.resize(static_cast<size_t>(data.rows() * k));
-        result.distances.resize(static_cast<size_t>(data.rows() * k));
-      }
-    }));
-    std::vector<int> counts(static_cast<size_t>(P)), displs(static_cast<size_t>(P));
-    for (int r = 0; r < P; ++r) {
-      counts[static_cast<size_t>(r)] = static_cast<int>(plan->block(r).size());
-      displs[static_cast<size_t>(r)] = static_cast<int>(plan->block(r).begin);
-    }
-    MPI_Datatype idx_row, dist_row;
-    MPI_Type_contiguous(k, MPI_INT64_T, &idx_row);
-    MPI_Type_contiguous(k, MPI_FLOAT, &dist_row);
-    MPI_Type_commit(&idx_row);
-    MPI_Type_commit(&dist_row);
-    MPI_Gatherv(out_index.data(), static_cast<int>(m), idx_row, result.indices.data(), counts.data(), displs.data(),
-                idx_row, 0, g.comm());
-    MPI_Gatherv(out_dist.data(), static_cast<int>(m), dist_row, result.distances.data(), counts.data(),
-                displs.data(), dist_row, 0, g.comm());
-    MPI_Type_free(&idx_row);
-    MPI_Type_free(&dist_row);
-    if (!root) stats.bytes_gather = static_cast<double>(m) * k * (sizeof(int64_t) + sizeof(float));
-    stats.gather_s = seconds_since(t);
-    stats.bytes_control = static_cast<double>(g.control_bytes());
-
-    std::vector<double> all_stats(root ? static_cast<size_t>(P * kStatsDoubles) : 0);
-    MPI_Gather(&stats, kStatsDoubles, MPI_DOUBLE, all_stats.data(), kStatsDoubles, MPI_DOUBLE, 0, g.comm());
-    char host[kHostChars] = {};
-    std::strncpy(host, g.host().c_str(), kHostChars - 1);
-    std::vector<char> hosts(root ? static_cast<size_t>(P * kHostChars) : 0);
-    MPI_Gather(host, kHostChars, MPI_CHAR, hosts.data(), kHostChars, MPI_CHAR, 0, g.comm());
-    capture([&] { progress.finish(); });
-
+    MpiBuild phases(g, data, params, eo, mode, progress, fault, result);
+    phases.prepare(early);
+    phases.compute();
+    phases.merge();
+    phases.certify();
+    phases.gather();
+    phases.collect_rank_stats();
     if (!root) {
       result.output_rank = false;
       return result;
     }
-    result.strategy = strategy;
-    result.timings.emplace_back("prepare", stats.prepare_s);
-    result.timings.emplace_back("distances+select", stats.compute_s);
-    result.timings.emplace_back("merge", stats.merge_s);
-    result.timings.emplace_back("certify", stats.certify_s);
-    result.timings.emplace_back("gather", stats.gather_s);
-    result.timings.emplace_back("total", seconds_since(t0));
-    nlohmann::json per_rank = nlohmann::json::array();
-    double sent_total = 0, reevaluated = 0, fallback_rows = 0, bound_use = 0;
-    const double row_bytes = static_cast<double>(data.cols()) * sizeof(float);
-    for (int r = 0; r < P; ++r) {
-      RankStats s{};
-      std::memcpy(&s, all_stats.data() + static_cast<size_t>(r) * kStatsDoubles, sizeof s);
-      const double sent = s.bytes_merge + s.bytes_gather + s.bytes_control;
-      sent_total += sent;
-      reevaluated += s.reevaluated;
-      fallback_rows += s.fallback_rows;
-      bound_use = std::max(bound_use, s.bound_use);
-      per_rank.push_back({{"rank", r},
-                          {"host", std::string(hosts.data() + static_cast<size_t>(r) * kHostChars)},
-                          {"threads", static_cast<int>(s.threads)},
-                          {"work_units", static_cast<int64_t>(s.units)},
-                          {"tiles", static_cast<int64_t>(s.tiles)},
-                          {"rows_owned", plan->block(r).size()},
-                          {"rows_read", static_cast<int64_t>(s.rows_touched)},
-                          {"input_bytes_read", s.rows_touched * row_bytes},
-                          {"bytes_sent", sent},
-                          {"bytes_sent_merge", s.bytes_merge},
-                          {"bytes_sent_gather", s.bytes_gather},
-                          {"bytes_sent_control", s.bytes_control},
-                          {"bytes_received_merge", s.bytes_received},
-                          {"timings_s",
-                           {{"prepare", s.prepare_s},
-                            {"distances+select", s.compute_s},
-                            {"merge", s.merge_s},
-                            {"certify", s.certify_s},
-                            {"gather", s.gather_s}}}});
-    }
-    nlohmann::json& x = result.extra;
-    x["ranks"] = P;
-    x["engine"] = eo.sub_backend.empty() ? "tiles" : "backend:" + eo.sub_backend;
-    x["tile"] = kCpuTile;
-    x["tiles"] = plan->total_tiles();
-    x["row_blocks"] = plan->block_starts();
-    x["input_bytes"] = static_cast<double>(data.rows()) * row_bytes;
-    x["input_memory_mapped"] = data.memory_mapped();
-    x["bytes_sent_total"] = sent_total;
-    x["per_rank"] = per_rank;
-    if (eo.sub_backend.empty()) {
-      x["capacity"] = list_capacity(params, data.rows());
-      x["reevaluated_per_row"] = data.rows() ? reevaluated / static_cast<double>(data.rows()) : 0.0;
-      x["fallback_rows"] = static_cast<int64_t>(fallback_rows);
-      x["error_bound_max_use"] = bound_use;
-    }
+    phases.report(seconds_since(t0));
     if (file_sink) file_sink->event("computed", {{"ranks", P}});
     return result;
   } catch (const RankFailure& f) {
