@@ -16,13 +16,13 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
   knn DATA -k K -o OUTDIR [--metric euclidean|cosine|pearson]
           [--backend auto|cpu|gpu|mpi] [--select auto|warp|quick|sort|heap|merge|bitonic]
           [--devices all|0,1] [--gpu-memory BYTES] [--precision exact|fast-exact]
-          [--keep-self] [--threads T] [--overwrite]
+          [--keep-self] [--threads T] [--mask FILE|none] [--overwrite]
   embed GRAPHDIR [--k K] [--epsilon auto|median|VALUE] [--alpha A] [--components M]
           [--t T] [--symmetrize or|and|average] [--local-scaling auto|0|J] [--tolerance TOL]
           [--ncv NCV] [--no-lock-check] [--eigensolver auto|cpu|gpu]
           [--max-matvecs N] [--time-limit SECONDS] [--metadata FILE[:COLUMN]]... [-o OUTDIR]
   run DATA -k K [knn and embed options] [--embed-k K'] [--transform none|anscombe|binB[+anscombe]]
-          [--metadata FILE[:COLUMN]]... -o OUTDIR
+          [--mask FILE|none] [--metadata FILE[:COLUMN]]... -o OUTDIR
                                            knn then embed (-k is the graph's k, --embed-k the embedding's)
   run --demo -o OUTDIR [--pdb ID|FILE --count N --size S --axis A --photons P --seed S --q-max Q]
                                            the built-in demo (simulated ubiquitin diffraction)
@@ -30,7 +30,11 @@ const char* kUsage = R"(usage: manifold COMMAND [options]
   simulate diffraction --pdb FILE|ID --count N [--size S] [--axis x|y|z|random]
           [--photons P] [--seed S] [--q-max Q] [--threads T] [--keep-water]
           [--mix blank=F,single=F,double=F] [--background P] [--fluence-jitter J]
-          -o FILE.npy|FILE.cxi
+          [--hot-pixels N] [--gap W] -o FILE.npy|FILE.cxi
+                                           --hot-pixels/--gap: detector defects (N pixels far
+                                           brighter than any, W zero rows and columns through
+                                           the middle) with their mask (FILE.mask.npy, or the
+                                           CXI file's /entry_1/data_1/mask)
   cluster EMBEDDINGDIR [--clusters K] [--coordinates M] [--max-clusters M] [--restarts R]
           [--seed S] -o FILE.npy           clusters: the k-NN graph's separate components,
                                            then k-means (k-means++ seeding) on dc1..dcM of the
@@ -56,6 +60,13 @@ why in one line; warnings flag localised coordinates and eigenvalues within 1e-6
 
 DATA: .npy, MNIST IDX (*-idx3-ubyte[.gz]), a folder of PNG/TIFF images, a multi-page
 TIFF, MRC/MRCS, HDF5/CXI (--dataset PATH). Ctrl-C cancels; nothing partial is left.
+--mask (knn, run): distances use only the pixels valid in every frame, and say how many.
+FILE: .npy or .mrc of the frame's shape, non-zero = valid (a stack: valid in every layer), or
+a CXI/HDF5 file's mask by the CXI bits (bad: invalid, saturated, hot, dead, shadowed, ignore,
+bad, missing). Without --mask: DATA.cxi's /entry_1/data_1/mask (or .../detector_1/mask),
+else NAME.mask.npy beside NAME.EXT or the folder NAME; none: no mask. binB keeps a bin only
+when all its pixels are valid. trajectory's movies keep the full frames (the GUI applies no
+mask yet).
 -o OUTDIR is written whole or not at all; an existing folder holding other files (or another
 command's result) is refused before the work starts unless --overwrite (knn, run).
 

@@ -16,6 +16,7 @@
 #include "manifold/embedding_io.h"
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
+#include "manifold/mask.h"
 #include "manifold/metadata.h"
 #include "manifold/npy.h"
 #include "manifold/output.h"
@@ -181,14 +182,24 @@ PipelineResult run_pipeline(const Dataset& ds, const KnnParams& kp, const std::s
   return r;
 }
 
-Dataset load_with_transform(const std::string& path, const std::string& hdf5_dataset, const std::string& transform,
-                            Progress& progress) {
+struct GraphInput {
+  Dataset features;   ///< what the k-NN graph is built from
+  DetectorMask mask;  ///< after the transform; empty = every pixel
+};
+
+/// The session's frames, transformed, then only the pixels valid under its
+/// mask (mask.h): the transform sees whole frames, the graph the valid pixels.
+GraphInput load_with_transform(const Session& s, Progress& progress) {
   ReadOptions ro;
-  ro.hdf5_dataset = hdf5_dataset;
+  ro.hdf5_dataset = s.dataset;
   progress.stage("load", 1, "files");
-  Dataset ds = load_dataset(path, ro);
+  Dataset frames = load_dataset(s.data, ro);
+  DetectorMask mask = mask_for(s.data, s.mask, frames);
   progress.finish();
-  return transformed(ds, transform);
+  frames = transformed(frames, s.transform);
+  mask = transformed_mask(mask, s.transform);
+  Dataset features = masked_features(frames, mask);
+  return {std::move(features), std::move(mask)};
 }
 
 /// Every file `run` writes (the demo: the patterns too): a folder holding
@@ -207,12 +218,16 @@ int run_session(const Session& s, const std::string& out, const OutputOptions& o
   TerminalProgress sink(stderr, quiet);
   install_cancel_on_signal();
   Progress progress(&sink, &cancel_flag());
-  Dataset ds = load_with_transform(s.data, s.dataset, s.transform, progress);
+  const GraphInput input = load_with_transform(s, progress);
+  const Dataset& ds = input.features;
   const MetadataTable metadata = load_metadata_for(metadata_specs, ds.rows(), s.data);  // before the long work
   PipelineResult r = run_pipeline(ds, s.knn, s.backend, s.diffusion, progress);
   if (!r.graph.output_rank) return 0;
+  if (!input.mask.empty()) r.graph.extra["mask"] = mask_json(input.mask);
   Session record = s;
   record.data = fs::absolute(s.data).lexically_normal().string();
+  // The mask file used, found or named, so a replay reads the same one.
+  if (!input.mask.empty()) record.mask = fs::absolute(input.mask.file).lexically_normal().string();
   record.output.clear();
   nlohmann::json extra = {{"data", record.data}, {"transform", s.transform}, {"knn_s", r.knn_s}};
   if (!session_origin.empty()) extra["session"] = session_origin;
@@ -223,6 +238,7 @@ int run_session(const Session& s, const std::string& out, const OutputOptions& o
   tx.commit();
   report_warnings(r.embedding);
   if (!quiet) {
+    if (!input.mask.empty()) std::printf("%s\n", mask_summary(input.mask).c_str());
     std::printf("k-NN graph: N=%lld d=%lld k=%d metric=%s backend=%s in %.3f s\n", static_cast<long long>(r.graph.n),
                 static_cast<long long>(r.graph.d), r.graph.k, to_string(r.graph.metric).c_str(),
                 r.graph.backend.c_str(), r.knn_s);
@@ -424,13 +440,16 @@ int cmd_run(int argc, char** argv) {
   const std::vector<std::string> metadata_specs = take_metadata_options("run", argc, argv, 2);
   auto specs = knn_option_specs();
   for (auto& s : diffusion_option_specs("--embed-k")) specs.push_back(s);
-  for (OptionSpec s : {OptionSpec{"--demo", false}, OptionSpec{"--session"}, OptionSpec{"--transform"},
+  for (OptionSpec s : {OptionSpec{"--demo", false}, OptionSpec{"--session"}, OptionSpec{"--transform"}, OptionSpec{"--mask"},
                        OptionSpec{"--pdb"}, OptionSpec{"--count"}, OptionSpec{"--size"}, OptionSpec{"--axis"},
                        OptionSpec{"--photons"}, OptionSpec{"--seed"}, OptionSpec{"--q-max"}})
     specs.push_back(s);
   Args a("run", specs, argc, argv, 2);
   const bool demo = a.has("--demo"), session = a.has("--session");
   if (demo && session) throw UsageError("run: --demo and --session exclude each other");
+  if (a.has("--mask") && (demo || session))
+    throw UsageError(std::string("run: --mask applies to DATA; ") +
+                     (demo ? "the demo's detector has no mask" : "a session names its own (\"mask\")"));
   if (!demo)
     for (auto o : {"--pdb", "--count", "--size", "--axis", "--photons", "--seed", "--q-max"})
       if (a.has(o)) throw UsageError(std::string("run: ") + o + " belongs to --demo");
@@ -455,6 +474,7 @@ int cmd_run(int argc, char** argv) {
   s.dataset = a.str("--dataset");
   s.transform = a.str("--transform", "none");
   validate_transform(s.transform);
+  s.mask = a.str("--mask");
   s.backend = a.str("--backend", "auto");
   s.knn = knn_params_from(a);
   s.diffusion = diffusion_params_from(a, "--embed-k");

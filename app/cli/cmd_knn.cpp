@@ -5,6 +5,7 @@
 #include "manifold/dataset.h"
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
+#include "manifold/mask.h"
 #include "manifold/npy.h"
 #include "manifold/output.h"
 #include "manifold/terminal_progress.h"
@@ -61,7 +62,9 @@ void write_graph_folder(const std::string& out, const KnnGraph& g, const OutputO
 }  // namespace
 
 int cmd_knn(int argc, char** argv) {
-  Args a("knn", knn_option_specs(), argc, argv, 2);
+  std::vector<OptionSpec> specs = knn_option_specs();
+  specs.push_back({"--mask"});
+  Args a("knn", specs, argc, argv, 2);
   const std::string input = a.one_positional("DATA");
   if (!a.has("-o")) throw UsageError("knn: missing -o OUTDIR");
   KnnParams p = knn_params_from(a);
@@ -82,7 +85,9 @@ int cmd_knn(int argc, char** argv) {
   Progress progress(&sink, &cancel_flag());
   progress.stage("load", 1, "files");
   Dataset ds = load_dataset(input, ro);
+  const DetectorMask mask = mask_for(input, a.str("--mask"), ds);
   progress.finish();
+  ds = masked_features(ds, mask);  // the graph sees the valid pixels only; graph.json says which
   validate_for(p, ds, input);
   if (!other_rank) note_ignored_gpu_options(p, backend->name());
   KnnGraph g = backend->build(ds, p, progress);
@@ -91,6 +96,7 @@ int cmd_knn(int argc, char** argv) {
   // Where the rows came from: embed finds the metadata beside it, trajectory the images.
   g.extra["data"] = fs::absolute(input).lexically_normal().string();
   if (!ro.hdf5_dataset.empty()) g.extra["dataset"] = ro.hdf5_dataset;
+  if (!mask.empty()) g.extra["mask"] = mask_json(mask);
   write_graph_folder(a.str("-o"), g, output);
   double total = 0;
   for (auto& [s, t] : g.timings)
@@ -103,6 +109,7 @@ int cmd_knn(int argc, char** argv) {
     if (fallback > 0 || rescanned > 0)
       std::fprintf(stderr, "note: %lld rows rescanned and %lld rows ranked by a full exact scan (dense neighbourhoods)\n",
                    static_cast<long long>(rescanned), static_cast<long long>(fallback));
+    if (!mask.empty()) std::printf("%s\n", mask_summary(mask).c_str());
     std::printf("k-NN graph: N=%lld d=%lld k=%d metric=%s backend=%s strategy=%s in %.3f s -> %s\n",
                 static_cast<long long>(g.n), static_cast<long long>(g.d), g.k, to_string(g.metric).c_str(),
                 g.backend.c_str(), g.strategy.c_str(), total, a.str("-o").c_str());

@@ -33,7 +33,7 @@ int cmd_simulate(int argc, char** argv) {
                      "' (usage: manifold simulate diffraction --pdb FILE --count N -o FILE.npy|FILE.cxi)");
   Args a("simulate diffraction",
          {{"--pdb"}, {"--count"}, {"--size"}, {"--axis"}, {"--photons"}, {"--seed"}, {"--q-max"}, {"--threads"},
-          {"--mix"}, {"--background"}, {"--fluence-jitter"}, {"--keep-water", false}, {"-o", true, "--output"}, {"--quiet", false, "-q"}},
+          {"--mix"}, {"--background"}, {"--fluence-jitter"}, {"--hot-pixels"}, {"--gap"}, {"--keep-water", false}, {"-o", true, "--output"}, {"--quiet", false, "-q"}},
          argc, argv, 3);
   if (!a.positionals().empty()) throw UsageError("simulate diffraction: unexpected argument '" + a.positionals()[0] + "'");
   if (!a.has("--pdb")) throw UsageError("simulate diffraction: missing --pdb FILE (e.g. --pdb 1ubq with freesasa installed)");
@@ -54,6 +54,8 @@ int cmd_simulate(int argc, char** argv) {
   if (a.has("--mix")) p.mix = parse_mix(a.str("--mix"));
   p.background = a.real("--background", 0.0);
   p.fluence_jitter = a.real("--fluence-jitter", 0.0);
+  p.hot_pixels = a.integer("--hot-pixels", 0, 0, INT64_MAX);
+  p.gap = static_cast<int>(a.integer("--gap", 0, 0, 4096));
   validate(p);
   PdbOptions po;
   po.keep_water = a.has("--keep-water");
@@ -69,6 +71,8 @@ int cmd_simulate(int argc, char** argv) {
     std::string truth = out.ends_with(".cxi") ? "ground truth inside" : "+ " + ground_truth_path(out, d);
     if (!d.labels.empty() && !out.ends_with(".cxi"))
       truth += " + " + out.substr(0, out.size() - 4) + ".labels.npy (blank, single, double)";
+    if (!d.pixel_mask.empty())
+      truth += out.ends_with(".cxi") ? ", mask in /entry_1/data_1/mask" : " + " + mask_path(out) + " (1 = valid)";
     std::printf("simulated %lld patterns %dx%d of %s (%zu atoms), axis %s, %s in %.2f s -> %s (%s)\n",
                 static_cast<long long>(d.count), d.size, d.size, mol.id.empty() ? mol.source.c_str() : mol.id.c_str(),
                 mol.atoms.size(), p.axis.c_str(),

@@ -9,6 +9,8 @@
 //     "data": "patterns.npy",                 required; relative paths are relative to the session file's folder
 //     "dataset": "/entry_1/data_1/data",      optional HDF5/CXI dataset path ("" = the reader's default)
 //     "transform": "none",                    optional: as run --transform (none, anscombe, binB, steps joined by +)
+//     "mask": "det.mask.npy",                 optional: as run --mask (a file, relative like "data"; "none";
+//                                             absent = the mask found with the data, see mask.h)
 //     "knn": {                                optional object, every key optional (defaults of KnnParams):
 //       "k": 10, "metric": "euclidean", "backend": "auto", "select": "auto",
 //       "keep_self": false, "devices": [], "gpu_memory": 0, "threads": 0, "precision": "exact" },
@@ -34,6 +36,7 @@ struct Session {
   std::string data;                 ///< dataset path (absolute after read_session resolves it)
   std::string dataset;              ///< HDF5 dataset path, "" = default
   std::string transform = "none";   ///< as run --transform: none, anscombe, binB, steps joined by +
+  std::string mask;                 ///< as run --mask: a file, "none", or "" = the mask found with the data
   std::string backend = "auto";     ///< k-NN backend name
   KnnParams knn;
   DiffusionParams diffusion;

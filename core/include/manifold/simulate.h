@@ -1,5 +1,6 @@
 #pragma once
 #include "manifold/dataset.h"
+#include "manifold/mask.h"
 // Single-molecule diffraction snapshots, for demos and physical validation.
 //
 // Small-angle (flat detector) approximation: the detector samples the plane
@@ -62,6 +63,13 @@ struct DiffractionParams {
   /// shot, log-normal with mean 1, applied to molecule and background alike:
   /// pulse energy and the particle's place in the focus vary. 0 = none.
   double fluence_jitter = 0;
+  /// Detector defects, for testing masks: `hot_pixels` pixels (seeded, away
+  /// from the gap) that read 100 to 300 times the brightest value of the set,
+  /// differently in every frame, and a gap of `gap` rows and `gap` columns
+  /// through the middle (between four panels) that reads 0. The pixel mask
+  /// marks both (DiffractionImages::pixel_mask).
+  int64_t hot_pixels = 0;
+  int gap = 0;
 };
 
 /// The classes of a mixed set, in label order: blank (background only),
@@ -84,6 +92,9 @@ struct DiffractionImages {
   std::vector<double> quaternions; ///< count x 4 (w, x, y, z), w >= 0, of every rotation (the first molecule's)
   std::vector<int32_t> labels;     ///< with a mix: count hit classes (index into hit_class_names()); else empty
   double scale = 0;                ///< photons per unit |A|^2 (0 without noise)
+  /// With detector defects: size x size CXI pixel-mask bits (4 = hot, 1 =
+  /// invalid: the gap; 0 = a good pixel); empty for a perfect detector.
+  std::vector<uint32_t> pixel_mask;
   nlohmann::json metadata;         ///< every parameter, the molecule, atoms used
 };
 
@@ -93,8 +104,13 @@ DiffractionImages simulate_diffraction(const Molecule& molecule, const Diffracti
 /// Writes FILE.npy (float32 N x S x S) with FILE.angles.npy (axis) or
 /// FILE.quaternions.npy (random) and FILE.json beside it, or FILE.cxi (HDF5,
 /// CXI layout: /entry_1/data_1/data N x S x S float32, ground truth under
-/// /entry_1/sample_1). All files appear together or not at all.
+/// /entry_1/sample_1). With detector defects also the mask: FILE.mask.npy
+/// (uint8, 1 = valid) or /entry_1/data_1/mask (uint32 CXI bits, linked under
+/// the detector). All files appear together or not at all.
 void write_diffraction(const std::string& path, const DiffractionImages& images);
+
+/// The mask file written beside FILE.npy with detector defects: FILE.mask.npy.
+std::string mask_path(const std::string& npy_path);
 
 /// The ground-truth file written beside FILE.npy: FILE.angles.npy or FILE.quaternions.npy.
 std::string ground_truth_path(const std::string& npy_path, const DiffractionImages& images);
@@ -132,5 +148,9 @@ Dataset transformed(const Dataset& ds, const std::string& transform);
 
 /// Checks a transform name without data (before loading); UsageError if unknown.
 void validate_transform(const std::string& transform);
+
+/// The mask of frames after `transform`: binB keeps a bin only when all its
+/// pixels are valid; Anscombe keeps the mask (see mask.h).
+DetectorMask transformed_mask(const DetectorMask& mask, const std::string& transform);
 
 }  // namespace manifold

@@ -26,6 +26,7 @@ nlohmann::json session_to_json(const Session& s) {
   j["data"] = s.data;
   if (!s.dataset.empty()) j["dataset"] = s.dataset;
   j["transform"] = s.transform;
+  if (!s.mask.empty()) j["mask"] = s.mask;
   j["knn"] = {{"k", s.knn.k},
               {"metric", to_string(s.knn.metric)},
               {"backend", s.backend},
@@ -137,6 +138,12 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
       validate_transform(s.transform);  // the run's own rule: none, anscombe, binB, steps joined by +
     } catch (const Error& e) {
       fail(std::string("\"transform\": ") + e.what());
+    }
+    if (j.contains("mask")) {
+      if (!j["mask"].is_string() || j["mask"].get<std::string>().empty())
+        fail("\"mask\" must name a mask file, or be \"none\"");
+      const std::string mask = j["mask"].get<std::string>();
+      s.mask = mask == "none" ? mask : resolve(mask);
     }
     s.output = output_below(j.value("output", std::string()), base_dir, fail);
     if (j.contains("view")) {

@@ -283,4 +283,49 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
   return ds;
 }
 
+bool read_cxi_mask(const std::string& path, CxiMask* out) {
+  QuietErrors quiet;
+  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.ok()) fail(path, "cannot open as HDF5" + last_error());
+  Handle lapl(H5Pcreate(H5P_LINK_ACCESS), H5Pclose);
+  bool external = false;
+  if (!lapl.ok() || H5Pset_elink_cb(lapl.get(), refuse_external_link, &external) < 0)
+    fail(path, "cannot set up HDF5 link access" + last_error());
+  // The CXI places of a detector's mask, in the order CXI readers look.
+  std::string name;
+  for (const char* candidate : {"/entry_1/data_1/mask", "/entry_1/instrument_1/detector_1/mask"}) {
+    if (const std::string link = external_link_on(file.get(), lapl.get(), candidate); !link.empty())
+      fail(path, "'" + link + "' is an external link to another file; refused (copy the mask into this file)");
+    if (path_exists(file.get(), lapl.get(), candidate) && !external) {
+      name = candidate;
+      break;
+    }
+  }
+  if (external) fail(path, "the mask leads through an external link to another file; refused");
+  if (name.empty()) return false;
+  Handle dset(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!dset.ok()) fail(path, "cannot open the mask '" + name + "'" + last_error());
+  Handle type(H5Dget_type(dset.get()), H5Tclose);
+  if (H5Tget_class(type.get()) != H5T_INTEGER) {
+    bool numeric = false;
+    fail(path, "the mask '" + name + "' holds " + type_name(type.get(), &numeric) +
+                   " values; a CXI mask holds integer pixel-mask bits");
+  }
+  const std::vector<hsize_t> dims = dataset_dims(dset.get());
+  if (dims.size() != 2 && dims.size() != 3)
+    fail(path, "the mask '" + name + "' has shape " + (dims.empty() ? std::string("scalar") : dims_text(dims)) +
+                   "; expected h x w (every frame) or N x h x w (per frame)");
+  std::vector<int64_t> sdims(dims.begin(), dims.end());
+  const int64_t count = checked_count(path, sdims, sizeof(uint32_t));
+  Handle fspace(H5Dget_space(dset.get()), H5Sclose);
+  if (!fspace.ok() || H5Sselect_all(fspace.get()) < 0) fail(path, "cannot select the mask '" + name + "'" + last_error());
+  check_storage(path, name, dset.get(), fspace.get(), static_cast<uint64_t>(count) * H5Tget_size(type.get()));
+  out->name = name;
+  out->dims = sdims;
+  allocate(path, out->bits, static_cast<size_t>(count), "the mask '" + name + "'");
+  if (count > 0 && H5Dread(dset.get(), H5T_NATIVE_UINT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->bits.data()) < 0)
+    fail(path, "cannot read the mask '" + name + "'" + last_error());
+  return true;
+}
+
 }  // namespace manifold::io

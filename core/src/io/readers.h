@@ -101,4 +101,14 @@ Dataset read_tiff(const std::string& path, const ReadOptions& opt);
 Dataset read_mrc(const std::string& path, const ReadOptions& opt);
 Dataset read_hdf5(const std::string& path, const ReadOptions& opt);
 
+/// The CXI pixel mask of an HDF5 file, its bits as stored (see mask.h).
+struct CxiMask {
+  std::string name;            ///< the dataset it was read from
+  std::vector<int64_t> dims;   ///< {h, w} or {N, h, w}
+  std::vector<uint32_t> bits;
+};
+/// Reads /entry_1/data_1/mask, else /entry_1/instrument_1/detector_1/mask;
+/// false when the file has neither. Throws naming the file otherwise.
+bool read_cxi_mask(const std::string& path, CxiMask* out);
+
 }  // namespace manifold::io

@@ -57,6 +57,37 @@ std::vector<int32_t> hit_labels(const std::vector<double>& mix, int64_t count, u
   return labels;
 }
 
+/// The gap (zero rows and columns through the middle) and the hot pixels
+/// (seeded places outside the gap, 100 to 300 times the brightest value of
+/// the set, drawn anew in every frame) written into the images, and their
+/// CXI bits into out.pixel_mask.
+void add_detector_defects(const DiffractionParams& p, DiffractionImages& out) {
+  if (p.hot_pixels == 0 && p.gap == 0) return;
+  constexpr uint32_t kInvalid = 1, kHot = 4;  // CXI pixel-mask bits (mask.h)
+  const int64_t S = p.size;
+  out.pixel_mask.assign(static_cast<size_t>(S * S), 0);
+  const int64_t gap_start = (S - p.gap) / 2;
+  auto in_gap = [&](int64_t i) { return i >= gap_start && i < gap_start + p.gap; };
+  std::vector<int64_t> good;
+  for (int64_t r = 0; r < S; ++r)
+    for (int64_t c = 0; c < S; ++c) {
+      if (in_gap(r) || in_gap(c)) out.pixel_mask[static_cast<size_t>(r * S + c)] |= kInvalid;
+      else good.push_back(r * S + c);
+    }
+  std::mt19937_64 rng = pattern_rng(p.seed, -1, 6);
+  std::shuffle(good.begin(), good.end(), rng);
+  good.resize(static_cast<size_t>(p.hot_pixels));
+  for (int64_t k : good) out.pixel_mask[static_cast<size_t>(k)] |= kHot;
+  const float brightest = std::max(1.0f, *std::max_element(out.images.begin(), out.images.end()));
+  std::uniform_real_distribution<float> gain(100.0f, 300.0f);
+  for (int64_t i = 0; i < out.count; ++i) {
+    float* image = out.images.data() + i * S * S;
+    for (int64_t k = 0; k < S * S; ++k)
+      if (out.pixel_mask[static_cast<size_t>(k)] & kInvalid) image[k] = 0.0f;
+    for (int64_t k : good) image[k] = brightest * gain(rng);
+  }
+}
+
 /// Mean background photons per pixel: exp(-|q|^2 / (2 (q_max/2)^2)) scaled to
 /// `photons` over the detector (zeros when photons = 0).
 std::vector<double> background_profile(const std::vector<double>& q1, double q_max, double photons) {
@@ -129,6 +160,13 @@ void validate(const DiffractionParams& p) {
   if (!(p.fluence_jitter >= 0) || !std::isfinite(p.fluence_jitter))
     throw UsageError("--fluence-jitter: must be >= 0 (relative spread of the fluence)");
   if (p.fluence_jitter > 0 && p.photons == 0) throw UsageError("--fluence-jitter: needs Poisson noise (--photons > 0)");
+  if (p.gap < 0 || p.gap > p.size - 1)
+    throw UsageError("--gap " + std::to_string(p.gap) + ": must be from 0 to " + std::to_string(p.size - 1) +
+                     " (rows and columns of the " + std::to_string(p.size) + "-pixel detector)");
+  const int64_t outside_gap = static_cast<int64_t>(p.size - p.gap) * (p.size - p.gap);
+  if (p.hot_pixels < 0 || p.hot_pixels >= outside_gap)
+    throw UsageError("--hot-pixels " + std::to_string(p.hot_pixels) + ": must be from 0 to " +
+                     std::to_string(outside_gap - 1) + " (the pixels outside the gap, one left valid)");
   const double bytes = static_cast<double>(p.count) * p.size * p.size * 4;
   if (bytes > 64.0 * (1ull << 30))
     throw UsageError("--count x --size^2: " + std::to_string(bytes / (1ull << 30)) + " GiB of images is too many");
@@ -290,6 +328,8 @@ DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionPar
     for (size_t k = 0; k < intensity.size(); ++k) out.images[k] = static_cast<float>(intensity[k]);
   }
 
+  add_detector_defects(p, out);
+
   nlohmann::json atoms = nlohmann::json::object();
   for (auto& [name, g] : groups) atoms[name] = g.r.size();
   out.metadata = {{"format", "manifold-diffraction"},
@@ -308,6 +348,8 @@ DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionPar
                   {"seed", p.seed},
                   {"background_photons", p.background},
                   {"fluence_jitter", p.fluence_jitter},
+                  {"hot_pixels", p.hot_pixels},
+                  {"gap", p.gap},
                   {"q_max_per_A", p.q_max},
                   {"pixel_q_per_A", dq},
                   {"resolution_A", 2 * M_PI / p.q_max},
@@ -398,6 +440,26 @@ Dataset transformed(const Dataset& ds, const std::string& transform) {
   t.source_dtype = ds.source_dtype;
   t.labels = ds.labels;
   return t;
+}
+
+DetectorMask transformed_mask(const DetectorMask& mask, const std::string& transform) {
+  DetectorMask m = mask;
+  if (m.empty()) return m;
+  for (const std::string& step : transform_steps(transform)) {
+    if (step == "anscombe") continue;  // pixel by pixel: the mask stays
+    // A bin is valid only when all its pixels are (transformed() checked the divisibility).
+    const int b = std::stoi(step.substr(3));
+    if (m.shape.size() != 2 || m.shape[0] % b != 0 || m.shape[1] % b != 0)
+      throw UsageError("--transform " + step + ": the mask " + m.source + " does not bin by " + std::to_string(b));
+    const int64_t h = m.shape[0], w = m.shape[1], bh = h / b, bw = w / b;
+    std::vector<uint8_t> valid(static_cast<size_t>(bh * bw), 1);
+    for (int64_t r = 0; r < h; ++r)
+      for (int64_t c = 0; c < w; ++c)
+        if (!m.valid[static_cast<size_t>(r * w + c)]) valid[static_cast<size_t>((r / b) * bw + c / b)] = 0;
+    m.valid = std::move(valid);
+    m.shape = {bh, bw};
+  }
+  return m;
 }
 
 }  // namespace manifold

@@ -77,12 +77,17 @@ void write_cxi(const std::string& target, const std::string& tmp, const Diffract
     H5 data = group(entry.get(), "data_1", target);
     const hsize_t n = static_cast<hsize_t>(d.count), s = static_cast<hsize_t>(d.size);
     write_dataset(data.get(), "data", H5T_NATIVE_FLOAT, {n, s, s}, d.images.data(), target);
+    if (!d.pixel_mask.empty())  // CXI pixel-mask bits, one mask for every frame
+      write_dataset(data.get(), "mask", H5T_NATIVE_UINT32, {s, s}, d.pixel_mask.data(), target);
     {
       H5 inst = group(entry.get(), "instrument_1", target);
       H5 det = group(inst.get(), "detector_1", target);
-      // CXI readers look for the frames under the detector too; a hard link shares the data.
+      // CXI readers look for the frames (and the mask) under the detector too; a hard link shares the data.
       check(H5Lcreate_hard(file.get(), "/entry_1/data_1/data", det.get(), "data", H5P_DEFAULT, H5P_DEFAULT),
             "detector link", target);
+      if (!d.pixel_mask.empty())
+        check(H5Lcreate_hard(file.get(), "/entry_1/data_1/mask", det.get(), "mask", H5P_DEFAULT, H5P_DEFAULT),
+              "detector mask link", target);
     }
     H5 sample = group(entry.get(), "sample_1", target);
     write_string(sample.get(), "name", d.metadata.value("pdb_id", std::string("molecule")), target);
@@ -99,6 +104,10 @@ void write_cxi(const std::string& target, const std::string& tmp, const Diffract
 }
 
 }  // namespace
+
+std::string mask_path(const std::string& npy_path) {
+  return (ends_with(npy_path, ".npy") ? stem_of(npy_path, ".npy") : npy_path) + ".mask.npy";
+}
 
 std::string ground_truth_path(const std::string& npy_path, const DiffractionImages& d) {
   const std::string stem = ends_with(npy_path, ".npy") ? stem_of(npy_path, ".npy") : npy_path;
@@ -127,6 +136,12 @@ void write_diffraction(const std::string& path, const DiffractionImages& d) {
     else npy::write(tx.path(truth), d.angles.data(), {n});
     // Hit classes as NAME.labels.npy (the metadata readers find it); names in NAME.json "classes".
     if (!d.labels.empty()) npy::write(tx.path(stem_of(base, ".npy") + ".labels.npy"), d.labels.data(), {n});
+    // The detector's mask as NAME.mask.npy (1 = valid), where the readers find it.
+    if (!d.pixel_mask.empty()) {
+      std::vector<uint8_t> valid(d.pixel_mask.size());
+      for (size_t k = 0; k < valid.size(); ++k) valid[k] = d.pixel_mask[k] == 0 ? 1 : 0;
+      npy::write(tx.path(mask_path(base)), valid.data(), {s, s});
+    }
     write_text_file(tx.path(stem_of(base, ".npy") + ".json"), d.metadata.dump(2) + "\n");
   }
   tx.commit();
