@@ -116,10 +116,6 @@ void launch_merge_seeds(ListsView lists, CandidatesView c, int reset_counter, in
 /// Merges another device's lists (rows [0,n), candidates other[g][from, from+len)) into `lists`.
 void launch_merge_lists(ListsView lists, const float* other_dist, const int* other_index, const int* other_fill,
                         int from, int len, cudaStream_t s);
-/// Exact refinement: float64 distances of the selected neighbours (resident
-/// rows), true distances, rows re-sorted by (distance, index), int64 out.
-void launch_refine(const float* rows, int64_t d, ListsView lists, bool euclidean, int64_t* out_index,
-                   float* out_dist, cudaStream_t s);
 /// Rows whose list is short (fewer than k finite distances): count into *bad, first row into *first_bad.
 void launch_count_short_rows(ListsView lists, int* bad, int* first_bad, cudaStream_t s);
 /// Rows whose k-th entry (position k-1 of lists of capacity lists.k) is
@@ -186,7 +182,5 @@ void launch_fallback_keys(const float* rows, int64_t n, int64_t d, const int* fb
 
 /// Deterministic pseudo-random values in [-1, 1) (never all zero), for the SGEMM rate.
 void launch_fill_random(float* x, int64_t count, uint64_t seed, cudaStream_t s);
-
-size_t refine_shared_bytes(int k);
 
 }  // namespace manifold::gpu

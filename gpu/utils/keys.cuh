@@ -69,8 +69,8 @@ __host__ __device__ constexpr int next_pow2(int x) {
   return p;
 }
 
-/// The refinement's float64 sum of squared differences, in a fixed order that
-/// host code can reproduce exactly (refine_host.cpp): lane l sums the terms
+/// The exact key's float64 sum of squared differences, in a fixed order that
+/// host code reproduces exactly (core's exact::exact_sum_sq_diff): lane l sums the terms
 /// c = l, l+32, ... in order, then a butterfly tree halves 16, 8, 4, 2, 1.
 /// Products and sums are rounded separately (no FMA) for the same reason.
 __device__ __forceinline__ double warp_sum_sq_diff(const float* x, const float* y, int64_t d, int lane) {
