@@ -18,18 +18,8 @@ DeviceContext& context_on(int device) {
   return ctx;
 }
 
-// Fused kernels on two streams, or on one with MANIFOLD_GPU_GEMM_STREAMS=1
-// (for comparison: bench/gpu/RESULTS.md).
-int gemm_streams() {
-  const char* v = std::getenv("MANIFOLD_GPU_GEMM_STREAMS");
-  return v && !std::strcmp(v, "1") ? 1 : 2;
-}
-
-int candidate_sets(bool fused) {
-  const char* v = std::getenv("MANIFOLD_GPU_CANDIDATE_SETS");
-  if (!fused || (v && !std::strcmp(v, "2"))) return 2;
-  return v && !std::strcmp(v, "3") ? 3 : kFusedCandidateSets;
-}
+/// Candidate sets the tiles take in turn (device_engine.h).
+int candidate_sets(bool fused) { return fused ? kFusedCandidateSets : 2; }
 
 bool timeline_wanted() {
   const char* v = std::getenv("MANIFOLD_GPU_TIMELINE");
@@ -50,7 +40,6 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
       keep_self_(keep_self),
       force_block_(force_block),
       tensor_(tensor && !plan.fused),
-      gemm_streams_(gemm_streams()),
       timeline_(timeline_wanted()) {
   cuda_check(cudaSetDevice(device), "selecting the device");
   // The TF32 compute type is asked for explicitly in each GEMM; the default
@@ -150,14 +139,8 @@ void DeviceEngine::host_copy(void* dst, const void* src, size_t bytes) {
   // single megabyte (2048 rows of 128 floats): pieces of at least 256 KB, at
   // most one a thread, so it too goes over several cores (with 2 MB pieces
   // it went over one, and the upload ran at ~7 GB/s).
-  // MANIFOLD_GPU_COPY_PIECE_KB sets the smallest piece (for comparison:
-  // bench/gpu/RESULTS.md).
-  static const size_t min_piece = [] {
-    const char* v = std::getenv("MANIFOLD_GPU_COPY_PIECE_KB");
-    const long kb = v ? std::atol(v) : 0;
-    return kb > 0 ? static_cast<size_t>(kb) << 10 : size_t{256} << 10;
-  }();
-  staging_copy(dst, src, bytes, std::min(8, hardware_threads(0)), min_piece);
+  constexpr size_t kMinPiece = size_t{256} << 10;
+  staging_copy(dst, src, bytes, std::min(8, hardware_threads(0)), kMinPiece);
 }
 
 void DeviceEngine::upload_blocks(int64_t b, int64_t blocks, float* rows, float* norms, float* rows_t) {
@@ -263,7 +246,7 @@ int DeviceEngine::gemm_stream(uint64_t t) const {
   // Fused kernels of alternate tiles go to two streams when every block is
   // resident (streamed slots are freed by the last reader, which must be one
   // stream): a tile's blocks start while the previous tile's last ones run.
-  return plan_.fused && plan_.resident && gemm_streams_ == 2 ? static_cast<int>(t % 2) : 0;
+  return plan_.fused && plan_.resident ? static_cast<int>(t % 2) : 0;
 }
 
 CandidatesView DeviceEngine::candidate_set(uint64_t t, int row_stride) {

@@ -129,7 +129,6 @@ class DeviceEngine {
   const float* host_rows_;
   TilePlan plan_;
   bool keep_self_, force_block_, tensor_;
-  int gemm_streams_;  ///< fused kernels on 1 or 2 streams (MANIFOLD_GPU_GEMM_STREAMS)
   double gemm_busy_until_ = 0;  ///< end of the latest completed tile's kernel, ms after loop_start
 
   DeviceBuffer<float> list_dist_, thr_;
@@ -143,8 +142,7 @@ class DeviceEngine {
   // merge share a stream), four for the fused kernel (tile t's kernel
   // waits for tile t - 4's merge; with three, a second kernel was held back
   // by a merge for a quarter of the loop at N = 100k, where the tiles are
-  // short; MANIFOLD_GPU_CANDIDATE_SETS=3 or 2 for comparison,
-  // bench/gpu/RESULTS.md). Tile t uses dirty counter t % kCounters; its merge
+  // short: bench/gpu/RESULTS.md). Tile t uses dirty counter t % kCounters; its merge
   // clears the one of tile t + sets_ (tiles t + 1 .. t + sets_ - 1 may hold
   // theirs).
   static constexpr int kMaxSets = kFusedCandidateSets, kCounters = 8;

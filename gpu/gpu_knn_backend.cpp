@@ -186,8 +186,7 @@ class GpuKnnBackend final : public KnnBackend {
     // memory speed. With every row resident on one GPU, the uploads are done
     // once the first strip's rows are final, and the hash starts then;
     // otherwise at once. (On the H200 hosts measured so far the order made
-    // no difference: bench/gpu/RESULTS.md. MANIFOLD_GPU_HASH_AT_START=1 starts
-    // it at once.)
+    // no difference: bench/gpu/RESULTS.md.)
     std::future<std::string> fingerprint;
     auto start_fingerprint = [&fingerprint, &data] {
       if (!fingerprint.valid()) fingerprint = std::async(std::launch::async, [&data] { return data.fingerprint(); });
@@ -264,7 +263,7 @@ class GpuKnnBackend final : public KnnBackend {
         early->rows_final(r, after);
       };
     }
-    if (!early || env_is("MANIFOLD_GPU_HASH_AT_START", "1")) start_fingerprint();
+    if (!early) start_fingerprint();
     const auto t2 = std::chrono::steady_clock::now();
     progress.stage("knn", total_tiles, "tiles");
     std::atomic<bool> stop{false};

@@ -21,7 +21,6 @@
 // k-step's loaded while this one's FFMAs issue, the barrier moved before the
 // slab's last k-step; commit 22002f0) was 2-3% slower at 100k x 256, and
 // slower still capped at 112 registers to leave an SM room for a merge block.
-// MANIFOLD_GPU_FUSED picks another shape for tuning runs.
 //
 // Each entry is one fmaf chain over c = 0..d-1 in order (the zero padding
 // rows c >= d leave it unchanged), whatever the tile shape, device or
@@ -29,8 +28,6 @@
 // streamed or split over GPUs.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 #include "impl/kernels.h"
 #include "utils/cuda_check.h"
@@ -315,34 +312,14 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
   // Seed tiles: one grid layer per block (rows: the whole batch's).
   const int span_r = f.dense ? std::min(f.rows, f.ldt) : f.rows, span_c = f.dense ? span_r : f.cols;
   const dim3 grid((span_r + BM - 1) / BM, (span_c + BN - 1) / BN, f.dense ? f.batch : 1);
-  // MANIFOLD_GPU_FUSED=TNxKU[xBK] picks a shape (measured in bench/gpu/RESULTS.md);
-  // the default is 8x8x16.
-  static const int variant = [] {
-    const char* v = std::getenv("MANIFOLD_GPU_FUSED");
-    if (!v) return 0;
-    if (!std::strcmp(v, "16x8")) return 1;
-    if (!std::strcmp(v, "16x4")) return 5;
-    if (!std::strcmp(v, "16x2")) return 2;
-    if (!std::strcmp(v, "8x4")) return 4;
-    if (!std::strcmp(v, "8x8")) return 6;  // 8-deep slabs, 4 stages
-    if (!std::strcmp(v, "8x16x16")) return 7;
-    return 0;
-  }();
+  // 8 x 8 entries a thread, 256 threads, 16-deep slabs x 3 stages: the shape
+  // measured fastest of those tried (bench/gpu/RESULTS.md); seed tiles too.
   if (f.dense) {
-    // Seeds: the default shape (every shape gives the same entries, bit for bit).
     fused_tile_kernel<8, 8, 16, 3, true><<<grid, 256, 0, s>>>(f, c, counter);
     launch_check("fused seed kernel");
     return;
   }
-  switch (variant) {
-    case 1: fused_tile_kernel<16, 8><<<grid, 128, 0, s>>>(f, c, counter); break;
-    case 2: fused_tile_kernel<16, 2><<<grid, 128, 0, s>>>(f, c, counter); break;
-    case 4: fused_tile_kernel<8, 4><<<grid, 256, 0, s>>>(f, c, counter); break;
-    case 5: fused_tile_kernel<16, 4><<<grid, 128, 0, s>>>(f, c, counter); break;
-    case 6: fused_tile_kernel<8, 8><<<grid, 256, 0, s>>>(f, c, counter); break;
-    case 7: fused_tile_kernel<8, 16, 16, 3><<<grid, 256, 0, s>>>(f, c, counter); break;
-    default: fused_tile_kernel<8, 8, 16, 3><<<grid, 256, 0, s>>>(f, c, counter); break;  // 8x8x16
-  }
+  fused_tile_kernel<8, 8, 16, 3><<<grid, 256, 0, s>>>(f, c, counter);
   launch_check("fused tile kernel");
 }
 

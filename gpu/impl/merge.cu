@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <cstdlib>
 
 #include "impl/kernels.h"
 #include "utils/cuda_check.h"
@@ -336,16 +335,14 @@ __global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src
 // the next tiles' kernels and gets a multiprocessor only where a kernel
 // block has finished; half as many merge blocks (each taking more rows)
 // hold fewer of those places, and the builds ran 0.5% faster at 1M x 128
-// and 100k x 256 than with 8 (bench/gpu/RESULTS.md). MANIFOLD_GPU_MERGE_GRID
-// sets the blocks a multiprocessor (for comparison).
+// and 100k x 256 than with 8 (bench/gpu/RESULTS.md).
 int merge_grid() {
   static int grid = [] {
     int dev = 0, sms = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    const char* v = std::getenv("MANIFOLD_GPU_MERGE_GRID");
-    const int per_sm = v && std::atoi(v) > 0 ? std::atoi(v) : 4;
-    return (sms > 0 ? sms : 80) * per_sm;
+    constexpr int kBlocksPerSm = 4;
+    return (sms > 0 ? sms : 80) * kBlocksPerSm;
   }();
   return grid;
 }

@@ -1,8 +1,6 @@
 #include "utils/cuda_check.h"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #include "utils/resources.h"
 
@@ -31,12 +29,8 @@ void throw_cublas_error(cublasStatus_t status, const char* what) {
   throw Error(msg);
 }
 
-cublasMath_t engine_math_mode() {
-  const char* v = std::getenv("MANIFOLD_GPU_MATH");
-  if (v && !std::strcmp(v, "default")) return CUBLAS_DEFAULT_MATH;
-  return CUBLAS_PEDANTIC_MATH;
-}
+cublasMath_t engine_math_mode() { return CUBLAS_PEDANTIC_MATH; }
 
-const char* engine_math_mode_name() { return engine_math_mode() == CUBLAS_DEFAULT_MATH ? "default" : "pedantic"; }
+const char* engine_math_mode_name() { return "pedantic"; }
 
 }  // namespace manifold::gpu

@@ -2,8 +2,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -12,14 +10,6 @@
 namespace manifold::gpu {
 
 namespace {
-
-bool caching() {
-  static const bool on = [] {
-    const char* v = std::getenv("MANIFOLD_GPU_CACHE");
-    return !(v && !std::strcmp(v, "0"));
-  }();
-  return on;
-}
 
 /// Sizes as the cache matches them: 512-byte steps below 1 MB, 2 MB steps
 /// above (at most 2 MB of a large buffer unused).
@@ -76,7 +66,7 @@ void* device_allocate(size_t bytes, const char* what, int* device) {
   const int dev = current_device();
   *device = dev;
   const size_t size = rounded(bytes);
-  if (caching()) {
+  {
     Cache& c = cache();
     std::lock_guard lock(c.m);
     Cache::PerDevice& pd = c.devices[dev];
@@ -94,7 +84,7 @@ void* device_allocate(size_t bytes, const char* what, int* device) {
   }
   void* p = nullptr;
   cudaError_t st = cudaMalloc(&p, size);
-  if (st == cudaErrorMemoryAllocation && caching()) {
+  if (st == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     {
       Cache& c = cache();
@@ -111,10 +101,6 @@ void* device_allocate(size_t bytes, const char* what, int* device) {
 
 void device_release(void* p, int device, size_t bytes) noexcept {
   if (!p) return;
-  if (!caching()) {
-    on_device(device, [&] { cudaFree(p); });
-    return;
-  }
   Cache& c = cache();
   std::lock_guard lock(c.m);
   Cache::PerDevice& pd = c.devices[device];

@@ -9,7 +9,6 @@
 // synchronisation, so no work queued before its release can still touch it.
 // The cache gives way: an allocation that fails empties it and tries again,
 // and the free-memory figures the planners read count it as free.
-// MANIFOLD_GPU_CACHE=0 frees at once (for comparison).
 #include <cstddef>
 
 namespace manifold::gpu {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 
 #include "manifold/parallel.h"
@@ -15,14 +14,6 @@
 namespace manifold::gpu {
 
 namespace {
-
-bool stream_stores_on() {
-  static const bool on = [] {
-    const char* v = std::getenv("MANIFOLD_GPU_STREAM_COPY");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  return on;
-}
 
 #ifdef MANIFOLD_HAVE_STREAM_STORES
 // 64 bytes (one cache line) per step; `d` is 16-byte aligned, `s` need not be.
@@ -56,7 +47,7 @@ void stream_copy(void* dst, const void* src, size_t bytes) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
 #ifdef MANIFOLD_HAVE_STREAM_STORES
-  if (stream_stores_on() && bytes >= 256) {
+  if (bytes >= 256) {
     static const bool avx2 = __builtin_cpu_supports("avx2");
     // Ordinary stores up to the first 32-byte boundary of the destination.
     const size_t head = (32 - (reinterpret_cast<uintptr_t>(d) & 31)) & 31;

@@ -7,7 +7,6 @@
 // each alone runs at ~50 GB/s. Non-temporal stores write the staging buffer
 // straight to memory, past the caches the DMA would otherwise have to snoop,
 // and the pipeline runs at 45-47 GB/s (bench/gpu/RESULTS.md, "Staging copy").
-// MANIFOLD_GPU_STREAM_COPY=0 uses std::memcpy instead (for comparison).
 #include <cstddef>
 
 namespace manifold::gpu {

@@ -148,10 +148,8 @@ class Event {
 };
 
 /// The cuBLAS math mode of the engine: the exactness argument rests on plain
-/// float32 products, so never TF32. "pedantic" (the default) also forbids any
-/// reduced-precision internal step; MANIFOLD_GPU_MATH=default selects
-/// CUBLAS_DEFAULT_MATH, which for SGEMM keeps float32 too (TF32 needs an
-/// explicit opt-in we never give) and exists to measure the difference.
+/// float32 products, so never TF32. Pedantic also forbids any
+/// reduced-precision internal step.
 cublasMath_t engine_math_mode();
 const char* engine_math_mode_name();
 
