@@ -37,12 +37,9 @@
 #include <vtkProperty.h>
 #include <vtkRenderWindow.h>
 #include <vtkRenderer.h>
-#include <vtkScalarBarActor.h>
 #include <vtkSmartPointer.h>
 #include <vtkTextProperty.h>
 #include <vtkUnsignedCharArray.h>
-
-#include <fontconfig/fontconfig.h>
 
 #include "manifold/ui/colour_maps.h"
 #include "manifold/ui/palette.h"
@@ -86,38 +83,6 @@ vtkSmartPointer<vtkCellArray> vertices_of(const std::vector<vtkIdType>& ids) {
   auto cells = vtkSmartPointer<vtkCellArray>::New();
   cells->SetData(offsets, connectivity);
   return cells;
-}
-
-/// A sans-serif font file that has Greek letters (the colour bar's "ψ1"),
-/// found through fontconfig; "" when there is none. VTK's built-in fonts
-/// have no Greek letters: they would draw "ψ1" as "1".
-const std::string& greek_font_file() {
-  static const std::string file = [] {
-    std::string path;
-    FcConfig* config = FcInitLoadConfigAndFonts();
-    if (!config) return path;
-    FcPattern* pattern = FcNameParse(reinterpret_cast<const FcChar8*>("sans-serif:charset=3c8"));
-    FcConfigSubstitute(config, pattern, FcMatchPattern);
-    FcDefaultSubstitute(pattern);
-    FcResult result;
-    FcPattern* match = FcFontMatch(config, pattern, &result);
-    FcChar8* name = nullptr;
-    FcCharSet* chars = nullptr;
-    if (match && FcPatternGetString(match, FC_FILE, 0, &name) == FcResultMatch &&
-        FcPatternGetCharSet(match, FC_CHARSET, 0, &chars) == FcResultMatch && FcCharSetHasChar(chars, 0x3c8))
-      path = reinterpret_cast<const char*>(name);
-    if (match) FcPatternDestroy(match);
-    FcPatternDestroy(pattern);
-    FcConfigDestroy(config);
-    return path;
-  }();
-  return file;
-}
-
-void use_greek_font(vtkTextProperty* text) {
-  if (greek_font_file().empty()) return;
-  text->SetFontFamily(VTK_FONT_FILE);
-  text->SetFontFile(greek_font_file().c_str());
 }
 
 /// The axis-aligned box of the points drawn.
@@ -172,6 +137,109 @@ vtkSmartPointer<vtkCellArray> all_vertices(vtkIdType n, vtkIdType stride) {
 // for light ones.
 constexpr double kBackground[3] = {0.32, 0.34, 0.43};
 
+// The colour bar's numbers: three significant digits, no trailing point.
+constexpr const char* kLabelFormat = "%.3g";
+
+/// What the colour bar shows: a ramp of colours over [lo, hi] with numbers,
+/// or one swatch per category with its name.
+struct Legend {
+  bool shown = false;
+  QString title;
+  std::vector<QColor> ramp;  // from lo (first) to hi (last)
+  double lo = 0, hi = 1;
+  std::vector<std::pair<QColor, QString>> categories;  // top to bottom
+};
+
+/// Where the colour bar's parts are painted, in widget coordinates.
+struct LegendLayout {
+  QRectF strip, title, bar;
+  QStringList title_lines;
+  std::vector<std::pair<QRectF, QColor>> swatches;  // categories
+  std::vector<std::pair<double, QString>> labels;   // centre height, text
+  QFont title_font, label_font;
+};
+
+QString number_label(double v, double span) {
+  // A tick that is zero but for rounding reads "0", not "-1.4e-17".
+  if (std::abs(v) < 1e-9 * span) v = 0;
+  return QString::asprintf(kLabelFormat, v);
+}
+
+/// `text` broken at spaces into lines no wider than `width` (at most
+/// `max_lines`, the last elided when more would be needed; a word wider than
+/// a line is elided too).
+QStringList wrap_words(const QString& text, const QFontMetricsF& fm, double width, int max_lines) {
+  QStringList lines;
+  for (const QString& word : text.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+    if (!lines.isEmpty() && fm.horizontalAdvance(lines.back() + QLatin1Char(' ') + word) <= width)
+      lines.back() += QLatin1Char(' ') + word;
+    else
+      lines << word;
+  }
+  while (lines.size() > max_lines) lines[max_lines - 1] += QLatin1Char(' ') + lines.takeAt(max_lines);
+  for (QString& line : lines) line = fm.elidedText(line, Qt::ElideRight, width);
+  return lines;
+}
+
+/// The colour bar's layout in a widget of `size`: a strip at the right edge,
+/// wide enough for the bar and its labels and, up to 30% of the widget, for
+/// the title on one line; a longer title wraps onto up to four lines. The
+/// points are drawn left of the strip, so none is ever under the bar.
+LegendLayout layout_legend(const Legend& legend, QSizeF size, const QFont& base) {
+  LegendLayout out;
+  if (!legend.shown || size.isEmpty()) return out;
+  constexpr double kMargin = 10, kBarWidth = 16, kGap = 6, kMinLabel = 40;
+  out.title_font = base;
+  out.label_font = base;
+  out.label_font.setPointSizeF(base.pointSizeF() * 0.9);
+  const QFontMetricsF tm(out.title_font), lm(out.label_font);
+
+  QStringList texts;
+  if (legend.categories.empty()) {
+    for (int i = 0; i < 5; ++i)
+      texts << number_label(legend.lo + (legend.hi - legend.lo) * i / 4, std::abs(legend.hi - legend.lo));
+  } else {
+    for (const auto& [colour, name] : legend.categories) texts << name;
+  }
+  double label_width = kMinLabel;
+  for (const QString& text : texts) label_width = std::max(label_width, lm.horizontalAdvance(text));
+  const double fixed = kMargin + kBarWidth + kGap + kMargin;
+  const double widest = std::max(fixed + kMinLabel, std::min(0.3 * size.width(), 240.0));
+  const double content = std::min(fixed + label_width, widest);
+  const double title_width = tm.horizontalAdvance(legend.title) + 2 * kMargin;
+  const double width = std::clamp(title_width, content, std::max(content, widest));
+  out.strip = QRectF(size.width() - width, 0, width, size.height());
+
+  out.title_lines = wrap_words(legend.title, tm, width - 2 * kMargin, 4);
+  out.title = QRectF(out.strip.left() + kMargin, kMargin, width - 2 * kMargin,
+                     out.title_lines.size() * tm.lineSpacing());
+  // The bar starts half a label below the title (its top label is centred
+  // on its top edge) and takes at most 60% of the height.
+  const double top = out.title.bottom() + 6 + lm.height() / 2;
+  const double available = size.height() - kMargin - lm.height() / 2 - top;
+  const double label_space = width - fixed;
+  if (legend.categories.empty()) {
+    const double height = std::max(0.0, std::min(available, 0.6 * size.height()));
+    out.bar = QRectF(out.strip.left() + kMargin, top, kBarWidth, height);
+    for (int i = 0; i < 5; ++i)
+      out.labels.emplace_back(out.bar.bottom() - height * i / 4, lm.elidedText(texts[i], Qt::ElideRight, label_space));
+  } else {
+    const int count = static_cast<int>(legend.categories.size());
+    const double row = std::min(std::max(0.0, available) / count, 2 * lm.height());
+    out.bar = QRectF(out.strip.left() + kMargin, top, kBarWidth, row * count);
+    // Every k-th name where the rows are lower than a line of text.
+    const int every = std::max(1, static_cast<int>(std::ceil(lm.height() / std::max(row, 1e-9))));
+    for (int i = 0; i < count; ++i) {
+      const double gap = row >= 6 ? 2 : 0;
+      out.swatches.emplace_back(QRectF(out.bar.left(), top + i * row + gap / 2, kBarWidth, row - gap),
+                                legend.categories[static_cast<size_t>(i)].first);
+      if (i % every == 0)
+        out.labels.emplace_back(top + (i + 0.5) * row, lm.elidedText(texts[i], Qt::ElideRight, label_space));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 struct EmbeddingView::Impl {
@@ -185,17 +253,28 @@ struct EmbeddingView::Impl {
 
   vtkNew<vtkPoints> points;
   vtkNew<vtkFloatArray> scalars;
-  vtkNew<vtkPolyData> cloud, lod, selected, pinned, highlighted;
-  vtkNew<vtkPolyDataMapper> cloud_mapper, lod_mapper, selected_mapper, pinned_mapper, highlighted_mapper;
-  vtkNew<vtkActor> cloud_actor, lod_actor, selected_actor, pinned_actor, highlighted_actor;
+  vtkNew<vtkPolyData> cloud, lod, selected, pinned, highlighted, path_line;
+  vtkNew<vtkPolyDataMapper> cloud_mapper, lod_mapper, selected_mapper, pinned_mapper, highlighted_mapper,
+      path_mapper;
+  vtkNew<vtkActor> cloud_actor, lod_actor, selected_actor, pinned_actor, highlighted_actor, path_halo_actor,
+      path_actor;
   // A 256-entry table sampled from a diverging transfer function: mapping a
   // million scalars through a table is a lookup each, through the transfer
   // function an interpolation in Msh space each (about ten times slower).
   vtkNew<vtkLookupTable> gradient;
   vtkNew<vtkLookupTable> categories;
   vtkNew<vtkLookupTable> cyclic;  // angles: one turn of colour_maps.h's cyclic map
-  vtkNew<vtkScalarBarActor> colour_bar;
   vtkNew<vtkCubeAxesActor> axes;
+  // The colour bar, painted by the widget in a strip right of the points
+  // (Qt's fonts have the Greek letters VTK's lack, and its text wraps).
+  Legend legend;
+  LegendLayout legend_layout;
+  double viewport_right = 1;  // the renderers' right edge, a fraction of the width
+  QSize layout_size;
+  // The camera frames every point (Reset view, a re-framing) and the user has
+  // not zoomed or panned since: a new viewport (the colour bar appears, the
+  // widget is resized) frames them again.
+  bool framed = true;
 
   int64_t n = 0;
   bool planar = false;
@@ -209,6 +288,7 @@ struct EmbeddingView::Impl {
   int64_t lod_threshold = 125000;
   std::vector<int64_t> selection;
   std::vector<int64_t> highlight;
+  std::vector<int64_t> path;
   int64_t pinned_row = -1;
   Tool tool = Tool::Navigate;
 
@@ -224,6 +304,7 @@ struct EmbeddingView::Impl {
   vtkMTimeType screen_camera_time = 0;
   QSize screen_size;
   uint64_t points_version = 0, screen_points_version = ~0ull;
+  double screen_viewport_right = 0;
 
   // Mouse state.
   QPointF press_pos;
@@ -246,6 +327,10 @@ struct EmbeddingView::Impl {
   }
   void update_marks();
   void update_axes();
+  /// Lays the colour bar out for the widget's size and fits the renderers
+  /// (and the camera, while it is framed) into the area left of it.
+  void sync_viewport();
+  void paint_legend(QPainter& p) const;
   /// "X ψ1   Y ψ2   Z ψ3" in the top-left corner.
   void paint_axis_key(QPainter& p) const;
   void project();
@@ -277,6 +362,7 @@ void EmbeddingView::Impl::setup() {
   selected->SetPoints(points);
   pinned->SetPoints(points);
   highlighted->SetPoints(points);
+  path_line->SetPoints(points);
   scalars->SetName("colour");
   cloud->GetPointData()->SetScalars(scalars);
   lod->GetPointData()->SetScalars(scalars);
@@ -300,7 +386,7 @@ void EmbeddingView::Impl::setup() {
     const std::vector<QColor> turn = cyclicTable(256);
     cyclic->SetNumberOfTableValues(256);
     for (int i = 0; i < 256; ++i) cyclic->SetTableValue(i, turn[i].redF(), turn[i].greenF(), turn[i].blueF(), 1.0);
-    cyclic->SetRange(0, 2 * M_PI);
+    cyclic->SetRange(0, 2 * M_PI);  // setColours sets the column's period
     cyclic->Build();
   }
 
@@ -318,6 +404,8 @@ void EmbeddingView::Impl::setup() {
   pinned_mapper->ScalarVisibilityOff();
   highlighted_mapper->SetInputData(highlighted);
   highlighted_mapper->ScalarVisibilityOff();
+  path_mapper->SetInputData(path_line);
+  path_mapper->ScalarVisibilityOff();
 
   cloud_actor->SetMapper(cloud_mapper);
   lod_actor->SetMapper(lod_mapper);
@@ -325,6 +413,8 @@ void EmbeddingView::Impl::setup() {
   selected_actor->SetMapper(selected_mapper);
   pinned_actor->SetMapper(pinned_mapper);
   highlighted_actor->SetMapper(highlighted_mapper);
+  path_halo_actor->SetMapper(path_mapper);
+  path_actor->SetMapper(path_mapper);
   // Constant colour when nothing colours the points: light, like ParaView's.
   cloud_actor->GetProperty()->SetColor(0.95, 0.95, 0.95);
   lod_actor->GetProperty()->SetColor(0.95, 0.95, 0.95);
@@ -333,31 +423,23 @@ void EmbeddingView::Impl::setup() {
   // Dark and larger, drawn before the selection: a halo around each point
   // of the bin that reads on light and coloured points alike.
   highlighted_actor->GetProperty()->SetColor(0.08, 0.08, 0.08);
+  // The path: a light line in a dark halo, its vertices (the pins it runs
+  // through) as larger dots, readable on any point colour.
+  path_halo_actor->GetProperty()->SetColor(0.08, 0.08, 0.08);
+  path_halo_actor->GetProperty()->SetLineWidth(5);
+  path_actor->GetProperty()->SetColor(1.0, 1.0, 1.0);
+  path_actor->GetProperty()->SetLineWidth(2);
   for (auto* a : {cloud_actor.GetPointer(), lod_actor.GetPointer(), selected_actor.GetPointer(),
-                  pinned_actor.GetPointer(), highlighted_actor.GetPointer()})
+                  pinned_actor.GetPointer(), highlighted_actor.GetPointer(), path_halo_actor.GetPointer(),
+                  path_actor.GetPointer()})
     a->GetProperty()->LightingOff();
   renderer->AddActor(cloud_actor);
   renderer->AddActor(lod_actor);
   overlay->AddActor(highlighted_actor);
   overlay->AddActor(selected_actor);
+  overlay->AddActor(path_halo_actor);
+  overlay->AddActor(path_actor);
   overlay->AddActor(pinned_actor);
-
-  colour_bar->SetLookupTable(gradient);
-  colour_bar->SetNumberOfLabels(5);
-  // VTK's default "%-#6.3g" keeps the point of a whole number ("2."); "%-6.3g" drops it.
-  colour_bar->SetLabelFormat("%-6.3g");
-  colour_bar->SetMaximumWidthInPixels(90);
-  colour_bar->SetBarRatio(0.25);
-  colour_bar->GetPositionCoordinate()->SetValue(0.83, 0.1);
-  colour_bar->SetWidth(0.15);
-  colour_bar->SetHeight(0.8);
-  colour_bar->GetTitleTextProperty()->SetFontSize(13);
-  colour_bar->GetLabelTextProperty()->SetFontSize(12);
-  colour_bar->UnconstrainedFontSizeOn();
-  use_greek_font(colour_bar->GetTitleTextProperty());
-  use_greek_font(colour_bar->GetLabelTextProperty());
-  colour_bar->VisibilityOff();
-  renderer->AddViewProp(colour_bar);
 
   axes->SetCamera(renderer->GetActiveCamera());
   axes->SetFlyModeToOuterEdges();
@@ -384,7 +466,7 @@ void EmbeddingView::Impl::render(bool full_detail) {
   const int h = std::max(1, static_cast<int>(std::lround(widget->height() * ratio)));
   QElapsedTimer timer;
   timer.start();
-  if (window->GetSize()[0] != w || window->GetSize()[1] != h) interactor->UpdateSize(w, h);
+  sync_viewport();
   update_lod_visibility(full_detail);
   window->Render();
   vtkNew<vtkUnsignedCharArray> rgba;
@@ -418,11 +500,74 @@ void EmbeddingView::Impl::update_marks() {
   if (pinned_row >= 0 && pinned_row < n) ids.push_back(static_cast<vtkIdType>(pinned_row));
   pinned->SetVerts(vertices_of(ids));
   pinned->Modified();
+  ids.clear();
+  for (int64_t r : path)
+    if (r >= 0 && r < n) ids.push_back(static_cast<vtkIdType>(r));
+  if (ids.size() < 2) ids.clear();
+  vtkNew<vtkCellArray> line;
+  if (!ids.empty()) line->InsertNextCell(static_cast<vtkIdType>(ids.size()), ids.data());
+  path_line->SetLines(line);
+  path_line->SetVerts(vertices_of(ids));
+  path_line->Modified();
   cloud_actor->GetProperty()->SetPointSize(static_cast<float>(point_size));
   lod_actor->GetProperty()->SetPointSize(static_cast<float>(point_size));
   selected_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 2));
   pinned_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 8));
   highlighted_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 5));
+  path_halo_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 7));
+  path_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 3));
+}
+
+void EmbeddingView::Impl::sync_viewport() {
+  const QSize size = widget->size();
+  const double ratio = dpr();
+  const int w = std::max(1, static_cast<int>(std::lround(size.width() * ratio)));
+  const int h = std::max(1, static_cast<int>(std::lround(size.height() * ratio)));
+  if (window->GetSize()[0] != w || window->GetSize()[1] != h) interactor->UpdateSize(w, h);
+  legend_layout = layout_legend(legend, QSizeF(size), widget->font());
+  const double right =
+      legend_layout.strip.isEmpty() ? 1.0 : std::clamp(legend_layout.strip.left() / size.width(), 0.2, 1.0);
+  if (right == viewport_right && size == layout_size) return;
+  viewport_right = right;
+  layout_size = size;
+  renderer->SetViewport(0, 0, right, 1);
+  overlay->SetViewport(0, 0, right, 1);
+  if (framed && n > 0) renderer->ResetCamera();
+  renderer->ResetCameraClippingRange();
+}
+
+void EmbeddingView::Impl::paint_legend(QPainter& p) const {
+  const LegendLayout& l = legend_layout;
+  if (l.strip.isEmpty()) return;
+  p.save();
+  // VTK leaves the strip undrawn: it gets the background here.
+  p.fillRect(l.strip, QColor::fromRgbF(kBackground[0], kBackground[1], kBackground[2]));
+  const QColor text(235, 235, 235);
+  p.setPen(text);
+  p.setFont(l.title_font);
+  const QFontMetricsF tm(l.title_font);
+  for (int i = 0; i < l.title_lines.size(); ++i)
+    p.drawText(QRectF(l.title.left(), l.title.top() + i * tm.lineSpacing(), l.title.width(), tm.lineSpacing()),
+               Qt::AlignHCenter | Qt::AlignVCenter, l.title_lines[i]);
+  if (l.swatches.empty()) {
+    // The ramp, hi at the top.
+    QImage ramp(1, static_cast<int>(legend.ramp.size()), QImage::Format_RGB32);
+    for (int i = 0; i < ramp.height(); ++i) ramp.setPixel(0, ramp.height() - 1 - i, legend.ramp[static_cast<size_t>(i)].rgb());
+    p.drawImage(l.bar, ramp);
+    p.setPen(QColor(30, 30, 30));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(l.bar);
+  } else {
+    for (const auto& [rect, colour] : l.swatches) p.fillRect(rect, colour);
+  }
+  p.setFont(l.label_font);
+  const QFontMetricsF lm(l.label_font);
+  for (const auto& [y, label] : l.labels) {
+    p.setPen(text);
+    if (l.swatches.empty()) p.drawLine(QPointF(l.bar.right(), y), QPointF(l.bar.right() + 4, y));
+    p.drawText(QPointF(l.bar.right() + 6, y + (lm.ascent() - lm.descent()) / 2), label);
+  }
+  p.restore();
 }
 
 void EmbeddingView::Impl::update_axes() {
@@ -442,21 +587,22 @@ void EmbeddingView::Impl::update_axes() {
 void EmbeddingView::Impl::project() {
   const QSize size = widget->size();
   vtkCamera* camera = renderer->GetActiveCamera();
+  sync_viewport();
   if (screen_points_version == points_version && screen_size == size &&
-      screen_camera_time == camera->GetMTime())
+      screen_camera_time == camera->GetMTime() && screen_viewport_right == viewport_right)
     return;
   const double ratio = dpr();
   const int w = std::max(1, static_cast<int>(std::lround(size.width() * ratio)));
   const int h = std::max(1, static_cast<int>(std::lround(size.height() * ratio)));
-  if (window->GetSize()[0] != w || window->GetSize()[1] != h) interactor->UpdateSize(w, h);
-  double aspect = static_cast<double>(w) / h;
+  // The points are drawn in the renderer's viewport, left of the colour bar.
+  const double aspect = w * viewport_right / h;
   vtkMatrix4x4* m = camera->GetCompositeProjectionTransformMatrix(aspect, -1, 1);
   double e[16];
   for (int r = 0; r < 4; ++r)
     for (int c = 0; c < 4; ++c) e[r * 4 + c] = m->GetElement(r, c);
   screen.resize(static_cast<size_t>(n) * 3);
   const float* xyz = static_cast<vtkFloatArray*>(points->GetData())->GetPointer(0);
-  const double half_w = size.width() / 2.0, half_h = size.height() / 2.0;
+  const double half_w = size.width() * viewport_right / 2.0, half_h = size.height() / 2.0;
   for (int64_t i = 0; i < n; ++i) {
     const double x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
     const double cx = e[0] * x + e[1] * y + e[2] * z + e[3];
@@ -476,6 +622,7 @@ void EmbeddingView::Impl::project() {
   screen_points_version = points_version;
   screen_size = size;
   screen_camera_time = camera->GetMTime();
+  screen_viewport_right = viewport_right;
 }
 
 void EmbeddingView::Impl::forward(QMouseEvent* e) {
@@ -528,7 +675,7 @@ void EmbeddingView::setPoints(std::vector<float> xyz, bool planar, const QString
     d_->has_colours = false;
     d_->cloud_mapper->ScalarVisibilityOff();
     d_->lod_mapper->ScalarVisibilityOff();
-    d_->colour_bar->VisibilityOff();
+    d_->legend.shown = false;
   }
   d_->cloud->Modified();
   d_->lod->Modified();
@@ -536,6 +683,8 @@ void EmbeddingView::setPoints(std::vector<float> xyz, bool planar, const QString
                                      [n](int64_t r) { return r >= n; }),
                       d_->selection.end());
   if (d_->pinned_row >= n) d_->pinned_row = -1;
+  d_->path.erase(std::remove_if(d_->path.begin(), d_->path.end(), [n](int64_t r) { return r >= n; }),
+                 d_->path.end());
   d_->update_marks();
   d_->axis_titles = axis_titles;
   // VTK draws axis titles in its vector font, which has no Greek letters
@@ -569,20 +718,22 @@ void EmbeddingView::setColours(const PointColours& colours) {
     d_->has_colours = false;
     d_->cloud_mapper->ScalarVisibilityOff();
     d_->lod_mapper->ScalarVisibilityOff();
-    d_->colour_bar->VisibilityOff();
+    d_->legend = {};
     d_->request_render();
     return;
   }
+  const bool cyclic = !colours.categorical && colours.period > 0 && std::isfinite(colours.period);
   vtkNew<vtkFloatArray> values;
   values->SetName("colour");
   values->SetNumberOfTuples(static_cast<vtkIdType>(colours.values.size()));
   std::copy(colours.values.begin(), colours.values.end(), values->GetPointer(0));
-  if (colours.cyclic) {
-    // Onto [0, 2 pi): the table covers one turn.
+  if (cyclic) {
+    // Onto [0, period): the table covers one turn.
+    const auto period = static_cast<float>(colours.period);
     for (vtkIdType i = 0; i < values->GetNumberOfTuples(); ++i) {
       float& v = values->GetPointer(0)[i];
-      v = std::fmod(v, static_cast<float>(2 * M_PI));
-      if (v < 0) v += static_cast<float>(2 * M_PI);
+      v = std::fmod(v, period);
+      if (v < 0) v += period;
     }
   }
   s.DeepCopy(values);
@@ -591,6 +742,9 @@ void EmbeddingView::setColours(const PointColours& colours) {
   for (float v : colours.values)
     if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
   if (!(lo <= hi)) lo = hi = 0;
+  Legend legend;
+  legend.shown = true;
+  legend.title = colours.title;
   vtkScalarsToColors* table = d_->gradient;
   if (colours.categorical) {
     std::map<int, int> seen;
@@ -602,29 +756,38 @@ void EmbeddingView::setColours(const PointColours& colours) {
     for (auto& [value, unused] : seen) {
       const QColor c = categoryColour(value);
       lut.SetTableValue(i, c.redF(), c.greenF(), c.blueF(), 1.0);
-      std::string name = std::to_string(value);
+      QString name = QString::number(value);
       for (const auto& [code, text] : colours.category_names)
-        if (code == value) name = text.toStdString();
-      lut.SetAnnotation(vtkVariant(static_cast<double>(value)), name);
+        if (code == value) name = text;
+      lut.SetAnnotation(vtkVariant(static_cast<double>(value)), name.toStdString());
+      legend.categories.emplace_back(c, name);
       ++i;
     }
     lut.Build();
     table = d_->categories;
-  } else if (colours.cyclic) {
+  } else if (cyclic) {
+    d_->cyclic->SetRange(0, colours.period);
     table = d_->cyclic;
+    legend.ramp = cyclicTable(256);
+    legend.lo = 0;
+    legend.hi = colours.period;
   } else {
     if (hi == lo) hi = lo + 1;
     d_->gradient->SetRange(lo, hi);
+    for (int i = 0; i < d_->gradient->GetNumberOfTableValues(); ++i) {
+      const double* rgba = d_->gradient->GetTableValue(i);
+      legend.ramp.push_back(QColor::fromRgbF(static_cast<float>(rgba[0]), static_cast<float>(rgba[1]),
+                                             static_cast<float>(rgba[2])));
+    }
+    legend.lo = lo;
+    legend.hi = hi;
   }
   for (auto* m : {d_->cloud_mapper.GetPointer(), d_->lod_mapper.GetPointer()}) {
     m->SetLookupTable(table);
     m->ScalarVisibilityOn();
     m->Modified();
   }
-  d_->colour_bar->SetLookupTable(table);
-  const QByteArray title = colours.title.toUtf8();
-  d_->colour_bar->SetTitle(title.constData());
-  d_->colour_bar->VisibilityOn();
+  d_->legend = std::move(legend);
   d_->has_colours = true;
   d_->request_render();
 }
@@ -640,6 +803,16 @@ void EmbeddingView::setHighlight(std::vector<int64_t> rows) {
   d_->update_marks();
   d_->request_render();
 }
+
+void EmbeddingView::setPath(std::vector<int64_t> rows) {
+  d_->path = std::move(rows);
+  d_->path.erase(std::remove_if(d_->path.begin(), d_->path.end(), [this](int64_t r) { return r < 0 || r >= d_->n; }),
+                 d_->path.end());
+  d_->update_marks();
+  d_->request_render();
+}
+
+std::vector<int64_t> EmbeddingView::path() const { return d_->path.size() < 2 ? std::vector<int64_t>{} : d_->path; }
 
 void EmbeddingView::setPinned(int64_t row) {
   d_->pinned_row = row;
@@ -679,6 +852,7 @@ CameraState EmbeddingView::camera() const {
 }
 
 void EmbeddingView::setCamera(const CameraState& state) {
+  d_->framed = false;  // the user's camera (a session's) stays as it is
   vtkCamera* camera = d_->renderer->GetActiveCamera();
   camera->SetPosition(state.position.data());
   camera->SetFocalPoint(state.focal_point.data());
@@ -696,11 +870,40 @@ void EmbeddingView::setPlaceholderText(const QString& text) {
   if (d_->n == 0) update();
 }
 
-QString EmbeddingView::colourTitle() const { return QString::fromUtf8(d_->colour_bar->GetTitle()); }
+QString EmbeddingView::colourTitle() const { return d_->legend.shown ? d_->legend.title : QString(); }
 
-QString EmbeddingView::colourBarLabelFormat() const { return QString::fromUtf8(d_->colour_bar->GetLabelFormat()); }
+QString EmbeddingView::colourBarLabelFormat() const { return QString::fromLatin1(kLabelFormat); }
+
+QStringList EmbeddingView::colourBarLabels() const {
+  d_->sync_viewport();
+  QStringList labels;
+  for (const auto& [y, text] : d_->legend_layout.labels) labels << text;
+  return labels;
+}
+
+QRectF EmbeddingView::colourBarArea() const {
+  d_->sync_viewport();
+  return d_->legend_layout.strip;
+}
+
+QStringList EmbeddingView::colourTitleLines() const {
+  d_->sync_viewport();
+  return d_->legend_layout.title_lines;
+}
+
+QRectF EmbeddingView::colourTitleRect() const {
+  d_->sync_viewport();
+  return d_->legend_layout.title;
+}
+
+QRectF EmbeddingView::plotArea() const {
+  d_->sync_viewport();
+  return QRectF(0, 0, width() * d_->viewport_right, height());
+}
 
 void EmbeddingView::resetCamera() {
+  d_->sync_viewport();  // frame the points in the area they are drawn in
+  d_->framed = true;
   vtkCamera* camera = d_->renderer->GetActiveCamera();
   camera->SetFocalPoint(0, 0, 0);
   camera->SetPosition(0, 0, 1);
@@ -720,6 +923,8 @@ void EmbeddingView::resetCamera() {
 void EmbeddingView::reframe() {
   // vtkRenderer::ResetCamera keeps the direction of projection and the view
   // up: the points fill the view again, seen from where the user turned them.
+  d_->sync_viewport();
+  d_->framed = true;
   d_->renderer->ResetCamera();
   d_->renderer->ResetCameraClippingRange();
   d_->request_render();
@@ -756,6 +961,7 @@ QImage EmbeddingView::renderFrame() {
   QImage frame = d_->frame;
   QPainter p(&frame);
   d_->paint_axis_key(p);
+  d_->paint_legend(p);
   return frame;
 }
 
@@ -842,6 +1048,7 @@ void EmbeddingView::paintEvent(QPaintEvent*) {
   if (d_->dirty || d_->frame.size() != device) d_->render(false);
   p.drawImage(QPointF(0, 0), d_->frame);
   d_->paint_axis_key(p);
+  d_->paint_legend(p);
   if (d_->pressed && d_->tool != Tool::Navigate && d_->lasso.size() > 1) {
     p.setRenderHint(QPainter::Antialiasing);
     p.setPen(QPen(kSelectionColour, 1.5, Qt::DashLine));
@@ -867,6 +1074,7 @@ void EmbeddingView::mousePressEvent(QMouseEvent* e) {
   }
   if (d_->n == 0) return;
   d_->interacting = true;
+  d_->framed = false;  // the user moves the camera
   d_->forward(e);
   switch (e->button()) {
     case Qt::LeftButton: d_->interactor->LeftButtonPressEvent(); break;
@@ -951,6 +1159,7 @@ void EmbeddingView::wheelEvent(QWheelEvent* e) {
   const QPointF p = e->position() * d_->dpr();
   d_->interactor->SetEventInformationFlipY(static_cast<int>(p.x()), static_cast<int>(p.y()));
   d_->interacting = true;
+  d_->framed = false;
   if (e->angleDelta().y() > 0)
     d_->interactor->MouseWheelForwardEvent();
   else if (e->angleDelta().y() < 0)

@@ -1,6 +1,7 @@
 // The main window's Trajectory dock: the player (trajectory_player.h) fed
 // with the embedding shown, its current bin ringed in the view, and a path
-// made of pinned points (pin a point, "Add pin to path", pin the next...).
+// made of pinned points (pin a point, "Add pin to path", pin the next...),
+// drawn in the view while the movie runs along it.
 #include <QDockWidget>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -10,6 +11,15 @@
 #include "manifold/ui/main_window.h"
 
 namespace manifold::ui {
+namespace {
+
+// The view draws the path while the movie runs along it (its dock shown,
+// the player ordered by the path); else none.
+void show_path(EmbeddingView* view, const TrajectoryPlayer* player, bool shown, const std::vector<int64_t>& path) {
+  view->setPath(shown && player && player->order() == TrajectoryPlayer::Order::Path ? path : std::vector<int64_t>{});
+}
+
+}  // namespace
 
 void MainWindow::build_trajectory_dock(QDockWidget* beside) {
   auto* content = new QWidget(this);
@@ -34,6 +44,8 @@ void MainWindow::build_trajectory_dock(QDockWidget* beside) {
   // The bin shown is ringed in the view; the user's selection stays as it is.
   connect(trajectory_, &TrajectoryPlayer::currentBinChanged, this,
           [this](const std::vector<int64_t>& points, const std::vector<int64_t>&) { view_->setHighlight(points); });
+  connect(trajectory_, &TrajectoryPlayer::framesReady, this,
+          [this] { show_path(view_, trajectory_, trajectory_shown_, path_points_); });
 
   trajectory_dock_ = new QDockWidget(tr("Trajectory"), this);
   trajectory_dock_->setObjectName(QStringLiteral("trajectoryDock"));
@@ -47,6 +59,7 @@ void MainWindow::build_trajectory_dock(QDockWidget* beside) {
     trajectory_shown_ = visible;
     if (visible) update_trajectory();
     else view_->setHighlight({});
+    show_path(view_, trajectory_, visible, path_points_);
   });
   clearPath();
 }
@@ -57,6 +70,7 @@ void MainWindow::update_trajectory() {
   path_points_.clear();  // points of another embedding
   path_label_->setText(tr("No path: the movie follows the order above."));
   trajectory_->setEmbedding(outcome_->dataset, outcome_->result);
+  show_path(view_, trajectory_, trajectory_shown_, path_points_);
 }
 
 bool MainWindow::addPinToPath() {
@@ -74,6 +88,7 @@ bool MainWindow::addPinToPath() {
     trajectory_->setEmbedding(outcome_->dataset, outcome_->result);
     trajectory_->setPathThrough(path_points_, axes);
   }
+  show_path(view_, trajectory_, trajectory_shown_, path_points_);
   return true;
 }
 
@@ -81,6 +96,7 @@ void MainWindow::clearPath() {
   path_points_.clear();
   if (path_label_) path_label_->setText(tr("No path: the movie follows the order above."));
   if (trajectory_ && outcome_ && trajectory_->order() == TrajectoryPlayer::Order::Path) trajectory_->setCoordinate(1);
+  show_path(view_, trajectory_, trajectory_shown_, path_points_);
 }
 
 }  // namespace manifold::ui

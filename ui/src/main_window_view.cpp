@@ -157,11 +157,8 @@ void MainWindow::update_colours() {
         colours.title = meta.name;
         colours.categorical = meta.categorical;
         colours.category_names = meta.category_names;
-        if (meta.period > 0) {
-          colours.cyclic = true;
-          const float to_radians = static_cast<float>(2 * M_PI / meta.period);
-          for (float& v : colours.values) v *= to_radians;
-        }
+        // Angles keep their unit (degrees stay degrees on the colour bar).
+        colours.period = meta.period;
       }
   }
   view_->setColours(colours);

@@ -12,10 +12,13 @@
 #include <QColor>
 #include <vector>
 
+#include "manifold/ui/palette.h"
+
 namespace manifold::ui {
 
-/// The colour of the selection, which no metadata colour comes near.
-inline constexpr QRgb kSelectionRgb = 0xffff00ff;
+/// The selection's colour as a QRgb: palette.h's kSelectionColour, which no
+/// metadata colour comes near (one definition; this is only its other form).
+inline const QRgb kSelectionRgb = kSelectionColour.rgb();
 
 /// OKLab coordinates (L, a, b) of an sRGB colour.
 struct OkLab {

@@ -8,6 +8,7 @@
 // camera's matrices.
 #include <QImage>
 #include <QPolygonF>
+#include <QRectF>
 #include <QStringList>
 #include <QWidget>
 
@@ -25,9 +26,11 @@ struct PointColours {
   std::vector<float> values;
   QString title;
   bool categorical = false;
-  /// Angles in radians: a cyclic map (colour_maps.h) over one turn, so 0 and
-  /// 2 pi meet without a seam.
-  bool cyclic = false;
+  /// Angles: when > 0, the values are angles in their own unit with this
+  /// period (360 for degrees, 2 pi for radians), drawn on a cyclic map
+  /// (colour_maps.h) over [0, period), so 0 and one turn meet without a seam;
+  /// the colour bar is labelled in that unit.
+  double period = 0;
   /// Categorical: the legend's name of each value (value -> name); the
   /// number itself where missing.
   std::vector<std::pair<int, QString>> category_names = {};
@@ -67,6 +70,10 @@ class EmbeddingView : public QWidget {
   /// Rings points in a dark halo of their own, apart from the selection (the
   /// trajectory player's current bin); empty for none.
   void setHighlight(std::vector<int64_t> rows);
+  /// Draws a polyline through these points in order (a trajectory's path
+  /// through pinned points), over the cloud; fewer than two points draw
+  /// nothing. Rows outside the points shown are dropped.
+  void setPath(std::vector<int64_t> rows);
   void setPointSize(double pixels);
   void setTool(Tool tool);
   Tool tool() const;
@@ -94,11 +101,27 @@ class EmbeddingView : public QWidget {
   /// The colour bar's title and label format (printf style).
   QString colourTitle() const;
   QString colourBarLabelFormat() const;
+  /// The colour bar's labels as drawn, bottom to top (numbers) or top to
+  /// bottom (category names); empty while the points are not coloured.
+  QStringList colourBarLabels() const;
+  /// The strip at the right edge that holds the colour bar, its title and
+  /// labels, in widget coordinates; empty while the points are not coloured.
+  /// The points are drawn left of it, never under it.
+  QRectF colourBarArea() const;
+  /// The colour bar's title as drawn: its lines (wrapped to the strip) and
+  /// the rectangle they fill, in widget coordinates.
+  QStringList colourTitleLines() const;
+  QRectF colourTitleRect() const;
+  /// The part of the widget the points are drawn in (left of the colour
+  /// bar), in widget coordinates.
+  QRectF plotArea() const;
   /// The titles of the x, y and z axes, as last set.
   QStringList axisTitles() const;
   bool planar() const;
   const std::vector<int64_t>& selection() const;
   const std::vector<int64_t>& highlight() const;
+  /// The points the path's polyline runs through, in order (as drawn).
+  std::vector<int64_t> path() const;
   int64_t pinned() const;
 
   /// Renders a full-detail frame at the widget's size now and returns it.

@@ -1,0 +1,265 @@
+// The view's colour bar: it stands in a strip of its own at the right edge,
+// the points are framed left of it (after Reset view and after a re-framing
+// too), angles are labelled in their column's unit, and the title is never
+// cut off. Also the trajectory path's polyline.
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+
+#include "manifold/ui/colour_maps.h"
+#include "manifold/ui/embedding_view.h"
+#include "ui_test_support.h"
+
+using manifold::ui::EmbeddingView;
+using manifold::ui::PointColours;
+
+namespace {
+
+// A wide helix, its first and last turns at the extremes of x.
+std::vector<float> helix(int n, float scale = 1.f) {
+  std::vector<float> xyz(3 * static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const double a = 6 * M_PI * i / n;
+    xyz[3 * i] = scale * static_cast<float>(2 * std::cos(a));
+    xyz[3 * i + 1] = scale * static_cast<float>(std::sin(a));
+    xyz[3 * i + 2] = scale * static_cast<float>(2.0 * i / n - 1.0);
+  }
+  return xyz;
+}
+
+PointColours angles_in_degrees(int n) {
+  PointColours c;
+  for (int i = 0; i < n; ++i) c.values.push_back(static_cast<float>(720.0 * i / n - 180));
+  c.title = QStringLiteral("rotation angle (deg)");
+  c.period = 360;
+  return c;
+}
+
+// The rightmost and leftmost x at which any point is drawn (widget coordinates).
+std::pair<double, double> drawn_x_range(EmbeddingView& view) {
+  double lo = 1e300, hi = -1e300;
+  for (int64_t i = 0; i < view.pointCount(); ++i) {
+    const double x = view.projectedPosition(i).x();
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+  }
+  return {lo, hi};
+}
+
+bool is_colour(QColor got, QColor want, int tolerance = 6) {
+  return std::abs(got.red() - want.red()) <= tolerance && std::abs(got.green() - want.green()) <= tolerance &&
+         std::abs(got.blue() - want.blue()) <= tolerance;
+}
+
+}  // namespace
+
+class TestViewLegend : public QObject {
+  Q_OBJECT
+
+  // Every point lies left of the colour bar's strip and inside the view,
+  // with a few pixels to spare for its size.
+  static void check_points_left_of_bar(EmbeddingView& view, const char* when) {
+    view.renderFrame();
+    const QRectF bar = view.colourBarArea();
+    QVERIFY2(!bar.isEmpty(), when);
+    const auto [lo, hi] = drawn_x_range(view);
+    QVERIFY2(hi < bar.left() - 2, qPrintable(QStringLiteral("%1: a point at x = %2, the bar from x = %3")
+                                                   .arg(QLatin1String(when)).arg(hi).arg(bar.left())));
+    QVERIFY2(lo > 2, qPrintable(QStringLiteral("%1: a point at x = %2").arg(QLatin1String(when)).arg(lo)));
+    QCOMPARE(view.plotArea().right(), bar.left());
+  }
+
+ private Q_SLOTS:
+  void pointsAreFramedLeftOfTheColourBar() {
+    EmbeddingView view;
+    // Wide and low, so the helix spans the view's width when framed.
+    view.resize(640, 300);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    const int n = 3000;
+    for (bool planar : {true, false}) {
+      view.setPoints(helix(n), planar, {"x", "y", "z"}, true);
+      view.setColours(angles_in_degrees(n));
+      check_points_left_of_bar(view, planar ? "2-D, first frame" : "3-D, first frame");
+      view.rotateCamera(40, 10);
+      view.resetCamera();
+      check_points_left_of_bar(view, "after Reset view");
+      view.rotateCamera(25, 0);
+      view.reframe();
+      check_points_left_of_bar(view, "after a re-framing");
+      // A re-embedding ten times larger re-frames the view.
+      view.setPoints(helix(n, 10), planar, {"x", "y", "z"}, false);
+      check_points_left_of_bar(view, "after a larger re-embedding");
+    }
+  }
+
+  // The strip and the drawing area are one: nothing is drawn under the bar,
+  // and without colours the points use the whole width again.
+  void theStripComesAndGoesWithTheColours() {
+    EmbeddingView view;
+    view.resize(640, 300);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    const int n = 3000;
+    view.setPoints(helix(n), true, {"x", "y", "z"}, true);
+    view.setPointSize(6);
+    view.setColours(angles_in_degrees(n));
+    const QImage coloured = view.renderFrame();
+    const QRectF bar = view.colourBarArea();
+    // The strip's background left of the title and the bar: only the
+    // view's background colour there, however the points lie.
+    const QColor background = QColor::fromRgbF(0.32, 0.34, 0.43);
+    const int x = static_cast<int>(bar.right()) - 3;
+    for (int y = static_cast<int>(view.colourTitleRect().bottom()) + 40; y < 280; y += 7)
+      QVERIFY2(is_colour(coloured.pixelColor(x, y), background, 3), qPrintable(QString::number(y)));
+    view.setColours({});
+    QVERIFY(view.colourBarArea().isEmpty());
+    QVERIFY(view.colourBarLabels().isEmpty());
+    QCOMPARE(view.plotArea().width(), 640.0);
+    // Framed in the whole width again: centred on its middle.
+    view.renderFrame();
+    const auto [lo, hi] = drawn_x_range(view);
+    QVERIFY2(std::abs((lo + hi) / 2 - 320) < 3, qPrintable(QString::number((lo + hi) / 2)));
+  }
+
+  // Angles stay in their unit: a column in degrees has its bar labelled
+  // 0 to 360, and each point takes the cyclic map's colour at value/period.
+  void angleLabelsAreInTheColumnsUnit() {
+    EmbeddingView view;
+    view.resize(640, 480);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    std::vector<float> xyz;
+    PointColours c;
+    c.title = QStringLiteral("rotation angle (deg)");
+    c.period = 360;
+    for (int i = 0; i < 8; ++i) {
+      const double a = 2 * M_PI * i / 8;
+      xyz.insert(xyz.end(), {static_cast<float>(std::cos(a)), static_cast<float>(std::sin(a)), 0.f});
+      c.values.push_back(static_cast<float>(45 * i + 360 * (i % 3 - 1)));  // wrapped onto [0, 360)
+    }
+    // Corners, so the eight lie inside the box the axes outline.
+    for (float x : {-1.5f, 1.5f})
+      for (float y : {-1.5f, 1.5f}) {
+        xyz.insert(xyz.end(), {x, y, 0.f});
+        c.values.push_back(0.f);
+      }
+    view.setPoints(xyz, true, {"x", "y", "z"}, true);
+    view.setPointSize(14);
+    view.setColours(c);
+    QCOMPARE(view.colourBarLabels(), QStringList({"0", "90", "180", "270", "360"}));
+    const QImage frame = view.renderFrame();
+    for (int i = 0; i < 8; ++i) {
+      const QColor drawn = frame.pixelColor((view.projectedPosition(i) * frame.devicePixelRatio()).toPoint());
+      const QColor want = manifold::ui::cyclicColour(i / 8.0);
+      QVERIFY2(is_colour(drawn, want), qPrintable(QStringLiteral("point %1: %2 drawn, %3 expected")
+                                                      .arg(i).arg(drawn.name(), want.name())));
+    }
+    // Radians: one turn is 2 pi.
+    c.period = 2 * M_PI;
+    c.title = QStringLiteral("angle (rad)");
+    view.setColours(c);
+    QCOMPARE(view.colourBarLabels(), QStringList({"0", "1.57", "3.14", "4.71", "6.28"}));
+  }
+
+  // The title is drawn whole, inside the strip and the widget, wrapped at
+  // spaces when it is wider than the strip may grow.
+  void theTitleIsNeverCut() {
+    EmbeddingView view;
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    const int n = 500;
+    for (const QSize size : {QSize(320, 400), QSize(600, 700), QSize(900, 800)}) {
+      view.resize(size);
+      QCoreApplication::processEvents();
+      QStringList titles = {QStringLiteral("\u03c81"), QStringLiteral("rotation angle (deg)")};
+      // A long name wraps onto up to four lines where the view is not narrow.
+      if (size.width() >= 600) titles << QStringLiteral("mean intensity of the central speckle (photons)");
+      for (const QString& title : titles) {
+        view.setPoints(helix(n), false, {"x", "y", "z"}, false);
+        PointColours c = angles_in_degrees(n);
+        c.title = title;
+        view.setColours(c);
+        view.renderFrame();
+        const QString where = QStringLiteral("%1 at %2x%3").arg(title).arg(size.width()).arg(size.height());
+        QCOMPARE(view.colourTitleLines().join(QLatin1Char(' ')), title);
+        const QRectF rect = view.colourTitleRect(), strip = view.colourBarArea();
+        QVERIFY2(strip.contains(rect), qPrintable(where));
+        QVERIFY2(QRectF(view.rect()).contains(rect), qPrintable(where));
+        const QFontMetricsF fm(view.font());
+        for (const QString& line : view.colourTitleLines())
+          QVERIFY2(fm.horizontalAdvance(line) <= rect.width() + 0.5, qPrintable(where + ": " + line));
+        // The strip stays a side bar: at most 30% of the view.
+        QVERIFY2(strip.width() <= 0.3 * size.width() + 1 || strip.width() <= 120, qPrintable(where));
+      }
+    }
+  }
+
+  // A category's name, however long, stays in the strip (elided).
+  void longCategoryNamesStayInTheStrip() {
+    EmbeddingView view;
+    view.resize(500, 400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    PointColours c;
+    c.title = QStringLiteral("label");
+    c.categorical = true;
+    std::vector<float> xyz;
+    for (int i = 0; i < 3; ++i) {
+      xyz.insert(xyz.end(), {static_cast<float>(i), static_cast<float>(i % 2), 0.f});
+      c.values.push_back(static_cast<float>(i));
+    }
+    c.category_names = {{0, "T-shirt/top"}, {1, "a class whose name is far longer than any colour bar"}};
+    view.setPoints(xyz, true, {"x", "y", "z"}, true);
+    view.setColours(c);
+    view.renderFrame();
+    const QStringList labels = view.colourBarLabels();
+    QCOMPARE(labels.size(), 3);
+    QCOMPARE(labels[0], QStringLiteral("T-shirt/top"));
+    QVERIFY(labels[1].endsWith(QChar(0x2026)));
+    QCOMPARE(labels[2], QStringLiteral("2"));
+    QVERIFY(view.colourBarArea().width() <= 0.3 * 500 + 1);
+  }
+
+  // The path's polyline runs through its points in order and is drawn over
+  // the cloud; fewer than two points, or none, draw nothing.
+  void drawsThePathThroughItsPointsInOrder() {
+    EmbeddingView view;
+    view.resize(500, 400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    std::vector<float> xyz;
+    for (int i = 0; i < 40; ++i) {
+      const double a = 2 * M_PI * i / 40;
+      xyz.insert(xyz.end(), {static_cast<float>(std::cos(a)), static_cast<float>(std::sin(a)), 0.f});
+    }
+    view.setPoints(xyz, true, {"x", "y", "z"}, true);
+    const QImage without = view.renderFrame();
+    view.setPath({0, 20, 10, 99});  // 99 is no point: dropped
+    QCOMPARE(view.path(), std::vector<int64_t>({0, 20, 10}));
+    const QImage with = view.renderFrame();
+    // The middle of each segment (0 -> 20 crosses the circle's centre) is
+    // white on the line and the background without it.
+    const double ratio = with.devicePixelRatio();
+    for (auto [a, b] : {std::pair<int64_t, int64_t>{0, 20}, {20, 10}}) {
+      const QPoint mid = ((view.projectedPosition(a) + view.projectedPosition(b)) / 2 * ratio).toPoint();
+      QVERIFY2(is_colour(with.pixelColor(mid), Qt::white, 10), qPrintable(with.pixelColor(mid).name()));
+      QVERIFY(!is_colour(without.pixelColor(mid), Qt::white, 10));
+    }
+    view.setPath({5});
+    QVERIFY(view.path().empty());
+    view.setPath({});
+    const QImage cleared = view.renderFrame();
+    const QPoint centre = ((view.projectedPosition(0) + view.projectedPosition(20)) / 2 * ratio).toPoint();
+    QVERIFY(!is_colour(cleared.pixelColor(centre), Qt::white, 10));
+    // A new point set without some of the path's points drops them.
+    view.setPath({3, 30});
+    xyz.resize(3 * 20);
+    view.setPoints(xyz, true, {"x", "y", "z"}, false);
+    QVERIFY(view.path().empty());
+  }
+};
+
+QTEST_MAIN(TestViewLegend)
+#include "test_view_legend.moc"
