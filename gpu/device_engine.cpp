@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <set>
 
 #include "manifold/error.h"
 #include "manifold/parallel.h"
+#include "settings.h"
 #include "utils/host_copy.h"
 
 namespace manifold::gpu {
@@ -21,10 +21,6 @@ DeviceContext& context_on(int device) {
 /// Candidate sets the tiles take in turn (device_engine.h).
 int candidate_sets(bool fused) { return fused ? kFusedCandidateSets : 2; }
 
-bool timeline_wanted() {
-  const char* v = std::getenv("MANIFOLD_GPU_TIMELINE");
-  return v && !std::strcmp(v, "1");
-}
 }  // namespace
 
 double DeviceEngine::host_ms() const {
@@ -40,7 +36,7 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
       keep_self_(keep_self),
       force_block_(force_block),
       tensor_(tensor && !plan.fused),
-      timeline_(timeline_wanted()) {
+      timeline_(settings().timeline) {
   cuda_check(cudaSetDevice(device), "selecting the device");
   // The TF32 compute type is asked for explicitly in each GEMM; the default
   // math mode lets cuBLAS honour it (pedantic is restored afterwards).

@@ -16,6 +16,7 @@
 #include "impl/error_bound.h"
 #include "manifold/error.h"
 #include "manifold/parallel.h"
+#include "settings.h"
 #include "utils/cuda_check.h"
 #include "utils/resources.h"
 
@@ -101,11 +102,7 @@ static double largest_norm(const float* norms, int64_t n, cudaStream_t s, std::v
 }
 
 int list_slack(int k, bool tensor) {
-  if (const char* v = std::getenv("MANIFOLD_GPU_SLACK")) {
-    char* end = nullptr;
-    const long s = std::strtol(v, &end, 10);
-    if (*v && !*end && s >= 0 && s <= kMaxK) return static_cast<int>(s);
-  }
+  if (const int s = settings().slack; s >= 0) return std::min(s, kMaxK);
   return tensor ? std::max(96, k / 4) : std::max(16, k / 8);
 }
 

@@ -34,7 +34,7 @@ namespace manifold::gpu {
 /// Candidates kept per row beyond k: the room the certificate needs between
 /// the k-th upper bound and the last list entry (impl/error_bound.h). The
 /// TF32 bound is ~10x wider than float32's, so fast-exact keeps more.
-/// MANIFOLD_GPU_SLACK overrides (tests force the fallback with it).
+/// Settings::slack overrides (tests force the fallback with it).
 int list_slack(int k, bool tensor);
 
 /// The list capacity of every strategy: k + slack, at most every other point

@@ -16,8 +16,6 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <future>
 #include <memory>
@@ -27,6 +25,7 @@
 #include "device_context.h"
 #include "device_engine.h"
 #include "final_step.h"
+#include "settings.h"
 #include "impl/certify_host.h"
 #include "impl/error_bound.h"
 #include "impl/kernels.h"
@@ -90,22 +89,15 @@ uint64_t device_budget(int dev, uint64_t requested) {
 }
 
 /// The fused kernel wins where cuBLAS is far from its large-GEMM rate: a
-/// short inner dimension (see impl/fused_tile.cu). MANIFOLD_GPU_GEMM=fused
-/// or cublas overrides.
+/// short inner dimension (see impl/fused_tile.cu). Settings::gemm overrides.
 bool use_fused(int64_t d) {
-  if (const char* v = std::getenv("MANIFOLD_GPU_GEMM")) {
-    if (!std::strcmp(v, "fused")) return true;
-    if (!std::strcmp(v, "cublas")) return false;
+  switch (settings().gemm) {
+    case GemmPath::Fused: return true;
+    case GemmPath::Cublas: return false;
+    case GemmPath::Auto: break;
   }
   return d <= kFusedMaxD;
 }
-
-bool env_is(const char* name, const char* value) {
-  const char* v = std::getenv(name);
-  return v && !std::strcmp(v, value);
-}
-
-bool early_final() { return !env_is("MANIFOLD_GPU_EARLY_FINAL", "0"); }
 
 /// Strips of the upper triangle for each device (Kato & Hosino).
 std::vector<std::vector<int64_t>> assign_strips(int64_t blocks, int devices) {
@@ -214,7 +206,7 @@ class GpuKnnBackend final : public KnnBackend {
     // Tensor cores come through cuBLAS; the fused kernel is float32 FFMA.
     req.fused = !tensor && use_fused(rows.cols);
     req.shared_memory = shared;
-    if (const char* o = std::getenv("MANIFOLD_GPU_TILE")) req.tile_override = o;
+    req.tile_override = settings().tile;
     TilePlan plan;
     std::vector<std::unique_ptr<DeviceEngine>> engines;
     for (int attempt = 0;; ++attempt) {
@@ -252,10 +244,11 @@ class GpuKnnBackend final : public KnnBackend {
     fin.wait_host_result = [host_result] { host_result.get(); };
     // One GPU with every row resident: the final step certifies and copies
     // home each strip's rows while the later strips run (final_step.h).
-    // MANIFOLD_GPU_EARLY_FINAL=0 leaves it all for after the loop.
+    // Settings::final_beside_loop = false (tests) leaves it all for after the loop.
     std::unique_ptr<EarlyFinal> early;
     DeviceEngine::RowsFinal rows_final;
-    if (engines.size() == 1 && plan.resident && plan.bytes + plan.final_bytes <= plan.budget && early_final()) {
+    if (engines.size() == 1 && plan.resident && plan.bytes + plan.final_bytes <= plan.budget &&
+        settings().final_beside_loop) {
       fin.device_rows = main.resident_rows();
       early = std::make_unique<EarlyFinal>(fin, g, DeviceContext::get(main.device()).finish);
       rows_final = [&early, &start_fingerprint](int64_t r, cudaStream_t after) {

@@ -31,7 +31,7 @@ struct PlanRequest {
   int devices = 1;           ///< devices sharing the work (device 0 merges their lists)
   bool fused = false;        ///< the fused kernel computes the dot products (no tile buffers)
   size_t shared_memory = 0;  ///< the device's opt-in shared memory per block
-  std::string tile_override; ///< "TxW" (MANIFOLD_GPU_TILE), honoured when it fits
+  std::string tile_override; ///< "TxW" (Settings::tile, tests), honoured when it fits
 };
 
 /// The largest tiles that fit, preferring all rows resident. Throws Error

@@ -2,7 +2,8 @@
 // block_eigensolver.h): A in CSR on the device with its diagonal inside (so
 // the filter's shift A - cI is a kernel on n values), four row-major n x b
 // blocks, an SpMM for C = alpha (A - cI) B + beta C (our warp-per-row kernel,
-// impl/eigen_kernels.cu, or cuSPARSE's with MANIFOLD_SPMM_ALG), cuBLAS DGEMM for
+// impl/eigen_kernels.cu; cuSPARSE's CSR_ALG2 for blocks it does not take),
+// cuBLAS DGEMM for
 // the block inner products and the b x b rotations. The algorithm itself
 // runs on the host in core; only b x b matrices and b norms cross the bus
 // per outer iteration.
@@ -13,13 +14,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 
 #include "device_context.h"
 #include "impl/eigen_kernels.h"
 #include "manifold/block_eigensolver.h"
 #include "manifold/error.h"
 #include "manifold/gpu/gpu_knn_backend.h"
+#include "settings.h"
 #include "utils/cuda_check.h"
 #include "utils/resources.h"
 
@@ -34,20 +35,11 @@ void cusparse_check(cusparseStatus_t status, const char* what) {
   throw Error(msg);
 }
 
-/// MANIFOLD_SPMM_ALG=own|default|1|2|3: our warp-per-row kernel (the
-/// default, blocks up to 128 columns), or one of cuSPARSE's algorithms
-/// (CSR_ALG2 is its deterministic one for row-major blocks). Returns false
-/// for ours.
-bool cusparse_algorithm(cusparseSpMMAlg_t* alg) {
-  const char* v = std::getenv("MANIFOLD_SPMM_ALG");
-  *alg = CUSPARSE_SPMM_CSR_ALG2;
-  if (!v || !*v || !std::strcmp(v, "own")) return false;
-  if (!std::strcmp(v, "2")) return true;
-  if (!std::strcmp(v, "1")) return *alg = CUSPARSE_SPMM_CSR_ALG1, true;
-  if (!std::strcmp(v, "3")) return *alg = CUSPARSE_SPMM_CSR_ALG3, true;
-  if (!std::strcmp(v, "default")) return *alg = CUSPARSE_SPMM_ALG_DEFAULT, true;
-  throw UsageError(std::string("MANIFOLD_SPMM_ALG: '") + v + "' is not own, default, 1, 2 or 3");
-}
+/// Our warp-per-row kernel takes blocks of up to 128 columns and was the
+/// fastest measured (bench/diffusion/RESULTS.md); wider blocks, and every
+/// block where Settings::spmm_cusparse (tests) asks, go to cuSPARSE's
+/// CSR_ALG2, its deterministic algorithm for row-major blocks.
+bool use_cusparse(int block) { return settings().spmm_cusparse || !csr_spmm_supports(block); }
 
 class GpuBlockOperator final : public BlockOperator {
  public:
@@ -128,17 +120,17 @@ class GpuBlockOperator final : public BlockOperator {
     for (int s = 0; s < 4; ++s)
       cusparse_check(cusparseCreateDnMat(&dense_[s], n_, b_, b_, slot_[s].data(), CUDA_R_64F, CUSPARSE_ORDER_ROW),
                      "describing a block");
-    use_cusparse_ = cusparse_algorithm(&alg_) || !csr_spmm_supports(b_);
+    use_cusparse_ = use_cusparse(b_);
     const double one = 1, zero = 0;
     size_t bytes = 0;
     cusparse_check(cusparseSpMM_bufferSize(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                            CUSPARSE_OPERATION_NON_TRANSPOSE, &one, mat_, dense_[0], &zero, dense_[1],
-                                           CUDA_R_64F, alg_, &bytes),
+                                           CUDA_R_64F, kAlg, &bytes),
                    "sizing the SpMM workspace");
     spmm_buffer_.reset(std::max<size_t>(bytes, 1), "allocating the SpMM workspace");
     cusparse_check(cusparseSpMM_preprocess(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                            CUSPARSE_OPERATION_NON_TRANSPOSE, &one, mat_, dense_[0], &zero, dense_[1],
-                                           CUDA_R_64F, alg_, spmm_buffer_.data()),
+                                           CUDA_R_64F, kAlg, spmm_buffer_.data()),
                    "preparing the SpMM");
     sync();
   }
@@ -178,7 +170,7 @@ class GpuBlockOperator final : public BlockOperator {
       return;
     }
     cusparse_check(cusparseSpMM(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
-                                mat_, dense_[in], &beta, dense_[out], CUDA_R_64F, alg_, spmm_buffer_.data()),
+                                mat_, dense_[in], &beta, dense_[out], CUDA_R_64F, kAlg, spmm_buffer_.data()),
                    "SpMM");
   }
   std::vector<double> inner(int a, int b) override {
@@ -214,13 +206,7 @@ class GpuBlockOperator final : public BlockOperator {
   void sync() { cuda_check(cudaStreamSynchronize(stream_), "GPU eigensolver"); }
   int64_t products() const { return products_; }
   std::string spmm_name() const {
-    if (!use_cusparse_) return "manifold warp-per-row CSR SpMM";
-    switch (alg_) {
-      case CUSPARSE_SPMM_CSR_ALG1: return "cuSPARSE SpMM CSR_ALG1";
-      case CUSPARSE_SPMM_CSR_ALG3: return "cuSPARSE SpMM CSR_ALG3";
-      case CUSPARSE_SPMM_ALG_DEFAULT: return "cuSPARSE SpMM default";
-      default: return "cuSPARSE SpMM CSR_ALG2";
-    }
+    return use_cusparse_ ? "cuSPARSE SpMM CSR_ALG2" : "manifold warp-per-row CSR SpMM";
   }
 
  private:
@@ -245,7 +231,7 @@ class GpuBlockOperator final : public BlockOperator {
   cusparseHandle_t cusparse_ = nullptr;
   cusparseSpMatDescr_t mat_ = nullptr;
   cusparseDnMatDescr_t dense_[4] = {nullptr, nullptr, nullptr, nullptr};
-  cusparseSpMMAlg_t alg_ = CUSPARSE_SPMM_CSR_ALG2;
+  static constexpr cusparseSpMMAlg_t kAlg = CUSPARSE_SPMM_CSR_ALG2;
   bool use_cusparse_ = false;
   DeviceBuffer<int> ptr_, col_, pos_;
   DeviceBuffer<double> val_, diag_, small_, partial_;
@@ -283,7 +269,7 @@ Eigenpairs gpu_top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOp
     co.start = options.start_block.data();
     co.start_cols = options.start_cols;
   }
-  if (const char* e = std::getenv("MANIFOLD_CHEB_TRACE")) co.trace = *e && std::strcmp(e, "0") != 0;
+  co.trace = settings().chebyshev_trace;
   ChebyshevStats st;
   Eigenpairs e = chebyshev_eigenpairs(op, count, co, progress, &st);
   op.sync();

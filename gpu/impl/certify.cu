@@ -7,9 +7,9 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 
 #include "impl/kernels.h"
+#include "settings.h"
 #include "utils/cuda_check.h"
 #include "utils/keys.cuh"
 
@@ -309,11 +309,9 @@ size_t certify_shared_bytes(int capacity) { return 2 * sizeof(float) * static_ca
 void launch_certify(const CertifyArgs& a, cudaStream_t s) {
   const int64_t rows = (a.row_end < 0 ? a.lists.n : a.row_end) - a.row_begin;
   if (rows <= 0) return;
-  // MANIFOLD_GPU_CERTIFY_WARP=0: the block kernel for every capacity (for
-  // comparison; read at each launch so tests can switch it).
-  const char* v = std::getenv("MANIFOLD_GPU_CERTIFY_WARP");
-  const bool warp_rows = !(v && std::strcmp(v, "0") == 0);
-  if (warp_rows && next_pow2(a.lists.k) <= kWarpCap) {
+  // Settings::certify_by_warp = false (tests): the block kernel for every
+  // capacity, so both kernels meet the same lists.
+  if (settings().certify_by_warp && next_pow2(a.lists.k) <= kWarpCap) {
     const int64_t grid = std::min<int64_t>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock,
                                            static_cast<int64_t>(sm_count()) * 8);
     certify_warp_kernel<<<static_cast<int>(grid), kThreads, 0, s>>>(a);

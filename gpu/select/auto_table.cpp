@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "manifold/error.h"
+#include "settings.h"
 
 namespace manifold::gpu::select {
 
@@ -105,8 +106,7 @@ const Table& table() {
   static std::string loaded_from;
   static bool loaded = false;
   std::lock_guard lock(m);
-  const char* env = std::getenv("MANIFOLD_SELECT_TABLE");
-  const std::string path = env && *env ? env : "";
+  const std::string& path = settings().select_table;
   if (!loaded || path != loaded_from) {
     t = path.empty() ? builtin() : parse(path);
     loaded_from = path;

@@ -36,6 +36,7 @@
 #include "manifold/error.h"
 #include "manifold/gpu/gpu_knn_backend.h"
 #include "select/select_kernels.h"
+#include "settings.h"
 #include "utils/cuda_check.h"
 #include "utils/resources.h"
 
@@ -107,19 +108,19 @@ struct TileSpec {
 
 /// Tile height T (rows of a block) and width W (columns per tile): the
 /// engine's measured 2048 x 4096 (32 MB of float32, within the L2 cache),
-/// smaller for small N. MANIFOLD_GPU_SELECT_TILE=TxW overrides (tests use it
+/// smaller for small N. Settings::select_tile = "TxW" overrides (tests use it
 /// to run many tiles on small data).
 std::pair<int, int> tile_shape(int64_t n) {
   int T = static_cast<int>(std::min<int64_t>(2048, n));
   int W = static_cast<int>(std::min<int64_t>(4096, n));
-  if (const char* o = std::getenv("MANIFOLD_GPU_SELECT_TILE"); o && *o) {
+  if (const std::string& o = settings().select_tile; !o.empty()) {
     int t = 0, w = 0;
     char x = 0;
     // T <= W: a row slot (capacity W) must hold a diagonal tile's row.
     // 65536: the sort strategy packs tile rows and columns in 16 bits each.
-    if (std::sscanf(o, "%d%c%d", &t, &x, &w) != 3 || x != 'x' || t < 1 || w < t || w > 65536 ||
+    if (std::sscanf(o.c_str(), "%d%c%d", &t, &x, &w) != 3 || x != 'x' || t < 1 || w < t || w > 65536 ||
         static_cast<int64_t>(t) * w > (int64_t{1} << 26))
-      throw UsageError(std::string("MANIFOLD_GPU_SELECT_TILE: '") + o +
+      throw UsageError("select tile: '" + o +
                        "' is not TxW with 1 <= T <= W <= 65536 and T*W <= 2^26");
     T = static_cast<int>(std::min<int64_t>(t, n));
     W = static_cast<int>(std::min<int64_t>(w, n));
@@ -222,9 +223,8 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   const uint64_t resident = static_cast<uint64_t>(n) * d * 4 + n * 4 + ncap * 8 + n * 8;
   const bool sort = strategy == "sort";
   // quick: scratch (two arrays of q_cap entries) for each concurrent worker
-  // of the variant MANIFOLD_QUICK_VARIANT or the rule picks for these lists,
-  // warps or blocks (select_kernels.h); an unknown value is refused here,
-  // before any allocation.
+  // of the variant the rule (or Settings::quick) picks for these lists,
+  // warps or blocks (select_kernels.h).
   const bool quick = strategy == "quick";
   const int q_workers = quick ? quick_workers(quick_variant(cap), ctx.sms, T + W) : 0;
   const int q_cap = cap + W;

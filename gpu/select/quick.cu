@@ -27,8 +27,8 @@
 // shared memory, so lo, hi, the split and the pivot position are the same in
 // all of them and no barrier is ever reached by part of the block.
 //
-// Which variant runs: MANIFOLD_QUICK_VARIANT=warp|block|auto, read at every
-// launch; auto (or unset) takes the block variant for lists of
+// Which variant runs (chosen at every launch; tests force either through
+// Settings::quick): the block variant for lists of
 // kQuickBlockMinK entries or more (select_kernels.h), where a row's range is
 // thousands of entries and few rows are dirty per tile, so a warp per row
 // leaves most of the GPU idle; the warp variant otherwise.
@@ -48,12 +48,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "manifold/error.h"
 #include "select/common.cuh"
 #include "select/select_kernels.h"
+#include "settings.h"
 #include "utils/cuda_check.h"
 
 namespace manifold::gpu::select {
@@ -412,13 +412,13 @@ __global__ __launch_bounds__(kBlockThreads) void quick_block_kernel(ListsView l,
 }  // namespace
 
 QuickVariant quick_variant(int k) {
-  // Read at every call, never cached: tests and benchmarks switch it
-  // between builds in one process.
-  const char* v = std::getenv("MANIFOLD_QUICK_VARIANT");
-  if (!v || !*v || !std::strcmp(v, "auto")) return k >= kQuickBlockMinK ? QuickVariant::Block : QuickVariant::Warp;
-  if (!std::strcmp(v, "warp")) return QuickVariant::Warp;
-  if (!std::strcmp(v, "block")) return QuickVariant::Block;
-  throw Error(std::string("MANIFOLD_QUICK_VARIANT=") + v + ": unknown quick-select variant (warp, block or auto)");
+  // Settings::quick (tests) forces either, so both meet the same data.
+  switch (settings().quick) {
+    case QuickChoice::Warp: return QuickVariant::Warp;
+    case QuickChoice::Block: return QuickVariant::Block;
+    case QuickChoice::Auto: break;
+  }
+  return k >= kQuickBlockMinK ? QuickVariant::Block : QuickVariant::Warp;
 }
 
 const char* quick_variant_name(QuickVariant v) { return v == QuickVariant::Block ? "block" : "warp"; }

@@ -62,15 +62,14 @@ void launch_heap_push(ListsView lists, Slots s, cudaStream_t stream);
 /// warp variant) or one thread block per row (the block variant).
 enum class QuickVariant { Warp, Block };
 /// Lists of at least this many entries (k + slack, what the kernel selects)
-/// take the block variant under MANIFOLD_QUICK_VARIANT=auto (or unset): from
+/// take the block variant (unless Settings::quick forces one): from
 /// here a row's range is thousands of entries and few rows are dirty per
 /// tile. Measured on an H200 (bench/gpu/select/RESULTS.md, "The two quick
 /// variants"): the block variant selects 9-39% faster at k = 1024 and 4096
 /// (lists of >= 1152 entries) and 17-31% slower at k <= 128 (<= 144).
 inline constexpr int kQuickBlockMinK = 512;
-/// The variant for lists of k entries: MANIFOLD_QUICK_VARIANT=warp|block|auto,
-/// read at every call (never cached), auto or unset by kQuickBlockMinK. An
-/// unknown value throws manifold::Error (one line).
+/// The variant for lists of k entries: by kQuickBlockMinK, or the one
+/// Settings::quick forces (tests run both on the same data).
 QuickVariant quick_variant(int k);
 const char* quick_variant_name(QuickVariant v);
 /// Concurrent workers of each variant on this device (each needs 2 * cap

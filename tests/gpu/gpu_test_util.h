@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the GPU tests: skipping without a device, building graphs with a
-// backend, Fashion-MNIST from $MANIFOLD_FASHION_MNIST_DIR, and comparing two
-// graphs honestly (rows that differ must be explained by float32 near-ties).
+// backend, Fashion-MNIST from $MANIFOLD_FASHION_MNIST_DIR, the GPU settings
+// for one scope, and comparing two graphs honestly (rows that differ must be explained by float32 near-ties).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,6 +9,7 @@
 
 #include "manifold/dataset.h"
 #include "manifold/knn.h"
+#include "settings.h"
 #include "test_support.h"
 
 namespace gpu_tests {
@@ -36,23 +37,18 @@ using testing_support::exact_reference;
 using testing_support::first_difference;
 using testing_support::near_duplicates;
 
-/// Sets (v == nullptr: unsets) an environment variable for one scope and
-/// restores what it was, also when the scope is left by a failure.
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* v) : name_(name) {
-    if (const char* old = std::getenv(name)) had_ = true, old_ = old;
-    if (v) setenv(name, v, 1);
-    else unsetenv(name);
+/// The GPU library's settings (gpu/settings.h) as they are, with `change`
+/// applied, for one scope; restored also when the scope is left by a failure.
+/// Scopes nest: WithSettings tile([](auto& s) { s.tile = "128x256"; });
+struct WithSettings : manifold::gpu::ScopedSettings {
+  template <class Change>
+  explicit WithSettings(Change change) : ScopedSettings(changed(change)) {}
+  template <class Change>
+  static manifold::gpu::Settings changed(Change change) {
+    manifold::gpu::Settings s = manifold::gpu::settings();
+    change(s);
+    return s;
   }
-  ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
 };
 
 }  // namespace gpu_tests

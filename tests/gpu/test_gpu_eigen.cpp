@@ -130,23 +130,23 @@ TEST(GpuEigen, NarrowKernelWithARaisedLowerBoundMatchesSpectra) {
 
 TEST(GpuEigen, EveryBlockWidthAndBothSpmmPathsAgree) {
   // Our SpMM kernel has 1-4 columns per lane (blocks up to 32, 64, 96, 128
-  // columns); cuSPARSE's (MANIFOLD_SPMM_ALG=2) is the reference path.
+  // columns); cuSPARSE's (Settings::spmm_cusparse) is the reference path.
   REQUIRE_GPU();
   const DiffusionMatrix a = diffusion_matrix_of(noisy_strip_graph(21));
   const Eigenpairs ref = spectra(a, 10);
-  for (const char* alg : {"own", "2"}) {
-    setenv("MANIFOLD_SPMM_ALG", alg, 1);
+  for (bool cusparse : {false, true}) {
+    WithSettings spmm([cusparse](gpu::Settings& s) { s.spmm_cusparse = cusparse; });
+    const char* alg = cusparse ? "cuSPARSE" : "own";
     for (int block : {12, 33, 70, 128}) {
       EigenOptions o;
       o.ncv = block;
       const Eigenpairs e = on_gpu(a, 10, o);
       EXPECT_EQ(e.ncv, block);
-      EXPECT_EQ(e.details["spmm"].get<std::string>().find("cuSPARSE") == 0, std::string(alg) == "2") << alg;
+      EXPECT_EQ(e.details["spmm"].get<std::string>().find("cuSPARSE") == 0, cusparse) << alg;
       for (int c = 0; c < 10; ++c) EXPECT_NEAR(e.values[c], ref.values[c], 1e-9) << alg << " block " << block << " " << c;
       EXPECT_LE(eigenpair_errors(a, e).first, 1.01e-10) << alg << " block " << block;
     }
   }
-  unsetenv("MANIFOLD_SPMM_ALG");
 }
 
 TEST(GpuEigen, FashionMnistGraphMatchesSpectra) {

@@ -261,12 +261,36 @@ TEST(GpuEngine, CancelsBetweenTiles) {
   EXPECT_EQ(g.n, 800);
 }
 
+// MANIFOLD_GPU_TIMELINE=1 (Settings::timeline): every tile's kernel and merge
+// and every block's upload by CUDA events, one row per tile in the graph's
+// JSON (bench/gpu/timeline.py reads it); nothing of it without.
+TEST(GpuEngine, TimelineRecordsEveryTile) {
+  REQUIRE_GPU();
+  Dataset ds = random_dataset(1500, 24, 31);
+  WithSettings tile([](gpu::Settings& s) { s.tile = "128x256"; });
+  EXPECT_FALSE(build("gpu", ds, params(8)).extra["per_device"][0].contains("timeline"));
+  WithSettings on([](gpu::Settings& s) { s.timeline = true; });
+  const KnnGraph g = build("gpu", ds, params(8));
+  EXPECT_EQ(check_graph(g, ds, brute_force(ds, 8, Metric::Euclidean, false)), "");
+  const nlohmann::json& dev = g.extra["per_device"][0];
+  ASSERT_TRUE(dev.contains("timeline")) << dev.dump();
+  const nlohmann::json& tl = dev["timeline"];
+  ASSERT_EQ(tl["tile_fields"][7], "gemm_start");
+  ASSERT_GT(dev["tiles"].get<int64_t>(), 1);
+  EXPECT_EQ(static_cast<int64_t>(tl["tiles"].size()), dev["tiles"].get<int64_t>());
+  for (const nlohmann::json& t : tl["tiles"]) {
+    EXPECT_LE(t[7].get<double>(), t[8].get<double>()) << t.dump();   // kernel start <= end
+    EXPECT_LE(t[9].get<double>(), t[10].get<double>()) << t.dump();  // merge start <= end
+  }
+  EXPECT_FALSE(tl["uploads"].empty());
+}
+
 // The same with the final step beside the loop (final_step.h EarlyFinal):
 // a generous budget, so the certificate runs while the loop still does; the
 // cancellation must stop its worker too, and leave the device usable.
 TEST(GpuEngine, CancelsWithTheFinalStepRunning) {
   REQUIRE_GPU();
-  ScopedEnv tile("MANIFOLD_GPU_TILE", "128x256");  // 157 strips
+  WithSettings tile([](gpu::Settings& s) { s.tile = "128x256"; });  // 157 strips
   auto backend = gpu_backend();
   cancelled_build(*backend, params(10));
   Progress quiet;
@@ -279,22 +303,24 @@ TEST(GpuEngine, CancelsWithTheFinalStepRunning) {
 // The final step beside the tile loop: with 128 x 256 tiles there are many
 // strips, and each one's rows are certified and copied home while the later
 // strips run. The graph must equal the float64 reference and, entry for
-// entry, the final step run after the loop (MANIFOLD_GPU_EARLY_FINAL=0), on
+// entry, the final step run after the loop (Settings::final_beside_loop), on
 // both dot-product paths and both merge paths; near-duplicate clusters make
 // the rescan re-rank rows already copied home.
 TEST(GpuEngine, FinalStepBesideTheLoop) {
   REQUIRE_GPU();
-  ScopedEnv tile("MANIFOLD_GPU_TILE", "128x256");
+  WithSettings tile([](gpu::Settings& s) { s.tile = "128x256"; });
   Dataset ds = random_dataset(3000, 40, 2026);
   for (const char* gemm : {"fused", "cublas"}) {
-    ScopedEnv path("MANIFOLD_GPU_GEMM", gemm);
+    WithSettings path([gemm](gpu::Settings& s) {
+      s.gemm = std::string(gemm) == "fused" ? gpu::GemmPath::Fused : gpu::GemmPath::Cublas;
+    });
     for (int k : {1, 20, 300}) {
       const std::string what = std::string(gemm) + " k=" + std::to_string(k);
       KnnGraph early = build("gpu", ds, params(k, Metric::Cosine));
       ASSERT_TRUE(early.extra.contains("early_ranges")) << what;
       std::cout << "[ info ] " << what << ": " << early.extra["early_ranges"] << " ranges certified beside the loop\n";
       EXPECT_EQ(check_graph(early, ds, brute_force(ds, k, Metric::Cosine, false)), "") << what;
-      ScopedEnv off("MANIFOLD_GPU_EARLY_FINAL", "0");
+      WithSettings off([](gpu::Settings& s) { s.final_beside_loop = false; });
       KnnGraph after = build("gpu", ds, params(k, Metric::Cosine));
       EXPECT_FALSE(after.extra.contains("early_ranges")) << what;
       EXPECT_EQ(first_difference(early, after), "") << what;
@@ -319,15 +345,17 @@ TEST(GpuEngine, WarpCertifyMatchesBlock) {
   Dataset nd = near_duplicates(2500, 16, 9, 12, 40, 1e-6f);
   for (bool beside : {true, false}) {
     // Beside the loop: 128 x 256 tiles, many strips. After it: the default plan.
-    ScopedEnv t("MANIFOLD_GPU_TILE", beside ? "128x256" : nullptr);
-    ScopedEnv e("MANIFOLD_GPU_EARLY_FINAL", beside ? nullptr : "0");
+    WithSettings t([beside](gpu::Settings& s) {
+      s.tile = beside ? "128x256" : "";
+      s.final_beside_loop = beside;
+    });
     for (int k : {1, 8, 20, 40}) {
       for (Metric m : {Metric::Euclidean, Metric::Cosine}) {
         for (const Dataset* data : {&ds, &nd}) {
           const std::string what = std::string(beside ? "beside" : "after") + " the loop, k=" + std::to_string(k) +
                                    " " + to_string(m) + (data == &nd ? " near-duplicates" : "");
           KnnGraph warp = build("gpu", *data, params(k, m));
-          ScopedEnv block("MANIFOLD_GPU_CERTIFY_WARP", "0");
+          WithSettings block([](gpu::Settings& s) { s.certify_by_warp = false; });
           KnnGraph blk = build("gpu", *data, params(k, m));
           ASSERT_LE(warp.extra["list_capacity"].get<int>(), 64) << what;
           EXPECT_EQ(warp.extra.contains("early_ranges"), beside) << what;
@@ -448,7 +476,7 @@ TEST(GpuSanitizer, SmallRunsOfEveryPath) {
   {
     // 128 x 256 tiles: twelve strips, each strip's rows certified and copied
     // home beside the loop (final_step.h EarlyFinal).
-    ScopedEnv tile("MANIFOLD_GPU_TILE", "128x256");
+    WithSettings tile([](gpu::Settings& s) { s.tile = "128x256"; });
     KnnGraph g = build("gpu", ds, params(32, Metric::Cosine));
     EXPECT_TRUE(g.extra.contains("early_ranges"));
     EXPECT_EQ(check_graph(g, ds, brute_force(ds, 32, Metric::Cosine, false)), "") << "128 x 256 tiles";
@@ -456,15 +484,14 @@ TEST(GpuSanitizer, SmallRunsOfEveryPath) {
   KnnParams p = params(8, Metric::Euclidean, true);
   // Streamed, 128-row tiles (the fused kernel also keeps its blocks transposed).
   // d = 200 <= kFusedMaxD: the fused kernel unless MANIFOLD_GPU_GEMM=cublas.
-  const char* gemm = std::getenv("MANIFOLD_GPU_GEMM");
-  const bool fused = !(gemm && std::string(gemm) == "cublas");
+  const bool fused = gpu::settings().gemm != gpu::GemmPath::Cublas;
   p.gpu_memory = lists_bytes(1500, 8) + 1500 * 200 * 4 / 2 * (fused ? 2 : 1) + (gpu::kFusedCandidateSets << 19);
   KnnGraph s = build("gpu", ds, p);
   EXPECT_FALSE(s.extra["resident"].get<bool>());
   EXPECT_EQ(check_graph(s, ds, brute_force(ds, 8, Metric::Euclidean, true)), "");
   // No certificate can hold: the rescan on the device (resident), the
   // exact scan on the host (streamed).
-  ScopedEnv none("MANIFOLD_GPU_SLACK", "0");  // no room: every row not complete falls back
+  WithSettings none([](gpu::Settings& s) { s.slack = 0; });  // no room: every row not complete falls back
   KnnParams f = params(8, Metric::Euclidean, true);
   f.precision = "fast-exact";
   KnnGraph fr = build("gpu", ds, f);

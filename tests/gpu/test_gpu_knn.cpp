@@ -169,10 +169,12 @@ TEST(GpuKnn, DuplicatesAndTiesAreDeterministic) {
       }
 }
 
-// Sets MANIFOLD_GPU_GEMM for one scope: which kernel computes the dot products.
-struct GemmPath {
-  explicit GemmPath(const char* path) { setenv("MANIFOLD_GPU_GEMM", path, 1); }
-  ~GemmPath() { unsetenv("MANIFOLD_GPU_GEMM"); }
+// Which kernel computes the dot products, for one scope.
+struct GemmPath : WithSettings {
+  explicit GemmPath(const char* path)
+      : WithSettings([path](manifold::gpu::Settings& s) {
+          s.gemm = std::string(path) == "fused" ? manifold::gpu::GemmPath::Fused : manifold::gpu::GemmPath::Cublas;
+        }) {}
 };
 
 TEST(GpuKnn, BothDotProductPathsOnAwkwardDimensions) {
@@ -194,10 +196,9 @@ TEST(GpuKnn, BothDotProductPathsOnAwkwardDimensions) {
   }
 }
 
-// Sets MANIFOLD_GPU_TILE (the tile plan's first shape) for one scope.
-struct TileShape {
-  explicit TileShape(const char* shape) { setenv("MANIFOLD_GPU_TILE", shape, 1); }
-  ~TileShape() { unsetenv("MANIFOLD_GPU_TILE"); }
+// The tile plan's first shape ("TxW") for one scope.
+struct TileShape : WithSettings {
+  explicit TileShape(const char* shape) : WithSettings([shape](manifold::gpu::Settings& s) { s.tile = shape; }) {}
 };
 
 TEST(GpuKnn, FusedSeedsInBatches) {

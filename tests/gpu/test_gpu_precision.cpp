@@ -109,10 +109,11 @@ TEST(PrecisionEdges, LargeKAndCompleteLists) {
 TEST(PrecisionEdges, FallbackRowsAreExact) {
   REQUIRE_GPU();
   // No room beyond k: every row falls back to the exact scan.
-  setenv("MANIFOLD_GPU_SLACK", "0", 1);
   Dataset ds = random_dataset(2000, 33, 12);
-  KnnGraph f = build("gpu", ds, with(7, Metric::Euclidean, "fast-exact"));
-  unsetenv("MANIFOLD_GPU_SLACK");
+  KnnGraph f = [&] {
+    WithSettings no_slack([](gpu::Settings& s) { s.slack = 0; });
+    return build("gpu", ds, with(7, Metric::Euclidean, "fast-exact"));
+  }();
   EXPECT_EQ(f.extra["uncertified_rows"].get<int64_t>(), ds.rows());
   EXPECT_EQ(f.extra["rescanned_rows"].get<int64_t>(), ds.rows());
   EXPECT_EQ(first_difference(f, exact_reference(ds, 7, Metric::Euclidean, false)), "");

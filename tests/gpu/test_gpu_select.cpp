@@ -1,6 +1,6 @@
 // The papers' selection strategies of the GPU backend (issue 7): quick
 // (Komarov et al.; its warp and its block variant each, forced through
-// MANIFOLD_QUICK_VARIANT), sort (Dashti et al.), heap (Kato & Hosino),
+// Settings::quick), sort (Dashti et al.), heap (Kato & Hosino),
 // bitonic (Sismanis et al.), and `--select auto`. Every strategy ends with the
 // engine's certified final step, so its graph must equal the CPU backend's
 // (certified exact too) element for element -- indices and distances -- on
@@ -42,12 +42,20 @@ KnnParams with(const std::string& strategy, int k, Metric m = Metric::Euclidean,
   return p;
 }
 
-// ScopedEnv (gpu_test_util.h) with MANIFOLD_GPU_SELECT_TILE=TxW: small tiles
-// give many strips, so the column role and the tightening bounds are
-// exercised on small data; MANIFOLD_GPU_SLACK: the list's room;
-// MANIFOLD_QUICK_VARIANT: quick's kernel.
-struct TileShape : ScopedEnv {
-  explicit TileShape(const char* v) : ScopedEnv("MANIFOLD_GPU_SELECT_TILE", v) {}
+// WithSettings (gpu_test_util.h): select_tile = "TxW", small tiles give many
+// strips, so the column role and the tightening bounds are exercised on
+// small data; slack: the list's room; quick: quick's kernel.
+struct TileShape : WithSettings {
+  explicit TileShape(const char* v) : WithSettings([v](gpu::Settings& s) { s.select_tile = v; }) {}
+};
+struct NoSlack : WithSettings {
+  NoSlack() : WithSettings([](gpu::Settings& s) { s.slack = 0; }) {}
+};
+struct QuickKernel : WithSettings {
+  explicit QuickKernel(const char* v)
+      : WithSettings([v](gpu::Settings& s) {
+          s.quick = std::string(v) == "block" ? gpu::QuickChoice::Block : gpu::QuickChoice::Warp;
+        }) {}
 };
 
 std::string where(const std::string& s, Metric m, int k) { return s + " " + to_string(m) + " k=" + std::to_string(k); }
@@ -56,8 +64,8 @@ std::string where(const std::string& s, Metric m, int k) { return s + " " + to_s
 const char* const kQuickVariants[] = {"warp", "block"};
 
 // Calls f(strategy, variant) for every strategy: quick once per variant,
-// with MANIFOLD_QUICK_VARIANT set to it for that call (and restored after
-// it), the others once with variant nullptr.
+// with Settings::quick set to it for that call (and restored after it), the
+// others once with variant nullptr.
 template <class F>
 void for_each_strategy(F&& f) {
   for (const auto& s : kStrategies) {
@@ -66,7 +74,7 @@ void for_each_strategy(F&& f) {
       continue;
     }
     for (const char* v : kQuickVariants) {
-      ScopedEnv env("MANIFOLD_QUICK_VARIANT", v);
+      QuickKernel kernel(v);
       f(s, v);
     }
   }
@@ -184,7 +192,7 @@ TEST(GpuSelect, RescanAndFallbackPaths) {
   REQUIRE_GPU();
   // No slack: lists hold exactly k, so rows in clusters of near-duplicates
   // cannot be certified and go through the shared rescan and exact fallback.
-  ScopedEnv slack("MANIFOLD_GPU_SLACK", "0");
+  NoSlack slack;
   Dataset ds = near_duplicates(3000, 32, fresh_seed("RescanAndFallback"), 30, 40, 1e-6f);
   for (int k : {5, 20}) {
     const KnnGraph cpu = build("cpu", ds, params(k));
@@ -261,7 +269,7 @@ TEST(GpuSelect, RefusesWhatItCannotDo) {
     TileShape shape("512x64");
     Dataset ds = random_dataset(1000, 4, 4);
     const std::string e = usage_error(ds, with("sort", 5));
-    EXPECT_NE(e.find("MANIFOLD_GPU_SELECT_TILE"), std::string::npos) << e;
+    EXPECT_NE(e.find("select tile: '512x64'"), std::string::npos) << e;
   }
 }
 
@@ -284,37 +292,18 @@ TEST(GpuSelect, NanRowsAreReported) {
   });
 }
 
-// quick's variant: by the rule under auto (graph.extra names the one that
-// ran), forced either way, and an unknown MANIFOLD_QUICK_VARIANT refused in
-// one line before any work.
+// quick's variant by the rule (graph.extra names the one that ran).
 TEST(GpuSelect, QuickVariantChoice) {
   REQUIRE_GPU();
   using gpu::select::kQuickBlockMinK;
   Dataset ds = tricky(1500, 16, fresh_seed("QuickVariantChoice"));
   // The rule looks at the list's capacity (k + slack): short lists (k = 20)
   // take the warp, lists of kQuickBlockMinK or more entries the block.
-  for (const char* mode : {static_cast<const char*>(nullptr), "auto"}) {
-    ScopedEnv env("MANIFOLD_QUICK_VARIANT", mode);
-    for (int k : {20, kQuickBlockMinK}) {
-      const bool block = gpu::list_capacity(k, ds.rows(), false, false) >= kQuickBlockMinK;
-      EXPECT_EQ(block, k != 20) << k;
-      const KnnGraph cpu = build("cpu", ds, params(k));
-      check_one("quick", ds, with("quick", k), cpu, false, block ? "block" : "warp");
-    }
-  }
-  for (const char* bad : {"fast", "Block", "warp,block"}) {
-    ScopedEnv env("MANIFOLD_QUICK_VARIANT", bad);
-    try {
-      build("gpu", ds, with("quick", 5));
-      ADD_FAILURE() << "MANIFOLD_QUICK_VARIANT=" << bad << " gave a graph";
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      EXPECT_NE(msg.find(std::string("MANIFOLD_QUICK_VARIANT=") + bad + ": unknown quick-select variant"),
-                std::string::npos)
-          << msg;
-      EXPECT_NE(msg.find("(warp, block or auto)"), std::string::npos) << msg;
-      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    }
+  for (int k : {20, kQuickBlockMinK}) {
+    const bool block = gpu::list_capacity(k, ds.rows(), false, false) >= kQuickBlockMinK;
+    EXPECT_EQ(block, k != 20) << k;
+    const KnnGraph cpu = build("cpu", ds, params(k));
+    check_one("quick", ds, with("quick", k), cpu, false, block ? "block" : "warp");
   }
 }
 
@@ -327,7 +316,7 @@ TEST(GpuSelectSanitizer, TinyManyTiles) {
   Dataset ds = random_dataset(300, 16, 99, 20);
   for (int k : {5, 40}) check_all(ds, k, Metric::Euclidean);
   // The rescan and fallback kernels too.
-  ScopedEnv slack("MANIFOLD_GPU_SLACK", "0");
+  NoSlack slack;
   Dataset nd = near_duplicates(300, 16, 4, 3, 40, 1e-6f);
   check_all(nd, 6, Metric::Euclidean);
 }
@@ -344,41 +333,31 @@ TEST(GpuSelectSanitizer, QuickLongRows) {
   const int k = 300;
   const KnnGraph cpu = build("cpu", ds, params(k));
   for (const char* v : kQuickVariants) {
-    ScopedEnv env("MANIFOLD_QUICK_VARIANT", v);
+    QuickKernel kernel(v);
     check_one("quick", ds, with("quick", k), cpu, false, v);
   }
 }
 
-// MANIFOLD_QUICK_VARIANT, read at every call (no GPU needed): warp, block,
-// auto or unset (the rule at kQuickBlockMinK list entries); anything else
-// is one clear error.
-TEST(GpuSelectQuick, VariantFromEnvironment) {
+// The quick variant (no GPU needed): the rule at kQuickBlockMinK list
+// entries, or the one Settings::quick forces.
+TEST(GpuSelectQuick, VariantRuleAndOverride) {
   using gpu::select::kQuickBlockMinK;
   using gpu::select::quick_variant;
   using gpu::select::QuickVariant;
-  for (const char* mode : {static_cast<const char*>(nullptr), "", "auto"}) {
-    ScopedEnv env("MANIFOLD_QUICK_VARIANT", mode);
-    EXPECT_EQ(quick_variant(1), QuickVariant::Warp);
-    EXPECT_EQ(quick_variant(kQuickBlockMinK - 1), QuickVariant::Warp);
-    EXPECT_EQ(quick_variant(kQuickBlockMinK), QuickVariant::Block);
-    EXPECT_EQ(quick_variant(14336), QuickVariant::Block);
-  }
+  EXPECT_EQ(quick_variant(1), QuickVariant::Warp);
+  EXPECT_EQ(quick_variant(kQuickBlockMinK - 1), QuickVariant::Warp);
+  EXPECT_EQ(quick_variant(kQuickBlockMinK), QuickVariant::Block);
+  EXPECT_EQ(quick_variant(14336), QuickVariant::Block);
   {
-    ScopedEnv env("MANIFOLD_QUICK_VARIANT", "warp");
+    QuickKernel kernel("warp");
     EXPECT_EQ(quick_variant(14336), QuickVariant::Warp);
   }
   {
-    ScopedEnv env("MANIFOLD_QUICK_VARIANT", "block");
+    QuickKernel kernel("block");
     EXPECT_EQ(quick_variant(1), QuickVariant::Block);
     EXPECT_STREQ(gpu::select::quick_variant_name(quick_variant(1)), "block");
   }
-  ScopedEnv env("MANIFOLD_QUICK_VARIANT", "Warp");
-  try {
-    quick_variant(100);
-    ADD_FAILURE() << "MANIFOLD_QUICK_VARIANT=Warp accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "MANIFOLD_QUICK_VARIANT=Warp: unknown quick-select variant (warp, block or auto)");
-  }
+  EXPECT_EQ(quick_variant(1), QuickVariant::Warp);  // the rule again
 }
 
 // The `--select auto` table (no GPU needed): nearest measured bucket, a
@@ -398,8 +377,13 @@ TEST(GpuSelectAuto, TableLookup) {
     }
 }
 
-// MANIFOLD_SELECT_TABLE: a table measured elsewhere replaces the built-in
-// one (nearest bucket on a log scale); a bad file is one clear error.
+// MANIFOLD_SELECT_TABLE (Settings::select_table): a table measured
+// elsewhere replaces the built-in one (nearest bucket on a log scale); a bad
+// file is one clear error.
+struct SelectTable : WithSettings {
+  explicit SelectTable(const std::string& path) : WithSettings([&path](gpu::Settings& s) { s.select_table = path; }) {}
+};
+
 TEST(GpuSelectAuto, TableFromFile) {
   using manifold::gpu::select::best_strategy;
   using manifold::gpu::select::table_text;
@@ -413,7 +397,7 @@ TEST(GpuSelectAuto, TableFromFile) {
   };
   write("# measured on another GPU\nk 1 100\n1000 heap sort  # small N\n100000 quick bitonic\n");
   {
-    ScopedEnv env("MANIFOLD_SELECT_TABLE", path.c_str());
+    SelectTable table(path);
     EXPECT_EQ(best_strategy(900, 2), "heap");
     EXPECT_EQ(best_strategy(1200, 300), "sort");
     EXPECT_EQ(best_strategy(200000, 1), "quick");
@@ -433,7 +417,7 @@ TEST(GpuSelectAuto, TableFromFile) {
   };
   for (auto& [text, why] : bad) {
     write(text);
-    ScopedEnv env("MANIFOLD_SELECT_TABLE", path.c_str());
+    SelectTable table(path);
     try {
       best_strategy(1000, 1);
       ADD_FAILURE() << "accepted: " << text;
@@ -442,6 +426,6 @@ TEST(GpuSelectAuto, TableFromFile) {
       EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     }
   }
-  ScopedEnv missing("MANIFOLD_SELECT_TABLE", (path + ".absent").c_str());
+  SelectTable missing(path + ".absent");
   EXPECT_THROW(best_strategy(1000, 1), manifold::Error);
 }

@@ -2,7 +2,7 @@
 // The diffusion-map eigensolve on a GPU, behind a CUDA-free header:
 // Chebyshev-filtered subspace iteration (core's chebyshev_eigenpairs) with
 // the block products on the device -- our CSR SpMM kernel (float64,
-// row-major blocks; cuSPARSE's with MANIFOLD_SPMM_ALG) and cuBLAS DGEMM.
+// row-major blocks; cuSPARSE's for blocks wider than it takes) and cuBLAS DGEMM.
 #include "manifold/diffusion_map.h"
 #include "manifold/progress.h"
 

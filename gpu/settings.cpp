@@ -1,0 +1,72 @@
+#include "settings.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "manifold/error.h"
+
+namespace manifold::gpu {
+
+namespace {
+
+const char* getenv_lookup(const char* name) { return std::getenv(name); }
+
+bool is_set(const char* v) { return v && *v; }
+
+/// A variable that is on when set to anything but "0" (or empty).
+bool flag(const char* v) { return is_set(v) && std::strcmp(v, "0") != 0; }
+
+struct Current {
+  std::mutex m;
+  std::optional<Settings> value;  // empty until read (or until a read failed)
+};
+
+Current& current() {
+  static Current c;
+  return c;
+}
+
+}  // namespace
+
+Settings settings_from_environment(const char* (*lookup)(const char*)) {
+  Settings s;
+  if (const char* v = lookup("MANIFOLD_GPU_GEMM"); is_set(v)) {
+    if (!std::strcmp(v, "fused"))
+      s.gemm = GemmPath::Fused;
+    else if (!std::strcmp(v, "cublas"))
+      s.gemm = GemmPath::Cublas;
+    else
+      throw UsageError(std::string("MANIFOLD_GPU_GEMM: '") + v + "' is not fused or cublas");
+  }
+  if (const char* v = lookup("MANIFOLD_GPU_TIMELINE"); is_set(v)) {
+    if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
+      throw UsageError(std::string("MANIFOLD_GPU_TIMELINE: '") + v + "' is not 0 or 1");
+    s.timeline = *v == '1';
+  }
+  s.chebyshev_trace = flag(lookup("MANIFOLD_CHEB_TRACE"));
+  if (const char* v = lookup("MANIFOLD_SELECT_TABLE"); is_set(v)) s.select_table = v;
+  return s;
+}
+
+const Settings& settings() {
+  Current& c = current();
+  std::lock_guard lock(c.m);
+  if (!c.value) c.value = settings_from_environment(getenv_lookup);
+  return *c.value;
+}
+
+ScopedSettings::ScopedSettings(const Settings& s) : saved_(settings()) {
+  Current& c = current();
+  std::lock_guard lock(c.m);
+  c.value = s;
+}
+
+ScopedSettings::~ScopedSettings() {
+  Current& c = current();
+  std::lock_guard lock(c.m);
+  c.value = saved_;
+}
+
+}  // namespace manifold::gpu

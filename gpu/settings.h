@@ -1,0 +1,70 @@
+#pragma once
+// Every setting of the GPU library that is not a command-line option, in one
+// place, read from the environment once (docs/ARCHITECTURE.md lists every
+// MANIFOLD_* variable). Two kinds:
+//
+// * From the environment: the dot-product path (to compare the two on the
+//   same data, and to run a test suite with every tile on one of them), two
+//   traces, and a selection table measured elsewhere.
+// * For tests only (no variable): overrides that make small inputs reach
+//   paths that the defaults reach only on large ones (many tiles, no room in
+//   the lists, the block kernels), set in-process with ScopedSettings.
+//
+// Plain C++17: kernels' launchers (*.cu) read it too.
+#include <string>
+
+namespace manifold::gpu {
+
+/// Which kernel computes a tile's dot products.
+enum class GemmPath {
+  Auto,    ///< the fused kernel where d <= kFusedMaxD, else cuBLAS + filter
+  Fused,   ///< the fused kernel for every d
+  Cublas,  ///< cuBLAS SGEMM + the bound filter for every d
+};
+
+/// Which quick-select kernel runs (select/quick.cu).
+enum class QuickChoice {
+  Auto,   ///< a warp a row below kQuickBlockMinK list entries, else a block a row
+  Warp,
+  Block,
+};
+
+struct Settings {
+  // ---- from the environment ----
+  GemmPath gemm = GemmPath::Auto;  ///< MANIFOLD_GPU_GEMM=fused|cublas
+  bool timeline = false;           ///< MANIFOLD_GPU_TIMELINE=1: per-tile CUDA events in the graph's JSON
+  bool chebyshev_trace = false;    ///< MANIFOLD_CHEB_TRACE (set, not "0"): the GPU eigensolver's steps on stderr
+  std::string select_table;        ///< MANIFOLD_SELECT_TABLE=FILE: replaces the built-in `auto` table
+
+  // ---- for tests only ----
+  std::string tile;             ///< "TxW": the engine's first tile shape, where it fits (tile_plan.h)
+  std::string select_tile;      ///< "TxW": the papers' strategies' tile (select/paper_strategies.cpp)
+  int slack = -1;               ///< the lists' room beyond k; -1: the rule of list_slack()
+  bool final_beside_loop = true;  ///< false: one GPU's final step waits for the whole loop
+  bool certify_by_warp = true;    ///< false: the block certification kernel for every list size
+  QuickChoice quick = QuickChoice::Auto;
+  bool spmm_cusparse = false;   ///< true: cuSPARSE's SpMM (CSR_ALG2) for every block width
+};
+
+/// The settings of this process: the environment's, read on first use, or
+/// what a ScopedSettings put in place. UsageError naming the variable for a
+/// value it does not take (and again at every later call).
+const Settings& settings();
+
+/// The environment's settings (`lookup` is std::getenv, or a test's table).
+Settings settings_from_environment(const char* (*lookup)(const char*));
+
+/// Replaces the process's settings for one scope (tests; not thread-safe:
+/// set them before any build starts).
+class ScopedSettings {
+ public:
+  explicit ScopedSettings(const Settings& s);
+  ~ScopedSettings();
+  ScopedSettings(const ScopedSettings&) = delete;
+  ScopedSettings& operator=(const ScopedSettings&) = delete;
+
+ private:
+  Settings saved_;
+};
+
+}  // namespace manifold::gpu
