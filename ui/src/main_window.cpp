@@ -165,15 +165,20 @@ QWidget* MainWindow::build_view_area() {
   message_bar_->hide();
   layout->addWidget(message_bar_);
 
-  // View controls: axes, 2-D/3-D, colouring, point size, tools. A tool bar
-  // folds what does not fit behind its extension button instead of
-  // widening the window.
+  // View controls in two rows, so that all of them show beside docks at
+  // 1280 px: what is drawn and how to handle it (axes, 2-D, the tools), then
+  // how it is coloured (colour, point size). A tool bar folds what still
+  // does not fit behind its extension button instead of widening the window.
   auto* controls = new QToolBar(area);
+  controls->setObjectName(QStringLiteral("viewControls"));
   controls->setIconSize(QSize(18, 18));
-  auto spacing = [controls, area](int px) {
+  auto* colouring = new QToolBar(area);
+  colouring->setObjectName(QStringLiteral("viewColouring"));
+  colouring->setIconSize(QSize(18, 18));
+  auto spacing = [area](QToolBar* bar, int px) {
     auto* gap = new QWidget(area);
     gap->setFixedWidth(px);
-    controls->addWidget(gap);
+    bar->addWidget(gap);
   };
   const char* axis_names[3] = {"X", "Y", "Z"};
   for (int i = 0; i < 3; ++i) {
@@ -196,29 +201,29 @@ QWidget* MainWindow::build_view_area() {
     axis_[2]->setEnabled(!on);
     if (!updating_controls_) update_view(true);
   });
-  spacing(8);
-  controls->addWidget(new QLabel(tr("Colour"), area));
+  spacing(controls, 8);
+  colouring->addWidget(new QLabel(tr("Colour"), area));
   colour_by_ = new QComboBox(area);
   colour_by_->setToolTip(tr("Colour the points by a diffusion coordinate, the dataset's labels or other "
                             "per-image values"));
   colour_by_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   colour_by_->setMinimumContentsLength(16);
-  controls->addWidget(colour_by_);
+  colouring->addWidget(colour_by_);
   connect(colour_by_, &QComboBox::currentIndexChanged, this, [this] {
     if (updating_controls_) return;
     colour_key_ = colour_by_->currentData().toString();
     update_colours();
   });
-  controls->addWidget(new QLabel(tr("Size"), area));
+  spacing(colouring, 8);
+  colouring->addWidget(new QLabel(tr("Size"), area));
   point_size_ = new QDoubleSpinBox(area);
   point_size_->setRange(1, 20);
   point_size_->setDecimals(0);
   point_size_->setValue(3);
   point_size_->setToolTip(tr("Point size in pixels"));
-  controls->addWidget(point_size_);
+  colouring->addWidget(point_size_);
   connect(point_size_, &QDoubleSpinBox::valueChanged, view_, &EmbeddingView::setPointSize);
   view_->setPointSize(3);
-  spacing(8);
   auto* tools = new QButtonGroup(area);
   auto make_tool = [&](const QString& text, const QString& icon, const QString& tip, EmbeddingView::Tool tool) {
     auto* b = new QToolButton(area);
@@ -250,6 +255,7 @@ QWidget* MainWindow::build_view_area() {
   connect(reset, &QToolButton::clicked, view_, &EmbeddingView::resetCamera);
   controls->addWidget(reset);
   layout->addWidget(controls);
+  layout->addWidget(colouring);
 
   // The shown embedding's diagnostics, right above it: they say how far to
   // trust what is drawn, so they stay while it does (a failed run after it
