@@ -1,59 +1,37 @@
 #!/usr/bin/env bash
-# Fuzzes every reader of untrusted input (tests/fuzz/) with libFuzzer, ASan
-# and UBSan, in its own build folder build-fuzz/ compiled with clang.
+# Fuzzes every reader of untrusted input (tests/fuzz/: .npy, IDX, PNG, TIFF,
+# MRC, HDF5, graph folders, sessions, cluster profiles) with libFuzzer, ASan
+# and UBSan, in its own build folder build-fuzz/ (clang, -DMANIFOLD_FUZZ=ON:
+# the core and the harnesses only).
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]   fuzz each harness SECONDS (default 60)
-#   scripts/fuzz.sh --replay [HARNESS...]    build without libFuzzer (any compiler)
-#                                            and replay the seed corpus once
-# Each harness starts from its seed corpus tests/fuzz/corpus/NAME and adds
-# what it finds in build-fuzz/corpus/NAME (not the source tree). A crash
-# leaves its input in build-fuzz/findings/ and fails the script; turn it into
-# a regression file under tests/fuzz/corpus/NAME once fixed.
+# Each harness is the CTest fuzz_NAME (tests/fuzz/run_fuzz.sh): it starts
+# from its seed corpus tests/fuzz/corpus/NAME, whose regression files run
+# first, and adds what it finds in build-fuzz/tests/fuzz/corpus/NAME (not
+# the source tree). A crash leaves its input in build-fuzz/tests/fuzz/findings/
+# and fails the script; once fixed, copy it to tests/fuzz/corpus/NAME as a
+# regression file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mode=libfuzzer
 seconds=60
-if [ "${1:-}" = --replay ]; then mode=replay; shift
-elif [[ "${1:-}" =~ ^[0-9]+$ ]]; then seconds=$1; shift; fi
+if [[ "${1:-}" =~ ^[0-9]+$ ]]; then seconds=$1; shift; fi
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(npy idx png tiff mrc hdf5 graph session profile)
+for h in "${harnesses[@]}"; do
+  [ -f "tests/fuzz/fuzz_$h.cpp" ] || { echo "fuzz.sh: no harness '$h' (tests/fuzz/fuzz_$h.cpp)" >&2; exit 2; }
+done
+command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/setup-debian.sh installs clang and libclang-rt-14-dev)" >&2; exit 2; }
 
 build=build-fuzz
-[ $mode = replay ] && build=build-fuzz-replay
-if [ $mode = libfuzzer ]; then
-  export CC=${CC:-clang} CXX=${CXX:-clang++}
-fi
-cmake -S tests/fuzz -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMANIFOLD_FUZZ_ENGINE=$mode >/dev/null
+# A build-fuzz/ configured from another source folder (the harnesses were once
+# a project of their own) is made again.
+if [ -f $build/CMakeCache.txt ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$PWD" $build/CMakeCache.txt; then rm -rf $build; fi
+CC=clang CXX=clang++ cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMANIFOLD_FUZZ=ON \
+  -DMANIFOLD_WITH_GUI=OFF -DMANIFOLD_WITH_CUDA=OFF -DMANIFOLD_WITH_MPI=OFF -DMANIFOLD_BUILD_TESTS=OFF \
+  -DMANIFOLD_FUZZ_SECONDS="$seconds" >/dev/null
 cmake --build $build -j "$(nproc)" --target "${harnesses[@]/#/fuzz_}"
-
-# Leaks are reported by LeakSanitizer (less libhdf5's own, tests/fuzz/lsan.supp);
-# UBSan stops at the first report.
-export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp
+regex="^fuzz_($(IFS='|'; echo "${harnesses[*]}"))\$"
 status=0
-mkdir -p $build/findings
-for h in "${harnesses[@]}"; do
-  # 2 GiB of memory and 10 s per input: a header that makes a reader allocate
-  # or loop without bound is a finding. libhdf5 itself asks malloc for sizes
-  # read from corrupt metadata and handles the failure (the CLI prints one
-  # line): for it malloc may fail, and only sanitizer reports count.
-  limits="-rss_limit_mb=2048 -malloc_limit_mb=2048"
-  asan=$ASAN_OPTIONS
-  if [ "$h" = hdf5 ]; then limits="-rss_limit_mb=0"; asan=$ASAN_OPTIONS:allocator_may_return_null=1; fi
-  if [ $mode = replay ]; then
-    ASAN_OPTIONS=$asan $build/fuzz_$h tests/fuzz/corpus/$h || status=1
-    continue
-  fi
-  mkdir -p $build/corpus/$h
-  log=$build/findings/$h.log
-  if ASAN_OPTIONS=$asan $build/fuzz_$h -max_total_time="$seconds" $limits -timeout=10 \
-      -artifact_prefix=$build/findings/$h- -print_final_stats=1 $build/corpus/$h tests/fuzz/corpus/$h >"$log" 2>&1; then
-    result=ok
-  else
-    result=FINDING
-    status=1
-  fi
-  execs=$(grep -m1 'stat::number_of_executed_units' "$log" | awk '{print $2}')
-  echo "fuzz_$h: $result, ${execs:-?} executions in ${seconds} s (log: $log)"
-done
+(cd $build && ctest -L fuzz -R "$regex" -j "$(nproc)" --output-on-failure) >$build/fuzz-ctest.log 2>&1 || status=$?
+[ $status = 0 ] || cat $build/fuzz-ctest.log
+for h in "${harnesses[@]}"; do cat "$build/tests/fuzz/findings/$h.summary" 2>/dev/null || echo "fuzz_$h: did not run"; done
 exit $status

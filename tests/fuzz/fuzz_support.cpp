@@ -3,12 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <vector>
 
 #include "manifold/dataset.h"
 #include "manifold/error.h"
@@ -51,27 +47,3 @@ int load_dataset_input(const uint8_t* data, size_t size, const std::string& suff
 }
 
 }  // namespace fuzz
-
-#ifdef MANIFOLD_FUZZ_REPLAY
-// Without libFuzzer: run every file named (folders: every file in them).
-int main(int argc, char** argv) {
-  size_t runs = 0;
-  auto run = [&runs](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-    ++runs;
-  };
-  for (int i = 1; i < argc; ++i) {
-    const fs::path p(argv[i]);
-    if (fs::is_directory(p)) {
-      for (const auto& e : fs::recursive_directory_iterator(p))
-        if (e.is_regular_file()) run(e.path());
-    } else {
-      run(p);
-    }
-  }
-  std::printf("%s: %zu inputs replayed\n", argv[0], runs);
-  return 0;
-}
-#endif

@@ -1,8 +1,6 @@
 #pragma once
 // Shared by the fuzz harnesses: the input written to a private temporary
-// file (the readers take paths and pick the format by the file name), and a
-// replay main() for builds without libFuzzer (each file or folder of files
-// given on the command line is run once, as libFuzzer would run it).
+// file (the readers take paths and pick the format by the file name).
 #include <cstddef>
 #include <cstdint>
 #include <string>
