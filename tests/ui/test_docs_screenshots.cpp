@@ -8,11 +8,17 @@
 //   trajectory-demo.png         the demo's Trajectory dock raised, ordered by
 //                               the phase of psi1, psi2, mid-movie, the
 //                               current bin ringed in the view
+//   clusters-hit-mix.png        a simulated mix of blanks, single and double
+//                               hits coloured by its clusters, the Metadata
+//                               dock's cluster list shown
 // Each asserts what the picture is meant to show: the dock's content, the
 // correlation it claims, the colouring, the ring's pixels.
 #include <QDockWidget>
+#include <QListWidget>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <algorithm>
@@ -208,6 +214,48 @@ class TestDocsScreenshots : public QObject {
           static_cast<long long>(without));
     QVERIFY2(with > without + 20 * static_cast<int64_t>(bin.size()) / 4, "the current bin's ring is not drawn");
     QVERIFY(save_window(w, "trajectory-demo.png"));
+  }
+
+  // clusters-hit-mix.png: a simulated mix of blanks, single and double hits
+  // (1e3 photons, fluence spread 0.6; bench/physics/RESULTS.md, section 3)
+  // clustered in the Metadata dock, coloured by cluster, with the list.
+  void hitMixColouredByClusterWithTheClusterList() {
+    const QByteArray cli = qgetenv("MANIFOLD_CLI");
+    if (cli.isEmpty()) QSKIP("MANIFOLD_CLI is not set (run through CTest)");
+    QTemporaryDir dir;
+    QProcess sim;
+    sim.start(QString::fromLocal8Bit(cli),
+              {"simulate", "diffraction", "--pdb", "1ubq", "--count", "1000", "--size", "32", "--axis", "random",
+               "--photons", "1e3", "--background", "1000", "--fluence-jitter", "0.6", "--mix",
+               "blank=0.3,single=0.5,double=0.2", "--seed", "1", "-q", "-o", dir.filePath("hits.npy")});
+    QVERIFY(sim.waitForFinished(120000));
+    if (sim.exitCode() != 0) QSKIP(qPrintable("no simulated mix: " + QString::fromLocal8Bit(sim.readAllStandardError())));
+    QFile session(dir.filePath("hits.json"));
+    QVERIFY(session.open(QIODevice::WriteOnly));
+    session.write(R"({"format": "manifold-session", "version": 1, "data": "hits.npy", "transform": "anscombe",
+                      "knn": {"k": 20, "metric": "cosine"}, "diffusion": {"components": 6}})");
+    session.close();
+    MainWindow w;
+    w.resize(kWidth, kHeight);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy shown(&w, &MainWindow::embeddingShown), ready(&w, &MainWindow::clustersReady);
+    w.openSession(session.fileName());
+    QVERIFY(shown.wait(180000));
+    QVERIFY(raise_dock(w, "metadataDock"));
+    w.clusterPoints(0, 0);
+    QVERIFY(ready.wait(60000));
+    QCOMPARE(w.colourKey(), QStringLiteral("cluster"));
+    QCOMPARE(w.clusterList()->count(), 3);  // the eigengap's K
+    // The summary claims the match with the true classes the picture shows.
+    const QString summary = w.clusterSummary();
+    const qsizetype at = summary.indexOf(QStringLiteral("agrees "));
+    QVERIFY2(at >= 0, qPrintable(summary));
+    QVERIFY2(summary.mid(at + 7).section(' ', 0, 0).toDouble() >= 90, qPrintable(summary));
+    // Flat psi2, psi3: single hits at one end of psi2, double hits at the
+    // other, the blanks between, spread along psi3.
+    w.setAxes(2, 3, 1, true);
+    QVERIFY(save_window(w, "clusters-hit-mix.png"));
   }
 };
 

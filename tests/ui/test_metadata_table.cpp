@@ -113,11 +113,14 @@ class TestMetadataTable : public QObject {
     const std::vector<double> psi = psi_of(r);
     w.setData(table, psi.data(), r.n, r.m, r.point_index.data());
     QCOMPARE(w.rowCount(), 3);
-    QCOMPARE(w.columnCount(), 2 + r.m + 1);
-    QCOMPARE(w.horizontalHeaderItem(2)->text(), QStringLiteral("ψ1"));
-    QCOMPARE(w.horizontalHeaderItem(2 + r.m - 1)->text(), QStringLiteral("ψ%1").arg(r.m));
+    QCOMPARE(w.columnCount(), 3 + r.m);  // name, statistic, pair, psi_1..psi_m
+    QCOMPARE(w.horizontalHeaderItem(w.psiColumn(0))->text(), QStringLiteral("ψ1"));
+    QCOMPARE(w.horizontalHeaderItem(w.psiColumn(r.m - 1))->text(), QStringLiteral("ψ%1").arg(r.m));
+    QCOMPARE(w.psiColumn(r.m), -1);
+    QCOMPARE(w.shownCoordinates(), r.m);  // 700 pixels hold them all
     QCOMPARE(w.item(0, 0)->text(), QStringLiteral("angle"));
-    QCOMPARE(w.item(0, 1)->text(), QStringLiteral("angle (R)"));
+    QCOMPARE(w.item(0, 1)->text(), QStringLiteral("R"));
+    QVERIFY(w.item(0, 0)->toolTip().contains(QStringLiteral("angle (angle)")));
 
     // The angle follows atan2(psi2, psi1): |Fisher-Lee| >= 0.99, shown in the pair cell.
     const MetadataCorrelation& angle = w.correlations()[0];
@@ -125,18 +128,18 @@ class TestMetadataTable : public QObject {
     QCOMPARE(angle.pair_j, 1);
     QVERIFY2(std::abs(angle.pair_fisher_lee) >= 0.99, qPrintable(QString::number(angle.pair_fisher_lee)));
     const QString pair = w.item(0, w.pairColumn())->text();
-    QVERIFY2(pair.contains(QStringLiteral("(ψ1, ψ2)")), qPrintable(pair));
+    QVERIFY2(pair.contains(QStringLiteral("ψ1,ψ2")), qPrintable(pair));
     QVERIFY2(std::abs(pair.section(' ', 0, 0).toDouble()) >= 0.99, qPrintable(pair));
     QVERIFY(w.item(0, w.pairColumn())->font().bold());
     // Its best single coordinate is psi1 or psi2, highlighted; the others are not.
-    QVERIFY(w.bestColumn(0) == 2 || w.bestColumn(0) == 3);
+    QVERIFY(w.bestColumn(0) == w.psiColumn(0) || w.bestColumn(0) == w.psiColumn(1));
     QVERIFY(w.item(0, w.bestColumn(0))->font().bold());
-    for (int c = 2; c < 2 + r.m; ++c)
-      if (c != w.bestColumn(0)) QVERIFY(!w.item(0, c)->font().bold());
+    for (int k = 0; k < r.m; ++k)
+      if (w.psiColumn(k) != w.bestColumn(0)) QVERIFY(!w.item(0, w.psiColumn(k))->font().bold());
     // The half turn, as a category, is carried by psi1/psi2 too; the noise column is not.
     QCOMPARE(w.item(2, 0)->text(), QStringLiteral("half"));
-    QCOMPARE(w.item(2, 1)->text(), QStringLiteral("categorical (η)"));
-    QVERIFY(w.correlations()[2].per_coordinate[static_cast<size_t>(w.bestColumn(2) - 2)] > 0.5);
+    QCOMPARE(w.item(2, 1)->text(), QStringLiteral("η"));
+    QVERIFY(w.correlations()[2].per_coordinate[static_cast<size_t>(w.bestColumn(2) - w.psiColumn(0))] > 0.5);
     QCOMPARE(w.item(1, 0)->text(), QStringLiteral("noise"));
     for (double v : w.correlations()[1].per_coordinate) QVERIFY(std::abs(v) < 0.2);
     QVERIFY(w.item(1, w.pairColumn())->text().isEmpty());

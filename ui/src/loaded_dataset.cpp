@@ -69,18 +69,7 @@ void add_user_metadata(LoadedDataset& ds, const std::string& path) {
     const QString name = QString::fromStdString(c.name);
     if (std::any_of(ds.metadata.begin(), ds.metadata.end(), [&](const PointMetadata& m) { return m.name == name; }))
       continue;
-    PointMetadata m{name, std::vector<float>(static_cast<size_t>(ds.rows())), c.kind == MetadataKind::Categorical};
-    for (int64_t i = 0; i < ds.rows(); ++i) {
-      const size_t k = static_cast<size_t>(i);
-      if (c.kind == MetadataKind::Categorical)
-        m.values[k] = c.codes[k] < 0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(c.codes[k]);
-      else
-        m.values[k] = static_cast<float>(c.values[k]);
-    }
-    if (c.kind == MetadataKind::Angle) m.period = c.unit == AngleUnit::Degrees ? 360.0 : 2 * M_PI;
-    for (size_t code = 0; code < c.categories.size(); ++code)
-      m.category_names.emplace_back(static_cast<int>(code), QString::fromStdString(c.categories[code]));
-    ds.metadata.push_back(std::move(m));
+    ds.metadata.push_back(pointMetadata(c));
   }
   for (const std::string& w : warnings)
     ds.notice += (ds.notice.isEmpty() ? QString() : QStringLiteral(" ")) + QString::fromStdString(w);
@@ -143,6 +132,23 @@ std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const Open
   add_derived_metadata(*ds);
   add_user_metadata(*ds, ds->path.toStdString());
   return ds;
+}
+
+PointMetadata pointMetadata(const MetadataColumn& c) {
+  const int64_t rows = c.rows();
+  PointMetadata m{QString::fromStdString(c.name), std::vector<float>(static_cast<size_t>(rows)),
+                  c.kind == MetadataKind::Categorical};
+  for (int64_t i = 0; i < rows; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    if (c.kind == MetadataKind::Categorical)
+      m.values[k] = c.codes[k] < 0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(c.codes[k]);
+    else
+      m.values[k] = static_cast<float>(c.values[k]);
+  }
+  if (c.kind == MetadataKind::Angle) m.period = c.unit == AngleUnit::Degrees ? 360.0 : 2 * M_PI;
+  for (size_t code = 0; code < c.categories.size(); ++code)
+    m.category_names.emplace_back(static_cast<int>(code), QString::fromStdString(c.categories[code]));
+  return m;
 }
 
 MetadataTable metadataTable(const std::vector<PointMetadata>& metadata, int64_t rows) {

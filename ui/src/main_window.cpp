@@ -635,6 +635,7 @@ bool MainWindow::saveSession(const QString& path) {
   s.dataset = dataset_->hdf5_dataset;
   s.transform = dataset_->transform;
   s.view = view_settings();
+  save_user_columns(s.view);
   s.view["fingerprint"] = dataset_->fingerprint;
   if (p.backend == "cluster") s.view["cluster_profile"] = p.cluster_profile;
   try {

@@ -30,6 +30,10 @@ void MainWindow::build_menus() {
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::fill_recent_menu);
   file->addSeparator();
+  load_metadata_action_ = file->addAction(tr("Load &Metadata\u2026"), this, &MainWindow::chooseMetadataFile);
+  load_metadata_action_->setObjectName(QStringLiteral("loadMetadataAction"));
+  load_metadata_action_->setToolTip(tr("Add per-image columns (angles, classes, run numbers) from a file anywhere: "
+                                       ".npy, .csv/.tsv, a dataset of an HDF5/CXI file, MNIST labels"));
   file->addAction(tr("Open &Session\u2026"), this, [this] {
     const QString path = askOpenFile(this, tr("Open session"), tr("Sessions (*.json);;All files (*)"),
                                      QStringLiteral("sessions"));
@@ -141,6 +145,7 @@ void MainWindow::update_actions() {
   export_selection_action_->setEnabled(has_selection);
   export_images_action_->setEnabled(has_selection);
   save_session_action_->setEnabled(dataset_ != nullptr);
+  load_metadata_action_->setEnabled(dataset_ != nullptr);
   run_button_->setEnabled(dataset_ != nullptr && !load_watcher_.isRunning());
 }
 

@@ -60,6 +60,10 @@ struct OpenOptions {
 /// Reads any dataset the CLI reads. Throws manifold::Error with one line.
 std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const OpenOptions& options = {});
 
+/// A column of core's metadata table as the view colours by it (categories
+/// by their codes, named; angles with their period).
+PointMetadata pointMetadata(const MetadataColumn& column);
+
 /// The columns of `metadata` (of `rows` values each; others are left out)
 /// as core's metadata table, for their correlation with the coordinates.
 MetadataTable metadataTable(const std::vector<PointMetadata>& metadata, int64_t rows);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "manifold/session.h"
+#include "manifold/ui/cluster_panel.h"
 #include "manifold/ui/dataset_panel.h"
 #include "manifold/ui/embedding_view.h"
 #include "manifold/ui/image_panel.h"
@@ -43,6 +44,7 @@
 
 class QBoxLayout;
 class QDockWidget;
+class QListWidget;
 class QMenu;
 
 namespace manifold::ui {
@@ -96,6 +98,32 @@ class MainWindow : public QMainWindow {
   /// "none", "dc<i>" (a diffusion coordinate) or a metadata name.
   void setColourBy(const QString& key);
   void setSelectedRows(std::vector<int64_t> rows);
+
+  // ---- the user's metadata and clusters (the Metadata dock) ---------------
+  /// File ▸ Load Metadata…: asks for a file (for HDF5/CXI, then one of its
+  /// datasets of N rows) and loads it (loadMetadata).
+  void chooseMetadataFile();
+  /// Adds the columns of `file` (`column`: the HDF5 dataset, the csv column,
+  /// or an .npy's new name) to the dataset's own: they colour, sort the
+  /// gallery, correlate and break the selection down like them, and
+  /// sessions keep them. A bad file or one of another length than the
+  /// dataset shows one line naming the file in a message box and changes
+  /// nothing (false).
+  bool loadMetadata(const QString& file, const QString& column = {});
+  /// The files loadMetadata added to this dataset ("FILE" or "FILE:COLUMN").
+  const QStringList& loadedMetadata() const { return loaded_metadata_; }
+  /// Clusters the embedding shown off the GUI thread (see cluster_panel.h):
+  /// m = `coordinates` (0: K - 1), K = `clusters` (0: estimated);
+  /// clustersReady or errorShown follows. The result is the categorical
+  /// column "cluster" (re-clustering replaces it), colouring the points.
+  void clusterPoints(int coordinates, int clusters);
+  /// The clusters, one row each (colour, size); a click selects its points.
+  QListWidget* clusterList() const;
+  /// Makes the points of cluster `code` the selection.
+  void selectCluster(int code);
+  /// How K was chosen, and how well the clusters match a category the data
+  /// came with (labels, hit classes).
+  QString clusterSummary() const;
 
   // ---- state, for tests and the command line ------------------------------
   JobRunner* runner() const { return runner_; }
@@ -161,6 +189,8 @@ class MainWindow : public QMainWindow {
   /// The selection's mean image is shown (selectionMean()).
   void selectionMeanReady();
   void exportFinished(bool ok, const QStringList& files_or_error);
+  /// A clustering is shown (the column "cluster" and the cluster list).
+  void clustersReady();
 
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
@@ -190,6 +220,21 @@ class MainWindow : public QMainWindow {
   void build_metadata_dock(QDockWidget* beside);
   /// Fills the table for the embedding shown, when its dock is visible.
   void update_metadata_table();
+  /// The dataset's columns, to which the user's join (see the .cpp).
+  std::vector<PointMetadata>& dataset_columns();
+  /// Appends columns (renamed name_2... where a name is taken); their names.
+  QStringList add_columns(std::vector<PointMetadata> columns);
+  /// Refreshes every list of columns and the colours after columns changed.
+  void columns_changed();
+  void metadata_error(const QString& message);
+  void show_clustering(const EmbeddingClustering& clustering, int m_all);
+  /// Adds or replaces the column "cluster"; `how` says how K was chosen.
+  void set_cluster_column(PointMetadata column, const QString& how);
+  /// A new dataset: no loaded files, no clusters.
+  void reset_user_columns();
+  /// The session's "metadata_files" and "clusters" (see docs/ui.md).
+  void save_user_columns(nlohmann::json& view) const;
+  void restore_user_columns(const nlohmann::json& view);
   void start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what, bool run);
   void on_loaded();
   void show_error(const QString& message);
@@ -253,6 +298,9 @@ class MainWindow : public QMainWindow {
   MetadataTableWidget* metadata_table_ = nullptr;
   bool metadata_shown_ = false;  // the Metadata dock's tab is the one shown
   bool metadata_stale_ = true;   // the table is not of the embedding shown
+  ClusterPanel* cluster_panel_ = nullptr;
+  QStringList loaded_metadata_;  // files loadMetadata added, as sessions keep them
+  QString cluster_how_;          // how the clusters shown were made
   QDockWidget* trajectory_dock_ = nullptr;
   QLabel* path_label_ = nullptr;
   std::vector<int64_t> path_points_;  // embedded points, in path order
@@ -295,6 +343,7 @@ class MainWindow : public QMainWindow {
   QAction* export_images_action_ = nullptr;
   QAction* export_screenshot_action_ = nullptr;
   QAction* save_session_action_ = nullptr;
+  QAction* load_metadata_action_ = nullptr;
 
   std::shared_ptr<const LoadedDataset> dataset_;
   std::shared_ptr<const EmbeddingOutcome> outcome_;

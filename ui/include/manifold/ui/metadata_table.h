@@ -1,9 +1,10 @@
 #pragma once
 // The correlation of the user's metadata columns with the diffusion
-// coordinates, as a small table: one row per column, one cell per psi_k
-// (Pearson r, correlation ratio eta, or circular-linear R for angles; see
-// manifold/metadata.h), and for angles the best atan2(psi_j, psi_i) pair
-// (Fisher-Lee). The best cell of each row is highlighted (bold, tinted).
+// coordinates, as a small table that fits a narrow dock: one row per column
+// (its name, the statistic's symbol r, eta or R), for angles the best
+// atan2(psi_j, psi_i) pair (Fisher-Lee), then one cell per psi_k (Pearson r,
+// correlation ratio eta, or circular-linear R for angles; see
+// manifold/metadata.h) with two decimals, as many as fit the width. The best cell of each row is highlighted (bold, tinted).
 // Clicking a row asks for colouring by that column (columnChosen).
 //
 // Self-contained: the main window owns the MetadataTable, puts this widget
@@ -48,8 +49,16 @@ class MetadataTableWidget : public QTableWidget {
   void setCurrentColumn(const QString& name);
   /// The table column of row `row`'s best psi cell, -1 when none.
   int bestColumn(int row) const;
-  /// The table column of the atan2 pair (the last one).
-  int pairColumn() const { return columnCount() - 1; }
+  /// The table column of the atan2 pair (hidden while no row is an angle).
+  int pairColumn() const;
+  /// The table column of psi_(k+1) (k 0-based), -1 when none.
+  int psiColumn(int k) const;
+  /// How many psi columns, from psi_1 on, fit the table's width and show;
+  /// the rest are hidden (the name cell's tooltip lists every value).
+  int shownCoordinates() const;
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
 
  Q_SIGNALS:
   /// The user picked the row of metadata column `name` (to colour by it).
@@ -57,8 +66,12 @@ class MetadataTableWidget : public QTableWidget {
 
  private:
   void fill(int m);
+  void fill_row(int row, int m);
+  /// Hides the psi columns that do not fit beside the fixed ones (see the .cpp).
+  void fit_columns();
 
   std::vector<MetadataCorrelation> correlations_;
+  int coordinates_ = 0;  // psi columns
   bool quiet_ = false;
 };
 
