@@ -2,9 +2,10 @@
 // true angle, the current bin is signalled for highlighting, play/pause and
 // the scrub slider move through the frames, the bin count recomputes, GIF
 // and PNG exports read back with Qt's image readers, cancel keeps the
-// frames shown.
+// frames shown, and the export dialog opens where the last export went.
 #include <QImageReader>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -105,7 +106,12 @@ class TestTrajectoryPlayer : public QObject {
   Rotation rotation_;
 
  private Q_SLOTS:
-  void initTestCase() { rotation_ = simulate_rotation(500); }
+  void initTestCase() {
+    // The export folder is remembered in QSettings: the tests' own, not the user's.
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName("ManifoldExplorerTests");
+    rotation_ = simulate_rotation(500);
+  }
 
   void framesFollowTheTrueAngle() {
     TrajectoryPlayer player;
@@ -247,6 +253,32 @@ class TestTrajectoryPlayer : public QObject {
     QVERIFY(!done.at(3).at(0).toBool());
     QVERIFY(!done.at(3).at(1).toString().contains('\n'));
     QVERIFY(!QFile::exists(dir.filePath("missing")));
+  }
+
+  void exportDialogOpensWhereTheLastExportWent() {
+    TrajectoryPlayer player;
+    player.setEmbedding(rotation_.dataset, rotation_.result);
+    player.setBins(5);
+    QVERIFY(wait_for_frames(player));
+    QTemporaryDir dir;
+    QVERIFY(QDir(dir.path()).mkpath("first"));
+    QVERIFY(QDir(dir.path()).mkpath("second"));
+    QSignalSpy done(&player, &TrajectoryPlayer::exportFinished);
+    // A PNG series makes its own folder: the next dialog opens beside it.
+    player.exportMovie(dir.filePath("first/frames"));
+    QVERIFY(done.wait(60000));
+    QVERIFY2(done.last().at(0).toBool(), qPrintable(done.last().at(1).toString()));
+    QCOMPARE(TrajectoryPlayer::suggestedExportPath(MovieFormat::PngSeries), dir.filePath("first/trajectory"));
+    QCOMPARE(TrajectoryPlayer::suggestedExportPath(MovieFormat::Gif), dir.filePath("first/trajectory.gif"));
+    // A failed export is not where the next one goes.
+    player.exportMovie(dir.filePath("missing/movie.gif"));
+    QVERIFY(done.wait(60000));
+    QVERIFY(!done.last().at(0).toBool());
+    QCOMPARE(TrajectoryPlayer::suggestedExportPath(MovieFormat::PngSeries), dir.filePath("first/trajectory"));
+    player.exportMovie(dir.filePath("second/more"));
+    QVERIFY(done.wait(60000));
+    QVERIFY(done.last().at(0).toBool());
+    QCOMPARE(TrajectoryPlayer::suggestedExportPath(MovieFormat::Mp4), dir.filePath("second/trajectory.mp4"));
   }
 
   void cancelKeepsTheFramesShown() {

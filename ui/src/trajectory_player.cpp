@@ -3,7 +3,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
-#include <QFileDialog>
+#include <QFileInfo>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QKeyEvent>
@@ -24,6 +24,7 @@
 
 #include "manifold/error.h"
 #include "manifold/progress.h"
+#include "manifold/ui/file_dialogs.h"
 
 namespace manifold::ui {
 
@@ -556,14 +557,33 @@ void TrajectoryPlayer::set_status(const QString& text) { status_->setText(text);
 
 // ---- export ----------------------------------------------------------------
 
+namespace {
+
+// The export dialogs' folder (file_dialogs.h): a movie goes where the last
+// one went, across runs.
+const QString kExportFolder = QStringLiteral("trajectories");
+
+QString default_export_name(MovieFormat format) {
+  return format == MovieFormat::PngSeries ? QStringLiteral("trajectory")
+         : format == MovieFormat::Gif     ? QStringLiteral("trajectory.gif")
+                                          : QStringLiteral("trajectory.mp4");
+}
+
+}  // namespace
+
+QString TrajectoryPlayer::suggestedExportPath(MovieFormat format) {
+  return suggestedSavePath(kExportFolder, default_export_name(format));
+}
+
 void TrajectoryPlayer::choose_export(MovieFormat format) {
   QString path;
   if (format == MovieFormat::PngSeries) {
-    path = QFileDialog::getSaveFileName(this, tr("Export frames as PNG series (a new folder)"), QStringLiteral("trajectory"));
+    path = askSavePath(this, tr("Export frames as PNG series (a new folder)"), tr("Folder (*)"), QString(),
+                       kExportFolder, default_export_name(format));
   } else {
     const QString ext = format == MovieFormat::Gif ? QStringLiteral("gif") : QStringLiteral("mp4");
-    path = QFileDialog::getSaveFileName(this, tr("Export movie"), QStringLiteral("trajectory.") + ext,
-                                        tr("%1 movie (*.%2)").arg(ext.toUpper(), ext));
+    path = askSavePath(this, tr("Export movie"), tr("%1 movie (*.%2)").arg(ext.toUpper(), ext),
+                       QLatin1Char('.') + ext, kExportFolder, default_export_name(format));
     if (!path.isEmpty() && !path.endsWith(QLatin1Char('.') + ext, Qt::CaseInsensitive)) path += QLatin1Char('.') + ext;
   }
   if (!path.isEmpty()) exportMovie(path);
@@ -579,6 +599,7 @@ void TrajectoryPlayer::exportMovie(const QString& path) {
   options.log_scale = log_box_->isChecked();
   const std::shared_ptr<const TrajectoryFrames> frames = frames_;
   const std::string target = path.toStdString();
+  export_target_ = path;
   set_status(tr("Exporting to %1…").arg(path));
   export_watcher_.setFuture(QtConcurrent::run([frames, options, target]() -> QString {
     try {
@@ -601,7 +622,12 @@ void TrajectoryPlayer::exportMovie(const QString& path) {
 void TrajectoryPlayer::on_exported() {
   QString message = export_watcher_.result();
   const bool ok = message.startsWith(QStringLiteral("ok:"));
-  if (ok) message = message.mid(3);
+  if (ok) {
+    message = message.mid(3);
+    // The folder it went into (a PNG series' own folder is new each time:
+    // the one holding it).
+    rememberFolder(kExportFolder, QFileInfo(export_target_).absolutePath());
+  }
   set_status(message);
   update_controls();
   Q_EMIT exportFinished(ok, message);

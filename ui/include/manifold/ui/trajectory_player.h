@@ -99,6 +99,10 @@ class TrajectoryPlayer : public QWidget {
   /// movie.gif or movie.mp4, contrast-scaled as shown, enlarged as the CLI
   /// does (movie_scale). exportFinished() reports the outcome.
   void exportMovie(const QString& path);
+  /// Where the export dialog for `format` starts: a default name in the
+  /// folder the last successful export went to (file_dialogs.h's rule: never
+  /// a folder that cannot be written).
+  static QString suggestedExportPath(MovieFormat format);
 
  protected:
   /// Space plays or pauses; Left/Right step one frame; Home/End go to the ends.
@@ -147,6 +151,7 @@ class TrajectoryPlayer : public QWidget {
   uint64_t generation_ = 0;
   QFutureWatcher<std::shared_ptr<Outcome>> compute_watcher_;
   QFutureWatcher<QString> export_watcher_;
+  QString export_target_;  // the running export's path
   bool updating_controls_ = false;
 
   TrajectoryCanvas* canvas_;
