@@ -32,6 +32,13 @@ int cmd_info(int argc, char** argv) {
   std::printf("type:    %s%s\n", ds.source_dtype.c_str(), ds.memory_mapped() ? " (memory-mapped)" : "");
   std::printf("range:   [%g, %g]\n", static_cast<double>(lo), static_cast<double>(hi));
   if (!ds.labels.empty()) std::printf("labels:  %zu\n", ds.labels.size());
+  // The mask knn and run would find with the data, or why it would be refused.
+  try {
+    if (const DetectorMask m = mask_for(ds.source, "", ds); !m.empty())
+      std::printf("%s\n", mask_summary(m).replace(0, 5, "mask:   ").c_str());
+  } catch (const Error& e) {
+    std::printf("mask:    %s\n", e.what());
+  }
   return 0;
 }
 

@@ -402,9 +402,14 @@ TEST(Mask, RunRecordsTheMaskAndItsSessionReplaysIt) {
   TempDir t;
   const DiffractionImages d = defective_patterns(120, 16, 4, 2);
   write_diffraction(t / "sim.npy", d);
+  std::string err, out;
+  // info names the mask it finds beside the data.
+  ASSERT_EQ(run_cli("info " + (t / "sim.npy"), &err, &out), 0) << err;
+  EXPECT_NE(out.find("mask:    192 of 256 pixels valid (75.0%) from " + (t / "sim.mask.npy")), std::string::npos) << out;
   // The mask under another name, given with --mask (nothing is found beside the data).
   fs::rename(t / "sim.mask.npy", t / "detector.npy");
-  std::string err, out;
+  ASSERT_EQ(run_cli("info " + (t / "sim.npy"), &err, &out), 0) << err;
+  EXPECT_EQ(out.find("mask:"), std::string::npos) << out;
   ASSERT_EQ(run_cli("run " + (t / "sim.npy") + " -k 8 --backend cpu --transform anscombe --mask " + (t / "detector.npy") +
                         " -o " + (t / "a"),
                     &err, &out),
