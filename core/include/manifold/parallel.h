@@ -7,8 +7,7 @@
 // mat-vec), and starting threads for each cost more than the loop itself
 // on many cores (bench/diffusion/RESULTS.md: 16 threads were slower than 4).
 // A loop started while the pool runs another (a nested loop, or a second
-// caller thread) gets threads of its own, as before the pool; so does every
-// loop when the environment has MANIFOLD_THREAD_POOL=0 (for comparisons).
+// caller thread) gets threads of its own.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -39,7 +38,6 @@ class LoopPool {
   /// busy with another loop or this is one of its threads.
   template <class Worker>
   bool run(int helpers, Worker& worker) {
-    if (disabled()) return false;
     std::unique_lock lock(mutex_);
     if (busy_ || in_pool_thread()) return false;
     busy_ = true;
@@ -72,14 +70,6 @@ class LoopPool {
   }
 
  private:
-  static bool disabled() {
-    static const bool off = [] {
-      const char* e = std::getenv("MANIFOLD_THREAD_POOL");
-      return e && std::strcmp(e, "0") == 0;
-    }();
-    return off;
-  }
-
   static bool& in_pool_thread() {
     thread_local bool flag = false;
     return flag;
