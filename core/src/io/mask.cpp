@@ -10,6 +10,7 @@
 
 #include "manifold/error.h"
 #include "manifold/npy.h"
+#include "manifold/parallel.h"
 #include "manifold/printable.h"
 #include "readers.h"
 
@@ -219,11 +220,12 @@ Dataset masked_features(const Dataset& frames, const DetectorMask& m) {
   const int64_t n = frames.rows(), d = static_cast<int64_t>(kept.size());
   std::vector<float> v;
   io::allocate(frames.source, v, static_cast<size_t>(n * d), "the masked features");
-  for (int64_t i = 0; i < n; ++i) {
+  // Rows in parallel: a memory-mapped file is read here for the first time.
+  parallel_for(0, n, 0, [&](int64_t i) {
     const float* in = frames.row(i);
     float* out = v.data() + i * d;
     for (int64_t j = 0; j < d; ++j) out[j] = in[kept[static_cast<size_t>(j)]];
-  }
+  });
   Dataset f(n, d, std::move(v));
   f.source = frames.source;
   f.format = frames.format;
