@@ -247,6 +247,7 @@ class TestDocsScreenshots : public QObject {
     QVERIFY(ready.wait(60000));
     QCOMPARE(w.colourKey(), QStringLiteral("cluster"));
     QCOMPARE(w.clusterList()->count(), 3);  // the eigengap's K
+    QTRY_COMPARE(w.metadataTable()->currentColumn(), QStringLiteral("cluster"));
     // The summary claims the match with the true classes the picture shows.
     const QString summary = w.clusterSummary();
     const qsizetype at = summary.indexOf(QStringLiteral("agrees "));

@@ -179,7 +179,10 @@ bool MainWindow::loadMetadata(const QString& file, const QString& column) {
   loaded_metadata_ << (column.isEmpty() ? file : file + QLatin1Char(':') + column);
   QStringList names = add_columns(std::move(columns));
   // The user loaded it to look at it: the points take its first column's colours.
-  if (!names.isEmpty()) setColourBy(names.first());
+  if (!names.isEmpty()) {
+    setColourBy(names.first());
+    metadata_table_->setCurrentColumn(colour_key_);  // the table's current row is the colouring
+  }
   status_->setText(tr("Loaded %1 from %2.").arg(names.join(QStringLiteral(", ")), file));
   return true;
 }
@@ -239,6 +242,7 @@ void MainWindow::show_clustering(const EmbeddingClustering& c, int m_all) {
   if (c.kmeans_clusters > 1) summary += tr(", k-means on \u03c81\u2026\u03c8%1 of %2").arg(c.coordinates).arg(m_all);
   set_cluster_column(std::move(column), summary);
   setColourBy(kClusterColumn);
+  metadata_table_->setCurrentColumn(colour_key_);  // the table's current row is the colouring
   Q_EMIT clustersReady();
 }
 
