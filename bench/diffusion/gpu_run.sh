@@ -26,11 +26,7 @@ for tool in memcheck racecheck; do
   echo "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_eigen_$tool.log" | tr '\n' ' ')"
 done
 work=$(mktemp -d)
-# SpMM algorithms (device solve only), then the full comparison with the default.
-for alg in own 2 3; do
-  MANIFOLD_SPMM_ALG=$alg "$bundle/run" manifold bench embed -n "$N" -k "$K" --repeats "$REPEATS" --only device \
-    --graph "$work/graph" --json "$out/device_alg$alg.json" 2>/dev/null | grep -E "^eigensolve on" | sed "s/^/alg $alg: /"
-done
+# The device solve's trace, then the full comparison with the CPU eigensolver.
 MANIFOLD_CHEB_TRACE=1 "$bundle/run" manifold bench embed -n "$N" -k "$K" --repeats 1 --only device \
   --graph "$work/graph" --json /dev/null 2>&1 | grep -E "^chebyshev" > "$out/trace.log"
 "$bundle/run" manifold bench embed -n "$N" -k "$K" --repeats "$REPEATS" --eigensolver gpu --graph "$work/graph" \

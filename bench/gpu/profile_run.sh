@@ -7,8 +7,7 @@
 # Environment: N (200000), D (128), K (20), TESTS=1 runs the GPU test
 # executables first, FUSED_TESTS=1 runs the exactness suites and
 # compute-sanitizer with the fused kernel, BENCH=1 runs bench/gpu/run.sh
-# (issue 3's four cases, or CASES), STAGES=0 / NCU=0 skip those parts,
-# VARIANTS="16x4 8x8 ..." times shapes of the fused kernel first.
+# (issue 3's four cases, or CASES), STAGES=0 / NCU=0 skip those parts.
 # Logs, JSON and reports land in OUT_DIR/results.tar.
 set -uo pipefail
 bundle=$(cd "${1:?usage: profile_run.sh BUNDLE_DIR OUT_DIR}" && pwd)
@@ -51,31 +50,6 @@ if [ "${FUSED_TESTS:-0}" = 1 ]; then
       --gtest_filter="$filter" --gtest_color=no > "$out/sanitizer_fused_$tool.log" 2>&1
     echo "compute-sanitizer $tool (fused): exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_fused_$tool.log" | tr '\n' ' ')"
   done
-fi
-if [ -n "${VARIANTS:-}" ]; then
-  # Shapes of the fused kernel (MANIFOLD_GPU_FUSED) against cuBLAS + filter on
-  # short inner dimensions; the fastest fused shape at the first case is used
-  # by the steps below.
-  best="" best_t=""
-  for v in cublas $VARIANTS; do
-    for c in ${VCASES:-300000:128:20 100000:256:20}; do
-      IFS=: read -r vn vd vk <<<"$c"
-      if [ "$v" = cublas ]; then gemm=cublas; else gemm=fused; fi
-      MANIFOLD_GPU_GEMM=$gemm MANIFOLD_GPU_FUSED=$v "$bundle/bin/manifold" bench --backend gpu --select warp -n "$vn" -d "$vd" -k "$vk" \
-        --repeats 5 --warmup 1 --json "$out/variant_${v}_${vn}_${vd}.json" > "$out/variant_${v}_${vn}_${vd}.log" 2>&1
-      t=$(python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['cases'][0]; print('%.4f %.3f' % (c['median_wall_s'], c['over_floor']))" \
-        "$out/variant_${v}_${vn}_${vd}.json" 2>/dev/null)
-      echo "variant $v n=$vn d=$vd: median_s /floor = $t"
-      if [ "$v" != cublas ] && [ "$c" = "${VCASES_PICK:-300000:128:20}" ]; then
-        m=${t%% *}
-        if [ -n "$m" ] && { [ -z "$best_t" ] || python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$m" "$best_t"; }; then
-          best=$v best_t=$m
-        fi
-      fi
-    done
-  done
-  echo "fastest fused shape: $best ($best_t s)"
-  export MANIFOLD_GPU_FUSED=$best
 fi
 if [ "${BENCH:-0}" = 1 ]; then
   bash "$here/run.sh" "$bundle/run manifold" "$out/bench" 3 > "$out/bench.log" 2>&1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The tile kernel (fused FFMA vs cuBLAS + filter), tile shapes and merge
-# strategy side by side on a few sizes, to choose the defaults (one run, one GPU):
+# The tile kernel (fused FFMA vs cuBLAS + filter) and the merge strategy
+# side by side on a few sizes, to choose the defaults (one run, one GPU):
 #   bash bench/gpu/tune.sh MANIFOLD_RUNNER OUT_DIR
 set -uo pipefail
 runner=${1:?usage: tune.sh MANIFOLD_RUNNER OUT_DIR}
@@ -14,9 +14,7 @@ run() {  # label, env..., -- bench args...
   env "${envs[@]}" $runner bench --backend gpu --repeats 2 --warmup 1 --json "$out/tune_$label.json" "$@" \
     2>/dev/null | tail -n 1 | sed "s/^/$label /"
 }
-for tile in 2048x4096 2048x8192 1024x8192 4096x4096; do
-  run "d128_fused_$tile" MANIFOLD_GPU_GEMM=fused MANIFOLD_GPU_TILE=$tile -- -n 300000 -d 128 -k 20
-done
+run d128_fused MANIFOLD_GPU_GEMM=fused -- -n 300000 -d 128 -k 20
 run d128_cublas MANIFOLD_GPU_GEMM=cublas -- -n 300000 -d 128 -k 20
 run d128_fused_merge MANIFOLD_GPU_GEMM=fused -- -n 300000 -d 128 -k 20 --select merge
 for d in 256 512 1024; do
