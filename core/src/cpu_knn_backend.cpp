@@ -23,6 +23,145 @@ namespace {
 
 constexpr int64_t kTile = kCpuTile;
 
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// The rows prepared for the metric and their squared norms.
+struct PreparedInput {
+  PreparedRows rows;
+  std::vector<float> norms;
+};
+
+PreparedInput prepare_input(const Dataset& data, Metric metric, int threads, Progress& progress) {
+  progress.stage("prepare", 1, "steps");
+  PreparedInput in;
+  in.rows = prepare_rows(data, metric);
+  in.norms.resize(static_cast<size_t>(in.rows.rows));
+  try {
+    squared_norms(in.rows.data, in.rows.rows, in.rows.cols, in.norms.data(), threads);
+  } catch (const Error& e) {
+    throw Error(data.source + (data.source.empty() ? "" : ": ") + e.what());
+  }
+  progress.finish();
+  return in;
+}
+
+/// Tiles (I, J) with J >= I of n rows.
+std::vector<std::pair<int64_t, int64_t>> upper_tiles(int64_t n) {
+  const int64_t nb = (n + kTile - 1) / kTile;
+  std::vector<std::pair<int64_t, int64_t>> tiles;
+  tiles.reserve(static_cast<size_t>(nb * (nb + 1) / 2));
+  for (int64_t bi = 0; bi < nb; ++bi)
+    for (int64_t bj = bi; bj < nb; ++bj) tiles.emplace_back(bi, bj);
+  return tiles;
+}
+
+/// Every row's `capacity` nearest candidates by GEMM distance: each tile
+/// offers its distances to the lists of its rows and (off the diagonal) of
+/// its columns.
+std::vector<TopK> candidate_lists(const PreparedInput& in, const std::vector<std::pair<int64_t, int64_t>>& tiles,
+                                  int capacity, bool keep_self, int threads, Progress& progress) {
+  const int64_t n = in.rows.rows, d = in.rows.cols;
+  const float* rows = in.rows.data;
+  const float* norms = in.norms.data();
+  std::vector<TopK> lists(static_cast<size_t>(n), TopK(capacity));
+  std::vector<std::mutex> block_locks(static_cast<size_t>((n + kTile - 1) / kTile));
+  progress.stage("knn", tiles.size(), "tiles");
+
+  // One BLAS thread per worker: our threads already cover the cores.
+  const int saved_blas_threads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  struct RestoreBlas {
+    int n;
+    ~RestoreBlas() { openblas_set_num_threads(n); }
+  } restore{saved_blas_threads};
+
+  auto work = [&](int64_t t) {
+    thread_local std::vector<float> tile;
+    tile.resize(static_cast<size_t>(kTile * kTile));
+    const auto [bi, bj] = tiles[static_cast<size_t>(t)];
+    const int64_t r0 = bi * kTile, rn = std::min(kTile, n - r0);
+    const int64_t c0 = bj * kTile, cn = std::min(kTile, n - c0);
+    distance_tile(rows + r0 * d, norms + r0, rn, rows + c0 * d, norms + c0, cn, d, tile.data());
+    {
+      std::lock_guard lock(block_locks[static_cast<size_t>(bi)]);
+      offer_to_rows(tile.data(), rn, cn, r0, c0, lists.data() + r0, keep_self);
+    }
+    if (bj != bi) {
+      std::lock_guard lock(block_locks[static_cast<size_t>(bj)]);
+      offer_to_columns(tile.data(), rn, cn, r0, c0, lists.data() + c0, keep_self);
+    }
+    progress.advance(1);
+  };
+  parallel_for(0, static_cast<int64_t>(tiles.size()), threads, work, 1);
+  progress.finish();
+  return lists;
+}
+
+/// What certification reports in the graph's extra facts.
+struct CertifyStats {
+  int capacity = 0;
+  double reevaluated_per_row = 0;
+  size_t fallback_rows = 0;
+  float error_bound_max_use = 0;
+  void add_to(nlohmann::json& extra) const {
+    extra["capacity"] = capacity;
+    extra["reevaluated_per_row"] = reevaluated_per_row;
+    extra["fallback_rows"] = fallback_rows;
+    extra["error_bound_max_use"] = error_bound_max_use;
+  }
+};
+
+/// The exact ranking of every row into g's lists, certified from the
+/// candidates (manifold/exact/certify.h); rows the bound cannot certify are
+/// ranked by an exact scan.
+CertifyStats certify_lists(const PreparedInput& in, std::vector<TopK> lists, int capacity, const KnnParams& params,
+                           int threads, KnnGraph& g, Progress& progress) {
+  const int64_t n = in.rows.rows, d = in.rows.cols;
+  const int64_t others = params.keep_self ? n : n - 1;
+  progress.stage("certify", 1, "steps");
+  std::vector<float> cand_dist(static_cast<size_t>(n) * capacity);
+  std::vector<int> cand_index(static_cast<size_t>(n) * capacity);
+  std::vector<int> fill(static_cast<size_t>(n));
+  parallel_for(0, n, threads, [&](int64_t i) {
+    auto sorted = lists[static_cast<size_t>(i)].take_sorted();
+    fill[static_cast<size_t>(i)] = static_cast<int>(sorted.size());
+    for (size_t j = 0; j < sorted.size(); ++j) {
+      cand_dist[static_cast<size_t>(i) * capacity + j] = sorted[j].dist;
+      cand_index[static_cast<size_t>(i) * capacity + j] = static_cast<int>(sorted[j].index);
+    }
+  });
+  lists = {};
+  g.allocate_result();
+  exact::CandidateLists cl{cand_dist.data(), cand_index.data(), fill.data(), n, capacity};
+  const double ymax = n ? *std::max_element(in.norms.begin(), in.norms.end()) : 0.0;
+  std::vector<int> status(static_cast<size_t>(n));
+  CertifyStats stats;
+  stats.capacity = capacity;
+  stats.error_bound_max_use = exact::certify_rows(in.rows.data, d, cl, g.k, in.norms.data(), ymax,
+                                                  exact::make_error_model(d, false), params.metric,
+                                                  capacity == others, threads, g.indices.data(), g.distances.data(),
+                                                  status.data());
+  std::vector<int64_t> uncertified;
+  int64_t reevaluated = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (status[static_cast<size_t>(i)] < 0) uncertified.push_back(i);
+    else reevaluated += status[static_cast<size_t>(i)];
+  }
+  progress.finish();
+  if (!uncertified.empty()) {
+    // Dense neighbourhoods inside the bound: rank those rows by an exact scan.
+    progress.stage("exact scan", uncertified.size(), "rows");
+    exact::exact_scan_rows(in.rows.data, n, d, uncertified, g.k, params.metric, params.keep_self, threads,
+                           g.indices.data(), g.distances.data());
+    progress.finish();
+  }
+  stats.reevaluated_per_row = n ? static_cast<double>(reevaluated) / static_cast<double>(n) : 0.0;
+  stats.fallback_rows = uncertified.size();
+  return stats;
+}
+
 class CpuKnnBackend final : public KnnBackend {
  public:
   std::string name() const override { return "cpu"; }
@@ -30,114 +169,28 @@ class CpuKnnBackend final : public KnnBackend {
   KnnGraph build(const Dataset& data, const KnnParams& params, Progress& progress) override {
     validate(params, data.rows());
     const auto t0 = std::chrono::steady_clock::now();
-    auto seconds_since = [](auto t) {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-    };
     KnnGraph g = empty_graph(data, params, "cpu");
     g.strategy = "heap";
     g.fingerprint = data.fingerprint();
 
-    progress.stage("prepare", 1, "steps");
-    PreparedRows rows = prepare_rows(data, params.metric);
-    const int64_t n = rows.rows, d = rows.cols;
-    std::vector<float> norms(static_cast<size_t>(n));
     const int threads = hardware_threads(params.threads);
-    try {
-      squared_norms(rows.data, n, d, norms.data(), threads);
-    } catch (const Error& e) {
-      throw Error(data.source + (data.source.empty() ? "" : ": ") + e.what());
-    }
-    progress.finish();
+    const PreparedInput in = prepare_input(data, params.metric, threads, progress);
+    const int64_t n = in.rows.rows;
     g.timings.emplace_back("prepare", seconds_since(t0));
 
-    // Tiles (I, J) with J >= I.
-    const int64_t nb = (n + kTile - 1) / kTile;
-    std::vector<std::pair<int64_t, int64_t>> tiles;
-    tiles.reserve(static_cast<size_t>(nb * (nb + 1) / 2));
-    for (int64_t bi = 0; bi < nb; ++bi)
-      for (int64_t bj = bi; bj < nb; ++bj) tiles.emplace_back(bi, bj);
-
+    const std::vector<std::pair<int64_t, int64_t>> tiles = upper_tiles(n);
     // Lists keep k + slack candidates so the certificate can prove the exact
     // ranking from them (manifold/exact/certify.h).
     if (n >= INT_MAX) throw Error("the CPU backend indexes rows with 32-bit integers: " + std::to_string(n) + " rows is too many");
     const int64_t others = params.keep_self ? n : n - 1;
     const int capacity = static_cast<int>(std::min<int64_t>(others, int64_t{params.k} + exact::exact_slack(params.k)));
-    std::vector<TopK> lists(static_cast<size_t>(n), TopK(capacity));
-    std::vector<std::mutex> block_locks(static_cast<size_t>(nb));
     const auto t1 = std::chrono::steady_clock::now();
-    progress.stage("knn", tiles.size(), "tiles");
-
-    // One BLAS thread per worker: our threads already cover the cores.
-    const int saved_blas_threads = openblas_get_num_threads();
-    openblas_set_num_threads(1);
-    struct RestoreBlas {
-      int n;
-      ~RestoreBlas() { openblas_set_num_threads(n); }
-    } restore{saved_blas_threads};
-
-    const bool keep_self = params.keep_self;
-    auto work = [&](int64_t t) {
-      thread_local std::vector<float> tile;
-      tile.resize(static_cast<size_t>(kTile * kTile));
-      const auto [bi, bj] = tiles[static_cast<size_t>(t)];
-      const int64_t r0 = bi * kTile, rn = std::min(kTile, n - r0);
-      const int64_t c0 = bj * kTile, cn = std::min(kTile, n - c0);
-      distance_tile(rows.data + r0 * d, norms.data() + r0, rn, rows.data + c0 * d, norms.data() + c0, cn, d,
-                    tile.data());
-      {
-        std::lock_guard lock(block_locks[static_cast<size_t>(bi)]);
-        offer_to_rows(tile.data(), rn, cn, r0, c0, lists.data() + r0, keep_self);
-      }
-      if (bj != bi) {
-        std::lock_guard lock(block_locks[static_cast<size_t>(bj)]);
-        offer_to_columns(tile.data(), rn, cn, r0, c0, lists.data() + c0, keep_self);
-      }
-      progress.advance(1);
-    };
-    parallel_for(0, static_cast<int64_t>(tiles.size()), threads, work, 1);
-    progress.finish();
+    std::vector<TopK> lists = candidate_lists(in, tiles, capacity, params.keep_self, threads, progress);
     g.timings.emplace_back("distances+select", seconds_since(t1));
 
     const auto t2 = std::chrono::steady_clock::now();
-    progress.stage("certify", 1, "steps");
-    std::vector<float> cand_dist(static_cast<size_t>(n) * capacity);
-    std::vector<int> cand_index(static_cast<size_t>(n) * capacity);
-    std::vector<int> fill(static_cast<size_t>(n));
-    parallel_for(0, n, threads, [&](int64_t i) {
-      auto sorted = lists[static_cast<size_t>(i)].take_sorted();
-      fill[static_cast<size_t>(i)] = static_cast<int>(sorted.size());
-      for (size_t j = 0; j < sorted.size(); ++j) {
-        cand_dist[static_cast<size_t>(i) * capacity + j] = sorted[j].dist;
-        cand_index[static_cast<size_t>(i) * capacity + j] = static_cast<int>(sorted[j].index);
-      }
-    });
-    lists = {};
-    g.allocate_result();
-    exact::CandidateLists cl{cand_dist.data(), cand_index.data(), fill.data(), n, capacity};
-    const double ymax = n ? *std::max_element(norms.begin(), norms.end()) : 0.0;
-    std::vector<int> status(static_cast<size_t>(n));
-    const float bound_use = exact::certify_rows(rows.data, d, cl, g.k, norms.data(), ymax,
-                                                exact::make_error_model(d, false), params.metric,
-                                                capacity == others, threads, g.indices.data(), g.distances.data(),
-                                                status.data());
-    std::vector<int64_t> uncertified;
-    int64_t reevaluated = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      if (status[static_cast<size_t>(i)] < 0) uncertified.push_back(i);
-      else reevaluated += status[static_cast<size_t>(i)];
-    }
-    progress.finish();
-    if (!uncertified.empty()) {
-      // Dense neighbourhoods inside the bound: rank those rows by an exact scan.
-      progress.stage("exact scan", uncertified.size(), "rows");
-      exact::exact_scan_rows(rows.data, n, d, uncertified, g.k, params.metric, params.keep_self, threads,
-                             g.indices.data(), g.distances.data());
-      progress.finish();
-    }
-    g.extra["capacity"] = capacity;
-    g.extra["reevaluated_per_row"] = n ? static_cast<double>(reevaluated) / static_cast<double>(n) : 0.0;
-    g.extra["fallback_rows"] = uncertified.size();
-    g.extra["error_bound_max_use"] = bound_use;
+    const CertifyStats certified = certify_lists(in, std::move(lists), capacity, params, threads, g, progress);
+    certified.add_to(g.extra);
     g.timings.emplace_back("certify", seconds_since(t2));
     g.timings.emplace_back("total", seconds_since(t0));
     g.extra["threads"] = threads;
