@@ -92,127 +92,158 @@ struct RankStats {
 constexpr int kStatsDoubles = sizeof(RankStats) / sizeof(double);
 constexpr int kHostChars = 64;
 
+/// What the compute stage's MPI thread shares with its worker thread.
+struct ComputeWorker {
+  std::atomic<uint64_t> done{0};
+  std::atomic<bool> stop{false}, finished{false};
+  std::optional<LocalFailure> failure;
+  std::thread thread;
+
+  /// This rank's outcome once the worker finished: `local` (a failure
+  /// before the stage began) or else the worker's.
+  void join_into(std::optional<LocalFailure>& local) {
+    if (thread.joinable()) thread.join();
+    if (!local) local = failure;
+  }
+};
+
+constexpr auto kControlPoll = std::chrono::milliseconds(20);
+
+/// Ranks other than 0: progress to rank 0 (every 0.25 s while it grows),
+/// then this rank's outcome; Stop requests to the worker; returns rank 0's
+/// End message.
+ControlMessage relay_to_root(RankGroup& g, ComputeWorker& w, std::optional<LocalFailure>& local) {
+  ControlMessage end;
+  uint64_t sent = 0;
+  auto last = Clock::now();
+  bool final_sent = false, ended = false;
+  while (!ended) {
+    if (!final_sent && w.finished.load()) {
+      w.join_into(local);
+      ControlMessage m;
+      m.done = w.done.load();
+      m.state = local ? RankState::Failed : (w.stop.load() ? RankState::Stopped : RankState::Finished);
+      if (local) m.kind = local->kind, m.text = local->message;
+      send_control(g, 0, m);
+      final_sent = true;
+    } else if (!final_sent && w.done.load() != sent && seconds_since(last) >= 0.25) {
+      ControlMessage m;
+      m.done = sent = w.done.load();
+      send_control(g, 0, m);
+      last = Clock::now();
+    }
+    while (auto m = poll_control(g, 0)) {
+      if (m->type == ControlType::Stop) w.stop.store(true);
+      if (m->type == ControlType::End) end = *m, ended = true;
+    }
+    if (!ended) std::this_thread::sleep_for(kControlPoll);
+  }
+  return end;
+}
+
+/// The End message rank 0 sends once every rank is final: the failure to
+/// report if any (an error is the news; cancellations and stops follow from
+/// it), and whether every rank failed alike.
+ControlMessage end_message(int P, std::vector<std::pair<int, LocalFailure>>& failures) {
+  ControlMessage end;
+  end.type = ControlType::End;
+  if (failures.empty()) return end;
+  auto pick = std::min_element(failures.begin(), failures.end(), [](const auto& a, const auto& b) {
+    const bool ca = a.second.kind == FailureKind::Cancelled, cb = b.second.kind == FailureKind::Cancelled;
+    return ca != cb ? cb : a.first < b.first;
+  });
+  end.failed_rank = pick->first;
+  end.kind = pick->second.kind;
+  end.text = pick->second.message;
+  bool same = static_cast<int>(failures.size()) == P;
+  for (auto& f : failures) same = same && f.second.message == pick->second.message;
+  end.everywhere = same;
+  return end;
+}
+
+/// Rank 0: every rank's progress summed into `progress`, a Stop to all at
+/// the first failure, and, once every rank is final, the End message to all
+/// (returned).
+ControlMessage collect_at_root(RankGroup& g, ComputeWorker& w, std::optional<LocalFailure>& local,
+                               Progress& progress) {
+  const int P = g.size();
+  std::vector<uint64_t> rank_done(static_cast<size_t>(P), 0);
+  std::vector<bool> final(static_cast<size_t>(P), false);
+  std::vector<std::pair<int, LocalFailure>> failures;
+  uint64_t reported = 0;
+  bool stop_sent = false;
+  int finals = 0;
+  while (finals < P) {
+    rank_done[0] = w.done.load();
+    if (!final[0] && w.finished.load()) {
+      w.join_into(local);
+      if (local) failures.emplace_back(0, *local);
+      final[0] = true, ++finals;
+    }
+    int from = 0;
+    while (auto m = poll_control(g, MPI_ANY_SOURCE, &from)) {
+      rank_done[static_cast<size_t>(from)] = m->done;
+      if (m->state != RankState::Running && !final[static_cast<size_t>(from)]) {
+        final[static_cast<size_t>(from)] = true, ++finals;
+        if (m->state == RankState::Failed) failures.emplace_back(from, LocalFailure{m->kind, m->text});
+      }
+    }
+    if (!failures.empty() && !stop_sent) {
+      w.stop.store(true);
+      ControlMessage s;
+      s.type = ControlType::Stop;
+      for (int r = 1; r < P; ++r) send_control(g, r, s);
+      stop_sent = true;
+    }
+    uint64_t sum = 0;
+    for (uint64_t v : rank_done) sum += v;
+    if (sum > reported) {
+      try {
+        progress.advance(sum - reported);
+      } catch (const Cancelled&) {
+        // The workers see the same flag and fail as cancelled.
+      }
+      reported = sum;
+    }
+    if (finals < P) std::this_thread::sleep_for(kControlPoll);
+  }
+  ControlMessage end = end_message(P, failures);
+  for (int r = 1; r < P; ++r) send_control(g, r, end);
+  return end;
+}
+
 // The compute stage: workers compute the tiles while this (the MPI) thread
 // relays progress to rank 0 and stop requests from it. Rank 0 ends the stage
 // for everyone with an End message that carries the agreed outcome.
 void run_compute_stage(RankGroup& g, LocalEngine& engine, Progress& progress, FaultInjection& fault,
                        std::optional<LocalFailure> local) {
-  std::atomic<uint64_t> done{0};
-  std::atomic<bool> stop{false}, finished{false};
+  ComputeWorker w;
   const std::atomic<bool>* cancel = progress.cancel_flag();
-  std::optional<LocalFailure> worker_failure;
-  std::thread worker;
   if (!local) {
-    worker = std::thread([&] {
-      worker_failure = capture([&] {
-        engine.compute(done, stop, cancel);
-        if (!stop.load()) fault.at("knn");  // ranks without tiles fail too
+    w.thread = std::thread([&] {
+      w.failure = capture([&] {
+        engine.compute(w.done, w.stop, cancel);
+        if (!w.stop.load()) fault.at("knn");  // ranks without tiles fail too
       });
-      if (worker_failure) stop.store(true);
-      finished.store(true);
+      if (w.failure) w.stop.store(true);
+      w.finished.store(true);
     });
   } else {
-    finished.store(true);
+    w.finished.store(true);
   }
   struct Join {
     std::thread& t;
     ~Join() {
       if (t.joinable()) t.join();
     }
-  } join{worker};
+  } join{w.thread};
 
-  const int rank = g.rank(), P = g.size();
-  auto sleep = [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };
-  ControlMessage end;
-  if (rank != 0) {
-    uint64_t sent = 0;
-    auto last = Clock::now();
-    bool final_sent = false, ended = false;
-    while (!ended) {
-      if (!final_sent && finished.load()) {
-        if (worker.joinable()) worker.join();
-        if (!local) local = worker_failure;
-        ControlMessage m;
-        m.done = done.load();
-        m.state = local ? RankState::Failed : (stop.load() ? RankState::Stopped : RankState::Finished);
-        if (local) m.kind = local->kind, m.text = local->message;
-        send_control(g, 0, m);
-        final_sent = true;
-      } else if (!final_sent && done.load() != sent && seconds_since(last) >= 0.25) {
-        ControlMessage m;
-        m.done = sent = done.load();
-        send_control(g, 0, m);
-        last = Clock::now();
-      }
-      while (auto m = poll_control(g, 0)) {
-        if (m->type == ControlType::Stop) stop.store(true);
-        if (m->type == ControlType::End) end = *m, ended = true;
-      }
-      if (!ended) sleep();
-    }
-  } else {
-    std::vector<uint64_t> rank_done(static_cast<size_t>(P), 0);
-    std::vector<bool> final(static_cast<size_t>(P), false);
-    std::vector<std::pair<int, LocalFailure>> failures;
-    uint64_t reported = 0;
-    bool stop_sent = false;
-    int finals = 0;
-    while (finals < P) {
-      rank_done[0] = done.load();
-      if (!final[0] && finished.load()) {
-        if (worker.joinable()) worker.join();
-        if (!local) local = worker_failure;
-        if (local) failures.emplace_back(0, *local);
-        final[0] = true, ++finals;
-      }
-      int from = 0;
-      while (auto m = poll_control(g, MPI_ANY_SOURCE, &from)) {
-        rank_done[static_cast<size_t>(from)] = m->done;
-        if (m->state != RankState::Running && !final[static_cast<size_t>(from)]) {
-          final[static_cast<size_t>(from)] = true, ++finals;
-          if (m->state == RankState::Failed) failures.emplace_back(from, LocalFailure{m->kind, m->text});
-        }
-      }
-      if (!failures.empty() && !stop_sent) {
-        stop.store(true);
-        ControlMessage s;
-        s.type = ControlType::Stop;
-        for (int r = 1; r < P; ++r) send_control(g, r, s);
-        stop_sent = true;
-      }
-      uint64_t sum = 0;
-      for (uint64_t v : rank_done) sum += v;
-      if (sum > reported) {
-        try {
-          progress.advance(sum - reported);
-        } catch (const Cancelled&) {
-          // The workers see the same flag and fail as cancelled.
-        }
-        reported = sum;
-      }
-      if (finals < P) sleep();
-    }
-    end.type = ControlType::End;
-    if (!failures.empty()) {
-      // An error is the news; cancellations and stops follow from it.
-      auto pick = std::min_element(failures.begin(), failures.end(), [](const auto& a, const auto& b) {
-        const bool ca = a.second.kind == FailureKind::Cancelled, cb = b.second.kind == FailureKind::Cancelled;
-        return ca != cb ? cb : a.first < b.first;
-      });
-      end.failed_rank = pick->first;
-      end.kind = pick->second.kind;
-      end.text = pick->second.message;
-      bool same = static_cast<int>(failures.size()) == P;
-      for (auto& f : failures) same = same && f.second.message == pick->second.message;
-      end.everywhere = same;
-    }
-    for (int r = 1; r < P; ++r) send_control(g, r, end);
-  }
+  const ControlMessage end = g.rank() != 0 ? relay_to_root(g, w, local) : collect_at_root(g, w, local, progress);
   if (end.failed_rank >= 0) {
     // The failed rank's host travels with the failure only in agree(); here
     // rank 0 asks it (a tiny collective every rank takes part in).
     char host[kHostChars] = {};
-    if (rank == end.failed_rank) std::strncpy(host, g.host().c_str(), kHostChars - 1);
+    if (g.rank() == end.failed_rank) std::strncpy(host, g.host().c_str(), kHostChars - 1);
     MPI_Bcast(host, kHostChars, MPI_CHAR, end.failed_rank, g.comm());
     throw RankFailure(end.failed_rank, end.kind, end.text, host, end.everywhere != 0);
   }
