@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -13,13 +14,25 @@ namespace fs = std::filesystem;
 
 namespace fuzz {
 
+namespace {
+char g_folder[4096];  // a plain array: still there when the exit handler runs
+}  // namespace
+
 std::string input_folder() {
-  static const std::string dir = [] {
-    std::string t = (fs::temp_directory_path() / "manifold-fuzz-XXXXXX").string();
-    if (!::mkdtemp(t.data())) std::abort();
-    return t;
+  static const bool made = [] {
+    const std::string t = (fs::temp_directory_path() / "manifold-fuzz-XXXXXX").string();
+    if (t.size() >= sizeof g_folder) std::abort();
+    std::copy(t.begin(), t.end(), g_folder);
+    if (!::mkdtemp(g_folder)) std::abort();
+    // Removed when the fuzzer exits normally (a crash leaves it).
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(g_folder, ec);
+    });
+    return true;
   }();
-  return dir;
+  (void)made;
+  return g_folder;
 }
 
 std::string write_input(const uint8_t* data, size_t size, const std::string& suffix) {
