@@ -383,6 +383,7 @@ TEST(Mask, HotPixelsAndGapEmbedAsTheDataWithoutThem) {
     EXPECT_EQ(masked.graph.d, kept);
     EXPECT_TRUE(masked.graph.extra.contains("mask"));
     EXPECT_EQ(masked.graph.extra["mask"]["valid"], kept);
+    EXPECT_EQ(masked.graph.extra["mask"]["file"], fs::absolute(t / "sim.mask.npy").lexically_normal().string());
     EXPECT_EQ(masked.graph.indices, removed.graph.indices);
     ASSERT_EQ(masked.graph.distances.size(), removed.graph.distances.size());
     for (size_t e = 0; e < masked.graph.distances.size(); ++e)

@@ -81,7 +81,7 @@ Dataset masked_features(const Dataset& frames, const DetectorMask& mask);
 /// "mask: 3,912 of 4,096 pixels valid (95.5%) from FILE".
 std::string mask_summary(const DetectorMask& mask);
 
-/// What graph.json and embedding.json record: source, pixels, valid, shape.
+/// What graph.json and embedding.json record: source, file (absolute), shape, pixels, valid.
 nlohmann::json mask_json(const DetectorMask& mask);
 
 }  // namespace manifold

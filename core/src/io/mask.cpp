@@ -244,7 +244,9 @@ std::string mask_summary(const DetectorMask& m) {
 }
 
 nlohmann::json mask_json(const DetectorMask& m) {
-  return {{"source", m.source}, {"shape", m.shape}, {"pixels", m.pixels()}, {"valid", m.valid_count()}};
+  // "file" absolute, as graph.json's "data": what --mask takes to read it again from anywhere.
+  const std::string file = m.file.empty() ? "" : fs::absolute(m.file).lexically_normal().string();
+  return {{"source", m.source}, {"file", file}, {"shape", m.shape}, {"pixels", m.pixels()}, {"valid", m.valid_count()}};
 }
 
 }  // namespace manifold
