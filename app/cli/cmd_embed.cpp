@@ -24,6 +24,7 @@
 #include "manifold/pdb.h"
 #include "manifold/session.h"
 #include "manifold/simulate.h"
+#include "manifold/step_clock.h"
 #include "manifold/terminal_progress.h"
 
 namespace fs = std::filesystem;
@@ -165,9 +166,10 @@ struct PipelineResult {
   double knn_s = 0;
 };
 
-/// k-NN graph then diffusion map; validates both parameter sets before the long work.
+/// k-NN graph then diffusion map; validates both parameter sets before the
+/// long work. `clock` gets the steps "graph" and "embedding".
 PipelineResult run_pipeline(const Dataset& ds, const KnnParams& kp, const std::string& backend_name,
-                            const DiffusionParams& dp, Progress& progress) {
+                            const DiffusionParams& dp, Progress& progress, StepClock& clock) {
   validate(kp, ds.rows());
   validate(dp, ds.rows(), kp.k);  // before the long k-NN build, not after it
   auto backend = make_backend(backend_name);
@@ -177,8 +179,10 @@ PipelineResult run_pipeline(const Dataset& ds, const KnnParams& kp, const std::s
   r.graph = backend->build(ds, kp, progress);
   r.knn_s = seconds_since(t);
   progress.check_cancel();
+  clock.lap("graph");
   r.embedding = diffusion_map(r.graph, dp, progress);
   progress.check_cancel();
+  clock.lap("embedding");
   return r;
 }
 
@@ -189,13 +193,14 @@ struct GraphInput {
 
 /// The session's frames, transformed, then only the pixels valid under its
 /// mask (mask.h): the transform sees whole frames, the graph the valid pixels.
-GraphInput load_with_transform(const Session& s, Progress& progress) {
+GraphInput load_with_transform(const Session& s, Progress& progress, StepClock& clock) {
   ReadOptions ro;
   ro.hdf5_dataset = s.dataset;
   progress.stage("load", 1, "files");
   Dataset frames = load_dataset(s.data, ro);
   DetectorMask mask = mask_for(s.data, s.mask, frames);
   progress.finish();
+  clock.lap("load");
   frames = transformed(frames, s.transform);
   mask = transformed_mask(mask, s.transform);
   Dataset features = masked_features(frames, mask);
@@ -218,10 +223,13 @@ int run_session(const Session& s, const std::string& out, const OutputOptions& o
   TerminalProgress sink(stderr, quiet);
   install_cancel_on_signal();
   Progress progress(&sink, &cancel_flag());
-  const GraphInput input = load_with_transform(s, progress);
+  StepClock clock;
+  const GraphInput input = load_with_transform(s, progress, clock);
+  clock.lap("transform");
   const Dataset& ds = input.features;
   const MetadataTable metadata = load_metadata_for(metadata_specs, ds.rows(), s.data);  // before the long work
-  PipelineResult r = run_pipeline(ds, s.knn, s.backend, s.diffusion, progress);
+  clock.lap("metadata");
+  PipelineResult r = run_pipeline(ds, s.knn, s.backend, s.diffusion, progress, clock);
   if (!r.graph.output_rank) return 0;
   if (!input.mask.empty()) r.graph.extra["mask"] = mask_json(input.mask);
   Session record = s;
@@ -233,9 +241,15 @@ int run_session(const Session& s, const std::string& out, const OutputOptions& o
   if (!session_origin.empty()) extra["session"] = session_origin;
   OutputTransaction tx(out, output);
   add_graph_files(tx, r.graph);
-  write_embedding_files(tx, r.embedding, s.diffusion, graph_metadata(r.graph), extra, &metadata);
+  clock.lap("write graph");
   write_text_file(tx.path("session.json"), session_to_json(record).dump(2) + "\n");
+  clock.lap("write session");
+  extra["command_timings_s"] = clock.json();
+  Timings written;
+  write_embedding_files(tx, r.embedding, s.diffusion, graph_metadata(r.graph), extra, &metadata, &written);
+  clock.add(written);
   tx.commit();
+  clock.lap("commit");
   report_warnings(r.embedding);
   if (!quiet) {
     if (!input.mask.empty()) std::printf("%s\n", mask_summary(input.mask).c_str());
@@ -244,6 +258,7 @@ int run_session(const Session& s, const std::string& out, const OutputOptions& o
                 r.graph.backend.c_str(), r.knn_s);
     print_summary(r.embedding, s.diffusion, out);
     print_metadata_summary(r.embedding, metadata);
+    std::printf("%s\n", clock.summary().c_str());
   }
   return 0;
 }
@@ -279,6 +294,7 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
   TerminalProgress sink(stderr, quiet);
   install_cancel_on_signal();
   Progress progress(&sink, &cancel_flag());
+  StepClock clock;
   DiffractionImages d = simulate_diffraction(mol, sp, progress);
   // Photon counts are variance-stabilised before the graph (see anscombe_transform).
   std::vector<float> v = d.images;
@@ -286,7 +302,8 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
   Dataset ds(d.count, static_cast<int64_t>(d.size) * d.size, std::move(v));
   ds.source = "patterns.npy";
   ds.item_shape = {d.size, d.size};
-  PipelineResult r = run_pipeline(ds, kp, backend, dp, progress);
+  clock.lap("simulate");
+  PipelineResult r = run_pipeline(ds, kp, backend, dp, progress, clock);
   auto [once, twice] = angle_recovery(r.embedding, d.angles);
   MetadataTable with_angle(d.count);
   MetadataColumn angle;
@@ -317,10 +334,17 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
   npy::write(tx.path("patterns.angles.npy"), d.angles.data(), {d.count});
   write_text_file(tx.path("patterns.json"), d.metadata.dump(2) + "\n");
   add_graph_files(tx, r.graph);
-  write_embedding_files(tx, r.embedding, dp, graph_metadata(r.graph),
-                        {{"data", "patterns.npy"}, {"transform", "anscombe"}, {"demo", demo}}, &metadata);
+  clock.lap("write patterns and graph");
   write_text_file(tx.path("session.json"), session_to_json(s).dump(2) + "\n");
+  clock.lap("write session");
+  Timings written;
+  write_embedding_files(tx, r.embedding, dp, graph_metadata(r.graph),
+                        {{"data", "patterns.npy"}, {"transform", "anscombe"}, {"demo", demo},
+                         {"command_timings_s", clock.json()}},
+                        &metadata, &written);
+  clock.add(written);
   tx.commit();
+  clock.lap("commit");
   report_warnings(r.embedding);
   if (!quiet) {
     std::printf("demo: %lld diffraction patterns %dx%d of %s (%zu atoms) rotated about %s, Poisson noise %g photons/pattern\n",
@@ -329,6 +353,7 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
     std::printf("k-NN graph: k=%d backend=%s in %.3f s\n", r.graph.k, r.graph.backend.c_str(), r.knn_s);
     print_summary(r.embedding, dp, out);
     print_metadata_summary(r.embedding, metadata);
+    std::printf("%s\n", clock.summary().c_str());
   }
   std::printf("circular correlation of atan2(psi2, psi1) with the rotation angle: %.4f (with twice the angle: %.4f)\n",
               once, twice);
@@ -418,20 +443,28 @@ int cmd_embed(int argc, char** argv) {
   TerminalProgress sink(stderr, quiet);
   install_cancel_on_signal();
   Progress progress(&sink, &cancel_flag());
+  StepClock clock;
   progress.stage("load graph", 1, "files");
   KnnGraph g = read_graph(graph_dir);
   progress.finish();
+  clock.lap("load graph");
   const std::string data = data_of_graph_dir(graph_dir, g);
   const MetadataTable metadata = load_metadata_for(metadata_specs, g.n, data);
+  clock.lap("metadata");
   DiffusionResult r = diffusion_map(g, p, progress);
   progress.check_cancel();
+  clock.lap("embedding");
   nlohmann::json extra = {{"graph_dir", fs::absolute(graph_dir).lexically_normal().string()}};
   if (!data.empty()) extra["data"] = data;  // trajectory reads the images from it
-  write_embedding(out, r, p, graph_metadata(g), extra, &metadata);
+  extra["command_timings_s"] = clock.json();
+  Timings written;
+  write_embedding(out, r, p, graph_metadata(g), extra, &metadata, &written);
+  clock.add(written);
   report_warnings(r);
   if (!quiet) {
     print_summary(r, p, out);
     print_metadata_summary(r, metadata);
+    std::printf("%s\n", clock.summary().c_str());
   }
   return 0;
 }

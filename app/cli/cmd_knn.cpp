@@ -8,6 +8,7 @@
 #include "manifold/mask.h"
 #include "manifold/npy.h"
 #include "manifold/output.h"
+#include "manifold/step_clock.h"
 #include "manifold/terminal_progress.h"
 #ifdef MANIFOLD_HAVE_MPI
 #include "manifold/mpi/mpi_knn_backend.h"
@@ -90,6 +91,7 @@ int cmd_knn(int argc, char** argv) {
   TerminalProgress sink(stderr, a.has("--quiet") || other_rank);
   install_cancel_on_signal();
   Progress progress(&sink, &cancel_flag());
+  StepClock clock;
   progress.stage("load", 1, "files");
   Dataset ds = load_dataset(input, ro);
   const DetectorMask mask = mask_for(input, a.str("--mask"), ds);
@@ -97,14 +99,18 @@ int cmd_knn(int argc, char** argv) {
   ds = masked_features(ds, mask);  // the graph sees the valid pixels only; graph.json says which
   validate_for(p, ds, input);
   if (!other_rank) note_ignored_gpu_options(p, backend->name());
+  clock.lap("load");
   KnnGraph g = backend->build(ds, p, progress);
   if (!g.output_rank) return 0;
+  clock.lap("graph");
   progress.check_cancel();
   // Where the rows came from: embed finds the metadata beside it, trajectory the images.
   g.extra["data"] = fs::absolute(input).lexically_normal().string();
   if (!ro.hdf5_dataset.empty()) g.extra["dataset"] = ro.hdf5_dataset;
   if (!mask.empty()) g.extra["mask"] = mask_json(mask);
+  g.extra["command_timings_s"] = clock.json();
   write_graph_folder(a.str("-o"), g, output);
+  clock.lap("write graph");
   double total = 0;
   for (auto& [s, t] : g.timings)
     if (s == "total") total = t;
@@ -126,6 +132,7 @@ int cmd_knn(int argc, char** argv) {
       mean_last += g.distances[i * g.k + g.k - 1];
     }
     std::printf("mean distance to 1st neighbour %.6g, to %d-th %.6g\n", mean_first / g.n, g.k, mean_last / g.n);
+    std::printf("%s\n", clock.summary().c_str());
   }
   return 0;
 }

@@ -51,7 +51,8 @@ nlohmann::json embedding_metadata(const DiffusionResult& result, const Diffusion
 /// a column named "index" or like a coordinate is written as NAME_2.
 /// The seconds of its steps ("write embedding .npy", "write CSV", "write
 /// VTP", "metadata correlation") are added to embedding.json's
-/// "command_timings_s" (after those `extra` gives there) and to `steps`.
+/// "command_timings_s" (after those `extra` gives there) and, with "write
+/// embedding.json", to `steps`.
 void write_embedding_files(OutputTransaction& tx, const DiffusionResult& result, const DiffusionParams& params,
                            const nlohmann::json& graph = nullptr, const nlohmann::json& extra = nullptr,
                            const MetadataTable* metadata = nullptr, Timings* steps = nullptr);

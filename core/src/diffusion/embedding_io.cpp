@@ -466,7 +466,7 @@ void write_embedding_files(OutputTransaction& tx, const DiffusionResult& r, cons
   nlohmann::json& command = j["command_timings_s"];
   if (!command.is_object()) command = nlohmann::json::object();
   for (const auto& [step, seconds] : written) command[step] = seconds;
-  write_text_file(tx.path("embedding.json"), j.dump(2) + "\n");
+  timed("write embedding.json", [&] { write_text_file(tx.path("embedding.json"), j.dump(2) + "\n"); });
   if (steps) steps->insert(steps->end(), written.begin(), written.end());
 }
 
