@@ -63,7 +63,7 @@ bool drop_from_cache(const std::string& path) {
 struct Options {
   int64_t n = 1000000, d = 128;
   int k = 20, m = 10, repeats = 5;
-  std::string dir = "/tmp/manifold-bench-io", json;
+  std::string dir = (fs::temp_directory_path() / "manifold-bench-io").string(), json;
 };
 
 Options parse(int argc, char** argv) {
