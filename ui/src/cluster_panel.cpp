@@ -70,6 +70,7 @@ ClusterPanel::ClusterPanel(QWidget* parent) : QWidget(parent) {
   list_->setObjectName(QStringLiteral("clusterList"));
   list_->setToolTip(tr("Click a cluster to select its points"));
   list_->setMaximumHeight(110);
+  list_->hide();  // shown once there are clusters
   layout->addWidget(list_);
   summary_ = new QLabel(this);
   summary_->setWordWrap(true);
@@ -141,11 +142,13 @@ void ClusterPanel::showClusters(const std::vector<int64_t>& sizes, const QString
     item->setData(Qt::UserRole, static_cast<int>(c));
     list_->addItem(item);
   }
+  list_->setVisible(!sizes.empty());
   summary_->setText(summary);
 }
 
 void ClusterPanel::clearClusters() {
   list_->clear();
+  list_->hide();
   summary_->clear();
 }
 
