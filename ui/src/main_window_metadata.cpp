@@ -79,8 +79,13 @@ void MainWindow::build_metadata_dock(QDockWidget* beside) {
   layout->addWidget(cluster_panel_);
   connect(cluster_panel_, &ClusterPanel::clustered, this,
           [this](std::shared_ptr<const EmbeddingClustering> result, std::shared_ptr<const EmbeddingOutcome> of) {
-            // A clustering of an embedding since replaced is dropped.
-            if (!outcome_ || !dataset_ || of->result != outcome_->result) return;
+            if (!outcome_ || !dataset_) return;
+            // The embedding changed while the worker ran: the user asked for
+            // clusters of what is shown, so the same choice runs again on it.
+            if (of->result != outcome_->result) {
+              cluster_panel_->cluster(cluster_panel_->coordinates(), cluster_panel_->clusters());
+              return;
+            }
             show_clustering(*result, of->result->m);
           });
   connect(cluster_panel_, &ClusterPanel::failed, this, [this](const QString& message) { show_error(message); });
