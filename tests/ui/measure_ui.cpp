@@ -115,6 +115,24 @@ void measure_hover_image(int64_t n) {
               hover.size(), median(hover), *std::max_element(hover.begin(), hover.end()));
 }
 
+// A left drag as the user makes it, painted event by event (the level of
+// detail): each frame's milliseconds, the full-detail frame after the
+// release last.
+std::vector<double> drag_frames(EmbeddingView& view) {
+  std::vector<double> frames;
+  const auto c = QObject::connect(&view, &EmbeddingView::frameRendered, &view,
+                                  [&frames](double ms) { frames.push_back(ms); });
+  QTest::mousePress(&view, Qt::LeftButton, {}, QPoint(600, 400));
+  for (int x = 600; x < 800; x += 10) {
+    QTest::mouseMove(&view, QPoint(x, 400));
+    view.repaint();
+  }
+  QTest::mouseRelease(&view, Qt::LeftButton, {}, QPoint(800, 400));
+  view.repaint();
+  QObject::disconnect(c);
+  return frames;
+}
+
 void measure_view(int64_t n) {
   // A noisy trefoil knot: a 1-D manifold in 3-D that fills the view.
   std::mt19937 rng(11);
@@ -161,15 +179,7 @@ void measure_view(int64_t n) {
   }
   // Interaction as the user does it: a left drag, painted event by event,
   // which draws the level-of-detail subset.
-  std::vector<double> drag;
-  QObject::connect(&view, &EmbeddingView::frameRendered, &view, [&drag](double ms) { drag.push_back(ms); });
-  QTest::mousePress(&view, Qt::LeftButton, {}, QPoint(600, 400));
-  for (int x = 600; x < 800; x += 10) {
-    QTest::mouseMove(&view, QPoint(x, 400));
-    view.repaint();
-  }
-  QTest::mouseRelease(&view, Qt::LeftButton, {}, QPoint(800, 400));
-  view.repaint();
+  std::vector<double> drag = drag_frames(view);
   const double settle = drag.empty() ? 0 : drag.back();
   if (!drag.empty()) drag.pop_back();
   timer.restart();
@@ -182,6 +192,22 @@ void measure_view(int64_t n) {
   const auto inside = view.pointsInPolygon(QPolygonF(QRectF(300, 200, 600, 400)));
   const double select_ms = timer.nsecsElapsed() / 1e6;
   const LassoTimes lasso = measure_lasso(view);
+  // A drag with the lasso's selection (~824,000 points) drawn over the cloud.
+  const size_t selected_count = view.selection().size();
+  std::vector<double> selected_drag = drag_frames(view);
+  if (!selected_drag.empty()) selected_drag.pop_back();
+  // The subset's size against the drag frame: the level of detail's budget.
+  std::vector<std::pair<int64_t, double>> subsets;
+  view.setSelection({});
+  for (int64_t lod : {150000, 125000, 100000, 80000, 60000}) {
+    view.setLodThreshold(lod);
+    view.setPoints(xyz, false, {"x", "y", "z"}, false);  // draws a new subset
+    view.setColours(colours);
+    view.renderFrame();
+    std::vector<double> frames = drag_frames(view);
+    if (!frames.empty()) frames.pop_back();
+    subsets.emplace_back(lod, median(frames));
+  }
 
   std::printf("view: %lld points, 1200x800 window, point size 2 (Xvfb + Mesa llvmpipe, software OpenGL)\n",
               static_cast<long long>(n));
@@ -192,6 +218,11 @@ void measure_view(int64_t n) {
   std::printf("  frame while dragging (level of detail), median of %zu: %.0f ms (%.1f frames/s)\n", drag.size(),
               median(drag), drag.empty() ? 0 : 1000 / median(drag));
   std::printf("  full-detail frame after release: %.0f ms\n", settle);
+  std::printf("  frame while dragging with %zu points selected, median of %zu: %.0f ms\n", selected_count,
+              selected_drag.size(), median(selected_drag));
+  std::printf("  frame while dragging, median of 20, by subset size:");
+  for (const auto& [lod, ms] : subsets) std::printf(" %lld: %.0f ms;", static_cast<long long>(lod), ms);
+  std::printf("\n");
   std::printf("  hover pick: %.1f ms after a camera change (projection), %.2f ms otherwise (hit %lld)\n", pick_cold,
               pick_warm, static_cast<long long>(hit));
   std::printf("  rectangle selection: %.1f ms (%zu points)\n", select_ms, inside.size());

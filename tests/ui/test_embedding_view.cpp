@@ -158,6 +158,46 @@ class TestEmbeddingView : public QObject {
     view.setPoints(xyz, true, {}, false);
     QCOMPARE(view.projectedPosition(10), a);
   }
+
+  // While the mouse drags, a large point set is drawn as its level-of-detail
+  // subset and so is its selection (else a large selection would cost a
+  // drag as much as the full cloud); at rest, every selected point.
+  void dragDrawsTheSelectionsSubset() {
+    EmbeddingView view;
+    view.resize(500, 400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setLodThreshold(1000);
+    // A grid whose points lie apart, so the pixels drawn count the points.
+    const int n = 4000;  // every 4th point while dragging
+    std::vector<float> grid;
+    for (int i = 0; i < n; ++i) grid.insert(grid.end(), {static_cast<float>(i % 80), static_cast<float>(i / 80), 0.f});
+    view.setPoints(grid, true, {}, true);
+    view.setPointSize(3);
+    std::vector<int64_t> all(n);
+    for (int i = 0; i < n; ++i) all[i] = i;
+    view.setSelection(all);
+    auto magenta = [](const QImage& image) {
+      int64_t count = 0;
+      for (int y = 0; y < image.height(); ++y)
+        for (int x = 0; x < image.width(); ++x) {
+          const QColor c = image.pixelColor(x, y);
+          count += c.red() > 200 && c.green() < 60 && c.blue() > 200;
+        }
+      return count;
+    };
+    const int64_t at_rest = magenta(view.grab().toImage());
+    // A pan by one pixel: the points stay where they were, near enough.
+    QTest::mousePress(&view, Qt::MiddleButton, {}, QPoint(250, 200));
+    QTest::mouseMove(&view, QPoint(251, 200));
+    const int64_t dragging = magenta(view.grab().toImage());
+    QTest::mouseRelease(&view, Qt::MiddleButton, {}, QPoint(251, 200));
+    const int64_t released = magenta(view.grab().toImage());
+    qInfo("selected pixels: %lld at rest, %lld dragging", static_cast<long long>(at_rest),
+          static_cast<long long>(dragging));
+    QVERIFY2(dragging > 0 && dragging < 0.6 * at_rest, "the drag draws every selected point");
+    QVERIFY2(std::abs(released - at_rest) < at_rest / 20, qPrintable(QString::number(released)));
+  }
 };
 
 QTEST_MAIN(TestEmbeddingView)

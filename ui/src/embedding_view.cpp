@@ -253,11 +253,11 @@ struct EmbeddingView::Impl {
 
   vtkNew<vtkPoints> points;
   vtkNew<vtkFloatArray> scalars;
-  vtkNew<vtkPolyData> cloud, lod, selected, pinned, highlighted, path_line;
-  vtkNew<vtkPolyDataMapper> cloud_mapper, lod_mapper, selected_mapper, pinned_mapper, highlighted_mapper,
-      path_mapper;
-  vtkNew<vtkActor> cloud_actor, lod_actor, selected_actor, pinned_actor, highlighted_actor, path_halo_actor,
-      path_actor;
+  vtkNew<vtkPolyData> cloud, lod, selected, selected_lod, pinned, highlighted, path_line;
+  vtkNew<vtkPolyDataMapper> cloud_mapper, lod_mapper, selected_mapper, selected_lod_mapper, pinned_mapper,
+      highlighted_mapper, path_mapper;
+  vtkNew<vtkActor> cloud_actor, lod_actor, selected_actor, selected_lod_actor, pinned_actor, highlighted_actor,
+      path_halo_actor, path_actor;
   // A 256-entry table sampled from a diverging transfer function: mapping a
   // million scalars through a table is a lookup each, through the transfer
   // function an interpolation in Msh space each (about ten times slower).
@@ -283,9 +283,12 @@ struct EmbeddingView::Impl {
   QStringList axis_titles;
   bool has_colours = false;
   double point_size = 3.0;
-  // Software OpenGL (Mesa llvmpipe) draws about 2.5 million points a second
-  // on two cores: 125,000 points keep a drag near 20 frames a second.
-  int64_t lod_threshold = 125000;
+  // What a drag frame costs is the points drawn: the axes, the overlay
+  // layer, the read-back and the colour bar are a few milliseconds between
+  // them. Software OpenGL (Mesa llvmpipe) on two cores shared with other
+  // work draws about 80,000 points within 50 ms.
+  int64_t lod_threshold = 80000;
+  int64_t lod_stride = 1;  // the subset drawn while dragging: every lod_stride-th point
   std::vector<int64_t> selection;
   std::vector<int64_t> highlight;
   std::vector<int64_t> path;
@@ -324,6 +327,9 @@ struct EmbeddingView::Impl {
     const bool use_lod = !full_detail && interacting && n > lod_threshold;
     cloud_actor->SetVisibility(!use_lod);
     lod_actor->SetVisibility(use_lod);
+    // The selection too: a large one would cost as much as the cloud.
+    selected_actor->SetVisibility(!use_lod);
+    selected_lod_actor->SetVisibility(use_lod);
   }
   void update_marks();
   void update_axes();
@@ -360,6 +366,7 @@ void EmbeddingView::Impl::setup() {
   cloud->SetPoints(points);
   lod->SetPoints(points);
   selected->SetPoints(points);
+  selected_lod->SetPoints(points);
   pinned->SetPoints(points);
   highlighted->SetPoints(points);
   path_line->SetPoints(points);
@@ -400,6 +407,8 @@ void EmbeddingView::Impl::setup() {
   lod_mapper->SetInputData(lod);
   selected_mapper->SetInputData(selected);
   selected_mapper->ScalarVisibilityOff();
+  selected_lod_mapper->SetInputData(selected_lod);
+  selected_lod_mapper->ScalarVisibilityOff();
   pinned_mapper->SetInputData(pinned);
   pinned_mapper->ScalarVisibilityOff();
   highlighted_mapper->SetInputData(highlighted);
@@ -411,6 +420,9 @@ void EmbeddingView::Impl::setup() {
   lod_actor->SetMapper(lod_mapper);
   lod_actor->VisibilityOff();
   selected_actor->SetMapper(selected_mapper);
+  selected_lod_actor->SetMapper(selected_lod_mapper);
+  selected_lod_actor->SetProperty(selected_actor->GetProperty());
+  selected_lod_actor->VisibilityOff();
   pinned_actor->SetMapper(pinned_mapper);
   highlighted_actor->SetMapper(highlighted_mapper);
   path_halo_actor->SetMapper(path_mapper);
@@ -437,6 +449,7 @@ void EmbeddingView::Impl::setup() {
   renderer->AddActor(lod_actor);
   overlay->AddActor(highlighted_actor);
   overlay->AddActor(selected_actor);
+  overlay->AddActor(selected_lod_actor);
   overlay->AddActor(path_halo_actor);
   overlay->AddActor(path_actor);
   overlay->AddActor(pinned_actor);
@@ -491,6 +504,10 @@ void EmbeddingView::Impl::update_marks() {
     if (r >= 0 && r < n) ids.push_back(static_cast<vtkIdType>(r));
   selected->SetVerts(vertices_of(ids));
   selected->Modified();
+  // While dragging: the selected points of the subset drawn.
+  ids.erase(std::remove_if(ids.begin(), ids.end(), [this](vtkIdType r) { return r % lod_stride != 0; }), ids.end());
+  selected_lod->SetVerts(vertices_of(ids));
+  selected_lod->Modified();
   ids.clear();
   for (int64_t r : highlight)
     if (r >= 0 && r < n) ids.push_back(static_cast<vtkIdType>(r));
@@ -669,8 +686,8 @@ void EmbeddingView::setPoints(std::vector<float> xyz, bool planar, const QString
   d_->points->SetData(coords);
   d_->points->Modified();
   d_->cloud->SetVerts(all_vertices(n, 1));
-  const vtkIdType stride = std::max<vtkIdType>(1, (n + d_->lod_threshold - 1) / d_->lod_threshold);
-  d_->lod->SetVerts(all_vertices(n, stride));
+  d_->lod_stride = std::max<int64_t>(1, (n + d_->lod_threshold - 1) / d_->lod_threshold);
+  d_->lod->SetVerts(all_vertices(n, static_cast<vtkIdType>(d_->lod_stride)));
   if (d_->has_colours && d_->scalars->GetNumberOfTuples() != n) {
     d_->has_colours = false;
     d_->cloud_mapper->ScalarVisibilityOff();
