@@ -190,8 +190,8 @@ class TestDocsScreenshots : public QObject {
                              60000);
     QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.last().at(0).toString()));
     QCOMPARE(player->frameCount(), player->bins());
-    // Two thirds in: the half-way frame (phase 0) lies at the circle's right
-    // edge, under the colour bar, where its ring would not be seen.
+    // A frame two thirds round the cycle, so the picture shows the player
+    // part-way through.
     const int middle = 2 * player->frameCount() / 3;
     player->setCurrentFrame(middle);
     QCOMPARE(player->currentFrame(), middle);

@@ -210,7 +210,7 @@ class TestMetadataTable : public QObject {
 
   void categoricalColoursAreStableDistinctAndNotTheSelection() {
     using namespace manifold::ui;
-    const QColor selection = QColor::fromRgb(kSelectionRgb);
+    const QColor selection = kSelectionColour;
     QCOMPARE(selection, QColor(255, 0, 255));
     for (int k = 0; k < 256; ++k)
       QVERIFY2(colourDistance(categoricalColour(k), selection) > 0.15, qPrintable(QString::number(k)));

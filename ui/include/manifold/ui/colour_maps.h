@@ -16,10 +16,6 @@
 
 namespace manifold::ui {
 
-/// The selection's colour as a QRgb: palette.h's kSelectionColour, which no
-/// metadata colour comes near (one definition; this is only its other form).
-inline const QRgb kSelectionRgb = kSelectionColour.rgb();
-
 /// OKLab coordinates (L, a, b) of an sRGB colour.
 struct OkLab {
   double L = 0, a = 0, b = 0;
