@@ -165,6 +165,20 @@ struct ResidentOutput {
     cuda_check(cudaStreamSynchronize(s), what);
   }
 
+  /// Rows [r0, r1)'s result and status into g / `status` through the two
+  /// pinned staging buffers (download_to_host), which are free for it.
+  void copy_rows_home_staged(int64_t r0, int64_t r1, KnnGraph& g, cudaStream_t s, unsigned char* const staging[2],
+                             size_t staging_bytes, int threads) {
+    const size_t k = static_cast<size_t>(g.k), a = static_cast<size_t>(r0), rows = static_cast<size_t>(r1 - r0);
+    cuda_check(cudaMemcpyAsync(status.data() + a, st.data() + a, rows * sizeof(int), cudaMemcpyDeviceToHost, s),
+               "copying the result from the GPU");
+    download_to_host(g.indices.data() + a * k, out_i.data() + a * k, rows * k * sizeof(int64_t), s, staging,
+                     staging_bytes, threads);
+    download_to_host(g.distances.data() + a * k, out_d.data() + a * k, rows * k * sizeof(float), s, staging,
+                     staging_bytes, threads);
+    cuda_check(cudaStreamSynchronize(s), "copying the result from the GPU");
+  }
+
   float max_use(cudaStream_t s) const {
     float u = 0.f;
     cuda_check(cudaMemcpyAsync(&u, use.data(), sizeof(float), cudaMemcpyDeviceToHost, s),
@@ -239,10 +253,16 @@ void EarlyFinal::work() {
       out_->certify(done, rows, stream_);
       e1.record(stream_);
       if (!host_ready) {
+        // Pageable copies run at a fraction of the link's rate: the result
+        // comes home through pinned buffers of the worker's own (the
+        // device's staging buffers may still carry the loop's uploads).
+        for (auto& b : staging_) b = PinnedBuffer<unsigned char>(kStagingBytes);
         if (in_.wait_host_result) in_.wait_host_result();
         host_ready = true;
       }
-      out_->copy_rows_home(done, rows, g_, stream_);
+      unsigned char* const staging[2] = {staging_[0].data(), staging_[1].data()};
+      out_->copy_rows_home_staged(done, rows, g_, stream_, staging, kStagingBytes,
+                                  std::min(8, hardware_threads(in_.params->threads)));
       e2.record(stream_);
       e2.synchronize("copying the result from the GPU");
       certify_ms_ += e1.since(e0);

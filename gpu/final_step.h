@@ -28,6 +28,7 @@
 #include "impl/kernels.h"
 #include "manifold/knn.h"
 #include "manifold/progress.h"
+#include "utils/resources.h"
 
 namespace manifold::gpu {
 
@@ -118,6 +119,8 @@ class EarlyFinal {
   cudaEvent_t reported_event_{};  ///< completes when they are (guarded by m_)
   bool stop_ = false;
   std::exception_ptr error_;
+  static constexpr size_t kStagingBytes = size_t{32} << 20;
+  PinnedBuffer<unsigned char> staging_[2];   ///< worker: the result's way home
   double certify_ms_ = 0, download_ms_ = 0;  ///< worker: CUDA-event sums
   int ranges_ = 0;                           ///< worker: ranges certified
   std::thread worker_;
