@@ -184,7 +184,8 @@ void DatasetPanel::setDataset(std::shared_ptr<const LoadedDataset> ds) {
   const QLocale en(QLocale::English);
   const Dataset& d = ds->data;
   set_fact(tr("Name"), ds->name);
-  set_fact(tr("Source"), ds->origin);
+  // The mask decides which pixels the graph sees: said with where the data came from.
+  set_fact(tr("Source"), ds->mask.empty() ? ds->origin : ds->origin + QStringLiteral("; ") + ds->maskText());
   set_fact(tr("N"), en.toString(static_cast<qlonglong>(d.rows())));
   QString shape;
   for (int64_t s : d.item_shape) shape += (shape.isEmpty() ? QString() : QStringLiteral(" \u00d7 ")) + QString::number(s);

@@ -28,7 +28,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 /// The graph built by a cluster job (local mpirun or Slurm, as the profile
 /// says), followed through its progress file. Data made in memory (the demo,
 /// a selection, a transformed file) go to the profile's work folder first,
-/// where the nodes can read them.
+/// where the nodes can read them: the features, already masked. A file read
+/// as it is goes with the mask the explorer applied, so the job uses that one.
 KnnGraph build_on_cluster(const LoadedDataset& ds, const RunParameters& p, const std::string& cli, Progress& progress) {
   if (p.cluster_profile.empty()) throw UsageError("cluster backend: choose a cluster profile first");
   cluster::Profile profile = cluster::load_profile(p.cluster_profile);
@@ -37,11 +38,13 @@ KnnGraph build_on_cluster(const LoadedDataset& ds, const RunParameters& p, const
   fs::create_directories(work);
   const std::string stamp = std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   std::string data = ds.path.toStdString();
+  std::string mask = ds.maskOption();
   fs::path temp_data;
   if (data.empty() || ds.transform != "none" || !ds.hdf5_dataset.empty()) {
     temp_data = work / ("explorer-data-" + stamp + ".npy");
-    npy::write(temp_data.string(), ds.data.data(), {ds.data.rows(), ds.data.cols()});
+    npy::write(temp_data.string(), ds.features.data(), {ds.features.rows(), ds.features.cols()});
     data = temp_data.string();
+    mask = "none";
   }
   const fs::path out = work / ("explorer-graph-" + stamp);
   struct Cleanup {
@@ -53,6 +56,7 @@ KnnGraph build_on_cluster(const LoadedDataset& ds, const RunParameters& p, const
     }
   } cleanup{temp_data, out};
   std::vector<std::string> args = {"-k", std::to_string(p.knn.k), "--metric", to_string(p.knn.metric)};
+  args.insert(args.end(), {"--mask", mask});
   if (p.knn.keep_self) args.push_back("--keep-self");
   auto job = cluster::Job::submit(profile, {data, out.string(), args});
   return cluster::follow(*job, progress);
@@ -234,7 +238,8 @@ void JobRunner::start(const RunParameters& params) {
           if (params.backend == "cluster")
             built = std::make_shared<KnnGraph>(build_on_cluster(*dataset, params, cli, progress));
           else
-            built = std::make_shared<KnnGraph>(make_backend(params.backend)->build(dataset->data, params.knn, progress));
+            built = std::make_shared<KnnGraph>(
+                make_backend(params.backend)->build(dataset->features, params.knn, progress));
           graph = built;
           out.built_graph = built;
           outcome->knn_seconds = seconds_since(t0);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <random>
@@ -75,10 +76,14 @@ void add_user_metadata(LoadedDataset& ds, const std::string& path) {
     ds.notice += (ds.notice.isEmpty() ? QString() : QStringLiteral(" ")) + QString::fromStdString(w);
 }
 
-std::shared_ptr<LoadedDataset> finish(Dataset data) {
+/// `data` shown whole, the graph built from its pixels valid under `mask`
+/// (empty: from `data` itself, sharing its values).
+std::shared_ptr<LoadedDataset> finish(Dataset data, DetectorMask mask = {}) {
   auto ds = std::make_shared<LoadedDataset>();
   ds->data = std::move(data);
-  ds->fingerprint = ds->data.fingerprint();
+  ds->features = masked_features(ds->data, mask);
+  ds->mask = std::move(mask);
+  ds->fingerprint = ds->features.fingerprint();
   ds->range = ds->data.value_range();
   const auto [h, w] = image_geometry(ds->data);
   ds->image_height = h;
@@ -104,12 +109,21 @@ QString LoadedDataset::shapeText() const {
   return shape;
 }
 
+QString LoadedDataset::maskText() const {
+  return mask.empty() ? QString() : QString::fromStdString(mask_summary(mask));
+}
+
+std::string LoadedDataset::maskOption() const {
+  if (mask.empty()) return "none";
+  return std::filesystem::absolute(mask.file).lexically_normal().string();
+}
+
 std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const OpenOptions& options) {
   const QFileInfo info(path);
   if (!info.exists()) throw Error(path.toStdString() + ": no such file or folder");
   ReadOptions ro;
   ro.hdf5_dataset = options.hdf5_dataset;
-  Dataset data = transformed(load_dataset(path.toStdString(), ro), options.transform);
+  Dataset data = load_dataset(path.toStdString(), ro);
   if (data.rows() < 2 && is_single_image(info)) {
     // One PNG or one-page TIFF is one image of a dataset, not a dataset:
     // the folder of same-sized images it sits in is.
@@ -121,7 +135,12 @@ std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const Open
     return folder;
   }
   if (data.rows() < 2) throw Error(path.toStdString() + ": a dataset needs at least 2 items");
-  auto ds = finish(std::move(data));
+  // As knn and run load (mask.h): the mask fits the frames as read, the
+  // transform sees whole frames, the graph only the pixels valid after it.
+  DetectorMask mask = mask_for(path.toStdString(), options.mask, data);
+  data = transformed(data, options.transform);
+  mask = transformed_mask(mask, options.transform);
+  auto ds = finish(std::move(data), std::move(mask));
   ds->name = info.fileName();
   ds->path = info.absoluteFilePath();
   ds->hdf5_dataset = options.hdf5_dataset;

@@ -606,6 +606,7 @@ void MainWindow::openSession(const QString& path) {
     OpenOptions options;
     options.hdf5_dataset = s.dataset;
     options.transform = s.transform;
+    options.mask = s.mask;
     const QString data = QString::fromStdString(s.data);
     start_load([data, options] { return loadDataset(data, options); }, data, false);
   } catch (const std::exception& e) {
@@ -634,6 +635,7 @@ bool MainWindow::saveSession(const QString& path) {
   s.diffusion = p.diffusion;
   s.dataset = dataset_->hdf5_dataset;
   s.transform = dataset_->transform;
+  s.mask = dataset_->maskOption();  // the mask applied ("none" too), so a replay builds the same graph
   s.view = view_settings();
   save_user_columns(s.view);
   s.view["fingerprint"] = dataset_->fingerprint;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "manifold/dataset.h"
+#include "manifold/mask.h"
 #include "manifold/metadata.h"
 #include "manifold/ui/run_parameters.h"
 
@@ -29,8 +30,13 @@ struct PointMetadata {
 };
 
 struct LoadedDataset {
-  Dataset data;
-  std::string fingerprint;           ///< Dataset::fingerprint(), keys the graph cache
+  Dataset data;                      ///< the full frames: images, hover, trajectories
+  /// What the k-NN graph is built from: the pixels of `data` valid under
+  /// `mask` (core's masked_features, as knn and run build it). With no mask
+  /// it shares `data`'s values (no copy).
+  Dataset features;
+  DetectorMask mask;                 ///< after the transform; empty = every pixel
+  std::string fingerprint;           ///< features.fingerprint(), keys the graph cache
   std::pair<float, float> range{0, 0};
   QString name;                      ///< shown in the title bar and the dataset panel
   QString path;                      ///< empty for data made in memory (demo, selection)
@@ -50,14 +56,23 @@ struct LoadedDataset {
   int64_t rows() const { return data.rows(); }
   /// "70,000 x 28 x 28 (uint8 as float32)".
   QString shapeText() const;
+  /// core's mask_summary ("mask: 2,096 of 2,304 pixels valid (91.0%) from
+  /// FILE"), or "" without a mask.
+  QString maskText() const;
+  /// What a session records as its mask so `run --session` builds the same
+  /// graph: the file read, or "none".
+  std::string maskOption() const;
 };
 
 struct OpenOptions {
   std::string hdf5_dataset;        ///< "" = the reader's default
   std::string transform = "none";  ///< none | anscombe (2 sqrt(x + 3/8), for photon counts)
+  std::string mask;                ///< as run --mask: a file, "none", or "" = the mask found with the data
 };
 
-/// Reads any dataset the CLI reads. Throws manifold::Error with one line.
+/// Reads any dataset the CLI reads, with the detector mask knn and run would
+/// use (core's mask_for: `options.mask`, else the one found in or beside the
+/// file). Throws manifold::Error with one line (a bad mask: the CLI's line).
 std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const OpenOptions& options = {});
 
 /// A column of core's metadata table as the view colours by it (categories

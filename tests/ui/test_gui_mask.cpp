@@ -1,0 +1,195 @@
+// The explorer applies the detector mask as knn and run do (mask.h): on
+// simulated diffraction with hot pixels and a panel gap (the mask written
+// beside by `manifold simulate diffraction`), the graph the GUI builds is the
+// CLI's graph index for index, and a different one with the mask off; the
+// dataset panel names the mask, hover shows full frames, a saved session
+// records the mask and `run --session` replays the same graph, a session's
+// mask is applied when it opens, and a bad mask is the CLI's one line.
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "cli/commands.h"
+#include "manifold/error.h"
+#include "manifold/knn.h"
+#include "manifold/npy.h"
+#include "manifold/session.h"
+#include "manifold/ui/main_window.h"
+
+using namespace manifold;
+using namespace manifold::ui;
+
+namespace {
+
+constexpr int kSize = 32, kGap = 2, kHot = 10, kNeighbours = 10;
+// The valid pixels: the frame less the gap's rows and columns, less the hot pixels.
+constexpr int kValid = (kSize - kGap) * (kSize - kGap) - kHot;
+
+}  // namespace
+
+class TestGuiMask : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  QString cli_, data_;
+
+  QString path(const QString& name) const { return dir_.filePath(name); }
+
+  /// Runs the CLI; fails the test with its stderr when it does not exit 0.
+  bool cli(const QStringList& args) {
+    QProcess p;
+    p.start(cli_, args);
+    if (!p.waitForFinished(240000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
+      qWarning("manifold %s: %s", qPrintable(args.join(' ')), p.readAllStandardError().constData());
+      return false;
+    }
+    return true;
+  }
+
+  std::vector<int64_t> cli_graph(const QString& folder) {
+    return npy::read<int64_t>(path(folder + "/indices.npy").toStdString());
+  }
+
+  /// Opens `file` (a dataset or a session) in `w`, runs the CPU backend at
+  /// kNeighbours and waits for the embedding.
+  static bool open_and_run(MainWindow& w, const QString& file, bool session) {
+    QSignalSpy opened(&w, &MainWindow::datasetOpened), shown(&w, &MainWindow::embeddingShown);
+    auto shown_in_time = [&] {
+      if (shown.wait(120000)) return true;
+      qWarning("no embedding: %s | %s", qPrintable(w.lastError()), qPrintable(w.progressText()));
+      return false;
+    };
+    if (session) {
+      w.openSession(file);
+      return shown_in_time();
+    }
+    w.openFile(file);
+    if (!opened.wait(60000)) {
+      qWarning("not opened: %s", qPrintable(w.lastError()));
+      return false;
+    }
+    auto* params = w.parameterPanel();
+    params->kEditor()->setValue(kNeighbours);
+    params->backendEditor()->setCurrentIndex(params->backendEditor()->findData("cpu"));
+    w.runNow();
+    return shown_in_time();
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    cli::register_all_backends();  // as the explorer's main does
+    cli_ = QString::fromLocal8Bit(qgetenv("MANIFOLD_CLI"));
+    if (cli_.isEmpty()) QSKIP("MANIFOLD_CLI is not set (ctest sets it)");
+    data_ = path("ub.npy");
+    QVERIFY(cli({"simulate", "diffraction", "--pdb", "1ubq", "--count", "300", "--size", QString::number(kSize),
+                 "--axis", "x", "--photons", "1e5", "--hot-pixels", QString::number(kHot), "--gap",
+                 QString::number(kGap), "-o", data_, "--quiet"}));
+    QVERIFY(QFileInfo::exists(path("ub.mask.npy")));
+    const QString k = QString::number(kNeighbours);
+    QVERIFY(cli({"knn", data_, "-k", k, "--backend", "cpu", "-o", path("cli-masked"), "--quiet"}));
+    QVERIFY(cli({"knn", data_, "-k", k, "--backend", "cpu", "--mask", "none", "-o", path("cli-unmasked"), "--quiet"}));
+  }
+
+  void graphIsTheClisAndSessionKeepsTheMask() {
+    MainWindow w;
+    w.resize(1300, 850);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(open_and_run(w, data_, false));
+
+    // The panel says which pixels the graph sees, and from which file.
+    const QString source = w.datasetPanel()->fact("Source");
+    QVERIFY2(source.contains(QStringLiteral("mask: %1 of 1,024 pixels valid").arg(kValid)), qPrintable(source));
+    QVERIFY2(source.contains("ub.mask.npy"), qPrintable(source));
+
+    // The graph: the CLI's, index for index, over the valid pixels only.
+    const auto outcome = w.outcome();
+    QVERIFY(outcome && outcome->graph);
+    QCOMPARE(outcome->graph->d, int64_t(kValid));
+    const std::vector<int64_t> masked = cli_graph("cli-masked");
+    QCOMPARE(outcome->graph->indices, masked);
+    // The mask decides: without it the hot pixels pick other neighbours.
+    QVERIFY(cli_graph("cli-unmasked") != masked);
+
+    // The images stay whole: the frames and the hovered image are 32 x 32.
+    QCOMPARE(w.dataset()->data.cols(), int64_t(kSize * kSize));
+    EmbeddingView* view = w.view();
+    view->renderFrame();
+    const QPoint at = view->projectedPosition(outcome->result->n / 3).toPoint();
+    const int64_t under = view->pointAt(at);
+    QVERIFY(under >= 0);
+    QTest::mouseMove(view, at);
+    QTRY_COMPARE(w.imagePanel()->shownRow(), outcome->result->point_index[static_cast<size_t>(under)]);
+    QCOMPARE(w.imagePanel()->shownImage().width(), kSize);
+    QCOMPARE(w.imagePanel()->shownImage().height(), kSize);
+
+    // The session records the mask used; the CLI replays the same graph from it.
+    const QString session = path("masked.json");
+    QVERIFY(w.saveSession(session));
+    const Session s = read_session(session.toStdString());
+    QCOMPARE(QString::fromStdString(s.mask), QFileInfo(path("ub.mask.npy")).absoluteFilePath());
+    QVERIFY(cli({"run", "--session", session, "-o", path("cli-run"), "--quiet"}));
+    QCOMPARE(cli_graph("cli-run"), masked);
+  }
+
+  void sessionMaskIsApplied() {
+    // A session that turns the mask off: the GUI builds the unmasked graph.
+    Session s;
+    s.data = data_.toStdString();
+    s.mask = "none";
+    s.backend = "cpu";
+    s.knn.k = kNeighbours;
+    s.diffusion.k = kNeighbours;
+    const QString session = path("unmasked.json");
+    write_session(session.toStdString(), s);
+    MainWindow w;
+    w.show();
+    QVERIFY(open_and_run(w, session, true));
+    QVERIFY(w.dataset()->mask.empty());
+    QVERIFY(!w.datasetPanel()->fact("Source").contains("mask"));
+    QCOMPARE(w.outcome()->graph->d, int64_t(kSize * kSize));
+    QCOMPARE(w.outcome()->graph->indices, cli_graph("cli-unmasked"));
+    // Saved again, it still says "none", so a replay does not find the mask beside.
+    QVERIFY(w.saveSession(path("unmasked-again.json")));
+    QCOMPARE(read_session(path("unmasked-again.json").toStdString()).mask, std::string("none"));
+  }
+
+  void badMaskIsTheClisLine() {
+    // A mask of another frame shape: the open fails with the CLI's one line.
+    const std::vector<uint8_t> small(16 * 16, 1);
+    npy::write(path("wrong.npy").toStdString(), small.data(), {16, 16});
+    OpenOptions options;
+    options.mask = path("wrong.npy").toStdString();
+    QString line;
+    try {
+      loadDataset(data_, options);
+    } catch (const Error& e) {
+      line = QString::fromUtf8(e.what());
+    }
+    QVERIFY2(line.contains("wrong.npy: mask of shape 16x16 does not fit the frames of"), qPrintable(line));
+
+    QProcess p;
+    p.start(cli_, {"knn", data_, "-k", "5", "--mask", path("wrong.npy"), "-o", path("g-wrong"), "--quiet"});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY2(QString::fromUtf8(p.readAllStandardError()).contains(line), qPrintable(line));
+
+    // Through a session, the window shows that line as the open error.
+    Session s;
+    s.data = data_.toStdString();
+    s.mask = path("wrong.npy").toStdString();
+    write_session(path("wrong-mask.json").toStdString(), s);
+    MainWindow w;
+    w.show();
+    QSignalSpy errors(&w, &MainWindow::errorShown);
+    w.openSession(path("wrong-mask.json"));
+    QVERIFY(errors.wait(60000));
+    QVERIFY2(w.lastError().contains(line), qPrintable(w.lastError()));
+    QVERIFY(!w.dataset());
+  }
+};
+
+QTEST_MAIN(TestGuiMask)
+#include "test_gui_mask.moc"
