@@ -338,7 +338,7 @@ TEST(Session, RoundTripsAndResolvesPaths) {
   nlohmann::json j = session_to_json(s);
   j["diffusion"]["epsilon"] = 0.25;
   EXPECT_EQ(session_from_json(j, "", "x.json").diffusion.epsilon, "0.25");
-  auto msg = [&](nlohmann::json bad) {
+  auto msg = [&](const nlohmann::json& bad) {  // by reference: a deep copy recurses
     try {
       session_from_json(bad, "", "x.json");
     } catch (const Error& e) {
