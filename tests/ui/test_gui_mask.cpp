@@ -6,6 +6,7 @@
 // records the mask and `run --session` replays the same graph, a session's
 // mask is applied when it opens, and a bad mask is the CLI's one line.
 #include <QProcess>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -132,6 +133,33 @@ class TestGuiMask : public QObject {
     QCOMPARE(QString::fromStdString(s.mask), QFileInfo(path("ub.mask.npy")).absoluteFilePath());
     QVERIFY(cli({"run", "--session", session, "-o", path("cli-run"), "--quiet"}));
     QCOMPARE(cli_graph("cli-run"), masked);
+
+    // A selection embedded on its own keeps the mask; its session writes the
+    // frames and the mask beside it, and the CLI replays the same graph.
+    view->setTool(EmbeddingView::Tool::LassoSelect);
+    const QRect r = view->rect().adjusted(8, 8, -8, -8);
+    QTest::mousePress(view, Qt::LeftButton, {}, r.topLeft());
+    QTest::mouseMove(view, r.topRight());
+    QTest::mouseMove(view, r.bottomRight());
+    QTest::mouseMove(view, r.bottomLeft());
+    QTest::mouseRelease(view, Qt::LeftButton, {}, r.bottomLeft());
+    view->setTool(EmbeddingView::Tool::Navigate);
+    QVERIFY(w.selectedRows().size() >= 3);
+    QPushButton* embed_selection = nullptr;
+    for (auto* b : w.findChildren<QPushButton*>())
+      if (b->text() == "Embed selection") embed_selection = b;
+    QVERIFY(embed_selection);
+    QSignalSpy shown(&w, &MainWindow::embeddingShown);
+    embed_selection->click();
+    QVERIFY(shown.wait(120000));
+    QCOMPARE(w.dataset()->rows(), static_cast<int64_t>(w.outcome()->graph->n));
+    QCOMPARE(w.outcome()->graph->d, int64_t(kValid));
+    QVERIFY(w.datasetPanel()->fact("Source").contains(QStringLiteral("mask: %1 of 1,024").arg(kValid)));
+    const QString selection_session = path("selection.json");
+    QVERIFY(w.saveSession(selection_session));
+    QVERIFY(QFileInfo::exists(path("selection.data.mask.npy")));
+    QVERIFY(cli({"run", "--session", selection_session, "-o", path("cli-selection"), "--quiet"}));
+    QCOMPARE(cli_graph("cli-selection"), w.outcome()->graph->indices);
   }
 
   void sessionMaskIsApplied() {

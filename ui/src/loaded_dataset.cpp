@@ -201,8 +201,8 @@ MetadataTable metadataTable(const std::vector<PointMetadata>& metadata, int64_t 
 }
 
 std::shared_ptr<const LoadedDataset> adoptDataset(Dataset data, QString name, QString origin, bool demo,
-                                                  std::vector<PointMetadata> extra) {
-  auto ds = finish(std::move(data));
+                                                  std::vector<PointMetadata> extra, DetectorMask mask) {
+  auto ds = finish(std::move(data), std::move(mask));
   ds->name = std::move(name);
   ds->origin = std::move(origin);
   ds->demo = demo;

@@ -411,7 +411,7 @@ void MainWindow::build_docks() {
           meta.push_back(std::move(original));
           return adoptDataset(std::move(sub), tr("%1 (selection of %2)").arg(source->name).arg(rows.size()),
                               tr("%1 selected images of %2").arg(rows.size()).arg(source->name), false,
-                              std::move(meta));
+                              std::move(meta), source->mask);
         },
         tr("the selection"), true);
   });
@@ -655,6 +655,12 @@ bool MainWindow::saveSession(const QString& path) {
       npy::write(info.dir().filePath(data_name).toStdString(), d.data(), shape);
       s.data = data_name.toStdString();
       s.transform = "none";
+      // Their mask too (a selection of masked data): it fits these frames as embedded.
+      if (!dataset_->mask.empty()) {
+        const QString mask_name = info.completeBaseName() + QStringLiteral(".data.mask.npy");
+        npy::write(info.dir().filePath(mask_name).toStdString(), dataset_->mask.valid.data(), dataset_->mask.shape);
+        s.mask = mask_name.toStdString();
+      }
     } else {
       s.data = dataset_->path.toStdString();
     }

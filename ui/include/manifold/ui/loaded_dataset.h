@@ -83,9 +83,10 @@ PointMetadata pointMetadata(const MetadataColumn& column);
 /// as core's metadata table, for their correlation with the coordinates.
 MetadataTable metadataTable(const std::vector<PointMetadata>& metadata, int64_t rows);
 
-/// Wraps an in-memory dataset (tests, the demo).
+/// Wraps an in-memory dataset (tests, the demo, a selection: with the mask of
+/// the dataset it came from, which fits its frames).
 std::shared_ptr<const LoadedDataset> adoptDataset(Dataset data, QString name, QString origin, bool demo,
-                                                  std::vector<PointMetadata> extra = {});
+                                                  std::vector<PointMetadata> extra = {}, DetectorMask mask = {});
 
 /// The built-in demo, the data of `manifold run --demo`: diffraction patterns
 /// of ubiquitin (1UBQ, from Debian's freesasa package) turning about one axis,
