@@ -219,6 +219,11 @@ class TestMetadataTable : public QObject {
       for (int j = 0; j < i; ++j)
         QVERIFY2(colourDistance(categoricalColour(i), categoricalColour(j)) > 0.07,
                  qPrintable(QString("%1 %2").arg(i).arg(j)));
+    // A few categories (three clusters, four classes) get far-apart colours.
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < i; ++j)
+        QVERIFY2(colourDistance(categoricalColour(i), categoricalColour(j)) > 0.19,
+                 qPrintable(QString("%1 %2").arg(i).arg(j)));
     // A code's colour is the code's alone: the same whatever else is shown.
     QCOMPARE(categoricalColour(6), categoricalColour(6));
     QCOMPARE(categoricalColour(-1), QColor(150, 150, 150));
