@@ -65,10 +65,11 @@ FILE: .npy or .mrc of the frame's shape, non-zero = valid (a stack: valid in eve
 a CXI/HDF5 file's mask by the CXI bits (bad: invalid, saturated, hot, dead, shadowed, ignore,
 bad, missing). Without --mask: DATA.cxi's /entry_1/data_1/mask (or .../detector_1/mask),
 else NAME.mask.npy beside NAME.EXT or the folder NAME; none: no mask. binB keeps a bin only
-when all its pixels are valid. trajectory's movies keep the full frames (the GUI applies no
-mask yet).
+when all its pixels are valid. trajectory's movies keep the full frames (the GUI applies the
+same mask).
 -o OUTDIR is written whole or not at all; an existing folder holding other files (or another
-command's result) is refused before the work starts unless --overwrite (knn, run).
+command's result) is refused before the work starts unless --overwrite (knn, run). -o . writes
+into the working folder in place; a folder above it (-o ..) is refused.
 
 --metadata (repeatable): per-point columns of length N from FILE.npy (N or N x m), .csv/.tsv
 with a header (numeric or categorical), FILE.cxi:/PATH (an HDF5 dataset) or MNIST labels
