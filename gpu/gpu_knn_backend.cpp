@@ -161,13 +161,7 @@ class GpuKnnBackend final : public KnnBackend {
     const bool force_block = params.select == "merge";
     const bool tensor = params.precision == "fast-exact";
 
-    KnnGraph g;
-    g.n = data.rows();
-    g.d = data.cols();
-    g.k = params.k;
-    g.metric = params.metric;
-    g.keep_self = params.keep_self;
-    g.backend = "gpu";
+    KnnGraph g = empty_graph(data, params, "gpu");
     // The list capacity: k plus the room the certificate needs, at most every
     // other point (then every list is complete and trivially certified).
     const int cap = list_capacity(g.k, g.n, params.keep_self, tensor);

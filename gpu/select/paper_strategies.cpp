@@ -199,13 +199,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
                                                                         : "its lists and final step hold") +
                           " on this GPU; it supports k up to " + std::to_string(max_k) + " here");
 
-  KnnGraph g;
-  g.n = n;
-  g.d = data.cols();
-  g.k = k;
-  g.metric = params.metric;
-  g.keep_self = params.keep_self;
-  g.backend = "gpu";
+  KnnGraph g = empty_graph(data, params, "gpu");
   g.strategy = strategy;
   auto fingerprint = std::async(std::launch::async, [&data] { return data.fingerprint(); });
 
