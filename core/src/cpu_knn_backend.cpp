@@ -2,7 +2,6 @@
 // SGEMM on square tiles, only tiles on and above the diagonal (the distance
 // matrix is symmetric: each tile feeds the lists of its rows and of its
 // columns), bounded per-row selection, all cores.
-#include <cblas.h>  // openblas_{get,set}_num_threads
 
 #include <algorithm>
 #include <chrono>
@@ -69,13 +68,7 @@ std::vector<TopK> candidate_lists(const PreparedInput& in, const std::vector<std
   std::vector<std::mutex> block_locks(static_cast<size_t>((n + kTile - 1) / kTile));
   progress.stage("knn", tiles.size(), "tiles");
 
-  // One BLAS thread per worker: our threads already cover the cores.
-  const int saved_blas_threads = openblas_get_num_threads();
-  openblas_set_num_threads(1);
-  struct RestoreBlas {
-    int n;
-    ~RestoreBlas() { openblas_set_num_threads(n); }
-  } restore{saved_blas_threads};
+  const SingleThreadedBlas one_blas_thread;  // our threads already cover the cores
 
   auto work = [&](int64_t t) {
     thread_local std::vector<float> tile;

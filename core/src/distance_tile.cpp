@@ -86,4 +86,8 @@ void offer_to_columns(const float* tile, int64_t rn, int64_t cn, int64_t r0, int
   }
 }
 
+SingleThreadedBlas::SingleThreadedBlas() : saved_threads_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
+
+SingleThreadedBlas::~SingleThreadedBlas() { openblas_set_num_threads(saved_threads_); }
+
 }  // namespace manifold

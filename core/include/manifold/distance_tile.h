@@ -39,4 +39,18 @@ void offer_to_rows(const float* tile, int64_t rn, int64_t cn, int64_t r0, int64_
 /// tile: the other half of a symmetric distance matrix).
 void offer_to_columns(const float* tile, int64_t rn, int64_t cn, int64_t r0, int64_t c0, TopK* lists, bool keep_self);
 
+/// While alive, BLAS runs one thread per call: the tile loops already run one
+/// tile per core, and BLAS threads on top would oversubscribe them. The old
+/// thread count comes back on destruction.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas();
+  ~SingleThreadedBlas();
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int saved_threads_;
+};
+
 }  // namespace manifold

@@ -1,7 +1,5 @@
 #include "local_engine.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cctype>
 #include <mutex>
@@ -114,13 +112,7 @@ class TileEngine final : public LocalEngine {
                const std::atomic<bool>* cancel) override {
     const int64_t n = plan_.n(), d = data_.cols(), tile = plan_.tile();
     const bool keep_self = params_.keep_self;
-    // One BLAS thread per worker, as in the CPU backend (and the same kernels).
-    const int saved_blas_threads = openblas_get_num_threads();
-    openblas_set_num_threads(1);
-    struct RestoreBlas {
-      int n;
-      ~RestoreBlas() { openblas_set_num_threads(n); }
-    } restore{saved_blas_threads};
+    const SingleThreadedBlas one_blas_thread;  // as in the CPU backend (and the same kernels)
 
     // The CPU backend's tile loop; only the lists are indexed by this rank's
     // slots instead of global rows.
