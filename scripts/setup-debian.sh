@@ -13,7 +13,7 @@ apt-get install -y --no-install-recommends \
   libhdf5-dev libtiff-dev libpng-dev zlib1g-dev \
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
   libopenmpi-dev openmpi-bin slurm-wlm munge \
-  libgtest-dev nlohmann-json3-dev libxxhash-dev \
+  libgtest-dev nlohmann-json3-dev libxxhash-dev libcli11-dev clang-format \
   qt6-base-dev libqt6opengl6-dev libvtk9-dev libgl1-mesa-dri xvfb xauth \
   libfontconfig-dev fonts-dejavu-core \
   dataset-fashion-mnist freesasa \
