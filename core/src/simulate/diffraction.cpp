@@ -11,6 +11,7 @@
 #include <cmath>
 #include <complex>
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -172,35 +173,48 @@ void validate(const DiffractionParams& p) {
     throw UsageError("--count x --size^2: " + std::to_string(bytes / (1ull << 30)) + " GiB of images is too many");
 }
 
-DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionParams& p, Progress& progress) {
-  validate(p);
-  if (mol.atoms.empty()) throw Error(mol.source + ": the molecule has no atoms");
-  const auto t0 = std::chrono::steady_clock::now();
-  const int S = p.size;
+namespace {
 
-  // Group atoms by element, centred on the mean position (a translation only
-  // changes the phase, but small coordinates keep the phases accurate).
+/// A molecule's atoms grouped by element, centred on their mean position (a
+/// translation only changes the phase, but small coordinates keep the phases
+/// accurate), and the largest distance of an atom from that centre.
+struct CentredMolecule {
+  std::map<std::string, ElementGroup> groups;
+  double radius = 0;
+};
+
+CentredMolecule group_atoms_by_element(const Molecule& mol) {
   double cx = 0, cy = 0, cz = 0;
   for (auto& a : mol.atoms) cx += a.x, cy += a.y, cz += a.z;
   cx /= mol.atoms.size(), cy /= mol.atoms.size(), cz /= mol.atoms.size();
-  std::map<std::string, ElementGroup> groups;
-  double radius = 0;
+  CentredMolecule m;
   for (auto& a : mol.atoms) {
     const CromerMann* ff = cromer_mann(a.element);
     if (!ff) throw Error(mol.source + ": element '" + a.element + "' (atom " + a.name + " " + a.residue +
                          ") has no Cromer-Mann coefficients in the table");
-    auto& g = groups[ff->element];
+    auto& g = m.groups[ff->element];
     g.ff = ff;
     g.r.push_back({a.x - cx, a.y - cy, a.z - cz});
     g.occupancy.push_back(a.occupancy);
-    radius = std::max(radius, std::sqrt((a.x - cx) * (a.x - cx) + (a.y - cy) * (a.y - cy) + (a.z - cz) * (a.z - cz)));
+    m.radius =
+        std::max(m.radius, std::sqrt((a.x - cx) * (a.x - cx) + (a.y - cy) * (a.y - cy) + (a.z - cz) * (a.z - cz)));
   }
+  return m;
+}
 
-  // Detector: q of each pixel and the form factor of each element there.
-  const double dq = 2 * p.q_max / S;
+/// q of each detector row (= column): S values centred on 0, dq apart.
+std::vector<double> detector_q(int S, double dq) {
   std::vector<double> q1(static_cast<size_t>(S));
   for (int i = 0; i < S; ++i) q1[static_cast<size_t>(i)] = (i - (S - 1) / 2.0) * dq;
-  std::vector<Eigen::MatrixXd> ffmap;  // per group, S x S (row = q_y, column = q_x)
+  return q1;
+}
+
+/// The form factor of each element group at every pixel, S x S (row = q_y,
+/// column = q_x), in the groups' order.
+std::vector<Eigen::MatrixXd> form_factor_maps(const std::map<std::string, ElementGroup>& groups,
+                                              const std::vector<double>& q1) {
+  const int S = static_cast<int>(q1.size());
+  std::vector<Eigen::MatrixXd> ffmap;
   for (auto& [name, g] : groups) {
     Eigen::MatrixXd f(S, S);
     for (int r = 0; r < S; ++r)
@@ -210,6 +224,185 @@ DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionPar
       }
     ffmap.push_back(std::move(f));
   }
+  return ffmap;
+}
+
+/// p.count rotations (quaternions, w >= 0) from one stream of its own
+/// (`role`), so they do not depend on threads: uniform in SO(3) for a random
+/// axis, else uniform angles about the axis (written to `angles` if given).
+void draw_orientations(const DiffractionParams& p, uint64_t role, std::vector<double>& quaternions,
+                       std::vector<double>* angles) {
+  std::mt19937_64 rng = pattern_rng(p.seed, -1, role);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int64_t i = 0; i < p.count; ++i) {
+    double w, x = 0, y = 0, z = 0;
+    if (p.axis == "random") {
+      // Shoemake: uniform on the unit 3-sphere = uniform rotations.
+      const double u1 = u(rng), u2 = 2 * M_PI * u(rng), u3 = 2 * M_PI * u(rng);
+      w = std::sqrt(u1) * std::cos(u3);
+      x = std::sqrt(1 - u1) * std::sin(u2);
+      y = std::sqrt(1 - u1) * std::cos(u2);
+      z = std::sqrt(u1) * std::sin(u3);
+    } else {
+      const double angle = 2 * M_PI * u(rng);
+      if (angles) (*angles)[static_cast<size_t>(i)] = angle;
+      w = std::cos(angle / 2);
+      const double s = std::sin(angle / 2);
+      (p.axis == "x" ? x : p.axis == "y" ? y : z) = s;
+    }
+    if (w < 0) w = -w, x = -x, y = -y, z = -z;
+    double* q = quaternions.data() + i * 4;
+    q[0] = w, q[1] = x, q[2] = y, q[3] = z;
+  }
+}
+
+/// |A(R)|^2 of one molecule in rotation `qt`, S x S row-major, added to img.
+void add_intensity(const CentredMolecule& mol, const std::vector<Eigen::MatrixXd>& ffmap,
+                   const std::vector<double>& q1, const double* qt, double* img) {
+  const int S = static_cast<int>(q1.size());
+  const Mat3 R = quaternion_matrix(qt[0], qt[1], qt[2], qt[3]);
+  Eigen::MatrixXcd amp = Eigen::MatrixXcd::Zero(S, S);
+  size_t gi = 0;
+  for (auto& [name, g] : mol.groups) {
+    const Eigen::Index na = static_cast<Eigen::Index>(g.r.size());
+    // Y (S x atoms) = exp(i q_y y'), X (atoms x S) = o exp(i q_x x').
+    Eigen::MatrixXcd Y(S, na), X(na, S);
+    for (Eigen::Index j = 0; j < na; ++j) {
+      const auto& r = g.r[static_cast<size_t>(j)];
+      const double xr = R[0][0] * r[0] + R[0][1] * r[1] + R[0][2] * r[2];
+      const double yr = R[1][0] * r[0] + R[1][1] * r[1] + R[1][2] * r[2];
+      const double o = g.occupancy[static_cast<size_t>(j)];
+      for (int k = 0; k < S; ++k) {
+        const double qk = q1[static_cast<size_t>(k)];
+        Y(k, j) = std::polar(1.0, qk * yr);
+        X(j, k) = std::polar(o, qk * xr);
+      }
+    }
+    amp.array() += ffmap[gi].array() * (Y * X).array();
+    ++gi;
+  }
+  for (int r = 0; r < S; ++r)
+    for (int c = 0; c < S; ++c) img[r * S + c] += std::norm(amp(r, c));
+}
+
+/// The noise-free patterns, count x S x S, and each one's total intensity.
+struct Intensities {
+  std::vector<double> images;
+  std::vector<double> totals;
+};
+
+/// Every pattern's |A|^2: one molecule in its orientation (`first`), a
+/// second one (`second`) for a double hit, none for a blank.
+Intensities pattern_intensities(const DiffractionParams& p, const CentredMolecule& mol,
+                                const std::vector<Eigen::MatrixXd>& ffmap, const std::vector<double>& q1,
+                                const std::vector<double>& first, const std::vector<double>& second,
+                                const std::function<int(int64_t)>& molecules, Progress& progress) {
+  const int64_t S = static_cast<int64_t>(q1.size());
+  Intensities in;
+  in.totals.resize(static_cast<size_t>(p.count));
+  in.images.resize(static_cast<size_t>(p.count * S * S));
+  progress.stage("diffraction", static_cast<uint64_t>(p.count), "patterns");
+  parallel_for(0, p.count, p.threads, [&](int64_t i) {
+    double* img = in.images.data() + i * S * S;
+    const int m = molecules(i);
+    if (m >= 1) add_intensity(mol, ffmap, q1, first.data() + i * 4, img);
+    if (m >= 2) add_intensity(mol, ffmap, q1, second.data() + i * 4, img);
+    double total = 0;
+    for (int64_t k = 0; k < S * S; ++k) total += img[k];
+    in.totals[static_cast<size_t>(i)] = total;
+    progress.advance(1);
+  });
+  progress.finish();
+  return in;
+}
+
+/// Shot-to-shot fluence per pattern: log-normal, mean 1, relative spread
+/// p.fluence_jitter (all 1 without jitter).
+std::vector<double> shot_fluences(const DiffractionParams& p) {
+  std::vector<double> fluence(static_cast<size_t>(p.count), 1.0);
+  if (p.fluence_jitter > 0) {
+    std::mt19937_64 rng = pattern_rng(p.seed, -1, 5);
+    const double sigma = std::sqrt(std::log1p(p.fluence_jitter * p.fluence_jitter));
+    std::normal_distribution<double> g(-sigma * sigma / 2, sigma);
+    for (double& f : fluence) f = std::exp(g(rng));
+  }
+  return fluence;
+}
+
+/// out.images from the intensities: Poisson counts of fluence x (scale x
+/// intensity + background) with p.photons > 0 (a stream per pattern, so
+/// they do not depend on threads), else the intensities themselves.
+void count_photons(const DiffractionParams& p, const std::vector<double>& intensity, const std::vector<double>& q1,
+                   DiffractionImages& out, Progress& progress) {
+  if (p.photons <= 0) {
+    for (size_t k = 0; k < intensity.size(); ++k) out.images[k] = static_cast<float>(intensity[k]);
+    return;
+  }
+  const int64_t S = static_cast<int64_t>(q1.size());
+  const std::vector<double> background = background_profile(q1, p.q_max, p.background);
+  const std::vector<double> fluence = shot_fluences(p);
+  progress.stage("poisson noise", static_cast<uint64_t>(p.count), "patterns");
+  parallel_for(0, p.count, p.threads, [&](int64_t i) {
+    std::mt19937_64 rng = pattern_rng(p.seed, i, 2);
+    for (int64_t k = 0; k < S * S; ++k) {
+      const double mean = fluence[static_cast<size_t>(i)] *
+                          (out.scale * intensity[static_cast<size_t>(i * S * S + k)] + background[static_cast<size_t>(k)]);
+      float v = 0;
+      if (mean > 0) v = static_cast<float>(std::poisson_distribution<int64_t>(mean)(rng));
+      out.images[static_cast<size_t>(i * S * S + k)] = v;
+    }
+    progress.advance(1);
+  });
+  progress.finish();
+}
+
+/// Every parameter, the molecule and the atoms used: the set's JSON.
+nlohmann::json diffraction_metadata(const Molecule& mol, const CentredMolecule& centred, const DiffractionParams& p,
+                                    const DiffractionImages& out, double dq, double seconds) {
+  nlohmann::json atoms = nlohmann::json::object();
+  for (auto& [name, g] : centred.groups) atoms[name] = g.r.size();
+  nlohmann::json meta = {{"format", "manifold-diffraction"},
+                         {"version", 1},
+                         {"model", "small-angle flat detector, I(q) = |sum_j o_j f_j(|q|) exp(i q.r_j)|^2, Cromer-Mann f"},
+                         {"pdb", mol.source},
+                         {"pdb_id", mol.id},
+                         {"atoms", mol.atoms.size()},
+                         {"atoms_by_element", atoms},
+                         {"molecule_radius_A", centred.radius},
+                         {"count", p.count},
+                         {"size", p.size},
+                         {"axis", p.axis},
+                         {"photons", p.photons},
+                         {"photons_per_unit_intensity", out.scale},
+                         {"seed", p.seed},
+                         {"background_photons", p.background},
+                         {"fluence_jitter", p.fluence_jitter},
+                         {"hot_pixels", p.hot_pixels},
+                         {"gap", p.gap},
+                         {"q_max_per_A", p.q_max},
+                         {"pixel_q_per_A", dq},
+                         {"resolution_A", 2 * M_PI / p.q_max},
+                         {"seconds", seconds}};
+  if (!p.mix.empty()) {
+    meta["mix"] = nlohmann::json::object();
+    for (size_t c = 0; c < p.mix.size(); ++c) meta["mix"][hit_class_names()[c]] = p.mix[c];
+    meta["classes"] = hit_class_names();
+    meta["photons_are_per"] = "molecule";
+  }
+  return meta;
+}
+
+}  // namespace
+
+DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionParams& p, Progress& progress) {
+  validate(p);
+  if (mol.atoms.empty()) throw Error(mol.source + ": the molecule has no atoms");
+  const auto t0 = std::chrono::steady_clock::now();
+  const int S = p.size;
+  const CentredMolecule centred = group_atoms_by_element(mol);
+  const double dq = 2 * p.q_max / S;
+  const std::vector<double> q1 = detector_q(S, dq);
+  const std::vector<Eigen::MatrixXd> ffmap = form_factor_maps(centred.groups, q1);
 
   DiffractionImages out;
   out.count = p.count;
@@ -218,148 +411,31 @@ DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionPar
   out.images.resize(static_cast<size_t>(p.count * S * S));
   out.quaternions.resize(static_cast<size_t>(p.count * 4));
   if (p.axis != "random") out.angles.resize(static_cast<size_t>(p.count));
-  // Orientations first (cheap), from one stream, so they do not depend on threads.
-  auto draw_orientations = [&](std::vector<double>& quaternions, std::vector<double>* angles, uint64_t role) {
-    std::mt19937_64 rng = pattern_rng(p.seed, -1, role);
-    std::uniform_real_distribution<double> u(0, 1);
-    for (int64_t i = 0; i < p.count; ++i) {
-      double w, x = 0, y = 0, z = 0;
-      if (p.axis == "random") {
-        // Shoemake: uniform on the unit 3-sphere = uniform rotations.
-        const double u1 = u(rng), u2 = 2 * M_PI * u(rng), u3 = 2 * M_PI * u(rng);
-        w = std::sqrt(u1) * std::cos(u3);
-        x = std::sqrt(1 - u1) * std::sin(u2);
-        y = std::sqrt(1 - u1) * std::cos(u2);
-        z = std::sqrt(u1) * std::sin(u3);
-      } else {
-        const double angle = 2 * M_PI * u(rng);
-        if (angles) (*angles)[static_cast<size_t>(i)] = angle;
-        w = std::cos(angle / 2);
-        const double s = std::sin(angle / 2);
-        (p.axis == "x" ? x : p.axis == "y" ? y : z) = s;
-      }
-      if (w < 0) w = -w, x = -x, y = -y, z = -z;
-      double* q = quaternions.data() + i * 4;
-      q[0] = w, q[1] = x, q[2] = y, q[3] = z;
-    }
-  };
-  draw_orientations(out.quaternions, &out.angles, 1);
+  // Orientations first (cheap), so they do not depend on threads.
+  draw_orientations(p, 1, out.quaternions, &out.angles);
   // A mix: classes with exact counts (largest remainders), shuffled; the
   // second molecules of double hits from their own stream.
   std::vector<double> second;
   if (!p.mix.empty()) {
     out.labels = hit_labels(p.mix, p.count, p.seed);
     second.resize(out.quaternions.size());
-    draw_orientations(second, nullptr, 3);
+    draw_orientations(p, 3, second, nullptr);
   }
   auto molecules = [&](int64_t i) { return out.labels.empty() ? 1 : out.labels[static_cast<size_t>(i)]; };
-
-  progress.stage("diffraction", static_cast<uint64_t>(p.count), "patterns");
-  std::vector<double> totals(static_cast<size_t>(p.count));
-  std::vector<double> intensity(static_cast<size_t>(p.count * S * S));
-  // |A(R)|^2 of one molecule, S x S row-major, into img (added to it).
-  auto add_intensity = [&](const double* qt, double* img) {
-    const Mat3 R = quaternion_matrix(qt[0], qt[1], qt[2], qt[3]);
-    Eigen::MatrixXcd amp = Eigen::MatrixXcd::Zero(S, S);
-    size_t gi = 0;
-    for (auto& [name, g] : groups) {
-      const Eigen::Index na = static_cast<Eigen::Index>(g.r.size());
-      // Y (S x atoms) = exp(i q_y y'), X (atoms x S) = o exp(i q_x x').
-      Eigen::MatrixXcd Y(S, na), X(na, S);
-      for (Eigen::Index j = 0; j < na; ++j) {
-        const auto& r = g.r[static_cast<size_t>(j)];
-        const double xr = R[0][0] * r[0] + R[0][1] * r[1] + R[0][2] * r[2];
-        const double yr = R[1][0] * r[0] + R[1][1] * r[1] + R[1][2] * r[2];
-        const double o = g.occupancy[static_cast<size_t>(j)];
-        for (int k = 0; k < S; ++k) {
-          const double qk = q1[static_cast<size_t>(k)];
-          Y(k, j) = std::polar(1.0, qk * yr);
-          X(j, k) = std::polar(o, qk * xr);
-        }
-      }
-      amp.array() += ffmap[gi].array() * (Y * X).array();
-      ++gi;
-    }
-    for (int r = 0; r < S; ++r)
-      for (int c = 0; c < S; ++c) img[r * S + c] += std::norm(amp(r, c));
-  };
-  parallel_for(0, p.count, p.threads, [&](int64_t i) {
-    double* img = intensity.data() + i * S * S;
-    const int m = molecules(i);
-    if (m >= 1) add_intensity(out.quaternions.data() + i * 4, img);
-    if (m >= 2) add_intensity(second.data() + i * 4, img);
-    double total = 0;
-    for (int64_t k = 0; k < static_cast<int64_t>(S) * S; ++k) total += img[k];
-    totals[static_cast<size_t>(i)] = total;
-    progress.advance(1);
-  });
-  progress.finish();
+  const Intensities intensity =
+      pattern_intensities(p, centred, ffmap, q1, out.quaternions, second, molecules, progress);
 
   // One fluence for all patterns: `photons` on average per molecule (per
   // pattern without a mix).
   double mean_total = 0, molecule_count = 0;
-  for (int64_t i = 0; i < p.count; ++i) mean_total += totals[static_cast<size_t>(i)], molecule_count += molecules(i);
+  for (int64_t i = 0; i < p.count; ++i)
+    mean_total += intensity.totals[static_cast<size_t>(i)], molecule_count += molecules(i);
   mean_total /= std::max(1.0, molecule_count);
   out.scale = p.photons > 0 && mean_total > 0 ? p.photons / mean_total : 0;
-  const std::vector<double> background = background_profile(q1, p.q_max, p.background);
-  // Shot-to-shot fluence: log-normal, mean 1, relative spread fluence_jitter.
-  std::vector<double> fluence(static_cast<size_t>(p.count), 1.0);
-  if (p.fluence_jitter > 0) {
-    std::mt19937_64 rng = pattern_rng(p.seed, -1, 5);
-    const double sigma = std::sqrt(std::log1p(p.fluence_jitter * p.fluence_jitter));
-    std::normal_distribution<double> g(-sigma * sigma / 2, sigma);
-    for (double& f : fluence) f = std::exp(g(rng));
-  }
-  if (p.photons > 0) {
-    progress.stage("poisson noise", static_cast<uint64_t>(p.count), "patterns");
-    parallel_for(0, p.count, p.threads, [&](int64_t i) {
-      std::mt19937_64 rng = pattern_rng(p.seed, i, 2);
-      for (int64_t k = 0; k < static_cast<int64_t>(S) * S; ++k) {
-        const double mean = fluence[static_cast<size_t>(i)] *
-                            (out.scale * intensity[static_cast<size_t>(i * S * S + k)] + background[static_cast<size_t>(k)]);
-        float v = 0;
-        if (mean > 0) v = static_cast<float>(std::poisson_distribution<int64_t>(mean)(rng));
-        out.images[static_cast<size_t>(i * S * S + k)] = v;
-      }
-      progress.advance(1);
-    });
-    progress.finish();
-  } else {
-    for (size_t k = 0; k < intensity.size(); ++k) out.images[k] = static_cast<float>(intensity[k]);
-  }
-
+  count_photons(p, intensity.images, q1, out, progress);
   add_detector_defects(p, out);
-
-  nlohmann::json atoms = nlohmann::json::object();
-  for (auto& [name, g] : groups) atoms[name] = g.r.size();
-  out.metadata = {{"format", "manifold-diffraction"},
-                  {"version", 1},
-                  {"model", "small-angle flat detector, I(q) = |sum_j o_j f_j(|q|) exp(i q.r_j)|^2, Cromer-Mann f"},
-                  {"pdb", mol.source},
-                  {"pdb_id", mol.id},
-                  {"atoms", mol.atoms.size()},
-                  {"atoms_by_element", atoms},
-                  {"molecule_radius_A", radius},
-                  {"count", p.count},
-                  {"size", S},
-                  {"axis", p.axis},
-                  {"photons", p.photons},
-                  {"photons_per_unit_intensity", out.scale},
-                  {"seed", p.seed},
-                  {"background_photons", p.background},
-                  {"fluence_jitter", p.fluence_jitter},
-                  {"hot_pixels", p.hot_pixels},
-                  {"gap", p.gap},
-                  {"q_max_per_A", p.q_max},
-                  {"pixel_q_per_A", dq},
-                  {"resolution_A", 2 * M_PI / p.q_max},
-                  {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
-  if (!p.mix.empty()) {
-    out.metadata["mix"] = nlohmann::json::object();
-    for (size_t c = 0; c < p.mix.size(); ++c) out.metadata["mix"][hit_class_names()[c]] = p.mix[c];
-    out.metadata["classes"] = hit_class_names();
-    out.metadata["photons_are_per"] = "molecule";
-  }
+  out.metadata = diffraction_metadata(mol, centred, p, out, dq,
+                                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return out;
 }
 
