@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <utility>
 
 #include "manifold/block_eigensolver.h"
 #include "manifold/error.h"
@@ -116,6 +117,100 @@ Ritz rayleigh_ritz(BlockOperator& op, double shift, int q, int w, int x_out, int
   return r;
 }
 
+/// Slot 0 <- the start block: the given vectors (finite entries), random
+/// columns for the rest.
+void upload_start_block(BlockOperator& op, const ChebyshevOptions& o) {
+  const int64_t n = op.rows();
+  const int b = op.block();
+  std::vector<double> host(static_cast<size_t>(n * b));
+  std::mt19937_64 rng(o.seed);
+  std::normal_distribution<double> normal;
+  const int given = o.start ? std::min(o.start_cols, b) : 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int c = 0; c < b; ++c) {
+      double v = normal(rng);
+      if (c < given) {
+        const double s = o.start[static_cast<size_t>(i * o.start_cols + c)];
+        if (std::isfinite(s)) v = s;
+      }
+      host[static_cast<size_t>(i * b + c)] = v;
+    }
+  op.upload(0, host.data());
+}
+
+/// |A x_j - theta_j x_j| / max(|theta_j|, floor).
+double relative_residual(const Ritz& rz, int j, double floor) {
+  return rz.res[static_cast<size_t>(j)] / std::max(std::abs(rz.theta[static_cast<size_t>(j)]), floor);
+}
+
+/// One Chebyshev filter: the interval [lower, cut] it damps, as centre c and
+/// half-width e, the scaled reference point t_ref = t(upper), its degree.
+struct Filter {
+  double cut = 0, e = 0, c = 0, t_ref = 0;
+  int degree = 0;
+};
+
+/// The next filter: the degree the worst unconverged wanted pair needs by the
+/// Chebyshev bound, capped so that within one filter the top pair grows at
+/// most kappa times over the cut (or the other directions of a column drown
+/// in its top component), by max_degree and by the products left.
+Filter plan_filter(const Ritz& rz, int count, const ChebyshevOptions& o, int64_t products_spent, double eps23) {
+  const double kappa = 1e8;
+  const int b = static_cast<int>(rz.theta.size());
+  Filter f;
+  f.cut = std::max(rz.theta[static_cast<size_t>(b - 1)], o.lower + 1e-12 * (o.upper - o.lower));
+  f.e = (f.cut - o.lower) / 2, f.c = (f.cut + o.lower) / 2;
+  f.t_ref = std::max((o.upper - f.c) / f.e, 1.0 + 1e-15);
+  int degree = 4;
+  for (int j = 0; j < count; ++j) {
+    const double rel = relative_residual(rz, j, eps23);
+    if (rel <= o.tolerance) continue;
+    const double t = (rz.theta[static_cast<size_t>(j)] - f.c) / f.e;
+    const double rho = std::acosh(std::max(t, 1.0 + 1e-12));
+    degree = std::max(degree, static_cast<int>(std::ceil(std::acosh(rel / (0.3 * o.tolerance)) / rho)));
+  }
+  const double rho_top = std::acosh(std::max((rz.theta[0] - f.c) / f.e, 1.0 + 1e-12));
+  degree = std::min({degree, o.max_degree, std::max(4, static_cast<int>(std::acosh(kappa) / rho_top))});
+  f.degree = static_cast<int>(std::min<int64_t>(degree, std::max<int64_t>(1, o.max_products - products_spent)));
+  return f;
+}
+
+/// Filters slot x by the three-term recurrence of the scaled polynomials
+/// (one block product per degree, the operator shifted to the centre).
+/// Returns {the filtered slot, the spare slot the recurrence used}.
+std::pair<int, int> apply_filter(BlockOperator& op, int x, const Filter& f, Progress& progress) {
+  op.set_shift(f.c);
+  int cur = free_slot({x}), prev = x;
+  double sigma = 1 / f.t_ref;
+  op.apply(x, cur, sigma / f.e, 0);
+  for (int i = 2; i <= f.degree; ++i) {
+    const double sigma_next = 1 / (2 * f.t_ref - sigma);
+    op.apply(cur, prev, 2 * sigma_next / f.e, -sigma * sigma_next);
+    std::swap(cur, prev);
+    sigma = sigma_next;
+    if ((i & 15) == 0) progress.check_cancel();
+  }
+  return {cur, prev};
+}
+
+/// The first `count` Ritz pairs of slot x, vectors with the CPU solvers' signs.
+Eigenpairs converged_pairs(BlockOperator& op, const Ritz& rz, int x, int count, const ChebyshevStats& st) {
+  const int64_t n = op.rows();
+  const int b = op.block();
+  Eigenpairs ep;
+  ep.count = count;
+  ep.ncv = b;
+  ep.iterations = st.outer_iterations;
+  ep.matvecs = st.products * b;
+  ep.values.assign(rz.theta.begin(), rz.theta.begin() + count);
+  ep.vectors.resize(static_cast<size_t>(n * count));
+  op.download(x, count, ep.vectors.data());
+  detail::largest_entry_positive(ep.vectors, n, count, 0);  // signs as the CPU solvers'
+  for (int j = 0; j < count; ++j) ep.max_residual = std::max(ep.max_residual, relative_residual(rz, j, 1e-300));
+  ep.check_settled = true;  // a block holds repeated eigenvalues: no separate check needed
+  return ep;
+}
+
 }  // namespace
 
 int chebyshev_block(int count, int64_t n, int requested) {
@@ -135,23 +230,7 @@ Eigenpairs chebyshev_eigenpairs(BlockOperator& op, int count, const ChebyshevOpt
   ChebyshevStats st;
   const double eps23 = std::pow(std::numeric_limits<double>::epsilon(), 2.0 / 3.0);
 
-  // Start block: the given vectors, random columns for the rest.
-  {
-    std::vector<double> host(static_cast<size_t>(n * b));
-    std::mt19937_64 rng(o.seed);
-    std::normal_distribution<double> normal;
-    const int given = o.start ? std::min(o.start_cols, b) : 0;
-    for (int64_t i = 0; i < n; ++i)
-      for (int c = 0; c < b; ++c) {
-        double v = normal(rng);
-        if (c < given) {
-          const double s = o.start[static_cast<size_t>(i * o.start_cols + c)];
-          if (std::isfinite(s)) v = s;
-        }
-        host[static_cast<size_t>(i * b + c)] = v;
-      }
-    op.upload(0, host.data());
-  }
+  upload_start_block(op, o);
   const auto t_start = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
   progress.stage("eigensolve", static_cast<uint64_t>(o.max_products), "block products", true);
@@ -161,12 +240,11 @@ Eigenpairs chebyshev_eigenpairs(BlockOperator& op, int count, const ChebyshevOpt
   int x = free_slot({q}), wx = free_slot({q, x});
   Ritz rz = rayleigh_ritz(op, shift, q, free_slot({q, x, wx}), x, wx);
   st.products += 1;
-  const double kappa = 1e8;  // largest amplification within one filter (conditioning)
   for (;;) {
     double worst = 0;
     int worst_j = -1;
     for (int j = 0; j < count; ++j) {
-      const double rel = rz.res[static_cast<size_t>(j)] / std::max(std::abs(rz.theta[static_cast<size_t>(j)]), eps23);
+      const double rel = relative_residual(rz, j, eps23);
       if (rel > o.tolerance && (worst_j < 0 || rel > worst)) worst = rel, worst_j = j;
     }
     if (worst_j < 0) break;
@@ -175,43 +253,15 @@ Eigenpairs chebyshev_eigenpairs(BlockOperator& op, int count, const ChebyshevOpt
                                          std::to_string(st.products) + " block products, worst relative residual " +
                                          std::to_string(worst) + ")",
                                      st.products, seconds());
-    // Filter interval [lower, cut] to damp, scaled to 1 at `upper`.
-    const double cut = std::max(rz.theta[static_cast<size_t>(b - 1)], o.lower + 1e-12 * (o.upper - o.lower));
-    const double e = (cut - o.lower) / 2, c = (cut + o.lower) / 2;
-    const double t_ref = std::max((o.upper - c) / e, 1.0 + 1e-15);
-    int degree = 4;
-    for (int j = 0; j < count; ++j) {
-      const double rel = rz.res[static_cast<size_t>(j)] / std::max(std::abs(rz.theta[static_cast<size_t>(j)]), eps23);
-      if (rel <= o.tolerance) continue;
-      const double t = (rz.theta[static_cast<size_t>(j)] - c) / e;
-      const double rho = std::acosh(std::max(t, 1.0 + 1e-12));
-      degree = std::max(degree, static_cast<int>(std::ceil(std::acosh(rel / (0.3 * o.tolerance)) / rho)));
-    }
-    // Conditioning: within one filter the top pair grows at most kappa
-    // times over the cut, or the other directions of a column drown in its
-    // top component.
-    const double rho_top = std::acosh(std::max((rz.theta[0] - c) / e, 1.0 + 1e-12));
-    degree = std::min({degree, o.max_degree, std::max(4, static_cast<int>(std::acosh(kappa) / rho_top))});
-    degree = static_cast<int>(std::min<int64_t>(degree, std::max<int64_t>(1, o.max_products - st.products)));
+    const Filter filter = plan_filter(rz, count, o, st.products, eps23);
     if (o.trace)
       std::fprintf(stderr, "chebyshev: outer %d, worst residual %.3e (pair %d), cut %.9f, degree %d\n",
-                   st.outer_iterations, worst, worst_j, cut, degree);
-    // The three-term recurrence of the scaled polynomials.
-    shift = c;
-    op.set_shift(shift);
-    int cur = free_slot({x}), prev = x;
-    double sigma = 1 / t_ref;
-    op.apply(x, cur, sigma / e, 0);
-    for (int i = 2; i <= degree; ++i) {
-      const double sigma_next = 1 / (2 * t_ref - sigma);
-      op.apply(cur, prev, 2 * sigma_next / e, -sigma * sigma_next);
-      std::swap(cur, prev);
-      sigma = sigma_next;
-      if ((i & 15) == 0) progress.check_cancel();
-    }
-    st.products += degree;
-    st.degrees.push_back(degree);
-    progress.advance(static_cast<uint64_t>(degree));
+                   st.outer_iterations, worst, worst_j, filter.cut, filter.degree);
+    shift = filter.c;
+    const auto [cur, prev] = apply_filter(op, x, filter, progress);
+    st.products += filter.degree;
+    st.degrees.push_back(filter.degree);
+    progress.advance(static_cast<uint64_t>(filter.degree));
     progress.check_cancel();
     q = orthonormalise(op, cur, prev, st);
     x = free_slot({q});
@@ -221,19 +271,7 @@ Eigenpairs chebyshev_eigenpairs(BlockOperator& op, int count, const ChebyshevOpt
     st.products += 1;
     ++st.outer_iterations;
   }
-  Eigenpairs ep;
-  ep.count = count;
-  ep.ncv = b;
-  ep.iterations = st.outer_iterations;
-  ep.matvecs = st.products * b;
-  ep.values.assign(rz.theta.begin(), rz.theta.begin() + count);
-  ep.vectors.resize(static_cast<size_t>(n * count));
-  op.download(x, count, ep.vectors.data());
-  detail::largest_entry_positive(ep.vectors, n, count, 0);  // signs as the CPU solvers'
-  for (int j = 0; j < count; ++j)
-    ep.max_residual = std::max(
-        ep.max_residual, rz.res[static_cast<size_t>(j)] / std::max(std::abs(rz.theta[static_cast<size_t>(j)]), 1e-300));
-  ep.check_settled = true;  // a block holds repeated eigenvalues: no separate check needed
+  Eigenpairs ep = converged_pairs(op, rz, x, count, st);
   progress.finish();
   if (stats_out) *stats_out = st;
   return ep;
