@@ -51,16 +51,28 @@ inline double edge_weight(double near, double far, double inv_eps, Sym sym) {
   return 0;
 }
 
-Pattern build_pattern(const KnnGraph& g, int kp, const std::vector<double>& sigma, Sym sym, int threads,
-                      Progress& progress) {
+/// Rows of the directed k'-graph as scaled squared distances, each row
+/// sorted by column: row i holds count[i] entries at [i * kp, i * kp + count[i]).
+struct DirectedRows {
+  int kp = 0;
+  std::vector<int32_t> col;
+  std::vector<double> s;
+  std::vector<int32_t> count;
+};
+
+/// The first kp neighbours of every row, self entries dropped (the
+/// self-affinity is added as the diagonal), scaled by sigma_i sigma_j when
+/// sigma is given. A neighbour listed twice is a corrupt graph (Error).
+DirectedRows directed_rows(const KnnGraph& g, int kp, const std::vector<double>& sigma, int threads,
+                           Progress& progress) {
   const Metric metric = g.metric;
   const int64_t n = g.n;
   const int k = g.k;
-  // Directed rows sorted by column (self entries dropped: the self-affinity
-  // is added as the diagonal).
-  std::vector<int32_t> dcol(static_cast<size_t>(n * kp));
-  std::vector<double> ds(static_cast<size_t>(n * kp));
-  std::vector<int32_t> dcount(static_cast<size_t>(n));
+  DirectedRows d;
+  d.kp = kp;
+  d.col.resize(static_cast<size_t>(n * kp));
+  d.s.resize(static_cast<size_t>(n * kp));
+  d.count.resize(static_cast<size_t>(n));
   progress.stage("kernel graph", static_cast<uint64_t>(n), "rows");
   parallel_for(0, blocks_of(n), threads, [&](int64_t b) {
     std::vector<std::pair<int32_t, double>> row(static_cast<size_t>(kp));
@@ -82,75 +94,100 @@ Pattern build_pattern(const KnnGraph& g, int kp, const std::vector<double>& sigm
           throw Error("graph row " + std::to_string(i) + " lists neighbour " +
                       std::to_string(row[static_cast<size_t>(e)].first) + " twice (corrupt indices.npy?)");
       for (int e = 0; e < m; ++e) {
-        dcol[static_cast<size_t>(i * kp + e)] = row[static_cast<size_t>(e)].first;
-        ds[static_cast<size_t>(i * kp + e)] = row[static_cast<size_t>(e)].second;
+        d.col[static_cast<size_t>(i * kp + e)] = row[static_cast<size_t>(e)].first;
+        d.s[static_cast<size_t>(i * kp + e)] = row[static_cast<size_t>(e)].second;
       }
-      dcount[static_cast<size_t>(i)] = m;
+      d.count[static_cast<size_t>(i)] = m;
     }
     progress.advance(static_cast<uint64_t>(r1 - b * kBlock));
   });
+  return d;
+}
 
-  // Transpose by counting sort: filling in row order leaves each transposed
-  // row sorted by column.
-  std::vector<int64_t> tptr(static_cast<size_t>(n + 1), 0);
+/// The transpose of the directed rows in CSR (ptr, col, s).
+struct TransposedRows {
+  std::vector<int64_t> ptr;
+  std::vector<int32_t> col;
+  std::vector<double> s;
+};
+
+/// Transpose by counting sort: filling in row order leaves each transposed
+/// row sorted by column.
+TransposedRows transpose(const DirectedRows& d, int64_t n) {
+  const int kp = d.kp;
+  TransposedRows t;
+  t.ptr.assign(static_cast<size_t>(n + 1), 0);
   for (int64_t i = 0; i < n; ++i)
-    for (int e = 0; e < dcount[static_cast<size_t>(i)]; ++e) ++tptr[static_cast<size_t>(dcol[static_cast<size_t>(i * kp + e)]) + 1];
-  for (int64_t i = 0; i < n; ++i) tptr[static_cast<size_t>(i + 1)] += tptr[static_cast<size_t>(i)];
-  std::vector<int32_t> tcol(static_cast<size_t>(tptr[static_cast<size_t>(n)]));
-  std::vector<double> ts(tcol.size());
-  {
-    std::vector<int64_t> fill(tptr.begin(), tptr.end() - 1);
-    for (int64_t i = 0; i < n; ++i)
-      for (int e = 0; e < dcount[static_cast<size_t>(i)]; ++e) {
-        const size_t src = static_cast<size_t>(i * kp + e);
-        const int64_t pos = fill[static_cast<size_t>(dcol[src])]++;
-        tcol[static_cast<size_t>(pos)] = static_cast<int32_t>(i);
-        ts[static_cast<size_t>(pos)] = ds[src];
-      }
-  }
-  progress.check_cancel();
-
-  // Merge row i of the directed graph with row i of its transpose.
-  auto merge_row = [&](int64_t i, int32_t* out_col, double* out_near, double* out_far) -> int64_t {
-    const int32_t* a = dcol.data() + i * kp;
-    const double* as = ds.data() + i * kp;
-    const int64_t na = dcount[static_cast<size_t>(i)];
-    const int32_t* b = tcol.data() + tptr[static_cast<size_t>(i)];
-    const double* bs = ts.data() + tptr[static_cast<size_t>(i)];
-    const int64_t nb = tptr[static_cast<size_t>(i + 1)] - tptr[static_cast<size_t>(i)];
-    int64_t p = 0, q = 0, m = 0;
-    while (p < na || q < nb) {
-      int32_t c;
-      double near, far;
-      if (q >= nb || (p < na && a[p] < b[q])) {
-        c = a[p];
-        near = as[p++];
-        far = kInf;
-      } else if (p >= na || b[q] < a[p]) {
-        c = b[q];
-        near = bs[q++];
-        far = kInf;
-      } else {
-        c = a[p];
-        near = std::min(as[p], bs[q]);
-        far = std::max(as[p], bs[q]);
-        ++p, ++q;
-      }
-      if (sym == Sym::And && far == kInf) continue;
-      if (out_col) {
-        out_col[m] = c;
-        out_near[m] = near;
-        out_far[m] = far;
-      }
-      ++m;
+    for (int e = 0; e < d.count[static_cast<size_t>(i)]; ++e)
+      ++t.ptr[static_cast<size_t>(d.col[static_cast<size_t>(i * kp + e)]) + 1];
+  for (int64_t i = 0; i < n; ++i) t.ptr[static_cast<size_t>(i + 1)] += t.ptr[static_cast<size_t>(i)];
+  t.col.resize(static_cast<size_t>(t.ptr[static_cast<size_t>(n)]));
+  t.s.resize(t.col.size());
+  std::vector<int64_t> fill(t.ptr.begin(), t.ptr.end() - 1);
+  for (int64_t i = 0; i < n; ++i)
+    for (int e = 0; e < d.count[static_cast<size_t>(i)]; ++e) {
+      const size_t src = static_cast<size_t>(i * kp + e);
+      const int64_t pos = fill[static_cast<size_t>(d.col[src])]++;
+      t.col[static_cast<size_t>(pos)] = static_cast<int32_t>(i);
+      t.s[static_cast<size_t>(pos)] = d.s[src];
     }
-    return m;
-  };
+  return t;
+}
+
+/// Row i of the directed graph merged with row i of its transpose: an edge
+/// in both gets the smaller and larger distance, a one-sided one far = inf
+/// (dropped under "and"). Writes the entries when out_col is given; returns
+/// their number.
+int64_t merge_row(const DirectedRows& d, const TransposedRows& t, Sym sym, int64_t i, int32_t* out_col,
+                  double* out_near, double* out_far) {
+  const int kp = d.kp;
+  const int32_t* a = d.col.data() + i * kp;
+  const double* as = d.s.data() + i * kp;
+  const int64_t na = d.count[static_cast<size_t>(i)];
+  const int32_t* b = t.col.data() + t.ptr[static_cast<size_t>(i)];
+  const double* bs = t.s.data() + t.ptr[static_cast<size_t>(i)];
+  const int64_t nb = t.ptr[static_cast<size_t>(i + 1)] - t.ptr[static_cast<size_t>(i)];
+  int64_t p = 0, q = 0, m = 0;
+  while (p < na || q < nb) {
+    int32_t c;
+    double near, far;
+    if (q >= nb || (p < na && a[p] < b[q])) {
+      c = a[p];
+      near = as[p++];
+      far = kInf;
+    } else if (p >= na || b[q] < a[p]) {
+      c = b[q];
+      near = bs[q++];
+      far = kInf;
+    } else {
+      c = a[p];
+      near = std::min(as[p], bs[q]);
+      far = std::max(as[p], bs[q]);
+      ++p, ++q;
+    }
+    if (sym == Sym::And && far == kInf) continue;
+    if (out_col) {
+      out_col[m] = c;
+      out_near[m] = near;
+      out_far[m] = far;
+    }
+    ++m;
+  }
+  return m;
+}
+
+Pattern build_pattern(const KnnGraph& g, int kp, const std::vector<double>& sigma, Sym sym, int threads,
+                      Progress& progress) {
+  const int64_t n = g.n;
+  const DirectedRows directed = directed_rows(g, kp, sigma, threads, progress);
+  const TransposedRows transposed = transpose(directed, n);
+  progress.check_cancel();
+  // Two passes over the merged rows: their lengths, then their entries.
   Pattern pat;
   pat.n = n;
   pat.ptr.assign(static_cast<size_t>(n + 1), 0);
   parallel_for(0, n, threads, [&](int64_t i) {
-    pat.ptr[static_cast<size_t>(i + 1)] = merge_row(i, nullptr, nullptr, nullptr);
+    pat.ptr[static_cast<size_t>(i + 1)] = merge_row(directed, transposed, sym, i, nullptr, nullptr, nullptr);
   });
   for (int64_t i = 0; i < n; ++i) pat.ptr[static_cast<size_t>(i + 1)] += pat.ptr[static_cast<size_t>(i)];
   const size_t nnz = static_cast<size_t>(pat.ptr[static_cast<size_t>(n)]);
@@ -159,7 +196,7 @@ Pattern build_pattern(const KnnGraph& g, int kp, const std::vector<double>& sigm
   pat.s_far.resize(nnz);
   parallel_for(0, n, threads, [&](int64_t i) {
     const size_t o = static_cast<size_t>(pat.ptr[static_cast<size_t>(i)]);
-    merge_row(i, pat.col.data() + o, pat.s_near.data() + o, pat.s_far.data() + o);
+    merge_row(directed, transposed, sym, i, pat.col.data() + o, pat.s_near.data() + o, pat.s_far.data() + o);
   });
   progress.finish();
   return pat;
