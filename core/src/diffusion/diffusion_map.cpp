@@ -881,6 +881,99 @@ nlohmann::json device_solver_json(const DeviceEigensolver& device, const Eigenpa
   return j;
 }
 
+/// The previous result covers the points of `a`, with its m + 1 = p0 Markov
+/// eigenvectors: its vectors can start a solve on `a`.
+bool covers_same_points(const DiffusionResult& previous, const DiffusionMatrix& a, int p0) {
+  return previous.point_index == a.point_index && previous.n == a.n &&
+         previous.psi.size() == static_cast<size_t>(previous.n * p0);
+}
+
+/// rediffuse on a device: the whole solve is fast there, so the previous
+/// eigenvectors start its block and no preconditioner is needed. Empty when
+/// no device applies or, with eigensolver = auto, it failed (the reason in
+/// `fallback`).
+std::optional<DiffusionResult> rediffuse_on_device(const DiffusionMatrix& a, const DiffusionParams& params,
+                                                   const DiffusionResult& previous, Progress& progress,
+                                                   Clock::time_point t_start, std::string* fallback) {
+  const int nev = params.components + 1;
+  const int p0 = previous.m + 1;
+  const DeviceEigensolver* device = device_for(params, a.n);
+  if (!device || !covers_same_points(previous, a, p0)) return std::nullopt;
+  auto t = Clock::now();
+  EigenOptions eo;
+  eo.tolerance = params.tolerance;
+  eo.threads = params.threads;
+  eo.ncv = params.ncv;
+  eo.max_matvecs = params.max_matvecs;
+  eo.time_limit_s = params.time_limit_s;
+  eo.start_block = conjugate_vectors(a, previous, p0);
+  eo.start_cols = p0;
+  Eigenpairs e = solve_on_device(device, params, a, nev, eo, progress, fallback);
+  if (!device) return std::nullopt;
+  return finish_on_device(a, e, params, *device, true, seconds_since(t), Clock::now(), t_start);
+}
+
+/// The warm solver's options from params; with a preview, the first iterate
+/// within its tolerance is shown while the solve goes on -- when the solve
+/// has run long enough for it to matter. `a` and `params` must outlive the
+/// solve (the preview callback reads them).
+detail::WarmOptions warm_options(const DiffusionMatrix& a, const DiffusionParams& params, int max_iterations,
+                                 const RediffusePreview* preview, Clock::time_point t_start) {
+  detail::WarmOptions wo;
+  wo.tolerance = params.tolerance;
+  wo.threads = params.threads;
+  wo.time_limit_s = params.time_limit_s;
+  if (max_iterations > 0) wo.max_iterations = max_iterations;
+  if (preview && preview->show && preview->tolerance > params.tolerance) {
+    wo.preview_tolerance = preview->tolerance;
+    wo.preview_not_before = t_start + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(std::max(preview->after_s, 0.0)));
+    wo.on_preview = [&a, &params, preview, t_start](const Eigenpairs& pe) {
+      DiffusionResult pr = finish(a, pe, params);
+      pr.solver = {{"method", "LOBPCG preconditioned by smoothed-aggregation AMG, warm-started (an iterate)"},
+                   {"preview", true},
+                   {"converged", false},
+                   {"max_residual", pe.max_residual},
+                   {"tolerance", params.tolerance},
+                   {"iterations", pe.iterations}};
+      pr.timings = a.timings;
+      pr.timings.emplace_back("total", seconds_since(t_start));
+      preview->show(std::move(pr));
+    };
+  }
+  return wo;
+}
+
+/// The warm solver's start: the old Markov eigenvectors in the new
+/// conjugate's coordinates (v = sqrt(d) psi), at most `block` of them; the
+/// solver fills the block up.
+Eigen::MatrixXd warm_start_vectors(const DiffusionMatrix& a, const DiffusionResult& previous, int p0, int64_t block) {
+  const std::vector<double> v = conjugate_vectors(a, previous, p0);
+  Eigen::MatrixXd v0(a.n, std::min(p0, static_cast<int>(block)));
+  for (int64_t i = 0; i < a.n; ++i)
+    for (Eigen::Index c = 0; c < v0.cols(); ++c) v0(i, c) = v[static_cast<size_t>(i * p0 + c)];
+  return v0;
+}
+
+/// embedding.json's solver record of a warm solve.
+nlohmann::json warm_solver_json(int64_t block, const detail::WarmStats& ws, const Eigenpairs& e,
+                                const DiffusionParams& params, int64_t nnz) {
+  return {{"method", "LOBPCG preconditioned by smoothed-aggregation AMG, warm-started from the previous embedding"},
+          {"block", block},
+          {"iterations", ws.iterations},
+          {"max_residual", e.max_residual},
+          {"converged", ws.converged},
+          {"matvecs", ws.matvecs},
+          {"preconditioner_applies", ws.preconditioner_applies},
+          {"preconditioner_setup_s", ws.setup_s},
+          {"preconditioner_s", ws.preconditioner_s},
+          {"preconditioner_shift", ws.shift},
+          {"amg_level_rows", ws.level_rows},
+          {"amg_operator_complexity", ws.operator_complexity},
+          {"tolerance", params.tolerance},
+          {"nnz", nnz}};
+}
+
 std::optional<DeviceEigensolver>& device_registry() {
   static std::optional<DeviceEigensolver> solver;
   return solver;
@@ -970,62 +1063,16 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
   const int nev = params.components + 1;
   const int p0 = previous.m + 1;
   std::string device_fallback;  // why the device could not solve (auto), if it failed
-  if (const DeviceEigensolver* device = device_for(params, a.n);
-      device && previous.point_index == a.point_index && previous.n == a.n &&
-      previous.psi.size() == static_cast<size_t>(previous.n * p0)) {
-    // On the device the whole solve is fast: the previous eigenvectors start
-    // its block, no preconditioner is needed.
-    auto t = Clock::now();
-    EigenOptions eo;
-    eo.tolerance = params.tolerance;
-    eo.threads = params.threads;
-    eo.ncv = params.ncv;
-    eo.max_matvecs = params.max_matvecs;
-    eo.time_limit_s = params.time_limit_s;
-    eo.start_block = conjugate_vectors(a, previous, p0);
-    eo.start_cols = p0;
-    Eigenpairs e = solve_on_device(device, params, a, nev, eo, progress, &device_fallback);
-    if (device) return finish_on_device(a, e, params, *device, true, seconds_since(t), Clock::now(), t_start);
-  }
-  detail::WarmOptions wo;
-  wo.tolerance = params.tolerance;
-  wo.threads = params.threads;
-  wo.time_limit_s = params.time_limit_s;
-  if (max_iterations > 0) wo.max_iterations = max_iterations;
-  if (preview && preview->show && preview->tolerance > params.tolerance) {
-    // The first iterate within the preview tolerance, shown while the solve
-    // goes on -- when the solve has run long enough for it to matter.
-    wo.preview_tolerance = preview->tolerance;
-    wo.preview_not_before = t_start + std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>(std::max(preview->after_s, 0.0)));
-    wo.on_preview = [&](const Eigenpairs& pe) {
-      DiffusionResult pr = finish(a, pe, params);
-      pr.solver = {{"method", "LOBPCG preconditioned by smoothed-aggregation AMG, warm-started (an iterate)"},
-                   {"preview", true},
-                   {"converged", false},
-                   {"max_residual", pe.max_residual},
-                   {"tolerance", params.tolerance},
-                   {"iterations", pe.iterations}};
-      pr.timings = a.timings;
-      pr.timings.emplace_back("total", seconds_since(t_start));
-      preview->show(std::move(pr));
-    };
-  }
+  if (auto r = rediffuse_on_device(a, params, previous, progress, t_start, &device_fallback)) return std::move(*r);
+  detail::WarmOptions wo = warm_options(a, params, max_iterations, preview, t_start);
   // Diagnostics: one line per LOBPCG iteration and the stage times on stderr.
   if (const char* e = std::getenv("MANIFOLD_WARM_TRACE")) wo.trace = *e && std::strcmp(e, "0") != 0;
   const int64_t block = nev + std::max(wo.guard, 0);
   // The previous embedding must cover the same points, and the block method
   // needs a few times its block size in rows; otherwise solve from scratch.
-  if (previous.point_index != a.point_index || previous.psi.size() != static_cast<size_t>(previous.n * p0) ||
-      previous.n != a.n || 3 * block + 1 > a.n)
-    return diffusion_map(graph, params, progress);
+  if (!covers_same_points(previous, a, p0) || 3 * block + 1 > a.n) return diffusion_map(graph, params, progress);
   auto t = Clock::now();
-  // The old Markov eigenvectors in the new conjugate's coordinates
-  // (v = sqrt(d) psi); the solver fills the block up.
-  const std::vector<double> v = conjugate_vectors(a, previous, p0);
-  Eigen::MatrixXd v0(a.n, std::min(p0, static_cast<int>(block)));
-  for (int64_t i = 0; i < a.n; ++i)
-    for (Eigen::Index c = 0; c < v0.cols(); ++c) v0(i, c) = v[static_cast<size_t>(i * p0 + c)];
+  const Eigen::MatrixXd v0 = warm_start_vectors(a, previous, p0, block);
   detail::WarmStats ws;
   Eigenpairs e;
   try {
@@ -1042,25 +1089,11 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
   const double t_eig = seconds_since(t);
   t = Clock::now();
   Timings timings = a.timings;
-  const int64_t nnz = a.nnz();
   DiffusionResult r = finish(a, e, params);
   if (wo.trace)
     std::fprintf(stderr, "rediffuse: matrix %.3f s, eigensolve %.3f s, coordinates %.3f s\n", a.timings.back().second,
                  t_eig, seconds_since(t));
-  r.solver = {{"method", "LOBPCG preconditioned by smoothed-aggregation AMG, warm-started from the previous embedding"},
-              {"block", block},
-              {"iterations", ws.iterations},
-              {"max_residual", e.max_residual},
-              {"converged", ws.converged},
-              {"matvecs", ws.matvecs},
-              {"preconditioner_applies", ws.preconditioner_applies},
-              {"preconditioner_setup_s", ws.setup_s},
-              {"preconditioner_s", ws.preconditioner_s},
-              {"preconditioner_shift", ws.shift},
-              {"amg_level_rows", ws.level_rows},
-              {"amg_operator_complexity", ws.operator_complexity},
-              {"tolerance", params.tolerance},
-              {"nnz", nnz}};
+  r.solver = warm_solver_json(block, ws, e, params, a.nnz());
   if (!device_fallback.empty()) r.solver["device_fallback"] = device_fallback;
   r.timings = timings;
   r.timings.emplace_back("eigensolve", t_eig);
