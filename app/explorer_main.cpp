@@ -8,7 +8,7 @@
 
 #include <cstdio>
 
-#include "cli/commands.h"
+#include "backends/backends.h"
 #include "manifold/ui/main_window.h"
 
 int main(int argc, char** argv) {
