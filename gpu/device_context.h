@@ -1,9 +1,9 @@
 #pragma once
 // What a device keeps between builds (FAISS's GpuResources in spirit):
 // streams, the cuBLAS handle and its workspace, pinned staging buffers and
-// timing events. Creating these costs tens of milliseconds -- more than a
-// whole 100k-point graph on an H100 -- so each device gets one context for
-// the life of the process, and builds on a device take turns (its mutex).
+// timing events. Creating these costs more than building a whole
+// 100k-point graph, so each device gets one context for the life of the
+// process, and builds on a device take turns (its mutex).
 #include <cuda_runtime_api.h>
 
 #include <mutex>

@@ -1,9 +1,8 @@
 #pragma once
 // Device memory for DeviceBuffer, kept between builds (FAISS's temporary
 // memory and PyTorch's caching allocator in spirit). cudaMalloc and cudaFree
-// of the engine's ~20 buffers cost ~1 ms each way at N = 100k -- 3% of a
-// build on an H200 -- and a GUI or a benchmark builds again and again with
-// the same sizes. A freed block goes to its device's cache, and the next
+// of the engine's ~20 buffers are a few percent of a 100k-point build, and a
+// GUI or a benchmark builds again and again with the same sizes. A freed block goes to its device's cache, and the next
 // request of the same rounded size takes it back. cudaFree synchronises the
 // device; a cached block is handed out again only after one device
 // synchronisation, so no work queued before its release can still touch it.

@@ -3,10 +3,10 @@
 // pipeline (rows -> pinned staging -> DMA to the GPU).
 //
 // With ordinary stores the copy and the DMA that reads the buffer next slow
-// each other down: on an H200 host the pipeline moved 19-34 GB/s although
-// each alone runs at ~50 GB/s. Non-temporal stores write the staging buffer
-// straight to memory, past the caches the DMA would otherwise have to snoop,
-// and the pipeline runs at 45-47 GB/s (bench/gpu/RESULTS.md, "Staging copy").
+// each other down: the DMA has to snoop the caches the copy filled.
+// Non-temporal stores write the staging buffer straight to memory, past the
+// caches, and the pipeline runs at nearly the rate of either alone
+// (bench/gpu/RESULTS.md, "Staging copy").
 #include <cstddef>
 
 namespace manifold::gpu {

@@ -83,17 +83,14 @@ struct DiffusionParams {
 };
 
 /// Below this many points `eigensolver = auto` stays on the CPU: the device
-/// solve's fixed costs (context, transfers) exceed the CPU's whole solve.
-/// Measured on an H200 host (16 cores, bench/diffusion/gpu_threshold.sh): a
-/// whole `manifold embed`, fresh process, takes as long either way at 20,000
-/// points (0.63 vs 0.64 s), 0.62 vs 0.40 s at 10,000 and 0.81 vs 1.20 s at
-/// 50,000; once the context exists the device solve is ~10x faster from 5,000.
+/// solve's fixed costs (context, transfers) exceed the CPU's whole solve. A
+/// whole `manifold embed` in a fresh process breaks even about here
+/// (bench/diffusion/RESULTS.md, "`--eigensolver auto`'s threshold").
 inline constexpr int64_t kDeviceEigensolveMinRows = 20000;
 /// The same once the device is in use by this process (DeviceEigensolver::
-/// warm: its context made, e.g. by the GPU k-NN build before the embedding),
-/// so those fixed costs are paid: `manifold run` on Fashion-MNIST t10k
-/// (10,000 points, GPU k-NN first) solved in 0.076 s on the GPU against
-/// 0.120 s on the host's 16 cores (bench/diffusion/RESULTS.md).
+/// warm: its context made, e.g. by the GPU k-NN build before the embedding):
+/// those fixed costs are paid, and the device solve is the faster from about
+/// here (bench/diffusion/RESULTS.md, `manifold run` on Fashion-MNIST t10k).
 inline constexpr int64_t kDeviceEigensolveWarmMinRows = 10000;
 
 /// Rejects bad parameters for `graph` with one line (UsageError), and a graph
