@@ -1,6 +1,6 @@
-// The final step of every GPU selection strategy (final_step.h), moved here
-// unchanged from the engine's build() so the engine and the papers'
-// strategies (select/paper_strategies.cpp) share one copy.
+// Certify and finish, the final step of every GPU selection strategy
+// (final_step.h), so the engine and the papers' strategies
+// (select/paper_strategies.cpp) share one copy.
 #include "final_step.h"
 
 #include <algorithm>
@@ -9,12 +9,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
-#include "impl/certify_host.h"
-#include "impl/error_bound.h"
 #include "manifold/error.h"
+#include "manifold/exact/certify.h"
+#include "manifold/exact/error_bound.h"
 #include "manifold/parallel.h"
 #include "settings.h"
 #include "utils/cuda_check.h"
@@ -28,8 +30,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-/// Rows the fallback scans at a time on the device: keys of 64 MB.
-int64_t fallback_chunk(int64_t n) { return std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(n, 1)); }
+/// Rows the exact scan takes at a time on the device: keys of 64 MB.
+int64_t exact_scan_chunk(int64_t n) { return std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(n, 1)); }
 
 }  // namespace
 
@@ -115,7 +117,7 @@ int list_capacity(int k, int64_t n, bool keep_self, bool tensor) {
 /// The resident path's device side: the result and the certificate's
 /// outputs on the device, and the certificate's arguments.
 struct ResidentOutput {
-  ResidentOutput(const FinalStepInput& in, const KnnGraph& g)
+  ResidentOutput(const FinishRequest& in, const KnnGraph& g)
       : in(in),
         nk(static_cast<size_t>(g.n) * g.k),
         out_i(nk, "allocating the result"),
@@ -128,7 +130,7 @@ struct ResidentOutput {
     const int64_t available = g.n - (in.params->keep_self ? 0 : 1);
     ca.rows = in.device_rows, ca.d = in.rows->cols, ca.norms = in.norms, ca.lists = in.lists, ca.k = g.k;
     ca.euclidean = in.params->metric == Metric::Euclidean, ca.complete = in.lists.k >= available;
-    ca.model = make_error_model(g.d, in.tensor);
+    ca.model = exact::make_error_model(g.d, in.tensor);
     ca.out_index = out_i.data(), ca.out_dist = out_d.data(), ca.status = st.data(), ca.max_use = use.data();
     ca.ukey = ukey.data();
   }
@@ -187,7 +189,7 @@ struct ResidentOutput {
     return u;
   }
 
-  const FinalStepInput& in;
+  const FinishRequest& in;
   const size_t nk;
   DeviceBuffer<int64_t> out_i;
   DeviceBuffer<float> out_d;
@@ -198,7 +200,7 @@ struct ResidentOutput {
   std::vector<int> status;  ///< host: per row, candidates re-evaluated or -1
 };
 
-EarlyFinal::EarlyFinal(const FinalStepInput& in, KnnGraph& g, cudaStream_t stream)
+EarlyFinish::EarlyFinish(const FinishRequest& in, KnnGraph& g, cudaStream_t stream)
     : in_(in), g_(g), stream_(stream) {
   DeviceScope scope(in_.device);
   out_ = std::make_unique<ResidentOutput>(in_, g_);
@@ -209,7 +211,7 @@ EarlyFinal::EarlyFinal(const FinalStepInput& in, KnnGraph& g, cudaStream_t strea
   worker_ = std::thread([this] { work(); });
 }
 
-EarlyFinal::~EarlyFinal() {
+EarlyFinish::~EarlyFinish() {
   {
     std::lock_guard lock(m_);
     stop_ = true;
@@ -221,7 +223,7 @@ EarlyFinal::~EarlyFinal() {
   if (reported_event_) cudaEventDestroy(reported_event_);
 }
 
-void EarlyFinal::rows_final(int64_t rows, cudaStream_t after) {
+void EarlyFinish::rows_final(int64_t rows, cudaStream_t after) {
   {
     std::lock_guard lock(m_);
     if (rows <= reported_) return;
@@ -231,7 +233,7 @@ void EarlyFinal::rows_final(int64_t rows, cudaStream_t after) {
   cv_.notify_all();
 }
 
-void EarlyFinal::work() {
+void EarlyFinish::work() {
   try {
     cuda_check(cudaSetDevice(in_.device), "selecting the device");
     bool host_ready = false;
@@ -276,258 +278,355 @@ void EarlyFinal::work() {
   }
 }
 
-void EarlyFinal::finish(cudaStream_t after) {
+void EarlyFinish::finish(cudaStream_t after) {
   rows_final(g_.n, after);
   worker_.join();
   if (error_) std::rethrow_exception(error_);
 }
 
-void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress, EarlyFinal* early) {
-  const auto t_prep = std::chrono::steady_clock::now();
-  const KnnParams& params = *in.params;
-  const Dataset& data = *in.data;
-  const PreparedRows& rows = *in.rows;
-  const ListsView lists = in.lists;
-  cudaStream_t s = in.stream;
-  const bool tensor = in.tensor;
-  const int cap = lists.k;
-  const int64_t available = g.n - (params.keep_self ? 0 : 1);
-  const bool complete = cap >= available;
-  const size_t nk = static_cast<size_t>(g.n) * g.k;
-  const size_t ncap = static_cast<size_t>(g.n) * cap;
-  if (early && !in.device_rows) throw Error("internal: the early final step needs resident rows");
+namespace {
 
-    {
-      DeviceBuffer<int> bad(2, "allocating a counter");
-      const int init[2] = {0, INT_MAX};
-      cuda_check(cudaMemcpyAsync(bad.data(), init, sizeof init, cudaMemcpyHostToDevice, s), "checking the lists");
-      launch_count_short_rows(lists, g.k, bad.data(), bad.data() + 1, s);
-      int out[2] = {0, 0};
-      cuda_check(cudaMemcpyAsync(out, bad.data(), sizeof out, cudaMemcpyDeviceToHost, s), "checking the lists");
-      cuda_check(cudaStreamSynchronize(s), "checking the lists");
-      if (out[0] > 0)
-        throw Error(data.source + (data.source.empty() ? "" : ": ") + "row " + std::to_string(out[1]) +
-                    " has fewer than k=" + std::to_string(g.k) + " neighbours at a finite distance (" +
-                    std::to_string(out[0]) + " such rows; the data hold NaN or infinite values?)");
-    }
+/// What the final step finds out, written to g.extra (graph.json; the bench
+/// and the tests read these keys).
+struct FinishStats {
+  std::string precision;
+  int list_capacity = 0;
+  uint64_t reevaluated = 0;  ///< candidates re-evaluated over the certified rows
+  int reevaluated_max = 0;
+  int64_t certified_rows = 0;
+  int64_t uncertified_rows = 0;
+  int64_t rescanned_rows = 0;
+  size_t exact_scan_rows = 0;
+  double c_dot = 0;
+  float max_use = 0.f;
+  std::optional<int> early_ranges;
 
-    const float* device_rows = in.device_rows;  // resident: all rows on this device; else nullptr
-    const ErrorModel model = make_error_model(g.d, tensor);
+  nlohmann::json to_json() const {
+    nlohmann::json j;
+    j["precision"] = precision;
+    j["list_capacity"] = list_capacity;
+    j["reevaluated_per_row"] =
+        certified_rows > 0 ? static_cast<double>(reevaluated) / static_cast<double>(certified_rows) : 0.0;
+    j["reevaluated_max"] = reevaluated_max;
+    j["uncertified_rows"] = uncertified_rows;
+    j["rescanned_rows"] = rescanned_rows;
+    j["fallback_rows"] = exact_scan_rows;
+    j["error_bound_c_dot"] = c_dot;
+    j["error_bound_max_use"] = max_use;
+    if (early_ranges) j["early_ranges"] = *early_ranges;
+    return j;
+  }
+};
 
-    // The result's host pages are faulted in on another thread meanwhile
-    // (seconds for large N k); waited for only where they are written, so the
-    // certificate and the rescan overlap it.
-    auto wait_host_result = [&] {
+}  // namespace
+
+/// The phases of certify_and_finish (final_step.h), in order; they share the
+/// request, the graph and each row's status (candidates re-evaluated, or -1
+/// while no phase has ranked the row).
+class Finisher {
+ public:
+  Finisher(const FinishRequest& in, KnnGraph& g, Progress& progress, EarlyFinish* early)
+      : in_(in),
+        g_(g),
+        progress_(progress),
+        early_(early),
+        params_(*in.params),
+        s_(in.stream),
+        model_(exact::make_error_model(g.d, in.tensor)) {
+    stats_.precision = params_.precision;
+    stats_.list_capacity = in.lists.k;
+    stats_.c_dot = model_.c_dot;
+  }
+
+  void run() {
+    const auto t_prep = std::chrono::steady_clock::now();
+    if (early_ && !in_.device_rows) throw Error("internal: the early final step needs resident rows");
+    refuse_short_rows();
+    if (in_.device_rows)
+      finish_resident(t_prep);
+    else
+      finish_streamed();
+    progress_.finish();
+    exact_scan_uncertified();
+    g_.extra.update(stats_.to_json());
+  }
+
+ private:
+  /// Step 1: a row with fewer than k candidates at a finite distance (NaN
+  /// or infinite data) is refused, naming the first.
+  void refuse_short_rows() {
+    DeviceBuffer<int> bad(2, "allocating a counter");
+    const int init[2] = {0, INT_MAX};
+    cuda_check(cudaMemcpyAsync(bad.data(), init, sizeof init, cudaMemcpyHostToDevice, s_), "checking the lists");
+    launch_count_short_rows(in_.lists, g_.k, bad.data(), bad.data() + 1, s_);
+    int out[2] = {0, 0};
+    cuda_check(cudaMemcpyAsync(out, bad.data(), sizeof out, cudaMemcpyDeviceToHost, s_), "checking the lists");
+    cuda_check(cudaStreamSynchronize(s_), "checking the lists");
+    const Dataset& data = *in_.data;
+    if (out[0] > 0)
+      throw Error(data.source + (data.source.empty() ? "" : ": ") + "row " + std::to_string(out[1]) +
+                  " has fewer than k=" + std::to_string(g_.k) + " neighbours at a finite distance (" +
+                  std::to_string(out[0]) + " such rows; the data hold NaN or infinite values?)");
+  }
+
+  /// The result's host pages are faulted in on another thread meanwhile
+  /// (seconds for large N k); waited for only where they are written, so the
+  /// certificate and the rescan overlap it.
+  void wait_host_result() {
+    const auto tw = std::chrono::steady_clock::now();
+    if (in_.wait_host_result) in_.wait_host_result();
+    g_.timings.emplace_back("result_wait", seconds_since(tw));
+  }
+
+  /// Steps 2-3 and the copy home with every row on the device.
+  void finish_resident(std::chrono::steady_clock::time_point t_prep) {
+    std::unique_ptr<ResidentOutput> own;
+    if (!early_) own = std::make_unique<ResidentOutput>(in_, g_);
+    ResidentOutput& out = early_ ? *early_->out_ : *own;
+    g_.timings.emplace_back("final_prep", seconds_since(t_prep));
+    certify_resident(out);
+    const std::vector<int> rescanned = rescan(out);
+    download_resident(out, rescanned);
+  }
+
+  /// Step 2 on the device: the whole certificate now, or what the worker
+  /// beside the loop left.
+  void certify_resident(ResidentOutput& out) {
+    if (early_) {
       const auto tw = std::chrono::steady_clock::now();
-      if (in.wait_host_result) in.wait_host_result();
-      g.timings.emplace_back("result_wait", seconds_since(tw));
-    };
-    std::vector<int> status;
-    float max_use = 0.f;
-    int64_t uncertified = 0, rescanned = 0;
-    Event ev_cert0, ev_cert1, ev_down1;  // ev_down1: streamed path
-    if (device_rows) {
-      std::unique_ptr<ResidentOutput> own;
-      if (!early) own = std::make_unique<ResidentOutput>(in, g);
-      ResidentOutput& out = early ? *early->out_ : *own;
-      g.timings.emplace_back("final_prep", seconds_since(t_prep));
-      if (early) {
-        const auto tw = std::chrono::steady_clock::now();
-        early->finish(s);
-        g.timings.emplace_back("final_wait", seconds_since(tw));
-        g.timings.emplace_back("certify", early->certify_ms_ / 1e3);
-        g.extra["early_ranges"] = early->ranges_;
-      } else {
-        out.prepare(s);
-        ev_cert0.record(s);
-        out.certify(0, g.n, s);
-        ev_cert1.record(s);
-        cuda_check(cudaMemcpyAsync(out.status.data(), out.st.data(), out.status.size() * sizeof(int),
-                                   cudaMemcpyDeviceToHost, s),
-                   "copying the result from the GPU");
-        cuda_check(cudaStreamSynchronize(s), "certifying the neighbour lists");
-        g.timings.emplace_back("certify", ev_cert1.since(ev_cert0) / 1e3);
-      }
-      max_use = out.max_use(s);
-      status = std::move(out.status);
-      DeviceBuffer<int64_t>& out_i = out.out_i;
-      DeviceBuffer<float>& out_d = out.out_d;
-      DeviceBuffer<float>& ukey = out.ukey;
-
-      // The rescan: each uncertified row against every point, with the same
-      // kind of GEMM and bound, keeping what its own k-th upper bound cannot
-      // rule out (up to kRescanCap), ranked exactly.
-      std::vector<int> failed;
-      for (int64_t i = 0; i < g.n; ++i)
-        if (status[static_cast<size_t>(i)] < 0) failed.push_back(static_cast<int>(i));
-      uncertified = static_cast<int64_t>(failed.size());
-      const auto tr = std::chrono::steady_clock::now();
-      std::vector<int> rescanned_rows;
-      if (!failed.empty()) {
-        progress.stage("rescan: " + std::to_string(failed.size()) + " rows whose " + std::to_string(cap) +
-                           " candidates the error bound could not certify, screened against every point",
-                       failed.size(), "rows");
-        try {
-          const int R = static_cast<int>(std::min<size_t>(2048, failed.size()));
-          const int Wc = static_cast<int>(std::min<int64_t>(8192, g.n));
-          DeviceBuffer<int> fb_dev(static_cast<size_t>(R), "allocating the rescan");
-          DeviceBuffer<float> a_rows(static_cast<size_t>(R) * rows.cols, "allocating the rescan");
-          DeviceBuffer<float> a_norms(static_cast<size_t>(R), "allocating the rescan");
-          DeviceBuffer<float> a_ukey(static_cast<size_t>(R), "allocating the rescan");
-          DeviceBuffer<float> dots(static_cast<size_t>(R) * Wc, "allocating the rescan");
-          DeviceBuffer<int> found(static_cast<size_t>(R), "allocating the rescan");
-          DeviceBuffer<int> cand(static_cast<size_t>(R) * kRescanCap, "allocating the rescan");
-          DeviceBuffer<int> st2(static_cast<size_t>(R), "allocating the rescan");
-          std::vector<int> st2_host(static_cast<size_t>(R));
-          for (size_t r0 = 0; r0 < failed.size(); r0 += static_cast<size_t>(R)) {
-            const int count = static_cast<int>(std::min<size_t>(static_cast<size_t>(R), failed.size() - r0));
-            cuda_check(cudaMemcpyAsync(fb_dev.data(), failed.data() + r0, count * sizeof(int), cudaMemcpyHostToDevice,
-                                       s),
-                       "copying the rows to rescan to the GPU");
-            launch_gather_rows(device_rows, rows.cols, in.norms, ukey.data(), fb_dev.data(), count, a_rows.data(),
-                               a_norms.data(), a_ukey.data(), s);
-            cuda_check(cudaMemsetAsync(found.data(), 0, count * sizeof(int), s), "clearing the rescan counters");
-            for (int64_t c0 = 0; c0 < g.n; c0 += Wc) {
-              const int cols = static_cast<int>(std::min<int64_t>(Wc, g.n - c0));
-              in.dot_products(a_rows.data(), count, device_rows + c0 * rows.cols, cols, dots.data(), count, s);
-              RescanTile t;
-              t.dots = dots.data(), t.ld = count, t.count = count, t.cols = cols, t.c0 = c0;
-              t.fb = fb_dev.data(), t.row_norms = a_norms.data(), t.ukey = a_ukey.data(), t.norms = in.norms;
-              t.model = model, t.euclidean = params.metric == Metric::Euclidean, t.keep_self = params.keep_self;
-              t.found = found.data(), t.cand = cand.data();
-              launch_rescan_filter(t, s);
-            }
-            launch_rescan_select(device_rows, rows.cols, fb_dev.data(), count, found.data(), cand.data(), g.k,
-                                 params.metric == Metric::Euclidean, out_i.data(), out_d.data(), st2.data(), s);
-            cuda_check(cudaMemcpyAsync(st2_host.data(), st2.data(), count * sizeof(int), cudaMemcpyDeviceToHost, s),
-                       "copying the rescan's result from the GPU");
-            cuda_check(cudaStreamSynchronize(s), "rescanning rows");
-            for (int r = 0; r < count; ++r)
-              if (st2_host[static_cast<size_t>(r)] >= 0) {
-                status[static_cast<size_t>(failed[r0 + r])] = st2_host[static_cast<size_t>(r)];
-                rescanned_rows.push_back(failed[r0 + r]);
-                ++rescanned;
-              }
-            progress.advance(static_cast<uint64_t>(count));
-          }
-        } catch (const DeviceOutOfMemory&) {
-          // No room for the rescan's buffers: the exact scan below takes every
-          // uncertified row (slower, same result).
-        }
-        progress.finish();
-      }
-      g.timings.emplace_back("rescan", seconds_since(tr));
-      const auto t_down = std::chrono::steady_clock::now();
-      if (!early) {
-        wait_host_result();
-        const int copy_threads = std::min(8, hardware_threads(params.threads));
-        download_to_host(g.indices.data(), out_i.data(), nk * sizeof(int64_t), s, in.staging, in.staging_bytes,
-                         copy_threads);
-        download_to_host(g.distances.data(), out_d.data(), nk * sizeof(float), s, in.staging, in.staging_bytes,
-                         copy_threads);
-      } else {
-        // Home already, but for the rows the rescan ranked since.
-        for (int row : rescanned_rows) out.copy_rows_home(row, row + 1, g, s, false);
-      }
-      if (in.merge_devices_ms) g.timings.emplace_back("merge_devices", *in.merge_devices_ms / 1e3);
-      g.timings.emplace_back(early ? "download_after" : "download", seconds_since(t_down));
-      if (early) g.timings.emplace_back("download", early->download_ms_ / 1e3);
+      early_->finish(s_);
+      g_.timings.emplace_back("final_wait", seconds_since(tw));
+      g_.timings.emplace_back("certify", early_->certify_ms_ / 1e3);
+      stats_.early_ranges = early_->ranges_;
     } else {
-      // Streamed rows: the same step on the host, in the device's exact
-      // float64 order, reading candidates' rows from host memory.
-      std::vector<float> norms;  // every candidate's stored norm, for the bound
-      const double ymax = largest_norm(in.norms, g.n, s, &norms);
-      status.resize(static_cast<size_t>(g.n));
-      std::vector<float> ld(ncap);
-      std::vector<int> li(ncap), lf(static_cast<size_t>(g.n));
-      ev_cert0.record(s);
-      cuda_check(cudaMemcpyAsync(ld.data(), lists.dist, ncap * sizeof(float), cudaMemcpyDeviceToHost, s),
-                 "copying the lists from the GPU");
-      cuda_check(cudaMemcpyAsync(li.data(), lists.index, ncap * sizeof(int), cudaMemcpyDeviceToHost, s),
-                 "copying the lists from the GPU");
-      cuda_check(cudaMemcpyAsync(lf.data(), lists.fill, lf.size() * sizeof(int), cudaMemcpyDeviceToHost, s),
-                 "copying the lists from the GPU");
-      ev_down1.record(s);
-      cuda_check(cudaStreamSynchronize(s), "copying the lists from the GPU");
+      Event ev_cert0, ev_cert1;
+      out.prepare(s_);
+      ev_cert0.record(s_);
+      out.certify(0, g_.n, s_);
+      ev_cert1.record(s_);
+      cuda_check(cudaMemcpyAsync(out.status.data(), out.st.data(), out.status.size() * sizeof(int),
+                                 cudaMemcpyDeviceToHost, s_),
+                 "copying the result from the GPU");
+      cuda_check(cudaStreamSynchronize(s_), "certifying the neighbour lists");
+      g_.timings.emplace_back("certify", ev_cert1.since(ev_cert0) / 1e3);
+    }
+    stats_.max_use = out.max_use(s_);
+    status_ = std::move(out.status);
+  }
+
+  /// Step 3, the rescan: each uncertified row against every point, with the
+  /// same kind of GEMM and bound, keeping what its own k-th upper bound
+  /// cannot rule out (up to kRescanCap), ranked exactly into `out`. Returns
+  /// the rows it ranked.
+  std::vector<int> rescan(ResidentOutput& out) {
+    std::vector<int> failed;
+    for (int64_t i = 0; i < g_.n; ++i)
+      if (status_[static_cast<size_t>(i)] < 0) failed.push_back(static_cast<int>(i));
+    stats_.uncertified_rows = static_cast<int64_t>(failed.size());
+    const auto tr = std::chrono::steady_clock::now();
+    std::vector<int> rescanned;
+    if (!failed.empty()) {
+      progress_.stage("rescan: " + std::to_string(failed.size()) + " rows whose " + std::to_string(in_.lists.k) +
+                          " candidates the error bound could not certify, screened against every point",
+                      failed.size(), "rows");
+      try {
+        rescan_rows(out, failed, rescanned);
+      } catch (const DeviceOutOfMemory&) {
+        // No room for the rescan's buffers: the exact scan takes every
+        // uncertified row (slower, same result).
+      }
+      progress_.finish();
+    }
+    g_.timings.emplace_back("rescan", seconds_since(tr));
+    return rescanned;
+  }
+
+  /// The rescan of rows `failed`, in batches of up to 2048 rows against
+  /// column tiles of up to 8192 points; appends the rows it ranked.
+  void rescan_rows(ResidentOutput& out, const std::vector<int>& failed, std::vector<int>& rescanned) {
+    const float* device_rows = in_.device_rows;
+    const int64_t d = in_.rows->cols;
+    const bool euclidean = params_.metric == Metric::Euclidean;
+    const int R = static_cast<int>(std::min<size_t>(2048, failed.size()));
+    const int Wc = static_cast<int>(std::min<int64_t>(8192, g_.n));
+    DeviceBuffer<int> fb_dev(static_cast<size_t>(R), "allocating the rescan");
+    DeviceBuffer<float> a_rows(static_cast<size_t>(R) * d, "allocating the rescan");
+    DeviceBuffer<float> a_norms(static_cast<size_t>(R), "allocating the rescan");
+    DeviceBuffer<float> a_ukey(static_cast<size_t>(R), "allocating the rescan");
+    DeviceBuffer<float> dots(static_cast<size_t>(R) * Wc, "allocating the rescan");
+    DeviceBuffer<int> found(static_cast<size_t>(R), "allocating the rescan");
+    DeviceBuffer<int> cand(static_cast<size_t>(R) * kRescanCap, "allocating the rescan");
+    DeviceBuffer<int> st2(static_cast<size_t>(R), "allocating the rescan");
+    std::vector<int> st2_host(static_cast<size_t>(R));
+    for (size_t r0 = 0; r0 < failed.size(); r0 += static_cast<size_t>(R)) {
+      const int count = static_cast<int>(std::min<size_t>(static_cast<size_t>(R), failed.size() - r0));
+      cuda_check(cudaMemcpyAsync(fb_dev.data(), failed.data() + r0, count * sizeof(int), cudaMemcpyHostToDevice, s_),
+                 "copying the rows to rescan to the GPU");
+      launch_gather_rows(device_rows, d, in_.norms, out.ukey.data(), fb_dev.data(), count, a_rows.data(),
+                         a_norms.data(), a_ukey.data(), s_);
+      cuda_check(cudaMemsetAsync(found.data(), 0, count * sizeof(int), s_), "clearing the rescan counters");
+      for (int64_t c0 = 0; c0 < g_.n; c0 += Wc) {
+        const int cols = static_cast<int>(std::min<int64_t>(Wc, g_.n - c0));
+        in_.dot_products(a_rows.data(), count, device_rows + c0 * d, cols, dots.data(), count, s_);
+        RescanTile t;
+        t.dots = dots.data(), t.ld = count, t.count = count, t.cols = cols, t.c0 = c0;
+        t.fb = fb_dev.data(), t.row_norms = a_norms.data(), t.ukey = a_ukey.data(), t.norms = in_.norms;
+        t.model = model_, t.euclidean = euclidean, t.keep_self = params_.keep_self;
+        t.found = found.data(), t.cand = cand.data();
+        launch_rescan_filter(t, s_);
+      }
+      launch_rescan_select(device_rows, d, fb_dev.data(), count, found.data(), cand.data(), g_.k, euclidean,
+                           out.out_i.data(), out.out_d.data(), st2.data(), s_);
+      cuda_check(cudaMemcpyAsync(st2_host.data(), st2.data(), count * sizeof(int), cudaMemcpyDeviceToHost, s_),
+                 "copying the rescan's result from the GPU");
+      cuda_check(cudaStreamSynchronize(s_), "rescanning rows");
+      for (int r = 0; r < count; ++r)
+        if (st2_host[static_cast<size_t>(r)] >= 0) {
+          status_[static_cast<size_t>(failed[r0 + r])] = st2_host[static_cast<size_t>(r)];
+          rescanned.push_back(failed[r0 + r]);
+          ++stats_.rescanned_rows;
+        }
+      progress_.advance(static_cast<uint64_t>(count));
+    }
+  }
+
+  /// The result home: all of it, or (beside the loop, where the rest is
+  /// home already) the rows the rescan ranked since.
+  void download_resident(ResidentOutput& out, const std::vector<int>& rescanned) {
+    const auto t_down = std::chrono::steady_clock::now();
+    if (!early_) {
       wait_host_result();
-      const auto th = std::chrono::steady_clock::now();
-      HostLists hl{ld.data(), li.data(), lf.data(), g.n, cap};
-      max_use = certify_on_host(rows.data, rows.cols, hl, g.k, norms.data(), ymax, model, params.metric, complete,
-                                params.threads, g.indices.data(), g.distances.data(), status.data());
-      for (int st : status) uncertified += st < 0;
-      if (in.merge_devices_ms) g.timings.emplace_back("merge_devices", *in.merge_devices_ms / 1e3);
-      g.timings.emplace_back("certify", seconds_since(th));
-      g.timings.emplace_back("download", ev_down1.since(ev_cert0) / 1e3);
+      const size_t nk = static_cast<size_t>(g_.n) * g_.k;
+      const int copy_threads = std::min(8, hardware_threads(params_.threads));
+      download_to_host(g_.indices.data(), out.out_i.data(), nk * sizeof(int64_t), s_, in_.staging,
+                       in_.staging_bytes, copy_threads);
+      download_to_host(g_.distances.data(), out.out_d.data(), nk * sizeof(float), s_, in_.staging,
+                       in_.staging_bytes, copy_threads);
+    } else {
+      for (int row : rescanned) out.copy_rows_home(row, row + 1, g_, s_, false);
     }
-    progress.finish();
+    if (in_.merge_devices_ms) g_.timings.emplace_back("merge_devices", *in_.merge_devices_ms / 1e3);
+    g_.timings.emplace_back(early_ ? "download_after" : "download", seconds_since(t_down));
+    if (early_) g_.timings.emplace_back("download", early_->download_ms_ / 1e3);
+  }
 
-    // Rows the bound could not certify: their list might miss a neighbour,
-    // so every point is evaluated exactly (float64) and ranked by key.
-    std::vector<int64_t> fb;
-    uint64_t reevaluated = 0;
-    int max_reevaluated = 0;
-    for (int64_t i = 0; i < g.n; ++i) {
-      const int st = status[static_cast<size_t>(i)];
+  /// Step 2 for streamed rows (not all on the device): the lists come home
+  /// and core's certify_rows judges them, in the device's exact float64
+  /// order, reading candidates' rows from host memory.
+  void finish_streamed() {
+    const int cap = in_.lists.k;
+    const size_t ncap = static_cast<size_t>(g_.n) * cap;
+    std::vector<float> norms;  // every candidate's stored norm, for the bound
+    const double ymax = largest_norm(in_.norms, g_.n, s_, &norms);
+    status_.resize(static_cast<size_t>(g_.n));
+    std::vector<float> ld(ncap);
+    std::vector<int> li(ncap), lf(static_cast<size_t>(g_.n));
+    Event ev_down0, ev_down1;
+    ev_down0.record(s_);
+    const char* what = "copying the lists from the GPU";
+    cuda_check(cudaMemcpyAsync(ld.data(), in_.lists.dist, ncap * sizeof(float), cudaMemcpyDeviceToHost, s_), what);
+    cuda_check(cudaMemcpyAsync(li.data(), in_.lists.index, ncap * sizeof(int), cudaMemcpyDeviceToHost, s_), what);
+    cuda_check(cudaMemcpyAsync(lf.data(), in_.lists.fill, lf.size() * sizeof(int), cudaMemcpyDeviceToHost, s_), what);
+    ev_down1.record(s_);
+    cuda_check(cudaStreamSynchronize(s_), what);
+    wait_host_result();
+    const auto th = std::chrono::steady_clock::now();
+    exact::CertifyRequest req;
+    req.rows = in_.rows->data, req.d = in_.rows->cols, req.k = g_.k, req.norms = norms.data(), req.ymax = ymax;
+    req.lists = {ld.data(), li.data(), lf.data(), g_.n, cap};
+    req.model = model_, req.metric = params_.metric, req.threads = params_.threads;
+    req.complete = cap >= g_.n - (params_.keep_self ? 0 : 1);
+    stats_.max_use = exact::certify_rows(req, {g_.indices.data(), g_.distances.data(), status_.data()});
+    for (int st : status_) stats_.uncertified_rows += st < 0;
+    if (in_.merge_devices_ms) g_.timings.emplace_back("merge_devices", *in_.merge_devices_ms / 1e3);
+    g_.timings.emplace_back("certify", seconds_since(th));
+    g_.timings.emplace_back("download", ev_down1.since(ev_down0) / 1e3);
+  }
+
+  /// Step 4: rows no phase could rank might miss a neighbour from their
+  /// list, so every point is evaluated exactly (float64) and ranked by key.
+  void exact_scan_uncertified() {
+    std::vector<int64_t> rows;
+    for (int64_t i = 0; i < g_.n; ++i) {
+      const int st = status_[static_cast<size_t>(i)];
       if (st < 0) {
-        fb.push_back(i);
+        rows.push_back(i);
       } else {
-        reevaluated += static_cast<uint64_t>(st);
-        max_reevaluated = std::max(max_reevaluated, st);
+        stats_.reevaluated += static_cast<uint64_t>(st);
+        stats_.reevaluated_max = std::max(stats_.reevaluated_max, st);
       }
     }
+    stats_.certified_rows = g_.n - static_cast<int64_t>(rows.size());
+    stats_.exact_scan_rows = rows.size();
     const auto t4 = std::chrono::steady_clock::now();
-    if (!fb.empty()) {
+    if (!rows.empty()) {
       // The stage's name says what happens, so the terminal shows it.
-      progress.stage("fallback: " + std::to_string(fb.size()) + " rows whose error bound keeps more than " +
-                         std::to_string(device_rows ? kRescanCap : cap) +
-                         " candidates, each ranked by an exact scan of all points",
-                     fb.size(), "rows");
-      if (device_rows) {
-        const int64_t chunk = std::min<int64_t>(fallback_chunk(g.n), static_cast<int64_t>(fb.size()));
-        DeviceBuffer<int> fb_dev(static_cast<size_t>(chunk), "allocating the fallback scan");
-        DeviceBuffer<float> keys_dev(static_cast<size_t>(chunk * g.n), "allocating the fallback scan");
-        std::vector<float> keys(static_cast<size_t>(chunk * g.n));
-        std::vector<int> idx(static_cast<size_t>(chunk));
-        for (size_t r0 = 0; r0 < fb.size(); r0 += static_cast<size_t>(chunk)) {
-          const int count = static_cast<int>(std::min<size_t>(static_cast<size_t>(chunk), fb.size() - r0));
-          for (int r = 0; r < count; ++r) idx[static_cast<size_t>(r)] = static_cast<int>(fb[r0 + r]);
-          cuda_check(cudaMemcpyAsync(fb_dev.data(), idx.data(), count * sizeof(int), cudaMemcpyHostToDevice, s),
-                     "copying the fallback rows to the GPU");
-          launch_fallback_keys(device_rows, g.n, rows.cols, fb_dev.data(), count,
-                               params.metric == Metric::Euclidean, params.keep_self, keys_dev.data(), s);
-          cuda_check(cudaMemcpyAsync(keys.data(), keys_dev.data(), static_cast<size_t>(count) * g.n * sizeof(float),
-                                     cudaMemcpyDeviceToHost, s),
-                     "copying the fallback keys from the GPU");
-          cuda_check(cudaStreamSynchronize(s), "scanning the fallback rows");
-          parallel_for(0, count, params.threads, [&](int64_t r) {
-            const int64_t row = fb[r0 + static_cast<size_t>(r)];
-            select_k_from_keys(keys.data() + r * g.n, g.n, g.k, g.indices.data() + row * g.k,
-                               g.distances.data() + row * g.k);
-          }, 1);
-          progress.advance(static_cast<uint64_t>(count));
-        }
-      } else {
-        for (size_t r0 = 0; r0 < fb.size(); r0 += 64) {
-          const std::vector<int64_t> part(fb.begin() + r0, fb.begin() + std::min(fb.size(), r0 + 64));
-          fallback_on_host(rows.data, g.n, rows.cols, part, g.k, params.metric, params.keep_self, params.threads,
-                           g.indices.data(), g.distances.data());
-          progress.advance(part.size());
-        }
-      }
-      progress.finish();
+      progress_.stage("fallback: " + std::to_string(rows.size()) + " rows whose error bound keeps more than " +
+                          std::to_string(in_.device_rows ? kRescanCap : in_.lists.k) +
+                          " candidates, each ranked by an exact scan of all points",
+                      rows.size(), "rows");
+      if (in_.device_rows)
+        exact_scan_on_device(rows);
+      else
+        exact_scan_on_host(rows);
+      progress_.finish();
     }
-    g.timings.emplace_back("fallback", seconds_since(t4));
+    g_.timings.emplace_back("fallback", seconds_since(t4));
+  }
 
-    const int64_t certified = g.n - static_cast<int64_t>(fb.size());
-    g.extra["precision"] = params.precision;
-    g.extra["list_capacity"] = cap;
-    g.extra["reevaluated_per_row"] = certified > 0 ? static_cast<double>(reevaluated) / certified : 0.0;
-    g.extra["reevaluated_max"] = max_reevaluated;
-    g.extra["uncertified_rows"] = uncertified;
-    g.extra["rescanned_rows"] = rescanned;
-    g.extra["fallback_rows"] = fb.size();
-    g.extra["error_bound_c_dot"] = model.c_dot;
-    g.extra["error_bound_max_use"] = max_use;
+  /// The exact scan's keys on the device (chunks of rows whose keys fill
+  /// 64 MB), the k smallest of each row taken on the host.
+  void exact_scan_on_device(const std::vector<int64_t>& rows) {
+    const int64_t n = g_.n;
+    const int64_t chunk = std::min<int64_t>(exact_scan_chunk(n), static_cast<int64_t>(rows.size()));
+    DeviceBuffer<int> rows_dev(static_cast<size_t>(chunk), "allocating the fallback scan");
+    DeviceBuffer<float> keys_dev(static_cast<size_t>(chunk * n), "allocating the fallback scan");
+    std::vector<float> keys(static_cast<size_t>(chunk * n));
+    std::vector<int> idx(static_cast<size_t>(chunk));
+    for (size_t r0 = 0; r0 < rows.size(); r0 += static_cast<size_t>(chunk)) {
+      const int count = static_cast<int>(std::min<size_t>(static_cast<size_t>(chunk), rows.size() - r0));
+      for (int r = 0; r < count; ++r) idx[static_cast<size_t>(r)] = static_cast<int>(rows[r0 + r]);
+      cuda_check(cudaMemcpyAsync(rows_dev.data(), idx.data(), count * sizeof(int), cudaMemcpyHostToDevice, s_),
+                 "copying the fallback rows to the GPU");
+      launch_fallback_keys(in_.device_rows, n, in_.rows->cols, rows_dev.data(), count,
+                           params_.metric == Metric::Euclidean, params_.keep_self, keys_dev.data(), s_);
+      cuda_check(cudaMemcpyAsync(keys.data(), keys_dev.data(), static_cast<size_t>(count) * n * sizeof(float),
+                                 cudaMemcpyDeviceToHost, s_),
+                 "copying the fallback keys from the GPU");
+      cuda_check(cudaStreamSynchronize(s_), "scanning the fallback rows");
+      parallel_for(0, count, params_.threads, [&](int64_t r) {
+        const int64_t row = rows[r0 + static_cast<size_t>(r)];
+        exact::select_k_from_keys(keys.data() + r * n, n, g_.k, g_.indices.data() + row * g_.k,
+                                  g_.distances.data() + row * g_.k);
+      }, 1);
+      progress_.advance(static_cast<uint64_t>(count));
+    }
+  }
+
+  /// The exact scan on the host (streamed rows), 64 rows at a time.
+  void exact_scan_on_host(const std::vector<int64_t>& rows) {
+    const exact::ExactScanRequest scan{in_.rows->data, g_.n,           in_.rows->cols, g_.k,
+                                       params_.metric, params_.keep_self, params_.threads};
+    for (size_t r0 = 0; r0 < rows.size(); r0 += 64) {
+      const std::vector<int64_t> part(rows.begin() + r0, rows.begin() + std::min(rows.size(), r0 + 64));
+      exact::exact_scan_rows(scan, part, g_.indices.data(), g_.distances.data());
+      progress_.advance(part.size());
+    }
+  }
+
+  const FinishRequest& in_;
+  KnnGraph& g_;
+  Progress& progress_;
+  EarlyFinish* early_;
+  const KnnParams& params_;
+  cudaStream_t s_;
+  const exact::ErrorModel model_;
+  std::vector<int> status_;
+  FinishStats stats_;
+};
+
+void certify_and_finish(const FinishRequest& in, KnnGraph& g, Progress& progress, EarlyFinish* early) {
+  Finisher(in, g, progress, early).run();
 }
 
 }  // namespace manifold::gpu

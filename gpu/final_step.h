@@ -1,17 +1,21 @@
 #pragma once
-// The final step every GPU selection strategy ends with (the engine's warp
-// and merge, and the papers' quick, sort, heap and bitonic): from per-row
-// candidate lists ranked by the tile loop's distance `a` to the exact graph.
+// Certify and finish: the final step every GPU selection strategy ends with
+// (the engine's warp and merge, and the papers' quick, sort, heap and
+// bitonic), from per-row candidate lists ranked by the tile loop's distance
+// `a` to the exact graph in host memory.
 //  1. rows whose list is short (NaN or infinite data) are refused;
-//  2. certify (impl/certify.cu, or core's certify_rows for streamed rows):
-//     rows whose list provably holds the k nearest by the exact key are
-//     ranked by re-evaluating in float64 the candidates the bound cannot
+//  2. certify (impl/certify.cu, or core's exact::certify_rows for streamed
+//     rows): rows whose list provably holds the k nearest by the exact key
+//     are ranked by re-evaluating in float64 the candidates the bound cannot
 //     rule out;
-//  3. resident rows the bound cannot certify are rescanned on the device
-//     against every point (the caller's kind of GEMM, so the same bound);
-//  4. what is left falls back to the exact scan (device or host).
-// gpu/PRECISION.md has the argument. One copy of this logic, so every
-// strategy returns the same graph, entry for entry.
+//  3. rescan: resident rows the bound cannot certify are screened on the
+//     device against every point (the caller's kind of GEMM, so the same
+//     bound);
+//  4. exact scan: what is left is ranked from every point's exact key
+//     (device or host; "fallback" in graph.json and the progress stages);
+// and the result comes home (download). docs/PRECISION.md has the argument.
+// One copy of this logic, so every strategy returns the same graph, entry
+// for entry.
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -33,7 +37,7 @@
 namespace manifold::gpu {
 
 /// Candidates kept per row beyond k: the room the certificate needs between
-/// the k-th upper bound and the last list entry (impl/error_bound.h). The
+/// the k-th upper bound and the last list entry (manifold/exact/error_bound.h). The
 /// TF32 bound is ~10x wider than float32's, so fast-exact keeps more.
 /// Settings::slack overrides (tests force the fallback with it).
 int list_slack(int k, bool tensor);
@@ -47,7 +51,8 @@ int list_capacity(int k, int64_t n, bool keep_self, bool tensor);
 using DotProducts = std::function<void(const float* a, int m, const float* b, int ncols, float* c, int ldc,
                                        cudaStream_t s)>;
 
-struct FinalStepInput {
+/// What certify_and_finish works on.
+struct FinishRequest {
   const Dataset* data = nullptr;      ///< for messages (its source)
   const KnnParams* params = nullptr;
   const PreparedRows* rows = nullptr; ///< host copy of the prepared rows
@@ -81,6 +86,7 @@ void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, 
                       size_t staging_bytes, int threads);
 
 struct ResidentOutput;  // the resident path's device buffers (final_step.cpp)
+class Finisher;        // certify_and_finish's phases (final_step.cpp)
 
 /// Step 2 and the copy home beside the tile loop (one GPU, every row
 /// resident): the loop's thread reports each time more rows' lists are
@@ -89,27 +95,28 @@ struct ResidentOutput;  // the resident path's device buffers (final_step.cpp)
 /// device context's finish stream) and copies their result into g, so when
 /// the loop ends only the last strips' rows are left. The rows and norms of
 /// `in` must be on the device once the first reported rows are final.
-/// run_final_step(in, g, progress, this) finishes it; destroying it first
-/// (an error or a cancellation) stops the worker after its current range.
-class EarlyFinal {
+/// certify_and_finish(in, g, progress, this) finishes it; destroying it
+/// first (an error or a cancellation) stops the worker after its current
+/// range.
+class EarlyFinish {
  public:
-  EarlyFinal(const FinalStepInput& in, KnnGraph& g, cudaStream_t stream);
-  ~EarlyFinal();
-  EarlyFinal(const EarlyFinal&) = delete;
-  EarlyFinal& operator=(const EarlyFinal&) = delete;
+  EarlyFinish(const FinishRequest& in, KnnGraph& g, cudaStream_t stream);
+  ~EarlyFinish();
+  EarlyFinish(const EarlyFinish&) = delete;
+  EarlyFinish& operator=(const EarlyFinish&) = delete;
 
   /// Rows [0, rows) are final once the work queued on `after` so far is
   /// done (called from the loop's thread; never blocks on the GPU).
   void rows_final(int64_t rows, cudaStream_t after);
 
  private:
-  friend void run_final_step(const FinalStepInput&, KnnGraph&, Progress&, EarlyFinal*);
+  friend class Finisher;
   /// Reports every row final after the work queued on `after`, waits for
   /// the worker and rethrows its error.
   void finish(cudaStream_t after);
   void work();
 
-  const FinalStepInput in_;
+  const FinishRequest in_;
   KnnGraph& g_;
   cudaStream_t stream_;
   std::unique_ptr<ResidentOutput> out_;
@@ -126,7 +133,7 @@ class EarlyFinal {
   std::thread worker_;
 };
 
-/// Runs steps 1-4 and writes g.indices / g.distances (n*k, g.k set), the
+/// Certify and finish: runs steps 1-4 and writes g.indices / g.distances (n*k, g.k set), the
 /// step's timings ("certify", "rescan", "merge_devices", "download",
 /// "fallback", in the engine's order; with `early` also "final_wait", the
 /// time the worker's last ranges took after the loop) and its statistics in
@@ -136,6 +143,13 @@ class EarlyFinal {
 /// "certify", then "rescan: ..." and "fallback: ..." naming the rows when
 /// there are any. `early`: steps 2 and the copy home ran beside the loop
 /// (in.device_rows must be set); only the rescan's rows are copied again.
-void run_final_step(const FinalStepInput& in, KnnGraph& g, Progress& progress, EarlyFinal* early = nullptr);
+void certify_and_finish(const FinishRequest& in, KnnGraph& g, Progress& progress, EarlyFinish* early = nullptr);
+
+// The former names, kept only until the paper strategies (gpu/select/
+// paper_strategies.cpp) call certify_and_finish; then they go.
+using FinalStepInput = FinishRequest;
+inline void run_final_step(const FinishRequest& in, KnnGraph& g, Progress& progress) {
+  certify_and_finish(in, g, progress);
+}
 
 }  // namespace manifold::gpu

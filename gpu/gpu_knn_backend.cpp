@@ -4,7 +4,7 @@
 // to device j when i mod 2G is j or 2G-1-j, which evens out the shrinking
 // strips), runs one host thread per device, merges the per-device lists on
 // device 0 and certifies the result: every row's list is checked against the
-// rigorous error bound of its dot products (impl/error_bound.h), the
+// rigorous error bound of its dot products (manifold/exact/error_bound.h), the
 // candidates the bound cannot rule out are re-evaluated exactly, and rows the
 // bound cannot certify are scanned exactly. Both precisions (float32 SGEMM,
 // TF32 tensor cores) therefore return the same graph: the k smallest exact
@@ -26,10 +26,9 @@
 #include "device_engine.h"
 #include "final_step.h"
 #include "settings.h"
-#include "impl/certify_host.h"
-#include "impl/error_bound.h"
 #include "impl/kernels.h"
 #include "manifold/error.h"
+#include "manifold/exact/error_bound.h"
 #include "manifold/knn.h"
 #include "manifold/parallel.h"
 #include "tile_plan.h"
@@ -153,8 +152,8 @@ class GpuKnnBackend final : public KnnBackend {
     if (data.rows() >= INT_MAX)
       throw Error("the GPU backend indexes rows with 32-bit integers: " + std::to_string(data.rows()) +
                   " rows is too many");
-    if (data.cols() > kMaxBoundDim)
-      throw UsageError("the GPU backend's error bound covers up to " + std::to_string(kMaxBoundDim) +
+    if (data.cols() > exact::kMaxBoundDim)
+      throw UsageError("the GPU backend's error bound covers up to " + std::to_string(exact::kMaxBoundDim) +
                        " values per item; these items have " + std::to_string(data.cols()));
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<int> devices = chosen_devices(params);
@@ -230,7 +229,7 @@ class GpuKnnBackend final : public KnnBackend {
     // The result's host memory is fresh pages to fault in: touch it meanwhile.
     std::shared_future<void> host_result = std::async(std::launch::async, [&g] { g.allocate_result(); }).share();
     DeviceEngine& main = *engines[0];
-    FinalStepInput fin;
+    FinishRequest fin;
     fin.data = &data, fin.params = &params, fin.rows = &rows, fin.lists = main.lists();
     fin.norms = main.norms(), fin.stream = main.stream(), fin.tensor = tensor, fin.device = main.device();
     fin.dot_products = [&main](const float* a, int m, const float* b, int ncols, float* c, int ldc,
@@ -239,12 +238,12 @@ class GpuKnnBackend final : public KnnBackend {
     // One GPU with every row resident: the final step certifies and copies
     // home each strip's rows while the later strips run (final_step.h).
     // Settings::final_beside_loop = false (tests) leaves it all for after the loop.
-    std::unique_ptr<EarlyFinal> early;
+    std::unique_ptr<EarlyFinish> early;
     DeviceEngine::RowsFinal rows_final;
     if (engines.size() == 1 && plan.resident && plan.bytes + plan.final_bytes <= plan.budget &&
         settings().final_beside_loop) {
       fin.device_rows = main.resident_rows();
-      early = std::make_unique<EarlyFinal>(fin, g, DeviceContext::get(main.device()).finish);
+      early = std::make_unique<EarlyFinish>(fin, g, DeviceContext::get(main.device()).finish);
       rows_final = [&early, &start_fingerprint](int64_t r, cudaStream_t after) {
         start_fingerprint();
         early->rows_final(r, after);
@@ -355,7 +354,7 @@ class GpuKnnBackend final : public KnnBackend {
       fin.staging[i] = ctx0.staging(i);
     }
     fin.staging_bytes = DeviceContext::kStagingBytes;
-    run_final_step(fin, g, progress, early.get());
+    certify_and_finish(fin, g, progress, early.get());
     g.timings.emplace_back("final", seconds_since(t3));
     // Core's input hash can outlast the whole GPU job.
     const auto t5 = std::chrono::steady_clock::now();

@@ -127,15 +127,16 @@ CertifyStats certify_lists(const PreparedInput& in, std::vector<TopK> lists, int
   });
   lists = {};
   g.allocate_result();
-  exact::CandidateLists cl{cand_dist.data(), cand_index.data(), fill.data(), n, capacity};
-  const double ymax = n ? *std::max_element(in.norms.begin(), in.norms.end()) : 0.0;
   std::vector<int> status(static_cast<size_t>(n));
+  exact::CertifyRequest req;
+  req.rows = in.rows.data, req.d = d, req.k = g.k, req.norms = in.norms.data();
+  req.lists = {cand_dist.data(), cand_index.data(), fill.data(), n, capacity};
+  req.ymax = n ? *std::max_element(in.norms.begin(), in.norms.end()) : 0.0;
+  req.model = exact::make_error_model(d, false), req.metric = params.metric;
+  req.complete = capacity == others, req.threads = threads;
   CertifyStats stats;
   stats.capacity = capacity;
-  stats.error_bound_max_use = exact::certify_rows(in.rows.data, d, cl, g.k, in.norms.data(), ymax,
-                                                  exact::make_error_model(d, false), params.metric,
-                                                  capacity == others, threads, g.indices.data(), g.distances.data(),
-                                                  status.data());
+  stats.error_bound_max_use = exact::certify_rows(req, {g.indices.data(), g.distances.data(), status.data()});
   std::vector<int64_t> uncertified;
   int64_t reevaluated = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -146,8 +147,8 @@ CertifyStats certify_lists(const PreparedInput& in, std::vector<TopK> lists, int
   if (!uncertified.empty()) {
     // Dense neighbourhoods inside the bound: rank those rows by an exact scan.
     progress.stage("exact scan", uncertified.size(), "rows");
-    exact::exact_scan_rows(in.rows.data, n, d, uncertified, g.k, params.metric, params.keep_self, threads,
-                           g.indices.data(), g.distances.data());
+    const exact::ExactScanRequest scan{in.rows.data, n, d, g.k, params.metric, params.keep_self, threads};
+    exact::exact_scan_rows(scan, uncertified, g.indices.data(), g.distances.data());
     progress.finish();
   }
   stats.reevaluated_per_row = n ? static_cast<double>(reevaluated) / static_cast<double>(n) : 0.0;

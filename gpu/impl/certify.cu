@@ -1,5 +1,6 @@
-// The final step of both precisions: certify each row's candidate list with
-// the error bound of impl/error_bound.h, re-evaluate exactly what the bound
+// The GPU's certification, by the rules and names of core's
+// manifold/exact/certify.h: certify each row's candidate list with the error
+// bound of manifold/exact/error_bound.h, re-evaluate exactly what the bound
 // cannot rule out, and rank by the exact key. Rows the bound cannot certify
 // (their list might miss a neighbour) are left to the fallback scan, whose
 // keys the second kernel computes.
@@ -39,7 +40,8 @@ __device__ __forceinline__ void upper_keys(const CertifyArgs& c, const CertRow& 
   for (int t = first; t < P; t += step) {
     if (t < r.f) {
       const double a = r.ld[t];
-      sd[t] = __double2float_ru(upper64(a, entry_error(a, r.ni, c.norms[r.li[t]], c.model), c.model));
+      const double e = exact::entry_error(a, r.ni, c.norms[r.li[t]], c.model);
+      sd[t] = __double2float_ru(exact::upper64(a, e, c.model));
     } else {
       sd[t] = INFINITY;
     }
@@ -54,13 +56,14 @@ __device__ __forceinline__ void upper_keys(const CertifyArgs& c, const CertRow& 
 __device__ __forceinline__ bool certificate_fails(const CertifyArgs& c, const CertRow& r, float ukey) {
   if (c.complete || r.f != c.lists.k) return false;
   const double amax = r.ld[c.lists.k - 1];
-  const double lmin = lower64(amax, entry_error(amax, r.ni, c.ymax, c.model), c.model);
-  return !(key_of(lmin, c.euclidean) > ukey);
+  const double lmin = exact::lower64(amax, exact::entry_error(amax, r.ni, c.ymax, c.model), c.model);
+  return !(exact::key_of(lmin, c.euclidean) > ukey);
 }
 
 // Whether entry (a, j)'s lower bound ranks no later than U.
 __device__ __forceinline__ bool may_rank(const CertifyArgs& c, const CertRow& r, double a, int j, float ukey) {
-  return key_of(lower64(a, entry_error(a, r.ni, c.norms[j], c.model), c.model), c.euclidean) <= ukey;
+  const double e = exact::entry_error(a, r.ni, c.norms[j], c.model);
+  return exact::key_of(exact::lower64(a, e, c.model), c.euclidean) <= ukey;
 }
 
 // Candidate j (GEMM distance sd[j], index si[j]) of row x re-evaluated by
@@ -72,8 +75,8 @@ __device__ __forceinline__ float reevaluate(const CertifyArgs& c, const CertRow&
   const double s = warp_sum_sq_diff(x, c.rows + static_cast<int64_t>(nb) * c.d, c.d, lane);
   if (lane == 0) {
     const double a = sd[j];
-    use = fmaxf(use, static_cast<float>(fabs(a - s) / entry_error(a, r.ni, c.norms[nb], c.model)));
-    sd[j] = key_of(s, c.euclidean);
+    use = fmaxf(use, static_cast<float>(fabs(a - s) / exact::entry_error(a, r.ni, c.norms[nb], c.model)));
+    sd[j] = exact::key_of(s, c.euclidean);
   }
   return use;
 }
@@ -106,7 +109,7 @@ __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
     __syncthreads();
     block_bitonic_sort(sd, si, P);
     if (threadIdx.x == 0) {
-      const float ukey = key_of(sd[c.k - 1], c.euclidean);
+      const float ukey = exact::key_of(sd[c.k - 1], c.euclidean);
       s_ukey = ukey;
       s_fail = certificate_fails(c, r, ukey);
       s_count = 0;
@@ -174,7 +177,7 @@ __global__ __launch_bounds__(kThreads) void certify_warp_kernel(CertifyArgs c) {
     upper_keys(c, r, P, sd, si, lane, 32);
     __syncwarp();
     warp_bitonic_sort(sd, si, P, lane);
-    const float ukey = key_of(sd[c.k - 1], c.euclidean);
+    const float ukey = exact::key_of(sd[c.k - 1], c.euclidean);
     const bool fail = certificate_fails(c, r, ukey);
     __syncwarp();  // every lane has read sd[k - 1] before sd is reused
     if (fail) {
@@ -237,8 +240,8 @@ __global__ void rescan_filter_kernel(RescanTile t) {
   const float ni = t.row_norms[r], nj = t.norms[j];
   const float a = fmaf(-2.f, t.dots[static_cast<size_t>(jj) * t.ld + r], ni + nj);
   if (!(a == a)) return;  // NaN: no comparable distance (non-finite data)
-  const double e = entry_error(a, ni, nj, t.model);
-  if (key_of(lower64(a, e, t.model), t.euclidean) <= t.ukey[r]) {
+  const double e = exact::entry_error(a, ni, nj, t.model);
+  if (exact::key_of(exact::lower64(a, e, t.model), t.euclidean) <= t.ukey[r]) {
     const int pos = atomicAdd(t.found + r, 1);
     if (pos < kRescanCap) t.cand[static_cast<size_t>(r) * kRescanCap + pos] = static_cast<int>(j);
   }
@@ -265,7 +268,7 @@ __global__ __launch_bounds__(kThreads) void rescan_select_kernel(const float* __
   for (int t = warp; t < cnt; t += kThreads / 32) {
     const int nb = cand[static_cast<size_t>(r) * kRescanCap + t];
     const double s = warp_sum_sq_diff(x, rows + static_cast<int64_t>(nb) * d, d, lane);
-    if (lane == 0) sd[t] = key_of(s, euclidean != 0), si[t] = nb;
+    if (lane == 0) sd[t] = exact::key_of(s, euclidean != 0), si[t] = nb;
   }
   const int pc = next_pow2(max(cnt, 1));
   for (int t = cnt + threadIdx.x; t < pc; t += blockDim.x) sd[t] = INFINITY, si[t] = INT_MAX;
@@ -291,7 +294,7 @@ __global__ void fallback_keys_kernel(const float* __restrict__ rows, int64_t n, 
     const int64_t j = p - r * n;
     const int64_t g = fb[r];
     const double s = warp_sum_sq_diff(rows + g * d, rows + j * d, d, lane);
-    if (lane == 0) keys[p] = (j == g && !keep_self) ? INFINITY : key_of(s, euclidean != 0);
+    if (lane == 0) keys[p] = (j == g && !keep_self) ? INFINITY : exact::key_of(s, euclidean != 0);
   }
 }
 

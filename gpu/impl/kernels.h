@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "impl/error_bound.h"
 #include "impl/sizes.h"
+#include "manifold/exact/error_bound.h"
 
 namespace manifold::gpu {
 
@@ -122,7 +122,7 @@ void launch_count_short_rows(ListsView lists, int* bad, int* first_bad, cudaStre
 /// missing or not finite: count into *bad, first row into *first_bad.
 void launch_count_short_rows(ListsView lists, int k, int* bad, int* first_bad, cudaStream_t s);
 
-/// The final step of both precisions (see impl/error_bound.h): from each
+/// The final step of both precisions (see manifold/exact/error_bound.h): from each
 /// row's list of `lists.k` (the capacity) candidates ranked by the GEMM's
 /// distance, the rows whose list provably holds the k nearest (by the exact
 /// key: float64 distance, then index) re-evaluate exactly the candidates the
@@ -137,7 +137,7 @@ struct CertifyArgs {
   bool euclidean = true;
   bool complete = false;        ///< every other point is in every list (capacity = N-1, or N with self)
   double ymax = 0;              ///< largest stored squared norm
-  ErrorModel model;
+  exact::ErrorModel model;
   int64_t* out_index = nullptr; ///< n*k
   float* out_dist = nullptr;    ///< n*k
   int* status = nullptr;        ///< per row: candidates re-evaluated, or -1 (not certified)
@@ -164,7 +164,7 @@ struct RescanTile {
   const int* fb = nullptr;      ///< the rows' indices
   const float* row_norms = nullptr, *ukey = nullptr;  ///< per rescanned row
   const float* norms = nullptr; ///< all n rows
-  ErrorModel model;
+  exact::ErrorModel model;
   bool euclidean = true, keep_self = false;
   int* found = nullptr;         ///< per rescanned row: survivors so far (may exceed kRescanCap)
   int* cand = nullptr;          ///< count x kRescanCap survivors

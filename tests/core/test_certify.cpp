@@ -91,10 +91,11 @@ Outcome certify(const Dataset& ds, Metric metric, int k, int cap, bool keep_self
   o.g.indices.resize(static_cast<size_t>(rows.rows * k));
   o.g.distances.resize(static_cast<size_t>(rows.rows * k));
   std::vector<int> status(static_cast<size_t>(rows.rows));
-  const exact::CandidateLists l{s.dist.data(), s.index.data(), s.fill.data(), rows.rows, cap};
-  const int64_t available = rows.rows - (keep_self ? 0 : 1);
-  const float use = exact::certify_rows(rows.data, rows.cols, l, k, s.norms.data(), s.ymax, m, metric,
-                                        cap >= available, 0, o.g.indices.data(), o.g.distances.data(), status.data());
+  exact::CertifyRequest req;
+  req.rows = rows.data, req.d = rows.cols, req.k = k, req.norms = s.norms.data(), req.ymax = s.ymax;
+  req.lists = {s.dist.data(), s.index.data(), s.fill.data(), rows.rows, cap};
+  req.model = m, req.metric = metric, req.complete = cap >= rows.rows - (keep_self ? 0 : 1);
+  const float use = exact::certify_rows(req, {o.g.indices.data(), o.g.distances.data(), status.data()});
   EXPECT_LT(use, 1.f) << "the simulated errors stay within the bound";
   std::vector<int64_t> fb;
   for (int64_t i = 0; i < rows.rows; ++i) {
@@ -103,7 +104,7 @@ Outcome certify(const Dataset& ds, Metric metric, int k, int cap, bool keep_self
   }
   o.fallback = static_cast<int64_t>(fb.size());
   if (rows.rows > o.fallback) o.reevaluated /= static_cast<double>(rows.rows - o.fallback);
-  exact::exact_scan_rows(rows.data, rows.rows, rows.cols, fb, k, metric, keep_self, 0, o.g.indices.data(),
+  exact::exact_scan_rows({rows.data, rows.rows, rows.cols, k, metric, keep_self, 0}, fb, o.g.indices.data(),
                          o.g.distances.data());
   return o;
 }

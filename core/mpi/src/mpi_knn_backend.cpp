@@ -553,13 +553,13 @@ void MpiBuild::certify() {
     progress_.stage("certify", 1, "steps");
     const int64_t n = data_.rows(), d = data_.cols();
     const int64_t others = params_.keep_self ? n : n - 1;
-    exact::CandidateLists cl{cand_key_.data(), cand_index_.data(), nullptr, m, width};
     std::vector<int> fill(static_cast<size_t>(m), width), status(static_cast<size_t>(m));
-    cl.fill = fill.data();
-    const float* base = compact_.data + own_at_ * d;
-    stats_.bound_use = exact::certify_rows(base, d, cl, k, norms_.data() + own_at_, ymax,
-                                           exact::make_error_model(d, false), params_.metric, width == others,
-                                           eo_.threads, out_index_.data(), out_dist_.data(), status.data());
+    exact::CertifyRequest req;
+    req.rows = compact_.data + own_at_ * d, req.d = d, req.k = k, req.norms = norms_.data() + own_at_;
+    req.lists = {cand_key_.data(), cand_index_.data(), fill.data(), m, width};
+    req.ymax = ymax, req.model = exact::make_error_model(d, false), req.metric = params_.metric;
+    req.complete = width == others, req.threads = eo_.threads;
+    stats_.bound_use = exact::certify_rows(req, {out_index_.data(), out_dist_.data(), status.data()});
     std::vector<int64_t> uncertified;
     for (int64_t i = 0; i < m; ++i) {
       if (status[static_cast<size_t>(i)] < 0) {
@@ -578,11 +578,11 @@ void MpiBuild::certify() {
       // Dense neighbourhoods inside the bound: an exact scan over all rows,
       // which needs them all prepared (rare), into this rank's output rows.
       PreparedRows all = prepare_rows(data_, params_.metric);
+      const exact::ExactScanRequest scan{all.data, n, d, k, params_.metric, params_.keep_self, eo_.threads};
       std::vector<float> keys;
       for (int64_t i : uncertified) {
         progress_.check_cancel();
-        exact::exact_scan_row(all.data, n, d, mine_.begin + i, k, params_.metric, params_.keep_self, eo_.threads,
-                              keys, out_index_.data() + i * k, out_dist_.data() + i * k);
+        exact::exact_scan_row(scan, mine_.begin + i, keys, out_index_.data() + i * k, out_dist_.data() + i * k);
       }
     }
     progress_.finish();

@@ -34,49 +34,48 @@ double exact_sum_sq_diff(const float* x, const float* y, int64_t d) {
   return lane[0];
 }
 
-
-
 float to_float_up(double v) {
   float f = static_cast<float>(v);
   if (static_cast<double>(f) < v) f = std::nextafter(f, INFINITY);
   return f;
 }
 
-float certify_rows(const float* rows, int64_t d, const CandidateLists& l, int k, const float* norms, double ymax,
-                      const ErrorModel& m, Metric metric, bool complete, int threads, int64_t* out_index,
-                      float* out_dist, int* status) {
-  const bool euclidean = metric == Metric::Euclidean;
+float certify_rows(const CertifyRequest& r, const CertifiedRows& out) {
+  const bool euclidean = r.metric == Metric::Euclidean;
+  const CandidateLists& l = r.lists;
+  const ErrorModel& m = r.model;
+  const int k = r.k;
   std::atomic<float> max_use{0.f};
-  parallel_for(0, l.n, threads, [&](int64_t g) {
+  parallel_for(0, l.n, r.threads, [&](int64_t g) {
     const int cap = l.capacity;
     const int f = l.fill[g];
     const float* ld = l.dist + g * cap;
     const int* li = l.index + g * cap;
-    const double ni = norms[g];
+    const double ni = r.norms[g];
     std::vector<float> upper(static_cast<size_t>(f));
     for (int t = 0; t < f; ++t) {
       const double a = ld[t];
-      upper[static_cast<size_t>(t)] = to_float_up(upper64(a, entry_error(a, ni, norms[li[t]], m), m));
+      upper[static_cast<size_t>(t)] = to_float_up(upper64(a, entry_error(a, ni, r.norms[li[t]], m), m));
     }
     std::nth_element(upper.begin(), upper.begin() + (k - 1), upper.end());
     const float ukey = key_of(upper[static_cast<size_t>(k - 1)], euclidean);
-    if (!complete && f == cap) {
+    if (!r.complete && f == cap) {
       const double amax = ld[cap - 1];
-      const double lmin = lower64(amax, entry_error(amax, ni, ymax, m), m);
+      const double lmin = lower64(amax, entry_error(amax, ni, r.ymax, m), m);
       if (!(key_of(lmin, euclidean) > ukey)) {
-        status[g] = -1;
+        out.status[g] = -1;
         return;
       }
     }
     std::vector<std::pair<float, int>> cand;
     float use = 0.f;
-    const float* x = rows + g * d;
+    const float* x = r.rows + g * r.d;
     for (int t = 0; t < f; ++t) {
       const double a = ld[t];
       const int j = li[t];
-      const double e = entry_error(a, ni, norms[j], m);
+      const double e = entry_error(a, ni, r.norms[j], m);
       if (!(key_of(lower64(a, e, m), euclidean) <= ukey)) continue;
-      const double s = exact_sum_sq_diff(x, rows + static_cast<int64_t>(j) * d, d);
+      const double s = exact_sum_sq_diff(x, r.rows + static_cast<int64_t>(j) * r.d, r.d);
       use = std::max(use, static_cast<float>(std::fabs(a - s) / e));
       cand.emplace_back(key_of(s, euclidean), j);
     }
@@ -84,15 +83,15 @@ float certify_rows(const float* rows, int64_t d, const CandidateLists& l, int k,
     // bounds; fewer means the bound could not be evaluated (non-finite
     // values): the exact scan decides the row instead.
     if (static_cast<int>(cand.size()) < k) {
-      status[g] = -1;
+      out.status[g] = -1;
       return;
     }
     std::sort(cand.begin(), cand.end());
     for (int j = 0; j < k; ++j) {
-      out_index[g * k + j] = cand[static_cast<size_t>(j)].second;
-      out_dist[g * k + j] = cand[static_cast<size_t>(j)].first;
+      out.index[g * k + j] = cand[static_cast<size_t>(j)].second;
+      out.dist[g * k + j] = cand[static_cast<size_t>(j)].first;
     }
-    status[g] = static_cast<int>(cand.size());
+    out.status[g] = static_cast<int>(cand.size());
     float seen = max_use.load();
     while (use > seen && !max_use.compare_exchange_weak(seen, use)) {
     }
@@ -112,23 +111,22 @@ void select_k_from_keys(const float* keys, int64_t n, int k, int64_t* out_index,
   }
 }
 
-void exact_scan_row(const float* rows, int64_t n, int64_t d, int64_t g, int k, Metric metric, bool keep_self,
-                    int threads, std::vector<float>& keys, int64_t* out_index, float* out_dist) {
-  const bool euclidean = metric == Metric::Euclidean;
-  keys.resize(static_cast<size_t>(n));
-  const float* x = rows + g * d;
-  parallel_for(0, n, threads, [&](int64_t j) {
+void exact_scan_row(const ExactScanRequest& r, int64_t g, std::vector<float>& keys, int64_t* out_index,
+                    float* out_dist) {
+  const bool euclidean = r.metric == Metric::Euclidean;
+  keys.resize(static_cast<size_t>(r.n));
+  const float* x = r.rows + g * r.d;
+  parallel_for(0, r.n, r.threads, [&](int64_t j) {
     keys[static_cast<size_t>(j)] =
-        (j == g && !keep_self) ? INFINITY : key_of(exact_sum_sq_diff(x, rows + j * d, d), euclidean);
+        (j == g && !r.keep_self) ? INFINITY : key_of(exact_sum_sq_diff(x, r.rows + j * r.d, r.d), euclidean);
   });
-  select_k_from_keys(keys.data(), n, k, out_index, out_dist);
+  select_k_from_keys(keys.data(), r.n, r.k, out_index, out_dist);
 }
 
-void exact_scan_rows(const float* rows, int64_t n, int64_t d, const std::vector<int64_t>& rows_to_scan, int k, Metric metric,
-                      bool keep_self, int threads, int64_t* out_index, float* out_dist) {
+void exact_scan_rows(const ExactScanRequest& r, const std::vector<int64_t>& rows_to_scan, int64_t* out_index,
+                     float* out_dist) {
   std::vector<float> keys;
-  for (int64_t g : rows_to_scan)
-    exact_scan_row(rows, n, d, g, k, metric, keep_self, threads, keys, out_index + g * k, out_dist + g * k);
+  for (int64_t g : rows_to_scan) exact_scan_row(r, g, keys, out_index + g * r.k, out_dist + g * r.k);
 }
 
 }  // namespace manifold::exact

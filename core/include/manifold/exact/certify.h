@@ -7,7 +7,8 @@
 // them by (key, index). Rows it cannot certify go to exact_scan_rows(). The
 // result is the float64 brute force, up to the float32 rounding of the
 // written distance, whatever GEMM (CPU BLAS, cuBLAS, tensor cores) produced a.
-// The derivation is in gpu/PRECISION.md.
+// The GPU's kernels (gpu/impl/certify.cu) follow the same rules with these
+// names. The derivation is in docs/PRECISION.md.
 #include <cstdint>
 #include <vector>
 
@@ -32,30 +33,63 @@ struct CandidateLists {
   int capacity = 0;
 };
 
-/// List slack beyond k per precision (exact float32 GEMM / tensor-core GEMM).
+/// List slack beyond k for the float32 bound (CPU, MPI, the GPU's exact
+/// precision): the room the certificate needs between the k-th upper bound
+/// and the last list entry.
 inline int exact_slack(int k) { return k / 8 > 16 ? k / 8 : 16; }
 
-/// Certifies every row and writes the k nearest of the certified ones;
-/// status[g] = candidates re-evaluated, or -1 where exact_scan_rows must
-/// scan. `ymax` is the largest stored squared norm of any row; `complete`
-/// says the lists hold every other point. Returns the largest |a - s64| /
-/// bound seen (must stay below 1).
-float certify_rows(const float* rows, int64_t d, const CandidateLists& lists, int k, const float* norms, double ymax,
-                   const ErrorModel& model, Metric metric, bool complete, int threads, int64_t* out_index,
-                   float* out_dist, int* status);
+/// One certification: the candidate lists of rows [0, lists.n) and what the
+/// bound needs to judge them.
+struct CertifyRequest {
+  const float* rows = nullptr;   ///< list row g at rows + g*d, candidate j at rows + j*d
+  int64_t d = 0;
+  CandidateLists lists;
+  int k = 0;
+  const float* norms = nullptr;  ///< stored squared norms, indexed as rows
+  double ymax = 0;               ///< largest stored squared norm of any point (for those no list holds)
+  ErrorModel model;
+  Metric metric = Metric::Euclidean;
+  bool complete = false;         ///< the lists hold every other point
+  int threads = 0;
+};
+
+/// Where certify_rows writes: the k nearest of each certified row (lists.n*k
+/// entries each) and each row's status: candidates re-evaluated, or -1 where
+/// the exact scan must decide.
+struct CertifiedRows {
+  int64_t* index = nullptr;
+  float* dist = nullptr;
+  int* status = nullptr;
+};
+
+/// Certifies every row of the request and ranks the certified ones. Returns
+/// the largest |a - s64| / bound seen (evidence for the model: below 1).
+float certify_rows(const CertifyRequest& request, const CertifiedRows& out);
+
+/// The exact scan: every point's exact key against a row, the k smallest by
+/// (key, index). For rows the certificate could not decide.
+struct ExactScanRequest {
+  const float* rows = nullptr;  ///< all n prepared rows
+  int64_t n = 0;
+  int64_t d = 0;
+  int k = 0;
+  Metric metric = Metric::Euclidean;
+  bool keep_self = false;
+  int threads = 0;
+};
 
 /// The k smallest (key, index) of keys[0, n): the exact ranking of one row.
 void select_k_from_keys(const float* keys, int64_t n, int k, int64_t* out_index, float* out_dist);
 
-/// The exact scan of one row g: exact keys against all n rows (`keys` is
-/// scratch), the k smallest written to out_index/out_dist (k entries).
-void exact_scan_row(const float* rows, int64_t n, int64_t d, int64_t g, int k, Metric metric, bool keep_self,
-                    int threads, std::vector<float>& keys, int64_t* out_index, float* out_dist);
+/// The exact scan of row g (`keys` is scratch), its k nearest written to
+/// out_index/out_dist (k entries).
+void exact_scan_row(const ExactScanRequest& request, int64_t g, std::vector<float>& keys, int64_t* out_index,
+                    float* out_dist);
 
-/// The exact scan: for each row of `rows_to_scan`, exact keys against all n
-/// rows and the k smallest; out_index/out_dist are the full n*k arrays.
-void exact_scan_rows(const float* rows, int64_t n, int64_t d, const std::vector<int64_t>& rows_to_scan, int k,
-                     Metric metric, bool keep_self, int threads, int64_t* out_index, float* out_dist);
+/// The exact scan of each row of `rows_to_scan`; out_index/out_dist are the
+/// full n*k arrays.
+void exact_scan_rows(const ExactScanRequest& request, const std::vector<int64_t>& rows_to_scan, int64_t* out_index,
+                     float* out_dist);
 
 /// Rounds a double up to a float.
 float to_float_up(double v);

@@ -2,7 +2,7 @@
 // The rigorous error bound behind exact k-NN graphs, shared by the CPU
 // backend, the GPU's certification kernel and its host twin (so all keep the
 // same candidates). CUDA-compatible (MANIFOLD_HD), otherwise plain C++.
-// Derivation (also in gpu/PRECISION.md):
+// Derivation (also in docs/PRECISION.md):
 //
 // The tile loop ranks neighbours by a = fl(fl(ni + nj) - 2 D), computed as
 // fmaf(-2, D, ni + nj), where ni = fl32(|x|^2 summed in float64), nj likewise
