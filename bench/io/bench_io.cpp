@@ -85,25 +85,18 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-}  // namespace
+/// The input: N x d float32 at `data`, written once and kept for later runs
+/// (then `rng` is not drawn from).
+void ensure_input(const Options& o, const std::string& data, std::mt19937_64& rng) {
+  if (fs::exists(data) && npy::read_header(data).shape == std::vector<int64_t>{o.n, o.d}) return;
+  std::vector<float> x(static_cast<size_t>(o.n * o.d));
+  std::normal_distribution<float> g;
+  for (auto& v : x) v = g(rng);
+  npy::write(data, x.data(), {o.n, o.d});
+}
 
-int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
-  fs::create_directories(o.dir);
-  const std::string data = (fs::path(o.dir) / "data.npy").string();
-  std::mt19937_64 rng(1);
-
-  // The input: N x d float32, written once and kept for later runs.
-  std::vector<int64_t> shape;
-  if (!fs::exists(data) || npy::read_header(data).shape != std::vector<int64_t>{o.n, o.d}) {
-    std::vector<float> x(static_cast<size_t>(o.n * o.d));
-    std::normal_distribution<float> g;
-    for (auto& v : x) v = g(rng);
-    npy::write(data, x.data(), {o.n, o.d});
-  }
-
-  // A graph and an embedding of the shapes run writes (diffusion
-  // coordinates carry all 17 digits, as a solver's do).
+/// A graph of the shape run writes: random neighbours, ascending distances.
+KnnGraph synthetic_graph(const Options& o, std::mt19937_64& rng) {
   KnnGraph graph;
   graph.n = o.n;
   graph.d = o.d;
@@ -121,6 +114,12 @@ int main(int argc, char** argv) {
       graph.distances[static_cast<size_t>(i * o.k + j)] = last;
     }
   }
+  return graph;
+}
+
+/// An embedding of the shape run writes; its diffusion coordinates carry all
+/// 17 digits, as a solver's do.
+DiffusionResult synthetic_embedding(const Options& o, std::mt19937_64& rng) {
   DiffusionResult r;
   r.n = o.n;
   r.m = o.m;
@@ -133,17 +132,19 @@ int main(int argc, char** argv) {
   for (int64_t i = 0; i < o.n; ++i) r.point_index[static_cast<size_t>(i)] = i;
   r.eigenvalues.assign(static_cast<size_t>(o.m + 1), 0.5);
   r.eigenvalues[0] = 1;
-  const auto names = coordinate_names(o.m);
+  return r;
+}
 
+/// Runs each step `repeats` times and keeps its wall and CPU medians in
+/// `results` (and the size of the file it wrote), one line each on stdout.
+struct StepTimer {
+  int repeats = 0;
   nlohmann::json results = nlohmann::json::object();
-  const fs::path scratch = fs::path(o.dir) / "out";
-  fs::remove_all(scratch);
-  fs::create_directories(scratch);
-  auto file = [&](const char* name) { return (scratch / name).string(); };
-  auto time = [&](const std::string& what, const std::function<void()>& before, const std::function<void()>& step,
-                  const std::string& size_of = "") {
+
+  void time(const std::string& what, const std::function<void()>& before, const std::function<void()>& step,
+            const std::string& size_of = "") {
     std::vector<double> runs, cpu;
-    for (int i = 0; i < o.repeats; ++i) {
+    for (int i = 0; i < repeats; ++i) {
       if (before) before();
       const auto t = Clock::now();
       const double c = cpu_seconds();
@@ -159,12 +160,14 @@ int main(int argc, char** argv) {
     std::printf("%-26s median %8.3f s, CPU %8.3f s%s\n", what.c_str(), median(runs), median(cpu),
                 size_of.empty() ? "" : ("  (" + std::to_string(fs::file_size(size_of) >> 20) + " MiB)").c_str());
     std::fflush(stdout);
-  };
+  }
+};
 
-  // Loading: the reader, then one value of every page read (what the k-NN
-  // build's first pass over a memory-mapped file pays beyond its arithmetic:
-  // the page faults, and the disk reads when the file is not cached).
-  double sink = 0;
+/// Loading: the reader, then one value of every page read (what the k-NN
+/// build's first pass over a memory-mapped file pays beyond its arithmetic:
+/// the page faults, and the disk reads when the file is not cached); cold
+/// when the page cache lets go of the file. Returns whether it did.
+bool time_loads(StepTimer& timer, const std::string& data, double& sink) {
   auto load_and_touch = [&] {
     Dataset ds = load_dataset(data);
     const int64_t values = ds.rows() * ds.cols(), per_page = 4096 / sizeof(float);
@@ -173,28 +176,36 @@ int main(int argc, char** argv) {
                  [&](int64_t p) { firsts[static_cast<size_t>(p)] = ds.data()[p * per_page]; });
     for (float v : firsts) sink += v;
   };
-  time("load_warm", nullptr, load_and_touch);
-  bool cold = drop_from_cache(data);
-  if (cold) time("load_cold", [&] { drop_from_cache(data); }, load_and_touch);
+  timer.time("load_warm", nullptr, load_and_touch);
+  const bool cold = drop_from_cache(data);
+  if (cold) timer.time("load_cold", [&] { drop_from_cache(data); }, load_and_touch);
+  return cold;
+}
 
-  time("write_indices_npy", nullptr,
-       [&] { npy::write(file("indices.npy"), graph.indices.data(), {graph.n, graph.k}); }, file("indices.npy"));
-  time("write_distances_npy", nullptr,
-       [&] { npy::write(file("distances.npy"), graph.distances.data(), {graph.n, graph.k}); }, file("distances.npy"));
-  time("write_embedding_npy", nullptr,
-       [&] { npy::write(file("embedding.npy"), r.coordinates.data(), {r.n, r.m}); }, file("embedding.npy"));
-  time("write_point_index_npy", nullptr,
-       [&] { npy::write(file("point_index.npy"), r.point_index.data(), {r.n}); }, file("point_index.npy"));
-  time("write_csv", nullptr,
-       [&] { write_csv(file("embedding.csv"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names); },
-       file("embedding.csv"));
-  time("write_vtp", nullptr,
-       [&] { write_vtp(file("embedding.vtp"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names); },
-       file("embedding.vtp"));
+/// Each output file of run on its own, into `scratch`.
+void time_output_files(StepTimer& timer, const fs::path& scratch, const KnnGraph& graph, const DiffusionResult& r) {
+  const auto names = coordinate_names(r.m);
+  auto file = [&](const char* name) { return (scratch / name).string(); };
+  timer.time("write_indices_npy", nullptr,
+             [&] { npy::write(file("indices.npy"), graph.indices.data(), {graph.n, graph.k}); }, file("indices.npy"));
+  timer.time("write_distances_npy", nullptr,
+             [&] { npy::write(file("distances.npy"), graph.distances.data(), {graph.n, graph.k}); },
+             file("distances.npy"));
+  timer.time("write_embedding_npy", nullptr,
+             [&] { npy::write(file("embedding.npy"), r.coordinates.data(), {r.n, r.m}); }, file("embedding.npy"));
+  timer.time("write_point_index_npy", nullptr,
+             [&] { npy::write(file("point_index.npy"), r.point_index.data(), {r.n}); }, file("point_index.npy"));
+  timer.time("write_csv", nullptr,
+             [&] { write_csv(file("embedding.csv"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names); },
+             file("embedding.csv"));
+  timer.time("write_vtp", nullptr,
+             [&] { write_vtp(file("embedding.vtp"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names); },
+             file("embedding.vtp"));
+}
 
-  // The whole result folder as run writes it, then its commit over the
-  // previous result (the swap and the removal of the old files).
-  const std::string result = (fs::path(o.dir) / "result").string();
+/// The whole result folder as run writes it, then its commit over the
+/// previous result (the swap and the removal of the old files).
+void time_result_folder(StepTimer& timer, const std::string& result, const KnnGraph& graph, const DiffusionResult& r) {
   fs::remove_all(result);
   DiffusionParams params;
   auto write_all = [&](OutputTransaction& tx) {
@@ -209,7 +220,7 @@ int main(int argc, char** argv) {
     tx.commit();
   }
   std::vector<double> all_runs, commit_runs;
-  for (int i = 0; i < o.repeats; ++i) {
+  for (int i = 0; i < timer.repeats; ++i) {
     const auto t0 = Clock::now();
     OutputTransaction tx(result);
     write_all(tx);
@@ -219,23 +230,53 @@ int main(int argc, char** argv) {
     all_runs.push_back(std::chrono::duration<double>(t2 - t0).count());
     commit_runs.push_back(std::chrono::duration<double>(t2 - t1).count());
   }
-  results["write_result_folder"] = {{"median_s", median(all_runs)}, {"runs_s", all_runs}};
-  results["commit_over_previous"] = {{"median_s", median(commit_runs)}, {"runs_s", commit_runs}};
+  timer.results["write_result_folder"] = {{"median_s", median(all_runs)}, {"runs_s", all_runs}};
+  timer.results["commit_over_previous"] = {{"median_s", median(commit_runs)}, {"runs_s", commit_runs}};
   std::printf("%-26s median %8.3f s\n%-26s median %8.3f s\n", "write_result_folder", median(all_runs),
               "commit_over_previous", median(commit_runs));
+}
 
-  // What a durable commit would add: one fsync per file of the result.
-  time("fsync_result_files", nullptr, [&] {
+/// What a durable commit would add (one fsync per file of the result), and
+/// reading the graph folder back (what embed loads).
+void time_fsync_and_read(StepTimer& timer, const std::string& result, double& sink) {
+  timer.time("fsync_result_files", nullptr, [&] {
     for (const auto& e : fs::directory_iterator(result)) {
       const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
       if (fd >= 0) ::fsync(fd), ::close(fd);
     }
   });
-  time("read_graph", nullptr, [&] { KnnGraph g = read_graph(result); sink += static_cast<double>(g.indices[0]); });
+  timer.time("read_graph", nullptr, [&] {
+    KnnGraph g = read_graph(result);
+    sink += static_cast<double>(g.indices[0]);
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  fs::create_directories(o.dir);
+  const std::string data = (fs::path(o.dir) / "data.npy").string();
+  std::mt19937_64 rng(1);
+  ensure_input(o, data, rng);
+  const KnnGraph graph = synthetic_graph(o, rng);
+  const DiffusionResult r = synthetic_embedding(o, rng);
+
+  const fs::path scratch = fs::path(o.dir) / "out";
+  fs::remove_all(scratch);
+  fs::create_directories(scratch);
+  const std::string result = (fs::path(o.dir) / "result").string();
+  StepTimer timer;
+  timer.repeats = o.repeats;
+  double sink = 0;  // reads the values loaded, so the compiler cannot drop the loads
+  const bool cold = time_loads(timer, data, sink);
+  time_output_files(timer, scratch, graph, r);
+  time_result_folder(timer, result, graph, r);
+  time_fsync_and_read(timer, result, sink);
 
   nlohmann::json out = {{"n", o.n}, {"d", o.d}, {"k", o.k}, {"m", o.m}, {"repeats", o.repeats},
                         {"threads", hardware_threads()}, {"page_cache_dropped_for_cold_load", cold},
-                        {"steps", results}};
+                        {"steps", timer.results}};
   if (!o.json.empty()) write_text_file(o.json, out.dump(2) + "\n");
   fs::remove_all(scratch);
   fs::remove_all(result);
