@@ -5,7 +5,8 @@
 // The threads are a process-wide pool started on first use and kept: an
 // eigensolve runs thousands of loops of a millisecond or less (one per
 // mat-vec), and starting threads for each cost more than the loop itself
-// on many cores (bench/diffusion/RESULTS.md: 16 threads were slower than 4).
+// on many cores, where more threads then made a solve slower
+// (bench/diffusion/RESULTS.md).
 // A loop started while the pool runs another (a nested loop, or a second
 // caller thread) gets threads of its own.
 #include <algorithm>
