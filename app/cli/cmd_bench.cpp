@@ -32,14 +32,14 @@
 
 namespace manifold::cli {
 
-namespace {
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   size_t m = v.size() / 2;
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
+
+namespace {
 
 Dataset random_dataset(int64_t n, int64_t d, uint64_t seed) {
   std::vector<float> values(static_cast<size_t>(n * d));
@@ -226,14 +226,9 @@ struct BenchCase {
   bool picked_by_auto(const std::string& s) const { return auto_pick.is_string() && auto_pick.get<std::string>() == s; }
 
   nlohmann::json to_json() const {
-    nlohmann::json c;
-    c["backend"] = backend;
-    c["select"] = select;
-    c["precision"] = precision;
-    c["n"] = n;
-    c["d"] = d;
-    c["k"] = k;
-    c["metric"] = metric;
+    nlohmann::json c = {{"backend", backend}, {"select", select}, {"precision", precision},
+                        {"n", n},             {"d", d},           {"k", k},
+                        {"metric", metric}};
     if (predicted_s) c["predicted_s"] = *predicted_s;
     if (!skipped.empty()) {
       c["skipped"] = skipped;
@@ -247,11 +242,11 @@ struct BenchCase {
       return c;
     }
     if (interleaved) c["interleaved"] = true;
-    c["strategy"] = strategy;
-    c["wall_s"] = wall_s;
-    c["median_wall_s"] = median_wall_s;
-    c["median_stage_s"] = median_stage_s;
-    c["extra"] = extra;
+    c.update({{"strategy", strategy},
+              {"wall_s", wall_s},
+              {"median_wall_s", median_wall_s},
+              {"median_stage_s", median_stage_s},
+              {"extra", extra}});
     if (sgemm_tflops) c["sgemm_tflops"] = *sgemm_tflops;
     if (floor_s) c["floor_s"] = *floor_s;
     if (over_floor) c["over_floor"] = *over_floor;

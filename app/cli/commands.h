@@ -28,6 +28,8 @@ std::string ignored_gpu_options(const KnnParams& p, const std::string& backend);
 void note_ignored_gpu_options(const KnnParams& p, const std::string& backend);
 /// The machine facts every benchmark JSON starts with: host, CPU threads.
 nlohmann::json bench_environment(int threads);
+/// The median of a benchmark's runs (0 when there are none).
+double median(std::vector<double> v);
 /// "0,1,3" or "all" -> device list (empty = all).
 std::vector<int> parse_devices(const std::string& text);
 
