@@ -1,21 +1,50 @@
 #!/usr/bin/env bash
 # The core, CLI and MPI tests under AddressSanitizer + UndefinedBehaviorSanitizer
 # in their own build folder build-asan/ (clang; CUDA and the GUI off), failing
-# on any report, and every fuzz harness for MANIFOLD_FUZZ_SECONDS (default 20)
-# in the same build (-DMANIFOLD_FUZZ=ON). Not part of .ci/run: a second,
-# instrumented build of nearly everything does not fit CI's 30 minutes
-# (scripts/test.sh fuzzes the readers only).
-#   scripts/sanitize.sh [ctest arguments, e.g. -R test_readers or -LE fuzz]
+# on any sanitizer report. The same build holds the fuzz harnesses
+# (-DMANIFOLD_FUZZ=ON; scripts/fuzz.sh builds and runs only those), so the
+# instrumented core is compiled once for both.
+#   scripts/sanitize.sh [ctest arguments, e.g. -R test_readers]   build, then test
+#   scripts/sanitize.sh --configure   only configure build-asan/ (fuzz.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v clang++ >/dev/null || { echo "sanitize.sh: clang++ not found (scripts/setup-debian.sh installs clang and libclang-rt-14-dev)" >&2; exit 2; }
-CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DMANIFOLD_FUZZ=ON \
-  -DMANIFOLD_WITH_CUDA=OFF -DMANIFOLD_WITH_GUI=OFF -DMANIFOLD_FUZZ_SECONDS="${MANIFOLD_FUZZ_SECONDS:-20}"
-cmake --build build-asan -j "$(nproc)"
-# Leaks count (less libhdf5's own, tests/fuzz/lsan.supp);
-# a sanitizer report ends the test with a failure.
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp
-cd build-asan
-ctest --output-on-failure -j "$(nproc)" "$@"
+build=build-asan
+# A build folder configured from another source folder is made again.
+if [ -f $build/CMakeCache.txt ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$PWD" $build/CMakeCache.txt; then rm -rf $build; fi
+CC=clang CXX=clang++ cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMANIFOLD_FUZZ=ON \
+  -DMANIFOLD_WITH_CUDA=OFF -DMANIFOLD_WITH_GUI=OFF >/dev/null
+if [ "${1:-}" = --configure ]; then exit 0; fi
+cmake --build $build -j "$(nproc)"
+
+# Every report is also written to $build/sanitizer-reports/: a report from a
+# child process (the manifold command a test runs, an MPI rank) fails the run
+# even where the test only checks for a non-zero exit. Leaks count, less
+# those inside libhdf5 and Open MPI (tests/fuzz/lsan.supp).
+reports=$PWD/$build/sanitizer-reports
+rm -rf "$reports" && mkdir -p "$reports"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:log_path=$reports/asan
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan
+export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0
+# The MPI tests (tests/mpi/) apart, with the slow unwinder: Open MPI is built
+# without frame pointers, and only a full stack of its leaks reaches the
+# frames the suppressions name. The others keep the fast one. The arguments
+# select in both runs (ctest's -R, -L, -LE; an -E of its own would replace
+# the one that keeps the MPI tests out of the first run).
+mpi_tests() {  # the names of the MPI tests the arguments select, as "a|b|c"
+  [ -d $build/tests/mpi ] || return 0
+  (cd $build/tests/mpi && ctest -N "$@" | sed -n 's/^ *Test *#[0-9]*: //p' | paste -sd '|')
+}
+all_mpi=$(mpi_tests) selected_mpi=$(mpi_tests "$@")
+status=0
+(cd $build && ctest --output-on-failure -j "$(nproc)" -LE fuzz "$@" ${all_mpi:+-E "^($all_mpi)\$"}) || status=$?
+if [ -n "$selected_mpi" ]; then
+  (cd $build && ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0 \
+     ctest --output-on-failure -j "$(nproc)" -R "^($selected_mpi)\$") || status=$?
+fi
+if [ -n "$(ls -A "$reports")" ]; then
+  for f in "$reports"/*; do echo "== $f"; cat "$f"; done
+  echo "sanitize.sh: $(ls "$reports" | wc -l) sanitizer report(s), in $build/sanitizer-reports/" >&2
+  exit 1
+fi
+exit $status
