@@ -53,8 +53,9 @@ class TestGuiMask : public QObject {
   }
 
   /// Opens `file` (a dataset or a session) in `w`, runs the CPU backend at
-  /// kNeighbours and waits for the embedding.
-  static bool open_and_run(MainWindow& w, const QString& file, bool session) {
+  /// kNeighbours and waits for the embedding. `opened_status` receives the
+  /// status line between the open and the run (datasets only).
+  static bool open_and_run(MainWindow& w, const QString& file, bool session, QString* opened_status = nullptr) {
     QSignalSpy opened(&w, &MainWindow::datasetOpened), shown(&w, &MainWindow::embeddingShown);
     auto shown_in_time = [&] {
       if (shown.wait(120000)) return true;
@@ -70,6 +71,7 @@ class TestGuiMask : public QObject {
       qWarning("not opened: %s", qPrintable(w.lastError()));
       return false;
     }
+    if (opened_status) *opened_status = w.statusText();
     auto* params = w.parameterPanel();
     params->kEditor()->setValue(kNeighbours);
     params->backendEditor()->setCurrentIndex(params->backendEditor()->findData("cpu"));
@@ -98,12 +100,17 @@ class TestGuiMask : public QObject {
     w.resize(1300, 850);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(open_and_run(w, data_, false));
+    QString opened_status;
+    QVERIFY(open_and_run(w, data_, false, &opened_status));
 
     // The panel says which pixels the graph sees, and from which file.
     const QString source = w.datasetPanel()->fact("Source");
     QVERIFY2(source.contains(QStringLiteral("mask: %1 of 1,024 pixels valid").arg(kValid)), qPrintable(source));
     QVERIFY2(source.contains("ub.mask.npy"), qPrintable(source));
+    // The status line and the shape give the frame and the pixels the distances use.
+    const QString used = QStringLiteral("%1 of 1,024 pixels used").arg(kValid);
+    QVERIFY2(opened_status.contains(QStringLiteral("300 items of 32 \u00d7 32, ") + used), qPrintable(opened_status));
+    QCOMPARE(w.datasetPanel()->fact("Shape"), QStringLiteral("32 \u00d7 32 per item, ") + used);
 
     // The graph: the CLI's, index for index, over the valid pixels only.
     const auto outcome = w.outcome();
@@ -177,6 +184,7 @@ class TestGuiMask : public QObject {
     QVERIFY(open_and_run(w, session, true));
     QVERIFY(w.dataset()->mask.empty());
     QVERIFY(!w.datasetPanel()->fact("Source").contains("mask"));
+    QCOMPARE(w.datasetPanel()->fact("Shape"), QStringLiteral("32 \u00d7 32 per item (d = 1,024)"));
     QCOMPARE(w.outcome()->graph->d, int64_t(kSize * kSize));
     QCOMPARE(w.outcome()->graph->indices, cli_graph("cli-unmasked"));
     // Saved again, it still says "none", so a replay does not find the mask beside.

@@ -187,10 +187,12 @@ void DatasetPanel::setDataset(std::shared_ptr<const LoadedDataset> ds) {
   // The mask decides which pixels the graph sees: said with where the data came from.
   set_fact(tr("Source"), ds->mask.empty() ? ds->origin : ds->origin + QStringLiteral("; ") + ds->maskText());
   set_fact(tr("N"), en.toString(static_cast<qlonglong>(d.rows())));
-  QString shape;
-  for (int64_t s : d.item_shape) shape += (shape.isEmpty() ? QString() : QStringLiteral(" \u00d7 ")) + QString::number(s);
-  if (shape.isEmpty()) shape = QString::number(d.cols());
-  set_fact(tr("Shape"), tr("%1 per item (d = %2)").arg(shape).arg(en.toString(static_cast<qlonglong>(d.cols()))));
+  // With a mask, d is the pixels the distances use, not the frame's.
+  if (ds->mask.empty())
+    set_fact(tr("Shape"), tr("%1 per item (d = %2)")
+                              .arg(ds->frameText(), en.toString(static_cast<qlonglong>(d.cols()))));
+  else
+    set_fact(tr("Shape"), tr("%1 per item, %2").arg(ds->frameText(), ds->usedText()));
   const QString dtype = QString::fromStdString(d.source_dtype.empty() ? "float32" : d.source_dtype);
   if (ds->path.isEmpty())
     set_fact(tr("Type"), tr("float32, in memory"));

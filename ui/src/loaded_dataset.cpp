@@ -109,6 +109,24 @@ QString LoadedDataset::shapeText() const {
   return shape;
 }
 
+QString LoadedDataset::frameText() const {
+  QString frame;
+  for (int64_t s : data.item_shape) frame += (frame.isEmpty() ? QString() : QStringLiteral(" \u00d7 ")) + QString::number(s);
+  return frame.isEmpty() ? QString::number(data.cols()) : frame;
+}
+
+QString LoadedDataset::usedText() const {
+  if (mask.empty()) return {};
+  const QLocale en(QLocale::English);
+  return QObject::tr("%1 of %2 pixels used")
+      .arg(en.toString(static_cast<qlonglong>(features.cols())), en.toString(static_cast<qlonglong>(data.cols())));
+}
+
+QString LoadedDataset::itemText() const {
+  if (mask.empty()) return QObject::tr("%1 values").arg(QLocale(QLocale::English).toString(static_cast<qlonglong>(data.cols())));
+  return QStringLiteral("%1, %2").arg(frameText(), usedText());
+}
+
 QString LoadedDataset::maskText() const {
   return mask.empty() ? QString() : QString::fromStdString(mask_summary(mask));
 }

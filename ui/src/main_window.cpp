@@ -567,8 +567,8 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
   update_axis_choices();
   if (dataset_ && dataset_->suggested && !pending_session_) parameters_->setParameters(*dataset_->suggested);
   if (dataset_) {
-    status_->setText(tr("%1: %2 items of %3 values. Press Run to embed.")
-                         .arg(dataset_->name, en_number(dataset_->rows()), en_number(dataset_->data.cols())));
+    status_->setText(tr("%1: %2 items of %3. Press Run to embed.")
+                         .arg(dataset_->name, en_number(dataset_->rows()), dataset_->itemText()));
     if (dataset_->demo) show_notice(dataset_->origin);
     if (!dataset_->notice.isEmpty()) show_notice(dataset_->notice);
   }

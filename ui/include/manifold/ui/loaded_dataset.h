@@ -56,6 +56,15 @@ struct LoadedDataset {
   int64_t rows() const { return data.rows(); }
   /// "70,000 x 28 x 28 (uint8 as float32)".
   QString shapeText() const;
+  /// One item's frame: "28 \u00d7 28", or its value count when it has no shape.
+  QString frameText() const;
+  /// With a mask, the pixels the distances use: "528 of 784 pixels used";
+  /// "" without one.
+  QString usedText() const;
+  /// What one item is to the distances: "784 values" without a mask, else
+  /// the frame and the pixels used, "28 \u00d7 28, 528 of 784 pixels used"
+  /// (the frame size alone would overstate what the graph compares).
+  QString itemText() const;
   /// core's mask_summary ("mask: 2,096 of 2,304 pixels valid (91.0%) from
   /// FILE"), or "" without a mask.
   QString maskText() const;
