@@ -317,6 +317,13 @@ struct EmbeddingView::Impl {
   int64_t hover_row = -1;
 
   void setup();
+  // setup()'s phases.
+  void setup_window();
+  void share_points();
+  void build_lookup_tables();
+  void connect_mappers();
+  void style_and_add_actors();
+  void setup_axes();
   void render(bool full_detail);
   void request_render() {
     dirty = true;
@@ -345,6 +352,19 @@ struct EmbeddingView::Impl {
 };
 
 void EmbeddingView::Impl::setup() {
+  setup_window();
+  share_points();
+  build_lookup_tables();
+  connect_mappers();
+  style_and_add_actors();
+  setup_axes();
+  wheel_settle.setSingleShot(true);
+  wheel_settle.setInterval(250);
+}
+
+// The render window with the points' layer and the overlay's, and an
+// interactor that never renders on its own.
+void EmbeddingView::Impl::setup_window() {
   window->SetOffScreenRendering(1);
   window->SetMultiSamples(0);
   window->SetNumberOfLayers(2);
@@ -362,7 +382,12 @@ void EmbeddingView::Impl::setup() {
   interactor->AddObserver(vtkCommand::RenderEvent, this, &Impl::on_vtk_render);
   interactor->SetInteractorStyle(style3d);
   interactor->Initialize();
+}
 
+// Every layer (cloud, its level of detail, selection, pins, the highlighted
+// bin, the path) draws the one point set; the cloud and its level of
+// detail are coloured by the one scalar array.
+void EmbeddingView::Impl::share_points() {
   cloud->SetPoints(points);
   lod->SetPoints(points);
   selected->SetPoints(points);
@@ -373,30 +398,32 @@ void EmbeddingView::Impl::setup() {
   scalars->SetName("colour");
   cloud->GetPointData()->SetScalars(scalars);
   lod->GetPointData()->SetScalars(scalars);
+}
 
-  {
-    vtkNew<vtkColorTransferFunction> diverging;  // ParaView's "Cool to Warm"
-    diverging->SetColorSpaceToDiverging();
-    diverging->AddRGBPoint(0.0, 0.230, 0.299, 0.754);
-    diverging->AddRGBPoint(1.0, 0.706, 0.016, 0.150);
-    gradient->SetNumberOfTableValues(256);
-    for (int i = 0; i < 256; ++i) {
-      double rgb[3];
-      diverging->GetColor(i / 255.0, rgb);
-      gradient->SetTableValue(i, rgb[0], rgb[1], rgb[2], 1.0);
-    }
-    gradient->SetRange(0, 1);
-    gradient->Build();
+// The colour maps: a diverging gradient for values, indexed colours for
+// categories and a cyclic map for angles.
+void EmbeddingView::Impl::build_lookup_tables() {
+  vtkNew<vtkColorTransferFunction> diverging;  // ParaView's "Cool to Warm"
+  diverging->SetColorSpaceToDiverging();
+  diverging->AddRGBPoint(0.0, 0.230, 0.299, 0.754);
+  diverging->AddRGBPoint(1.0, 0.706, 0.016, 0.150);
+  gradient->SetNumberOfTableValues(256);
+  for (int i = 0; i < 256; ++i) {
+    double rgb[3];
+    diverging->GetColor(i / 255.0, rgb);
+    gradient->SetTableValue(i, rgb[0], rgb[1], rgb[2], 1.0);
   }
+  gradient->SetRange(0, 1);
+  gradient->Build();
   categories->IndexedLookupOn();
-  {
-    const std::vector<QColor> turn = cyclicTable(256);
-    cyclic->SetNumberOfTableValues(256);
-    for (int i = 0; i < 256; ++i) cyclic->SetTableValue(i, turn[i].redF(), turn[i].greenF(), turn[i].blueF(), 1.0);
-    cyclic->SetRange(0, 2 * M_PI);  // setColours sets the column's period
-    cyclic->Build();
-  }
+  const std::vector<QColor> turn = cyclicTable(256);
+  cyclic->SetNumberOfTableValues(256);
+  for (int i = 0; i < 256; ++i) cyclic->SetTableValue(i, turn[i].redF(), turn[i].greenF(), turn[i].blueF(), 1.0);
+  cyclic->SetRange(0, 2 * M_PI);  // setColours sets the column's period
+  cyclic->Build();
+}
 
+void EmbeddingView::Impl::connect_mappers() {
   for (auto* m : {cloud_mapper.GetPointer(), lod_mapper.GetPointer()}) {
     m->SetScalarModeToUsePointData();
     m->SetColorModeToMapScalars();
@@ -415,7 +442,9 @@ void EmbeddingView::Impl::setup() {
   highlighted_mapper->ScalarVisibilityOff();
   path_mapper->SetInputData(path_line);
   path_mapper->ScalarVisibilityOff();
+}
 
+void EmbeddingView::Impl::style_and_add_actors() {
   cloud_actor->SetMapper(cloud_mapper);
   lod_actor->SetMapper(lod_mapper);
   lod_actor->VisibilityOff();
@@ -453,7 +482,9 @@ void EmbeddingView::Impl::setup() {
   overlay->AddActor(path_halo_actor);
   overlay->AddActor(path_actor);
   overlay->AddActor(pinned_actor);
+}
 
+void EmbeddingView::Impl::setup_axes() {
   axes->SetCamera(renderer->GetActiveCamera());
   axes->SetFlyModeToOuterEdges();
   axes->XAxisMinorTickVisibilityOff();
@@ -468,9 +499,6 @@ void EmbeddingView::Impl::setup() {
   axes->GetZAxesLinesProperty()->SetColor(0.8, 0.8, 0.8);
   axes->VisibilityOff();
   renderer->AddActor(axes);
-
-  wheel_settle.setSingleShot(true);
-  wheel_settle.setInterval(250);
 }
 
 void EmbeddingView::Impl::render(bool full_detail) {

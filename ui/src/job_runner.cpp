@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <new>
 
 #include "manifold/cluster.h"
@@ -195,105 +196,142 @@ void JobRunner::cancel() {
   if (cancel_flag_) cancel_flag_->store(true);
 }
 
+namespace {
+
+/// What one job works from, copied for its worker thread.
+struct JobInput {
+  std::shared_ptr<const LoadedDataset> dataset;
+  RunParameters params;
+  std::shared_ptr<const KnnGraph> cached;            ///< the graph to reuse, if any
+  std::shared_ptr<const EmbeddingOutcome> previous;  ///< the result shown when the job started
+  bool retime = false;  ///< only t changed: rescale the previous result
+  bool warm = false;    ///< re-embed from the previous result, with a preview
+  std::string cli;      ///< the manifold command, for cluster jobs
+  /// Hands a preview to the GUI thread, which drops it once superseded.
+  std::function<void(std::shared_ptr<const EmbeddingOutcome>)> post_preview;
+};
+
+using Clock = std::chrono::steady_clock;
+
+/// The job's graph: the cached one, else built here or on a cluster (then
+/// also in `built`, for the cache).
+std::shared_ptr<const KnnGraph> job_graph(const JobInput& in, Progress& progress, EmbeddingOutcome& outcome,
+                                          std::shared_ptr<const KnnGraph>* built, Clock::time_point t0) {
+  if (in.cached) {
+    outcome.graph_reused = true;
+    return in.cached;
+  }
+  std::shared_ptr<KnnGraph> graph;
+  if (in.params.backend == "cluster")
+    graph = std::make_shared<KnnGraph>(build_on_cluster(*in.dataset, in.params, in.cli, progress));
+  else
+    graph = std::make_shared<KnnGraph>(make_backend(in.params.backend)->build(in.dataset->features, in.params.knn, progress));
+  *built = graph;
+  outcome.knn_seconds = seconds_since(t0);
+  return graph;
+}
+
+/// The exact embedding of `graph`: warm from the previous result when that
+/// converges, else cold, with the warm iterate shown as a preview meanwhile.
+std::shared_ptr<DiffusionResult> job_embedding(const JobInput& in, const KnnGraph& graph, const DiffusionParams& dp,
+                                               Progress& progress, const EmbeddingOutcome& outcome,
+                                               Clock::time_point t0, Clock::time_point t1) {
+  // Shows an unconverged embedding while this job goes on refining it.
+  auto show_preview = [&](DiffusionResult&& r) {
+    auto preview = std::make_shared<EmbeddingOutcome>(outcome);
+    preview->preview = true;
+    if (r.solver["max_residual"].is_number()) preview->residual = r.solver["max_residual"].get<double>();
+    preview->result = std::make_shared<DiffusionResult>(std::move(r));
+    preview->embed_seconds = seconds_since(t1);
+    preview->total_seconds = seconds_since(t0);
+    in.post_preview(std::move(preview));
+  };
+  if (in.warm) {
+    // A solve that runs long enough shows its 1e-6 iterate on the way
+    // (bench/diffusion/RESULTS.md, the re-embedding table: its
+    // eigenvectors agree with the exact ones to |cos| within ~1e-9 of 1).
+    RediffusePreview on_the_way;
+    on_the_way.show = show_preview;
+    DiffusionResult r = rediffuse(graph, dp, *in.previous->result, progress, 0, &on_the_way);
+    // rediffuse() reached the solver tolerance (or solved in full: another
+    // point set, too small a component): that is the exact result.
+    if (r.solver.value("converged", false)) return std::make_shared<DiffusionResult>(std::move(r));
+    show_preview(std::move(r));
+  }
+  // The exact solve starts cold, as the CLI's does, so the two agree to the
+  // last bit.
+  return std::make_shared<DiffusionResult>(diffusion_map(graph, dp, progress));
+}
+
+/// The whole job on the worker thread: a rescaled previous result when only
+/// t changed, else the graph, then the embedding.
+std::shared_ptr<EmbeddingOutcome> run_job(const JobInput& in, Progress& progress,
+                                          std::shared_ptr<const KnnGraph>* built) {
+  const auto t0 = Clock::now();
+  auto outcome = std::make_shared<EmbeddingOutcome>();
+  outcome->dataset = in.dataset;
+  outcome->params = in.params;
+  if (in.retime) {
+    outcome->graph = in.previous->graph;
+    outcome->graph_reused = true;
+    outcome->retimed = true;
+    outcome->result = withDiffusionTime(*in.previous->result, in.params.diffusion.t);
+    outcome->embed_seconds = seconds_since(t0);
+  } else {
+    std::shared_ptr<const KnnGraph> graph = job_graph(in, progress, *outcome, built, t0);
+    const auto t1 = Clock::now();
+    DiffusionParams dp = in.params.diffusion;
+    dp.k = dp.k > 0 ? std::min(dp.k, in.params.knn.k) : in.params.knn.k;
+    validate(dp, *graph);
+    outcome->graph = graph;
+    outcome->result = job_embedding(in, *graph, dp, progress, *outcome, t0, t1);
+    outcome->embed_seconds = seconds_since(t1);
+  }
+  outcome->total_seconds = seconds_since(t0);
+  return outcome;
+}
+
+}  // namespace
+
 void JobRunner::start(const RunParameters& params) {
-  auto dataset = dataset_;
-  auto cached = cachedGraph(params);
-  auto previous = current_;
-  const bool retime = previous && cached && previous->dataset == dataset && previous->graph == cached &&
-                      params.differsOnlyInTime(previous->params);
+  JobInput in;
+  in.dataset = dataset_;
+  in.params = params;
+  in.cached = cachedGraph(params);
+  in.previous = current_;
+  in.retime = in.previous && in.cached && in.previous->dataset == in.dataset && in.previous->graph == in.cached &&
+              params.differsOnlyInTime(in.previous->params);
+  // A warm-start preview first when the graph is cached and the previous
+  // result embedded this dataset (rediffuse() itself checks the point set).
+  in.warm = preview_enabled_ && !in.retime && in.cached && in.previous && in.previous->dataset == in.dataset &&
+            in.previous->result && in.previous->result->graph_points == in.cached->n;
+  in.cli = cli_path_;
   auto flag = std::make_shared<std::atomic<bool>>(false);
   cancel_flag_ = flag;
   const uint64_t job = ++job_;
   running_ = true;
   user_cancelled_ = false;
   auto sink = std::make_shared<JobProgressSink>(this, job);
-  const std::string cli = cli_path_;
-  // A warm-start preview first when the graph is cached and the previous
-  // result embedded this dataset (rediffuse() itself checks the point set).
-  const bool warm = preview_enabled_ && !retime && cached && previous && previous->dataset == dataset &&
-                    previous->result && previous->result->graph_points == cached->n;
   JobRunner* runner = this;
+  in.post_preview = [runner, job](std::shared_ptr<const EmbeddingOutcome> shown) {
+    // The runner waits for its job in its destructor, so it outlives this call.
+    QMetaObject::invokeMethod(
+        runner,
+        [runner, job, shown] {
+          if (runner->job_ == job && runner->running_ && !runner->pending_ && shown->dataset == runner->dataset_)
+            Q_EMIT runner->previewReady(shown);
+        },
+        Qt::QueuedConnection);
+  };
+  const bool builds_graph = !in.cached;
 
-  QFuture<Output> future = QtConcurrent::run([dataset, params, cached, previous, retime, warm, flag, sink, cli,
-                                              runner, job]() -> Output {
+  QFuture<Output> future = QtConcurrent::run([in = std::move(in), flag, sink]() -> Output {
     Output out;
-    out.fingerprint = dataset->fingerprint;
-    out.source = graphSource(params);
-    const auto t0 = std::chrono::steady_clock::now();
+    out.fingerprint = in.dataset->fingerprint;
+    out.source = graphSource(in.params);
     try {
       Progress progress(sink.get(), flag.get(), 0.1);
-      auto outcome = std::make_shared<EmbeddingOutcome>();
-      outcome->dataset = dataset;
-      outcome->params = params;
-      if (retime) {
-        outcome->graph = previous->graph;
-        outcome->graph_reused = true;
-        outcome->retimed = true;
-        outcome->result = withDiffusionTime(*previous->result, params.diffusion.t);
-        outcome->embed_seconds = seconds_since(t0);
-      } else {
-        std::shared_ptr<const KnnGraph> graph = cached;
-        if (!graph) {
-          std::shared_ptr<KnnGraph> built;
-          if (params.backend == "cluster")
-            built = std::make_shared<KnnGraph>(build_on_cluster(*dataset, params, cli, progress));
-          else
-            built = std::make_shared<KnnGraph>(
-                make_backend(params.backend)->build(dataset->features, params.knn, progress));
-          graph = built;
-          out.built_graph = built;
-          outcome->knn_seconds = seconds_since(t0);
-        } else {
-          outcome->graph_reused = true;
-        }
-        const auto t1 = std::chrono::steady_clock::now();
-        DiffusionParams dp = params.diffusion;
-        dp.k = dp.k > 0 ? std::min(dp.k, params.knn.k) : params.knn.k;
-        validate(dp, *graph);
-        outcome->graph = graph;
-        std::shared_ptr<DiffusionResult> exact;
-        // Shows an unconverged embedding while this job goes on refining it.
-        auto show_preview = [&](DiffusionResult&& r) {
-          auto preview = std::make_shared<EmbeddingOutcome>(*outcome);
-          preview->preview = true;
-          if (r.solver["max_residual"].is_number()) preview->residual = r.solver["max_residual"].get<double>();
-          preview->result = std::make_shared<DiffusionResult>(std::move(r));
-          preview->embed_seconds = seconds_since(t1);
-          preview->total_seconds = seconds_since(t0);
-          std::shared_ptr<const EmbeddingOutcome> shown = std::move(preview);
-          // The runner waits for its job in its destructor, so it outlives this call.
-          QMetaObject::invokeMethod(
-              runner,
-              [runner, job, shown] {
-                if (runner->job_ == job && runner->running_ && !runner->pending_ && shown->dataset == runner->dataset_)
-                  Q_EMIT runner->previewReady(shown);
-              },
-              Qt::QueuedConnection);
-        };
-        if (warm) {
-          // A solve that runs long enough shows its 1e-6 iterate on the way
-          // (bench/diffusion/RESULTS.md, the re-embedding table: its
-          // eigenvectors agree with the exact ones to |cos| within ~1e-9 of 1).
-          RediffusePreview on_the_way;
-          on_the_way.show = show_preview;
-          DiffusionResult r = rediffuse(*graph, dp, *previous->result, progress, 0, &on_the_way);
-          if (r.solver.value("converged", false)) {
-            // rediffuse() reached the solver tolerance (or solved in full:
-            // another point set, too small a component): that is the exact
-            // result.
-            exact = std::make_shared<DiffusionResult>(std::move(r));
-          } else {
-            show_preview(std::move(r));
-          }
-        }
-        // The exact solve starts cold, as the CLI's does, so the two agree to
-        // the last bit.
-        if (!exact) exact = std::make_shared<DiffusionResult>(diffusion_map(*graph, dp, progress));
-        outcome->result = std::move(exact);
-        outcome->embed_seconds = seconds_since(t1);
-      }
-      outcome->total_seconds = seconds_since(t0);
-      out.outcome = std::move(outcome);
+      out.outcome = run_job(in, progress, &out.built_graph);
     } catch (const Cancelled&) {
       out.cancelled = true;
     } catch (const std::bad_alloc&) {
@@ -306,7 +344,7 @@ void JobRunner::start(const RunParameters& params) {
   });
   watcher_.setFuture(future);
   Q_EMIT busyChanged(true);
-  Q_EMIT started(!cached);
+  Q_EMIT started(builds_graph);
 }
 
 void JobRunner::on_finished() {

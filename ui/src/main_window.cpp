@@ -142,12 +142,65 @@ MainWindow::~MainWindow() {
 
 // ---- layout -------------------------------------------------------------------
 
+namespace {
+
+/// A fixed gap of `px` between the widgets of a tool bar.
+void add_gap(QToolBar* bar, QWidget* parent, int px) {
+  auto* gap = new QWidget(parent);
+  gap->setFixedWidth(px);
+  bar->addWidget(gap);
+}
+
+/// A bar of one colour for a line of text, hidden until there is something
+/// to say.
+QFrame* coloured_bar(QWidget* parent, const QString& name, QColor window, QColor text) {
+  auto* bar = new QFrame(parent);
+  bar->setObjectName(name);
+  bar->setAutoFillBackground(true);
+  QPalette pal = bar->palette();
+  pal.setColor(QPalette::Window, window);
+  pal.setColor(QPalette::WindowText, text);
+  bar->setPalette(pal);
+  bar->hide();
+  return bar;
+}
+
+}  // namespace
+
+// Top to bottom: messages, the view's controls, its diagnostics and staleness,
+// the view, the run bar. Widgets are made in that order, which is the tab chain's.
 QWidget* MainWindow::build_view_area() {
   auto* area = new QWidget(this);
   auto* layout = new QVBoxLayout(area);
   layout->setContentsMargins(2, 2, 2, 2);
   layout->setSpacing(3);
+  layout->addWidget(build_message_bar(area));
 
+  // View controls in two rows, so that all of them show beside docks at
+  // 1280 px: what is drawn and how to handle it (axes, 2-D, the tools), then
+  // how it is coloured (colour, point size). A tool bar folds what still
+  // does not fit behind its extension button instead of widening the window.
+  auto* controls = new QToolBar(area);
+  controls->setObjectName(QStringLiteral("viewControls"));
+  controls->setIconSize(QSize(18, 18));
+  auto* colouring = new QToolBar(area);
+  colouring->setObjectName(QStringLiteral("viewColouring"));
+  colouring->setIconSize(QSize(18, 18));
+  add_axis_controls(controls, area);
+  add_colouring_controls(colouring, area);
+  add_view_tools(controls, area);
+  layout->addWidget(controls);
+  layout->addWidget(colouring);
+
+  layout->addWidget(build_warning_bar(area));
+  layout->addWidget(build_stale_bar(area));
+  layout->addWidget(view_, 1);
+  layout->addLayout(build_run_bar(area));
+  return area;
+}
+
+// Errors and notices, dismissed with its close button.
+QWidget* MainWindow::build_message_bar(QWidget* area) {
   message_bar_ = new QFrame(area);
   message_bar_->setObjectName(QStringLiteral("messageBar"));
   message_bar_->setAutoFillBackground(true);
@@ -163,23 +216,11 @@ QWidget* MainWindow::build_view_area() {
   bar->addWidget(close);
   connect(close, &QToolButton::clicked, message_bar_, &QWidget::hide);
   message_bar_->hide();
-  layout->addWidget(message_bar_);
+  return message_bar_;
+}
 
-  // View controls in two rows, so that all of them show beside docks at
-  // 1280 px: what is drawn and how to handle it (axes, 2-D, the tools), then
-  // how it is coloured (colour, point size). A tool bar folds what still
-  // does not fit behind its extension button instead of widening the window.
-  auto* controls = new QToolBar(area);
-  controls->setObjectName(QStringLiteral("viewControls"));
-  controls->setIconSize(QSize(18, 18));
-  auto* colouring = new QToolBar(area);
-  colouring->setObjectName(QStringLiteral("viewColouring"));
-  colouring->setIconSize(QSize(18, 18));
-  auto spacing = [area](QToolBar* bar, int px) {
-    auto* gap = new QWidget(area);
-    gap->setFixedWidth(px);
-    bar->addWidget(gap);
-  };
+// X, Y and Z coordinates and the 2-D switch.
+void MainWindow::add_axis_controls(QToolBar* controls, QWidget* area) {
   const char* axis_names[3] = {"X", "Y", "Z"};
   for (int i = 0; i < 3; ++i) {
     controls->addWidget(new QLabel(axis_names[i], area));
@@ -201,7 +242,11 @@ QWidget* MainWindow::build_view_area() {
     axis_[2]->setEnabled(!on);
     if (!updating_controls_) update_view(true);
   });
-  spacing(controls, 8);
+  add_gap(controls, area, 8);
+}
+
+// What colours the points, and their size.
+void MainWindow::add_colouring_controls(QToolBar* colouring, QWidget* area) {
   colouring->addWidget(new QLabel(tr("Colour"), area));
   colour_by_ = new QComboBox(area);
   colour_by_->setToolTip(tr("Colour the points by a diffusion coordinate, the dataset's labels or other "
@@ -214,7 +259,7 @@ QWidget* MainWindow::build_view_area() {
     colour_key_ = colour_by_->currentData().toString();
     update_colours();
   });
-  spacing(colouring, 8);
+  add_gap(colouring, area, 8);
   colouring->addWidget(new QLabel(tr("Size"), area));
   point_size_ = new QDoubleSpinBox(area);
   point_size_->setRange(1, 20);
@@ -224,6 +269,10 @@ QWidget* MainWindow::build_view_area() {
   colouring->addWidget(point_size_);
   connect(point_size_, &QDoubleSpinBox::valueChanged, view_, &EmbeddingView::setPointSize);
   view_->setPointSize(3);
+}
+
+// The view's tools (navigate, rectangle, lasso: one at a time) and its reset.
+void MainWindow::add_view_tools(QToolBar* controls, QWidget* area) {
   auto* tools = new QButtonGroup(area);
   auto make_tool = [&](const QString& text, const QString& icon, const QString& tip, EmbeddingView::Tool tool) {
     auto* b = new QToolButton(area);
@@ -254,22 +303,14 @@ QWidget* MainWindow::build_view_area() {
   reset->setToolTip(tr("Fit every point in the view (R)"));
   connect(reset, &QToolButton::clicked, view_, &EmbeddingView::resetCamera);
   controls->addWidget(reset);
-  layout->addWidget(controls);
-  layout->addWidget(colouring);
+}
 
-  // The shown embedding's diagnostics, right above it: they say how far to
-  // trust what is drawn, so they stay while it does (a failed run after it
-  // included) and go when it goes. The remedy for localised coordinates sits
-  // beside them (the tool bar above is full).
-  warning_bar_ = new QFrame(area);
-  warning_bar_->setObjectName(QStringLiteral("warningBar"));
-  warning_bar_->setAutoFillBackground(true);
-  {
-    QPalette pal = warning_bar_->palette();
-    pal.setColor(QPalette::Window, QColor(250, 240, 200));
-    pal.setColor(QPalette::WindowText, QColor(80, 60, 0));
-    warning_bar_->setPalette(pal);
-  }
+// The shown embedding's diagnostics, right above it: they say how far to
+// trust what is drawn, so they stay while it does (a failed run after it
+// included) and go when it goes. The remedy for localised coordinates sits
+// beside them (the tool bar above is full).
+QWidget* MainWindow::build_warning_bar(QWidget* area) {
+  warning_bar_ = coloured_bar(area, QStringLiteral("warningBar"), QColor(250, 240, 200), QColor(80, 60, 0));
   auto* warning_layout = new QHBoxLayout(warning_bar_);
   warning_layout->setContentsMargins(8, 4, 8, 4);
   warning_text_ = new QLabel(warning_bar_);
@@ -285,32 +326,24 @@ QWidget* MainWindow::build_view_area() {
     update_axis_choices();
     update_view(true);
   });
-  warning_bar_->hide();
-  layout->addWidget(warning_bar_);
+  return warning_bar_;
+}
 
-  // What the view shows no longer matches the panel: says so, and whether
-  // Run is needed, for as long as that holds.
-  stale_bar_ = new QFrame(area);
-  stale_bar_->setObjectName(QStringLiteral("staleBar"));
-  stale_bar_->setAutoFillBackground(true);
-  {
-    QPalette pal = stale_bar_->palette();
-    pal.setColor(QPalette::Window, QColor(215, 230, 250));
-    pal.setColor(QPalette::WindowText, QColor(0, 40, 90));
-    stale_bar_->setPalette(pal);
-  }
+// What the view shows no longer matches the panel: says so, and whether
+// Run is needed, for as long as that holds.
+QWidget* MainWindow::build_stale_bar(QWidget* area) {
+  stale_bar_ = coloured_bar(area, QStringLiteral("staleBar"), QColor(215, 230, 250), QColor(0, 40, 90));
   auto* stale_layout = new QHBoxLayout(stale_bar_);
   stale_layout->setContentsMargins(8, 4, 8, 4);
   stale_text_ = new QLabel(stale_bar_);
   stale_text_->setWordWrap(true);
   stale_text_->setTextFormat(Qt::PlainText);
   stale_layout->addWidget(stale_text_, 1);
-  stale_bar_->hide();
-  layout->addWidget(stale_bar_);
+  return stale_bar_;
+}
 
-  layout->addWidget(view_, 1);
-
-  // Run bar.
+// Run, Cancel, the progress bar and its line.
+QLayout* MainWindow::build_run_bar(QWidget* area) {
   auto* run_bar = new QHBoxLayout;
   run_button_ = new QPushButton(QIcon(QStringLiteral(":/icons/run.png")), tr("Run"), area);
   run_button_->setToolTip(tr("Build the k-NN graph (unless cached) and the diffusion map (Ctrl+R)"));
@@ -329,10 +362,9 @@ QWidget* MainWindow::build_view_area() {
   run_bar->addWidget(cancel_button_);
   run_bar->addWidget(progress_);
   run_bar->addWidget(progress_label_, 1);
-  layout->addLayout(run_bar);
   connect(run_button_, &QPushButton::clicked, this, &MainWindow::runNow);
   connect(cancel_button_, &QPushButton::clicked, this, &MainWindow::cancelRun);
-  return area;
+  return run_bar;
 }
 
 void MainWindow::build_docks() {

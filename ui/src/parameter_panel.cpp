@@ -33,9 +33,24 @@ QString ordinal(int n) {
 }  // namespace
 
 ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
+  // Built in the order of the tab chain: the graph's fields, then the
+  // diffusion map's, then the re-embed switch.
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(build_graph_box());
+  layout->addWidget(build_diffusion_box());
+  auto_reembed_ = new QCheckBox(tr("Re-embed when a parameter changes"), this);
+  auto_reembed_->setChecked(true);
+  auto_reembed_->setToolTip(tr("With a cached graph, changes of k (up to the graph's), \u03b5, \u03b1, t, "
+                               "components, symmetrisation, local scaling or the budget re-embed at once."));
+  layout->addWidget(auto_reembed_);
+  layout->addStretch();
 
+  connect_changes();
+  update_enabled();
+}
+
+QGroupBox* ParameterPanel::build_graph_box() {
   auto* graph_box = new QGroupBox(tr("k-nearest-neighbour graph"), this);
   auto* graph = new QFormLayout(graph_box);
   k_ = new QSpinBox(graph_box);
@@ -66,7 +81,17 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
                         Qt::ToolTipRole);
   backend_->setToolTip(tr("Where the exact k-NN graph is computed. Every backend gives the same graph."));
   graph->addRow(tr("Backend"), backend_);
-  profile_row_ = new QWidget(graph_box);
+  graph->addRow(tr("Profile"), build_profile_row(graph_box));
+  devices_ = new QLineEdit(QStringLiteral("all"), graph_box);
+  devices_->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("all|\\d+(,\\d+)*")), devices_));
+  devices_->setToolTip(tr("GPUs to use: \"all\" or a list of ordinals such as 0,1"));
+  graph->addRow(tr("Devices"), devices_);
+  return graph_box;
+}
+
+// The cluster profile's file, with buttons to choose and to edit it.
+QWidget* ParameterPanel::build_profile_row(QWidget* parent) {
+  profile_row_ = new QWidget(parent);
   auto* profile_layout = new QHBoxLayout(profile_row_);
   profile_layout->setContentsMargins(0, 0, 0, 0);
   profile_ = new QLineEdit(profile_row_);
@@ -83,7 +108,6 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   profile_layout->addWidget(browse);
   profile_layout->addWidget(edit);
   connect(edit, &QToolButton::clicked, this, &ParameterPanel::editProfileRequested);
-  graph->addRow(tr("Profile"), profile_row_);
   connect(browse, &QToolButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Cluster profile"), QString(),
                                                       tr("Profiles (*.json);;All files (*)"));
@@ -92,14 +116,46 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
       Q_EMIT profile_->editingFinished();
     }
   });
-  devices_ = new QLineEdit(QStringLiteral("all"), graph_box);
-  devices_->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("all|\\d+(,\\d+)*")), devices_));
-  devices_->setToolTip(tr("GPUs to use: \"all\" or a list of ordinals such as 0,1"));
-  graph->addRow(tr("Devices"), devices_);
-  layout->addWidget(graph_box);
+  return profile_row_;
+}
 
+QGroupBox* ParameterPanel::build_diffusion_box() {
   auto* embed_box = new QGroupBox(tr("Diffusion map"), this);
   auto* embed = new QFormLayout(embed_box);
+  add_epsilon_rows(embed, embed_box);
+  alpha_ = new QDoubleSpinBox(embed_box);
+  alpha_->setRange(0, 1);
+  alpha_->setSingleStep(0.5);
+  alpha_->setDecimals(2);
+  alpha_->setValue(1.0);
+  alpha_->setToolTip(tr("\u03b1-normalisation: 0 graph Laplacian, 0.5 Fokker\u2013Planck, 1 Laplace\u2013Beltrami "
+                        "(removes the effect of the sampling density)."));
+  embed->addRow(tr("\u03b1"), alpha_);
+  t_ = new QDoubleSpinBox(embed_box);
+  t_->setRange(0, 1000);
+  t_->setDecimals(2);
+  t_->setValue(1.0);
+  t_->setToolTip(tr("Diffusion time: coordinates are \u03bb\u1d62\u1d57 \u03c8\u1d62. Changing only t rescales the "
+                    "coordinates without a new eigensolve."));
+  embed->addRow(tr("t"), t_);
+  components_ = new QSpinBox(embed_box);
+  components_->setRange(1, 100);
+  components_->setValue(10);
+  components_->setToolTip(tr("Diffusion coordinates to compute (the trivial eigenvector is dropped)."));
+  embed->addRow(tr("Components"), components_);
+  symmetrize_ = new QComboBox(embed_box);
+  symmetrize_->addItem(tr("or (either is a neighbour)"), "or");
+  symmetrize_->addItem(tr("and (mutual neighbours)"), "and");
+  symmetrize_->addItem(tr("average"), "average");
+  symmetrize_->setToolTip(tr("How the directed k-NN graph is made symmetric."));
+  embed->addRow(tr("Symmetrise"), symmetrize_);
+  embed->addRow(tr("Local scaling"), build_local_scaling_row(embed_box));
+  add_budget_rows(embed, embed_box);
+  return embed_box;
+}
+
+// epsilon's mode, its value, and the BGH curve drawn when it is automatic.
+void ParameterPanel::add_epsilon_rows(QFormLayout* embed, QWidget* embed_box) {
   epsilon_mode_ = new QComboBox(embed_box);
   epsilon_mode_->addItem(tr("Median at the k-th neighbour"), "median");
   epsilon_mode_->addItem(tr("Automatic (BGH)"), "auto");
@@ -130,35 +186,12 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   // widen the dock when it appears.
   bgh_plot_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   embed->addRow(bgh_plot_);
-  alpha_ = new QDoubleSpinBox(embed_box);
-  alpha_->setRange(0, 1);
-  alpha_->setSingleStep(0.5);
-  alpha_->setDecimals(2);
-  alpha_->setValue(1.0);
-  alpha_->setToolTip(tr("\u03b1-normalisation: 0 graph Laplacian, 0.5 Fokker\u2013Planck, 1 Laplace\u2013Beltrami "
-                        "(removes the effect of the sampling density)."));
-  embed->addRow(tr("\u03b1"), alpha_);
-  t_ = new QDoubleSpinBox(embed_box);
-  t_->setRange(0, 1000);
-  t_->setDecimals(2);
-  t_->setValue(1.0);
-  t_->setToolTip(tr("Diffusion time: coordinates are \u03bb\u1d62\u1d57 \u03c8\u1d62. Changing only t rescales the "
-                    "coordinates without a new eigensolve."));
-  embed->addRow(tr("t"), t_);
-  components_ = new QSpinBox(embed_box);
-  components_->setRange(1, 100);
-  components_->setValue(10);
-  components_->setToolTip(tr("Diffusion coordinates to compute (the trivial eigenvector is dropped)."));
-  embed->addRow(tr("Components"), components_);
-  symmetrize_ = new QComboBox(embed_box);
-  symmetrize_->addItem(tr("or (either is a neighbour)"), "or");
-  symmetrize_->addItem(tr("and (mutual neighbours)"), "and");
-  symmetrize_->addItem(tr("average"), "average");
-  symmetrize_->setToolTip(tr("How the directed k-NN graph is made symmetric."));
-  embed->addRow(tr("Symmetrise"), symmetrize_);
-  // Local scaling has three kinds of value (auto, off, a neighbour j), so a
-  // mode and the neighbour it may name rather than one spin box with two
-  // special values.
+}
+
+// Local scaling has three kinds of value (auto, off, a neighbour j), so a
+// mode and the neighbour it may name rather than one spin box with two
+// special values.
+QWidget* ParameterPanel::build_local_scaling_row(QWidget* embed_box) {
   auto* scaling_row = new QWidget(embed_box);
   auto* scaling_layout = new QHBoxLayout(scaling_row);
   scaling_layout->setContentsMargins(0, 0, 0, 0);
@@ -177,8 +210,11 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   local_scaling_neighbour_->setToolTip(tr("The neighbour whose distance is \u03c3\u1d62 (1 to k)."));
   scaling_layout->addWidget(local_scaling_mode_, 1);
   scaling_layout->addWidget(local_scaling_neighbour_);
-  embed->addRow(tr("Local scaling"), scaling_row);
+  return scaling_row;
+}
 
+// The eigensolve's budget: mat-vecs and seconds.
+void ParameterPanel::add_budget_rows(QFormLayout* embed, QWidget* embed_box) {
   max_matvecs_ = new QSpinBox(embed_box);
   max_matvecs_->setRange(0, std::numeric_limits<int>::max());
   max_matvecs_->setSingleStep(1000);
@@ -196,15 +232,11 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   time_limit_->setSpecialValueText(tr("none"));
   time_limit_->setToolTip(tr("Eigensolve budget in seconds, as for the mat-vecs. 0 = none."));
   embed->addRow(tr("Time limit"), time_limit_);
-  layout->addWidget(embed_box);
+}
 
-  auto_reembed_ = new QCheckBox(tr("Re-embed when a parameter changes"), this);
-  auto_reembed_->setChecked(true);
-  auto_reembed_->setToolTip(tr("With a cached graph, changes of k (up to the graph's), \u03b5, \u03b1, t, "
-                               "components, symmetrisation, local scaling or the budget re-embed at once."));
-  layout->addWidget(auto_reembed_);
-  layout->addStretch();
-
+// Every edit re-checks which fields apply and, unless parameters are being
+// loaded, says the parameters changed.
+void ParameterPanel::connect_changes() {
   auto notify = [this] {
     update_enabled();
     if (!loading_) Q_EMIT changed();
@@ -228,7 +260,6 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   });
   connect(max_matvecs_, &QSpinBox::valueChanged, this, notify);
   connect(time_limit_, &QDoubleSpinBox::valueChanged, this, notify);
-  update_enabled();
 }
 
 void ParameterPanel::update_enabled() {

@@ -46,6 +46,7 @@ class QBoxLayout;
 class QDockWidget;
 class QListWidget;
 class QMenu;
+class QToolBar;
 
 namespace manifold::ui {
 
@@ -210,6 +211,14 @@ class MainWindow : public QMainWindow {
 
   void build_menus();
   QWidget* build_view_area();
+  // build_view_area's phases, top to bottom.
+  QWidget* build_message_bar(QWidget* area);
+  void add_axis_controls(QToolBar* controls, QWidget* area);
+  void add_colouring_controls(QToolBar* colouring, QWidget* area);
+  void add_view_tools(QToolBar* controls, QWidget* area);
+  QWidget* build_warning_bar(QWidget* area);
+  QWidget* build_stale_bar(QWidget* area);
+  QLayout* build_run_bar(QWidget* area);
   void build_docks();
   /// The Trajectory dock, tabbed with `beside`.
   void build_trajectory_dock(QDockWidget* beside);

@@ -7,6 +7,8 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QWidget>
@@ -58,6 +60,14 @@ class ParameterPanel : public QWidget {
   void editProfileRequested();
 
  private:
+  // The constructor's phases, in the order of the tab chain.
+  QGroupBox* build_graph_box();
+  QWidget* build_profile_row(QWidget* parent);
+  QGroupBox* build_diffusion_box();
+  void add_epsilon_rows(QFormLayout* embed, QWidget* embed_box);
+  QWidget* build_local_scaling_row(QWidget* embed_box);
+  void add_budget_rows(QFormLayout* embed, QWidget* embed_box);
+  void connect_changes();
   void update_enabled();
 
   QSpinBox* k_;

@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+class QPainter;
+
 namespace manifold::ui {
 
 class PlotWidget : public QWidget {
@@ -43,6 +45,12 @@ class PlotWidget : public QWidget {
   QRectF plot_area() const;
   double map_x(double x, const QRectF& area) const;
   double map_y(double y, const QRectF& area) const;
+  // paintEvent's phases, in drawing order.
+  void paint_y_ticks(QPainter& p, const QRectF& area) const;
+  void paint_bars(QPainter& p, const QRectF& area) const;
+  void paint_line(QPainter& p, const QRectF& area) const;
+  void paint_marker(QPainter& p, const QRectF& area) const;
+  void paint_hovered_value(QPainter& p, const QRectF& area) const;
 
   Style style_ = Style::Bars;
   bool log_x_ = false;
