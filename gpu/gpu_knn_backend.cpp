@@ -14,13 +14,16 @@
 #include "select/paper_strategies.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <exception>
 #include <future>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "device_context.h"
 #include "device_engine.h"
@@ -109,155 +112,244 @@ std::vector<std::vector<int64_t>> assign_strips(int64_t blocks, int devices) {
   return out;
 }
 
-class GpuKnnBackend final : public KnnBackend {
- public:
-  std::string name() const override { return "gpu"; }
+/// The engine's facts for graph.json (the bench and the tests read these
+/// keys): the plan, the devices and what their tile loops did.
+struct EngineBuildStats {
+  bool tensor = false;
+  TilePlan plan;
+  std::vector<int> devices;
+  nlohmann::json device_names = nlohmann::json::array();
+  nlohmann::json per_device = nlohmann::json::array();
+  uint64_t tiles = 0, candidates = 0, h2d_bytes = 0;
+  double gemm_ms = 0, select_ms = 0, loop_ms = 0, gemm_flop = 0;  ///< ms: the slowest device's
+  int64_t n = 0, d = 0;
+  double total_s = 0;
 
-  KnnGraph build(const Dataset& data, const KnnParams& params, Progress& progress) override {
-    validate(params, data.rows());
-    if (select::is_paper_strategy(params.select)) return select::build_with_paper_strategy(data, params, progress);
-    if (params.select == "auto" && params.precision == "exact") {
-      // The measured table (select/auto_table.cpp): one GPU only; with several,
-      // and for fast-exact, the engine (the papers' strategies run on one GPU,
-      // in float32).
-      const std::vector<int> devices = chosen_devices(params);
-      const std::string pick = select::best_strategy(data.rows(), params.k, static_cast<int>(devices.size()));
-      KnnParams p = params;
-      p.select = pick;
-      KnnGraph g;
-      std::string declined;
-      if (select::is_paper_strategy(pick)) {
-        try {
-          g = select::build_with_paper_strategy(data, p, progress);
-        } catch (const select::StrategyRefusal& e) {
-          // Beyond what the pick supports here (k, device memory): the engine.
-          declined = pick + " (" + e.what() + ")";
-          p.select = "warp";
-        }
-      }
-      if (!select::is_paper_strategy(pick) || !declined.empty()) g = build(data, p, progress);
-      g.extra["select"] = "auto";
-      g.extra["auto_pick"] = pick;
-      if (!declined.empty()) g.extra["auto_declined"] = declined;
-      return g;
+  /// One device's loop: summed (flop, candidates, bytes) or the slowest (times).
+  void add_engine(const DeviceEngine& e) {
+    const EngineStats& s = e.stats();
+    gemm_ms = std::max(gemm_ms, s.gemm_ms);
+    select_ms = std::max(select_ms, s.select_ms);
+    loop_ms = std::max(loop_ms, s.loop_ms);
+    gemm_flop += s.gemm_flop;
+    candidates += s.candidates;
+    h2d_bytes += s.h2d_bytes;
+    device_names.push_back(e.device_name());
+    per_device.push_back({{"device", e.device()}, {"tiles", s.tiles}, {"loop_s", s.loop_ms / 1e3},
+                          {"seed_s", s.seed_ms / 1e3}, {"gemm_s", s.gemm_ms / 1e3}, {"h2d_bytes", s.h2d_bytes}});
+    if (!s.tile_times.empty()) per_device.back()["timeline"] = timeline(s);
+  }
+
+  /// MANIFOLD_GPU_TIMELINE=1: rows of numbers, ms (fields named once).
+  static nlohmann::json timeline(const EngineStats& s) {
+    nlohmann::json tiles = nlohmann::json::array(), uploads = nlohmann::json::array();
+    for (const auto& x : s.tile_times)
+      tiles.push_back({x.t, x.I, x.c0, x.cols, x.dense ? 1 : 0, x.stream, x.issued, x.gemm_start, x.gemm_end,
+                       x.sel_start, x.sel_end});
+    for (const auto& u : s.upload_times) uploads.push_back({u.block, u.issued, u.copied, u.done});
+    return {{"tile_fields",
+             {"t", "I", "c0", "cols", "dense", "stream", "issued", "gemm_start", "gemm_end", "sel_start", "sel_end"}},
+            {"tiles", tiles},
+            {"upload_fields", {"block", "issued", "copied", "done"}},
+            {"uploads", uploads}};
+  }
+
+  nlohmann::json to_json() const {
+    nlohmann::json j;
+    j["dot_products"] = tensor ? "TF32 tensor cores (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32)"
+                               : (plan.fused ? "float32 FFMA (fused kernel)" : "float32 FFMA (cuBLAS SGEMM)");
+    j["devices"] = devices;
+    j["device_names"] = device_names;
+    j["per_device"] = per_device;
+    j["tile_rows"] = plan.T;
+    j["tile_cols"] = plan.W;
+    j["resident"] = plan.resident;
+    j["tile_kernel"] = plan.fused ? "fused FFMA GEMM + filter"
+                                  : (tensor ? "cuBLAS TF32 GEMM + filter" : "cuBLAS SGEMM + filter");
+    if (!plan.resident) {
+      j["slots"] = plan.slots;
+      j["panel_blocks"] = std::max(1, plan.slots - 2);
     }
-    if (params.select != "auto" && params.select != "warp" && params.select != "merge")
-      throw UsageError("--select " + params.select +
-                       ": not a GPU selection strategy (auto, warp, merge, quick, sort, heap, bitonic)");
-    if (params.precision != "exact" && params.precision != "fast-exact")
-      throw UsageError("--precision " + params.precision + ": unknown (the GPU backend has exact, fast-exact)");
-    if (params.k > kMaxNeighbours)
-      throw UsageError("-k " + std::to_string(params.k) + ": the GPU backend supports k up to " +
-                       std::to_string(kMaxNeighbours));
-    if (data.rows() >= INT_MAX)
-      throw Error("the GPU backend indexes rows with 32-bit integers: " + std::to_string(data.rows()) +
-                  " rows is too many");
-    if (data.cols() > exact::kMaxBoundDim)
-      throw UsageError("the GPU backend's error bound covers up to " + std::to_string(exact::kMaxBoundDim) +
-                       " values per item; these items have " + std::to_string(data.cols()));
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<int> devices = chosen_devices(params);
-    const bool force_block = params.select == "merge";
-    const bool tensor = params.precision == "fast-exact";
+    j["rows_on_device_bytes"] = plan.row_bytes;
+    j["list_bytes"] = plan.list_bytes;
+    j["loop_bytes"] = plan.loop_bytes;
+    j["workspace_bytes"] = plan.workspace;
+    j["budget_bytes"] = plan.budget;
+    j["planned_bytes"] = std::max(plan.bytes, plan.final_bytes);
+    j["tiles"] = tiles;
+    j["candidates"] = candidates;
+    j["candidates_per_row"] = static_cast<double>(candidates) / static_cast<double>(n);
+    j["h2d_bytes"] = h2d_bytes;
+    j["cublas_math"] = tensor ? "default (TF32 compute type)" : engine_math_mode_name();
+    j["gemm_flop"] = gemm_flop;
+    j["gemm_tflops"] = gemm_ms > 0 ? gemm_flop / (gemm_ms / 1e3) / 1e12 : 0.0;
+    // The useful work: the upper triangle of N^2 d multiply-adds.
+    const double useful = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(d);
+    j["loop_tflops"] = loop_ms > 0 ? useful / (loop_ms / 1e3) / 1e12 : 0.0;
+    j["total_tflops"] = useful / total_s / 1e12;
+    return j;
+  }
+};
 
-    KnnGraph g = empty_graph(data, params, "gpu");
+/// The requests only the engine (warp, merge) refuses, each in one line.
+void check_engine_request(const Dataset& data, const KnnParams& params) {
+  if (params.select != "auto" && params.select != "warp" && params.select != "merge")
+    throw UsageError("--select " + params.select +
+                     ": not a GPU selection strategy (auto, warp, merge, quick, sort, heap, bitonic)");
+  if (params.precision != "exact" && params.precision != "fast-exact")
+    throw UsageError("--precision " + params.precision + ": unknown (the GPU backend has exact, fast-exact)");
+  if (params.k > kMaxNeighbours)
+    throw UsageError("-k " + std::to_string(params.k) + ": the GPU backend supports k up to " +
+                     std::to_string(kMaxNeighbours));
+  if (data.rows() >= INT_MAX)
+    throw Error("the GPU backend indexes rows with 32-bit integers: " + std::to_string(data.rows()) +
+                " rows is too many");
+  if (data.cols() > exact::kMaxBoundDim)
+    throw UsageError("the GPU backend's error bound covers up to " + std::to_string(exact::kMaxBoundDim) +
+                     " values per item; these items have " + std::to_string(data.cols()));
+}
+
+/// One graph on the engine (--select warp or merge), in phases: prepare the
+/// rows, plan and allocate, run the tile loops (one host thread per device;
+/// with one GPU and every row resident the final step runs beside them),
+/// merge the devices' lists on device 0, certify and finish.
+class EngineBuild {
+ public:
+  EngineBuild(const Dataset& data, const KnnParams& params, Progress& progress)
+      : data_(data),
+        params_(params),
+        progress_(progress),
+        t0_(std::chrono::steady_clock::now()),
+        g_(empty_graph(data, params, "gpu")) {
+    stats_.devices = chosen_devices(params);
+    stats_.tensor = params.precision == "fast-exact";
+    stats_.n = g_.n, stats_.d = g_.d;
+    force_block_ = params.select == "merge";
     // The list capacity: k plus the room the certificate needs, at most every
     // other point (then every list is complete and trivially certified).
-    const int cap = list_capacity(g.k, g.n, params.keep_self, tensor);
-    g.strategy = force_block || cap > kWarpMergeMaxK ? "merge" : "warp";
-    // Hashing every byte of the input takes longer than the GPU's whole job
-    // on large inputs: do it on a spare core meanwhile -- after the rows are
-    // staged for the upload where that is soon, since both read the input at
-    // memory speed. With every row resident on one GPU, the uploads are done
-    // once the first strip's rows are final, and the hash starts then;
-    // otherwise at once. (On the H200 hosts measured so far the order made
-    // no difference: bench/gpu/RESULTS.md.)
-    std::future<std::string> fingerprint;
-    auto start_fingerprint = [&fingerprint, &data] {
-      if (!fingerprint.valid()) fingerprint = std::async(std::launch::async, [&data] { return data.fingerprint(); });
-    };
+    cap_ = list_capacity(g_.k, g_.n, params.keep_self, stats_.tensor);
+    g_.strategy = force_block_ || cap_ > kWarpMergeMaxK ? "merge" : "warp";
+  }
 
-    progress.stage("prepare", 1, "steps");
-    PreparedRows rows = prepare_rows(data, params.metric);
-    progress.finish();
-    g.timings.emplace_back("prepare", seconds_since(t0));
+  KnnGraph run() {
+    prepare_rows_for_upload();
+    plan_and_allocate();
+    start_final_step();
+    run_tile_loops();
+    // Final steps on device 0.
+    const auto t3 = std::chrono::steady_clock::now();
+    progress_.stage("certify", 1, "steps");
+    for (auto& e : engines_) e->release_loop_buffers();
+    g_.timings.emplace_back("release", seconds_since(t3));
+    DeviceScope scope(engines_[0]->device());
+    merge_device_lists();
+    finish(t3);
+    if (!g_.extra.contains("select")) g_.extra["select"] = params_.select;
+    g_.extra.update(stats_.to_json());
+    return std::move(g_);
+  }
 
-    // Plan and allocate; when an allocation fails anyway (another process
-    // took memory meanwhile), plan again with a smaller budget.
+ private:
+  /// Hashing every byte of the input takes longer than the GPU's whole job
+  /// on large inputs: it runs on a spare core meanwhile -- after the rows are
+  /// staged for the upload where that is soon, since both read the input at
+  /// memory speed. With every row resident on one GPU, the uploads are done
+  /// once the first strip's rows are final, and the hash starts then;
+  /// otherwise at once. (On the H200 hosts measured so far the order made
+  /// no difference: bench/gpu/RESULTS.md.)
+  void start_fingerprint() {
+    if (!fingerprint_.valid())
+      fingerprint_ = std::async(std::launch::async, [this] { return data_.fingerprint(); });
+  }
+
+  void prepare_rows_for_upload() {
+    progress_.stage("prepare", 1, "steps");
+    rows_ = prepare_rows(data_, params_.metric);
+    progress_.finish();
+    g_.timings.emplace_back("prepare", seconds_since(t0_));
+  }
+
+  /// Plans tiles for the smallest budget among the devices and allocates an
+  /// engine on each; when an allocation fails anyway (another process took
+  /// memory meanwhile), plans again with a smaller budget.
+  void plan_and_allocate() {
     const auto t1 = std::chrono::steady_clock::now();
     uint64_t budget = UINT64_MAX;
     size_t shared = SIZE_MAX;
-    for (int dev : devices) {
-      budget = std::min(budget, device_budget(dev, params.gpu_memory));
+    for (int dev : stats_.devices) {
+      budget = std::min(budget, device_budget(dev, params_.gpu_memory));
       shared = std::min(shared, DeviceContext::get(dev).shared_optin);
     }
-    if (certify_shared_bytes(cap) > shared)
-      throw UsageError("-k " + std::to_string(g.k) + ": the final step needs more shared memory than this GPU has");
+    if (certify_shared_bytes(cap_) > shared)
+      throw UsageError("-k " + std::to_string(g_.k) + ": the final step needs more shared memory than this GPU has");
     PlanRequest req;
-    req.n = rows.rows, req.d = rows.cols, req.k = cap, req.k_out = g.k;
-    req.devices = static_cast<int>(devices.size());
+    req.n = rows_.rows, req.d = rows_.cols, req.k = cap_, req.k_out = g_.k;
+    req.devices = static_cast<int>(stats_.devices.size());
     // Tensor cores come through cuBLAS; the fused kernel is float32 FFMA.
-    req.fused = !tensor && use_fused(rows.cols);
+    req.fused = !stats_.tensor && use_fused(rows_.cols);
     req.shared_memory = shared;
     req.tile_override = settings().tile;
-    TilePlan plan;
-    std::vector<std::unique_ptr<DeviceEngine>> engines;
+    TilePlan& plan = stats_.plan;
     for (int attempt = 0;; ++attempt) {
       req.budget = budget;
       plan = plan_tiles(req);
       try {
-        engines.clear();
-        for (int dev : devices)
-          engines.push_back(
-              std::make_unique<DeviceEngine>(dev, rows.data, plan, params.keep_self, force_block, tensor));
+        engines_.clear();
+        for (int dev : stats_.devices)
+          engines_.push_back(
+              std::make_unique<DeviceEngine>(dev, rows_.data, plan, params_.keep_self, force_block_, stats_.tensor));
         break;
       } catch (const DeviceOutOfMemory& e) {
-        engines.clear();
-        if (attempt == 3 || params.gpu_memory)
+        engines_.clear();
+        if (attempt == 3 || params_.gpu_memory)
           throw Error(std::string(e.what()) + " (planned " + format_bytes(static_cast<double>(plan.bytes)) +
                       " of device memory; try a smaller --gpu-memory)");
         budget = static_cast<uint64_t>(static_cast<double>(plan.bytes) * 0.7);
       }
     }
-    g.timings.emplace_back("setup", seconds_since(t1));
+    g_.timings.emplace_back("setup", seconds_since(t1));
+  }
 
-    // The tile loops, one host thread per device. Progress counts the tiles
-    // of all devices together, so rate and time left are the whole job's.
-    const auto strips = assign_strips(plan.blocks(), static_cast<int>(devices.size()));
-    uint64_t total_tiles = 0;
-    for (auto& s : strips) total_tiles += DeviceEngine::tiles_for(plan, s);
+  /// The final step's request, and with one GPU holding every row the
+  /// worker that certifies and copies home each strip's rows while the
+  /// later strips run (final_step.h EarlyFinish). Settings::final_beside_loop
+  /// = false (tests) leaves it all for after the loop.
+  void start_final_step() {
     // The result's host memory is fresh pages to fault in: touch it meanwhile.
-    std::shared_future<void> host_result = std::async(std::launch::async, [&g] { g.allocate_result(); }).share();
-    DeviceEngine& main = *engines[0];
-    FinishRequest fin;
-    fin.data = &data, fin.params = &params, fin.rows = &rows, fin.lists = main.lists();
-    fin.norms = main.norms(), fin.stream = main.stream(), fin.tensor = tensor, fin.device = main.device();
-    fin.dot_products = [&main](const float* a, int m, const float* b, int ncols, float* c, int ldc,
-                               cudaStream_t st) { main.dot_products(a, m, b, ncols, c, ldc, st); };
-    fin.wait_host_result = [host_result] { host_result.get(); };
-    // One GPU with every row resident: the final step certifies and copies
-    // home each strip's rows while the later strips run (final_step.h).
-    // Settings::final_beside_loop = false (tests) leaves it all for after the loop.
-    std::unique_ptr<EarlyFinish> early;
-    DeviceEngine::RowsFinal rows_final;
-    if (engines.size() == 1 && plan.resident && plan.bytes + plan.final_bytes <= plan.budget &&
+    host_result_ = std::async(std::launch::async, [this] { g_.allocate_result(); }).share();
+    DeviceEngine& main = *engines_[0];
+    fin_.data = &data_, fin_.params = &params_, fin_.rows = &rows_, fin_.lists = main.lists();
+    fin_.norms = main.norms(), fin_.stream = main.stream(), fin_.tensor = stats_.tensor, fin_.device = main.device();
+    fin_.dot_products = [&main](const float* a, int m, const float* b, int ncols, float* c, int ldc,
+                                cudaStream_t st) { main.dot_products(a, m, b, ncols, c, ldc, st); };
+    fin_.wait_host_result = [host_result = host_result_] { host_result.get(); };
+    const TilePlan& plan = stats_.plan;
+    if (engines_.size() == 1 && plan.resident && plan.bytes + plan.final_bytes <= plan.budget &&
         settings().final_beside_loop) {
-      fin.device_rows = main.resident_rows();
-      early = std::make_unique<EarlyFinish>(fin, g, DeviceContext::get(main.device()).finish);
-      rows_final = [&early, &start_fingerprint](int64_t r, cudaStream_t after) {
+      fin_.device_rows = main.resident_rows();
+      early_ = std::make_unique<EarlyFinish>(fin_, g_, DeviceContext::get(main.device()).finish);
+      rows_final_ = [this](int64_t r, cudaStream_t after) {
         start_fingerprint();
-        early->rows_final(r, after);
+        early_->rows_final(r, after);
       };
     }
-    if (!early) start_fingerprint();
+    if (!early_) start_fingerprint();
+  }
+
+  /// The tile loops, one host thread per device, over the strips of the
+  /// upper triangle assigned to it. Progress counts the tiles of all devices
+  /// together, so rate and time left are the whole job's.
+  void run_tile_loops() {
+    const auto strips = assign_strips(stats_.plan.blocks(), static_cast<int>(stats_.devices.size()));
+    for (auto& s : strips) stats_.tiles += DeviceEngine::tiles_for(stats_.plan, s);
     const auto t2 = std::chrono::steady_clock::now();
-    progress.stage("knn", total_tiles, "tiles");
+    progress_.stage("knn", stats_.tiles, "tiles");
     std::atomic<bool> stop{false};
     std::exception_ptr failure;
     std::mutex failure_mutex;
     auto work = [&](size_t i) {
       try {
-        engines[i]->run(strips[i], progress, stop, rows_final);
+        engines_[i]->run(strips[i], progress_, stop, rows_final_);
       } catch (...) {
         std::lock_guard lock(failure_mutex);
         // The first error wins; the Cancelled others throw when told to stop is not news.
@@ -265,139 +357,137 @@ class GpuKnnBackend final : public KnnBackend {
         stop = true;
       }
     };
-    if (engines.size() == 1) {
+    if (engines_.size() == 1) {
       work(0);
     } else {
       std::vector<std::thread> threads;
-      for (size_t i = 0; i < engines.size(); ++i) threads.emplace_back(work, i);
+      for (size_t i = 0; i < engines_.size(); ++i) threads.emplace_back(work, i);
       for (auto& th : threads) th.join();
     }
     if (failure) {
-      early.reset();
-      host_result.wait();
+      early_.reset();
+      host_result_.wait();
       std::rethrow_exception(failure);
     }
-    progress.finish();
-    g.timings.emplace_back("distances+select", seconds_since(t2));
-    double gemm_ms = 0, select_ms = 0, loop_ms = 0, flop = 0;
-    uint64_t candidates = 0, h2d = 0;
-    nlohmann::json per_device = nlohmann::json::array();
-    for (auto& e : engines) {
-      const EngineStats& s = e->stats();
-      gemm_ms = std::max(gemm_ms, s.gemm_ms);
-      select_ms = std::max(select_ms, s.select_ms);
-      loop_ms = std::max(loop_ms, s.loop_ms);
-      flop += s.gemm_flop;
-      candidates += s.candidates;
-      h2d += s.h2d_bytes;
-      per_device.push_back({{"device", e->device()}, {"tiles", s.tiles}, {"loop_s", s.loop_ms / 1e3},
-                            {"seed_s", s.seed_ms / 1e3},
-                            {"gemm_s", s.gemm_ms / 1e3}, {"h2d_bytes", s.h2d_bytes}});
-      if (!s.tile_times.empty()) {
-        // MANIFOLD_GPU_TIMELINE=1: rows of numbers, ms (fields named once).
-        nlohmann::json tiles = nlohmann::json::array(), uploads = nlohmann::json::array();
-        for (const auto& x : s.tile_times)
-          tiles.push_back({x.t, x.I, x.c0, x.cols, x.dense ? 1 : 0, x.stream, x.issued, x.gemm_start, x.gemm_end,
-                           x.sel_start, x.sel_end});
-        for (const auto& u : s.upload_times) uploads.push_back({u.block, u.issued, u.copied, u.done});
-        per_device.back()["timeline"] = {
-            {"tile_fields", {"t", "I", "c0", "cols", "dense", "stream", "issued", "gemm_start", "gemm_end",
-                             "sel_start", "sel_end"}},
-            {"tiles", tiles},
-            {"upload_fields", {"block", "issued", "copied", "done"}},
-            {"uploads", uploads}};
-      }
-    }
-    g.timings.emplace_back("gemm", gemm_ms / 1e3);
-    g.timings.emplace_back("select", select_ms / 1e3);
+    progress_.finish();
+    g_.timings.emplace_back("distances+select", seconds_since(t2));
+    for (auto& e : engines_) stats_.add_engine(*e);
+    g_.timings.emplace_back("gemm", stats_.gemm_ms / 1e3);
+    g_.timings.emplace_back("select", stats_.select_ms / 1e3);
+  }
 
-    // Final steps on device 0.
-    const auto t3 = std::chrono::steady_clock::now();
-    progress.stage("certify", 1, "steps");
-    for (auto& e : engines) e->release_loop_buffers();
-    g.timings.emplace_back("release", seconds_since(t3));
-    DeviceScope scope(main.device());
+  /// Every other device's lists merged into device 0's; the time it took
+  /// goes to the final step, which reports it among its timings.
+  void merge_device_lists() {
+    DeviceEngine& main = *engines_[0];
     const ListsView lists = main.lists();
     cudaStream_t s = main.stream();
-    const size_t ncap = static_cast<size_t>(g.n) * cap;
+    const size_t ncap = static_cast<size_t>(g_.n) * cap_;
+    const char* what = "copying lists between GPUs";
     Event ev_merge0, ev_merge1;
     ev_merge0.record(s);
-    for (size_t i = 1; i < engines.size(); ++i) {
-      const ListsView other = engines[i]->lists();
+    for (size_t i = 1; i < engines_.size(); ++i) {
+      const ListsView other = engines_[i]->lists();
+      const int dev = engines_[i]->device();
       DeviceBuffer<float> od(ncap, "allocating room to merge the devices' lists");
       DeviceBuffer<int> oi(ncap, "allocating room to merge the devices' lists");
-      DeviceBuffer<int> of(static_cast<size_t>(g.n), "allocating room to merge the devices' lists");
-      cuda_check(cudaMemcpyPeerAsync(od.data(), main.device(), other.dist, engines[i]->device(), ncap * sizeof(float),
-                                     s),
-                 "copying lists between GPUs");
-      cuda_check(cudaMemcpyPeerAsync(oi.data(), main.device(), other.index, engines[i]->device(), ncap * sizeof(int),
-                                     s),
-                 "copying lists between GPUs");
-      cuda_check(cudaMemcpyPeerAsync(of.data(), main.device(), other.fill, engines[i]->device(),
-                                     static_cast<size_t>(g.n) * sizeof(int), s),
-                 "copying lists between GPUs");
+      DeviceBuffer<int> of(static_cast<size_t>(g_.n), "allocating room to merge the devices' lists");
+      cuda_check(cudaMemcpyPeerAsync(od.data(), main.device(), other.dist, dev, ncap * sizeof(float), s), what);
+      cuda_check(cudaMemcpyPeerAsync(oi.data(), main.device(), other.index, dev, ncap * sizeof(int), s), what);
+      cuda_check(
+          cudaMemcpyPeerAsync(of.data(), main.device(), other.fill, dev, static_cast<size_t>(g_.n) * sizeof(int), s),
+          what);
       constexpr int kChunk = 4096;
-      for (int from = 0; from < cap; from += kChunk)
-        launch_merge_lists(lists, od.data(), oi.data(), of.data(), from, std::min(kChunk, cap - from), s);
+      for (int from = 0; from < cap_; from += kChunk)
+        launch_merge_lists(lists, od.data(), oi.data(), of.data(), from, std::min(kChunk, cap_ - from), s);
       cuda_check(cudaStreamSynchronize(s), "merging the devices' lists");
     }
     ev_merge1.record(s);
-
     // The merge's events completed before the final step reads its time.
     cuda_check(cudaStreamSynchronize(s), "merging the devices' lists");
-    fin.device_rows = main.all_rows();  // resident: all rows on device 0; else nullptr
-    fin.merge_devices_ms = ev_merge1.since(ev_merge0);
+    fin_.merge_devices_ms = ev_merge1.since(ev_merge0);
+  }
+
+  /// Certify and finish on device 0, then the input's hash (which can
+  /// outlast the whole GPU job).
+  void finish(std::chrono::steady_clock::time_point t3) {
+    DeviceEngine& main = *engines_[0];
+    fin_.device_rows = main.all_rows();  // resident: all rows on device 0; else nullptr
     // Device 0's staging buffers carry the result home; its uploads are done.
     DeviceContext& ctx0 = DeviceContext::get(main.device());
     for (int i = 0; i < 2; ++i) {
       if (ctx0.staging_used[i]) ctx0.staging_free[i].synchronize("copying rows to the GPU");
-      fin.staging[i] = ctx0.staging(i);
+      fin_.staging[i] = ctx0.staging(i);
     }
-    fin.staging_bytes = DeviceContext::kStagingBytes;
-    certify_and_finish(fin, g, progress, early.get());
-    g.timings.emplace_back("final", seconds_since(t3));
-    // Core's input hash can outlast the whole GPU job.
+    fin_.staging_bytes = DeviceContext::kStagingBytes;
+    certify_and_finish(fin_, g_, progress_, early_.get());
+    host_result_.wait();  // (certify_and_finish waited for it already)
+    g_.timings.emplace_back("final", seconds_since(t3));
     const auto t5 = std::chrono::steady_clock::now();
     start_fingerprint();  // (a loop of a single strip never called rows_final)
-    g.fingerprint = fingerprint.get();
-    g.timings.emplace_back("fingerprint_wait", seconds_since(t5));
-    const double total = seconds_since(t0);
-    g.timings.emplace_back("total", total);
+    g_.fingerprint = fingerprint_.get();
+    g_.timings.emplace_back("fingerprint_wait", seconds_since(t5));
+    stats_.total_s = seconds_since(t0_);
+    g_.timings.emplace_back("total", stats_.total_s);
+  }
 
-    nlohmann::json names = nlohmann::json::array();
-    for (auto& e : engines) names.push_back(e->device_name());
-    if (!g.extra.contains("select")) g.extra["select"] = params.select;
-    g.extra["dot_products"] = tensor ? "TF32 tensor cores (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32)"
-                                     : (plan.fused ? "float32 FFMA (fused kernel)" : "float32 FFMA (cuBLAS SGEMM)");
-    g.extra["devices"] = devices;
-    g.extra["device_names"] = names;
-    g.extra["per_device"] = per_device;
-    g.extra["tile_rows"] = plan.T;
-    g.extra["tile_cols"] = plan.W;
-    g.extra["resident"] = plan.resident;
-    g.extra["tile_kernel"] = plan.fused ? "fused FFMA GEMM + filter"
-                                        : (tensor ? "cuBLAS TF32 GEMM + filter" : "cuBLAS SGEMM + filter");
-    if (!plan.resident) {
-      g.extra["slots"] = plan.slots;
-      g.extra["panel_blocks"] = std::max(1, plan.slots - 2);
+  const Dataset& data_;
+  const KnnParams& params_;
+  Progress& progress_;
+  const std::chrono::steady_clock::time_point t0_;
+  bool force_block_ = false;
+  int cap_ = 0;
+  EngineBuildStats stats_;
+  // Destroyed in reverse: the final step's worker first, then the result's
+  // page-faulting task, the engines, the rows, the hash, and the graph the
+  // tasks write to last.
+  KnnGraph g_;
+  std::future<std::string> fingerprint_;
+  PreparedRows rows_;
+  std::vector<std::unique_ptr<DeviceEngine>> engines_;
+  std::shared_future<void> host_result_;
+  FinishRequest fin_;
+  std::unique_ptr<EarlyFinish> early_;
+  DeviceEngine::RowsFinal rows_final_;
+};
+
+class GpuKnnBackend final : public KnnBackend {
+ public:
+  std::string name() const override { return "gpu"; }
+
+  KnnGraph build(const Dataset& data, const KnnParams& params, Progress& progress) override {
+    validate(params, data.rows());
+    if (select::is_paper_strategy(params.select)) return select::build_with_paper_strategy(data, params, progress);
+    if (params.select == "auto" && params.precision == "exact") return build_auto(data, params, progress);
+    check_engine_request(data, params);
+    return EngineBuild(data, params, progress).run();
+  }
+
+ private:
+  /// --select auto at exact precision: the measured table
+  /// (select/auto_table.cpp) picks for one GPU; with several, and for
+  /// fast-exact, the engine (the papers' strategies run on one GPU, in
+  /// float32).
+  KnnGraph build_auto(const Dataset& data, const KnnParams& params, Progress& progress) {
+    const std::vector<int> devices = chosen_devices(params);
+    const std::string pick = select::best_strategy(data.rows(), params.k, static_cast<int>(devices.size()));
+    KnnParams p = params;
+    p.select = pick;
+    KnnGraph g;
+    std::string declined;
+    if (select::is_paper_strategy(pick)) {
+      try {
+        g = select::build_with_paper_strategy(data, p, progress);
+      } catch (const select::StrategyRefusal& e) {
+        // Beyond what the pick supports here (k, device memory): the engine.
+        declined = pick + " (" + e.what() + ")";
+        p.select = "warp";
+      }
     }
-    g.extra["rows_on_device_bytes"] = plan.row_bytes;
-    g.extra["list_bytes"] = plan.list_bytes;
-    g.extra["loop_bytes"] = plan.loop_bytes;
-    g.extra["workspace_bytes"] = plan.workspace;
-    g.extra["budget_bytes"] = plan.budget;
-    g.extra["planned_bytes"] = std::max(plan.bytes, plan.final_bytes);
-    g.extra["tiles"] = total_tiles;
-    g.extra["candidates"] = candidates;
-    g.extra["candidates_per_row"] = static_cast<double>(candidates) / static_cast<double>(g.n);
-    g.extra["h2d_bytes"] = h2d;
-    g.extra["cublas_math"] = tensor ? "default (TF32 compute type)" : engine_math_mode_name();
-    g.extra["gemm_flop"] = flop;
-    g.extra["gemm_tflops"] = gemm_ms > 0 ? flop / (gemm_ms / 1e3) / 1e12 : 0.0;
-    // The useful work: the upper triangle of N^2 d multiply-adds.
-    const double useful = static_cast<double>(g.n) * static_cast<double>(g.n) * static_cast<double>(g.d);
-    g.extra["loop_tflops"] = loop_ms > 0 ? useful / (loop_ms / 1e3) / 1e12 : 0.0;
-    g.extra["total_tflops"] = useful / total / 1e12;
+    if (!select::is_paper_strategy(pick) || !declined.empty()) g = build(data, p, progress);
+    g.extra["select"] = "auto";
+    g.extra["auto_pick"] = pick;
+    if (!declined.empty()) g.extra["auto_declined"] = declined;
     return g;
   }
 };
