@@ -31,7 +31,7 @@ class DeviceContext {
   /// tile's kernel fills the SMs that the previous one's last blocks leave.
   Stream gemm2;
   /// The final step's certificate and copies home while the tile loop still
-  /// runs (final_step.h EarlyFinal).
+  /// runs (final_step.h EarlyFinish).
   Stream finish;
   CublasHandle cublas;
 

@@ -153,7 +153,7 @@ __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
 // own 2 x 64 words of shared memory, no block barriers. With k = 20 (36
 // entries) the block kernel kept 256 threads on a 64-entry sort and ~20
 // re-evaluations per row, and while it runs beside the tile loop
-// (EarlyFinal) it took that much more of the GPU from the strips. Same
+// (EarlyFinish) it took that much more of the GPU from the strips. Same
 // arithmetic and the same (key, index) order: the same results bit for bit
 // (GpuEngine.WarpCertifyMatchesBlock).
 constexpr int kWarpCap = 64;
