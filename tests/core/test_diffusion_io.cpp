@@ -20,17 +20,11 @@
 #include "test_support.h"
 
 using namespace manifold;
+using testing_support::slurp;
 using testing_support::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 DiffusionResult small_result(int64_t graph_points = 300) {
   std::mt19937_64 rng(4);

@@ -25,17 +25,11 @@
 #include "test_support.h"
 
 using namespace manifold;
+using testing_support::slurp;
 using testing_support::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /// Coordinates with every kind of double a solver can give: full 17-digit
 /// values, tiny and huge magnitudes, subnormals, zeros of both signs.

@@ -26,15 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 int lines(const std::string& s) {
   int n = 0;
   for (char c : s) n += c == '\n';

@@ -21,6 +21,7 @@
 #include "test_support.h"
 
 using namespace manifold;
+using testing_support::message_of;
 using testing_support::TempDir;
 
 namespace {
@@ -36,15 +37,6 @@ std::string ubiquitin_path() {
 #define REQUIRE_UBIQUITIN(path)                                                  \
   const std::string path = ubiquitin_path();                                     \
   if (path.empty()) GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed"
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(FormFactors, ForwardScatteringEqualsTheElectronCount) {
   const std::map<std::string, int> z = {{"H", 1},   {"C", 6},   {"N", 7},   {"O", 8},   {"Na", 11}, {"Mg", 12},

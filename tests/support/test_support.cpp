@@ -11,6 +11,7 @@
 #include <sstream>
 #include <sys/wait.h>
 
+#include "manifold/error.h"
 #include "manifold/exact/certify.h"
 #include "manifold/exact/error_bound.h"
 #include "manifold/parallel.h"
@@ -347,6 +348,22 @@ Dataset near_duplicates(int64_t n, int64_t d, uint64_t seed, int clusters, int p
   Dataset ds(n, d, std::move(w));
   ds.source = "near-duplicates";
   return ds;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const manifold::Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 std::string first_difference(const KnnGraph& a, const KnnGraph& b) {

@@ -1,7 +1,9 @@
 #pragma once
 // Shared by the tests: fresh random data, a float64 brute-force k-NN
-// reference, an honest exactness check, temporary folders, running the CLI.
+// reference, an honest exactness check, temporary folders, file contents,
+// error messages, running the CLI.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,6 +82,13 @@ std::vector<double> dense_top_eigenvalues(const manifold::DiffusionMatrix& a, in
 /// For returned eigenpairs: max_i |A v_i - lambda_i v_i| / |lambda_i|
 /// recomputed with A's own mat-vec, and max |V^T V - I|.
 std::pair<double, double> eigenpair_errors(const manifold::DiffusionMatrix& a, const manifold::Eigenpairs& e);
+
+/// The whole content of the file at `path` ("" when it cannot be read).
+std::string slurp(const std::string& path);
+
+/// The message of the manifold::Error that `f` throws, or "" when it throws
+/// none: what the one-line error tests compare.
+std::string message_of(const std::function<void()>& f);
 
 /// A fresh empty folder under the system temp dir, removed by the destructor.
 struct TempDir {
