@@ -11,15 +11,16 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "cli/commands.h"
 #include "manifold/error.h"
 #include "manifold/knn.h"
 #include "manifold/npy.h"
 #include "manifold/session.h"
 #include "manifold/ui/main_window.h"
+#include "ui_test_support.h"
 
 using namespace manifold;
 using namespace manifold::ui;
+namespace t = manifold::ui::test;
 
 namespace {
 
@@ -56,33 +57,17 @@ class TestGuiMask : public QObject {
   /// kNeighbours and waits for the embedding. `opened_status` receives the
   /// status line between the open and the run (datasets only).
   static bool open_and_run(MainWindow& w, const QString& file, bool session, QString* opened_status = nullptr) {
-    QSignalSpy opened(&w, &MainWindow::datasetOpened), shown(&w, &MainWindow::embeddingShown);
-    auto shown_in_time = [&] {
-      if (shown.wait(120000)) return true;
-      qWarning("no embedding: %s | %s", qPrintable(w.lastError()), qPrintable(w.progressText()));
-      return false;
-    };
-    if (session) {
-      w.openSession(file);
-      return shown_in_time();
-    }
-    w.openFile(file);
-    if (!opened.wait(60000)) {
-      qWarning("not opened: %s", qPrintable(w.lastError()));
-      return false;
-    }
+    if (session) return t::open_session(w, file);
+    if (!t::open_file(w, file)) return false;
     if (opened_status) *opened_status = w.statusText();
-    auto* params = w.parameterPanel();
-    params->kEditor()->setValue(kNeighbours);
-    params->backendEditor()->setCurrentIndex(params->backendEditor()->findData("cpu"));
-    w.runNow();
-    return shown_in_time();
+    t::use_cpu(w, kNeighbours);
+    return t::run_now(w);
   }
 
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(dir_.isValid());
-    cli::register_all_backends();  // as the explorer's main does
+    t::start_gui_tests();
     cli_ = QString::fromLocal8Bit(qgetenv("MANIFOLD_CLI"));
     if (cli_.isEmpty()) QSKIP("MANIFOLD_CLI is not set (ctest sets it)");
     data_ = path("ub.npy");
@@ -97,9 +82,7 @@ class TestGuiMask : public QObject {
 
   void graphIsTheClisAndSessionKeepsTheMask() {
     MainWindow w;
-    w.resize(1300, 850);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(t::show_window(w));
     QString opened_status;
     QVERIFY(open_and_run(w, data_, false, &opened_status));
 
@@ -143,18 +126,9 @@ class TestGuiMask : public QObject {
 
     // A selection embedded on its own keeps the mask; its session writes the
     // frames and the mask beside it, and the CLI replays the same graph.
-    view->setTool(EmbeddingView::Tool::LassoSelect);
-    const QRect r = view->rect().adjusted(8, 8, -8, -8);
-    QTest::mousePress(view, Qt::LeftButton, {}, r.topLeft());
-    QTest::mouseMove(view, r.topRight());
-    QTest::mouseMove(view, r.bottomRight());
-    QTest::mouseMove(view, r.bottomLeft());
-    QTest::mouseRelease(view, Qt::LeftButton, {}, r.bottomLeft());
-    view->setTool(EmbeddingView::Tool::Navigate);
+    t::lasso(view, view->rect().adjusted(8, 8, -8, -8));
     QVERIFY(w.selectedRows().size() >= 3);
-    QPushButton* embed_selection = nullptr;
-    for (auto* b : w.findChildren<QPushButton*>())
-      if (b->text() == "Embed selection") embed_selection = b;
+    QPushButton* embed_selection = t::button(w, "Embed selection");
     QVERIFY(embed_selection);
     QSignalSpy shown(&w, &MainWindow::embeddingShown);
     embed_selection->click();

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <random>
 
-#include "cli/commands.h"
 #include "manifold/embedding_io.h"
 #include "manifold/error.h"
 #include "manifold/session.h"
@@ -97,12 +96,97 @@ class TestJobRunner : public QObject {
   QString data_path_;
   std::shared_ptr<const LoadedDataset> dataset_;
 
+  /// What a runner reports, caught from its construction on.
+  struct RunnerSpies {
+    explicit RunnerSpies(JobRunner& r)
+        : finished(&r, &JobRunner::finished), failed(&r, &JobRunner::failed), previews(&r, &JobRunner::previewReady) {}
+    QSignalSpy finished, failed, previews;
+  };
+
+  // ---- the phases of reembedPreviewsThenRefines ----
+
+  // A smaller k re-embeds the cached graph warm: the result alone when the
+  // warm solve is exact, else a preview close to it first; either way the
+  // result is core's diffusion_map() to the solver tolerance, and kept.
+  void smaller_k_is_warm_or_previewed(JobRunner& runner, RunnerSpies& spies, const QStringList& order,
+                                      const EmbeddingOutcome& first, const RunParameters& q) {
+    runner.run(q);
+    auto final_outcome = wait_for_outcome(runner, spies.finished, spies.failed);
+    QVERIFY(final_outcome);
+    QVERIFY(!final_outcome->preview);
+    QVERIFY(final_outcome->graph_reused && final_outcome->graph == first.graph);
+    if (final_outcome->result->solver.value("converged", false) &&
+        final_outcome->result->solver.value("method", std::string()).find("LOBPCG") != std::string::npos) {
+      // Warm and exact: nothing to refine afterwards; a solve that ran past
+      // RediffusePreview::after_s showed its 1e-6 iterate on the way.
+      QVERIFY2(order == QStringList({"final"}) || order == QStringList({"preview", "final"}),
+               qPrintable(order.join(',')));
+    } else {
+      QCOMPARE(order, QStringList({"preview", "final"}));
+    }
+    if (!spies.previews.isEmpty()) {
+      auto preview = spies.previews.last().at(0).value<std::shared_ptr<const EmbeddingOutcome>>();
+      QVERIFY(preview && preview->preview);
+      QVERIFY(preview->graph_reused && preview->graph == first.graph);
+      QCOMPARE(preview->params.knn.k, 10);
+      QVERIFY(preview->residual >= 0);
+      QCOMPARE(preview->result->n, final_outcome->result->n);
+      QCOMPARE(preview->result->m, 3);
+      for (int c = 0; c < 3; ++c) {
+        const double cs = column_cosine(preview->result->coordinates, final_outcome->result->coordinates, 3, c);
+        QVERIFY2(cs > 0.99, qPrintable(QStringLiteral("column %1: |cos| = %2").arg(c + 1).arg(cs)));
+      }
+    }
+    // The exact result is core's diffusion_map() to the solver tolerance
+    // (residual 1e-10: eigenvalues to ~1e-13, eigenvectors to residual /
+    // gap), and it is what the runner keeps.
+    Progress quiet;
+    DiffusionResult direct = diffusion_map(first.graph->sliced(10), q.diffusion, quiet);
+    QVERIFY(max_abs_diff(final_outcome->result->coordinates, direct.coordinates) < 1e-6);
+    QVERIFY(max_abs_diff(final_outcome->result->eigenvalues, direct.eigenvalues) < 1e-10);
+    QVERIFY(runner.current() == final_outcome);
+  }
+
+  // A change that supersedes a re-embedding drops its preview: only the
+  // newest job's (`b`'s) preview, if any, and result arrive.
+  void only_the_newest_job_arrives(JobRunner& runner, RunnerSpies& spies, const EmbeddingOutcome& first,
+                                   const RunParameters& q, const RunParameters& b,
+                                   std::shared_ptr<const EmbeddingOutcome>* newest) {
+    spies.previews.clear();
+    spies.finished.clear();
+    RunParameters a = q;
+    a.diffusion.alpha = 0.5;
+    runner.run(a);
+    runner.run(b);
+    auto last = wait_for_outcome(runner, spies.finished, spies.failed);
+    QVERIFY(last);
+    QCOMPARE(spies.finished.count(), 1);
+    QCOMPARE(last->params.diffusion.alpha, 0.0);
+    for (const auto& args : spies.previews)
+      QCOMPARE(args.at(0).value<std::shared_ptr<const EmbeddingOutcome>>()->params.diffusion.alpha, 0.0);
+    Progress quiet;
+    DiffusionResult direct_b = diffusion_map(first.graph->sliced(12), b.diffusion, quiet);
+    QVERIFY(max_abs_diff(last->result->coordinates, direct_b.coordinates) < 1e-6);
+    *newest = last;
+  }
+
+  // Cancelling during the refinement of `c` keeps the last exact result.
+  void cancel_while_refining_keeps_the_last_result(JobRunner& runner, RunnerSpies& spies, const RunParameters& c,
+                                                   const std::shared_ptr<const EmbeddingOutcome>& last) {
+    spies.previews.clear();
+    QSignalSpy cancelled(&runner, &JobRunner::cancelled);
+    connect(&runner, &JobRunner::previewReady, &runner, [&runner] { runner.cancel(); });
+    runner.run(c);
+    QTRY_VERIFY_WITH_TIMEOUT(cancelled.count() > 0 || spies.finished.count() > 1, 60000);
+    QVERIFY(runner.current() == last || spies.finished.count() > 1);
+    QVERIFY(!runner.busy());
+  }
+
  private Q_SLOTS:
   void initTestCase() {
-    cli::register_all_backends();
+    t::start_gui_tests();
     QVERIFY(dir_.isValid());
-    data_path_ = dir_.filePath("spots.npy");
-    t::write_rotating_spot_npy(data_path_, 900, 20, 20);
+    data_path_ = t::write_rotating_spot_npy(dir_.filePath("spots.npy"), 900, 20, 20);
     dataset_ = loadDataset(data_path_);
     QCOMPARE(dataset_->rows(), int64_t(900));
     QCOMPARE(dataset_->image_height, 20);
@@ -236,8 +320,7 @@ class TestJobRunner : public QObject {
     JobRunner runner;
     runner.setDataset(strip);
     QVERIFY(runner.previewEnabled());
-    QSignalSpy finished(&runner, &JobRunner::finished), failed(&runner, &JobRunner::failed),
-        previews(&runner, &JobRunner::previewReady);
+    RunnerSpies spies(runner);
     QStringList order;
     connect(&runner, &JobRunner::previewReady, this, [&order] { order << "preview"; });
     connect(&runner, &JobRunner::finished, this, [&order] { order << "final"; });
@@ -247,91 +330,35 @@ class TestJobRunner : public QObject {
     p.diffusion.k = 16;
     p.diffusion.components = 3;
     runner.run(p);
-    auto first = wait_for_outcome(runner, finished, failed);
+    auto first = wait_for_outcome(runner, spies.finished, spies.failed);
     QVERIFY(first);
-    QVERIFY(previews.isEmpty());  // a new graph: nothing to start from
+    QVERIFY(spies.previews.isEmpty());  // a new graph: nothing to start from
     QVERIFY(!first->preview);
 
     RunParameters q = p;
     q.knn.k = 10;
     q.diffusion.k = 10;
     order.clear();
-    runner.run(q);
-    auto final_outcome = wait_for_outcome(runner, finished, failed);
-    QVERIFY(final_outcome);
-    QVERIFY(!final_outcome->preview);
-    QVERIFY(final_outcome->graph_reused && final_outcome->graph == first->graph);
-    if (final_outcome->result->solver.value("converged", false) &&
-        final_outcome->result->solver.value("method", std::string()).find("LOBPCG") != std::string::npos) {
-      // Warm and exact: nothing to refine afterwards; a solve that ran past
-      // RediffusePreview::after_s showed its 1e-6 iterate on the way.
-      QVERIFY2(order == QStringList({"final"}) || order == QStringList({"preview", "final"}),
-               qPrintable(order.join(',')));
-    } else {
-      QCOMPARE(order, QStringList({"preview", "final"}));
-    }
-    if (!previews.isEmpty()) {
-      auto preview = previews.last().at(0).value<std::shared_ptr<const EmbeddingOutcome>>();
-      QVERIFY(preview && preview->preview);
-      QVERIFY(preview->graph_reused && preview->graph == first->graph);
-      QCOMPARE(preview->params.knn.k, 10);
-      QVERIFY(preview->residual >= 0);
-      QCOMPARE(preview->result->n, final_outcome->result->n);
-      QCOMPARE(preview->result->m, 3);
-      for (int c = 0; c < 3; ++c) {
-        const double cs = column_cosine(preview->result->coordinates, final_outcome->result->coordinates, 3, c);
-        QVERIFY2(cs > 0.99, qPrintable(QStringLiteral("column %1: |cos| = %2").arg(c + 1).arg(cs)));
-      }
-    }
-    // The exact result is core's diffusion_map() to the solver tolerance
-    // (residual 1e-10: eigenvalues to ~1e-13, eigenvectors to residual /
-    // gap), and it is what the runner keeps.
-    Progress quiet;
-    DiffusionResult direct = diffusion_map(first->graph->sliced(10), q.diffusion, quiet);
-    QVERIFY(max_abs_diff(final_outcome->result->coordinates, direct.coordinates) < 1e-6);
-    QVERIFY(max_abs_diff(final_outcome->result->eigenvalues, direct.eigenvalues) < 1e-10);
-    QVERIFY(runner.current() == final_outcome);
-
-    // A change that supersedes a re-embedding drops its preview: only the
-    // newest job's preview (if any) and result arrive.
-    previews.clear();
-    finished.clear();
-    RunParameters a = q, b = q;
-    a.diffusion.alpha = 0.5;
+    TEST_PHASE(smaller_k_is_warm_or_previewed(runner, spies, order, *first, q));
+    RunParameters b = q;
     b.diffusion.alpha = 0.0;
     b.knn.k = b.diffusion.k = 12;
-    runner.run(a);
-    runner.run(b);
-    auto last = wait_for_outcome(runner, finished, failed);
-    QVERIFY(last);
-    QCOMPARE(finished.count(), 1);
-    QCOMPARE(last->params.diffusion.alpha, 0.0);
-    for (const auto& args : previews)
-      QCOMPARE(args.at(0).value<std::shared_ptr<const EmbeddingOutcome>>()->params.diffusion.alpha, 0.0);
-    DiffusionResult direct_b = diffusion_map(first->graph->sliced(12), b.diffusion, quiet);
-    QVERIFY(max_abs_diff(last->result->coordinates, direct_b.coordinates) < 1e-6);
-
-    // Cancelling during the refinement keeps the last exact result.
-    previews.clear();
-    QSignalSpy cancelled(&runner, &JobRunner::cancelled);
+    std::shared_ptr<const EmbeddingOutcome> last;
+    TEST_PHASE(only_the_newest_job_arrives(runner, spies, *first, q, b, &last));
     RunParameters c = b;
     c.diffusion.alpha = 1.0;
-    connect(&runner, &JobRunner::previewReady, &runner, [&runner] { runner.cancel(); });
-    runner.run(c);
-    QTRY_VERIFY_WITH_TIMEOUT(cancelled.count() > 0 || finished.count() > 1, 60000);
-    QVERIFY(runner.current() == last || finished.count() > 1);
-    QVERIFY(!runner.busy());
+    TEST_PHASE(cancel_while_refining_keeps_the_last_result(runner, spies, c, last));
 
     // Only t: rescaled at once, no preview.
-    const bool c_finished = finished.count() > 1;  // c converged warm before any preview could cancel it
-    previews.clear();
-    finished.clear();
+    const bool c_finished = spies.finished.count() > 1;  // c converged warm before any preview could cancel it
+    spies.previews.clear();
+    spies.finished.clear();
     RunParameters tt = c_finished ? c : b;
     tt.diffusion.t = 2;
     runner.run(tt);
-    auto retimed = wait_for_outcome(runner, finished, failed);
+    auto retimed = wait_for_outcome(runner, spies.finished, spies.failed);
     QVERIFY(retimed && retimed->retimed);
-    QVERIFY(previews.isEmpty());
+    QVERIFY(spies.previews.isEmpty());
   }
 
   // Cancelling a long k-NN run stops it, reports `cancelled`, and keeps the

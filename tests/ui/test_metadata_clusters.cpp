@@ -12,14 +12,12 @@
 #include <QProcess>
 #include <QScrollBar>
 #include <QSignalSpy>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
 #include <fstream>
 
-#include "cli/commands.h"
 #include "manifold/clustering.h"
 #include "manifold/npy.h"
 #include "manifold/simulate.h"
@@ -28,6 +26,7 @@
 
 using namespace manifold;
 using namespace manifold::ui;
+namespace t = manifold::ui::test;
 
 namespace {
 
@@ -45,25 +44,28 @@ int columns_named(const MainWindow& w, const QString& name) {
   return n;
 }
 
-// Opens `path` in `w` and waits for its embedding.
-bool open_and_embed(MainWindow& w, const QString& path) {
-  QSignalSpy opened(&w, &MainWindow::datasetOpened), shown(&w, &MainWindow::embeddingShown),
-      errors(&w, &MainWindow::errorShown);
-  w.openFile(path);
-  if (!opened.wait(60000)) return false;
-  w.runNow();
-  if (!shown.wait(120000)) {
-    qWarning("no embedding: %s", errors.isEmpty() ? "timed out" : qPrintable(errors.last().at(0).toString()));
-    return false;
+// Columns for the spots written into `folder`, away from the data, so
+// nothing finds them by itself: tilt.npy, short.npy (one row short),
+// runs.csv (a category and a number) and facts.cxi (rotation angles).
+void write_columns_elsewhere(const std::string& folder) {
+  std::vector<double> tilt(kRows), short_column(kRows - 1, 1.0);
+  for (int i = 0; i < kRows; ++i) tilt[static_cast<size_t>(i)] = std::sin(0.1 * i);
+  npy::write(folder + "/tilt.npy", tilt.data(), {kRows});
+  npy::write(folder + "/short.npy", short_column.data(), {kRows - 1});
+  {
+    std::ofstream csv(folder + "/runs.csv");
+    csv << "run,dose\n";
+    for (int i = 0; i < kRows; ++i) csv << (i < kRows / 2 ? "early" : "late") << "," << 0.5 * i << "\n";
   }
-  return true;
-}
-
-// Opens the session in a new window and waits for its embedding.
-bool open_session(MainWindow& w, const QString& path) {
-  QSignalSpy shown(&w, &MainWindow::embeddingShown);
-  w.openSession(path);
-  return shown.wait(120000);
+  DiffractionImages cxi;
+  cxi.count = kRows;
+  cxi.size = 2;
+  cxi.images.assign(static_cast<size_t>(kRows) * 4, 1.0f);
+  cxi.axis = "x";
+  for (int i = 0; i < kRows; ++i) cxi.angles.push_back(2 * M_PI * i / kRows);
+  cxi.quaternions.assign(static_cast<size_t>(kRows) * 4, 0.5);
+  cxi.metadata = {{"pdb_id", "test"}};
+  write_diffraction(folder + "/facts.cxi", cxi);
 }
 
 QMessageBox* open_error_box(const MainWindow& w) {
@@ -79,53 +81,17 @@ class TestMetadataClusters : public QObject {
 
   QTemporaryDir dir_;
 
- private Q_SLOTS:
-  void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QCoreApplication::setOrganizationName("ManifoldExplorerTests");
-    cli::register_all_backends();
-    QVERIFY(dir_.isValid());
-  }
+  // ---- the phases of metadataFromAnotherFolder ----
 
-  void metadataFromAnotherFolder() {
-    QDir(dir_.path()).mkpath("data");
-    QDir(dir_.path()).mkpath("elsewhere");
-    const QString data = dir_.filePath("data/spots.npy");
-    test::write_rotating_spot_npy(data, kRows, 16, 16);
-    // Columns written away from the data, so nothing finds them by itself.
-    const std::string other = dir_.filePath("elsewhere").toStdString();
-    std::vector<double> tilt(kRows), short_column(kRows - 1, 1.0);
-    for (int i = 0; i < kRows; ++i) tilt[static_cast<size_t>(i)] = std::sin(0.1 * i);
-    npy::write(other + "/tilt.npy", tilt.data(), {kRows});
-    npy::write(other + "/short.npy", short_column.data(), {kRows - 1});
-    {
-      std::ofstream csv(other + "/runs.csv");
-      csv << "run,dose\n";
-      for (int i = 0; i < kRows; ++i) csv << (i < kRows / 2 ? "early" : "late") << "," << 0.5 * i << "\n";
-    }
-    DiffractionImages cxi;
-    cxi.count = kRows;
-    cxi.size = 2;
-    cxi.images.assign(static_cast<size_t>(kRows) * 4, 1.0f);
-    cxi.axis = "x";
-    for (int i = 0; i < kRows; ++i) cxi.angles.push_back(2 * M_PI * i / kRows);
-    cxi.quaternions.assign(static_cast<size_t>(kRows) * 4, 0.5);
-    cxi.metadata = {{"pdb_id", "test"}};
-    write_diffraction(other + "/facts.cxi", cxi);
-
-    MainWindow w;
-    w.resize(1440, 900);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(open_and_embed(w, data));
-    const size_t own = w.dataset()->metadata.size();
-
+  // .npy, .csv and a CXI dataset load, colour the points and join the
+  // breakdown and the correlation table.
+  void load_npy_csv_and_cxi_columns(MainWindow& w, size_t own) {
     // .npy: the column colours the points at once.
     QVERIFY(w.loadMetadata(dir_.filePath("elsewhere/tilt.npy")));
-    const PointMetadata* t = column(w, "tilt");
-    QVERIFY(t);
-    QCOMPARE(t->values.size(), size_t{kRows});
-    QCOMPARE(t->values[10], static_cast<float>(std::sin(1.0)));
+    const PointMetadata* tilt = column(w, "tilt");
+    QVERIFY(tilt);
+    QCOMPARE(tilt->values.size(), size_t{kRows});
+    QCOMPARE(tilt->values[10], static_cast<float>(std::sin(1.0)));
     QCOMPARE(w.colourKey(), QStringLiteral("tilt"));
     QCOMPARE(w.view()->colourTitle(), QStringLiteral("tilt"));
     // .csv: a categorical and a numeric column; the breakdown counts the category.
@@ -154,10 +120,11 @@ class TestMetadataClusters : public QObject {
     QStringList rows;
     for (int r = 0; r < w.metadataTable()->rowCount(); ++r) rows << w.metadataTable()->item(r, 0)->text();
     for (const char* name : {"tilt", "run", "dose", "rotation_angle"}) QVERIFY2(rows.contains(name), name);
+  }
 
-    // Another length: one line naming the file, in a message box; nothing changes.
-    const QStringList loaded = w.loadedMetadata();
-    QCOMPARE(loaded.size(), 3);
+  // Another length, or a dataset that is not there: one line naming the
+  // file, in a message box; nothing changes.
+  void another_length_changes_nothing(MainWindow& w, size_t own, const QStringList& loaded) {
     QVERIFY(!w.loadMetadata(dir_.filePath("elsewhere/short.npy")));
     QVERIFY2(w.lastError().contains("short.npy") && w.lastError().contains(QString::number(kRows)),
              qPrintable(w.lastError()));
@@ -172,12 +139,14 @@ class TestMetadataClusters : public QObject {
     QCOMPARE(w.dataset()->metadata.size(), own + 4);
     QCOMPARE(w.loadedMetadata(), loaded);
     QCOMPARE(w.colourKey(), QStringLiteral("rotation_angle"));
+  }
 
-    // A session brings the columns back, and the colouring by one of them.
+  // A session brings the columns back, and the colouring by one of them.
+  void session_brings_the_columns_back(MainWindow& w, const QStringList& loaded) {
     const QString session = dir_.filePath("metadata-session.json");
     QVERIFY(w.saveSession(session));
     MainWindow again;
-    QVERIFY(open_session(again, session));
+    QVERIFY(t::open_session(again, session));
     QCOMPARE(again.loadedMetadata(), loaded);
     for (const char* name : {"tilt", "run", "dose", "rotation_angle"}) {
       QVERIFY2(column(again, name), name);
@@ -187,6 +156,29 @@ class TestMetadataClusters : public QObject {
     }
     QCOMPARE(again.colourKey(), QStringLiteral("rotation_angle"));
     QCOMPARE(again.view()->colourTitle(), QStringLiteral("rotation_angle"));
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    t::start_gui_tests();
+    QVERIFY(dir_.isValid());
+  }
+
+  void metadataFromAnotherFolder() {
+    QDir(dir_.path()).mkpath("data");
+    QDir(dir_.path()).mkpath("elsewhere");
+    const QString data = t::write_rotating_spot_npy(dir_.filePath("data/spots.npy"), kRows, 16, 16);
+    write_columns_elsewhere(dir_.filePath("elsewhere").toStdString());
+
+    MainWindow w;
+    QVERIFY(t::show_window(w, QSize(1440, 900)));
+    QVERIFY(t::open_and_run(w, data));
+    const size_t own = w.dataset()->metadata.size();
+    TEST_PHASE(load_npy_csv_and_cxi_columns(w, own));
+    const QStringList loaded = w.loadedMetadata();
+    QCOMPARE(loaded.size(), 3);
+    TEST_PHASE(another_length_changes_nothing(w, own, loaded));
+    TEST_PHASE(session_brings_the_columns_back(w, loaded));
   }
 
   void clustersOfASimulatedHitMix() {
@@ -214,10 +206,8 @@ class TestMetadataClusters : public QObject {
     }
 
     MainWindow w;
-    w.resize(1440, 900);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(open_session(w, setup));
+    QVERIFY(t::show_window(w, QSize(1440, 900)));
+    QVERIFY(t::open_session(w, setup));
     QVERIFY(column(w, "label"));
     QSignalSpy ready(&w, &MainWindow::clustersReady), errors(&w, &MainWindow::errorShown);
     w.clusterPoints(0, 0);  // K and m chosen for the user
@@ -270,7 +260,7 @@ class TestMetadataClusters : public QObject {
     const QString session = dir_.filePath("cluster-session.json");
     QVERIFY(w.saveSession(session));
     MainWindow again;
-    QVERIFY(open_session(again, session));
+    QVERIFY(t::open_session(again, session));
     const PointMetadata* kept = column(again, "cluster");
     QVERIFY(kept);
     c = column(w, "cluster");
@@ -283,9 +273,7 @@ class TestMetadataClusters : public QObject {
 
   void tableFitsTheDockAtTheDefaultSize() {
     MainWindow w;
-    w.resize(1440, 900);  // the explorer's default size
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(t::show_window(w, QSize(1440, 900)));  // the explorer's default size
     auto* dock = w.findChild<QDockWidget*>(QStringLiteral("metadataDock"));
     QVERIFY(dock);
     dock->raise();

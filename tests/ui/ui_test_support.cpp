@@ -1,15 +1,91 @@
 #include "ui_test_support.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
+#include <QPushButton>
 #include <QSet>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QtTest>
 
 #include <cmath>
 #include <random>
 
+#include "backends/backends.h"
 #include "manifold/npy.h"
+#include "manifold/ui/main_window.h"
 
 namespace manifold::ui::test {
+
+namespace {
+
+/// True once `spy` has caught its signal, counting one sent before the wait
+/// began (some steps finish inside the call that starts them).
+bool arrived(QSignalSpy& spy, int ms) { return !spy.isEmpty() || spy.wait(ms); }
+
+}  // namespace
+
+void start_gui_tests() {
+  QStandardPaths::setTestModeEnabled(true);
+  QCoreApplication::setOrganizationName("ManifoldExplorerTests");
+  cli::register_all_backends();
+}
+
+bool show_window(QWidget& w, QSize size) {
+  w.resize(size);
+  w.show();
+  return QTest::qWaitForWindowExposed(&w);
+}
+
+void use_cpu(MainWindow& w, int k, int components) {
+  ParameterPanel* params = w.parameterPanel();
+  if (k > 0) params->kEditor()->setValue(k);
+  if (components > 0) params->componentsEditor()->setValue(components);
+  params->backendEditor()->setCurrentIndex(params->backendEditor()->findData("cpu"));
+}
+
+bool open_file(MainWindow& w, const QString& path, int ms) {
+  QSignalSpy opened(&w, &MainWindow::datasetOpened);
+  w.openFile(path);
+  if (arrived(opened, ms)) return true;
+  qWarning("%s did not open: %s", qPrintable(path), qPrintable(w.lastError()));
+  return false;
+}
+
+bool run_now(MainWindow& w, int ms) {
+  QSignalSpy shown(&w, &MainWindow::embeddingShown);
+  w.runNow();
+  if (arrived(shown, ms)) return true;
+  qWarning("no embedding: %s | %s", qPrintable(w.lastError()), qPrintable(w.progressText()));
+  return false;
+}
+
+bool open_session(MainWindow& w, const QString& path, int ms) {
+  QSignalSpy shown(&w, &MainWindow::embeddingShown);
+  w.openSession(path);
+  if (arrived(shown, ms)) return true;
+  qWarning("no embedding from %s: %s | %s", qPrintable(path), qPrintable(w.lastError()), qPrintable(w.progressText()));
+  return false;
+}
+
+bool open_and_run(MainWindow& w, const QString& path) { return open_file(w, path) && run_now(w); }
+
+void lasso(EmbeddingView* view, const QRect& r) {
+  view->setTool(EmbeddingView::Tool::LassoSelect);
+  QTest::mousePress(view, Qt::LeftButton, {}, r.topLeft());
+  QTest::mouseMove(view, r.topRight());
+  QTest::mouseMove(view, r.bottomRight());
+  QTest::mouseMove(view, r.bottomLeft());
+  QTest::mouseRelease(view, Qt::LeftButton, {}, r.bottomLeft());
+  view->setTool(EmbeddingView::Tool::Navigate);
+}
+
+QPushButton* button(const QWidget& w, const QString& text) {
+  for (auto* b : w.findChildren<QPushButton*>())
+    if (b->text() == text) return b;
+  return nullptr;
+}
 
 std::vector<float> rotating_spot_images(int n, int h, int w, uint32_t seed) {
   std::vector<float> v(static_cast<size_t>(n) * h * w);
@@ -34,9 +110,10 @@ std::vector<float> rotating_spot_images(int n, int h, int w, uint32_t seed) {
   return v;
 }
 
-void write_rotating_spot_npy(const QString& path, int n, int h, int w, uint32_t seed) {
+QString write_rotating_spot_npy(const QString& path, int n, int h, int w, uint32_t seed) {
   const auto v = rotating_spot_images(n, h, w, seed);
   npy::write(path.toStdString(), v.data(), {n, h, w});
+  return path;
 }
 
 PixelStats pixel_stats(const QImage& image, QColor background, int tolerance) {
