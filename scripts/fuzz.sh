@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Fuzzes every reader of untrusted input (tests/fuzz/: .npy, IDX, PNG, TIFF,
 # MRC, HDF5, graph folders, sessions, cluster profiles) with libFuzzer, ASan
-# and UBSan, in its own build folder build-fuzz/ (clang, -DMANIFOLD_FUZZ=ON:
-# the core and the harnesses only).
+# and UBSan, in the sanitizer build folder build-asan/ (configured by
+# scripts/sanitize.sh: clang, -DMANIFOLD_FUZZ=ON; only the harnesses are
+# built here).
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]   fuzz each harness SECONDS (default 60)
 # Each harness is the CTest fuzz_NAME (tests/fuzz/run_fuzz.sh): it starts
 # from its seed corpus tests/fuzz/corpus/NAME, whose regression files run
-# first, and adds what it finds in build-fuzz/tests/fuzz/corpus/NAME (not
-# the source tree). A crash leaves its input in build-fuzz/tests/fuzz/findings/
+# first, and adds what it finds in build-asan/tests/fuzz/corpus/NAME (not
+# the source tree). A crash leaves its input in build-asan/tests/fuzz/findings/
 # and fails the script; once fixed, copy it to tests/fuzz/corpus/NAME as a
 # regression file.
 set -euo pipefail
@@ -21,17 +22,14 @@ for h in "${harnesses[@]}"; do
 done
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/setup-debian.sh installs clang and libclang-rt-14-dev)" >&2; exit 2; }
 
-build=build-fuzz
-# A build-fuzz/ configured from another source folder (the harnesses were once
-# a project of their own) is made again.
-if [ -f $build/CMakeCache.txt ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$PWD" $build/CMakeCache.txt; then rm -rf $build; fi
-CC=clang CXX=clang++ cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMANIFOLD_FUZZ=ON \
-  -DMANIFOLD_WITH_GUI=OFF -DMANIFOLD_WITH_CUDA=OFF -DMANIFOLD_WITH_MPI=OFF -DMANIFOLD_BUILD_TESTS=OFF \
-  -DMANIFOLD_FUZZ_SECONDS="$seconds" >/dev/null
+build=build-asan
+bash scripts/sanitize.sh --configure
 cmake --build $build -j "$(nproc)" --target "${harnesses[@]/#/fuzz_}"
 regex="^fuzz_($(IFS='|'; echo "${harnesses[*]}"))\$"
+rm -f $build/tests/fuzz/findings/*.summary
 status=0
-(cd $build && ctest -L fuzz -R "$regex" -j "$(nproc)" --output-on-failure) >$build/fuzz-ctest.log 2>&1 || status=$?
+(cd $build && MANIFOLD_FUZZ_SECONDS=$seconds ctest -L fuzz -R "$regex" -j "$(nproc)" --timeout $((seconds + 300)) \
+  --output-on-failure) >$build/fuzz-ctest.log 2>&1 || status=$?
 [ $status = 0 ] || cat $build/fuzz-ctest.log
 for h in "${harnesses[@]}"; do cat "$build/tests/fuzz/findings/$h.summary" 2>/dev/null || echo "fuzz_$h: did not run"; done
 exit $status

@@ -10,7 +10,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release ${MANIFOLD_CMAKE_ARGS:-}
 cmake --build build -j "$(nproc)"
 (cd build && ctest --output-on-failure -j "$(nproc)")
 # Each fuzz harness MANIFOLD_FUZZ_SECONDS (default 20; 0 skips fuzzing) from
-# its seed corpus, in build-fuzz/ (clang: the core and the harnesses only).
+# its seed corpus, in build-asan/ (clang, ASan + UBSan; fuzz.sh builds only
+# the core and the harnesses there).
 # CI must finish within 30 minutes: fuzzing gets what is left of
 # MANIFOLD_TEST_BUDGET_S (default 1680 s from the start of this script) and
 # says so in one line when that is too little or runs out; a crash it finds

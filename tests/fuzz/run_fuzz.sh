@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes one harness for a bounded time under ASan + UBSan:
 #   run_fuzz.sh HARNESS NAME SECONDS SEED_CORPUS WORK_DIR
+# MANIFOLD_FUZZ_SECONDS, where set, replaces SECONDS (scripts/fuzz.sh sets it).
 # Starts from SEED_CORPUS (every seed runs first, the regression files among
 # them) plus what earlier runs found in WORK_DIR/corpus/NAME (never the
 # source tree). A crash, a sanitizer report, a leak, a timeout or an
@@ -8,7 +9,7 @@
 # WORK_DIR/findings/NAME-*, the log's tail is printed, and the script fails.
 set -euo pipefail
 if [ $# != 5 ]; then echo "usage: run_fuzz.sh HARNESS NAME SECONDS SEED_CORPUS WORK_DIR" >&2; exit 2; fi
-harness=$1 name=$2 seconds=$3 seeds=$4 work=$5
+harness=$1 name=$2 seconds=${MANIFOLD_FUZZ_SECONDS:-$3} seeds=$4 work=$5
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work/corpus/$name" "$work/findings"
 
