@@ -28,7 +28,7 @@ double DeviceEngine::host_ms() const {
 }
 
 DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& plan, bool keep_self, bool force_block,
-                           bool tensor)
+                           bool tensor, TileSelection* selection)
     : ctx_(context_on(device)),
       lock_(ctx_.busy),
       host_rows_(host_rows),
@@ -36,8 +36,10 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
       keep_self_(keep_self),
       force_block_(force_block),
       tensor_(tensor && !plan.fused),
+      selection_(selection),
       timeline_(settings().timeline) {
   cuda_check(cudaSetDevice(device), "selecting the device");
+  if (selection && plan.fused) throw Error("a paper strategy's selection needs a cuBLAS plan, not the fused kernel");
   // The TF32 compute type is asked for explicitly in each GEMM; the default
   // math mode lets cuBLAS honour it (pedantic is restored afterwards).
   cublas_check(cublasSetMathMode(ctx_.cublas, tensor_ ? CUBLAS_DEFAULT_MATH : engine_math_mode()),
@@ -69,7 +71,8 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
     for (auto& t : tiles_) t.reset(static_cast<size_t>(plan.T) * plan.W, "allocating a distance tile");
   const size_t cand = 2 * static_cast<size_t>(plan.T) * plan.W;
   sets_ = candidate_sets(plan.fused);
-  for (int i = 0; i < sets_; ++i) {
+  // A strategy's selection keeps its own candidates.
+  for (int i = 0; i < (selection ? 0 : sets_); ++i) {
     cand_dist_[i].reset(cand, "allocating the candidate buffers");
     cand_index_[i].reset(cand, "allocating the candidate buffers");
     cand_count_[i].reset(static_cast<size_t>(plan.T) + plan.W, "allocating the candidate buffers");
@@ -87,7 +90,7 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   slot_last_use_.assign(static_cast<size_t>(slots), 0);
 
   cudaStream_t s = ctx_.select;
-  for (int i = 0; i < sets_; ++i)
+  for (int i = 0; i < (selection ? 0 : sets_); ++i)
     cuda_check(cudaMemsetAsync(cand_count_[i].data(), 0, cand_count_[i].bytes(), s), "clearing the candidate counters");
   cuda_check(cudaMemsetAsync(n_dirty_.data(), 0, n_dirty_.bytes(), s), "clearing the candidate counters");
   cuda_check(cudaMemsetAsync(cand_total_.data(), 0, cand_total_.bytes(), s), "clearing the candidate counters");
@@ -352,8 +355,12 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     view.col_norms = b_norms;
     view.keep_self = keep_self_;
     view.dense = dense;
-    launch_filter_tile(view, thr_.data(), cv, counter, sel);
-    ev.filter_end.record(sel);
+    if (selection_) {
+      selection_->select(view, lists(), thr_.data(), sel, ev.filter_end);
+    } else {
+      launch_filter_tile(view, thr_.data(), cv, counter, sel);
+      ev.filter_end.record(sel);
+    }
   }
   if (!plan_.resident) {
     // The last reader of the tile's rows: the fused kernel, or the filter.
@@ -365,8 +372,9 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
   }
   // Tiles t + 1 .. t + sets_ - 1 may hold their counters while this merge
   // runs; tile t + sets_'s is free, and its kernel waits for this merge.
-  launch_merge_tile(lists(), cv, counter, static_cast<int>((t + sets_) % kCounters), static_cast<int>(r0),
-                    static_cast<int>(c0), force_block_, std::max(plan_.T, plan_.W), sel, dense);
+  if (!selection_)
+    launch_merge_tile(lists(), cv, counter, static_cast<int>((t + sets_) % kCounters), static_cast<int>(r0),
+                      static_cast<int>(c0), force_block_, std::max(plan_.T, plan_.W), sel, dense);
   ev.sel_end.record(sel);
   stats_.gemm_flop += 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(d);
 }

@@ -57,6 +57,22 @@ struct EngineStats {
   std::vector<UploadTimes> upload_times;
 };
 
+/// A selection strategy of the papers (gpu/select/paper_strategies.cpp) in
+/// place of the engine's filter and merge: each tile's dot products (cuBLAS,
+/// resident or streamed rows alike) go to select() on the selection stream,
+/// after the tile's GEMM. The strategy owns its buffers; the lists, their
+/// bounds (thr) and everything else of the loop stay the engine's.
+class TileSelection {
+ public:
+  virtual ~TileSelection() = default;
+  /// Folds the entries of `view` within their row's (and, from
+  /// view.col_role_from on, their column's) bound into `lists`, queued on
+  /// stream s; records `dots_read` on s once the dot products have been read
+  /// (the engine then reuses the tile buffer).
+  virtual void select(const TileView& view, const ListsView& lists, const float* thr, cudaStream_t s,
+                      const Event& dots_read) = 0;
+};
+
 class DeviceEngine {
  public:
   /// Takes the device's context (waiting for another build on it to finish)
@@ -64,8 +80,11 @@ class DeviceEngine {
   /// `tensor`: dot products on tensor cores (TF32, cublasGemmEx with
   /// CUBLAS_COMPUTE_32F_FAST_TF32) for --precision fast-exact; otherwise
   /// float32 (cuBLAS SGEMM in the engine's math mode, or the fused kernel).
+  /// `selection` (cuBLAS plans only; outlives the engine): a paper
+  /// strategy's selection instead of the filter and merge, which then get
+  /// no candidate sets.
   DeviceEngine(int device, const float* host_rows, const TilePlan& plan, bool keep_self, bool force_block,
-               bool tensor = false);
+               bool tensor = false, TileSelection* selection = nullptr);
   ~DeviceEngine();
   DeviceEngine(const DeviceEngine&) = delete;
   DeviceEngine& operator=(const DeviceEngine&) = delete;
@@ -129,6 +148,7 @@ class DeviceEngine {
   const float* host_rows_;
   TilePlan plan_;
   bool keep_self_, force_block_, tensor_;
+  TileSelection* selection_;
   double gemm_busy_until_ = 0;  ///< end of the latest completed tile's kernel, ms after loop_start
 
   DeviceBuffer<float> list_dist_, thr_;

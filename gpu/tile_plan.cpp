@@ -119,4 +119,18 @@ TilePlan plan_tiles(const PlanRequest& r) {
               format_bytes(static_cast<double>(least)) + " (raise --gpu-memory or lower -k)");
 }
 
+TilePlan plan_selection_tiles(const PlanRequest& r, int T, int W, uint64_t selection_bytes) {
+  const uint64_t n = static_cast<uint64_t>(r.n), d = static_cast<uint64_t>(r.d);
+  TilePlan p;
+  p.n = r.n, p.d = r.d, p.k = r.k;
+  p.T = T, p.W = W, p.resident = true, p.fused = false, p.budget = r.budget, p.workspace = workspace_for(r.budget);
+  p.list_bytes = list_bytes(r.n, r.k);
+  p.row_bytes = n * d * 4 + n * 4;
+  p.loop_bytes = 2 * static_cast<uint64_t>(T) * static_cast<uint64_t>(W) * 4 + selection_bytes + 128;
+  p.bytes = p.list_bytes + p.row_bytes + p.loop_bytes + p.workspace;
+  const uint64_t out = n * static_cast<uint64_t>(r.k_out > 0 ? r.k_out : r.k) * 12 + n * 8;
+  p.final_bytes = p.list_bytes + p.row_bytes + p.workspace + out;
+  return p;
+}
+
 }  // namespace manifold::gpu

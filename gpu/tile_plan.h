@@ -38,6 +38,13 @@ struct PlanRequest {
 /// (one line) when even the smallest streaming plan exceeds the budget.
 TilePlan plan_tiles(const PlanRequest& r);
 
+/// A resident cuBLAS plan of tiles T x W for a paper strategy's selection
+/// (device_engine.h TileSelection): two tile buffers and the strategy's
+/// `selection_bytes` instead of the engine's candidate sets; `bytes` and
+/// `final_bytes` as plan_tiles counts them. The caller compares them with
+/// r.budget (a strategy refuses what does not fit rather than stream).
+TilePlan plan_selection_tiles(const PlanRequest& r, int T, int W, uint64_t selection_bytes);
+
 /// Bytes of the per-row lists: dist + index per entry, fill + bound per row.
 uint64_t list_bytes(int64_t n, int k);
 
