@@ -32,14 +32,6 @@ Current& current() {
 
 Settings settings_from_environment(const char* (*lookup)(const char*)) {
   Settings s;
-  if (const char* v = lookup("MANIFOLD_GPU_GEMM"); is_set(v)) {
-    if (!std::strcmp(v, "fused"))
-      s.gemm = GemmPath::Fused;
-    else if (!std::strcmp(v, "cublas"))
-      s.gemm = GemmPath::Cublas;
-    else
-      throw UsageError(std::string("MANIFOLD_GPU_GEMM: '") + v + "' is not fused or cublas");
-  }
   if (const char* v = lookup("MANIFOLD_GPU_TIMELINE"); is_set(v)) {
     if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0)
       throw UsageError(std::string("MANIFOLD_GPU_TIMELINE: '") + v + "' is not 0 or 1");

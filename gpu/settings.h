@@ -3,12 +3,13 @@
 // place, read from the environment once (docs/ARCHITECTURE.md lists every
 // MANIFOLD_* variable). Two kinds:
 //
-// * From the environment: the dot-product path (to compare the two on the
-//   same data, and to run a test suite with every tile on one of them), two
-//   traces, and a selection table measured elsewhere.
+// * From the environment: two traces and a selection table measured
+//   elsewhere.
 // * For tests only (no variable): overrides that make small inputs reach
 //   paths that the defaults reach only on large ones (many tiles, no room in
-//   the lists, the block kernels), set in-process with ScopedSettings.
+//   the lists, the block kernels, the other dot-product kernel), set
+//   in-process with ScopedSettings; the GPU test programs take
+//   --gemm=fused|cublas to run a whole suite on one kernel.
 //
 // Plain C++17: kernels' launchers (*.cu) read it too.
 #include <string>
@@ -31,12 +32,12 @@ enum class QuickChoice {
 
 struct Settings {
   // ---- from the environment ----
-  GemmPath gemm = GemmPath::Auto;  ///< MANIFOLD_GPU_GEMM=fused|cublas
   bool timeline = false;           ///< MANIFOLD_GPU_TIMELINE=1: per-tile CUDA events in the graph's JSON
   bool chebyshev_trace = false;    ///< MANIFOLD_CHEB_TRACE (set, not "0"): the GPU eigensolver's steps on stderr
   std::string select_table;        ///< MANIFOLD_SELECT_TABLE=FILE: replaces the built-in `auto` table
 
   // ---- for tests only ----
+  GemmPath gemm = GemmPath::Auto;  ///< every tile's dot products by one kernel, whatever d
   std::string tile;             ///< "TxW": the engine's first tile shape, where it fits (tile_plan.h)
   std::string select_tile;      ///< "TxW": the papers' strategies' tile (select/paper_strategies.cpp)
   int slack = -1;               ///< the lists' room beyond k; -1: the rule of list_slack()

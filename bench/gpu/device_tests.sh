@@ -21,15 +21,16 @@ for t in test_gpu_engine test_gpu_knn; do
   "$bundle/run" "$t" --gtest_color=no > "$out/$t.log" 2>&1 || status=1
   echo "$t:"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|\[ info \]" "$out/$t.log"
 done
-MANIFOLD_GPU_GEMM=fused "$bundle/run" test_gpu_knn --gtest_filter='-GpuKnn.FashionMnistLargeK' --gtest_color=no \
+# --gemm=fused|cublas (tests/gpu/gpu_test_main.cpp): every tile on that kernel.
+"$bundle/run" test_gpu_knn --gemm=fused --gtest_filter='-GpuKnn.FashionMnistLargeK' --gtest_color=no \
   > "$out/test_gpu_knn_fused.log" 2>&1 || status=1
-echo "test_gpu_knn with MANIFOLD_GPU_GEMM=fused:"; grep -E "^\[  (PASSED|FAILED) |tests ran" "$out/test_gpu_knn_fused.log"
+echo "test_gpu_knn --gemm=fused:"; grep -E "^\[  (PASSED|FAILED) |tests ran" "$out/test_gpu_knn_fused.log"
 export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 for tool in memcheck racecheck; do
   filter='GpuSanitizer.*'
   [ "$tool" = racecheck ] && filter='GpuSanitizer.Tiny*'
   for path in fused cublas; do
-    MANIFOLD_GPU_GEMM=$path compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/bin/test_gpu_engine" \
+    compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/bin/test_gpu_engine" --gemm=$path \
       --gtest_filter="$filter" --gtest_color=no >> "$out/sanitizer_$tool.log" 2>&1 || status=1
   done
   echo "compute-sanitizer $tool (fused, cublas): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.log" | tr '\n' ' ')"

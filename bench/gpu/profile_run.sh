@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root: where the tile loop's time
-# goes at short inner dimensions. Nsight Compute on a few tiles of each
-# dot-product path (after the seeds), the stage timings of `manifold bench`,
+# goes at short inner dimensions. Nsight Compute on a few tiles (after the
+# seeds) of the kernels the default picks for D (the fused kernel where
+# d <= 256, else cuBLAS + filter), the stage timings of `manifold bench`,
 # and optional GPU tests first.
 #   bash bench/gpu/profile_run.sh BUNDLE_DIR OUT_DIR
 # Environment: N (200000), D (128), K (20), TESTS=1 runs the GPU test
 # executables first, FUSED_TESTS=1 runs the exactness suites and
-# compute-sanitizer with the fused kernel, BENCH=1 runs bench/gpu/run.sh
+# compute-sanitizer with the fused kernel (--gemm=fused), BENCH=1 runs bench/gpu/run.sh
 # (issue 3's four cases, or CASES), STAGES=0 / NCU=0 skip those parts.
 # Logs, JSON and reports land in OUT_DIR/results.tar.
 set -uo pipefail
@@ -38,7 +39,7 @@ if [ "${FUSED_TESTS:-0}" = 1 ]; then
   # The exactness suites again with the fused kernel on every tile, then
   # compute-sanitizer on its small runs.
   for t in test_gpu_knn test_gpu_engine test_gpu_precision; do
-    MANIFOLD_GPU_GEMM=fused timeout 300 "$bundle/bin/$t" --gtest_color=no --gtest_filter='-GpuSanitizer.*' \
+    timeout 300 "$bundle/bin/$t" --gemm=fused --gtest_color=no --gtest_filter='-GpuSanitizer.*' \
       > "$out/${t}_fused.log" 2>&1
     echo "$t (fused): exit $? $(grep -E '^\[  (PASSED|FAILED) ' "$out/${t}_fused.log" | tr '\n' ' ')"
     grep -E '^\[  FAILED  \]' "$out/${t}_fused.log" | head -5
@@ -46,7 +47,7 @@ if [ "${FUSED_TESTS:-0}" = 1 ]; then
   for tool in memcheck racecheck; do
     filter='GpuSanitizer.*'
     [ "$tool" = racecheck ] && filter='GpuSanitizer.Tiny*'
-    MANIFOLD_GPU_GEMM=fused timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/bin/test_gpu_engine" \
+    timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/bin/test_gpu_engine" --gemm=fused \
       --gtest_filter="$filter" --gtest_color=no > "$out/sanitizer_fused_$tool.log" 2>&1
     echo "compute-sanitizer $tool (fused): exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_fused_$tool.log" | tr '\n' ' ')"
   done
@@ -74,9 +75,9 @@ for fn, c in counts.items():
     print(fn[-60:], sum(c.values()), "instructions:", ", ".join("%s %d" % kv for kv in c.most_common(14)))
 PY
 fi
-# Stage timings of both dot-product paths on the profiled shape.
-[ "${STAGES:-1}" = 1 ] && for path in cublas fused; do
-  MANIFOLD_GPU_GEMM=$path "$bundle/bin/manifold" bench --backend gpu -n "$n" -d "$d" -k "$k" --repeats 3 --warmup 1 \
+# Stage timings on the profiled shape (the kernel the default picks for d).
+[ "${STAGES:-1}" = 1 ] && for path in default; do
+  "$bundle/bin/manifold" bench --backend gpu -n "$n" -d "$d" -k "$k" --repeats 3 --warmup 1 \
     --json "$out/stages_$path.json" > "$out/stages_$path.log" 2>&1
   echo "stages $path: exit $?"; grep -E "gpu |SGEMM|TFLOP" "$out/stages_$path.log" | head -8
 done
@@ -85,10 +86,10 @@ if [ "${NCU:-1}" = 1 ] && command -v ncu > /dev/null; then
   sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section ComputeWorkloadAnalysis
             --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section InstructionStats
             --section SourceCounters"
-  MANIFOLD_GPU_GEMM=fused timeout 240 ncu $sections -k regex:fused_tile --launch-skip 300 --launch-count 2 \
+  timeout 240 ncu $sections -k regex:fused_tile --launch-skip 300 --launch-count 2 \
     "$bundle/bin/manifold" bench --backend gpu -n "$n" -d "$d" -k "$k" --repeats 1 --warmup 0 > "$out/ncu_fused.txt" 2>&1
   echo "ncu fused: exit $?"
-  MANIFOLD_GPU_GEMM=cublas timeout 240 ncu $sections -k 'regex:gemm|filter|merge' --launch-skip 900 --launch-count 6 \
+  timeout 240 ncu $sections -k 'regex:gemm|filter|merge' --launch-skip 900 --launch-count 6 \
     "$bundle/bin/manifold" bench --backend gpu -n "$n" -d "$d" -k "$k" --repeats 1 --warmup 0 > "$out/ncu_cublas.txt" 2>&1
   echo "ncu cublas: exit $?"
   grep -E "^  [a-z_].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible" \

@@ -20,12 +20,6 @@ for c in $cases; do
   python3 "$here/torch_baseline.py" make "$n" "$d" 7 "$data"
   $runner bench --backend gpu --data "$data" -k "$k" --repeats "$reps" --warmup 1 \
     --json "$out/ours_${n}_${d}_${k}.json"
-  # The other dot-product path on the same data, where the default is the
-  # fused kernel (d <= 256): cuBLAS SGEMM + filter.
-  if [ "$d" -le 256 ]; then
-    MANIFOLD_GPU_GEMM=cublas $runner bench --backend gpu --data "$data" -k "$k" --repeats "$reps" --warmup 1 \
-      --json "$out/alt_${n}_${d}_${k}.json"
-  fi
   python3 "$here/torch_baseline.py" time "$data" "$k" "$((reps > 2 ? 2 : reps))" > "$out/torch_${n}_${d}_${k}.json"
   rm -f "$data"
 done

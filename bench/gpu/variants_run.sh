@@ -4,7 +4,7 @@
 # each a fresh `manifold bench --backend gpu` process.
 #   bash bench/gpu/variants_run.sh MANIFOLD_RUNNER OUT_DIR
 # A variant is "name:VAR=value,VAR=value" (environment of its run; "name:-"
-# for none), e.g. "cublas:MANIFOLD_GPU_GEMM=cublas". BUNDLE=DIR runs that
+# for none), e.g. "trace:MANIFOLD_GPU_TIMELINE=1". BUNDLE=DIR runs that
 # variant with another build (DIR/run manifold, made by device-bundle), so
 # two builds go against each other on the same data:
 #   VARIANTS="A1:BUNDLE=.device/old B1:- A2:BUNDLE=.device/old B2:-"
@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 runner=${1:?usage: variants_run.sh MANIFOLD_RUNNER OUT_DIR}
 out=${2:?usage: variants_run.sh MANIFOLD_RUNNER OUT_DIR}
 cases=${CASES:-"1000000:128:20:3 100000:256:20:5"}
-variants=${VARIANTS:-"default:- cublas:MANIFOLD_GPU_GEMM=cublas"}
+variants=${VARIANTS:-"default:- timeline:MANIFOLD_GPU_TIMELINE=1"}
 tmp=${TMPDIR:-/tmp}/manifold-variants
 mkdir -p "$out" "$tmp"
 for c in $cases; do

@@ -86,7 +86,7 @@ struct CandidatesView {
 /// by default. Measured on an H200 (bench/gpu/RESULTS.md): at d = 128 and 256
 /// it beats cuBLAS + filter by 25% and 12% (the tile is never written and
 /// read back); cuBLAS is within 10% of its large-GEMM rate from d = 1024 on.
-/// MANIFOLD_GPU_GEMM=fused|cublas overrides (gpu/settings.h).
+/// Settings::gemm overrides (tests: gpu/settings.h).
 constexpr int64_t kFusedMaxD = 256;
 
 /// Squared row norms in float64, rounded to float (as the CPU backend does).

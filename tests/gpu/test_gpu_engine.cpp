@@ -483,7 +483,7 @@ TEST(GpuSanitizer, SmallRunsOfEveryPath) {
   }
   KnnParams p = params(8, Metric::Euclidean, true);
   // Streamed, 128-row tiles (the fused kernel also keeps its blocks transposed).
-  // d = 200 <= kFusedMaxD: the fused kernel unless MANIFOLD_GPU_GEMM=cublas.
+  // d = 200 <= kFusedMaxD: the fused kernel unless the program runs with --gemm=cublas.
   const bool fused = gpu::settings().gemm != gpu::GemmPath::Cublas;
   p.gpu_memory = lists_bytes(1500, 8) + 1500 * 200 * 4 / 2 * (fused ? 2 : 1) + (gpu::kFusedCandidateSets << 19);
   KnnGraph s = build("gpu", ds, p);
