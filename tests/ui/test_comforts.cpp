@@ -6,14 +6,12 @@
 #include <QDialog>
 #include <QFile>
 #include <QSignalSpy>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTextBrowser>
 #include <QtTest>
 
 #include <sys/stat.h>
 
-#include "cli/commands.h"
 #include "manifold/cluster.h"
 #include "manifold/graph_io.h"
 #include "manifold/ui/cluster_profile_dialog.h"
@@ -44,9 +42,7 @@ class TestComforts : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QCoreApplication::setOrganizationName("ManifoldExplorerTests");
-    cli::register_all_backends();
+    t::start_gui_tests();
     QVERIFY(dir_.isValid());
   }
 
@@ -116,16 +112,12 @@ class TestComforts : public QObject {
 
   // The graph export writes into a folder it creates, parents included.
   void graphExportCreatesItsFolder() {
-    const QString data = dir_.filePath("spots.npy");
-    t::write_rotating_spot_npy(data, 200, 12, 12);
+    const QString data = t::write_rotating_spot_npy(dir_.filePath("spots.npy"), 200, 12, 12);
     MainWindow w;
-    QSignalSpy opened(&w, &MainWindow::datasetOpened), shown(&w, &MainWindow::embeddingShown),
-        exported(&w, &MainWindow::exportFinished);
-    w.openFile(data);
-    QVERIFY(opened.wait(20000));
+    QSignalSpy exported(&w, &MainWindow::exportFinished);
+    QVERIFY(t::open_file(w, data, 20000));
     w.parameterPanel()->componentsEditor()->setValue(3);
-    w.runNow();
-    QVERIFY(shown.wait(60000));
+    QVERIFY(t::run_now(w, 60000));
     const QString out = dir_.filePath("new/nested/spots-graph");
     w.exportGraph(out);
     QVERIFY(exported.wait(20000));
@@ -170,9 +162,7 @@ class TestComforts : public QObject {
     d.item_shape = {16, 16};
     auto ds = adoptDataset(std::move(d), "ramp", "test", false);
     ImagePanel panel;
-    panel.resize(300, 380);
-    panel.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QVERIFY(t::show_window(panel, QSize(300, 380)));
     panel.setDataset(ds);
     panel.setPinned(0);
     QTest::mouseMove(panel.canvas(), panel.canvas()->positionOf({5, 2}).toPoint());

@@ -17,14 +17,12 @@
 #include <QListWidget>
 #include <QProcess>
 #include <QSignalSpy>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <algorithm>
 #include <cmath>
 
-#include "cli/commands.h"
 #include "manifold/ui/main_window.h"
 #include "ui_test_support.h"
 
@@ -112,9 +110,7 @@ class TestDocsScreenshots : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QCoreApplication::setOrganizationName("ManifoldExplorerTests");
-    cli::register_all_backends();
+    t::start_gui_tests();
   }
 
   void demoColouredByAngleWithTheMetadataTable() {
@@ -150,9 +146,7 @@ class TestDocsScreenshots : public QObject {
     const QString images = t::fashion_mnist_images();
     if (images.isEmpty()) QSKIP("no Fashion-MNIST t10k images (MANIFOLD_FASHION_MNIST_DIR)");
     MainWindow w;
-    w.resize(kWidth, kHeight);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(t::show_window(w, QSize(kWidth, kHeight)));
     QSignalSpy opened(&w, &MainWindow::datasetOpened), shown(&w, &MainWindow::embeddingShown),
         errors(&w, &MainWindow::errorShown);
     w.openFile(images);
@@ -236,9 +230,7 @@ class TestDocsScreenshots : public QObject {
                       "knn": {"k": 20, "metric": "cosine"}, "diffusion": {"components": 6}})");
     session.close();
     MainWindow w;
-    w.resize(kWidth, kHeight);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(t::show_window(w, QSize(kWidth, kHeight)));
     QSignalSpy shown(&w, &MainWindow::embeddingShown), ready(&w, &MainWindow::clustersReady);
     w.openSession(session.fileName());
     QVERIFY(shown.wait(180000));

@@ -34,9 +34,7 @@ class TestEmbeddingView : public QObject {
  private Q_SLOTS:
   void drawsPoints() {
     EmbeddingView view;
-    view.resize(640, 480);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(t::show_window(view, QSize(640, 480)));
     const int n = 2000;
     view.setPoints(helix(n), false, {"x", "y", "z"}, true);
     PointColours c;
@@ -62,9 +60,7 @@ class TestEmbeddingView : public QObject {
   // points drawn inside it.
   void picksAndSelects() {
     EmbeddingView view;
-    view.resize(600, 500);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(t::show_window(view, QSize(600, 500)));
     const int n = 400;
     view.setPoints(helix(n), false, {}, true);
     view.renderFrame();
@@ -137,9 +133,7 @@ class TestEmbeddingView : public QObject {
   // the drawn frame changes, and the projected positions move.
   void dragRotates() {
     EmbeddingView view;
-    view.resize(500, 400);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(t::show_window(view, QSize(500, 400)));
     view.setPoints(helix(1000), false, {}, true);
     const QImage before = view.renderFrame();
     const QPointF p_before = view.projectedPosition(500);
@@ -164,9 +158,7 @@ class TestEmbeddingView : public QObject {
   // drag as much as the full cloud); at rest, every selected point.
   void dragDrawsTheSelectionsSubset() {
     EmbeddingView view;
-    view.resize(500, 400);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(t::show_window(view, QSize(500, 400)));
     view.setLodThreshold(1000);
     // A grid whose points lie apart, so the pixels drawn count the points.
     const int n = 4000;  // every 4th point while dragging

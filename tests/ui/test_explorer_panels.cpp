@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cli/commands.h"
 #include "manifold/npy.h"
 #include "manifold/ui/colour_maps.h"
 #include "manifold/ui/main_window.h"
@@ -29,24 +28,16 @@ class TestExplorerPanels : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QCoreApplication::setOrganizationName("ManifoldExplorerTests");
-    cli::register_all_backends();
+    t::start_gui_tests();
     QVERIFY(dir_.isValid());
-    data_path_ = dir_.filePath("spots.npy");
-    t::write_rotating_spot_npy(data_path_, 600, 16, 16);
+    data_path_ = t::write_rotating_spot_npy(dir_.filePath("spots.npy"), 600, 16, 16);
   }
 
   void trajectoryDockFollowsTheEmbeddingAndRingsItsBin() {
     MainWindow w;
-    w.resize(1300, 850);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QSignalSpy opened(&w, &MainWindow::datasetOpened), shown(&w, &MainWindow::embeddingShown);
-    w.openFile(data_path_);
-    QVERIFY(opened.wait(20000));
-    w.runNow();
-    QVERIFY(shown.wait(60000));
+    QVERIFY(t::show_window(w));
+    QVERIFY(t::open_file(w, data_path_, 20000));
+    QVERIFY(t::run_now(w, 60000));
     TrajectoryPlayer* player = w.trajectoryPlayer();
     QVERIFY(player);
     // Hidden behind the spectrum: no frames computed for nobody.
@@ -83,8 +74,7 @@ class TestExplorerPanels : public QObject {
     QVERIFY(w.trajectoryPath().empty());
 
     // A new dataset empties the player and the rings.
-    w.openFile(data_path_);
-    QVERIFY(opened.wait(20000));
+    QVERIFY(t::open_file(w, data_path_, 20000));
     QVERIFY(!player->frames());
     QVERIFY(w.view()->highlight().empty());
   }
@@ -93,24 +83,18 @@ class TestExplorerPanels : public QObject {
     // spots.npy with spots.angles.npy beside it: the loop's phase, 2 pi i / n
     // (the spot turns half a turn, its pattern a whole one).
     QTemporaryDir dir;
-    const QString data = dir.filePath("loop.npy");
-    t::write_rotating_spot_npy(data, 600, 16, 16);
+    const QString data = t::write_rotating_spot_npy(dir.filePath("loop.npy"), 600, 16, 16);
     std::vector<double> phase(600);
     for (int i = 0; i < 600; ++i) phase[i] = 2 * M_PI * i / 600;
     npy::write(dir.filePath("loop.angles.npy").toStdString(), phase.data(), {600});
     MainWindow w;
-    w.resize(1300, 850);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QSignalSpy opened(&w, &MainWindow::datasetOpened), shown(&w, &MainWindow::embeddingShown);
-    w.openFile(data);
-    QVERIFY(opened.wait(20000));
+    QVERIFY(t::show_window(w));
+    QVERIFY(t::open_file(w, data, 20000));
     const auto& meta = w.dataset()->metadata;
     const auto angle = std::find_if(meta.begin(), meta.end(), [](const PointMetadata& m) { return m.name == "angle"; });
     QVERIFY(angle != meta.end());
     QCOMPARE(angle->period, 2 * M_PI);
-    w.runNow();
-    QVERIFY(shown.wait(60000));
+    QVERIFY(t::run_now(w, 60000));
     // Filled when its tab is shown.
     QVERIFY(w.metadataTable()->correlations().empty());
     w.findChild<QDockWidget*>(QStringLiteral("metadataDock"))->raise();

@@ -7,12 +7,10 @@
 #include <QFile>
 #include <QMessageBox>
 #include <QSignalSpy>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QtTest>
 
-#include "cli/commands.h"
 #include "manifold/embedding_io.h"
 #include "manifold/graph_io.h"
 #include "manifold/ui/main_window.h"
@@ -71,11 +69,9 @@ class TestExportReplace : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    cli::register_all_backends();
+    t::start_gui_tests();
     QVERIFY(dir_.isValid());
-    const QString data = dir_.filePath("spots.npy");
-    t::write_rotating_spot_npy(data, 120, 10, 10);
+    const QString data = t::write_rotating_spot_npy(dir_.filePath("spots.npy"), 120, 10, 10);
     w_ = new MainWindow;
     QSignalSpy opened(w_, &MainWindow::datasetOpened), shown(w_, &MainWindow::embeddingShown);
     w_->openFile(data);

@@ -29,10 +29,12 @@
 #include "manifold/simulate.h"
 #include "manifold/ui/colour_maps.h"
 #include "manifold/ui/metadata_table.h"
+#include "ui_test_support.h"
 
 using namespace manifold;
 using manifold::ui::MetadataTableWidget;
 namespace fs = std::filesystem;
+namespace t = manifold::ui::test;
 
 namespace {
 
@@ -107,9 +109,7 @@ class TestMetadataTable : public QObject {
     QCOMPARE(static_cast<int>(table.columns().size()), 3);
 
     MetadataTableWidget w;
-    w.resize(700, 200);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(t::show_window(w, QSize(700, 200)));
     const std::vector<double> psi = psi_of(r);
     w.setData(table, psi.data(), r.n, r.m, r.point_index.data());
     QCOMPARE(w.rowCount(), 3);

@@ -10,13 +10,11 @@
 #include <QImage>
 #include <QScrollBar>
 #include <QSignalSpy>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
 
-#include "cli/commands.h"
 #include "manifold/ui/gui_words.h"
 #include "manifold/ui/main_window.h"
 #include "manifold/ui/palette.h"
@@ -67,28 +65,18 @@ class TestReportedFixes : public QObject {
 
   /// A window with the spots open and embedded (k = 10, 4 components, CPU).
   void open_and_run(MainWindow& w, const QString& path) {
-    QSignalSpy opened(&w, &MainWindow::datasetOpened), shown(&w, &MainWindow::embeddingShown);
-    w.openFile(path);
-    QVERIFY(wait_for(opened, 20000));
-    auto* params = w.parameterPanel();
-    params->kEditor()->setValue(10);
-    params->componentsEditor()->setValue(4);
-    params->backendEditor()->setCurrentIndex(params->backendEditor()->findData("cpu"));
-    w.runNow();
-    QVERIFY(wait_for(shown));
+    QVERIFY(t::open_file(w, path, 20000));
+    t::use_cpu(w, 10, 4);
+    QVERIFY(t::run_now(w, 60000));
     QTRY_VERIFY_WITH_TIMEOUT(!w.runner()->busy(), 20000);
   }
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QCoreApplication::setOrganizationName("ManifoldExplorerTests");
-    cli::register_all_backends();
+    t::start_gui_tests();
     QVERIFY(dir_.isValid());
-    spots_ = dir_.filePath("spots.npy");
-    t::write_rotating_spot_npy(spots_, 300, 16, 16);
-    other_spots_ = dir_.filePath("other.npy");
-    t::write_rotating_spot_npy(other_spots_, 400, 16, 16, 11);
+    spots_ = t::write_rotating_spot_npy(dir_.filePath("spots.npy"), 300, 16, 16);
+    other_spots_ = t::write_rotating_spot_npy(dir_.filePath("other.npy"), 400, 16, 16, 11);
   }
 
   // File ▸ Open offers image files and folders; one image opens its folder.
@@ -182,9 +170,7 @@ class TestReportedFixes : public QObject {
   // user's rotation is kept.
   void reframesWhenTheScaleChanges() {
     EmbeddingView view;
-    view.resize(500, 400);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(t::show_window(view, QSize(500, 400)));
     view.setPoints(ring(200, 1.0f), false, {"a", "b", "c"}, true);
     view.rotateCamera(35, 15);
     const auto direction = view.viewDirection();
@@ -233,9 +219,7 @@ class TestReportedFixes : public QObject {
     QVERIFY2(nearest >= 120, qPrintable(QString::number(nearest)));
 
     EmbeddingView view;
-    view.resize(400, 300);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(t::show_window(view, QSize(400, 300)));
     view.setPointSize(14);
     auto colour_of = [&view](int64_t point) {
       const QImage frame = view.renderFrame();
@@ -262,9 +246,7 @@ class TestReportedFixes : public QObject {
   // Arrow keys move the pin to the nearest point that way on screen.
   void arrowKeysMoveThePin() {
     EmbeddingView view;
-    view.resize(400, 300);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(t::show_window(view, QSize(400, 300)));
     view.setPoints({0.f, 0.f, 0.f, 1.f, 0.1f, 0.f, 0.f, 1.f, 0.f, -1.f, 0.f, 0.f, 2.f, 0.f, 0.f}, true,
                    {"x", "y", "z"}, true);
     view.setPinned(0);
@@ -346,9 +328,7 @@ class TestReportedFixes : public QObject {
   // not widen the Parameters dock.
   void bghPlotKeepsTheDockWidth() {
     MainWindow w;
-    w.resize(1300, 850);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(t::show_window(w));
     auto* dock = w.findChild<QDockWidget*>("parametersDock");
     QVERIFY(dock);
     dock->raise();

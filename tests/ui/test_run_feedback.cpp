@@ -6,13 +6,11 @@
 // (local scaling auto / off / a neighbour, the budget) through the panel and
 // a session.
 #include <QSignalSpy>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <algorithm>
 
-#include "cli/commands.h"
 #include "manifold/session.h"
 #include "manifold/ui/gui_words.h"
 #include "manifold/ui/main_window.h"
@@ -85,17 +83,13 @@ class TestRunFeedback : public QObject {
 
   /// Opens Fashion-MNIST t10k in `w` (CPU k-NN: the same on every machine).
   bool open_fashion(MainWindow& w) {
-    QSignalSpy opened(&w, &MainWindow::datasetOpened);
-    w.parameterPanel()->backendEditor()->setCurrentIndex(w.parameterPanel()->backendEditor()->findData("cpu"));
-    w.openFile(fashion_);
-    return opened.wait(30000) && w.dataset() && w.dataset()->rows() == 10000;
+    t::use_cpu(w);
+    return t::open_file(w, fashion_, 30000) && w.dataset() && w.dataset()->rows() == 10000;
   }
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QCoreApplication::setOrganizationName("ManifoldExplorerTests");
-    cli::register_all_backends();
+    t::start_gui_tests();
     QVERIFY(dir_.isValid());
     fashion_ = t::fashion_mnist_images();
   }
@@ -132,9 +126,7 @@ class TestRunFeedback : public QObject {
   void cosineRunShowsEmbedding() {
     if (fashion_.isEmpty()) QSKIP(kNoFashion);
     MainWindow w;
-    w.resize(1440, 900);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(t::show_window(w, QSize(1440, 900)));
     QVERIFY(open_fashion(w));
     choose(w.parameterPanel()->metricEditor(), "cosine");
     QSignalSpy shown(&w, &MainWindow::embeddingShown), errors(&w, &MainWindow::errorShown),
@@ -316,8 +308,7 @@ class TestRunFeedback : public QObject {
     }
 
     // Through a session file and back into a fresh window.
-    const QString data = dir_.filePath("spots.npy");
-    t::write_rotating_spot_npy(data, 300, 16, 16);
+    const QString data = t::write_rotating_spot_npy(dir_.filePath("spots.npy"), 300, 16, 16);
     w.show();
     QSignalSpy opened(&w, &MainWindow::datasetOpened);
     w.openFile(data);
