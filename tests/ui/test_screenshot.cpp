@@ -2,10 +2,8 @@
 // PNG must show the points (not a blank or black view). The PNG is left in
 // the test output folder (docs/screenshot.png is one of these).
 #include <QSignalSpy>
-#include <QStandardPaths>
 #include <QtTest>
 
-#include "cli/commands.h"
 #include "manifold/ui/main_window.h"
 #include "ui_test_support.h"
 
@@ -17,16 +15,12 @@ class TestScreenshot : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QCoreApplication::setOrganizationName("ManifoldExplorerTests");
-    manifold::cli::register_all_backends();
+    t::start_gui_tests();
   }
 
   void demoWindow() {
     MainWindow w;
-    w.resize(1440, 900);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(t::show_window(w, QSize(1440, 900)));
     QSignalSpy shown(&w, &MainWindow::embeddingShown), errors(&w, &MainWindow::errorShown);
     w.openDemo(true);
     QVERIFY2(shown.wait(120000), errors.isEmpty() ? "no embedding" : qPrintable(errors.last().at(0).toString()));

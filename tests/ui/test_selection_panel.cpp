@@ -7,7 +7,6 @@
 #include <QDir>
 #include <QScrollBar>
 #include <QSignalSpy>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -15,7 +14,6 @@
 #include <limits>
 #include <numeric>
 
-#include "cli/commands.h"
 #include "manifold/npy.h"
 #include "manifold/session.h"
 #include "manifold/ui/dataset_panel.h"
@@ -80,8 +78,7 @@ class TestSelectionPanel : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    cli::register_all_backends();
+    t::start_gui_tests();
   }
 
   void rowsSortedByPutsMissingLast() {
@@ -92,9 +89,7 @@ class TestSelectionPanel : public QObject {
 
   void galleryAndViewShareTheSelection() {
     MainWindow w;
-    w.resize(1200, 800);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(t::show_window(w, QSize(1200, 800)));
     QSignalSpy shown(&w, &MainWindow::embeddingShown);
     w.openDataset(labelled_spots(300, 5), true);
     QVERIFY2(shown.wait(60000), qPrintable(w.lastError() + " | " + w.statusText() + " | " + w.progressText()));
@@ -245,8 +240,7 @@ class TestSelectionPanel : public QObject {
   void sessionKeepsSelectionPinAndCamera() {
     // On disk, with labels beside the images: the session names the file.
     QTemporaryDir dir;
-    const QString data = dir.filePath("spots.npy");
-    t::write_rotating_spot_npy(data, 300, kSide, kSide);
+    const QString data = t::write_rotating_spot_npy(dir.filePath("spots.npy"), 300, kSide, kSide);
     std::vector<int32_t> labels(300);
     for (int i = 0; i < 300; ++i) labels[static_cast<size_t>(i)] = i % 5;
     npy::write(dir.filePath("spots.labels.npy").toStdString(), labels.data(), {300});

@@ -5,7 +5,6 @@
 // frames shown, and the export dialog opens where the last export went.
 #include <QImageReader>
 #include <QSignalSpy>
-#include <QStandardPaths>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -26,6 +25,7 @@
 
 using namespace manifold;
 using namespace manifold::ui;
+namespace t = manifold::ui::test;
 
 namespace {
 
@@ -108,8 +108,7 @@ class TestTrajectoryPlayer : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     // The export folder is remembered in QSettings: the tests' own, not the user's.
-    QStandardPaths::setTestModeEnabled(true);
-    QCoreApplication::setOrganizationName("ManifoldExplorerTests");
+    t::start_gui_tests();
     rotation_ = simulate_rotation(500);
   }
 
@@ -127,9 +126,7 @@ class TestTrajectoryPlayer : public QObject {
     QVERIFY(player.statusText().contains("25 frames"));
     // The widget as it looks, left with the other tests' artefacts.
     player.setCurrentFrame(6);
-    player.resize(460, 520);
-    player.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&player));
+    QVERIFY(t::show_window(player, QSize(460, 520)));
     const QImage shot = player.grab().toImage();
     QVERIFY(shot.save(test::output_dir() + "/trajectory_player.png"));
   }
