@@ -13,6 +13,7 @@
 
 using manifold::ui::EmbeddingView;
 using manifold::ui::PointColours;
+namespace t = manifold::ui::test;
 
 namespace {
 
@@ -74,9 +75,7 @@ class TestViewLegend : public QObject {
   void pointsAreFramedLeftOfTheColourBar() {
     EmbeddingView view;
     // Wide and low, so the helix spans the view's width when framed.
-    view.resize(640, 300);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(t::show_window(view, QSize(640, 300)));
     const int n = 3000;
     for (bool planar : {true, false}) {
       view.setPoints(helix(n), planar, {"x", "y", "z"}, true);
@@ -98,9 +97,7 @@ class TestViewLegend : public QObject {
   // and without colours the points use the whole width again.
   void theStripComesAndGoesWithTheColours() {
     EmbeddingView view;
-    view.resize(640, 300);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(t::show_window(view, QSize(640, 300)));
     const int n = 3000;
     view.setPoints(helix(n), true, {"x", "y", "z"}, true);
     view.setPointSize(6);
@@ -127,9 +124,7 @@ class TestViewLegend : public QObject {
   // 0 to 360, and each point takes the cyclic map's colour at value/period.
   void angleLabelsAreInTheColumnsUnit() {
     EmbeddingView view;
-    view.resize(640, 480);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(t::show_window(view, QSize(640, 480)));
     std::vector<float> xyz;
     PointColours c;
     c.title = QStringLiteral("rotation angle (deg)");
@@ -199,9 +194,7 @@ class TestViewLegend : public QObject {
   // A category's name, however long, stays in the strip (elided).
   void longCategoryNamesStayInTheStrip() {
     EmbeddingView view;
-    view.resize(500, 400);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(t::show_window(view, QSize(500, 400)));
     PointColours c;
     c.title = QStringLiteral("label");
     c.categorical = true;
@@ -226,9 +219,7 @@ class TestViewLegend : public QObject {
   // the cloud; fewer than two points, or none, draw nothing.
   void drawsThePathThroughItsPointsInOrder() {
     EmbeddingView view;
-    view.resize(500, 400);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(t::show_window(view, QSize(500, 400)));
     std::vector<float> xyz;
     for (int i = 0; i < 40; ++i) {
       const double a = 2 * M_PI * i / 40;
