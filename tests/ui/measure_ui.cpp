@@ -8,7 +8,6 @@
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QSignalSpy>
-#include <QStandardPaths>
 #include <QTest>
 
 #include <algorithm>
@@ -18,14 +17,15 @@
 
 #include <QTemporaryDir>
 
-#include "cli/commands.h"
 #include "manifold/npy.h"
 #include "manifold/ui/embedding_view.h"
 #include "manifold/ui/image_panel.h"
 #include "manifold/ui/main_window.h"
+#include "ui_test_support.h"
 
 using namespace manifold;
 using namespace manifold::ui;
+namespace t = manifold::ui::test;
 
 namespace {
 
@@ -361,9 +361,7 @@ void measure_gallery(int64_t n) {
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
-  QStandardPaths::setTestModeEnabled(true);
-  QCoreApplication::setOrganizationName("ManifoldExplorerTests");
-  cli::register_all_backends();
+  t::start_gui_tests();
   const int64_t view_points = argc > 1 ? std::atoll(argv[1]) : 1000000;
   const int64_t embed_points = argc > 2 ? std::atoll(argv[2]) : 100000;
   const int64_t hover_images = argc > 3 ? std::atoll(argv[3]) : view_points;

@@ -6,19 +6,18 @@
 #include <QComboBox>
 #include <QDockWidget>
 #include <QSignalSpy>
-#include <QStandardPaths>
 #include <QToolBar>
 #include <QtTest>
 
 #include <algorithm>
 #include <memory>
 
-#include "cli/commands.h"
 #include "manifold/ui/main_window.h"
 #include "ui_test_support.h"
 
 using namespace manifold;
 using namespace manifold::ui;
+namespace t = manifold::ui::test;
 
 class TestViewWindow : public QObject {
   Q_OBJECT
@@ -46,9 +45,7 @@ class TestViewWindow : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    QCoreApplication::setOrganizationName("ManifoldExplorerTests");
-    cli::register_all_backends();
+    t::start_gui_tests();
     w_ = std::make_unique<MainWindow>();
     w_->resize(1440, 900);
     w_->show();
