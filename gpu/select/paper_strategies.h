@@ -2,7 +2,8 @@
 // The selection strategies of the papers the engine comes from (issue 7):
 // quick (Komarov et al.), sort (Dashti et al.), heap (Kato-Hosino),
 // bitonic (Sismanis et al.). `warp` and `merge` are the engine's own
-// (device_engine); these run their own tile loop over the same resources.
+// (device_engine); these run through the same tile loop, each tile's dot
+// products handed to their selection (device_engine.h TileSelection).
 #include <cstddef>
 #include <cstdint>
 #include <string>
