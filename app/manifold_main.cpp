@@ -10,7 +10,7 @@
 
 namespace {
 
-const char* kUsage = R"(usage: manifold COMMAND [options]
+const char* kUsage = R"(usage: manifold COMMAND [options]    (manifold COMMAND --help: its options and defaults)
 
   info DATA                               dataset facts: N, d, type, value range
   knn DATA -k K -o OUTDIR [--metric euclidean|cosine|pearson]
@@ -101,8 +101,13 @@ int main(int argc, char** argv) {
     if (cmd == "submit") return cli::cmd_submit(argc, argv);
     if (cmd == "trajectory") return cli::cmd_trajectory(argc, argv);
     if (cmd == "cluster") return cli::cmd_cluster(argc, argv);
-    std::fprintf(stderr, "manifold: unknown command '%s' (see manifold --help)\n", cmd.c_str());
+    const std::string near = cli::nearest_name(cmd, {"info", "knn", "embed", "run", "simulate", "bench", "submit",
+                                                     "trajectory", "cluster"});
+    std::fprintf(stderr, "manifold: unknown command '%s' (%ssee manifold --help)\n", cmd.c_str(),
+                 near.empty() ? "" : ("did you mean " + near + "? ").c_str());
     return 2;
+  } catch (const cli::HelpPrinted&) {
+    return 0;
   } catch (const Cancelled&) {
     std::fprintf(stderr, "\nmanifold: cancelled; no output written\n");
     return 1;

@@ -117,10 +117,26 @@ struct BenchOptions {
 /// The options, checked in the order of the command line's documentation.
 BenchOptions parse_bench_options(int argc, char** argv) {
   auto specs = knn_option_specs();
-  for (auto s : {"-n", "-d", "--data", "--json", "--repeats", "--warmup", "--seed", "--sgemm", "--case-limit-s",
-                 "--long-case-s", "--min-time-s"})
-    specs.push_back({s});
-  Args a("bench", specs, argc, argv, 2);
+  for (OptionSpec& s : specs) {
+    if (s.name == "-k") s = value("-k,--k", "K[,K...]", "neighbours per point; a list runs each", "10");
+    if (s.name == "--backend") s.help = "auto, all, cpu, gpu or mpi";
+    if (s.name == "--select") s.help += "; all, or a list, runs each";
+    if (s.name == "--precision") s.help = "exact, fast-exact, or a list of both";
+  }
+  specs.insert(specs.end(),
+               {value("-n", "N[,N...]", "rows; a list runs each on prefixes of the same data", "20000"),
+                value("-d", "D", "columns of the random data", "256"),
+                value("--data", "FILE", "a dataset instead of random normal rows"),
+                value("--json", "FILE", "the results, written after every case"),
+                value("--repeats", "R", "measured runs per case", "5"),
+                value("--warmup", "W", "unmeasured runs first", "1"),
+                value("--seed", "S", "random data seed", "1"),
+                value("--sgemm", "SIZE", "the cuBLAS SGEMM size measured as the floor (0: none)", "8192"),
+                value("--case-limit-s", "SECONDS", "skip cases predicted over this and 1.15x the best (default: none)"),
+                value("--long-case-s", "SECONDS", "run cases predicted over this once (default: none)"),
+                value("--min-time-s", "SECONDS", "repeat until the runs add up to this (at most 100)", "0")});
+  Args a("bench", "Time k-NN graph construction per backend and selection; manifold bench embed: the eigensolve.",
+         specs, argc, argv, 2);
   if (!a.positionals().empty()) throw UsageError("bench: unexpected argument '" + a.positionals()[0] + "'");
   BenchOptions o;
   KnnParams& base = o.base;

@@ -101,10 +101,24 @@ struct BenchEmbedOptions {
 };
 
 BenchEmbedOptions parse_bench_embed_options(int argc, char** argv) {
-  Args a("bench embed",
-         {{"-n"}, {"-k", true, "--k"}, {"--manifold"}, {"--noise"}, {"--seed"}, {"--components"}, {"--eigenpairs"},
-          {"--repeats"}, {"--tolerance"}, {"--ncv"}, {"--threads"}, {"--graph"}, {"--matrix"}, {"--json"},
-          {"--reembed-k"}, {"--only"}, {"--eigensolver"}},
+  Args a("bench embed", "Time the diffusion-map eigensolve and re-embedding on a generated manifold.",
+         {value("-n", "N", "points", "100000"),
+          value("-k,--k", "K", "neighbours per point", "20"),
+          value("--manifold", "swiss-roll|torus", "the generated manifold", "swiss-roll"),
+          value("--noise", "SIGMA", "Gaussian noise added to the points", "0.05"),
+          value("--seed", "S", "random seed", "1"),
+          value("--components", "M", "diffusion coordinates", "eigenpairs - 1"),
+          value("--eigenpairs", "P", "eigenpairs solved for", "10"),
+          value("--repeats", "R", "measured runs", "5"),
+          value("--tolerance", "TOL", "eigensolver: relative residual per eigenvalue", "1e-10"),
+          value("--ncv", "NCV", "Lanczos basis size (0: chosen)", "0"),
+          value("--threads", "T", "CPU threads (0: every core)", "0"),
+          value("--graph", "DIR", "keep the k-NN graph here and reuse it"),
+          value("--matrix", "DIR", "write the matrix as CSR arrays for SciPy"),
+          value("--json", "FILE", "the results"),
+          value("--reembed-k", "K'", "the new k' of the re-embedding", "3/4 of K"),
+          value("--only", "all|eigensolve|reembed|device", "what to time", "all"),
+          value("--eigensolver", "auto|cpu|gpu", "where the solves run", "auto")},
          argc, argv, 3);
   if (!a.positionals().empty()) throw UsageError("bench embed: unexpected argument '" + a.positionals()[0] + "'");
   BenchEmbedOptions o;

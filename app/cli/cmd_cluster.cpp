@@ -31,15 +31,28 @@ int64_t total_points(const Embedding& e) {
 }  // namespace
 
 int cmd_cluster(int argc, char** argv) {
-  Args a("cluster",
-         {{"--clusters"}, {"--coordinates"}, {"--max-clusters"}, {"--restarts"}, {"--seed"}, {"-o", true, "--output"},
-          {"--quiet", false, "-q"}},
-         argc, argv, 2);
+  Args a("cluster", "Clusters of an embedding: the graph's separate components, then k-means on dc1..dcM.",
+         {value("--clusters", "K", "clusters (default: the components, else the largest eigengap)"),
+          value("--coordinates", "M", "diffusion coordinates k-means uses (default: K - 1)"),
+          value("--max-clusters", "M", "the most clusters the eigengap may choose", "10"),
+          value("--restarts", "R", "k-means++ restarts; the best by inertia is kept", "10"),
+          value("--seed", "S", "random seed", "1"),
+          value("-o,--output", "FILE.npy", "a cluster per data point (-1: left out), FILE.json the facts"),
+          flag("--quiet,-q", "no summary")},
+         argc, argv, 2, {{"EMBEDDINGDIR", "the embedding folder"}});
   const std::string dir = a.one_positional("EMBEDDINGDIR");
   if (!a.has("-o")) throw UsageError("cluster: missing -o FILE.npy");
   const std::string out = a.str("-o");
   if (!(out.size() > 4 && out.ends_with(".npy"))) throw UsageError("-o " + out + ": the output must end in .npy");
   if (fs::is_directory(out)) throw UsageError("-o " + out + ": is a directory");
+  // The options first: a bad one fails before the embedding is read.
+  EmbeddingClusteringParams cp;
+  const int max_clusters = static_cast<int>(a.integer("--max-clusters", 10, 2, 1000));
+  cp.max_clusters = max_clusters;
+  if (a.has("--clusters")) cp.clusters = static_cast<int>(a.integer("--clusters", 0, 1, 1000000));
+  if (a.has("--coordinates")) cp.coordinates = static_cast<int>(a.integer("--coordinates", 1, 1, 1000000));
+  cp.restarts = static_cast<int>(a.integer("--restarts", cp.restarts, 1, 100000));
+  cp.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
   const Embedding e = read_embedding(dir);
 
   // The graph kept beside the embedding: its connected components are
@@ -52,13 +65,6 @@ int cmd_cluster(int argc, char** argv) {
       throw Error(dir + ": the graph holds " + std::to_string(components.size()) + " points, the embedding " +
                   std::to_string(n));
   }
-  EmbeddingClusteringParams cp;
-  const int max_clusters = static_cast<int>(a.integer("--max-clusters", 10, 2, 1000));
-  cp.max_clusters = max_clusters;
-  if (a.has("--clusters")) cp.clusters = static_cast<int>(a.integer("--clusters", 0, 1, 1000000));
-  if (a.has("--coordinates")) cp.coordinates = static_cast<int>(a.integer("--coordinates", 1, 1, 1000000));
-  cp.restarts = static_cast<int>(a.integer("--restarts", cp.restarts, 1, 100000));
-  cp.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
   EmbeddingClustering c;
   try {
     c = cluster_embedding(e.coordinates.data(), e.n, e.m, e.point_index.data(), e.eigenvalues, components, n, cp);

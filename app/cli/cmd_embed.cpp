@@ -38,11 +38,13 @@ std::string data_of_graph_dir(const std::string& graph_dir, const KnnGraph& grap
 }  // namespace
 
 int cmd_embed(int argc, char** argv) {
-  const std::vector<std::string> metadata_specs = take_metadata_options("embed", argc, argv, 2);
   auto specs = diffusion_option_specs("--k");
-  for (OptionSpec s : {OptionSpec{"--threads"}, OptionSpec{"-o", true, "--output"}, OptionSpec{"--quiet", false, "-q"}})
-    specs.push_back(s);
-  Args a("embed", specs, argc, argv, 2);
+  specs.insert(specs.end(), {value("--threads", "T", "CPU threads (0: every core)", "0"),
+                             value("-o,--output", "OUTDIR", "where to write the embedding", "GRAPHDIR"),
+                             flag("--quiet,-q", "no progress and no summary")});
+  Args a("embed", "The diffusion map of a k-NN graph folder (as knn or run write it).", specs, argc, argv, 2,
+         {{"GRAPHDIR", "the k-NN graph folder"}});
+  const std::vector<std::string> metadata_specs = a.values("--metadata");
   const std::string graph_dir = a.one_positional("GRAPHDIR");
   const std::string out = a.str("-o", graph_dir);
   DiffusionParams p = diffusion_params_from(a, "--k");

@@ -19,7 +19,9 @@ namespace manifold::cli {
 namespace fs = std::filesystem;
 
 int cmd_info(int argc, char** argv) {
-  Args a("info", {{"--dataset"}}, argc, argv, 2);
+  Args a("info", "Dataset facts: N, d, type, value range, the mask knn would apply.",
+         {value("--dataset", "PATH", "the dataset inside an HDF5/CXI file")}, argc, argv, 2,
+         {{"DATA", "the dataset"}});
   ReadOptions ro;
   ro.hdf5_dataset = a.str("--dataset");
   Dataset ds = load_dataset(a.one_positional("DATA"), ro);
@@ -71,8 +73,11 @@ void write_graph_folder(const std::string& out, const KnnGraph& g, const OutputO
 
 int cmd_knn(int argc, char** argv) {
   std::vector<OptionSpec> specs = knn_option_specs();
-  specs.push_back({"--mask"});
-  Args a("knn", specs, argc, argv, 2);
+  for (OptionSpec& s : specs)
+    if (s.name == "-k") s.default_text = "10";
+  specs.push_back(value("--mask", "FILE|none", "the detector mask (default: the one found with DATA)"));
+  Args a("knn", "The exact k-nearest-neighbour graph of a dataset, written to a folder.", specs, argc, argv, 2,
+         {{"DATA", "the dataset"}});
   const std::string input = a.one_positional("DATA");
   if (!a.has("-o")) throw UsageError("knn: missing -o OUTDIR");
   KnnParams p = knn_params_from(a);

@@ -255,14 +255,25 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  const std::vector<std::string> metadata_specs = take_metadata_options("run", argc, argv, 2);
   auto specs = knn_option_specs();
+  for (OptionSpec& s : specs)
+    if (s.name == "-k") s.help = "the graph's neighbours per point (required; the demo: 20)";
   for (auto& s : diffusion_option_specs("--embed-k")) specs.push_back(s);
-  for (OptionSpec s : {OptionSpec{"--demo", false}, OptionSpec{"--session"}, OptionSpec{"--transform"}, OptionSpec{"--mask"},
-                       OptionSpec{"--pdb"}, OptionSpec{"--count"}, OptionSpec{"--size"}, OptionSpec{"--axis"},
-                       OptionSpec{"--photons"}, OptionSpec{"--seed"}, OptionSpec{"--q-max"}})
-    specs.push_back(s);
-  Args a("run", specs, argc, argv, 2);
+  specs.insert(specs.end(),
+               {value("--transform", "none|anscombe|binB[+anscombe]", "applied to the frames before the graph", "none"),
+                value("--mask", "FILE|none", "the detector mask (default: the one found with DATA)"),
+                flag("--demo", "the built-in demo: simulated diffraction of a molecule rotated about one axis"),
+                value("--session", "FILE", "reproduce a saved session (GUI or CLI)"),
+                value("--pdb", "FILE|ID", "--demo: the molecule, a PDB file or id", "1ubq"),
+                value("--count", "N", "--demo: patterns", "2000"),
+                value("--size", "S", "--demo: S x S pixels", "32"),
+                value("--axis", "x|y|z", "--demo: the rotation axis (z: the beam)", "x"),
+                value("--photons", "P", "--demo: mean photons per pattern", "1e5"),
+                value("--seed", "S", "--demo: random seed", "1"),
+                value("--q-max", "Q", "--demo: 1/Angstrom at the middle of the detector's edge", "0.6")});
+  Args a("run", "The k-NN graph, then its diffusion map: from DATA, the demo (--demo) or a session (--session).",
+         specs, argc, argv, 2, {{"DATA", "the dataset (not with --demo or --session)"}});
+  const std::vector<std::string> metadata_specs = a.values("--metadata");
   const bool demo = a.has("--demo"), session = a.has("--session");
   if (demo && session) throw UsageError("run: --demo and --session exclude each other");
   if (a.has("--mask") && (demo || session))

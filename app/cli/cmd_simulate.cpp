@@ -28,13 +28,30 @@ std::string resolve_pdb(const std::string& value) {
 }  // namespace
 
 int cmd_simulate(int argc, char** argv) {
-  if (argc < 3 || std::strcmp(argv[2], "diffraction") != 0)
+  // `simulate --help` is the help of its one kind.
+  const bool help = argc >= 3 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"));
+  if (!help && (argc < 3 || std::strcmp(argv[2], "diffraction") != 0))
     throw UsageError(std::string("simulate: unknown kind '") + (argc < 3 ? "" : argv[2]) +
                      "' (usage: manifold simulate diffraction --pdb FILE --count N -o FILE.npy|FILE.cxi)");
-  Args a("simulate diffraction",
-         {{"--pdb"}, {"--count"}, {"--size"}, {"--axis"}, {"--photons"}, {"--seed"}, {"--q-max"}, {"--threads"},
-          {"--mix"}, {"--background"}, {"--fluence-jitter"}, {"--hot-pixels"}, {"--gap"}, {"--keep-water", false}, {"-o", true, "--output"}, {"--quiet", false, "-q"}},
-         argc, argv, 3);
+  const DiffractionParams defaults;
+  Args a("simulate diffraction", "Diffraction patterns of a molecule in random or rotating orientations.",
+         {value("--pdb", "FILE|ID", "the molecule: a PDB file, or the id of a packaged structure (1ubq)"),
+          value("--count", "N", "patterns"),
+          value("--size", "S", "S x S pixels", std::to_string(defaults.size)),
+          value("--axis", "x|y|z|random", "the rotation axis (z: the beam; random: uniform in SO(3))", defaults.axis),
+          value("--photons", "P", "mean photons per pattern (0: no noise)", "1e5"),
+          value("--seed", "S", "random seed", "1"),
+          value("--q-max", "Q", "1/Angstrom at the middle of the detector's edge", "0.6"),
+          value("--threads", "T", "CPU threads (0: every core)", "0"),
+          value("--mix", "blank=F,single=F,double=F", "fractions of blank, single and double hits (default: all single)"),
+          value("--background", "P", "mean background photons per pattern", "0"),
+          value("--fluence-jitter", "J", "relative shot-to-shot spread of the fluence", "0"),
+          value("--hot-pixels", "N", "pixels far brighter than any, with their mask", "0"),
+          value("--gap", "W", "zero rows and columns through the middle, with their mask", "0"),
+          flag("--keep-water", "keep the PDB file's water molecules"),
+          value("-o,--output", "FILE.npy|FILE.cxi", "the patterns, with the ground truth beside them or inside"),
+          flag("--quiet,-q", "no progress and no summary")},
+         argc, argv, help ? 2 : 3);
   if (!a.positionals().empty()) throw UsageError("simulate diffraction: unexpected argument '" + a.positionals()[0] + "'");
   if (!a.has("--pdb")) throw UsageError("simulate diffraction: missing --pdb FILE (e.g. --pdb 1ubq with freesasa installed)");
   if (!a.has("--count")) throw UsageError("simulate diffraction: missing --count N");

@@ -18,8 +18,9 @@ namespace manifold::cli {
 
 int cmd_submit(int argc, char** argv) {
   std::vector<OptionSpec> specs = knn_option_specs();
-  specs.push_back({"--profile"});
-  Args a("submit", specs, argc, argv, 2);
+  specs.push_back(value("--profile", "FILE", "the cluster profile (mpirun or Slurm; see manifold --help)"));
+  Args a("submit", "Run knn --backend mpi on a cluster and wait for the graph.", specs, argc, argv, 2,
+         {{"DATA", "the dataset, as the cluster's nodes see it"}});
   if (!a.has("--profile")) throw UsageError("submit: missing --profile FILE (a cluster profile, see manifold --help)");
   const std::string data = a.one_positional("DATA");
   if (!a.has("-o")) throw UsageError("submit: missing -o OUTDIR");

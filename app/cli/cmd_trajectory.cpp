@@ -111,10 +111,22 @@ TrajectoryOrder order_from(const Args& a, const EmbeddedPoints& points) {
 }  // namespace
 
 int cmd_trajectory(int argc, char** argv) {
-  Args a("trajectory",
-         {{"--coordinate"}, {"--phase"}, {"--path"}, {"--axes"}, {"--tube"}, {"--bins"}, {"--fps"}, {"--scale"},
-          {"--log", false}, {"--data"}, {"--dataset"}, {"--threads"}, {"--quiet", false}, {"-o"}},
-         argc, argv, 2);
+  Args a("trajectory", "The images of an embedding in order, each frame the mean of one bin, as a movie.",
+         {value("--coordinate", "C", "order along dc C", "1"),
+          value("--phase", "A,B", "order around the phase atan2(dc B, dc A)"),
+          value("--path", "FILE.npy", "order along a P x q polyline in embedding space"),
+          value("--axes", "LIST", "--path: the coordinates its columns are (default: 1..q)"),
+          value("--tube", "R", "--path: only the points within R of it (0: all)", "0"),
+          value("--bins", "B", "frames, each the mean of an equal share of the points", "50"),
+          value("--fps", "F", "frames per second", "10"),
+          value("--scale", "S", "enlarge by whole pixels (0: to 256 or more)", "0"),
+          flag("--log", "contrast on log(1 + v - min)"),
+          value("--data", "FILE", "the images (default: the data the folder's session.json or embedding.json names)"),
+          value("--dataset", "PATH", "the dataset inside an HDF5/CXI file"),
+          value("--threads", "T", "CPU threads (0: every core)", "0"),
+          flag("--quiet", "no progress and no summary"),
+          value("-o", "movie.gif|movie.mp4|FOLDER", "the movie, or a new folder of PNG frames")},
+         argc, argv, 2, {{"EMBEDDINGDIR", "the embedding folder"}});
   const std::string dir = a.one_positional("EMBEDDINGDIR");
   if (!a.has("-o")) throw UsageError("trajectory: missing -o movie.gif|movie.mp4|FOLDER");
   const std::string out = a.str("-o");

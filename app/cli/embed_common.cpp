@@ -1,7 +1,6 @@
 #include "cli/embed_common.h"
 
 #include <cstdio>
-#include <cstring>
 
 #include "manifold/embedding_io.h"
 #include "manifold/error.h"
@@ -19,9 +18,27 @@ double total_of(const Timings& t) {
 }  // namespace
 
 std::vector<OptionSpec> diffusion_option_specs(const std::string& k_option) {
-  return {{k_option},       {"--epsilon"},   {"--alpha"}, {"--components"}, {"--t"},
-          {"--symmetrize"}, {"--local-scaling"}, {"--tolerance"}, {"--ncv"}, {"--no-lock-check", false},
-          {"--eigensolver"}, {"--max-matvecs"}, {"--time-limit"}};
+  return {value(k_option, "K'", "neighbours per point the kernel uses, at most the graph's k (0: all)", "0"),
+          value("--epsilon", "auto|median|VALUE",
+                "the kernel's scale: the median of the scaled K'-th distances, auto (Berry-Giannakis-Harlim) "
+                "or a positive number", "median"),
+          value("--alpha", "A", "alpha-normalisation in [0, 1]: 0 graph Laplacian, 0.5 Fokker-Planck, "
+                                "1 Laplace-Beltrami", "1"),
+          value("--components", "M", "diffusion coordinates to compute", "10"),
+          value("--t", "T", "diffusion time, >= 0", "1"),
+          value("--symmetrize", "or|and|average", "an edge where either, both or (weighted) one of the two "
+                                                  "points lists the other", "or"),
+          value("--local-scaling", "auto|0|J", "sigma_i = the distance to the J-th neighbour; auto: J = min(7, K'); "
+                                               "0: off", "auto"),
+          value("--tolerance", "TOL", "eigensolver: relative residual per eigenvalue", "1e-10"),
+          value("--ncv", "NCV", "Lanczos basis size (0: chosen from M)", "0"),
+          flag("--no-lock-check", "skip the search for eigenvalues missed because they repeat"),
+          value("--eigensolver", "auto|cpu|gpu", "where the eigensolve runs (auto: the GPU for large graphs when "
+                                                 "there is one)", "auto"),
+          value("--max-matvecs", "N", "eigensolve budget: products with the matrix", "20000"),
+          value("--time-limit", "SECONDS", "eigensolve budget in seconds (0: none)", "0"),
+          repeated("--metadata", "FILE[:COLUMN]", "per-point columns to correlate with the coordinates and write "
+                                                  "beside them; repeatable (see manifold --help)")};
 }
 
 DiffusionParams diffusion_params_from(const Args& a, const std::string& k_option, DiffusionParams p) {
@@ -56,23 +73,6 @@ void print_summary(const DiffusionResult& r, const DiffusionParams& p, const std
   if (!r.bgh.is_null())
     std::printf("epsilon auto (Berry-Giannakis-Harlim): max slope %.3f, intrinsic dimension ~ %.2f\n",
                 r.bgh.value("max_slope", 0.0), r.bgh.value("dimension", 0.0));
-}
-
-std::vector<std::string> take_metadata_options(const std::string& command, int& argc, char** argv, int first) {
-  std::vector<std::string> specs;
-  int out = first;
-  for (int i = first; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--metadata")) {
-      if (i + 1 >= argc) throw UsageError(command + ": option --metadata needs a value (FILE[:COLUMN])");
-      specs.push_back(argv[++i]);
-    } else if (!std::strncmp(argv[i], "--metadata=", 11)) {
-      specs.push_back(argv[i] + 11);
-    } else {
-      argv[out++] = argv[i];
-    }
-  }
-  argc = out;
-  return specs;
 }
 
 MetadataTable load_metadata_for(const std::vector<std::string>& specs, int64_t rows, const std::string& data) {

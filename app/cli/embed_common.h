@@ -10,14 +10,11 @@
 
 namespace manifold::cli {
 
-/// Diffusion options shared by embed and run; `k_option` is --k in embed and
-/// --embed-k in run (where -k/--k is the graph's k).
+/// Diffusion options shared by embed and run, --metadata among them;
+/// `k_option` is --k in embed and --embed-k in run (where -k/--k is the graph's k).
 std::vector<OptionSpec> diffusion_option_specs(const std::string& k_option);
 DiffusionParams diffusion_params_from(const Args& a, const std::string& k_option, DiffusionParams p = {});
 
-/// --metadata FILE[:COLUMN] may be repeated, which Args (one value per
-/// option) does not do: its occurrences are taken out of argv[first..) first.
-std::vector<std::string> take_metadata_options(const std::string& command, int& argc, char** argv, int first);
 /// The --metadata columns, then those found beside `data` (when given); a
 /// discovered file that does not fit is a warning, an explicit one an error.
 MetadataTable load_metadata_for(const std::vector<std::string>& specs, int64_t rows, const std::string& data);
