@@ -105,7 +105,7 @@ static double largest_norm(const float* norms, int64_t n, cudaStream_t s, std::v
 
 int list_slack(int k, bool tensor) {
   if (const int s = settings().slack; s >= 0) return std::min(s, kMaxK);
-  return tensor ? std::max(96, k / 4) : std::max(16, k / 8);
+  return tensor ? std::max(96, k / 4) : exact::exact_slack(k);  // float32: the CPU and MPI backends' slack
 }
 
 int list_capacity(int k, int64_t n, bool keep_self, bool tensor) {
