@@ -145,11 +145,4 @@ class EarlyFinish {
 /// (in.device_rows must be set); only the rescan's rows are copied again.
 void certify_and_finish(const FinishRequest& in, KnnGraph& g, Progress& progress, EarlyFinish* early = nullptr);
 
-// The former names, kept only until the paper strategies (gpu/select/
-// paper_strategies.cpp) call certify_and_finish; then they go.
-using FinalStepInput = FinishRequest;
-inline void run_final_step(const FinishRequest& in, KnnGraph& g, Progress& progress) {
-  certify_and_finish(in, g, progress);
-}
-
 }  // namespace manifold::gpu
