@@ -23,6 +23,7 @@
 #include "manifold/exact/certify.h"
 #include "manifold/parallel.h"
 #include "rank_group.h"
+#include "settings.h"
 
 namespace manifold::mpi {
 
@@ -58,18 +59,9 @@ int default_threads(int ranks_on_host) {
 // Test hook: MANIFOLD_MPI_FAIL_RANK=r makes rank r fail at one stage.
 class FaultInjection {
  public:
-  explicit FaultInjection(int rank) {
-    const char* r = std::getenv("MANIFOLD_MPI_FAIL_RANK");
-    if (!r || !*r) return;
-    char* end = nullptr;
-    long v = std::strtol(r, &end, 10);
-    armed_.store(*end == '\0' && v == rank);
-    value_ = r;
-    const char* s = std::getenv("MANIFOLD_MPI_FAIL_STAGE");
-    stage_ = s && *s ? s : "knn";
-    const char* m = std::getenv("MANIFOLD_MPI_FAIL_MODE");
-    crash_ = m && std::string(m) == "crash";
-  }
+  FaultInjection(int rank, const Settings& s)
+      : armed_(s.fail_rank == rank), crash_(s.fail_crash), value_(std::to_string(s.fail_rank)),
+        stage_(s.fail_stage) {}
   void at(const std::string& stage) {
     if (stage != stage_ || !armed_.exchange(false)) return;
     if (crash_) std::abort();
@@ -718,24 +710,25 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
   const auto t0 = Clock::now();
 
   // Only rank 0 reports: to the caller's sink and to the progress file.
+  // A bad setting fails every rank alike; prepare agrees on it, rank 0 reports it.
+  Settings env;
+  std::optional<LocalFailure> early = capture([&] { env = settings(); });
   std::unique_ptr<cluster::ProgressFileSink> file_sink;
-  std::optional<LocalFailure> early;
-  if (root) {
-    const char* path = std::getenv(cluster::kProgressFileEnv);
-    if (path && *path)
-      early = capture([&] { file_sink = std::make_unique<cluster::ProgressFileSink>(path, caller_progress.sink()); });
+  if (root && !early && !env.progress_file.empty()) {
+    early = capture([&] {
+      file_sink = std::make_unique<cluster::ProgressFileSink>(env.progress_file, caller_progress.sink());
+    });
   }
   ProgressSink* sink = root ? (file_sink ? static_cast<ProgressSink*>(file_sink.get()) : caller_progress.sink()) : nullptr;
   Progress progress(sink, caller_progress.cancel_flag());
-  FaultInjection fault(rank);
+  FaultInjection fault(rank, env);
 
   KnnGraph result = empty_graph(data, params, "mpi");
 
   try {
     // The local engine must be the same everywhere: candidate keys differ
     // between exact tiles and sub-problems.
-    const char* mode_env = std::getenv("MANIFOLD_MPI_LOCAL");
-    const std::string mode = mode_env && *mode_env ? mode_env : "auto";
+    const std::string& mode = env.local;
     int has_gpu = backend_available("gpu") ? 1 : 0, all_gpu = 0;
     MPI_Allreduce(&has_gpu, &all_gpu, 1, MPI_INT, MPI_MIN, g.comm());
     EngineOptions eo;

@@ -253,6 +253,22 @@ TEST_F(MpiKnn, UnknownSubProblemBackendIsAUsageError) {
   EXPECT_FALSE(fs::exists(*dir_ / "never"));
 }
 
+TEST_F(MpiKnn, BadFaultSettingsAreOneUsageLineNamingTheVariable) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"MANIFOLD_MPI_FAIL_RANK=0 MANIFOLD_MPI_FAIL_STAGE=gather", "MANIFOLD_MPI_FAIL_STAGE"},
+      {"MANIFOLD_MPI_FAIL_RANK=0 MANIFOLD_MPI_FAIL_MODE=explode", "MANIFOLD_MPI_FAIL_MODE"},
+      {"MANIFOLD_MPI_FAIL_RANK=first", "MANIFOLD_MPI_FAIL_RANK"}};
+  for (const auto& [env, variable] : cases) {
+    RunResult r = run_mpi(test_ranks(),
+                          "knn " + q(*dir_ / "random.npy") + " -k 5 --backend mpi -q -o " + q(*dir_ / "never"), env);
+    EXPECT_EQ(r.status, 2) << env << ": " << r.err;
+    auto lines = nonempty_lines(r.err);
+    ASSERT_EQ(lines.size(), 1u) << env << ":\n" << r.err;
+    EXPECT_NE(lines[0].find(variable + ": '"), std::string::npos) << lines[0];
+    EXPECT_FALSE(fs::exists(*dir_ / "never"));
+  }
+}
+
 TEST_F(MpiKnn, RunsWithoutMpirunAsOneRank) {
   if (test_ranks() != 1) GTEST_SKIP() << "checked once, in the -np 1 run";
   const std::string ref = cpu_reference(*dir_ / "random.npy", "-k 10 --metric pearson");

@@ -17,7 +17,8 @@
 // MPI is initialised lazily (MPI_THREAD_FUNNELED) by the first build() and
 // finalised at exit, so build() must always be called from the same thread.
 //
-// Environment:
+// Environment (read once per process: mpi/src/settings.h; a bad value is
+// one line naming the variable):
 //   MANIFOLD_PROGRESS_FILE   rank 0 appends the aggregated progress of all
 //                            ranks there as JSON lines (see manifold/cluster.h)
 //   MANIFOLD_MPI_LOCAL       the engine of each rank: "auto" (default: the GPU
@@ -26,7 +27,8 @@
 //                            backend name run on sub-problems (e.g. "cpu")
 //   MANIFOLD_MPI_FAIL_RANK   testing: this rank fails (at MANIFOLD_MPI_FAIL_STAGE
 //                            = prepare | knn | merge, default knn; with
-//                            MANIFOLD_MPI_FAIL_MODE=crash it aborts instead)
+//                            MANIFOLD_MPI_FAIL_MODE=crash it aborts, =fail
+//                            (default) it throws)
 namespace manifold::mpi {
 
 /// Registers the "mpi" backend (name "mpi").
