@@ -12,6 +12,7 @@
 
 #include "manifold/error.h"
 #include "manifold/pdb.h"
+#include "manifold/settings.h"
 #include "manifold/simulate.h"
 #include "test_support.h"
 
@@ -22,10 +23,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Sets MANIFOLD_PDB_PATH for the scope (child processes inherit it).
+/// Sets MANIFOLD_PDB_PATH for the scope: in the environment for child
+/// processes, in core's settings for this one (read once per process).
 class PdbPath {
  public:
-  explicit PdbPath(const std::string& value) {
+  explicit PdbPath(const std::string& value) : settings_(with_pdb_path(value)) {
     if (const char* old = std::getenv("MANIFOLD_PDB_PATH")) old_ = old, had_ = true;
     setenv("MANIFOLD_PDB_PATH", value.c_str(), 1);
   }
@@ -35,6 +37,14 @@ class PdbPath {
   }
 
  private:
+  static Settings with_pdb_path(const std::string& value) {
+    static std::string held;
+    held = value;
+    return settings_from_environment(
+        [](const char* name) -> const char* { return std::string(name) == "MANIFOLD_PDB_PATH" ? held.c_str() : nullptr; });
+  }
+
+  ScopedSettings settings_;
   std::string old_;
   bool had_ = false;
 };

@@ -21,6 +21,7 @@
 #include "manifold/diffusion_map.h"
 #include "manifold/error.h"
 #include "manifold/parallel.h"
+#include "manifold/settings.h"
 #include "warm_eigensolver.h"
 
 namespace manifold::detail {
@@ -1066,7 +1067,7 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
   if (auto r = rediffuse_on_device(a, params, previous, progress, t_start, &device_fallback)) return std::move(*r);
   detail::WarmOptions wo = warm_options(a, params, max_iterations, preview, t_start);
   // Diagnostics: one line per LOBPCG iteration and the stage times on stderr.
-  if (const char* e = std::getenv("MANIFOLD_WARM_TRACE")) wo.trace = *e && std::strcmp(e, "0") != 0;
+  wo.trace = settings().warm_trace;
   const int64_t block = nev + std::max(wo.guard, 0);
   // The previous embedding must cover the same points, and the block method
   // needs a few times its block size in rows; otherwise solve from scratch.

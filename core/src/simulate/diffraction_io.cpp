@@ -10,6 +10,7 @@
 #include "manifold/error.h"
 #include "manifold/npy.h"
 #include "manifold/output.h"
+#include "manifold/settings.h"
 #include "manifold/simulate.h"
 
 namespace fs = std::filesystem;
@@ -150,16 +151,9 @@ void write_diffraction(const std::string& path, const DiffractionImages& d) {
 std::vector<std::string> pdb_search_path() {
   std::vector<std::string> dirs;
   // MANIFOLD_PDB_PATH (folders separated by ':') replaces the system folders.
-  const char* env = std::getenv("MANIFOLD_PDB_PATH");
-  const bool user_path = env != nullptr;
-  if (user_path) {
-    std::string s = env;
-    for (size_t b = 0; b <= s.size();) {
-      const size_t e = std::min(s.find(':', b), s.size());
-      if (e > b) dirs.push_back(s.substr(b, e - b));
-      b = e + 1;
-    }
-  }
+  const std::optional<std::vector<std::string>>& user_dirs = settings().pdb_path;
+  const bool user_path = user_dirs.has_value();
+  if (user_path) dirs = *user_dirs;
   // The structures bundled with Manifold (resources/pdb), found beside the
   // executable: installed (PREFIX/bin -> PREFIX/share/manifold/pdb) or in a
   // build folder of the source tree (build/app or build/tests -> resources/pdb).
