@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  manifold::cli::register_all_backends();
+  manifold::register_all_backends();
   manifold::ui::MainWindow window;
   window.resize(1440, 900);
   window.show();

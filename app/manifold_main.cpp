@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "backends/backends.h"
 #include "cli/commands.h"
 #include "manifold/error.h"
 
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   try {
-    cli::register_all_backends();
+    register_all_backends();
     if (cmd == "info") return cli::cmd_info(argc, argv);
     if (cmd == "knn") return cli::cmd_knn(argc, argv);
     if (cmd == "embed") return cli::cmd_embed(argc, argv);

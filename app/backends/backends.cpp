@@ -9,7 +9,7 @@
 #include "manifold/mpi/mpi_knn_backend.h"
 #endif
 
-namespace manifold::cli {
+namespace manifold {
 
 void register_all_backends() {
   register_cpu_backend();
@@ -22,4 +22,4 @@ void register_all_backends() {
 #endif
 }
 
-}  // namespace manifold::cli
+}  // namespace manifold

@@ -3,9 +3,9 @@
 // a library of its own so that the desktop application and its tests link the
 // backends without the command-line library.
 
-namespace manifold::cli {
+namespace manifold {
 
 /// Registers every backend built into this program (cpu; gpu, mpi when built).
 void register_all_backends();
 
-}  // namespace manifold::cli
+}  // namespace manifold

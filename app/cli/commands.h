@@ -17,8 +17,6 @@ int cmd_submit(int argc, char** argv);
 int cmd_trajectory(int argc, char** argv);  ///< manifold trajectory EMBEDDINGDIR ... -o MOVIE
 int cmd_cluster(int argc, char** argv);     ///< manifold cluster EMBEDDINGDIR ... -o FILE.npy
 
-/// Registers every backend built into this program (cpu; gpu, mpi when built).
-void register_all_backends();
 /// KnnParams from the options of knn_option_specs().
 KnnParams knn_params_from(const Args& args);
 /// The note for options a backend does not use (--select and fast-exact on

@@ -29,7 +29,7 @@ bool arrived(QSignalSpy& spy, int ms) { return !spy.isEmpty() || spy.wait(ms); }
 void start_gui_tests() {
   QStandardPaths::setTestModeEnabled(true);
   QCoreApplication::setOrganizationName("ManifoldExplorerTests");
-  cli::register_all_backends();
+  register_all_backends();
 }
 
 bool show_window(QWidget& w, QSize size) {
