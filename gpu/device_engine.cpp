@@ -137,7 +137,7 @@ void DeviceEngine::host_copy(void* dst, const void* src, size_t bytes) {
   // not slow each other down (utils/host_copy.h). A row block is often a
   // single megabyte (2048 rows of 128 floats): pieces of at least 256 KB, at
   // most one a thread, so it too goes over several cores (with 2 MB pieces
-  // it went over one, and the upload ran at ~7 GB/s).
+  // it went over one, and the upload fell behind the DMA).
   constexpr size_t kMinPiece = size_t{256} << 10;
   staging_copy(dst, src, bytes, std::min(8, hardware_threads(0)), kMinPiece);
 }
@@ -552,8 +552,8 @@ void DeviceEngine::dot_products(const float* a, int m, const float* b, int n, fl
 void DeviceEngine::release_loop_buffers() {
   cudaSetDevice(ctx_.device);
   cuda_check(cudaDeviceSynchronize(), "finishing the tiles");
-  // Freeing takes time (0.6 ms of 84 at N = 100k, d = 256): only when the
-  // final step might not fit beside the loop's buffers.
+  // Freeing synchronises the device and takes time: only when the final
+  // step might not fit beside the loop's buffers.
   if (plan_.resident && plan_.bytes + plan_.final_bytes <= plan_.budget) return;
   for (auto& t : tiles_) t.release();
   for (int i = 0; i < kMaxSets; ++i) {

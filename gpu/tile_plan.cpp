@@ -41,12 +41,10 @@ TilePlan plan_tiles(const PlanRequest& r) {
                                              {512, 512},   {256, 512},   {256, 256},   {128, 256},   {128, 128}};
   // The fused kernel launches one block per 128 x 128 entries: wider tiles
   // leave less of the last wave idle and need fewer launches and merges. As
-  // wide as 32768 columns where the first strip still has 16 tiles (measured
-  // on an H200, bench/gpu/RESULTS.md: at N = 1M, d = 128 the run took 3.55 s
-  // with 2048 x 32768 tiles, 3.63 s with 2048 x 16384, 3.78 s with
-  // 2048 x 8192; at N = 100k, where a tile of 32768 columns is a third of a
-  // strip and its 2 GB of candidate slots take longer to set up, 8192 was
-  // as fast as 16384 and faster than 32768).
+  // wide as 32768 columns where the first strip still has 16 tiles: the
+  // widest measured fastest at N = 1M; at N = 100k, where a tile of 32768
+  // columns is a third of a strip and its candidate slots take longer to set
+  // up, 8192-16384 (bench/gpu/RESULTS.md).
   if (r.fused) {
     shapes.insert(shapes.begin(), {2048, 8192});
     for (int W : {16384, 32768})

@@ -10,17 +10,16 @@
 // 128 rows is 128 contiguous floats and goes from global to shared memory by
 // cp.async (16 bytes a thread, no registers, no transposing stores), through
 // a 3-stage pipeline of 16-deep k-slabs (48 KB of shared memory, half the
-// barriers of the 4-stage pipeline of 8-deep slabs, which was 2.5% slower
-// at 1M x 128 on an H200 and the same at 100k x 256). The default shape: 256 threads
-// compute a 128 x 128 block as 8 warps of 64 x 32, each thread 8 x 8 entries
-// (16 warps per SM hide the shared-memory and barrier latency). Measured on
-// an H200 (bench/gpu/RESULTS.md), 8 x 16 entries per thread with 128 threads
-// -- the shape of cuBLAS's FFMA kernels -- was 25-45% slower here: 8 warps
-// per SM and an unrolled epilogue too large for the instruction cache.
+// barriers of the 4-stage pipeline of 8-deep slabs, which measured slower).
+// The default shape: 256 threads compute a 128 x 128 block as 8 warps of
+// 64 x 32, each thread 8 x 8 entries (16 warps per SM hide the shared-memory
+// and barrier latency). 8 x 16 entries per thread with 128 threads -- the
+// shape of cuBLAS's FFMA kernels -- measured slower here (bench/gpu/RESULTS.md):
+// 8 warps per SM and an unrolled epilogue too large for the instruction cache.
 // Double-buffering the operand fragments in registers by hand (the next
 // k-step's loaded while this one's FFMAs issue, the barrier moved before the
-// slab's last k-step; commit 22002f0) was 2-3% slower at 100k x 256, and
-// slower still capped at 112 registers to leave an SM room for a merge block.
+// slab's last k-step) measured slower too, and slower still capped at 112
+// registers to leave an SM room for a merge block.
 //
 // Each entry is one fmaf chain over c = 0..d-1 in order (the zero padding
 // rows c >= d leave it unchanged), whatever the tile shape, device or
@@ -205,7 +204,7 @@ __device__ __forceinline__ void epilogue(const FusedTileArgs& f, const Candidate
 // BK: k-steps per shared-memory slab (one barrier each), kStages: slabs in flight.
 // Dense: the seed kernel, a separate instantiation so the strip kernel's
 // code stays as small as it was (it is sensitive to the instruction cache:
-// the mirrored seed stores inside it made the strips 5% slower on an H200).
+// the mirrored seed stores inside it made the strips slower).
 template <int TN, int KU, int BK = 8, int kStages = 4, bool Dense = false>
 __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileArgs f, CandidatesView c, int counter) {
   constexpr int kThreads = 128 * 16 / TN;

@@ -83,9 +83,9 @@ struct CandidatesView {
 };
 
 /// Largest dimension for which the fused kernel computes the dot products
-/// by default. Measured on an H200 (bench/gpu/RESULTS.md): at d = 128 and 256
-/// it beats cuBLAS + filter by 25% and 12% (the tile is never written and
-/// read back); cuBLAS is within 10% of its large-GEMM rate from d = 1024 on.
+/// by default: up to here it beats cuBLAS + filter (the tile is never written
+/// and read back); from d = 1024 cuBLAS runs near its large-GEMM rate
+/// (bench/gpu/RESULTS.md).
 /// Settings::gemm overrides (tests: gpu/settings.h).
 constexpr int64_t kFusedMaxD = 256;
 

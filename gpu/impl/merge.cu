@@ -334,8 +334,8 @@ __global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src
 // Blocks of a merge launch: 4 a multiprocessor. A tile's merge runs beside
 // the next tiles' kernels and gets a multiprocessor only where a kernel
 // block has finished; half as many merge blocks (each taking more rows)
-// hold fewer of those places, and the builds ran 0.5% faster at 1M x 128
-// and 100k x 256 than with 8 (bench/gpu/RESULTS.md).
+// hold fewer of those places, and the builds measured faster than with 8
+// (bench/gpu/RESULTS.md).
 int merge_grid() {
   static int grid = [] {
     int dev = 0, sms = 0;

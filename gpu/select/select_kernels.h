@@ -64,9 +64,9 @@ enum class QuickVariant { Warp, Block };
 /// Lists of at least this many entries (k + slack, what the kernel selects)
 /// take the block variant (unless Settings::quick forces one): from
 /// here a row's range is thousands of entries and few rows are dirty per
-/// tile. Measured on an H200 (bench/gpu/select/RESULTS.md, "The two quick
-/// variants"): the block variant selects 9-39% faster at k = 1024 and 4096
-/// (lists of >= 1152 entries) and 17-31% slower at k <= 128 (<= 144).
+/// tile. The block variant is faster from lists of about a thousand entries
+/// and slower below a couple of hundred (bench/gpu/select/RESULTS.md, "The
+/// two quick variants").
 inline constexpr int kQuickBlockMinK = 512;
 /// The variant for lists of k entries: by kQuickBlockMinK, or the one
 /// Settings::quick forces (tests run both on the same data).
