@@ -328,7 +328,7 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     const float one = 1.f, zero = 0.f;
     if (tensor_) {
       // Inputs rounded to TF32 on tensor cores, float32 accumulation: the
-      // error bound of impl/error_bound.h (u_in = 2^-10) covers it.
+      // error bound of manifold/exact/error_bound.h (u_in = 2^-10) covers it.
       cublas_check(cublasGemmEx(ctx_.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(cols),
                                 static_cast<int>(d), &one, a_rows, CUDA_R_32F, static_cast<int>(d), b_rows, CUDA_R_32F,
                                 static_cast<int>(d), &zero, dots, CUDA_R_32F, static_cast<int>(T),

@@ -96,7 +96,7 @@ class DeviceEngine {
   /// `rows_final` (may be empty) is told, each time more leading rows'
   /// lists are final, how many: after strip I when strips 0..I were all
   /// this device's, rows [0, (I + 1) T) take no more candidates once the
-  /// work queued on `after` is done (final_step.h EarlyFinal).
+  /// work queued on `after` is done (final_step.h EarlyFinish).
   using RowsFinal = std::function<void(int64_t rows, cudaStream_t after)>;
   void run(const std::vector<int64_t>& strips, Progress& progress, const std::atomic<bool>& stop,
            const RowsFinal& rows_final = {});

@@ -285,7 +285,7 @@ TEST(GpuEngine, TimelineRecordsEveryTile) {
   EXPECT_FALSE(tl["uploads"].empty());
 }
 
-// The same with the final step beside the loop (final_step.h EarlyFinal):
+// The same with the final step beside the loop (final_step.h EarlyFinish):
 // a generous budget, so the certificate runs while the loop still does; the
 // cancellation must stop its worker too, and leave the device usable.
 TEST(GpuEngine, CancelsWithTheFinalStepRunning) {
@@ -475,7 +475,7 @@ TEST(GpuSanitizer, SmallRunsOfEveryPath) {
   }
   {
     // 128 x 256 tiles: twelve strips, each strip's rows certified and copied
-    // home beside the loop (final_step.h EarlyFinal).
+    // home beside the loop (final_step.h EarlyFinish).
     WithSettings tile([](gpu::Settings& s) { s.tile = "128x256"; });
     KnnGraph g = build("gpu", ds, params(32, Metric::Cosine));
     EXPECT_TRUE(g.extra.contains("early_ranges"));
