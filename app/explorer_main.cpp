@@ -22,8 +22,8 @@ int main(int argc, char** argv) {
   QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
 
   QCommandLineParser parser;
-  parser.setApplicationDescription(QStringLiteral(
-      "Exact k-nearest-neighbour graphs of image stacks and their diffusion maps, in 3-D."));
+  parser.setApplicationDescription(
+      QStringLiteral("Exact k-nearest-neighbour graphs of image stacks and their diffusion maps, in 3-D."));
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument(QStringLiteral("DATA"),
@@ -40,8 +40,9 @@ int main(int argc, char** argv) {
   parser.process(app);
 
   if (qEnvironmentVariableIsEmpty("DISPLAY")) {
-    std::fprintf(stderr, "manifold-explorer: no X display (DISPLAY is not set); the 3-D view needs one. "
-                         "Use xvfb-run on a headless machine.\n");
+    std::fprintf(stderr,
+                 "manifold-explorer: no X display (DISPLAY is not set); the 3-D view needs one. "
+                 "Use xvfb-run on a headless machine.\n");
     return 1;
   }
 
@@ -74,8 +75,9 @@ int main(int argc, char** argv) {
     window.openDemo(true);
   } else if (!args.isEmpty()) {
     if (parser.isSet(run))
-      QObject::connect(&window, &manifold::ui::MainWindow::datasetOpened, &window, [&window] { window.runNow(); },
-                       Qt::SingleShotConnection);
+      QObject::connect(
+          &window, &manifold::ui::MainWindow::datasetOpened, &window, [&window] { window.runNow(); },
+          Qt::SingleShotConnection);
     window.openFile(QDir::current().absoluteFilePath(args.first()));
   }
   return app.exec();

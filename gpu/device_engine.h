@@ -30,13 +30,13 @@ namespace manifold::gpu {
 
 struct EngineStats {
   uint64_t tiles = 0;
-  double gemm_ms = 0;      ///< time the tiles' dot products ran (CUDA events; fused: the fused kernel; overlaps once)
-  double select_ms = 0;    ///< summed filter + merge time of the tiles (CUDA events; fused: merge only)
-  double loop_ms = 0;      ///< first copy to last merge (CUDA events)
-  double seed_ms = 0;      ///< first copy to the last seed tile's merge (CUDA events)
-  double gemm_flop = 0;    ///< 2 rows cols d over all tiles computed
-  uint64_t candidates = 0; ///< entries that passed a bound
-  uint64_t h2d_bytes = 0;  ///< rows copied to the device
+  double gemm_ms = 0;       ///< time the tiles' dot products ran (CUDA events; fused: the fused kernel; overlaps once)
+  double select_ms = 0;     ///< summed filter + merge time of the tiles (CUDA events; fused: merge only)
+  double loop_ms = 0;       ///< first copy to last merge (CUDA events)
+  double seed_ms = 0;       ///< first copy to the last seed tile's merge (CUDA events)
+  double gemm_flop = 0;     ///< 2 rows cols d over all tiles computed
+  uint64_t candidates = 0;  ///< entries that passed a bound
+  uint64_t h2d_bytes = 0;   ///< rows copied to the device
 
   /// MANIFOLD_GPU_TIMELINE=1 only: when each tile and each block's upload
   /// ran, for finding where the loop waits (bench/gpu/RESULTS.md). GPU times

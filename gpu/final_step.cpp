@@ -75,8 +75,7 @@ void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, 
       if (failed) return;  // every thread reads it after the same barrier
       const size_t len = length(c), share = (len + t - 1) / t;
       const size_t from = std::min(len, share * id), to = std::min(len, from + share);
-      if (to > from)
-        std::memcpy(static_cast<char*>(dst) + c * staging_bytes + from, staging[c % 2] + from, to - from);
+      if (to > from) std::memcpy(static_cast<char*>(dst) + c * staging_bytes + from, staging[c % 2] + from, to - from);
       sync.arrive_and_wait();
     }
   };
@@ -110,8 +109,8 @@ int list_slack(int k, bool tensor) {
 
 int list_capacity(int k, int64_t n, bool keep_self, bool tensor) {
   const int64_t available = n - (keep_self ? 0 : 1);
-  return static_cast<int>(
-      std::min<int64_t>({static_cast<int64_t>(k) + list_slack(k, tensor), available, int64_t{kMaxK}}));
+  return static_cast<int>(std::min<int64_t>({static_cast<int64_t>(k) + list_slack(k, tensor), available,
+                                             int64_t{kMaxK}}));
 }
 
 /// The resident path's device side: the result and the certificate's
@@ -200,8 +199,7 @@ struct ResidentOutput {
   std::vector<int> status;  ///< host: per row, candidates re-evaluated or -1
 };
 
-EarlyFinish::EarlyFinish(const FinishRequest& in, KnnGraph& g, cudaStream_t stream)
-    : in_(in), g_(g), stream_(stream) {
+EarlyFinish::EarlyFinish(const FinishRequest& in, KnnGraph& g, cudaStream_t stream) : in_(in), g_(g), stream_(stream) {
   DeviceScope scope(in_.device);
   out_ = std::make_unique<ResidentOutput>(in_, g_);
   cuda_check(cudaEventCreateWithFlags(&reported_event_, cudaEventDisableTiming), "creating an event");
@@ -305,8 +303,9 @@ struct FinishStats {
     nlohmann::json j;
     j["precision"] = precision;
     j["list_capacity"] = list_capacity;
-    j["reevaluated_per_row"] =
-        certified_rows > 0 ? static_cast<double>(reevaluated) / static_cast<double>(certified_rows) : 0.0;
+    j["reevaluated_per_row"] = certified_rows > 0
+                                   ? static_cast<double>(reevaluated) / static_cast<double>(certified_rows)
+                                   : 0.0;
     j["reevaluated_max"] = reevaluated_max;
     j["uncertified_rows"] = uncertified_rows;
     j["rescanned_rows"] = rescanned_rows;
@@ -342,8 +341,7 @@ class Finisher {
     const auto t_prep = std::chrono::steady_clock::now();
     if (early_ && !in_.device_rows) throw Error("internal: the early final step needs resident rows");
     refuse_short_rows();
-    if (in_.device_rows)
-      finish_resident(t_prep);
+    if (in_.device_rows) finish_resident(t_prep);
     else
       finish_streamed();
     progress_.finish();
@@ -498,10 +496,10 @@ class Finisher {
       wait_host_result();
       const size_t nk = static_cast<size_t>(g_.n) * g_.k;
       const int copy_threads = std::min(8, hardware_threads(params_.threads));
-      download_to_host(g_.indices.data(), out.out_i.data(), nk * sizeof(int64_t), s_, in_.staging,
-                       in_.staging_bytes, copy_threads);
-      download_to_host(g_.distances.data(), out.out_d.data(), nk * sizeof(float), s_, in_.staging,
-                       in_.staging_bytes, copy_threads);
+      download_to_host(g_.indices.data(), out.out_i.data(), nk * sizeof(int64_t), s_, in_.staging, in_.staging_bytes,
+                       copy_threads);
+      download_to_host(g_.distances.data(), out.out_d.data(), nk * sizeof(float), s_, in_.staging, in_.staging_bytes,
+                       copy_threads);
     } else {
       for (int row : rescanned) out.copy_rows_home(row, row + 1, g_, s_, false);
     }
@@ -565,8 +563,7 @@ class Finisher {
                           std::to_string(in_.device_rows ? kRescanCap : in_.lists.k) +
                           " candidates, each ranked by an exact scan of all points",
                       rows.size(), "rows");
-      if (in_.device_rows)
-        exact_scan_on_device(rows);
+      if (in_.device_rows) exact_scan_on_device(rows);
       else
         exact_scan_on_host(rows);
       progress_.finish();
@@ -594,19 +591,22 @@ class Finisher {
                                  cudaMemcpyDeviceToHost, s_),
                  "copying the fallback keys from the GPU");
       cuda_check(cudaStreamSynchronize(s_), "scanning the fallback rows");
-      parallel_for(0, count, params_.threads, [&](int64_t r) {
+      parallel_for(
+          0, count, params_.threads,
+          [&](int64_t r) {
         const int64_t row = rows[r0 + static_cast<size_t>(r)];
         exact::select_k_from_keys(keys.data() + r * n, n, g_.k, g_.indices.data() + row * g_.k,
                                   g_.distances.data() + row * g_.k);
-      }, 1);
+          },
+          1);
       progress_.advance(static_cast<uint64_t>(count));
     }
   }
 
   /// The exact scan on the host (streamed rows), 64 rows at a time.
   void exact_scan_on_host(const std::vector<int64_t>& rows) {
-    const exact::ExactScanRequest scan{in_.rows->data, g_.n,           in_.rows->cols, g_.k,
-                                       params_.metric, params_.keep_self, params_.threads};
+    const exact::ExactScanRequest scan{in_.rows->data,    g_.n,           in_.rows->cols, g_.k, params_.metric,
+                                       params_.keep_self, params_.threads};
     for (size_t r0 = 0; r0 < rows.size(); r0 += 64) {
       const std::vector<int64_t> part(rows.begin() + r0, rows.begin() + std::min(rows.size(), r0 + 64));
       exact::exact_scan_rows(scan, part, g_.indices.data(), g_.distances.data());

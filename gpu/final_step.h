@@ -48,20 +48,20 @@ int list_capacity(int k, int64_t n, bool keep_self, bool tensor);
 
 /// C = A B^T for row-major A (m x d) and B (ncols x d) into column-major C
 /// (leading dimension ldc), on stream s, with the tile loop's kind of GEMM.
-using DotProducts = std::function<void(const float* a, int m, const float* b, int ncols, float* c, int ldc,
-                                       cudaStream_t s)>;
+using DotProducts =
+    std::function<void(const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t s)>;
 
 /// What certify_and_finish works on.
 struct FinishRequest {
-  const Dataset* data = nullptr;      ///< for messages (its source)
+  const Dataset* data = nullptr;  ///< for messages (its source)
   const KnnParams* params = nullptr;
-  const PreparedRows* rows = nullptr; ///< host copy of the prepared rows
-  ListsView lists;                    ///< capacity lists.k, each row ascending by (a, index)
-  const float* device_rows = nullptr; ///< all rows on this device, or nullptr (streamed)
-  const float* norms = nullptr;       ///< device: the stored squared norms of all rows
-  cudaStream_t stream = nullptr;      ///< on the current device; everything runs on it
-  bool tensor = false;                ///< the loop's GEMM was TF32 (fast-exact)
-  DotProducts dot_products;           ///< for the rescan (resident rows)
+  const PreparedRows* rows = nullptr;  ///< host copy of the prepared rows
+  ListsView lists;                     ///< capacity lists.k, each row ascending by (a, index)
+  const float* device_rows = nullptr;  ///< all rows on this device, or nullptr (streamed)
+  const float* norms = nullptr;        ///< device: the stored squared norms of all rows
+  cudaStream_t stream = nullptr;       ///< on the current device; everything runs on it
+  bool tensor = false;                 ///< the loop's GEMM was TF32 (fast-exact)
+  DotProducts dot_products;            ///< for the rescan (resident rows)
   /// Device-merge time to report, when there was one (the engine's; it is
   /// written among the final step's timings, as before).
   std::optional<double> merge_devices_ms;
@@ -73,7 +73,7 @@ struct FinishRequest {
   /// threads copy out of the other). Null: a plain pageable copy.
   unsigned char* staging[2] = {nullptr, nullptr};
   size_t staging_bytes = 0;
-  int device = 0;                     ///< the device of lists, rows and stream
+  int device = 0;  ///< the device of lists, rows and stream
 };
 
 /// Copies `bytes` from device memory to pageable host memory through the two
@@ -86,7 +86,7 @@ void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, 
                       size_t staging_bytes, int threads);
 
 struct ResidentOutput;  // the resident path's device buffers (final_step.cpp)
-class Finisher;        // certify_and_finish's phases (final_step.cpp)
+class Finisher;         // certify_and_finish's phases (final_step.cpp)
 
 /// Step 2 and the copy home beside the tile loop (one GPU, every row
 /// resident): the loop's thread reports each time more rows' lists are

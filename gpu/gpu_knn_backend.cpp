@@ -85,7 +85,7 @@ uint64_t device_budget(int dev, uint64_t requested) {
   // Leave room for the CUDA context's own growth and for other processes;
   // what our device context already holds is ours to use.
   const uint64_t usable = (free_b > (uint64_t{512} << 20) ? static_cast<uint64_t>(free_b * 0.92) - (uint64_t{256} << 20)
-                                                         : free_b / 2) +
+                                                          : free_b / 2) +
                           ctx.held_bytes();
   return requested ? std::min<uint64_t>(requested, usable) : usable;
 }
@@ -135,8 +135,12 @@ struct EngineBuildStats {
     candidates += s.candidates;
     h2d_bytes += s.h2d_bytes;
     device_names.push_back(e.device_name());
-    per_device.push_back({{"device", e.device()}, {"tiles", s.tiles}, {"loop_s", s.loop_ms / 1e3},
-                          {"seed_s", s.seed_ms / 1e3}, {"gemm_s", s.gemm_ms / 1e3}, {"h2d_bytes", s.h2d_bytes}});
+    per_device.push_back({{"device", e.device()},
+                          {"tiles", s.tiles},
+                          {"loop_s", s.loop_ms / 1e3},
+                          {"seed_s", s.seed_ms / 1e3},
+                          {"gemm_s", s.gemm_ms / 1e3},
+                          {"h2d_bytes", s.h2d_bytes}});
     if (!s.tile_times.empty()) per_device.back()["timeline"] = timeline(s);
   }
 
@@ -258,8 +262,7 @@ class EngineBuild {
   /// otherwise at once. (On the H200 hosts measured so far the order made
   /// no difference: bench/gpu/RESULTS.md.)
   void start_fingerprint() {
-    if (!fingerprint_.valid())
-      fingerprint_ = std::async(std::launch::async, [this] { return data_.fingerprint(); });
+    if (!fingerprint_.valid()) fingerprint_ = std::async(std::launch::async, [this] { return data_.fingerprint(); });
   }
 
   void prepare_rows_for_upload() {
@@ -296,8 +299,8 @@ class EngineBuild {
       try {
         engines_.clear();
         for (int dev : stats_.devices)
-          engines_.push_back(
-              std::make_unique<DeviceEngine>(dev, rows_.data, plan, params_.keep_self, force_block_, stats_.tensor));
+          engines_.push_back(std::make_unique<DeviceEngine>(dev, rows_.data, plan, params_.keep_self, force_block_,
+                                                            stats_.tensor));
         break;
       } catch (const DeviceOutOfMemory& e) {
         engines_.clear();
@@ -320,8 +323,9 @@ class EngineBuild {
     DeviceEngine& main = *engines_[0];
     fin_.data = &data_, fin_.params = &params_, fin_.rows = &rows_, fin_.lists = main.lists();
     fin_.norms = main.norms(), fin_.stream = main.stream(), fin_.tensor = stats_.tensor, fin_.device = main.device();
-    fin_.dot_products = [&main](const float* a, int m, const float* b, int ncols, float* c, int ldc,
-                                cudaStream_t st) { main.dot_products(a, m, b, ncols, c, ldc, st); };
+    fin_.dot_products = [&main](const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t st) {
+      main.dot_products(a, m, b, ncols, c, ldc, st);
+    };
     fin_.wait_host_result = [host_result = host_result_] { host_result.get(); };
     const TilePlan& plan = stats_.plan;
     if (engines_.size() == 1 && plan.resident && plan.bytes + plan.final_bytes <= plan.budget &&
@@ -394,9 +398,9 @@ class EngineBuild {
       DeviceBuffer<int> of(static_cast<size_t>(g_.n), "allocating room to merge the devices' lists");
       cuda_check(cudaMemcpyPeerAsync(od.data(), main.device(), other.dist, dev, ncap * sizeof(float), s), what);
       cuda_check(cudaMemcpyPeerAsync(oi.data(), main.device(), other.index, dev, ncap * sizeof(int), s), what);
-      cuda_check(
-          cudaMemcpyPeerAsync(of.data(), main.device(), other.fill, dev, static_cast<size_t>(g_.n) * sizeof(int), s),
-          what);
+      cuda_check(cudaMemcpyPeerAsync(of.data(), main.device(), other.fill, dev, static_cast<size_t>(g_.n) * sizeof(int),
+                                     s),
+                 what);
       constexpr int kChunk = 4096;
       for (int from = 0; from < cap_; from += kChunk)
         launch_merge_lists(lists, od.data(), oi.data(), of.data(), from, std::min(kChunk, cap_ - from), s);
@@ -495,7 +499,8 @@ class GpuKnnBackend final : public KnnBackend {
 }  // namespace
 
 void register_gpu_backend() {
-  register_backend("gpu", [] { return std::make_unique<GpuKnnBackend>(); }, [] { return device_count() > 0; });
+  register_backend(
+      "gpu", [] { return std::make_unique<GpuKnnBackend>(); }, [] { return device_count() > 0; });
 }
 
 }  // namespace manifold::gpu

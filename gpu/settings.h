@@ -25,26 +25,26 @@ enum class GemmPath {
 
 /// Which quick-select kernel runs (select/quick.cu).
 enum class QuickChoice {
-  Auto,   ///< a warp a row below kQuickBlockMinK list entries, else a block a row
+  Auto,  ///< a warp a row below kQuickBlockMinK list entries, else a block a row
   Warp,
   Block,
 };
 
 struct Settings {
   // ---- from the environment ----
-  bool timeline = false;           ///< MANIFOLD_GPU_TIMELINE=1: per-tile CUDA events in the graph's JSON
-  bool chebyshev_trace = false;    ///< MANIFOLD_CHEB_TRACE (set, not "0"): the GPU eigensolver's steps on stderr
-  std::string select_table;        ///< MANIFOLD_SELECT_TABLE=FILE: replaces the built-in `auto` table
+  bool timeline = false;         ///< MANIFOLD_GPU_TIMELINE=1: per-tile CUDA events in the graph's JSON
+  bool chebyshev_trace = false;  ///< MANIFOLD_CHEB_TRACE (set, not "0"): the GPU eigensolver's steps on stderr
+  std::string select_table;      ///< MANIFOLD_SELECT_TABLE=FILE: replaces the built-in `auto` table
 
   // ---- for tests only ----
   GemmPath gemm = GemmPath::Auto;  ///< every tile's dot products by one kernel, whatever d
-  std::string tile;             ///< "TxW": the engine's first tile shape, where it fits (tile_plan.h)
-  std::string select_tile;      ///< "TxW": the papers' strategies' tile (select/paper_strategies.cpp)
-  int slack = -1;               ///< the lists' room beyond k; -1: the rule of list_slack()
-  bool final_beside_loop = true;  ///< false: one GPU's final step waits for the whole loop
-  bool certify_by_warp = true;    ///< false: the block certification kernel for every list size
+  std::string tile;                ///< "TxW": the engine's first tile shape, where it fits (tile_plan.h)
+  std::string select_tile;         ///< "TxW": the papers' strategies' tile (select/paper_strategies.cpp)
+  int slack = -1;                  ///< the lists' room beyond k; -1: the rule of list_slack()
+  bool final_beside_loop = true;   ///< false: one GPU's final step waits for the whole loop
+  bool certify_by_warp = true;     ///< false: the block certification kernel for every list size
   QuickChoice quick = QuickChoice::Auto;
-  bool spmm_cusparse = false;   ///< true: cuSPARSE's SpMM (CSR_ALG2) for every block width
+  bool spmm_cusparse = false;  ///< true: cuSPARSE's SpMM (CSR_ALG2) for every block width
 };
 
 /// The settings of this process: the environment's, read on first use, or

@@ -107,14 +107,14 @@ TilePlan plan_tiles(const PlanRequest& r) {
       if (std::max(p.bytes, p.final_bytes) <= r.budget) return p;
     }
   }
-  const uint64_t least =
-      lists + n * 4 + 4 * 128 * (d + 1 + (r.fused ? static_cast<uint64_t>(fused_dpad(r.d)) : 0)) * 4 +
-      loop_bytes(128, 128, r.fused) + workspace_for(0) + merge_extra;
-  throw Error("GPU memory budget of " + format_bytes(static_cast<double>(r.budget)) + " is too small for N=" +
-              std::to_string(r.n) + ", k=" + std::to_string(r.k_out > 0 ? r.k_out : r.k) +
-              ": the neighbour lists alone take " +
-              format_bytes(static_cast<double>(lists)) + " and the smallest plan needs " +
-              format_bytes(static_cast<double>(least)) + " (raise --gpu-memory or lower -k)");
+  const uint64_t least = lists + n * 4 +
+                         4 * 128 * (d + 1 + (r.fused ? static_cast<uint64_t>(fused_dpad(r.d)) : 0)) * 4 +
+                         loop_bytes(128, 128, r.fused) + workspace_for(0) + merge_extra;
+  throw Error("GPU memory budget of " + format_bytes(static_cast<double>(r.budget)) +
+              " is too small for N=" + std::to_string(r.n) + ", k=" + std::to_string(r.k_out > 0 ? r.k_out : r.k) +
+              ": the neighbour lists alone take " + format_bytes(static_cast<double>(lists)) +
+              " and the smallest plan needs " + format_bytes(static_cast<double>(least)) +
+              " (raise --gpu-memory or lower -k)");
 }
 
 TilePlan plan_selection_tiles(const PlanRequest& r, int T, int W, uint64_t selection_bytes) {

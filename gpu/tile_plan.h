@@ -8,30 +8,30 @@
 namespace manifold::gpu {
 
 struct TilePlan {
-  int T = 0;              ///< tile height: rows of a row block (multiple of 128)
-  int W = 0;              ///< tile width: columns per tile (a multiple of T; T when streaming)
-  bool resident = true;   ///< all rows on the device; otherwise blocks stream through `slots`
-  bool fused = false;     ///< dot products by the fused kernel (no tile buffers) instead of cuBLAS
-  int slots = 0;          ///< streaming: row blocks held on the device at once (panel + 2)
-  uint64_t budget = 0;    ///< bytes the plan may use on each device
-  uint64_t bytes = 0;     ///< bytes it uses during the tile loop (peak)
+  int T = 0;                 ///< tile height: rows of a row block (multiple of 128)
+  int W = 0;                 ///< tile width: columns per tile (a multiple of T; T when streaming)
+  bool resident = true;      ///< all rows on the device; otherwise blocks stream through `slots`
+  bool fused = false;        ///< dot products by the fused kernel (no tile buffers) instead of cuBLAS
+  int slots = 0;             ///< streaming: row blocks held on the device at once (panel + 2)
+  uint64_t budget = 0;       ///< bytes the plan may use on each device
+  uint64_t bytes = 0;        ///< bytes it uses during the tile loop (peak)
   uint64_t final_bytes = 0;  ///< bytes of the final merge and refinement
   uint64_t workspace = 0;    ///< cuBLAS workspace
   int64_t blocks() const;    ///< row blocks of n rows
   int64_t n = 0, d = 0;
-  int k = 0;                 ///< list capacity per row
+  int k = 0;                                               ///< list capacity per row
   uint64_t list_bytes = 0, loop_bytes = 0, row_bytes = 0;  ///< parts of `bytes`, for reports
 };
 
 struct PlanRequest {
   int64_t n = 0, d = 0;
-  int k = 0;                 ///< list capacity per row (candidates kept; >= the k asked for)
-  int k_out = 0;             ///< neighbours in the result (0: k)
-  uint64_t budget = 0;       ///< bytes allowed per device
-  int devices = 1;           ///< devices sharing the work (device 0 merges their lists)
-  bool fused = false;        ///< the fused kernel computes the dot products (no tile buffers)
-  size_t shared_memory = 0;  ///< the device's opt-in shared memory per block
-  std::string tile_override; ///< "TxW" (Settings::tile, tests), honoured when it fits
+  int k = 0;                  ///< list capacity per row (candidates kept; >= the k asked for)
+  int k_out = 0;              ///< neighbours in the result (0: k)
+  uint64_t budget = 0;        ///< bytes allowed per device
+  int devices = 1;            ///< devices sharing the work (device 0 merges their lists)
+  bool fused = false;         ///< the fused kernel computes the dot products (no tile buffers)
+  size_t shared_memory = 0;   ///< the device's opt-in shared memory per block
+  std::string tile_override;  ///< "TxW" (Settings::tile, tests), honoured when it fits
 };
 
 /// The largest tiles that fit, preferring all rows resident. Throws Error

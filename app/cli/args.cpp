@@ -78,8 +78,8 @@ std::string nearest_name(const std::string& typed, const std::vector<std::string
   return best_distance <= allowed && best_distance < typed.size() ? best : std::string();
 }
 
-Args::Args(const std::string& command, const std::string& summary, std::vector<OptionSpec> specs, int argc,
-           char** argv, int first, std::vector<PositionalSpec> positionals)
+Args::Args(const std::string& command, const std::string& summary, std::vector<OptionSpec> specs, int argc, char** argv,
+           int first, std::vector<PositionalSpec> positionals)
     : command_(command), specs_(std::move(specs)), values_(specs_.size()) {
   CLI::App app(summary, "manifold " + command);
   // Unknown options are collected and named here (with a suggestion), not by CLI11.
@@ -90,7 +90,8 @@ Args::Args(const std::string& command, const std::string& summary, std::vector<O
     const std::string names = s.alias.empty() ? s.name : s.name + "," + s.alias;
     std::string help = s.help;
     if (!s.default_text.empty()) help += " (default: " + s.default_text + ")";
-    CLI::Option* o = s.takes_value ? app.add_option(names)->description(help)->type_name(s.value_name) : app.add_flag(names)->description(help);
+    CLI::Option* o = s.takes_value ? app.add_option(names)->description(help)->type_name(s.value_name)
+                                   : app.add_flag(names)->description(help);
     // Given twice, the last value counts (as it did before CLI11), unless every one is kept.
     o->multi_option_policy(s.repeatable ? CLI::MultiOptionPolicy::TakeAll : CLI::MultiOptionPolicy::TakeLast);
     options.push_back(o);
@@ -126,11 +127,12 @@ Args::Args(const std::string& command, const std::string& summary, std::vector<O
       if (!s.alias.empty()) known.push_back(s.alias);
     }
     const std::string near = nearest_name(typed, known);
-    throw UsageError(command_ + ": unknown option '" + typed + "' (" + (near.empty() ? "" : "did you mean " + near + "? ") +
-                     "see manifold " + command_ + " --help)");
+    throw UsageError(command_ + ": unknown option '" + typed + "' (" +
+                     (near.empty() ? "" : "did you mean " + near + "? ") + "see manifold " + command_ + " --help)");
   }
   for (size_t i = 0; i < specs_.size(); ++i)
-    if (options[i]->count() > 0) values_[i] = specs_[i].takes_value ? options[i]->results() : std::vector<std::string>{"1"};
+    if (options[i]->count() > 0)
+      values_[i] = specs_[i].takes_value ? options[i]->results() : std::vector<std::string>{"1"};
   for (size_t i = 0; i < positionals.size(); ++i)
     if (app.get_option(positionals[i].name)->count() > 0) positionals_.push_back(words[i]);
   for (const std::string& extra : app.remaining())
@@ -157,11 +159,10 @@ int64_t Args::integer(const std::string& name, int64_t fallback, int64_t min, in
   char* end = nullptr;
   errno = 0;
   long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno || end == text.c_str() || *end)
-    throw UsageError(name + ": '" + text + "' is not an integer");
+  if (errno || end == text.c_str() || *end) throw UsageError(name + ": '" + text + "' is not an integer");
   if (v < min || v > max)
-    throw UsageError(name + ": " + text + " is out of range [" + std::to_string(min) + ", " +
-                     std::to_string(max) + "]");
+    throw UsageError(name + ": " + text + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) +
+                     "]");
   return v;
 }
 
@@ -170,8 +171,7 @@ double Args::real(const std::string& name, double fallback) const {
   const std::string text = str(name);
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end || !std::isfinite(v))
-    throw UsageError(name + ": '" + text + "' is not a number");
+  if (end == text.c_str() || *end || !std::isfinite(v)) throw UsageError(name + ": '" + text + "' is not a number");
   return v;
 }
 
@@ -183,9 +183,12 @@ uint64_t Args::bytes(const std::string& name, uint64_t fallback) const {
   double mult = 1;
   std::string suffix = end ? end : "";
   if (suffix == "K" || suffix == "k" || suffix == "KiB") mult = 1024.0;
-  else if (suffix == "M" || suffix == "MiB") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty()) throw UsageError(name + ": '" + text + "' is not a byte count (e.g. 512M, 4G)");
+  else if (suffix == "M" || suffix == "MiB")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty())
+    throw UsageError(name + ": '" + text + "' is not a byte count (e.g. 512M, 4G)");
   if (end == text.c_str() || !(v > 0)) throw UsageError(name + ": '" + text + "' must be a positive byte count");
   // Converting a double at or above 2^64 to uint64_t is undefined behaviour.
   if (!(v * mult < 18446744073709551616.0))
@@ -208,8 +211,10 @@ std::vector<OptionSpec> knn_option_specs() {
           value("--gpu-memory", "BYTES", "device memory to use per GPU, such as 512M or 4G (default: what is free)"),
           flag("--keep-self", "keep each point as its own first neighbour"),
           value("--threads", "T", "CPU threads (default: 0, every core)"),
-          value("--precision", "PRECISION", "exact, or fast-exact (the GPU: lower-precision distances, then exact "
-                                            "ranking and distances)", "exact"),
+          value("--precision", "PRECISION",
+                "exact, or fast-exact (the GPU: lower-precision distances, then exact "
+                "ranking and distances)",
+                "exact"),
           value("--dataset", "PATH", "the dataset inside an HDF5/CXI file"),
           value("-o,--output", "OUTDIR", "the folder to write (written whole or not at all)"),
           flag("--overwrite", "replace what the output folder holds"),

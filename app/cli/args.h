@@ -9,9 +9,9 @@
 namespace manifold::cli {
 
 struct OptionSpec {
-  std::string name;         ///< "--metric" or "-k"
+  std::string name;  ///< "--metric" or "-k"
   bool takes_value = true;
-  std::string alias = {};   ///< e.g. "--k" for "-k"
+  std::string alias = {};         ///< e.g. "--k" for "-k"
   std::string value_name = {};    ///< what the value is, in --help: "K", "FILE"
   std::string help = {};          ///< what the option does, one line
   std::string default_text = {};  ///< the default, in --help; "" = none shown

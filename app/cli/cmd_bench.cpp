@@ -129,8 +129,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
                 value("--data", "FILE", "a dataset instead of random normal rows"),
                 value("--json", "FILE", "the results, written after every case"),
                 value("--repeats", "R", "measured runs per case", "5"),
-                value("--warmup", "W", "unmeasured runs first", "1"),
-                value("--seed", "S", "random data seed", "1"),
+                value("--warmup", "W", "unmeasured runs first", "1"), value("--seed", "S", "random data seed", "1"),
                 value("--sgemm", "SIZE", "the cuBLAS SGEMM size measured as the floor (0: none)", "8192"),
                 value("--case-limit-s", "SECONDS", "skip cases predicted over this and 1.15x the best (default: none)"),
                 value("--long-case-s", "SECONDS", "run cases predicted over this once (default: none)"),
@@ -190,8 +189,8 @@ std::shared_ptr<Dataset> load_bench_data(const BenchOptions& o) {
     *full = load_dataset(*o.data_path, ro);
     for (int64_t n : o.ns)
       if (n > full->rows())
-        throw UsageError("-n " + std::to_string(n) + ": " + *o.data_path + " has only " +
-                         std::to_string(full->rows()) + " rows");
+        throw UsageError("-n " + std::to_string(n) + ": " + *o.data_path + " has only " + std::to_string(full->rows()) +
+                         " rows");
   } else {
     *full = random_dataset(n_max, o.d, o.seed);
   }
@@ -203,7 +202,8 @@ std::shared_ptr<Dataset> load_bench_data(const BenchOptions& o) {
 void resolve_backends_and_selects(BenchOptions& o) {
   const std::string& bname = o.backend_arg;
   if (bname == "all") o.backends = backend_names();
-  else o.backends = {bname == "auto" ? (backend_available("gpu") ? "gpu" : "cpu") : bname};
+  else
+    o.backends = {bname == "auto" ? (backend_available("gpu") ? "gpu" : "cpu") : bname};
   const std::string& sname = o.select_arg;
   if (sname == "all") {
     o.selects = {"warp", "quick", "sort", "heap", "merge", "bitonic", "auto"};
@@ -227,7 +227,7 @@ struct BenchCase {
   std::string skipped;      ///< why it did not run
   std::string measured_as;  ///< "auto": auto's run of the same code stands for it
   int warmup = 0;
-  int64_t repeats = 0;      ///< asked for; once measured, the runs measured
+  int64_t repeats = 0;  ///< asked for; once measured, the runs measured
   std::string error;
   bool interleaved = false;  ///< measured round-robin with the cell's other cases
   std::string strategy;      ///< the strategy that ran
@@ -242,9 +242,9 @@ struct BenchCase {
   bool picked_by_auto(const std::string& s) const { return auto_pick.is_string() && auto_pick.get<std::string>() == s; }
 
   nlohmann::json to_json() const {
-    nlohmann::json c = {{"backend", backend}, {"select", select}, {"precision", precision},
-                        {"n", n},             {"d", d},           {"k", k},
-                        {"metric", metric}};
+    nlohmann::json c = {
+        {"backend", backend}, {"select", select}, {"precision", precision}, {"n", n}, {"d", d}, {"k", k},
+        {"metric", metric}};
     if (predicted_s) c["predicted_s"] = *predicted_s;
     if (!skipped.empty()) {
       c["skipped"] = skipped;
@@ -319,8 +319,8 @@ class BenchRun {
  private:
   double predict(int64_t n, int64_t k, const std::string& s) const;
   CellPlan plan_cell(int64_t n, int64_t k, const std::vector<std::string>& bsel) const;
-  std::map<CaseKey, Samples> run_interleaved(KnnBackend& backend, const Dataset& view, int64_t k,
-                                             const CellPlan& plan, const std::vector<std::string>& bprec);
+  std::map<CaseKey, Samples> run_interleaved(KnnBackend& backend, const Dataset& view, int64_t k, const CellPlan& plan,
+                                             const std::vector<std::string>& bprec);
   void run_case(KnnBackend& backend, const std::string& b, const Dataset& view, int64_t k, const CaseKey& key,
                 const CellPlan& plan, std::map<CaseKey, Samples>& interleaved, std::optional<BenchCase>& auto_case);
   Samples measure(KnnBackend& backend, const Dataset& view, const KnnParams& p, bool long_case);
@@ -361,10 +361,14 @@ void BenchRun::measure_gemm_rate() {
   if (uses_gpu && sgemm_size > 0 && backend_available("gpu")) {
     const gpu::SgemmRate r = gpu::measure_sgemm(gpu0, sgemm_size, sgemm_size, sgemm_size, 10);
     sgemm_tflops_ = r.tflops;
-    out_["sgemm"] = {{"device", r.device},       {"device_name", gpu::device_name(r.device)},
-                     {"m", r.m},                 {"n", r.n},
-                     {"k", r.k},                 {"median_s", r.median_s},
-                     {"tflops", r.tflops},       {"math_mode", r.math_mode},
+    out_["sgemm"] = {{"device", r.device},
+                     {"device_name", gpu::device_name(r.device)},
+                     {"m", r.m},
+                     {"n", r.n},
+                     {"k", r.k},
+                     {"median_s", r.median_s},
+                     {"tflops", r.tflops},
+                     {"math_mode", r.math_mode},
                      {"layout", "C = A^T B, float32, cuBLAS"}};
     std::printf("cuBLAS SGEMM %lldx%lldx%lld on GPU %d: %.2f TFLOP/s (%s math)\n", static_cast<long long>(r.m),
                 static_cast<long long>(r.n), static_cast<long long>(r.k), gpu0, r.tflops, r.math_mode.c_str());
@@ -410,7 +414,8 @@ void BenchRun::run_backend(const std::string& b) {
     KnnParams asked = o_.base;
     asked.select = o_.select_arg;  // as given: one name, a list or "all"
     asked.precision = std::find(o_.precisions.begin(), o_.precisions.end(), "fast-exact") != o_.precisions.end()
-                          ? "fast-exact" : "exact";
+                          ? "fast-exact"
+                          : "exact";
     note_ignored_gpu_options(asked, "cpu");
     bsel = {"auto"};
     bprec = {"exact"};
@@ -466,8 +471,7 @@ std::map<CaseKey, Samples> BenchRun::run_interleaved(KnnBackend& backend, const 
       Samples& sm = interleaved[key];
       double sum = 0;
       for (double t : sm.totals) sum += t;
-      if (!sm.error.empty() ||
-          !(round < o_.warmup + o_.repeats || (sum < o_.min_time_s && sm.totals.size() < 100)))
+      if (!sm.error.empty() || !(round < o_.warmup + o_.repeats || (sum < o_.min_time_s && sm.totals.size() < 100)))
         continue;
       any = true;
       KnnParams p = o_.base;
@@ -503,8 +507,8 @@ Samples BenchRun::measure(KnnBackend& backend, const Dataset& view, const KnnPar
   const int case_warmup = long_case ? 0 : o_.warmup, case_repeats = long_case ? 1 : o_.repeats;
   Samples sm;
   double measured_s = 0;
-  for (int r = 0; r < case_warmup + case_repeats || (!long_case && measured_s < o_.min_time_s && sm.totals.size() < 100);
-       ++r) {
+  for (int r = 0;
+       r < case_warmup + case_repeats || (!long_case && measured_s < o_.min_time_s && sm.totals.size() < 100); ++r) {
     sm.last = KnnGraph{};  // the previous result's memory back before the next build
     auto t0 = std::chrono::steady_clock::now();
     sm.last = backend.build(view, p, progress_);
@@ -517,8 +521,8 @@ Samples BenchRun::measure(KnnBackend& backend, const Dataset& view, const KnnPar
   return sm;
 }
 
-void BenchRun::run_case(KnnBackend& backend, const std::string& b, const Dataset& view, int64_t k,
-                        const CaseKey& key, const CellPlan& plan, std::map<CaseKey, Samples>& interleaved,
+void BenchRun::run_case(KnnBackend& backend, const std::string& b, const Dataset& view, int64_t k, const CaseKey& key,
+                        const CellPlan& plan, std::map<CaseKey, Samples>& interleaved,
                         std::optional<BenchCase>& auto_case) {
   const auto& [s, prec] = key;
   KnnParams p = o_.base;
@@ -537,8 +541,8 @@ void BenchRun::run_case(KnnBackend& backend, const std::string& b, const Dataset
   if (ps >= 0) c.predicted_s = ps;
   if (plan.skips(s, o_.case_limit_s)) {
     char why[160];
-    std::snprintf(why, sizeof why, "predicted %.1f s > --case-limit-s %.0f and > 1.15 x the best prediction %.1f s",
-                  ps, o_.case_limit_s, plan.best_pred);
+    std::snprintf(why, sizeof why, "predicted %.1f s > --case-limit-s %.0f and > 1.15 x the best prediction %.1f s", ps,
+                  o_.case_limit_s, plan.best_pred);
     c.skipped = why;
     out_["cases"].push_back(c.to_json());
     std::printf("%-6s %-8s %-8s %-10s %9lld %6lld %6d %-10s %12s  (skipped: %s)\n", b.c_str(), s.c_str(), "-",
@@ -555,9 +559,9 @@ void BenchRun::run_case(KnnBackend& backend, const std::string& b, const Dataset
     const double med = same.median_wall_s;
     auto cell = std::make_pair(view.rows(), k);
     if (!best_.count(cell) || med < best_[cell].first) best_[cell] = {med, s};
-    std::printf("%-6s %-8s %-8s %-10s %9lld %6lld %6d %-10s %12.4f  (the auto run above)\n", b.c_str(),
-                s.c_str(), s.c_str(), prec.c_str(), static_cast<long long>(view.rows()),
-                static_cast<long long>(view.cols()), p.k, to_string(p.metric).c_str(), med);
+    std::printf("%-6s %-8s %-8s %-10s %9lld %6lld %6d %-10s %12.4f  (the auto run above)\n", b.c_str(), s.c_str(),
+                s.c_str(), prec.c_str(), static_cast<long long>(view.rows()), static_cast<long long>(view.cols()), p.k,
+                to_string(p.metric).c_str(), med);
     return;
   }
   const bool long_case = ps > o_.long_case_s;
@@ -577,8 +581,8 @@ void BenchRun::run_case(KnnBackend& backend, const std::string& b, const Dataset
   } catch (const Error& e) {
     c.error = e.what();
     out_["cases"].push_back(c.to_json());
-    std::printf("%-6s %-8s %-8s %-10s %9lld %6lld %6d %-10s %12s  (%s)\n", b.c_str(), s.c_str(), "-",
-                prec.c_str(), static_cast<long long>(view.rows()), static_cast<long long>(view.cols()), p.k,
+    std::printf("%-6s %-8s %-8s %-10s %9lld %6lld %6d %-10s %12s  (%s)\n", b.c_str(), s.c_str(), "-", prec.c_str(),
+                static_cast<long long>(view.rows()), static_cast<long long>(view.cols()), p.k,
                 to_string(p.metric).c_str(), "-", e.what());
     return;
   }
@@ -667,8 +671,12 @@ void BenchRun::compare_cases() {
     for (auto& [key, m] : by_precision_)
       if (m.count("exact") && m.count("fast-exact")) {
         const double r = m["exact"] / m["fast-exact"];
-        ratios.push_back({{"n", std::get<0>(key)}, {"k", std::get<1>(key)}, {"select", std::get<2>(key)},
-                          {"exact_s", m["exact"]}, {"fast_exact_s", m["fast-exact"]}, {"speedup", r}});
+        ratios.push_back({{"n", std::get<0>(key)},
+                          {"k", std::get<1>(key)},
+                          {"select", std::get<2>(key)},
+                          {"exact_s", m["exact"]},
+                          {"fast_exact_s", m["fast-exact"]},
+                          {"speedup", r}});
         std::printf("fast-exact speed-up n=%lld k=%lld: %.2fx\n", static_cast<long long>(std::get<0>(key)),
                     static_cast<long long>(std::get<1>(key)), r);
       }

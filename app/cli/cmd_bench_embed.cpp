@@ -102,20 +102,17 @@ struct BenchEmbedOptions {
 
 BenchEmbedOptions parse_bench_embed_options(int argc, char** argv) {
   Args a("bench embed", "Time the diffusion-map eigensolve and re-embedding on a generated manifold.",
-         {value("-n", "N", "points", "100000"),
-          value("-k,--k", "K", "neighbours per point", "20"),
+         {value("-n", "N", "points", "100000"), value("-k,--k", "K", "neighbours per point", "20"),
           value("--manifold", "swiss-roll|torus", "the generated manifold", "swiss-roll"),
           value("--noise", "SIGMA", "Gaussian noise added to the points", "0.05"),
           value("--seed", "S", "random seed", "1"),
           value("--components", "M", "diffusion coordinates", "eigenpairs - 1"),
-          value("--eigenpairs", "P", "eigenpairs solved for", "10"),
-          value("--repeats", "R", "measured runs", "5"),
+          value("--eigenpairs", "P", "eigenpairs solved for", "10"), value("--repeats", "R", "measured runs", "5"),
           value("--tolerance", "TOL", "eigensolver: relative residual per eigenvalue", "1e-10"),
           value("--ncv", "NCV", "Lanczos basis size (0: chosen)", "0"),
           value("--threads", "T", "CPU threads (0: every core)", "0"),
           value("--graph", "DIR", "keep the k-NN graph here and reuse it"),
-          value("--matrix", "DIR", "write the matrix as CSR arrays for SciPy"),
-          value("--json", "FILE", "the results"),
+          value("--matrix", "DIR", "write the matrix as CSR arrays for SciPy"), value("--json", "FILE", "the results"),
           value("--reembed-k", "K'", "the new k' of the re-embedding", "3/4 of K"),
           value("--only", "all|eigensolve|reembed|device", "what to time", "all"),
           value("--eigensolver", "auto|cpu|gpu", "where the solves run", "auto")},
@@ -191,10 +188,11 @@ nlohmann::json time_cpu_eigensolve(const BenchEmbedOptions& o, const DiffusionMa
     last = top_eigenpairs(m, o.pairs, eigen_options(p, check), progress);
     runs.push_back(seconds_since(t0));
   }
-  std::printf("eigensolve (%d pairs, tol %g, ncv %d, %s): median %.4f s over %d runs, %lld mat-vecs, "
-              "max residual %.2e\n",
-              o.pairs, p.tolerance, last.ncv, check ? "with lock check" : "Spectra alone", median(runs), o.repeats,
-              static_cast<long long>(last.matvecs), last.max_residual);
+  std::printf(
+      "eigensolve (%d pairs, tol %g, ncv %d, %s): median %.4f s over %d runs, %lld mat-vecs, "
+      "max residual %.2e\n",
+      o.pairs, p.tolerance, last.ncv, check ? "with lock check" : "Spectra alone", median(runs), o.repeats,
+      static_cast<long long>(last.matvecs), last.max_residual);
   std::fflush(stdout);
   return {{"eigenpairs", o.pairs},
           {"tolerance", p.tolerance},
@@ -229,11 +227,13 @@ nlohmann::json time_device_eigensolve(const BenchEmbedOptions& o, const DeviceEi
   double max_diff = 0;
   if (!cpu.is_null())
     for (int c = 0; c < o.pairs; ++c)
-      max_diff = std::max(max_diff, std::abs(last.values[static_cast<size_t>(c)] - cpu["eigenvalues"][c].get<double>()));
-  std::printf("eigensolve on the device (%d pairs, tol %g, block %d): median %.4f s over %d runs, %lld mat-vecs "
-              "in blocks, max residual %.2e, eigenvalues to %.1e of the CPU's\n",
-              o.pairs, p.tolerance, last.ncv, median(runs), o.repeats, static_cast<long long>(last.matvecs),
-              last.max_residual, max_diff);
+      max_diff = std::max(max_diff,
+                          std::abs(last.values[static_cast<size_t>(c)] - cpu["eigenvalues"][c].get<double>()));
+  std::printf(
+      "eigensolve on the device (%d pairs, tol %g, block %d): median %.4f s over %d runs, %lld mat-vecs "
+      "in blocks, max residual %.2e, eigenvalues to %.1e of the CPU's\n",
+      o.pairs, p.tolerance, last.ncv, median(runs), o.repeats, static_cast<long long>(last.matvecs), last.max_residual,
+      max_diff);
   std::fflush(stdout);
   return {{"method", device.method},
           {"eigenpairs", o.pairs},
@@ -302,13 +302,14 @@ nlohmann::json stages(const DiffusionResult& r) {
 
 void print_rediffuse(const char* name, const std::vector<double>& runs, const DiffusionResult& r,
                      const nlohmann::json& agree) {
-  std::printf("  %s: median %.4f s, %d iterations, %lld mat-vecs, %lld V-cycles, residual %.1e (%s), "
-              "worst cos to the full solve %.10f, eigenvalues to %.1e\n",
-              name, median(runs), r.solver.value("iterations", 0),
-              static_cast<long long>(r.solver.value("matvecs", int64_t{0})),
-              static_cast<long long>(r.solver.value("preconditioner_applies", int64_t{0})),
-              r.solver.value("max_residual", 0.0), r.solver.value("converged", false) ? "converged" : "not converged",
-              agree["worst_abs_cos_to_full"].get<double>(), agree["max_eigenvalue_difference_to_full"].get<double>());
+  std::printf(
+      "  %s: median %.4f s, %d iterations, %lld mat-vecs, %lld V-cycles, residual %.1e (%s), "
+      "worst cos to the full solve %.10f, eigenvalues to %.1e\n",
+      name, median(runs), r.solver.value("iterations", 0),
+      static_cast<long long>(r.solver.value("matvecs", int64_t{0})),
+      static_cast<long long>(r.solver.value("preconditioner_applies", int64_t{0})), r.solver.value("max_residual", 0.0),
+      r.solver.value("converged", false) ? "converged" : "not converged", agree["worst_abs_cos_to_full"].get<double>(),
+      agree["max_eigenvalue_difference_to_full"].get<double>());
 }
 
 /// Re-embedding after a new k' or epsilon on the same graph: the full solve
@@ -330,20 +331,26 @@ nlohmann::json time_reembed(const KnnGraph& g, const DiffusionParams& q, const D
     std::printf("    of which its 1e-6 iterate shown (RediffusePreview) at median %.4f s\n", median(r.shown_s));
   print_rediffuse("rediffuse to 1e-6", r.preview_s, r.preview, ap);
   std::fflush(stdout);
-  nlohmann::json jw = {{"runs_s", r.warm_s}, {"median_s", median(r.warm_s)}, {"stages_s", stages(r.warm)},
+  nlohmann::json jw = {{"runs_s", r.warm_s},
+                       {"median_s", median(r.warm_s)},
+                       {"stages_s", stages(r.warm)},
                        {"solver", r.warm.solver}};
   if (!r.shown_s.empty()) jw["iterate_1e-6_shown"] = {{"runs_s", r.shown_s}, {"median_s", median(r.shown_s)}};
   jw.update(aw);
-  nlohmann::json jp = {{"tolerance", q6.tolerance}, {"runs_s", r.preview_s}, {"median_s", median(r.preview_s)},
-                       {"stages_s", stages(r.preview)}, {"solver", r.preview.solver}};
+  nlohmann::json jp = {{"tolerance", q6.tolerance},
+                       {"runs_s", r.preview_s},
+                       {"median_s", median(r.preview_s)},
+                       {"stages_s", stages(r.preview)},
+                       {"solver", r.preview.solver}};
   jp.update(ap);
-  return nlohmann::json{{"k", r.full.k},
-                        {"epsilon", r.full.epsilon},
-                        {"components", q.components},
-                        {"full", {{"runs_s", r.full_s}, {"median_s", median(r.full_s)}, {"stages_s", stages(r.full)},
-                                  {"solver", r.full.solver}}},
-                        {"warm", jw},
-                        {"warm_1e-6", jp}};
+  return nlohmann::json{
+      {"k", r.full.k},
+      {"epsilon", r.full.epsilon},
+      {"components", q.components},
+      {"full",
+       {{"runs_s", r.full_s}, {"median_s", median(r.full_s)}, {"stages_s", stages(r.full)}, {"solver", r.full.solver}}},
+      {"warm", jw},
+      {"warm_1e-6", jp}};
 }
 
 }  // namespace
@@ -353,9 +360,9 @@ int cmd_bench_embed(int argc, char** argv) {
   const DiffusionParams& p = o.diffusion;
   // The device eigensolver, timed beside the CPU's when there is one (auto)
   // or asked for (gpu); rediffuse and diffusion_map below follow p.eigensolver.
-  const DeviceEigensolver* device =
-      p.eigensolver != "cpu" && device_eigensolver() && device_eigensolver()->available() ? device_eigensolver()
-                                                                                          : nullptr;
+  const DeviceEigensolver* device = p.eigensolver != "cpu" && device_eigensolver() && device_eigensolver()->available()
+                                        ? device_eigensolver()
+                                        : nullptr;
   install_cancel_on_signal();
   TerminalProgress sink(stderr, true);
   Progress progress(&sink, &cancel_flag());
@@ -365,7 +372,10 @@ int cmd_bench_embed(int argc, char** argv) {
 
   const auto t = Clock::now();
   const DiffusionMatrix m = diffusion_matrix(g, p, progress);
-  out["matrix"] = {{"n", m.n}, {"nnz", m.nnz()}, {"epsilon", m.epsilon}, {"components", m.graph_components},
+  out["matrix"] = {{"n", m.n},
+                   {"nnz", m.nnz()},
+                   {"epsilon", m.epsilon},
+                   {"components", m.graph_components},
                    {"build_s", seconds_since(t)}};
   if (!o.matrix_dir.empty()) write_matrix(o.matrix_dir, m);
 
@@ -380,8 +390,8 @@ int cmd_bench_embed(int argc, char** argv) {
     out["eigensolve_without_lock_check"] = time_cpu_eigensolve(o, m, false, progress);
   }
   if (o.only != "reembed" && device)
-    out["eigensolve_device"] =
-        time_device_eigensolve(o, *device, m, out.value("eigensolve", nlohmann::json()), progress);
+    out["eigensolve_device"] = time_device_eigensolve(o, *device, m, out.value("eigensolve", nlohmann::json()),
+                                                      progress);
   if (o.only == "eigensolve" || o.only == "device") {
     if (!o.json_path.empty()) write_text_file(o.json_path, out.dump(2) + "\n");
     return 0;

@@ -77,13 +77,16 @@ int cmd_cluster(int argc, char** argv) {
   const int total = c.clusters, separate = c.graph_components, m = c.coordinates;
   nlohmann::json gaps = nlohmann::json::array();
   for (int k = 2; k <= std::min<int>(max_clusters, static_cast<int>(e.eigenvalues.size()) - 1); ++k)
-    gaps.push_back({{"clusters", k}, {"gap", e.eigenvalues[static_cast<size_t>(k - 1)] - e.eigenvalues[static_cast<size_t>(k)]}});
+    gaps.push_back({{"clusters", k},
+                    {"gap", e.eigenvalues[static_cast<size_t>(k - 1)] - e.eigenvalues[static_cast<size_t>(k)]}});
   const nlohmann::json meta = {{"format", "manifold-clusters"},
                                {"version", 1},
                                {"embedding", fs::absolute(dir).lexically_normal().string()},
                                {"method", "k-means, k-means++ seeding, best of restarts by inertia"},
                                {"clusters", total},
-                               {"clusters_from", !estimated ? "--clusters" : separate > 1 ? "graph components" : "eigengap"},
+                               {"clusters_from", !estimated     ? "--clusters"
+                                                 : separate > 1 ? "graph components"
+                                                                : "eigengap"},
                                {"graph_components", separate},
                                {"kmeans_clusters", c.kmeans_clusters},
                                {"eigengaps", gaps},
@@ -94,8 +97,9 @@ int cmd_cluster(int argc, char** argv) {
                                {"inertia", c.inertia},
                                {"points", n},
                                {"points_clustered", e.n},
-                               {"labels", "FILE.npy: int32 per data point; 0..K-1 (k-means clusters of the embedded "
-                                          "component, then one per other graph component), -1 = left out"}};
+                               {"labels",
+                                "FILE.npy: int32 per data point; 0..K-1 (k-means clusters of the embedded "
+                                "component, then one per other graph component), -1 = left out"}};
   const fs::path p(out);
   OutputTransaction tx(p.has_parent_path() ? p.parent_path().string() : ".");
   const std::string base = p.filename().string();
@@ -104,7 +108,10 @@ int cmd_cluster(int argc, char** argv) {
   tx.commit();
   if (!a.has("--quiet")) {
     std::printf("%d clusters (%s) of %lld points, sizes", total,
-                !estimated ? "given" : separate > 1 ? "graph components" : "eigengap", static_cast<long long>(n));
+                !estimated     ? "given"
+                : separate > 1 ? "graph components"
+                               : "eigengap",
+                static_cast<long long>(n));
     for (int64_t s : sizes) std::printf(" %lld", static_cast<long long>(s));
     if (c.kmeans_clusters > 1) std::printf("; k-means on dc1..dc%d", m);
     std::printf(" -> %s\n", out.c_str());

@@ -20,8 +20,7 @@ namespace fs = std::filesystem;
 
 int cmd_info(int argc, char** argv) {
   Args a("info", "Dataset facts: N, d, type, value range, the mask knn would apply.",
-         {value("--dataset", "PATH", "the dataset inside an HDF5/CXI file")}, argc, argv, 2,
-         {{"DATA", "the dataset"}});
+         {value("--dataset", "PATH", "the dataset inside an HDF5/CXI file")}, argc, argv, 2, {{"DATA", "the dataset"}});
   ReadOptions ro;
   ro.hdf5_dataset = a.str("--dataset");
   Dataset ds = load_dataset(a.one_positional("DATA"), ro);
@@ -125,7 +124,8 @@ int cmd_knn(int argc, char** argv) {
     const int64_t fallback = g.extra.value("fallback_rows", int64_t{0});
     const int64_t rescanned = g.extra.value("rescanned_rows", int64_t{0});
     if (fallback > 0 || rescanned > 0)
-      std::fprintf(stderr, "note: %lld rows rescanned and %lld rows ranked by a full exact scan (dense neighbourhoods)\n",
+      std::fprintf(stderr,
+                   "note: %lld rows rescanned and %lld rows ranked by a full exact scan (dense neighbourhoods)\n",
                    static_cast<long long>(rescanned), static_cast<long long>(fallback));
     if (!mask.empty()) std::printf("%s\n", mask_summary(mask).c_str());
     std::printf("k-NN graph: N=%lld d=%lld k=%d metric=%s backend=%s strategy=%s in %.3f s -> %s\n",

@@ -102,8 +102,8 @@ GraphInput load_with_transform(const Session& s, Progress& progress, StepClock& 
 /// Every file `run` writes (the demo: the patterns too): a folder holding
 /// anything else is refused before the long work, unless --overwrite.
 std::vector<std::string> run_files(bool demo) {
-  std::vector<std::string> names = {"indices.npy",   "distances.npy", "graph.json",     "eigenvalues.npy",
-                                    "embedding.npy", "point_index.npy", "embedding.csv", "embedding.vtp",
+  std::vector<std::string> names = {"indices.npy",    "distances.npy",   "graph.json",    "eigenvalues.npy",
+                                    "embedding.npy",  "point_index.npy", "embedding.csv", "embedding.vtp",
                                     "embedding.json", "session.json"};
   if (demo) names.insert(names.end(), {"patterns.npy", "patterns.angles.npy", "patterns.json"});
   return names;
@@ -231,7 +231,9 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
   clock.lap("write session");
   Timings written;
   write_embedding_files(tx, r.embedding, dp, graph_metadata(r.graph),
-                        {{"data", "patterns.npy"}, {"transform", "anscombe"}, {"demo", demo},
+                        {{"data", "patterns.npy"},
+                         {"transform", "anscombe"},
+                         {"demo", demo},
                          {"command_timings_s", clock.json()}},
                         &metadata, &written);
   clock.add(written);
@@ -239,9 +241,10 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
   clock.lap("commit");
   report_warnings(r.embedding);
   if (!quiet) {
-    std::printf("demo: %lld diffraction patterns %dx%d of %s (%zu atoms) rotated about %s, Poisson noise %g photons/pattern\n",
-                static_cast<long long>(d.count), d.size, d.size, mol.id.empty() ? mol.source.c_str() : mol.id.c_str(),
-                mol.atoms.size(), sp.axis.c_str(), sp.photons);
+    std::printf(
+        "demo: %lld diffraction patterns %dx%d of %s (%zu atoms) rotated about %s, Poisson noise %g photons/pattern\n",
+        static_cast<long long>(d.count), d.size, d.size, mol.id.empty() ? mol.source.c_str() : mol.id.c_str(),
+        mol.atoms.size(), sp.axis.c_str(), sp.photons);
     std::printf("k-NN graph: k=%d backend=%s in %.3f s\n", r.graph.k, r.graph.backend.c_str(), r.knn_s);
     print_summary(r.embedding, dp, out);
     print_metadata_summary(r.embedding, metadata);
@@ -265,14 +268,13 @@ int cmd_run(int argc, char** argv) {
                 flag("--demo", "the built-in demo: simulated diffraction of a molecule rotated about one axis"),
                 value("--session", "FILE", "reproduce a saved session (GUI or CLI)"),
                 value("--pdb", "FILE|ID", "--demo: the molecule, a PDB file or id", "1ubq"),
-                value("--count", "N", "--demo: patterns", "2000"),
-                value("--size", "S", "--demo: S x S pixels", "32"),
+                value("--count", "N", "--demo: patterns", "2000"), value("--size", "S", "--demo: S x S pixels", "32"),
                 value("--axis", "x|y|z", "--demo: the rotation axis (z: the beam)", "x"),
                 value("--photons", "P", "--demo: mean photons per pattern", "1e5"),
                 value("--seed", "S", "--demo: random seed", "1"),
                 value("--q-max", "Q", "--demo: 1/Angstrom at the middle of the detector's edge", "0.6")});
-  Args a("run", "The k-NN graph, then its diffusion map: from DATA, the demo (--demo) or a session (--session).",
-         specs, argc, argv, 2, {{"DATA", "the dataset (not with --demo or --session)"}});
+  Args a("run", "The k-NN graph, then its diffusion map: from DATA, the demo (--demo) or a session (--session).", specs,
+         argc, argv, 2, {{"DATA", "the dataset (not with --demo or --session)"}});
   const std::vector<std::string> metadata_specs = a.values("--metadata");
   const bool demo = a.has("--demo"), session = a.has("--session");
   if (demo && session) throw UsageError("run: --demo and --session exclude each other");

@@ -36,14 +36,14 @@ int cmd_simulate(int argc, char** argv) {
   const DiffractionParams defaults;
   Args a("simulate diffraction", "Diffraction patterns of a molecule in random or rotating orientations.",
          {value("--pdb", "FILE|ID", "the molecule: a PDB file, or the id of a packaged structure (1ubq)"),
-          value("--count", "N", "patterns"),
-          value("--size", "S", "S x S pixels", std::to_string(defaults.size)),
+          value("--count", "N", "patterns"), value("--size", "S", "S x S pixels", std::to_string(defaults.size)),
           value("--axis", "x|y|z|random", "the rotation axis (z: the beam; random: uniform in SO(3))", defaults.axis),
           value("--photons", "P", "mean photons per pattern (0: no noise)", "1e5"),
           value("--seed", "S", "random seed", "1"),
           value("--q-max", "Q", "1/Angstrom at the middle of the detector's edge", "0.6"),
           value("--threads", "T", "CPU threads (0: every core)", "0"),
-          value("--mix", "blank=F,single=F,double=F", "fractions of blank, single and double hits (default: all single)"),
+          value("--mix", "blank=F,single=F,double=F",
+                "fractions of blank, single and double hits (default: all single)"),
           value("--background", "P", "mean background photons per pattern", "0"),
           value("--fluence-jitter", "J", "relative shot-to-shot spread of the fluence", "0"),
           value("--hot-pixels", "N", "pixels far brighter than any, with their mask", "0"),
@@ -52,14 +52,17 @@ int cmd_simulate(int argc, char** argv) {
           value("-o,--output", "FILE.npy|FILE.cxi", "the patterns, with the ground truth beside them or inside"),
           flag("--quiet,-q", "no progress and no summary")},
          argc, argv, help ? 2 : 3);
-  if (!a.positionals().empty()) throw UsageError("simulate diffraction: unexpected argument '" + a.positionals()[0] + "'");
-  if (!a.has("--pdb")) throw UsageError("simulate diffraction: missing --pdb FILE (e.g. --pdb 1ubq with freesasa installed)");
+  if (!a.positionals().empty())
+    throw UsageError("simulate diffraction: unexpected argument '" + a.positionals()[0] + "'");
+  if (!a.has("--pdb"))
+    throw UsageError("simulate diffraction: missing --pdb FILE (e.g. --pdb 1ubq with freesasa installed)");
   if (!a.has("--count")) throw UsageError("simulate diffraction: missing --count N");
   if (!a.has("-o")) throw UsageError("simulate diffraction: missing -o FILE.npy|FILE.cxi");
   const std::string out = a.str("-o");
   if (!(out.size() > 4 && (out.ends_with(".npy") || out.ends_with(".cxi"))))
     throw UsageError("-o " + out + ": the output must end in .npy or .cxi");
-  if (std::filesystem::is_directory(out)) throw UsageError(out + ": is a folder (-o names the .npy or .cxi file to write)");
+  if (std::filesystem::is_directory(out))
+    throw UsageError(out + ": is a folder (-o names the .npy or .cxi file to write)");
   DiffractionParams p;
   p.count = a.integer("--count", 0, 1, INT64_MAX);
   p.size = static_cast<int>(a.integer("--size", p.size, 2, 4096));
@@ -93,8 +96,10 @@ int cmd_simulate(int argc, char** argv) {
     std::printf("simulated %lld patterns %dx%d of %s (%zu atoms), axis %s, %s in %.2f s -> %s (%s)\n",
                 static_cast<long long>(d.count), d.size, d.size, mol.id.empty() ? mol.source.c_str() : mol.id.c_str(),
                 mol.atoms.size(), p.axis.c_str(),
-                p.photons > 0 ? ("Poisson noise, " + std::to_string(static_cast<long long>(p.photons)) + " photons/pattern").c_str()
-                              : "no noise",
+                p.photons > 0
+                    ? ("Poisson noise, " + std::to_string(static_cast<long long>(p.photons)) + " photons/pattern")
+                          .c_str()
+                    : "no noise",
                 d.metadata.value("seconds", 0.0), out.c_str(), truth.c_str());
   }
   return 0;

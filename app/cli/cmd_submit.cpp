@@ -54,7 +54,8 @@ int cmd_submit(int argc, char** argv) {
   cluster::FollowOptions fo;
   fo.on_status = [quiet](const cluster::Job& j, const cluster::JobStatus& st) {
     if (quiet || st.finished()) return;
-    std::string line = "job " + j.id() + ": " + (st.queue_state.empty() ? cluster::to_string(st.state) : st.queue_state);
+    std::string line = "job " + j.id() + ": " +
+                       (st.queue_state.empty() ? cluster::to_string(st.state) : st.queue_state);
     if (!st.reason.empty()) line += " (" + st.reason + ")";
     if (!st.nodes.empty() && st.state == cluster::JobState::Running) line += " on " + st.nodes;
     std::fprintf(stderr, "%s%s\n", isatty(fileno(stderr)) ? "\r\033[K" : "", line.c_str());

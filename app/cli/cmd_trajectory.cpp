@@ -58,7 +58,8 @@ DataSource find_data(const Args& a, const std::string& dir) {
     }
   }
   if (s.path.empty())
-    throw UsageError(dir + ": neither session.json nor embedding.json names the data it was made from; give --data FILE");
+    throw UsageError(dir +
+                     ": neither session.json nor embedding.json names the data it was made from; give --data FILE");
   if (!fs::exists(s.path))
     throw UsageError(s.recorded_in + ": its data " + s.path + " does not exist; give --data FILE");
   return s;
@@ -123,8 +124,7 @@ int cmd_trajectory(int argc, char** argv) {
           flag("--log", "contrast on log(1 + v - min)"),
           value("--data", "FILE", "the images (default: the data the folder's session.json or embedding.json names)"),
           value("--dataset", "PATH", "the dataset inside an HDF5/CXI file"),
-          value("--threads", "T", "CPU threads (0: every core)", "0"),
-          flag("--quiet", "no progress and no summary"),
+          value("--threads", "T", "CPU threads (0: every core)", "0"), flag("--quiet", "no progress and no summary"),
           value("-o", "movie.gif|movie.mp4|FOLDER", "the movie, or a new folder of PNG frames")},
          argc, argv, 2, {{"EMBEDDINGDIR", "the embedding folder"}});
   const std::string dir = a.one_positional("EMBEDDINGDIR");
@@ -170,8 +170,8 @@ int cmd_trajectory(int argc, char** argv) {
                      " has " + std::to_string(data.rows()) + " rows, the embedding was made from " +
                      std::to_string(graph_points));
 
-  const TrajectoryFrames frames =
-      compute_frames(data, std::move(binned), order.description, progress, static_cast<int>(a.integer("--threads", 0, 0, 4096)));
+  const TrajectoryFrames frames = compute_frames(data, std::move(binned), order.description, progress,
+                                                 static_cast<int>(a.integer("--threads", 0, 0, 4096)));
   const GreyFrames grey = render_frames(frames, movie);
   progress.check_cancel();
   const std::string codec = write_movie(out, format, grey, movie.fps, trajectory_metadata(frames, grey, movie.fps));
@@ -181,9 +181,10 @@ int cmd_trajectory(int argc, char** argv) {
       fewest = std::min(fewest, b.rows.size());
       most = std::max(most, b.rows.size());
     }
-    std::printf("trajectory: %zu frames of %d x %d (%s, %zu to %zu images each, contrast %.6g..%.6g) -> %s (%s, %g fps)\n",
-                grey.count, grey.width, grey.height, order.description.c_str(), fewest, most, grey.low, grey.high,
-                out.c_str(), codec.c_str(), movie.fps);
+    std::printf(
+        "trajectory: %zu frames of %d x %d (%s, %zu to %zu images each, contrast %.6g..%.6g) -> %s (%s, %g fps)\n",
+        grey.count, grey.width, grey.height, order.description.c_str(), fewest, most, grey.low, grey.high, out.c_str(),
+        codec.c_str(), movie.fps);
   }
   return 0;
 }

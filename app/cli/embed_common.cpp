@@ -21,24 +21,34 @@ std::vector<OptionSpec> diffusion_option_specs(const std::string& k_option) {
   return {value(k_option, "K'", "neighbours per point the kernel uses, at most the graph's k (0: all)", "0"),
           value("--epsilon", "auto|median|VALUE",
                 "the kernel's scale: the median of the scaled K'-th distances, auto (Berry-Giannakis-Harlim) "
-                "or a positive number", "median"),
-          value("--alpha", "A", "alpha-normalisation in [0, 1]: 0 graph Laplacian, 0.5 Fokker-Planck, "
-                                "1 Laplace-Beltrami", "1"),
+                "or a positive number",
+                "median"),
+          value("--alpha", "A",
+                "alpha-normalisation in [0, 1]: 0 graph Laplacian, 0.5 Fokker-Planck, "
+                "1 Laplace-Beltrami",
+                "1"),
           value("--components", "M", "diffusion coordinates to compute", "10"),
           value("--t", "T", "diffusion time, >= 0", "1"),
-          value("--symmetrize", "or|and|average", "an edge where either, both or (weighted) one of the two "
-                                                  "points lists the other", "or"),
-          value("--local-scaling", "auto|0|J", "sigma_i = the distance to the J-th neighbour; auto: J = min(7, K'); "
-                                               "0: off", "auto"),
+          value("--symmetrize", "or|and|average",
+                "an edge where either, both or (weighted) one of the two "
+                "points lists the other",
+                "or"),
+          value("--local-scaling", "auto|0|J",
+                "sigma_i = the distance to the J-th neighbour; auto: J = min(7, K'); "
+                "0: off",
+                "auto"),
           value("--tolerance", "TOL", "eigensolver: relative residual per eigenvalue", "1e-10"),
           value("--ncv", "NCV", "Lanczos basis size (0: chosen from M)", "0"),
           flag("--no-lock-check", "skip the search for eigenvalues missed because they repeat"),
-          value("--eigensolver", "auto|cpu|gpu", "where the eigensolve runs (auto: the GPU for large graphs when "
-                                                 "there is one)", "auto"),
+          value("--eigensolver", "auto|cpu|gpu",
+                "where the eigensolve runs (auto: the GPU for large graphs when "
+                "there is one)",
+                "auto"),
           value("--max-matvecs", "N", "eigensolve budget: products with the matrix", "20000"),
           value("--time-limit", "SECONDS", "eigensolve budget in seconds (0: none)", "0"),
-          repeated("--metadata", "FILE[:COLUMN]", "per-point columns to correlate with the coordinates and write "
-                                                  "beside them; repeatable (see manifold --help)")};
+          repeated("--metadata", "FILE[:COLUMN]",
+                   "per-point columns to correlate with the coordinates and write "
+                   "beside them; repeatable (see manifold --help)")};
 }
 
 DiffusionParams diffusion_params_from(const Args& a, const std::string& k_option, DiffusionParams p) {

@@ -71,12 +71,18 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "-n") o.n = std::stoll(v);
-    else if (a == "-d") o.d = std::stoll(v);
-    else if (a == "-k") o.k = std::stoi(v);
-    else if (a == "-m") o.m = std::stoi(v);
-    else if (a == "--repeats") o.repeats = std::stoi(v);
-    else if (a == "--dir") o.dir = v;
-    else if (a == "--json") o.json = v;
+    else if (a == "-d")
+      o.d = std::stoll(v);
+    else if (a == "-k")
+      o.k = std::stoi(v);
+    else if (a == "-m")
+      o.m = std::stoi(v);
+    else if (a == "--repeats")
+      o.repeats = std::stoi(v);
+    else if (a == "--dir")
+      o.dir = v;
+    else if (a == "--json")
+      o.json = v;
     else {
       std::fprintf(stderr, "bench_io: unknown option %s\n", a.c_str());
       std::exit(2);
@@ -178,7 +184,9 @@ bool time_loads(StepTimer& timer, const std::string& data, double& sink) {
   };
   timer.time("load_warm", nullptr, load_and_touch);
   const bool cold = drop_from_cache(data);
-  if (cold) timer.time("load_cold", [&] { drop_from_cache(data); }, load_and_touch);
+  if (cold)
+    timer.time(
+        "load_cold", [&] { drop_from_cache(data); }, load_and_touch);
   return cold;
 }
 
@@ -186,21 +194,35 @@ bool time_loads(StepTimer& timer, const std::string& data, double& sink) {
 void time_output_files(StepTimer& timer, const fs::path& scratch, const KnnGraph& graph, const DiffusionResult& r) {
   const auto names = coordinate_names(r.m);
   auto file = [&](const char* name) { return (scratch / name).string(); };
-  timer.time("write_indices_npy", nullptr,
-             [&] { npy::write(file("indices.npy"), graph.indices.data(), {graph.n, graph.k}); }, file("indices.npy"));
-  timer.time("write_distances_npy", nullptr,
-             [&] { npy::write(file("distances.npy"), graph.distances.data(), {graph.n, graph.k}); },
-             file("distances.npy"));
-  timer.time("write_embedding_npy", nullptr,
-             [&] { npy::write(file("embedding.npy"), r.coordinates.data(), {r.n, r.m}); }, file("embedding.npy"));
-  timer.time("write_point_index_npy", nullptr,
-             [&] { npy::write(file("point_index.npy"), r.point_index.data(), {r.n}); }, file("point_index.npy"));
-  timer.time("write_csv", nullptr,
-             [&] { write_csv(file("embedding.csv"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names); },
-             file("embedding.csv"));
-  timer.time("write_vtp", nullptr,
-             [&] { write_vtp(file("embedding.vtp"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names); },
-             file("embedding.vtp"));
+  timer.time(
+      "write_indices_npy", nullptr,
+      [&] {
+    npy::write(file("indices.npy"), graph.indices.data(), {graph.n, graph.k});
+      },
+      file("indices.npy"));
+  timer.time(
+      "write_distances_npy", nullptr,
+      [&] {
+    npy::write(file("distances.npy"), graph.distances.data(), {graph.n, graph.k});
+      },
+      file("distances.npy"));
+  timer.time(
+      "write_embedding_npy", nullptr,
+      [&] {
+    npy::write(file("embedding.npy"), r.coordinates.data(), {r.n, r.m});
+      },
+      file("embedding.npy"));
+  timer.time(
+      "write_point_index_npy", nullptr, [&] { npy::write(file("point_index.npy"), r.point_index.data(), {r.n}); },
+      file("point_index.npy"));
+  timer.time(
+      "write_csv", nullptr,
+      [&] { write_csv(file("embedding.csv"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names); },
+      file("embedding.csv"));
+  timer.time(
+      "write_vtp", nullptr,
+      [&] { write_vtp(file("embedding.vtp"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names); },
+      file("embedding.vtp"));
 }
 
 /// The whole result folder as run writes it, then its commit over the
@@ -274,8 +296,13 @@ int main(int argc, char** argv) {
   time_result_folder(timer, result, graph, r);
   time_fsync_and_read(timer, result, sink);
 
-  nlohmann::json out = {{"n", o.n}, {"d", o.d}, {"k", o.k}, {"m", o.m}, {"repeats", o.repeats},
-                        {"threads", hardware_threads()}, {"page_cache_dropped_for_cold_load", cold},
+  nlohmann::json out = {{"n", o.n},
+                        {"d", o.d},
+                        {"k", o.k},
+                        {"m", o.m},
+                        {"repeats", o.repeats},
+                        {"threads", hardware_threads()},
+                        {"page_cache_dropped_for_cold_load", cold},
                         {"steps", timer.results}};
   if (!o.json.empty()) write_text_file(o.json, out.dump(2) + "\n");
   fs::remove_all(scratch);

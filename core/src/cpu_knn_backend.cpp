@@ -141,7 +141,8 @@ CertifyStats certify_lists(const PreparedInput& in, std::vector<TopK> lists, int
   int64_t reevaluated = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (status[static_cast<size_t>(i)] < 0) uncertified.push_back(i);
-    else reevaluated += status[static_cast<size_t>(i)];
+    else
+      reevaluated += status[static_cast<size_t>(i)];
   }
   progress.finish();
   if (!uncertified.empty()) {
@@ -175,7 +176,8 @@ class CpuKnnBackend final : public KnnBackend {
     const std::vector<std::pair<int64_t, int64_t>> tiles = upper_tiles(n);
     // Lists keep k + slack candidates so the certificate can prove the exact
     // ranking from them (manifold/exact/certify.h).
-    if (n >= INT_MAX) throw Error("the CPU backend indexes rows with 32-bit integers: " + std::to_string(n) + " rows is too many");
+    if (n >= INT_MAX)
+      throw Error("the CPU backend indexes rows with 32-bit integers: " + std::to_string(n) + " rows is too many");
     const int64_t others = params.keep_self ? n : n - 1;
     const int capacity = static_cast<int>(std::min<int64_t>(others, int64_t{params.k} + exact::exact_slack(params.k)));
     const auto t1 = std::chrono::steady_clock::now();

@@ -13,8 +13,8 @@ namespace manifold {
 
 Dataset::Dataset(int64_t rows, int64_t cols, std::vector<float> values) : rows_(rows), cols_(cols) {
   if (rows < 0 || cols < 0 || static_cast<int64_t>(values.size()) != rows * cols)
-    throw Error("dataset: " + std::to_string(values.size()) + " values do not form a " +
-                std::to_string(rows) + " x " + std::to_string(cols) + " matrix");
+    throw Error("dataset: " + std::to_string(values.size()) + " values do not form a " + std::to_string(rows) + " x " +
+                std::to_string(cols) + " matrix");
   auto holder = std::make_shared<std::vector<float>>(std::move(values));
   data_ = holder->data();
   owner_ = holder;

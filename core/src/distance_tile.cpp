@@ -37,8 +37,8 @@ void squared_norms(const float* rows, int64_t n, int64_t d, float* norms, int th
   }
 }
 
-void distance_tile(const float* r, const float* norms_r, int64_t rn, const float* c, const float* norms_c,
-                   int64_t cn, int64_t d, float* tile) {
+void distance_tile(const float* r, const float* norms_r, int64_t rn, const float* c, const float* norms_c, int64_t cn,
+                   int64_t d, float* tile) {
   // The dot products in chunks of dot_product_chunk(d) columns, each added
   // to the tile (beta = 1): the rounding error stays that of
   // dot_product_terms(d) summands (exact/error_bound.h) however large d is.
@@ -71,8 +71,7 @@ void offer_to_rows(const float* tile, int64_t rn, int64_t cn, int64_t r0, int64_
   }
 }
 
-void offer_to_columns(const float* tile, int64_t rn, int64_t cn, int64_t r0, int64_t c0, TopK* lists,
-                      bool keep_self) {
+void offer_to_columns(const float* tile, int64_t rn, int64_t cn, int64_t r0, int64_t c0, TopK* lists, bool keep_self) {
   for (int64_t j = 0; j < cn; ++j) {
     TopK& list = lists[j];
     float bound = list.bound();

@@ -58,13 +58,11 @@ KnnGraph read_graph(const std::string& dir) {
   g.indices = npy::read<int64_t>(ipath, &ishape);
   g.distances = npy::read<float>(dpath, &dshape);
   if (ishape.size() != 2) throw Error(ipath + ": expected a 2-D array");
-  if (dshape != ishape)
-    throw Error(dpath + ": shape does not match indices.npy");
+  if (dshape != ishape) throw Error(dpath + ": shape does not match indices.npy");
   g.n = ishape[0];
   g.k = static_cast<int>(ishape[1]);
   try {
-    if (j.value("n", g.n) != g.n || j.value("k", g.k) != g.k)
-      throw Error(jpath + ": n/k disagree with indices.npy");
+    if (j.value("n", g.n) != g.n || j.value("k", g.k) != g.k) throw Error(jpath + ": n/k disagree with indices.npy");
     g.d = j.value("d", int64_t{0});
     // The metric comes from the file, not from an option: name the file.
     const std::string metric = j.value("metric", std::string("euclidean"));

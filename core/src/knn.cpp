@@ -31,10 +31,13 @@ void populate_pages(void* p, size_t bytes) {
   madvise(reinterpret_cast<void*>(a), e - a, MADV_HUGEPAGE);
   const int threads = std::min(4, hardware_threads());
   const uintptr_t chunk = ((e - a) / threads + kHuge - 1) & ~(kHuge - 1);
-  parallel_for(0, threads, threads, [&](int64_t t) {
+  parallel_for(
+      0, threads, threads,
+      [&](int64_t t) {
     const uintptr_t b = a + static_cast<uintptr_t>(t) * chunk;
     if (b < e) madvise(reinterpret_cast<void*>(b), std::min(e, b + chunk) - b, MADV_POPULATE_WRITE);
-  }, 1);
+      },
+      1);
 #else
   (void)p, (void)bytes;
 #endif
@@ -74,14 +77,13 @@ void validate(const KnnParams& p, int64_t n) {
   if (n < 2) throw UsageError("dataset has " + std::to_string(n) + " points; a k-NN graph needs at least 2");
   const int64_t kmax = p.keep_self ? n : n - 1;
   if (p.k < 1 || p.k > kmax)
-    throw UsageError("-k " + std::to_string(p.k) + ": must be between 1 and " + std::to_string(kmax) +
-                     " for " + std::to_string(n) + " points");
+    throw UsageError("-k " + std::to_string(p.k) + ": must be between 1 and " + std::to_string(kmax) + " for " +
+                     std::to_string(n) + " points");
   if (p.precision != "exact" && p.precision != "fast-exact")
     throw UsageError("--precision: unknown value '" + p.precision + "' (exact, fast-exact)");
   static const char* selects[] = {"auto", "warp", "quick", "sort", "heap", "merge", "bitonic"};
   if (std::find(std::begin(selects), std::end(selects), p.select) == std::end(selects))
-    throw UsageError("--select: unknown strategy '" + p.select +
-                     "' (auto, warp, quick, sort, heap, merge, bitonic)");
+    throw UsageError("--select: unknown strategy '" + p.select + "' (auto, warp, quick, sort, heap, merge, bitonic)");
   if (p.threads < 0) throw UsageError("--threads: must be >= 0");
 }
 

@@ -40,13 +40,34 @@ void convert(const char* src, int64_t n, Out* dst) {
 
 template <class T>
 std::string descr_of();
-template <> std::string descr_of<float>() { return "<f4"; }
-template <> std::string descr_of<double>() { return "<f8"; }
-template <> std::string descr_of<int64_t>() { return "<i8"; }
-template <> std::string descr_of<int32_t>() { return "<i4"; }
-template <> std::string descr_of<int16_t>() { return "<i2"; }
-template <> std::string descr_of<uint16_t>() { return "<u2"; }
-template <> std::string descr_of<uint8_t>() { return "|u1"; }
+template <>
+std::string descr_of<float>() {
+  return "<f4";
+}
+template <>
+std::string descr_of<double>() {
+  return "<f8";
+}
+template <>
+std::string descr_of<int64_t>() {
+  return "<i8";
+}
+template <>
+std::string descr_of<int32_t>() {
+  return "<i4";
+}
+template <>
+std::string descr_of<int16_t>() {
+  return "<i2";
+}
+template <>
+std::string descr_of<uint16_t>() {
+  return "<u2";
+}
+template <>
+std::string descr_of<uint8_t>() {
+  return "|u1";
+}
 
 template <class T>
 void write_impl(const std::string& path, const T* data, const std::vector<int64_t>& shape) {
@@ -60,8 +81,7 @@ void write_impl(const std::string& path, const T* data, const std::vector<int64_
     count *= shape[i];
   }
   shape_str += ")";
-  std::string dict = "{'descr': '" + descr_of<T>() + "', 'fortran_order': False, 'shape': " +
-                     shape_str + ", }";
+  std::string dict = "{'descr': '" + descr_of<T>() + "', 'fortran_order': False, 'shape': " + shape_str + ", }";
   // Version 1.0: magic(6) + version(2) + len(2) + header, total padded to 64 bytes.
   size_t total = 10 + dict.size() + 1;
   size_t pad = (64 - total % 64) % 64;
@@ -69,8 +89,8 @@ void write_impl(const std::string& path, const T* data, const std::vector<int64_
   dict.push_back('\n');
   if (dict.size() > 65535) throw Error(path + ": array shape too long for the .npy header");
   const uint16_t len = static_cast<uint16_t>(dict.size());
-  const char prefix[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(len & 0xff),
-                           static_cast<char>(len >> 8)};
+  const char prefix[10] = {
+      '\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
   write_file_atomically(path, {{prefix, sizeof prefix},
                                {dict.data(), dict.size()},
                                {data, static_cast<size_t>(count) * sizeof(T)}});
@@ -113,7 +133,8 @@ class HeaderParser {
       }
       skip_space();
       if (peek() == ',') ++i_;
-      else if (peek() != '}') bad("expected ',' or '}'");
+      else if (peek() != '}')
+        bad("expected ',' or '}'");
     }
     if (!have_descr) fail(path_, "malformed .npy header (no descr)");
     if (!have_shape) fail(path_, "malformed .npy header (no shape)");
@@ -160,7 +181,8 @@ class HeaderParser {
       dims.push_back(dimension());
       skip_space();
       if (peek() == ',') ++i_;
-      else if (peek() != ')') bad("expected ',' or ')' in shape");
+      else if (peek() != ')')
+        bad("expected ',' or ')' in shape");
     }
     ++i_;
     return dims;
@@ -239,8 +261,8 @@ Header read_header(const std::string& path) {
   // shape whose product overflows is refused here too).
   const uint64_t count = static_cast<uint64_t>(h.count());
   if (count > (size - h.data_offset) / h.item_size())
-    fail(path, "truncated: header says " + std::to_string(h.count()) + " elements of " +
-                   std::to_string(h.item_size()) + " bytes");
+    fail(path, "truncated: header says " + std::to_string(h.count()) + " elements of " + std::to_string(h.item_size()) +
+                   " bytes");
   return h;
 }
 
@@ -251,16 +273,26 @@ namespace {
 template <class T>
 bool convert_from(char kind, size_t size, const char* src, int64_t n, T* dst) {
   if (kind == 'f' && size == 4) convert<float>(src, n, dst);
-  else if (kind == 'f' && size == 8) convert<double>(src, n, dst);
-  else if (kind == 'i' && size == 8) convert<int64_t>(src, n, dst);
-  else if (kind == 'i' && size == 4) convert<int32_t>(src, n, dst);
-  else if (kind == 'i' && size == 2) convert<int16_t>(src, n, dst);
-  else if (kind == 'i' && size == 1) convert<int8_t>(src, n, dst);
-  else if (kind == 'u' && size == 8) convert<uint64_t>(src, n, dst);
-  else if (kind == 'u' && size == 4) convert<uint32_t>(src, n, dst);
-  else if (kind == 'u' && size == 2) convert<uint16_t>(src, n, dst);
-  else if ((kind == 'u' || kind == 'b') && size == 1) convert<uint8_t>(src, n, dst);
-  else return false;
+  else if (kind == 'f' && size == 8)
+    convert<double>(src, n, dst);
+  else if (kind == 'i' && size == 8)
+    convert<int64_t>(src, n, dst);
+  else if (kind == 'i' && size == 4)
+    convert<int32_t>(src, n, dst);
+  else if (kind == 'i' && size == 2)
+    convert<int16_t>(src, n, dst);
+  else if (kind == 'i' && size == 1)
+    convert<int8_t>(src, n, dst);
+  else if (kind == 'u' && size == 8)
+    convert<uint64_t>(src, n, dst);
+  else if (kind == 'u' && size == 4)
+    convert<uint32_t>(src, n, dst);
+  else if (kind == 'u' && size == 2)
+    convert<uint16_t>(src, n, dst);
+  else if ((kind == 'u' || kind == 'b') && size == 1)
+    convert<uint8_t>(src, n, dst);
+  else
+    return false;
   return true;
 }
 

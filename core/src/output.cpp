@@ -30,7 +30,9 @@ namespace {
 const std::set<std::string> kDescriptions = {"graph.json", "embedding.json", "session.json", "patterns.json"};
 const std::vector<std::string> kGraphFiles = {"indices.npy", "distances.npy", "graph.json"};
 
-bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 bool is_result(const std::vector<std::string>& names) {
   return contains(names, "graph.json") || contains(names, "embedding.json");
@@ -39,7 +41,8 @@ bool is_result(const std::vector<std::string>& names) {
 // Temporaries of an earlier run that died (this writer's and older ones).
 bool is_leftover(const std::string& name) {
   return name.rfind(".manifold-", 0) == 0 ||
-         (!name.empty() && name[0] == '.' && (name.find(".partial-") != std::string::npos || name.find(".tmp-") != std::string::npos));
+         (!name.empty() && name[0] == '.' &&
+          (name.find(".partial-") != std::string::npos || name.find(".tmp-") != std::string::npos));
 }
 
 std::vector<std::string> entries_of(const fs::path& dir) {
@@ -124,8 +127,9 @@ WorkingDirectory working_directory_in(const fs::path& target) {
 
 void refuse_folder_above_working_directory(const std::string& dir, const fs::path& target) {
   if (working_directory_in(target) == WorkingDirectory::Below)
-    throw UsageError(dir + ": holds the current folder; a result there would replace the folder you are in "
-                           "(choose another folder, or write into the current folder itself)");
+    throw UsageError(dir +
+                     ": holds the current folder; a result there would replace the folder you are in "
+                     "(choose another folder, or write into the current folder itself)");
 }
 
 void (*g_fault_hook)(const char*) = nullptr;
@@ -150,7 +154,8 @@ int take_lock(const std::string& path, const std::string& dir) {
         throw Error(dir + ": another manifold process is writing this folder; wait for it or choose another folder");
       throw Error(dir + ": cannot lock the output folder (" + std::strerror(err) + ")");
     }
-    struct stat held {}, named {};
+    struct stat held {
+    }, named{};
     if (::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
         held.st_ino == named.st_ino)
       return fd;
@@ -196,8 +201,7 @@ std::string output_display_path(const std::string& path) {
   return path;
 }
 
-OutputTransaction::OutputTransaction(std::string dir, OutputOptions options)
-    : dir_(std::move(dir)), options_(options) {
+OutputTransaction::OutputTransaction(std::string dir, OutputOptions options) : dir_(std::move(dir)), options_(options) {
   const fs::path target = target_of(dir_);
   std::error_code ec;
   const bool exists = fs::exists(target, ec);
@@ -370,7 +374,8 @@ std::pair<std::string, int> create_temp_beside(const std::string& path) {
     const std::string tmp = (p.parent_path() / ("." + p.filename().string() + ".tmp-" + suffix)).string();
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd >= 0) return {tmp, fd};
-    if (errno != EEXIST) throw Error(output_display_path(path) + ": cannot open for writing (" + std::strerror(errno) + ")");
+    if (errno != EEXIST)
+      throw Error(output_display_path(path) + ": cannot open for writing (" + std::strerror(errno) + ")");
   }
   throw Error(output_display_path(path) + ": cannot find a free temporary name beside it");
 }
@@ -386,7 +391,8 @@ void write_file_atomically(const std::string& path, const std::vector<std::pair<
       const ssize_t n = ::write(fd, b + done, size - done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) error = n < 0 ? errno : EIO;
-      else done += static_cast<size_t>(n);
+      else
+        done += static_cast<size_t>(n);
     }
   }
   if (::close(fd) != 0 && !error) error = errno;

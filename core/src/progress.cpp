@@ -26,8 +26,7 @@ void Progress::advance(uint64_t n) {
     // Cheap unlocked pre-check; the locked re-check keeps events serialised.
     if (std::chrono::duration<double>(now - last_report_).count() >= min_interval_s_) {
       std::unique_lock lock(mutex_, std::try_to_lock);
-      if (lock.owns_lock() &&
-          std::chrono::duration<double>(now - last_report_).count() >= min_interval_s_) {
+      if (lock.owns_lock() && std::chrono::duration<double>(now - last_report_).count() >= min_interval_s_) {
         last_report_ = now;
         publish(false);
       }

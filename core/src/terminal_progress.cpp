@@ -18,9 +18,12 @@ void on_signal(int sig) {
 std::string human_rate(double r) {
   char buf[32];
   if (r >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", r / 1e9);
-  else if (r >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", r / 1e6);
-  else if (r >= 1e4) std::snprintf(buf, sizeof buf, "%.1fk", r / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.1f", r);
+  else if (r >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2fM", r / 1e6);
+  else if (r >= 1e4)
+    std::snprintf(buf, sizeof buf, "%.1fk", r / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f", r);
   return buf;
 }
 }  // namespace
@@ -40,8 +43,10 @@ std::string format_duration(double s) {
   long t = static_cast<long>(s + 0.5);
   char buf[32];
   if (t >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
-  else if (t >= 60) std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%lds", t);
+  else if (t >= 60)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lds", t);
   return buf;
 }
 
@@ -60,12 +65,12 @@ void TerminalProgress::report(const ProgressEvent& e) {
   } else if (e.total > 0) {
     double pct = 100.0 * static_cast<double>(e.done) / static_cast<double>(e.total);
     std::snprintf(line, sizeof line, "%-12s %5.1f%%  %llu/%llu %s  %s %s/s  %s %s", e.stage.c_str(), pct,
-                  static_cast<unsigned long long>(e.done), static_cast<unsigned long long>(e.total),
-                  e.unit.c_str(), human_rate(e.rate).c_str(), e.unit.c_str(),
-                  e.finished ? "took" : "ETA", format_duration(e.finished ? e.elapsed_s : e.eta_s).c_str());
+                  static_cast<unsigned long long>(e.done), static_cast<unsigned long long>(e.total), e.unit.c_str(),
+                  human_rate(e.rate).c_str(), e.unit.c_str(), e.finished ? "took" : "ETA",
+                  format_duration(e.finished ? e.elapsed_s : e.eta_s).c_str());
   } else {
-    std::snprintf(line, sizeof line, "%-12s %llu %s  %s", e.stage.c_str(),
-                  static_cast<unsigned long long>(e.done), e.unit.c_str(), format_duration(e.elapsed_s).c_str());
+    std::snprintf(line, sizeof line, "%-12s %llu %s  %s", e.stage.c_str(), static_cast<unsigned long long>(e.done),
+                  e.unit.c_str(), format_duration(e.elapsed_s).c_str());
   }
   if (tty_) {
     std::fprintf(out_, "\r\033[K%s%s", line, e.finished ? "\n" : "");

@@ -62,7 +62,8 @@ class GpuBlockOperator final : public BlockOperator {
     if (nnz >= (int64_t{1} << 31))
       throw DeviceOutOfMemory("GPU eigensolver: " + std::to_string(nnz) + " nonzeros exceed 32-bit CSR indices");
     const size_t need = static_cast<size_t>(nnz) * (sizeof(double) + sizeof(int)) +
-                        static_cast<size_t>(n_ + 1) * sizeof(int) + static_cast<size_t>(n_) * (sizeof(int) + sizeof(double)) +
+                        static_cast<size_t>(n_ + 1) * sizeof(int) +
+                        static_cast<size_t>(n_) * (sizeof(int) + sizeof(double)) +
                         4 * static_cast<size_t>(n_) * b_ * sizeof(double);
     const size_t free_bytes = device_free_bytes();  // with what the device cache holds
     if (need + (size_t{256} << 20) > free_bytes)
@@ -176,8 +177,8 @@ class GpuBlockOperator final : public BlockOperator {
   std::vector<double> inner(int a, int b) override {
     // Row-major n x b blocks are column-major b x n: G = A_c B_c^T.
     const double one = 1, zero = 0;
-    cublas_check(cublasDgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, b_, b_, static_cast<int>(n_), &one, slot_[a].data(),
-                             b_, slot_[b].data(), b_, &zero, small_.data(), b_),
+    cublas_check(cublasDgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, b_, b_, static_cast<int>(n_), &one, slot_[a].data(), b_,
+                             slot_[b].data(), b_, &zero, small_.data(), b_),
                  "block inner product (DGEMM)");
     std::vector<double> g(static_cast<size_t>(b_) * b_);
     copy_out(g.data(), small_.data(), g.size());
@@ -205,9 +206,7 @@ class GpuBlockOperator final : public BlockOperator {
 
   void sync() { cuda_check(cudaStreamSynchronize(stream_), "GPU eigensolver"); }
   int64_t products() const { return products_; }
-  std::string spmm_name() const {
-    return use_cusparse_ ? "cuSPARSE SpMM CSR_ALG2" : "manifold warp-per-row CSR SpMM";
-  }
+  std::string spmm_name() const { return use_cusparse_ ? "cuSPARSE SpMM CSR_ALG2" : "manifold warp-per-row CSR SpMM"; }
 
  private:
   template <class T>

@@ -22,10 +22,10 @@ constexpr int kThreads = 256;
 
 // One row's list, as both certification kernels read it.
 struct CertRow {
-  int f;              // entries in the list
-  const float* ld;    // their GEMM distances, ascending
-  const int* li;      // their indices
-  double ni;          // the row's stored squared norm
+  int f;            // entries in the list
+  const float* ld;  // their GEMM distances, ascending
+  const int* li;    // their indices
+  double ni;        // the row's stored squared norm
 };
 
 __device__ __forceinline__ CertRow cert_row(const CertifyArgs& c, int64_t g) {
@@ -35,8 +35,8 @@ __device__ __forceinline__ CertRow cert_row(const CertifyArgs& c, int64_t g) {
 // Each entry's upper bound, rounded up to float (so still an upper bound on
 // its s64), +inf past the list up to P, with its place in si; by the
 // threads first, first + step, ...
-__device__ __forceinline__ void upper_keys(const CertifyArgs& c, const CertRow& r, int P, float* sd, int* si,
-                                           int first, int step) {
+__device__ __forceinline__ void upper_keys(const CertifyArgs& c, const CertRow& r, int P, float* sd, int* si, int first,
+                                           int step) {
   for (int t = first; t < P; t += step) {
     if (t < r.f) {
       const double a = r.ld[t];
@@ -288,8 +288,7 @@ __global__ void fallback_keys_kernel(const float* __restrict__ rows, int64_t n, 
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
   const int64_t total = static_cast<int64_t>(count) * n;
-  for (int64_t p = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); p < total;
-       p += warps) {
+  for (int64_t p = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); p < total; p += warps) {
     const int64_t r = p / n;
     const int64_t j = p - r * n;
     const int64_t g = fb[r];
@@ -323,7 +322,8 @@ void launch_certify(const CertifyArgs& a, cudaStream_t s) {
   }
   const size_t smem = certify_shared_bytes(a.lists.k);
   if (smem > 48 * 1024)
-    cuda_check(cudaFuncSetAttribute(certify_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+    cuda_check(cudaFuncSetAttribute(certify_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(smem)),
                "raising the certification kernel's shared memory limit");
   const int64_t grid = std::min<int64_t>(rows, static_cast<int64_t>(sm_count()) * 8);
   certify_kernel<<<static_cast<int>(grid), kThreads, smem, s>>>(a);
@@ -363,7 +363,7 @@ void launch_fallback_keys(const float* rows, int64_t n, int64_t d, const int* fb
   const int64_t warps_needed = static_cast<int64_t>(count) * n;
   const int64_t grid = std::min<int64_t>((warps_needed + 7) / 8, static_cast<int64_t>(sm_count()) * 32);
   fallback_keys_kernel<<<static_cast<int>(grid), 256, 0, s>>>(rows, n, d, fb, count, euclidean ? 1 : 0,
-                                                             keep_self ? 1 : 0, keys);
+                                                              keep_self ? 1 : 0, keys);
   launch_check("fallback key kernel");
 }
 

@@ -47,10 +47,9 @@ __global__ void residual_partials_kernel(const double* __restrict__ aw, const do
 // The row's (column, value) pairs are read by the warp together and
 // broadcast, so each non-zero costs one coalesced read of x's row.
 template <int COLS>
-__global__ void __launch_bounds__(256) csr_spmm_kernel(const int* __restrict__ ptr, const int* __restrict__ col,
-                                                       const double* __restrict__ val, const double* __restrict__ x,
-                                                       double* __restrict__ y, int64_t n, int b, double alpha,
-                                                       double beta) {
+__global__ void __launch_bounds__(256)
+    csr_spmm_kernel(const int* __restrict__ ptr, const int* __restrict__ col, const double* __restrict__ val,
+                    const double* __restrict__ x, double* __restrict__ y, int64_t n, int b, double alpha, double beta) {
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31;
   const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
@@ -116,8 +115,8 @@ void launch_shift_diagonal(double* values, const int* diag_pos, const double* di
 
 int residual_partial_blocks() { return 256; }
 
-void launch_residual_partials(const double* aw, const double* x, const double* theta, int64_t n, int b,
-                              double* partial, cudaStream_t stream) {
+void launch_residual_partials(const double* aw, const double* x, const double* theta, int64_t n, int b, double* partial,
+                              cudaStream_t stream) {
   // Columns on x (rounded up to a warp), rows on y; at most 1024 threads.
   const int bx = (b + 31) / 32 * 32;
   int by = 1;

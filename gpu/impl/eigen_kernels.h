@@ -21,7 +21,7 @@ void launch_csr_spmm(const int* ptr, const int* col, const double* val, const do
 int residual_partial_blocks();
 /// partial[blk * b + c] = sum over blk's rows of (aw[r,c] - theta[c] x[r,c])^2;
 /// aw, x row-major n x b (b <= 1024).
-void launch_residual_partials(const double* aw, const double* x, const double* theta, int64_t n, int b,
-                              double* partial, cudaStream_t stream);
+void launch_residual_partials(const double* aw, const double* x, const double* theta, int64_t n, int b, double* partial,
+                              cudaStream_t stream);
 
 }  // namespace manifold::gpu

@@ -15,14 +15,14 @@ namespace manifold::gpu {
 
 namespace {
 
-constexpr int kThreads = 256;                 // 8 warps
-constexpr int kRowsPerBlock = 128;            // 32 lanes x 4 consecutive rows (one float4)
+constexpr int kThreads = 256;       // 8 warps
+constexpr int kRowsPerBlock = 128;  // 32 lanes x 4 consecutive rows (one float4)
 constexpr int kColsPerWarp = 16;
 constexpr int kColsPerBlock = kColsPerWarp * (kThreads / 32);
-constexpr int kUnroll = 4;                    // columns whose loads are in flight together
+constexpr int kUnroll = 4;  // columns whose loads are in flight together
 
 __global__ __launch_bounds__(kThreads, 2) void filter_tile_kernel(TileView t, const float* __restrict__ thr,
-                                                               CandidatesView c, int counter) {
+                                                                  CandidatesView c, int counter) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int i0 = blockIdx.x * kRowsPerBlock + lane * 4;
@@ -79,8 +79,7 @@ __global__ __launch_bounds__(kThreads, 2) void filter_tile_kernel(TileView t, co
     float4 v[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
-      if (j + u < je)
-        v[u] = __ldg(reinterpret_cast<const float4*>(t.dots + static_cast<size_t>(j + u) * t.ld + i0));
+      if (j + u < je) v[u] = __ldg(reinterpret_cast<const float4*>(t.dots + static_cast<size_t>(j + u) * t.ld + i0));
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int jj = j + u;
@@ -102,7 +101,7 @@ __global__ __launch_bounds__(kThreads, 2) void filter_tile_kernel(TileView t, co
       }
       if (!__any_sync(kFullMask, any)) continue;
 
-      // Row role: each lane owns its rows; appends are rare, plain atomics.
+        // Row role: each lane owns its rows; appends are rare, plain atomics.
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         if (!pr[q]) continue;

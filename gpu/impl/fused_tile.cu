@@ -97,7 +97,7 @@ __device__ __forceinline__ void epilogue(const FusedTileArgs& f, const Candidate
     const bool mirror = blockIdx.y > blockIdx.x;
     const int z = blockIdx.z, T = f.ldt;
     const int rows = min(T, f.rows - z * T);
-    constexpr int kLd = BN + 1;       // staged row stride: row and column reads free of bank conflicts
+    constexpr int kLd = BN + 1;         // staged row stride: row and column reads free of bank conflicts
     constexpr int kAllWarps = 64 / TN;  // 128 * 16 / TN threads
     float nj[TN], nr[8];
 #pragma unroll

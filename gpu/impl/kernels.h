@@ -65,7 +65,6 @@ struct FusedTileArgs {
   int batch = 1;  ///< dense only: seed tiles of `batch` consecutive blocks (rows: all of them), one launch
 };
 
-
 /// Candidates that passed a row's bound in one tile, per slot: slot s < T is
 /// tile row s (capacity cap_row = tile width), slot T + j is tile column j
 /// (capacity cap_col = tile height). Capacities equal the most a slot can
@@ -77,9 +76,9 @@ struct CandidatesView {
   int* index = nullptr;
   int* count = nullptr;
   int* dirty = nullptr;
-  int* n_dirty = nullptr;  ///< four counters, used by tiles in turn
+  int* n_dirty = nullptr;               ///< four counters, used by tiles in turn
   unsigned long long* total = nullptr;  ///< candidates ever produced (statistics)
-  int T = 0, W = 0;        ///< slots: T row slots (capacity W), W column slots (capacity T)
+  int T = 0, W = 0;                     ///< slots: T row slots (capacity W), W column slots (capacity T)
 };
 
 /// Largest dimension for which the fused kernel computes the dot products
@@ -131,19 +130,19 @@ void launch_count_short_rows(ListsView lists, int k, int* bad, int* first_bad, c
 struct CertifyArgs {
   const float* rows = nullptr;  ///< all n prepared rows (resident)
   int64_t d = 0;
-  const float* norms = nullptr; ///< all n stored squared norms
-  ListsView lists;              ///< capacity lists.k >= k
+  const float* norms = nullptr;  ///< all n stored squared norms
+  ListsView lists;               ///< capacity lists.k >= k
   int k = 0;
   bool euclidean = true;
-  bool complete = false;        ///< every other point is in every list (capacity = N-1, or N with self)
-  double ymax = 0;              ///< largest stored squared norm
+  bool complete = false;  ///< every other point is in every list (capacity = N-1, or N with self)
+  double ymax = 0;        ///< largest stored squared norm
   exact::ErrorModel model;
-  int64_t* out_index = nullptr; ///< n*k
-  float* out_dist = nullptr;    ///< n*k
-  int* status = nullptr;        ///< per row: candidates re-evaluated, or -1 (not certified)
-  float* max_use = nullptr;     ///< largest |a - s64| / bound seen (float bits, >= 0)
-  float* ukey = nullptr;        ///< per row not certified: key of its k-th upper bound, for the rescan
-  int64_t row_begin = 0;        ///< rows certified: [row_begin, row_end), row_end < 0 for all n
+  int64_t* out_index = nullptr;  ///< n*k
+  float* out_dist = nullptr;     ///< n*k
+  int* status = nullptr;         ///< per row: candidates re-evaluated, or -1 (not certified)
+  float* max_use = nullptr;      ///< largest |a - s64| / bound seen (float bits, >= 0)
+  float* ukey = nullptr;         ///< per row not certified: key of its k-th upper bound, for the rescan
+  int64_t row_begin = 0;         ///< rows certified: [row_begin, row_end), row_end < 0 for all n
   int64_t row_end = -1;
 };
 void launch_certify(const CertifyArgs& a, cudaStream_t s);
@@ -160,14 +159,14 @@ void launch_gather_rows(const float* rows, int64_t d, const float* norms, const 
 struct RescanTile {
   const float* dots = nullptr;  ///< column-major count x cols, leading dimension ld
   int ld = 0, count = 0, cols = 0;
-  int64_t c0 = 0;               ///< first column's row index
-  const int* fb = nullptr;      ///< the rows' indices
-  const float* row_norms = nullptr, *ukey = nullptr;  ///< per rescanned row
-  const float* norms = nullptr; ///< all n rows
+  int64_t c0 = 0;                                     ///< first column's row index
+  const int* fb = nullptr;                            ///< the rows' indices
+  const float *row_norms = nullptr, *ukey = nullptr;  ///< per rescanned row
+  const float* norms = nullptr;                       ///< all n rows
   exact::ErrorModel model;
   bool euclidean = true, keep_self = false;
-  int* found = nullptr;         ///< per rescanned row: survivors so far (may exceed kRescanCap)
-  int* cand = nullptr;          ///< count x kRescanCap survivors
+  int* found = nullptr;  ///< per rescanned row: survivors so far (may exceed kRescanCap)
+  int* cand = nullptr;   ///< count x kRescanCap survivors
 };
 void launch_rescan_filter(const RescanTile& t, cudaStream_t s);
 /// Ranks each rescanned row's survivors exactly into out_index/out_dist (row

@@ -28,7 +28,7 @@ static_assert(2 * (kWarpMergeMaxK + kWarpMergeMaxC) <= kWarpSmemFloats, "warp me
 static_assert(256 + 2 * kWarpMergeMaxK <= kWarpSmemFloats, "seed selection buffers");
 
 struct Item {
-  int row = 0;            // global row whose list receives the candidates
+  int row = 0;  // global row whose list receives the candidates
   const float* dist = nullptr;
   const int* index = nullptr;
   int count = 0;
@@ -190,7 +190,8 @@ __device__ void warp_seed(const ListsView& l, const Source& src, const Item& x, 
         if (lane >= off) incl += o;
       }
       const unsigned excl = incl - sum;
-      const unsigned hit = __ballot_sync(kFullMask, excl < static_cast<unsigned>(want) && static_cast<unsigned>(want) <= incl);
+      const unsigned hit = __ballot_sync(kFullMask,
+                                         excl < static_cast<unsigned>(want) && static_cast<unsigned>(want) <= incl);
       const int owner = __ffs(hit) - 1;
       int digit = 0, before = 0;
       if (lane == owner) {
@@ -299,7 +300,8 @@ __device__ void block_merge(const ListsView& l, const Source& src, const Item& x
 
 template <class Source>
 // chunk: candidates sorted at a time, a power of two; shared memory holds k + chunk entries.
-__global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src, bool force_block, int chunk, bool seed) {
+__global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src, bool force_block, int chunk,
+                                                         bool seed) {
   extern __shared__ float smem[];
   const int n_items = src.items();
   const int lane = threadIdx.x & 31;

@@ -40,7 +40,7 @@ const char* const kBest[3][5] = {
     {"warp", "warp", "warp", "sort", "quick"},  // N = 10000
     {"warp", "warp", "warp", "warp", "quick"},  // N = 100000
     {"warp", "warp", "warp", "warp", "merge"},  // N = 1000000
-    // END kBest
+                                                // END kBest
 };
 
 struct Table {
@@ -120,7 +120,8 @@ template <class T>
 size_t nearest_log(const std::vector<T>& grid, double v) {
   size_t best = 0;
   for (size_t i = 1; i < grid.size(); ++i)
-    if (std::fabs(std::log(v / static_cast<double>(grid[i]))) < std::fabs(std::log(v / static_cast<double>(grid[best]))))
+    if (std::fabs(std::log(v / static_cast<double>(grid[i]))) <
+        std::fabs(std::log(v / static_cast<double>(grid[best]))))
       best = i;
   return best;
 }

@@ -120,7 +120,8 @@ void launch_bitonic_select(ListsView lists, Slots s, int max_entries, cudaStream
   cuda_check(cudaGetDevice(&dev), "reading the current device");
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "reading the device's SM count");
   if (smem > 48 * 1024)
-    cuda_check(cudaFuncSetAttribute(bitonic_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+    cuda_check(cudaFuncSetAttribute(bitonic_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(smem)),
                "raising the bitonic kernel's shared memory limit");
   const int grid = std::min(s.T + s.W, sms * 8);
   bitonic_kernel<<<grid, kThreads, smem, stream>>>(lists, s, row_entries(lists.k, max_entries));

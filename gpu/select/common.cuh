@@ -12,9 +12,7 @@ namespace manifold::gpu::select {
 /// The squared distance |x|^2 + |y|^2 - 2 x.y, rounded exactly as the
 /// engine's filter and the CPU backend round it, so every strategy sees the
 /// same float32 keys for the same dot product.
-__device__ __forceinline__ float squared_distance(float ni, float nj, float dot) {
-  return fmaf(-2.f, dot, ni + nj);
-}
+__device__ __forceinline__ float squared_distance(float ni, float nj, float dot) { return fmaf(-2.f, dot, ni + nj); }
 
 __device__ __forceinline__ unsigned lanes_below(int lane) { return (1u << lane) - 1u; }
 

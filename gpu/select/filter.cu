@@ -102,9 +102,8 @@ __global__ __launch_bounds__(kRows) void sort_filter_kernel(Tile t, const float*
     }
     base = __shfl_sync(kFullMask, base, leader);
     if (keep) {
-      b.keys[0][base + __popc(mask & lanes_below(lane))] =
-          (static_cast<uint64_t>(ordered_bits(dq)) << 32) | (static_cast<uint64_t>(j) << 16) |
-          static_cast<uint64_t>(i);
+      b.keys[0][base + __popc(mask & lanes_below(lane))] = (static_cast<uint64_t>(ordered_bits(dq)) << 32) |
+                                                           (static_cast<uint64_t>(j) << 16) | static_cast<uint64_t>(i);
       ++mine;
     }
   }

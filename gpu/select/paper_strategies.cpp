@@ -79,7 +79,7 @@ std::pair<int, int> tile_shape(int64_t n) {
 uint64_t free_budget(const DeviceContext& ctx, uint64_t requested) {
   const size_t free_b = device_free_bytes();
   const uint64_t usable = (free_b > (uint64_t{512} << 20) ? static_cast<uint64_t>(free_b * 0.92) - (uint64_t{256} << 20)
-                                                         : free_b / 2) +
+                                                          : free_b / 2) +
                           ctx.held_bytes();
   return requested ? std::min<uint64_t>(requested, usable) : usable;
 }
@@ -102,11 +102,11 @@ int largest_k(const std::string& strategy, int64_t n, bool keep_self, int W, siz
   while (hi - lo > 1) {
     const int mid = lo + (hi - lo) / 2;
     if (fits(mid)) lo = mid;
-    else hi = mid;
+    else
+      hi = mid;
   }
   return lo;
 }
-
 
 namespace {
 
@@ -126,7 +126,8 @@ class PaperSelection final : public TileSelection {
              static_cast<uint64_t>(sort_merge_blocks(sms)) * cap * 8;
     uint64_t b = 2 * TW * 8 + TpW * 8 + 8 + 8;
     if (strategy == "quick")
-      b += static_cast<uint64_t>(quick_workers(quick_variant(cap), sms, T + W)) * 2 * (cap + static_cast<uint64_t>(W)) * 8;
+      b += static_cast<uint64_t>(quick_workers(quick_variant(cap), sms, T + W)) * 2 * (cap + static_cast<uint64_t>(W)) *
+           8;
     return b;
   }
 
@@ -311,8 +312,7 @@ TilePlan plan_strategy(const std::string& strategy, const KnnParams& params, int
   PlanRequest req;
   req.n = n, req.d = d, req.k = list_capacity(k, n, params.keep_self, false), req.k_out = k;
   req.budget = free_budget(ctx, params.gpu_memory);
-  const TilePlan plan =
-      plan_selection_tiles(req, T, W, PaperSelection::bytes(strategy, req.k, T, W, ctx.sms));
+  const TilePlan plan = plan_selection_tiles(req, T, W, PaperSelection::bytes(strategy, req.k, T, W, ctx.sms));
   const uint64_t need = std::max(plan.bytes, plan.final_bytes);
   if (need > plan.budget)
     throw StrategyRefusal("--select " + strategy + " keeps every row and list on the GPU and needs " +
@@ -360,8 +360,9 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   FinishRequest fin;
   fin.data = &data, fin.params = &params, fin.rows = &rows, fin.lists = engine.lists();
   fin.norms = engine.norms(), fin.stream = engine.stream(), fin.tensor = false, fin.device = dev;
-  fin.dot_products = [&engine](const float* a, int m, const float* b, int ncols, float* c, int ldc,
-                               cudaStream_t st) { engine.dot_products(a, m, b, ncols, c, ldc, st); };
+  fin.dot_products = [&engine](const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t st) {
+    engine.dot_products(a, m, b, ncols, c, ldc, st);
+  };
   fin.wait_host_result = [host_result] { host_result.get(); };
   std::unique_ptr<EarlyFinish> early;
   if (plan.bytes + plan.final_bytes <= plan.budget && settings().final_beside_loop) {
@@ -444,8 +445,8 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   g.extra["gemm_flop"] = stats.gemm_flop;
   g.extra["gemm_tflops"] = stats.gemm_ms > 0 ? stats.gemm_flop / (stats.gemm_ms / 1e3) / 1e12 : 0.0;
   g.extra["loop_s"] = stats.loop_ms / 1e3;
-  g.extra["total_tflops"] =
-      static_cast<double>(plan.n) * static_cast<double>(plan.n) * static_cast<double>(plan.d) / total_s / 1e12;
+  g.extra["total_tflops"] = static_cast<double>(plan.n) * static_cast<double>(plan.n) * static_cast<double>(plan.d) /
+                            total_s / 1e12;
   return g;
 }
 

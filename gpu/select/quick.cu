@@ -85,8 +85,8 @@ __device__ __forceinline__ uint32_t mix32(uint32_t x) {
 /// The pivot's offset into a range of `size` entries at pass `iter` of the
 /// item's row: pseudo-random, the same on every run and in both variants.
 __device__ __forceinline__ int pivot_offset(const SlotItem& x, uint32_t iter, int size) {
-  const uint32_t h =
-      mix32(static_cast<uint32_t>(x.row) * 0x9e3779b9u + iter * 0x85ebca6bu + static_cast<uint32_t>(x.slot));
+  const uint32_t h = mix32(static_cast<uint32_t>(x.row) * 0x9e3779b9u + iter * 0x85ebca6bu +
+                           static_cast<uint32_t>(x.slot));
   return static_cast<int>(__umulhi(h, static_cast<uint32_t>(size)));
 }
 
@@ -253,7 +253,7 @@ __global__ __launch_bounds__(kThreads) void quick_kernel(ListsView l, Slots s, f
 // loop depend only on values every thread reads alike (the item, the list's
 // fill, the chunk totals in shared memory).
 __global__ __launch_bounds__(kBlockThreads) void quick_block_kernel(ListsView l, Slots s, float* __restrict__ sd,
-                                                                   int* __restrict__ si, int cap) {
+                                                                    int* __restrict__ si, int cap) {
   // One 256-wide staging array: smaller entries from the left, greater from the right.
   __shared__ float stage_d[kBlockThreads];
   __shared__ int stage_i[kBlockThreads];

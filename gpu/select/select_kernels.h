@@ -99,12 +99,12 @@ size_t sort_lists_shared_bytes(int capacity);
 /// sort (Dashti et al.): the tile's (distance, row, column) triples.
 struct SortBuffers {
   uint64_t* keys[3] = {nullptr, nullptr, nullptr};  ///< T*W keys each
-  int* n_items = nullptr;   ///< triples passed by the filter (device)
-  int* row_count = nullptr; ///< per tile row
-  int* col_count = nullptr; ///< per tile column
-  int* row_start = nullptr; ///< exclusive prefix sums of the counts
+  int* n_items = nullptr;                           ///< triples passed by the filter (device)
+  int* row_count = nullptr;                         ///< per tile row
+  int* col_count = nullptr;                         ///< per tile column
+  int* row_start = nullptr;                         ///< exclusive prefix sums of the counts
   int* col_start = nullptr;
-  void* temp = nullptr;     ///< CUB temporary storage
+  void* temp = nullptr;  ///< CUB temporary storage
   size_t temp_bytes = 0;
   float* merge_dist = nullptr;  ///< merge output, k per block of the merge kernel
   int* merge_index = nullptr;

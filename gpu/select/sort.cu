@@ -153,8 +153,7 @@ void sort_select_tile(ListsView lists, const Tile& t, const SortBuffers& b, int 
   };
   auto scan = [&](const int* in, int* out, int n, const char* what) {
     size_t bytes = scan_bytes(n);
-    if (bytes > b.temp_bytes)
-      throw Error(std::string(what) + ": CUB asks for more temporary storage than planned");
+    if (bytes > b.temp_bytes) throw Error(std::string(what) + ": CUB asks for more temporary storage than planned");
     cub_check(cub::DeviceScan::ExclusiveSum(b.temp, bytes, in, out, n, s), what);
   };
   // By distance (ties: column, then row).

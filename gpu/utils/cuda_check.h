@@ -30,5 +30,4 @@ inline void cublas_check(cublasStatus_t status, const char* what) {
 /// inside the kernel surface at the next synchronising call, also checked).
 inline void launch_check(const char* kernel) { cuda_check(cudaGetLastError(), kernel); }
 
-
 }  // namespace manifold::gpu

@@ -23,7 +23,7 @@ struct Cache {
   struct PerDevice {
     std::multimap<size_t, void*> idle;  // rounded size -> block
     size_t bytes = 0;
-    bool released_since_sync = false;   // a block went idle since the last device synchronisation
+    bool released_since_sync = false;  // a block went idle since the last device synchronisation
   };
   std::map<int, PerDevice> devices;
 };

@@ -54,8 +54,7 @@ void stream_copy(void* dst, const void* src, size_t bytes) {
     std::memcpy(d, s, head);
     d += head, s += head, bytes -= head;
     const size_t lines = bytes / 64;
-    if (avx2)
-      stream_lines_avx2(d, s, lines);
+    if (avx2) stream_lines_avx2(d, s, lines);
     else
       stream_lines_sse2(d, s, lines);
     _mm_sfence();  // the stores are visible before anyone is told the copy is done
@@ -71,10 +70,13 @@ void staging_copy(void* dst, const void* src, size_t bytes, int threads, size_t 
   size_t piece = std::max(min_piece, (bytes + threads - 1) / static_cast<size_t>(threads));
   piece = (piece + kPage - 1) / kPage * kPage;
   const int64_t pieces = static_cast<int64_t>((bytes + piece - 1) / piece);
-  parallel_for(0, pieces, threads, [&](int64_t p) {
+  parallel_for(
+      0, pieces, threads,
+      [&](int64_t p) {
     const size_t off = static_cast<size_t>(p) * piece;
     stream_copy(static_cast<char*>(dst) + off, static_cast<const char*>(src) + off, std::min(piece, bytes - off));
-  }, 1);
+      },
+      1);
 }
 
 }  // namespace manifold::gpu

@@ -23,7 +23,8 @@ __device__ __forceinline__ int count_less_sorted(const float* d, const int* ix, 
   while (lo < hi) {
     const int mid = (lo + hi) >> 1;
     if (key_less(d[mid], ix[mid], kd, ki)) lo = mid + 1;
-    else hi = mid;
+    else
+      hi = mid;
   }
   return lo;
 }

@@ -48,8 +48,7 @@ BlockPlan::BlockPlan(int64_t n, int ranks, int64_t tile) : n_(n), tile_(tile), r
     std::sort(rs.begin(), rs.end(), [](const RowRange& x, const RowRange& y) { return x.begin < y.begin; });
     std::vector<RowRange> merged;
     for (const RowRange& x : rs) {
-      if (!merged.empty() && x.begin <= merged.back().end)
-        merged.back().end = std::max(merged.back().end, x.end);
+      if (!merged.empty() && x.begin <= merged.back().end) merged.back().end = std::max(merged.back().end, x.end);
       else
         merged.push_back(x);
     }

@@ -74,7 +74,8 @@ class TouchedRows {
     auto it = std::upper_bound(ranges_.begin(), ranges_.end(), row,
                                [](int64_t r, const RowRange& x) { return r < x.begin; });
     const size_t i = static_cast<size_t>(it - ranges_.begin()) - 1;
-    if (it == ranges_.begin() || row >= ranges_[i].end) throw Error("internal: row " + std::to_string(row) + " is not held by this rank");
+    if (it == ranges_.begin() || row >= ranges_[i].end)
+      throw Error("internal: row " + std::to_string(row) + " is not held by this rank");
     return i;
   }
   std::vector<RowRange> ranges_;
@@ -171,8 +172,7 @@ class TileEngine final : public LocalEngine {
 // pairs inside a and inside b. Those duplicates are dropped when merging.
 class SubProblemEngine final : public LocalEngine {
  public:
-  SubProblemEngine(const Dataset& data, const KnnParams& params, const BlockPlan& plan, int rank,
-                   EngineOptions options)
+  SubProblemEngine(const Dataset& data, const KnnParams& params, const BlockPlan& plan, int rank, EngineOptions options)
       : data_(data), params_(params), plan_(plan), rank_(rank), options_(std::move(options)) {}
 
   std::string name() const override { return "backend:" + options_.sub_backend; }
@@ -245,7 +245,8 @@ class SubProblemEngine final : public LocalEngine {
     parallel_for(0, static_cast<int64_t>(lists_.size()), options_.threads, [&](int64_t s) {
       auto& l = lists_[static_cast<size_t>(s)];
       std::sort(l.begin(), l.end(), key_less);
-      l.erase(std::unique(l.begin(), l.end(), [](const Candidate& a, const Candidate& b) { return a.index == b.index; }),
+      l.erase(std::unique(l.begin(), l.end(),
+                          [](const Candidate& a, const Candidate& b) { return a.index == b.index; }),
               l.end());
       if (l.size() > k) l.resize(k);
     });

@@ -45,8 +45,8 @@ int list_capacity(const KnnParams& params, int64_t n);
 
 struct EngineOptions {
   int threads = 1;
-  std::string sub_backend;          ///< empty: exact tiles
-  std::vector<int> sub_devices;     ///< devices for the sub-problem backend
+  std::string sub_backend;       ///< empty: exact tiles
+  std::vector<int> sub_devices;  ///< devices for the sub-problem backend
   /// Called by a worker after each finished tile (or unit) with its tile
   /// count; may throw (fault injection for tests).
   std::function<void(uint64_t)> after_work;

@@ -60,8 +60,7 @@ int default_threads(int ranks_on_host) {
 class FaultInjection {
  public:
   FaultInjection(int rank, const Settings& s)
-      : armed_(s.fail_rank == rank), crash_(s.fail_crash), value_(std::to_string(s.fail_rank)),
-        stage_(s.fail_stage) {}
+      : armed_(s.fail_rank == rank), crash_(s.fail_crash), value_(std::to_string(s.fail_rank)), stage_(s.fail_stage) {}
   void at(const std::string& stage) {
     if (stage != stage_ || !armed_.exchange(false)) return;
     if (crash_) std::abort();
@@ -156,8 +155,7 @@ ControlMessage end_message(int P, std::vector<std::pair<int, LocalFailure>>& fai
 /// Rank 0: every rank's progress summed into `progress`, a Stop to all at
 /// the first failure, and, once every rank is final, the End message to all
 /// (returned).
-ControlMessage collect_at_root(RankGroup& g, ComputeWorker& w, std::optional<LocalFailure>& local,
-                               Progress& progress) {
+ControlMessage collect_at_root(RankGroup& g, ComputeWorker& w, std::optional<LocalFailure>& local, Progress& progress) {
   const int P = g.size();
   std::vector<uint64_t> rank_done(static_cast<size_t>(P), 0);
   std::vector<bool> final(static_cast<size_t>(P), false);
@@ -247,10 +245,19 @@ void run_compute_stage(RankGroup& g, LocalEngine& engine, Progress& progress, Fa
 /// everywhere); then the ranks' statistics go to rank 0, which reports them.
 class MpiBuild {
  public:
-  MpiBuild(RankGroup& g, const Dataset& data, const KnnParams& params, const EngineOptions& eo,
-           const std::string& mode, Progress& progress, FaultInjection& fault, KnnGraph& result)
-      : g_(g), rank_(g.rank()), P_(g.size()), root_(g.rank() == 0), data_(data), params_(params), eo_(eo),
-        mode_(mode), progress_(progress), fault_(fault), result_(result) {
+  MpiBuild(RankGroup& g, const Dataset& data, const KnnParams& params, const EngineOptions& eo, const std::string& mode,
+           Progress& progress, FaultInjection& fault, KnnGraph& result)
+      : g_(g),
+        rank_(g.rank()),
+        P_(g.size()),
+        root_(g.rank() == 0),
+        data_(data),
+        params_(params),
+        eo_(eo),
+        mode_(mode),
+        progress_(progress),
+        fault_(fault),
+        result_(result) {
     stats_.threads = eo.threads;
   }
 
@@ -268,8 +275,7 @@ class MpiBuild {
   void merge_received_candidates();
   void prepare_certification();
   void take_lists_as_final();
-  nlohmann::json per_rank_json(double* sent_total, double* reevaluated, double* fallback_rows,
-                               double* bound_use) const;
+  nlohmann::json per_rank_json(double* sent_total, double* reevaluated, double* fallback_rows, double* bound_use) const;
 
   RankGroup& g_;
   const int rank_, P_;
@@ -364,7 +370,8 @@ void MpiBuild::merge() {
   g_.agree(capture([&] {
     merge_received_candidates();
     if (certify_) prepare_certification();
-    else take_lists_as_final();
+    else
+      take_lists_as_final();
     fault_.at("merge");
     progress_.finish();
   }));
@@ -419,8 +426,7 @@ void MpiBuild::exchange_lists() {
       for (const RowRange& r : plan_->touched_within(rank, plan_->block(dst)))
         for (int64_t row = r.begin; row < r.end; ++row) {
           const auto& l = lists[static_cast<size_t>(slot_of(row))];
-          for (int j = 0; j < width; ++j)
-            send[at++] = j < static_cast<int>(l.size()) ? l[static_cast<size_t>(j)] : pad;
+          for (int j = 0; j < width; ++j) send[at++] = j < static_cast<int>(l.size()) ? l[static_cast<size_t>(j)] : pad;
         }
   }));
   MPI_Datatype row_type;
@@ -518,8 +524,7 @@ void MpiBuild::prepare_certification() {
   squared_norms(compact_.data, slots, d, norms_.data(), eo_.threads);
   // Every row is owned by one rank: the maximum over the owners' rows is
   // the maximum over all rows.
-  for (int64_t i = 0; i < m; ++i)
-    local_ymax_ = std::max(local_ymax_, double{norms_[static_cast<size_t>(own_at_ + i)]});
+  for (int64_t i = 0; i < m; ++i) local_ymax_ = std::max(local_ymax_, double{norms_[static_cast<size_t>(own_at_ + i)]});
 }
 
 /// Sub-problems: the first k candidates are the exact lists.
@@ -609,10 +614,10 @@ void MpiBuild::gather() {
   MPI_Type_contiguous(k, MPI_FLOAT, &dist_row);
   MPI_Type_commit(&idx_row);
   MPI_Type_commit(&dist_row);
-  MPI_Gatherv(out_index_.data(), static_cast<int>(m_), idx_row, result_.indices.data(), counts.data(),
-              displs.data(), idx_row, 0, g_.comm());
-  MPI_Gatherv(out_dist_.data(), static_cast<int>(m_), dist_row, result_.distances.data(), counts.data(),
-              displs.data(), dist_row, 0, g_.comm());
+  MPI_Gatherv(out_index_.data(), static_cast<int>(m_), idx_row, result_.indices.data(), counts.data(), displs.data(),
+              idx_row, 0, g_.comm());
+  MPI_Gatherv(out_dist_.data(), static_cast<int>(m_), dist_row, result_.distances.data(), counts.data(), displs.data(),
+              dist_row, 0, g_.comm());
   MPI_Type_free(&idx_row);
   MPI_Type_free(&dist_row);
   if (!root_) stats_.bytes_gather = static_cast<double>(m_) * k * (sizeof(int64_t) + sizeof(float));
@@ -719,7 +724,8 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
       file_sink = std::make_unique<cluster::ProgressFileSink>(env.progress_file, caller_progress.sink());
     });
   }
-  ProgressSink* sink = root ? (file_sink ? static_cast<ProgressSink*>(file_sink.get()) : caller_progress.sink()) : nullptr;
+  ProgressSink* sink = root ? (file_sink ? static_cast<ProgressSink*>(file_sink.get()) : caller_progress.sink())
+                            : nullptr;
   Progress progress(sink, caller_progress.cancel_flag());
   FaultInjection fault(rank, env);
 
@@ -734,7 +740,8 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
     EngineOptions eo;
     eo.threads = params.threads > 0 ? params.threads : default_threads(g.local_size());
     if (mode == "auto") eo.sub_backend = all_gpu ? "gpu" : "";
-    else if (mode != "tiles") eo.sub_backend = mode;
+    else if (mode != "tiles")
+      eo.sub_backend = mode;
     if (!params.devices.empty())
       eo.sub_devices = {params.devices[static_cast<size_t>(g.local_rank()) % params.devices.size()]};
     else if (eo.sub_backend == "gpu" && g.local_size() > 1)
@@ -769,10 +776,9 @@ KnnGraph MpiKnnBackend::build(const Dataset& data, const KnnParams& params, Prog
       return result;
     }
     if (f.kind == FailureKind::Cancelled) throw Cancelled();
-    const std::string text =
-        P == 1 || f.everywhere ? f.message
-                               : "rank " + std::to_string(f.rank) + " of " + std::to_string(P) + " on " + f.host +
-                                     " failed: " + f.message;
+    const std::string text = P == 1 || f.everywhere ? f.message
+                                                    : "rank " + std::to_string(f.rank) + " of " + std::to_string(P) +
+                                                          " on " + f.host + " failed: " + f.message;
     if (f.kind == FailureKind::Usage) throw UsageError(text);
     throw Error(text);
   } catch (const std::exception& e) {

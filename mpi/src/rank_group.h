@@ -23,7 +23,11 @@ struct LocalFailure {
 /// Thrown on every rank once the ranks agreed that `rank` failed.
 struct RankFailure : std::runtime_error {
   RankFailure(int rank, FailureKind kind, std::string message, std::string host, bool everywhere)
-      : std::runtime_error(message), rank(rank), kind(kind), message(std::move(message)), host(std::move(host)),
+      : std::runtime_error(message),
+        rank(rank),
+        kind(kind),
+        message(std::move(message)),
+        host(std::move(host)),
         everywhere(everywhere) {}
   int rank;
   FailureKind kind;
@@ -79,11 +83,11 @@ enum class RankState : int32_t { Running = 0, Finished = 1, Failed = 2, Stopped 
 struct ControlMessage {
   ControlType type = ControlType::Progress;
   RankState state = RankState::Running;
-  int32_t failed_rank = -1;          ///< End: the failure the ranks agree on
+  int32_t failed_rank = -1;  ///< End: the failure the ranks agree on
   FailureKind kind = FailureKind::Error;
   int32_t everywhere = 0;
   uint64_t done = 0;
-  std::string text;                  ///< failure message (and host, for End)
+  std::string text;  ///< failure message (and host, for End)
 };
 
 constexpr int kControlTag = 7101;

@@ -62,7 +62,8 @@ TEST(CliEmbed, KnnThenEmbedWritesEveryFile) {
   ASSERT_EQ(run_cli("knn " + data + " -k 15 -q -o " + (t / "g"), &err), 0) << err;
   ASSERT_EQ(run_cli("embed " + (t / "g") + " --components 3", &err, &out), 0) << err;
   EXPECT_NE(out.find("diffusion map: N=600 k=15"), std::string::npos) << out;
-  for (auto f : {"eigenvalues.npy", "embedding.npy", "point_index.npy", "embedding.csv", "embedding.vtp", "embedding.json"})
+  for (auto f :
+       {"eigenvalues.npy", "embedding.npy", "point_index.npy", "embedding.csv", "embedding.vtp", "embedding.json"})
     EXPECT_TRUE(fs::exists(t / (std::string("g/") + f))) << f;
   Embedding e = read_embedding(t / "g");
   ASSERT_EQ(e.n, 600);
@@ -73,8 +74,10 @@ TEST(CliEmbed, KnnThenEmbedWritesEveryFile) {
   EXPECT_GT(std::abs(circular_correlation(phi, angle)), 0.99);
 
   // Another output folder and other parameters, recorded in embedding.json.
-  ASSERT_EQ(run_cli("embed " + (t / "g") + " --k 8 --epsilon auto --alpha 0.5 --t 2 --symmetrize and --components 2 "
-                    "--local-scaling 4 -q -o " + (t / "e2"),
+  ASSERT_EQ(run_cli("embed " + (t / "g") +
+                        " --k 8 --epsilon auto --alpha 0.5 --t 2 --symmetrize and --components 2 "
+                        "--local-scaling 4 -q -o " +
+                        (t / "e2"),
                     &err),
             0)
       << err;
@@ -117,7 +120,8 @@ TEST(CliEmbed, DegenerateEmbeddingWarnsAndRecordsWhy) {
   EXPECT_EQ(e.metadata["weakly_joined_points"].get<int64_t>() + e.n, 600);
   ASSERT_GE(diag["warnings"].size(), 1u);
   EXPECT_EQ(lines(err), static_cast<int>(diag["warnings"].size())) << err;
-  for (const auto& w : diag["warnings"]) EXPECT_NE(err.find("manifold: warning: " + w.get<std::string>()), std::string::npos);
+  for (const auto& w : diag["warnings"])
+    EXPECT_NE(err.find("manifold: warning: " + w.get<std::string>()), std::string::npos);
   EXPECT_NE(err.find("left out"), std::string::npos) << err;
   // The default kernel on the same graph: nothing to say.
   ASSERT_EQ(run_cli("embed " + (t / "g") + " --components 3 -q -o " + (t / "ok"), &err), 0) << err;
@@ -252,7 +256,8 @@ TEST(CliRun, DemoRecoversTheRotationAngle) {
   ASSERT_NE(pos, std::string::npos) << out;
   const double corr = std::strtod(out.c_str() + pos + 67, nullptr);
   EXPECT_GE(corr, 0.99) << out;
-  for (auto f : {"patterns.npy", "patterns.angles.npy", "indices.npy", "embedding.npy", "embedding.vtp", "session.json"})
+  for (auto f :
+       {"patterns.npy", "patterns.angles.npy", "indices.npy", "embedding.npy", "embedding.vtp", "session.json"})
     EXPECT_TRUE(fs::exists(t / (std::string("demo/") + f))) << f;
   Embedding e = read_embedding(t / "demo");
   EXPECT_EQ(e.n, 1000);
@@ -268,8 +273,9 @@ TEST(CliRun, CtrlCCancelsWithoutOutput) {
   const std::string data = write_circle(t, 30000);
   // One SIGINT after a moment, while the graph is being built (--foreground:
   // without it timeout signals the whole group too, and a second Ctrl-C exits at once).
-  const std::string cmd = "timeout --foreground --preserve-status -s INT 0.5 '" + std::string(std::getenv("MANIFOLD_CLI")) +
-                          "' run " + data + " -k 30 --backend cpu -o " + (t / "out") + " >/dev/null 2>" + (t / "err");
+  const std::string cmd = "timeout --foreground --preserve-status -s INT 0.5 '" +
+                          std::string(std::getenv("MANIFOLD_CLI")) + "' run " + data + " -k 30 --backend cpu -o " +
+                          (t / "out") + " >/dev/null 2>" + (t / "err");
   const int status = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 1);
@@ -304,7 +310,8 @@ TEST(CliSimulate, WritesNpyAndCxiAndRejectsBadInput) {
   EXPECT_NEAR(total / 30, 5000, 300);
   EXPECT_EQ(npy::read<double>(t / "p.angles.npy", &shape).size(), 30u);
   // Bare PDB ids resolve to the packaged structure; CXI holds data and truth.
-  ASSERT_EQ(run_cli("simulate diffraction --pdb 1ubq --count 20 --size 12 --axis random -q -o " + (t / "r.cxi"), &err), 0)
+  ASSERT_EQ(run_cli("simulate diffraction --pdb 1ubq --count 20 --size 12 --axis random -q -o " + (t / "r.cxi"), &err),
+            0)
       << err;
   ASSERT_EQ(run_cli("info " + (t / "r.cxi"), &err, &out), 0) << err;
   EXPECT_NE(out.find("N:       20"), std::string::npos) << out;
@@ -406,7 +413,8 @@ std::string vtp_array(const std::string& xml, const std::string& name, std::stri
         const char c = b64[i + k];
         v <<= 6;
         if (c == '=') ++pad;
-        else v |= static_cast<uint32_t>(alphabet.find(c));
+        else
+          v |= static_cast<uint32_t>(alphabet.find(c));
       }
       out += static_cast<char>(v >> 16);
       if (pad < 2) out += static_cast<char>((v >> 8) & 255);

@@ -31,10 +31,12 @@ struct HelpCase {
 TEST(CliHelp, EveryCommandPrintsItsOptions) {
   const std::vector<HelpCase> cases = {
       {"info", {"DATA", "--dataset"}},
-      {"knn", {"DATA", "-k,--k", "--metric", "(default: euclidean)", "--select", "--precision", "(default: exact)",
-               "--mask", "-o,--output", "--overwrite", "--quiet"}},
-      {"embed", {"GRAPHDIR", "--k", "--epsilon", "(default: median)", "--alpha", "--metadata", "FILE[:COLUMN]",
-                 "--max-matvecs", "(default: 20000)", "--eigensolver"}},
+      {"knn",
+       {"DATA", "-k,--k", "--metric", "(default: euclidean)", "--select", "--precision", "(default: exact)", "--mask",
+        "-o,--output", "--overwrite", "--quiet"}},
+      {"embed",
+       {"GRAPHDIR", "--k", "--epsilon", "(default: median)", "--alpha", "--metadata", "FILE[:COLUMN]", "--max-matvecs",
+        "(default: 20000)", "--eigensolver"}},
       {"run", {"DATA", "--embed-k", "--transform", "--demo", "--session", "--pdb", "(default: 1ubq)", "--mask"}},
       {"simulate", {"--pdb", "--count", "--axis", "--mix", "--hot-pixels", "--keep-water"}},
       {"simulate diffraction", {"--pdb", "--count", "--size", "(default: 32)", "--q-max"}},
@@ -52,7 +54,8 @@ TEST(CliHelp, EveryCommandPrintsItsOptions) {
       EXPECT_NE(out.find("manifold " + (c.command == "simulate" ? std::string("simulate diffraction") : c.command)),
                 std::string::npos)
           << out;
-      for (const std::string& o : c.lists) EXPECT_NE(out.find(o), std::string::npos) << c.command << ": " << o << "\n" << out;
+      for (const std::string& o : c.lists)
+        EXPECT_NE(out.find(o), std::string::npos) << c.command << ": " << o << "\n" << out;
     }
   // The overview names the per-command help.
   std::string out;
@@ -77,7 +80,8 @@ struct BadCase {
 TEST(CliHelp, TyposGetASuggestion) {
   TempDir t;
   const std::vector<BadCase> cases = {
-      {"knn x.npy -k 3 --metrc cosine -o " + (t / "o"), "unknown option '--metrc' (did you mean --metric? see manifold knn --help)"},
+      {"knn x.npy -k 3 --metrc cosine -o " + (t / "o"),
+       "unknown option '--metrc' (did you mean --metric? see manifold knn --help)"},
       {"embed g --epsilom 2", "did you mean --epsilon?"},
       {"run x.npy -k 3 --embed-j 2 -o " + (t / "o"), "did you mean --embed-k?"},
       {"run x.npy -k 3 --overwirte -o " + (t / "o"), "did you mean --overwrite?"},
@@ -118,7 +122,8 @@ TEST(CliHelp, BadArgumentsExitTwoWithOneLineNamingTheOption) {
       {"run " + x + " -k 3 -o " + o + " --x", "run: unknown option '--x'"},
       {"run " + x + " -k 3 -o " + o + " --embed-k", "run: option --embed-k needs a value (K')"},
       {"run --demo --count 2 -o " + o, "--count: 2 is out of range"},
-      {"simulate diffraction --pdb 1ubq --count 5 -o " + (t / "s.npy") + " --bogus", "simulate diffraction: unknown option"},
+      {"simulate diffraction --pdb 1ubq --count 5 -o " + (t / "s.npy") + " --bogus",
+       "simulate diffraction: unknown option"},
       {"simulate diffraction --pdb 1ubq -o " + (t / "s.npy") + " --count", "option --count needs a value (N)"},
       {"simulate diffraction --pdb 1ubq --count 5 --size 1 -o " + (t / "s.npy"), "--size: 1 is out of range [2, 4096]"},
       {"bench --bogus", "bench: unknown option '--bogus'"},

@@ -121,7 +121,8 @@ TEST_F(CliInfo, MrcStack) {
     file.push_back(static_cast<unsigned char>(x >> 8));
   }
   const std::string path = dir / "particles.mrcs";
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
   Result r = info(path);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(field(r.out, "format"), "mrc");
@@ -157,7 +158,9 @@ TEST_F(CliInfo, Hdf5DatasetOption) {
   EXPECT_EQ(field(r.out, "type"), "uint8");
   EXPECT_EQ(field(r.out, "range"), range_text(*lo, *hi));
   // Without --dataset the CXI default is looked up, and the message points at the real one.
-  expect_one_error_line(info(path), 1, path + ": no dataset '/entry_1/data_1/data'; 2-D/3-D datasets in the file: /run/images (6x5x4)");
+  expect_one_error_line(info(path), 1,
+                        path +
+                            ": no dataset '/entry_1/data_1/data'; 2-D/3-D datasets in the file: /run/images (6x5x4)");
 }
 
 TEST_F(CliInfo, GzipIdxWithLabels) {

@@ -21,9 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void save(const Dataset& ds, const std::string& path) {
-  npy::write(path, ds.data(), {ds.rows(), ds.cols()});
-}
+void save(const Dataset& ds, const std::string& path) { npy::write(path, ds.data(), {ds.rows(), ds.cols()}); }
 
 int lines(const std::string& s) {
   int n = 0;
@@ -36,7 +34,8 @@ TEST(CliKnn, WritesTheGraphItPromises) {
   Dataset ds = random_dataset(700, 12, 99);
   save(ds, t / "x.npy");
   std::string err;
-  ASSERT_EQ(run_cli("knn " + (t / "x.npy") + " -k 7 --metric cosine --backend cpu -o " + (t / "g") + " --quiet", &err), 0)
+  ASSERT_EQ(run_cli("knn " + (t / "x.npy") + " -k 7 --metric cosine --backend cpu -o " + (t / "g") + " --quiet", &err),
+            0)
       << err;
   std::vector<int64_t> ishape, dshape;
   auto idx = npy::read<int64_t>(t / "g/indices.npy", &ishape);
@@ -61,12 +60,11 @@ TEST(CliKnn, BadArgumentsExitTwoWithOneLine) {
   TempDir t;
   save(random_dataset(50, 4, 1), t / "x.npy");
   const std::string x = t / "x.npy", o = t / "o";
-  for (const std::string& args : {"knn " + x + " -k 0 -o " + o, "knn " + x + " -k 50 -o " + o,
-                                  "knn " + x + " -k 5 --metric manhattan -o " + o, "knn " + x + " -k 5",
-                                  "knn " + x + " -k five -o " + o, "knn " + x + " -k 5 --bogus -o " + o,
-                                  "knn " + x + " -k 5 --select nope -o " + o, "knn -k 5 -o " + o,
-                                  "knn " + x + " -k 5 --gpu-memory 1e30 -o " + o,
-                                  "knn " + x + " -k 5 --gpu-memory inf -o " + o}) {
+  for (const std::string& args :
+       {"knn " + x + " -k 0 -o " + o, "knn " + x + " -k 50 -o " + o, "knn " + x + " -k 5 --metric manhattan -o " + o,
+        "knn " + x + " -k 5", "knn " + x + " -k five -o " + o, "knn " + x + " -k 5 --bogus -o " + o,
+        "knn " + x + " -k 5 --select nope -o " + o, "knn -k 5 -o " + o, "knn " + x + " -k 5 --gpu-memory 1e30 -o " + o,
+        "knn " + x + " -k 5 --gpu-memory inf -o " + o}) {
     std::string err;
     EXPECT_EQ(run_cli(args, &err), 2) << args << "\n" << err;
     EXPECT_EQ(lines(err), 1) << args << "\n" << err;
@@ -137,8 +135,9 @@ TEST(CliKnn, GpuOptionsOnTheCpuBackendAreNoted) {
                     &err),
             0)
       << err;
-  EXPECT_EQ(err, "note: --select heap and --precision fast-exact apply to the gpu backend; the cpu backend has one "
-                 "selection and computes exact\n");
+  EXPECT_EQ(err,
+            "note: --select heap and --precision fast-exact apply to the gpu backend; the cpu backend has one "
+            "selection and computes exact\n");
   ASSERT_EQ(run_cli("knn " + (t / "x.npy") + " -k 6 --backend cpu -o " + (t / "b") + " --quiet", &plain_err), 0);
   EXPECT_EQ(plain_err, "");
   EXPECT_EQ(read_graph(t / "a").indices, read_graph(t / "b").indices);

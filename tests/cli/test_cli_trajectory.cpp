@@ -93,8 +93,8 @@ TEST(CliTrajectory, DemoFramesFollowTheTrueAngle) {
   }
   EXPECT_EQ(members, 600u);
   const double rho = spearman_with_order(unwrapped);
-  std::printf("manifold trajectory DEMO --phase 1,2 --bins 30: Spearman of frame order with the bin's true angle %.4f\n",
-              rho);
+  std::printf(
+      "manifold trajectory DEMO --phase 1,2 --bins 30: Spearman of frame order with the bin's true angle %.4f\n", rho);
   EXPECT_GE(std::abs(rho), 0.95);
 }
 
@@ -104,8 +104,8 @@ TEST(CliTrajectory, GifAndMp4ReadBack) {
   ASSERT_FALSE(demo_dir().empty());
   TempDir t;
   std::string err, out;
-  ASSERT_EQ(run_cli("trajectory " + demo_dir() + " --coordinate 2 --bins 20 --fps 5 --scale 4 -o " + (t / "m.gif"), &err,
-                    &out),
+  ASSERT_EQ(run_cli("trajectory " + demo_dir() + " --coordinate 2 --bins 20 --fps 5 --scale 4 -o " + (t / "m.gif"),
+                    &err, &out),
             0)
       << err;
   EXPECT_TRUE(err.empty() || err.find("manifold:") == std::string::npos) << err;

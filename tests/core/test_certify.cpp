@@ -55,8 +55,8 @@ Simulated simulate(const PreparedRows& rows, int cap, bool keep_self, const exac
     all.clear();
     std::vector<double> truth(static_cast<size_t>(n));
     double median = 0;
-    for (int64_t j = 0; j < n; ++j) truth[static_cast<size_t>(j)] =
-        exact::exact_sum_sq_diff(rows.data + i * d, rows.data + j * d, d);
+    for (int64_t j = 0; j < n; ++j)
+      truth[static_cast<size_t>(j)] = exact::exact_sum_sq_diff(rows.data + i * d, rows.data + j * d, d);
     std::vector<double> sorted = truth;
     std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());
     median = sorted[static_cast<size_t>(n / 2)];
@@ -100,7 +100,8 @@ Outcome certify(const Dataset& ds, Metric metric, int k, int cap, bool keep_self
   std::vector<int64_t> fb;
   for (int64_t i = 0; i < rows.rows; ++i) {
     if (status[static_cast<size_t>(i)] < 0) fb.push_back(i);
-    else o.reevaluated += status[static_cast<size_t>(i)];
+    else
+      o.reevaluated += status[static_cast<size_t>(i)];
   }
   o.fallback = static_cast<int64_t>(fb.size());
   if (rows.rows > o.fallback) o.reevaluated /= static_cast<double>(rows.rows - o.fallback);

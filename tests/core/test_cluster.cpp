@@ -182,7 +182,8 @@ TEST(ClusterProgressFile, WritesAndReadsLinesIncrementally) {
   EXPECT_TRUE(reader.read_lines().empty());
   {
     std::ofstream out(path, std::ios::app);
-    out << R"(tal":1})" << "\n";
+    out << R"(tal":1})"
+        << "\n";
   }
   lines = reader.read_lines();
   ASSERT_EQ(lines.size(), 1u);

@@ -51,10 +51,10 @@ TEST_P(CpuExactness, RandomDataMatchesFloat64BruteForce) {
 INSTANTIATE_TEST_SUITE_P(AllMetrics, CpuExactness,
                          ::testing::Values(Case{Metric::Euclidean, 1}, Case{Metric::Euclidean, 10},
                                            Case{Metric::Euclidean, 100}, Case{Metric::Euclidean, -1},
-                                           Case{Metric::Cosine, 1}, Case{Metric::Cosine, 10},
-                                           Case{Metric::Cosine, 100}, Case{Metric::Cosine, -1},
-                                           Case{Metric::Pearson, 1}, Case{Metric::Pearson, 10},
-                                           Case{Metric::Pearson, 100}, Case{Metric::Pearson, -1}));
+                                           Case{Metric::Cosine, 1}, Case{Metric::Cosine, 10}, Case{Metric::Cosine, 100},
+                                           Case{Metric::Cosine, -1}, Case{Metric::Pearson, 1},
+                                           Case{Metric::Pearson, 10}, Case{Metric::Pearson, 100},
+                                           Case{Metric::Pearson, -1}));
 
 TEST(CpuKnn, FashionMnistMatchesFloat64BruteForce) {
   Dataset ds = fashion_mnist(2000);

@@ -33,15 +33,17 @@ class PdbPath {
   }
   ~PdbPath() {
     if (had_) setenv("MANIFOLD_PDB_PATH", old_.c_str(), 1);
-    else unsetenv("MANIFOLD_PDB_PATH");
+    else
+      unsetenv("MANIFOLD_PDB_PATH");
   }
 
  private:
   static Settings with_pdb_path(const std::string& value) {
     static std::string held;
     held = value;
-    return settings_from_environment(
-        [](const char* name) -> const char* { return std::string(name) == "MANIFOLD_PDB_PATH" ? held.c_str() : nullptr; });
+    return settings_from_environment([](const char* name) -> const char* {
+      return std::string(name) == "MANIFOLD_PDB_PATH" ? held.c_str() : nullptr;
+    });
   }
 
   ScopedSettings settings_;
@@ -65,8 +67,9 @@ TEST(DemoAnywhere, BundledUbiquitinFoundWithoutFreesasa) {
 
 TEST(DemoAnywhere, UserFoldersComeFirstAndMissingIdsNameTheFolders) {
   TempDir mine;
-  std::ofstream(mine / "1ubq.pdb") << "HEADER    TEST                                    01-JAN-00   0TST\n"
-                                      "ATOM      1  CA  GLY A   1       1.000   2.000   3.000  1.00  0.00           C\n";
+  std::ofstream(mine / "1ubq.pdb")
+      << "HEADER    TEST                                    01-JAN-00   0TST\n"
+         "ATOM      1  CA  GLY A   1       1.000   2.000   3.000  1.00  0.00           C\n";
   TempDir empty;
   PdbPath path(mine.path + ":" + empty.path);
   EXPECT_EQ(find_packaged_pdb("1ubq"), mine / "1ubq.pdb");

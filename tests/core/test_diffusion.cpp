@@ -36,8 +36,8 @@ double median(std::vector<double> v) {
 
 /// The diffusion operator built densely from the definition, in float64.
 struct DenseReference {
-  Eigen::VectorXd values;   // descending
-  Eigen::MatrixXd psi;      // columns: Markov eigenvectors, psi_0 = 1
+  Eigen::VectorXd values;  // descending
+  Eigen::MatrixXd psi;     // columns: Markov eigenvectors, psi_0 = 1
   double epsilon = 0;
 };
 
@@ -76,8 +76,10 @@ DenseReference dense_reference(const KnnGraph& g, const DiffusionParams& p) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) {
       if (p.symmetrize == "or") k(i, j) = std::max(kd(i, j), kd(j, i));
-      else if (p.symmetrize == "and") k(i, j) = (has(i, j) && has(j, i)) ? std::min(kd(i, j), kd(j, i)) : 0.0;
-      else k(i, j) = 0.5 * (kd(i, j) + kd(j, i));
+      else if (p.symmetrize == "and")
+        k(i, j) = (has(i, j) && has(j, i)) ? std::min(kd(i, j), kd(j, i)) : 0.0;
+      else
+        k(i, j) = 0.5 * (kd(i, j) + kd(j, i));
     }
   for (int64_t i = 0; i < n; ++i) k(i, i) = 1.0;
   Eigen::VectorXd q = k.rowwise().sum();
@@ -154,7 +156,8 @@ TEST_P(DenseAgreement, EigenpairsMatchDenseFloat64Solver) {
   // eigenvalue is simple (random data: all are).
   for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(r.psi[i * 7], 1.0, 1e-7);
   for (int c = 1; c <= p.components; ++c) {
-    const double gap = std::min(std::abs(ref.values[c] - ref.values[c - 1]), std::abs(ref.values[c] - ref.values[c + 1]));
+    const double gap = std::min(std::abs(ref.values[c] - ref.values[c - 1]),
+                                std::abs(ref.values[c] - ref.values[c + 1]));
     if (gap < 1e-6) continue;
     EXPECT_GT(alignment(r, c, ref.psi.col(c)), 1 - 1e-8) << "eigenvector " << c;
   }
@@ -458,8 +461,8 @@ TEST(KnownSpectra, SphereFirstEigenvalueIsThreefold) {
   for (int c = 1; c <= 9; ++c) mu.push_back(-std::log(r.eigenvalues[c]));
   for (int c = 0; c < 3; ++c) EXPECT_NEAR(mu[c] / mu[0], 1.0, 0.01) << c;
   for (int c = 3; c < 8; ++c) EXPECT_NEAR(mu[c] / mu[0], 3.0, 0.06) << c;
-  EXPECT_GT(mu[3] / mu[2], 2.5);       // a clear gap after the triplet
-  EXPECT_GT(mu[8] / mu[7], 1.5);       // and after the quintuplet (next: l = 3, ratio 6)
+  EXPECT_GT(mu[3] / mu[2], 2.5);  // a clear gap after the triplet
+  EXPECT_GT(mu[8] / mu[7], 1.5);  // and after the quintuplet (next: l = 3, ratio 6)
   // The first three psi span the coordinate functions x, y, z.
   Eigen::MatrixXd psi(n, 3), xyz(n, 3);
   for (int64_t i = 0; i < n; ++i)
@@ -685,8 +688,8 @@ void expect_rediffuse_exact(const KnnGraph& g, const DiffusionParams& p, const D
   EXPECT_GT(agree.worst_cos, 1 - 1e-8);
   EXPECT_NEAR(warm.eigenvalues[0], 1.0, 1e-12);
   EXPECT_LT(warm.solver["iterations"].get<int>(), 40);
-  std::printf("[ info     ] %s: %d LOBPCG iterations, residual %.1e, worst cos 1 - %.1e, eigenvalues to %.1e\n", what.c_str(),
-              warm.solver["iterations"].get<int>(), claimed, 1 - agree.worst_cos, agree.max_value_diff);
+  std::printf("[ info     ] %s: %d LOBPCG iterations, residual %.1e, worst cos 1 - %.1e, eigenvalues to %.1e\n",
+              what.c_str(), warm.solver["iterations"].get<int>(), claimed, 1 - agree.worst_cos, agree.max_value_diff);
   if (largest_cluster) *largest_cluster = agree.largest_cluster;
 }
 
@@ -843,7 +846,8 @@ TEST(Diffusion, RediffuseOnABottleneckAndOnADisconnectedGraph) {
   for (; n < 1800; ++n) {
     const double x = u(rng), y = u(rng);
     if (n % 2) pts.insert(pts.end(), {x, y});
-    else pts.insert(pts.end(), {x + 2, y});
+    else
+      pts.insert(pts.end(), {x + 2, y});
   }
   for (int64_t i = 0; i < 200; ++i, ++n) pts.insert(pts.end(), {1 + u(rng), 0.45 + 0.1 * u(rng)});
   KnnGraph g = knn_graph(pts, n, 2, 12);

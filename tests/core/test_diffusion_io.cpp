@@ -55,7 +55,8 @@ std::vector<uint8_t> base64_decode(const std::string& s) {
   std::vector<uint8_t> out;
   // Decode quads one by one: the length header is padded on its own.
   for (size_t i = 0; i + 4 <= s.size(); i += 4) {
-    int a = val(s[i]), b = val(s[i + 1]), c = s[i + 2] == '=' ? 0 : val(s[i + 2]), d = s[i + 3] == '=' ? 0 : val(s[i + 3]);
+    int a = val(s[i]), b = val(s[i + 1]), c = s[i + 2] == '=' ? 0 : val(s[i + 2]),
+        d = s[i + 3] == '=' ? 0 : val(s[i + 3]);
     const uint32_t v = (a << 18) | (b << 12) | (c << 6) | d;
     out.push_back(static_cast<uint8_t>(v >> 16));
     if (s[i + 2] != '=') out.push_back(static_cast<uint8_t>(v >> 8));
@@ -123,7 +124,8 @@ TEST(EmbeddingIo, EveryFileRoundTrips) {
   p.epsilon = "auto";
   TempDir t;
   write_embedding(t.path, r, p, nlohmann::json{{"n", 300}}, {{"note", "test"}});
-  for (auto f : {"eigenvalues.npy", "embedding.npy", "point_index.npy", "embedding.csv", "embedding.vtp", "embedding.json"})
+  for (auto f :
+       {"eigenvalues.npy", "embedding.npy", "point_index.npy", "embedding.csv", "embedding.vtp", "embedding.json"})
     EXPECT_TRUE(fs::exists(t / f)) << f;
   // Nothing temporary is left.
   for (auto& e : fs::directory_iterator(t.path)) EXPECT_NE(e.path().filename().string()[0], '.') << e.path();
@@ -452,7 +454,8 @@ TEST(EmbeddingIo, MetadataColumnsFollowPointIndex) {
     for (int c = 0; c < 6; ++c) rest = rest.substr(rest.find(',') + 1);
     const std::string first = rest.substr(0, rest.find(','));
     if (row % 10 == 0) EXPECT_EQ(first, "") << line;
-    else EXPECT_EQ(std::stod(first), static_cast<double>(row) + 0.5) << line;
+    else
+      EXPECT_EQ(std::stod(first), static_cast<double>(row) + 0.5) << line;
     rest = rest.substr(rest.find(',') + 1);
     EXPECT_EQ(std::stod(rest.substr(0, rest.find(','))), -static_cast<double>(row)) << line;
     EXPECT_EQ(rest.substr(rest.find(',') + 1), row % 4 == 0 ? "\"with, comma\"" : "plain") << line;
@@ -475,7 +478,8 @@ TEST(EmbeddingIo, MetadataColumnsFollowPointIndex) {
   for (int64_t p = 0; p < r.n; ++p) {
     ASSERT_EQ(c[p], r.point_index[p] % 4 == 0 ? 1 : 0);
     if (r.point_index[p] % 10 == 0) ASSERT_TRUE(std::isnan(v[p]));
-    else ASSERT_EQ(v[p], static_cast<double>(r.point_index[p]) + 0.5);
+    else
+      ASSERT_EQ(v[p], static_cast<double>(r.point_index[p]) + 0.5);
   }
   const std::string vtp = slurp(dir / "embedding.vtp");
   EXPECT_NE(vtp.find("<Array type=\"String\" Name=\"class &quot;A&quot;_categories\" NumberOfTuples=\"2\""),

@@ -38,8 +38,18 @@ std::vector<double> awkward_coordinates(int64_t n, int m) {
   std::normal_distribution<double> g(0, 1e-3);
   std::vector<double> x(static_cast<size_t>(n * m));
   for (auto& v : x) v = g(rng);
-  const double specials[] = {0.0, -0.0, 1.0, -1.0, 1e-300, -1e300, std::numeric_limits<double>::denorm_min(),
-                             std::numeric_limits<double>::max(), 0.1, 1.0 / 3.0, 123456789.0, 5e-324 * 3};
+  const double specials[] = {0.0,
+                             -0.0,
+                             1.0,
+                             -1.0,
+                             1e-300,
+                             -1e300,
+                             std::numeric_limits<double>::denorm_min(),
+                             std::numeric_limits<double>::max(),
+                             0.1,
+                             1.0 / 3.0,
+                             123456789.0,
+                             5e-324 * 3};
   for (size_t i = 0; i < std::size(specials); ++i) x[i * 37 % x.size()] = specials[i];
   return x;
 }
@@ -50,7 +60,8 @@ std::string base64_of(const void* data, size_t n) {
   const auto* p = static_cast<const unsigned char*>(data);
   std::string out;
   for (size_t i = 0; i < n; i += 3) {
-    const uint32_t v = (uint32_t{p[i]} << 16) | (i + 1 < n ? uint32_t{p[i + 1]} << 8 : 0u) | (i + 2 < n ? p[i + 2] : 0u);
+    const uint32_t v = (uint32_t{p[i]} << 16) | (i + 1 < n ? uint32_t{p[i + 1]} << 8 : 0u) |
+                       (i + 2 < n ? p[i + 2] : 0u);
     out += k[(v >> 18) & 63];
     out += k[(v >> 12) & 63];
     out += i + 1 < n ? k[(v >> 6) & 63] : '=';
@@ -148,7 +159,8 @@ TEST(EmbeddingIoParallel, CsvOfManyChunksReadsBackExactly) {
     }
     const double angle = metadata.columns()[0].values[static_cast<size_t>(source)];
     if (std::isnan(angle)) ASSERT_EQ(cells[1 + m], "");
-    else ASSERT_EQ(std::strtod(cells[1 + m].c_str(), nullptr), angle);
+    else
+      ASSERT_EQ(std::strtod(cells[1 + m].c_str(), nullptr), angle);
     ++row;
   }
   EXPECT_EQ(row, n);

@@ -32,8 +32,8 @@ TEST(HostCopy, EveryLengthAndAlignment) {
         stream_copy(dst.data() + dof, src.data() + so, len);
         for (size_t i = 0; i < dst.size(); ++i) {
           const unsigned char want = i >= dof && i < dof + len ? src[so + i - dof] : 0xAB;
-          ASSERT_EQ(dst[i], want) << "src offset " << so << ", dst offset " << dof << ", length " << len
-                                  << ", byte " << i;
+          ASSERT_EQ(dst[i], want) << "src offset " << so << ", dst offset " << dof << ", length " << len << ", byte "
+                                  << i;
         }
       }
     }

@@ -89,7 +89,8 @@ void expect_refused(const std::string& path, const std::string& what, ReadOption
   try {
     AddressSpaceLimit limit(kGiB);
     Dataset ds = load_dataset(path, opt);
-    ADD_FAILURE() << path << ": loaded " << ds.rows() << " x " << ds.cols() << " instead of failing with '" << what << "'";
+    ADD_FAILURE() << path << ": loaded " << ds.rows() << " x " << ds.cols() << " instead of failing with '" << what
+                  << "'";
     return;
   } catch (const Error& e) {
     message = e.what();
@@ -198,22 +199,24 @@ TEST(HostilePng, TinyFileAnnouncing50000Squared) {
 // at `offset` with `count` bytes; `data_bytes` bytes of data follow the IFD.
 std::vector<unsigned char> tiff_announcing(uint32_t w, uint32_t h, uint32_t offset, uint32_t count, size_t data_bytes) {
   std::vector<unsigned char> v = {'I', 'I', 42, 0, 8, 0, 0, 0};
-  auto u16 = [&v](uint16_t x) { v.push_back(static_cast<unsigned char>(x)), v.push_back(static_cast<unsigned char>(x >> 8)); };
+  auto u16 = [&v](uint16_t x) {
+    v.push_back(static_cast<unsigned char>(x)), v.push_back(static_cast<unsigned char>(x >> 8));
+  };
   auto u32 = [&](uint32_t x) { u16(static_cast<uint16_t>(x)), u16(static_cast<uint16_t>(x >> 16)); };
   struct Entry {
     uint16_t tag, type;
     uint32_t value;
   };
-  const std::vector<Entry> entries = {{256, 4, w},     {257, 4, h},    {258, 3, 16},     {259, 3, 1},
-                                      {262, 3, 1},     {273, 4, offset}, {277, 3, 1},    {278, 4, h},
-                                      {279, 4, count}, {339, 3, 1}};
+  const std::vector<Entry> entries = {{256, 4, w},      {257, 4, h}, {258, 3, 16}, {259, 3, 1},     {262, 3, 1},
+                                      {273, 4, offset}, {277, 3, 1}, {278, 4, h},  {279, 4, count}, {339, 3, 1}};
   u16(static_cast<uint16_t>(entries.size()));
   for (const Entry& e : entries) {
     u16(e.tag);
     u16(e.type);
     u32(1);
     if (e.type == 3) u16(static_cast<uint16_t>(e.value)), u16(0);
-    else u32(e.value);
+    else
+      u32(e.value);
   }
   u32(0);  // no next page
   v.resize(v.size() + data_bytes, 0x5a);

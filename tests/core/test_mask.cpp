@@ -108,9 +108,9 @@ TEST(Mask, CxiBitRuleAtBothPlaces) {
 TEST(Mask, PerFrameCxiMaskKeepsPixelsValidInEveryFrame) {
   TempDir t;
   std::vector<uint32_t> bits(3 * 2 * 2, 0);
-  bits[0 * 4 + 1] = 4;    // hot in frame 0
-  bits[2 * 4 + 3] = 2;    // saturated in frame 2
-  bits[1 * 4 + 2] = 32;   // in a peak mask: still valid
+  bits[0 * 4 + 1] = 4;   // hot in frame 0
+  bits[2 * 4 + 3] = 2;   // saturated in frame 2
+  bits[1 * 4 + 2] = 32;  // in a peak mask: still valid
   const std::vector<float> data(3 * 4, 1.0f);
   write_h5(t / "p.cxi", {{"/entry_1/data_1/data", {3, 2, 2}, H5T_NATIVE_FLOAT, data.data()},
                          {"/entry_1/data_1/mask", {3, 2, 2}, H5T_NATIVE_UINT32, bits.data()}});
@@ -202,7 +202,8 @@ TEST(Mask, BadMasksAreOneLineNamingTheFile) {
   EXPECT_EQ(run_cli("knn " + (t / "d.npy") + " -k 3 --backend cpu -o " + (t / "g") + " -q", &err), 2) << err;
   EXPECT_NE(err.find("d.mask.npy: mask of shape 4x4"), std::string::npos) << err;
   EXPECT_NE(err.find("--mask none"), std::string::npos) << err;
-  EXPECT_EQ(run_cli("knn " + (t / "d.npy") + " -k 3 --backend cpu --mask none -o " + (t / "g") + " -q", &err), 0) << err;
+  EXPECT_EQ(run_cli("knn " + (t / "d.npy") + " -k 3 --backend cpu --mask none -o " + (t / "g") + " -q", &err), 0)
+      << err;
 }
 
 TEST(Mask, FoundBesideTheDataOrTheFolder) {
@@ -314,12 +315,14 @@ TEST(Mask, SimulatorWritesAMaskMatchingItsHotPixelsAndGap) {
   float brightest_valid = 0;
   for (int64_t i = 0; i < d.count; ++i)
     for (int k = 0; k < S * S; ++k)
-      if (beside.valid[static_cast<size_t>(k)]) brightest_valid = std::max(brightest_valid, d.images[static_cast<size_t>(i * S * S + k)]);
+      if (beside.valid[static_cast<size_t>(k)])
+        brightest_valid = std::max(brightest_valid, d.images[static_cast<size_t>(i * S * S + k)]);
   int hot = 0;
   for (int r = 0; r < S; ++r)
     for (int c = 0; c < S; ++c) {
       const size_t k = static_cast<size_t>(r * S + c);
-      const bool in_gap = (r >= (S - gap) / 2 && r < (S - gap) / 2 + gap) || (c >= (S - gap) / 2 && c < (S - gap) / 2 + gap);
+      const bool in_gap = (r >= (S - gap) / 2 && r < (S - gap) / 2 + gap) ||
+                          (c >= (S - gap) / 2 && c < (S - gap) / 2 + gap);
       EXPECT_EQ(d.pixel_mask[k] == 1, in_gap) << r << "," << c;
       if (d.pixel_mask[k] == 4) ++hot;
       for (int64_t i = 0; i < d.count; ++i) {
@@ -340,9 +343,11 @@ struct RunResult {
   KnnGraph graph;
   std::vector<double> eigenvalues;
 };
-RunResult run_on(const std::string& data, const std::string& out, const std::string& metric, const std::string& extra = "") {
+RunResult run_on(const std::string& data, const std::string& out, const std::string& metric,
+                 const std::string& extra = "") {
   std::string err;
-  const int rc = run_cli("run " + data + " -k 12 --metric " + metric + " --backend cpu --components 4 " + extra + " -o " + out + " -q",
+  const int rc = run_cli("run " + data + " -k 12 --metric " + metric + " --backend cpu --components 4 " + extra +
+                             " -o " + out + " -q",
                          &err);
   EXPECT_EQ(rc, 0) << err;
   RunResult r;
@@ -378,11 +383,13 @@ TEST(Mask, HotPixelsAndGapEmbedAsTheDataWithoutThem) {
     EXPECT_EQ(masked.graph.indices, removed.graph.indices);
     ASSERT_EQ(masked.graph.distances.size(), removed.graph.distances.size());
     for (size_t e = 0; e < masked.graph.distances.size(); ++e)
-      ASSERT_NEAR(masked.graph.distances[e], removed.graph.distances[e], 1e-5 * (1 + std::abs(removed.graph.distances[e])));
+      ASSERT_NEAR(masked.graph.distances[e], removed.graph.distances[e],
+                  1e-5 * (1 + std::abs(removed.graph.distances[e])));
     // Both are the exact graph of the data without those pixels.
     EXPECT_EQ(check_graph(masked.graph, clean_ds, brute_force(clean_ds, 12, parse_metric(metric), false)), "");
     ASSERT_EQ(masked.eigenvalues.size(), removed.eigenvalues.size());
-    for (size_t c = 0; c < masked.eigenvalues.size(); ++c) EXPECT_NEAR(masked.eigenvalues[c], removed.eigenvalues[c], 1e-9);
+    for (size_t c = 0; c < masked.eigenvalues.size(); ++c)
+      EXPECT_NEAR(masked.eigenvalues[c], removed.eigenvalues[c], 1e-9);
     // Without the mask the hot pixels decide the graph: the test can fail.
     const RunResult unmasked = run_on(t / "sim.npy", t / ("u_" + metric), metric, "--mask none");
     EXPECT_NE(unmasked.graph.indices, removed.graph.indices);
@@ -397,13 +404,14 @@ TEST(Mask, RunRecordsTheMaskAndItsSessionReplaysIt) {
   std::string err, out;
   // info names the mask it finds beside the data.
   ASSERT_EQ(run_cli("info " + (t / "sim.npy"), &err, &out), 0) << err;
-  EXPECT_NE(out.find("mask:    192 of 256 pixels valid (75.0%) from " + (t / "sim.mask.npy")), std::string::npos) << out;
+  EXPECT_NE(out.find("mask:    192 of 256 pixels valid (75.0%) from " + (t / "sim.mask.npy")), std::string::npos)
+      << out;
   // The mask under another name, given with --mask (nothing is found beside the data).
   fs::rename(t / "sim.mask.npy", t / "detector.npy");
   ASSERT_EQ(run_cli("info " + (t / "sim.npy"), &err, &out), 0) << err;
   EXPECT_EQ(out.find("mask:"), std::string::npos) << out;
-  ASSERT_EQ(run_cli("run " + (t / "sim.npy") + " -k 8 --backend cpu --transform anscombe --mask " + (t / "detector.npy") +
-                        " -o " + (t / "a"),
+  ASSERT_EQ(run_cli("run " + (t / "sim.npy") + " -k 8 --backend cpu --transform anscombe --mask " +
+                        (t / "detector.npy") + " -o " + (t / "a"),
                     &err, &out),
             0)
       << err;

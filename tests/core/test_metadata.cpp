@@ -29,9 +29,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 std::string message_of(const std::function<void()>& f) {
   try {
@@ -130,7 +128,8 @@ TEST(Metadata, AnglesAndLabelsFiles) {
 TEST(Metadata, CsvNumericCategoricalQuotedAndMissing) {
   TempDir t;
   write_text(t / "m.csv",
-             "\xEF\xBB\xBF" "energy, class ,note,rotation_deg\r\n"
+             "\xEF\xBB\xBF"
+             "energy, class ,note,rotation_deg\r\n"
              "1, hit ,\"a, b\",10\r\n"
              "2,miss,\"say \"\"x\"\"\",\r\n"
              "3,hit,\"two\nlines\",NaN\r\n");
@@ -166,7 +165,7 @@ TEST(Metadata, IntegerColumnsNamedAsClassesAreCategorical) {
   auto cols = load(t / "m.csv");
   ASSERT_EQ(cols.size(), 5u);
   EXPECT_EQ(cols[0].kind, MetadataKind::Categorical);  // run
-  EXPECT_EQ(cols[0].categories.size(), 10u);            // codes are the run numbers 0..9
+  EXPECT_EQ(cols[0].categories.size(), 10u);           // codes are the run numbers 0..9
   EXPECT_EQ(cols[0].codes, (std::vector<int32_t>{7, 7, 9}));
   EXPECT_EQ(cols[1].kind, MetadataKind::Categorical);  // hit_class
   EXPECT_EQ(cols[2].kind, MetadataKind::Numeric);      // width: "id" is not a word of it
@@ -269,7 +268,9 @@ TEST(Metadata, CxiDatasetsByPath) {
   const hsize_t n = 5;
   hid_t space = H5Screate_simple(1, &n, nullptr);
   hid_t ds = H5Dcreate2(f, "/entry_1/sample_1/hit", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  const char text[] = "hit\0miss" "no\0\0hit\0hit\0";
+  const char text[] =
+      "hit\0miss"
+      "no\0\0hit\0hit\0";
   H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, text);
   H5Dclose(ds), H5Sclose(space), H5Tclose(type), H5Fclose(f);
   cols = load(t / "s.cxi:/entry_1/sample_1/hit");
@@ -280,8 +281,8 @@ TEST(Metadata, CxiDatasetsByPath) {
 
   // The GUI offers every dataset of N rows, wherever it is; the 3-D images are not one.
   const auto of_five = hdf5_datasets_of_length(t / "s.cxi", 5);
-  for (const char* p : {"/entry_1/sample_1/hit", "/entry_1/sample_1/orientation_quaternion",
-                        "/entry_1/sample_1/rotation_angle"})
+  for (const char* p :
+       {"/entry_1/sample_1/hit", "/entry_1/sample_1/orientation_quaternion", "/entry_1/sample_1/rotation_angle"})
     EXPECT_NE(std::find(of_five.begin(), of_five.end(), p), of_five.end()) << p;
   EXPECT_EQ(std::find(of_five.begin(), of_five.end(), "/entry_1/data_1/data"), of_five.end());
   EXPECT_TRUE(std::is_sorted(of_five.begin(), of_five.end()));
@@ -408,8 +409,8 @@ TEST(MetadataCorrelation, KnownAnswers) {
   ring.add(angle);
   std::vector<double> y(static_cast<size_t>(n * 3));
   for (int64_t i = 0; i < n; ++i) {
-    y[i * 3] = x[i * 3 + 2];                           // noise first
-    y[i * 3 + 1] = 5 * std::cos(angle.values[i]);      // then the ring, unequal scales
+    y[i * 3] = x[i * 3 + 2];                       // noise first
+    y[i * 3 + 1] = 5 * std::cos(angle.values[i]);  // then the ring, unequal scales
     y[i * 3 + 2] = 0.01 * std::sin(angle.values[i]);
   }
   r = correlate_metadata(ring, y.data(), n, 3, nullptr);
@@ -467,7 +468,8 @@ TEST(MetadataCorrelation, TooManyCategoriesIsUndefined) {
   auto r = correlate_metadata(table, psi.data(), n, 1, nullptr);
   EXPECT_TRUE(std::isnan(r[0].per_coordinate[0]));
   EXPECT_EQ(r[0].best, -1);
-  EXPECT_EQ(correlation_summary(r), "metadata: 1 column without a defined correlation (constant, or too many categories)");
+  EXPECT_EQ(correlation_summary(r),
+            "metadata: 1 column without a defined correlation (constant, or too many categories)");
   EXPECT_TRUE(correlation_json(table, r)["columns"][0]["per_coordinate"][0].is_null());
 }
 

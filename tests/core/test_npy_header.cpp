@@ -46,12 +46,13 @@ TEST(NpyHeader, WhatNumpyWritesIsRead) {
   TempDir t;
   std::vector<int64_t> shape;
   // Double quotes, no trailing comma, Python 2's long suffix, a version 2 header.
-  auto v = npy::read<float>(write_raw(t, "a.npy", "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2L, 3L)}\n",
-                                      24),
+  auto v = npy::read<float>(write_raw(t, "a.npy",
+                                      "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2L, 3L)}\n", 24),
                             &shape);
   EXPECT_EQ(shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(v.size(), 6u);
-  v = npy::read<float>(write_raw(t, "b.npy", "{'shape': (4,), 'descr': '<f4', 'fortran_order': False, }", 16, 2), &shape);
+  v = npy::read<float>(write_raw(t, "b.npy", "{'shape': (4,), 'descr': '<f4', 'fortran_order': False, }", 16, 2),
+                       &shape);
   EXPECT_EQ(shape, (std::vector<int64_t>{4}));
   // A scalar's empty shape, and a repeated key keeps its last value as in Python.
   npy::read<float>(write_raw(t, "c.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (), }", 4), &shape);
@@ -68,7 +69,8 @@ TEST(NpyHeader, WhatNumpyWritesIsRead) {
 TEST(NpyHeader, LongFieldsFailWithOneLineNotACrash) {
   // 30,000-character fields crashed std::regex (recursion per character).
   TempDir t;
-  const std::string long_descr = "{'descr': '<f4" + std::string(30000, 'x') + "', 'fortran_order': False, 'shape': (1,)}";
+  const std::string long_descr = "{'descr': '<f4" + std::string(30000, 'x') +
+                                 "', 'fortran_order': False, 'shape': (1,)}";
   EXPECT_NE(error_of(write_raw(t, "a.npy", long_descr, 4)).find("unsupported dtype"), std::string::npos);
   std::string long_shape = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
   for (int i = 0; i < 10000; ++i) long_shape += "1, ";

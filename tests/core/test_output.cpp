@@ -313,11 +313,15 @@ TEST(CliOutput, SimulateIntoAFolderIsABadArgument) {
   std::ofstream(t / "two.pdb") << "ATOM      1  N   MET A   1      27.340  24.430   2.614  1.00  9.67           N  \n"
                                   "ATOM      2  CA  MET A   1      26.266  25.413   2.842  1.00 10.38           C  \n";
   std::string err;
-  ASSERT_EQ(run_cli("simulate diffraction --pdb " + (t / "two.pdb") + " --count 2 --size 8 -q -o " + (t / "ok.npy"), &err), 0)
+  ASSERT_EQ(run_cli("simulate diffraction --pdb " + (t / "two.pdb") + " --count 2 --size 8 -q -o " + (t / "ok.npy"),
+                    &err),
+            0)
       << err;
   for (const std::string name : {"f.npy", "f.cxi"}) {
     fs::create_directories(t / name);
-    EXPECT_EQ(run_cli("simulate diffraction --pdb " + (t / "two.pdb") + " --count 2 --size 8 -q -o " + (t / name), &err), 2);
+    EXPECT_EQ(run_cli("simulate diffraction --pdb " + (t / "two.pdb") + " --count 2 --size 8 -q -o " + (t / name),
+                      &err),
+              2);
     EXPECT_EQ(lines(err), 1) << err;
     EXPECT_NE(err.find(t / name), std::string::npos) << err;
     EXPECT_TRUE(fs::is_empty(t / name));
@@ -332,7 +336,9 @@ TEST(CliOutput, SubmitRefusesAFolderOfOtherFilesBeforeQueueing) {
   fs::create_directories(t / "mine");
   std::ofstream(t / "mine/notes.txt") << "keep";
   std::string err;
-  EXPECT_EQ(run_cli("submit --profile " + (t / "profile.json") + " " + (t / "a.npy") + " -k 3 -q -o " + (t / "mine"), &err), 2);
+  EXPECT_EQ(run_cli("submit --profile " + (t / "profile.json") + " " + (t / "a.npy") + " -k 3 -q -o " + (t / "mine"),
+                    &err),
+            2);
   EXPECT_NE(err.find("notes.txt"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(t / "jobs")) << "nothing queued";
 }

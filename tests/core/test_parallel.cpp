@@ -18,7 +18,8 @@ namespace {
 /// visited exactly once.
 void expect_each_index_once(int64_t n, int threads, int64_t chunk) {
   std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-  parallel_for(0, n, threads, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); }, chunk);
+  parallel_for(
+      0, n, threads, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); }, chunk);
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "index " << i;
 }
 
@@ -35,9 +36,13 @@ TEST(Parallel, EveryIndexOnceOverManyLoops) {
 
 TEST(Parallel, TheBodysExceptionReachesTheCallerAndThePoolGoesOn) {
   for (int rep = 0; rep < 50; ++rep) {
-    EXPECT_THROW(parallel_for(0, 10000, 4, [&](int64_t i) {
+    EXPECT_THROW(parallel_for(
+                     0, 10000, 4,
+                     [&](int64_t i) {
       if (i == 777) throw std::runtime_error("body failed");
-    }, 16), std::runtime_error);
+                     },
+                     16),
+                 std::runtime_error);
     expect_each_index_once(5000, 4, 7);
   }
 }
@@ -47,9 +52,13 @@ TEST(Parallel, NestedLoopsFinishAndAreCorrect) {
   // of its own (or runs on the pool's thread), never waits for the pool.
   const int64_t outer = 40, inner = 500;
   std::vector<std::atomic<int>> hits(static_cast<size_t>(outer * inner));
-  parallel_for(0, outer, 4, [&](int64_t o) {
-    parallel_for(0, inner, 3, [&](int64_t i) { hits[static_cast<size_t>(o * inner + i)].fetch_add(1); }, 10);
-  }, 1);
+  parallel_for(
+      0, outer, 4,
+      [&](int64_t o) {
+    parallel_for(
+        0, inner, 3, [&](int64_t i) { hits[static_cast<size_t>(o * inner + i)].fetch_add(1); }, 10);
+      },
+      1);
   for (auto& h : hits) ASSERT_EQ(h.load(), 1);
 }
 
@@ -63,7 +72,8 @@ TEST(Parallel, LoopsFromSeveralCallerThreadsAtOnce) {
       for (int rep = 0; rep < 300; ++rep) {
         const int64_t n = 200 + 37 * c + rep;
         std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-        parallel_for(0, n, 3, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); }, 5);
+        parallel_for(
+            0, n, 3, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); }, 5);
         for (auto& h : hits)
           if (h.load() != 1) failures.fetch_add(1);
       }

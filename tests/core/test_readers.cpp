@@ -136,7 +136,8 @@ void expect_values(const Dataset& ds, const std::vector<double>& expected, float
 void expect_error(const std::string& path, const std::string& file, const std::string& what, ReadOptions opt = {}) {
   try {
     Dataset ds = load_dataset(path, opt);
-    ADD_FAILURE() << path << ": loaded " << ds.rows() << " x " << ds.cols() << " instead of failing with '" << what << "'";
+    ADD_FAILURE() << path << ": loaded " << ds.rows() << " x " << ds.cols() << " instead of failing with '" << what
+                  << "'";
   } catch (const UsageError& e) {
     ADD_FAILURE() << "UsageError instead of Error: " << e.what();
   } catch (const Error& e) {
@@ -164,13 +165,23 @@ ReadOptions rows(int64_t n) {
 void write_npy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,
                const std::vector<unsigned char>& data, bool fortran = false, size_t misalign = 0) {
   std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += std::to_string(shape[i]) + (shape.size() == 1 || i + 1 < shape.size() ? "," : "");
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += std::to_string(shape[i]) + (shape.size() == 1 || i + 1 < shape.size() ? "," : "");
   s += ")";
-  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + s + ", }";
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + s +
+                     ", }";
   const size_t total = 10 + dict.size() + 1;
   dict.append((64 - total % 64) % 64 + misalign, ' ');
   dict += '\n';
-  const unsigned char magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(dict.size() & 0xff),
+  const unsigned char magic[10] = {0x93,
+                                   'N',
+                                   'U',
+                                   'M',
+                                   'P',
+                                   'Y',
+                                   1,
+                                   0,
+                                   static_cast<unsigned char>(dict.size() & 0xff),
                                    static_cast<unsigned char>(dict.size() >> 8)};
   std::vector<unsigned char> out(10 + dict.size() + data.size());
   std::memcpy(out.data(), magic, 10);
@@ -324,8 +335,10 @@ TEST(Generic, UnknownAndEmptyFiles) {
 
 // ---- MNIST IDX --------------------------------------------------------------
 
-std::vector<unsigned char> idx_bytes(int type_code, const std::vector<uint32_t>& dims, const std::vector<unsigned char>& data) {
-  std::vector<unsigned char> out = {0, 0, static_cast<unsigned char>(type_code), static_cast<unsigned char>(dims.size())};
+std::vector<unsigned char> idx_bytes(int type_code, const std::vector<uint32_t>& dims,
+                                     const std::vector<unsigned char>& data) {
+  std::vector<unsigned char> out = {0, 0, static_cast<unsigned char>(type_code),
+                                    static_cast<unsigned char>(dims.size())};
   for (uint32_t d : dims)
     for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<unsigned char>(d >> s));
   out.insert(out.end(), data.begin(), data.end());
@@ -353,9 +366,11 @@ Mnist write_mnist(const TempDir& dir, bool gz_images, bool gz_labels) {
   const auto img = idx_bytes(0x08, {9, 4, 3}, encode_all(kU8, m.pixels));
   const auto lab = idx_bytes(0x08, {9}, m.labels);
   if (gz_images) write_gz(dir / "t-images-idx3-ubyte.gz", img);
-  else write_file(dir / "t-images-idx3-ubyte", img);
+  else
+    write_file(dir / "t-images-idx3-ubyte", img);
   if (gz_labels) write_gz(dir / "t-labels-idx1-ubyte.gz", lab);
-  else write_file(dir / "t-labels-idx1-ubyte", lab);
+  else
+    write_file(dir / "t-labels-idx1-ubyte", lab);
   return m;
 }
 
@@ -470,7 +485,8 @@ void write_png(const std::string& path, int w, int h, int color_type, int depth,
   png_infop info = png_create_info_struct(png);
   png_init_io(png, f);
   png_set_IHDR(png, info, static_cast<png_uint_32>(w), static_cast<png_uint_32>(h), depth, color_type,
-               interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+               interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
   if (!palette.empty()) png_set_PLTE(png, info, palette.data(), static_cast<int>(palette.size()));
   png_write_info(png, info);
   const int channels = samples.size() / static_cast<size_t>(w * h);
@@ -552,7 +568,8 @@ TEST(PngFolder, ColourBecomesRec709Luma) {
   write_png(dir / "b_rgba.png", w, h, PNG_COLOR_TYPE_RGB_ALPHA, 8, rgba);
   std::vector<png_color> palette;
   for (int i = 0; i < 4; ++i)
-    palette.push_back({static_cast<png_byte>(40 + 50 * i), static_cast<png_byte>(200 - 30 * i), static_cast<png_byte>(17 * i + 5)});
+    palette.push_back({static_cast<png_byte>(40 + 50 * i), static_cast<png_byte>(200 - 30 * i),
+                       static_cast<png_byte>(17 * i + 5)});
   std::vector<int> index;
   for (int i = 0; i < w * h; ++i) index.push_back((i * 3 + 1) % 4);
   write_png(dir / "c_palette.png", w, h, PNG_COLOR_TYPE_PALETTE, 8, index, palette);
@@ -629,7 +646,9 @@ void write_tiff(const std::string& path, const std::vector<TiffPage>& pages) {
   ASSERT_NE(t, nullptr);
   for (const auto& p : pages) {
     const auto bytes = encode_all(p.type, p.v);
-    const uint16_t format = p.type.is_float ? SAMPLEFORMAT_IEEEFP : p.type.is_signed ? SAMPLEFORMAT_INT : SAMPLEFORMAT_UINT;
+    const uint16_t format = p.type.is_float    ? SAMPLEFORMAT_IEEEFP
+                            : p.type.is_signed ? SAMPLEFORMAT_INT
+                                               : SAMPLEFORMAT_UINT;
     TIFFSetField(t, TIFFTAG_IMAGEWIDTH, p.w);
     TIFFSetField(t, TIFFTAG_IMAGELENGTH, p.h);
     TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, static_cast<uint16_t>(8 * p.type.size));
@@ -640,7 +659,8 @@ void write_tiff(const std::string& path, const std::vector<TiffPage>& pages) {
     TIFFSetField(t, TIFFTAG_COMPRESSION, p.compression);
     if (pages.size() > 1) {
       TIFFSetField(t, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE | p.subfile);
-      TIFFSetField(t, TIFFTAG_PAGENUMBER, static_cast<uint16_t>(&p - pages.data()), static_cast<uint16_t>(pages.size()));
+      TIFFSetField(t, TIFFTAG_PAGENUMBER, static_cast<uint16_t>(&p - pages.data()),
+                   static_cast<uint16_t>(pages.size()));
     }
     const size_t px = p.type.size * p.spp;
     if (p.tiled) {
@@ -751,7 +771,8 @@ TEST(Tiff, BadInputs) {
   expect_error(dir / "rgb.tif", "3 samples per pixel");
   write_tiff(dir / "double.tif", {TiffPage{4, 4, kI64, values(kI64, 16, 1)}});
   expect_error(dir / "double.tif", "64-bit signed integer samples");
-  write_tiff(dir / "whole.tif", {TiffPage{40, 30, kU16, values(kU16, 1200, 1)}, TiffPage{40, 30, kU16, values(kU16, 1200, 2)}});
+  write_tiff(dir / "whole.tif",
+             {TiffPage{40, 30, kU16, values(kU16, 1200, 1)}, TiffPage{40, 30, kU16, values(kU16, 1200, 2)}});
   auto bytes = read_file(dir / "whole.tif");
   write_file(dir / "cut.tif", std::vector<unsigned char>(bytes.begin(), bytes.begin() + 1500));
   expect_error(dir / "cut.tif", "corrupt");
@@ -763,11 +784,13 @@ TEST(Tiff, BadInputs) {
 // ---- MRC --------------------------------------------------------------------
 
 void put32(std::vector<unsigned char>& h, size_t offset, int32_t v, bool big) {
-  for (int j = 0; j < 4; ++j) h[offset + static_cast<size_t>(j)] = static_cast<unsigned char>(static_cast<uint32_t>(v) >> (big ? 24 - 8 * j : 8 * j));
+  for (int j = 0; j < 4; ++j)
+    h[offset + static_cast<size_t>(j)] = static_cast<unsigned char>(static_cast<uint32_t>(v) >>
+                                                                    (big ? 24 - 8 * j : 8 * j));
 }
 
-std::vector<unsigned char> mrc_bytes(int nx, int ny, int nz, int mode, int nsymbt, const std::vector<unsigned char>& data,
-                                     bool big = false, bool stamp = true) {
+std::vector<unsigned char> mrc_bytes(int nx, int ny, int nz, int mode, int nsymbt,
+                                     const std::vector<unsigned char>& data, bool big = false, bool stamp = true) {
   std::vector<unsigned char> h(1024, 0);
   put32(h, 0, nx, big);
   put32(h, 4, ny, big);
@@ -785,7 +808,8 @@ std::vector<unsigned char> mrc_bytes(int nx, int ny, int nz, int mode, int nsymb
   h[213] = big ? 0x11 : 0x44;
   std::memcpy(h.data() + 224, "written by test_readers", 23);
   h.resize(1024 + static_cast<size_t>(nsymbt) + data.size());
-  for (int i = 0; i < nsymbt; ++i) h[1024 + static_cast<size_t>(i)] = static_cast<unsigned char>(0xA0 + i % 50);  // extended header
+  for (int i = 0; i < nsymbt; ++i)
+    h[1024 + static_cast<size_t>(i)] = static_cast<unsigned char>(0xA0 + i % 50);  // extended header
   if (!data.empty()) std::memcpy(h.data() + 1024 + nsymbt, data.data(), data.size());
   return h;
 }
@@ -866,7 +890,9 @@ TEST(Mrc, BadInputs) {
 // A new HDF5 file; datasets are added with their parent groups.
 class H5Writer {
  public:
-  explicit H5Writer(const std::string& path) { file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT); }
+  explicit H5Writer(const std::string& path) {
+    file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  }
   ~H5Writer() { H5Fclose(file_); }
   // `data` holds native values of mem_type; file_type is how they are stored.
   void add(const std::string& name, hid_t mem_type, hid_t file_type, const std::vector<hsize_t>& dims, const void* data,
@@ -941,9 +967,9 @@ TEST(Hdf5, TypesPathsAndHyperslab) {
     const char* dtype;
     const std::vector<double>* v;
     std::vector<int64_t> item;
-  } wants[] = {{"/a/f64", "float64", &f64, {7}},  {"a/b/i16_big_endian", "int16", &i16, {2, 5}},
-               {"/u8", "uint8", &u8, {4}},        {"/i32", "int32", &i32, {3}},
-               {"/compressed", "float32", &f32, {2, 3}}, {"/i64", "int64", &i64, {3}}};
+  } wants[] = {
+      {"/a/f64", "float64", &f64, {7}}, {"a/b/i16_big_endian", "int16", &i16, {2, 5}}, {"/u8", "uint8", &u8, {4}},
+      {"/i32", "int32", &i32, {3}},     {"/compressed", "float32", &f32, {2, 3}},      {"/i64", "int64", &i64, {3}}};
   for (const auto& want : wants) {
     SCOPED_TRACE(want.name);
     ReadOptions o;
@@ -978,7 +1004,9 @@ TEST(Hdf5, BadInputs) {
     w.add("/names", str, str, {4, 1}, text.data());
     H5Tclose(str);
   }
-  expect_error(path, "no dataset '/entry_1/data_1/data'; 2-D/3-D datasets in the file: /images/nan (4x6), /images/stack (4x6) (choose one with --dataset)");
+  expect_error(path,
+               "no dataset '/entry_1/data_1/data'; 2-D/3-D datasets in the file: /images/nan (4x6), /images/stack "
+               "(4x6) (choose one with --dataset)");
   ReadOptions o;
   o.hdf5_dataset = "/images/missing/deeper";
   expect_error(path, "no dataset '/images/missing/deeper'", o);
@@ -992,7 +1020,8 @@ TEST(Hdf5, BadInputs) {
   expect_error(path, "row 2 holds a non-finite value (NaN at column 1)", o);
 
   auto bytes = read_file(path);
-  write_file(dir / "cut.h5", std::vector<unsigned char>(bytes.begin(), bytes.begin() + static_cast<long>(bytes.size() / 2)));
+  write_file(dir / "cut.h5",
+             std::vector<unsigned char>(bytes.begin(), bytes.begin() + static_cast<long>(bytes.size() / 2)));
   o.hdf5_dataset = "/images/stack";
   expect_error(dir / "cut.h5", "cannot open as HDF5", o);
   write_file(dir / "garbage.cxi", std::vector<unsigned char>(3000, 0x33));

@@ -34,8 +34,8 @@ std::string ubiquitin_path() {
   }
 }
 
-#define REQUIRE_UBIQUITIN(path)                                                  \
-  const std::string path = ubiquitin_path();                                     \
+#define REQUIRE_UBIQUITIN(path)              \
+  const std::string path = ubiquitin_path(); \
   if (path.empty()) GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed"
 
 TEST(FormFactors, ForwardScatteringEqualsTheElectronCount) {
@@ -85,8 +85,7 @@ TEST(Pdb, ReadsUbiquitin) {
 TEST(Pdb, BadFilesGiveOneLine) {
   TempDir t;
   EXPECT_NE(message_of([&] { read_pdb(t / "missing.pdb"); }).find("missing.pdb: cannot open"), std::string::npos);
-  EXPECT_NE(message_of([&] { parse_pdb("hello\nworld\n", "x.pdb"); }).find("x.pdb: no ATOM/HETATM"),
-            std::string::npos);
+  EXPECT_NE(message_of([&] { parse_pdb("hello\nworld\n", "x.pdb"); }).find("x.pdb: no ATOM/HETATM"), std::string::npos);
   const std::string good = "ATOM      1  N   MET A   1      27.340  24.430   2.614  1.00  9.67           N  \n";
   const std::string bad = "ATOM      2  CA  MET A   1      26.2x6  25.413   2.842  1.00 10.38           C  \n";
   const std::string msg = message_of([&] { parse_pdb(good + bad, "y.pdb"); });
@@ -105,10 +104,13 @@ TEST(Pdb, BadFilesGiveOneLine) {
   EXPECT_NE(message_of([&] { simulate_diffraction(u, p, progress); }).find("element 'U'"), std::string::npos);
   // nan and inf parse as numbers but place no atom: refused, not simulated.
   const std::string nan_x = "ATOM      2  CA  MET A   1         nan  25.413   2.842  1.00 10.38           C  \n";
-  EXPECT_NE(message_of([&] { parse_pdb(good + nan_x, "n.pdb"); }).find("n.pdb:2: bad x coordinate 'nan'"), std::string::npos);
+  EXPECT_NE(message_of([&] { parse_pdb(good + nan_x, "n.pdb"); }).find("n.pdb:2: bad x coordinate 'nan'"),
+            std::string::npos);
   const std::string inf_z = "ATOM      2  CA  MET A   1      26.266  25.413    -inf  1.00 10.38           C  \n";
-  EXPECT_NE(message_of([&] { parse_pdb(good + inf_z, "i.pdb"); }).find("i.pdb:2: bad z coordinate '-inf'"), std::string::npos);
-  const std::string nan_occupancy = "ATOM      2  CA  MET A   1      26.266  25.413   2.842   nan 10.38           C  \n";
+  EXPECT_NE(message_of([&] { parse_pdb(good + inf_z, "i.pdb"); }).find("i.pdb:2: bad z coordinate '-inf'"),
+            std::string::npos);
+  const std::string nan_occupancy =
+      "ATOM      2  CA  MET A   1      26.266  25.413   2.842   nan 10.38           C  \n";
   EXPECT_NE(message_of([&] { parse_pdb(good + nan_occupancy, "o.pdb"); }).find("bad occupancy"), std::string::npos);
   // A file name with a newline and a terminal escape is printed escaped.
   const std::string shown = message_of([&] { parse_pdb("hello\n", "a\nb\x1b[31m.pdb"); });
@@ -128,7 +130,7 @@ double direct_intensity(const Molecule& m, const double* quat, int S, double q_m
   for (auto& at : m.atoms) {
     const double rx = R[0][0] * at.x + R[0][1] * at.y + R[0][2] * at.z;
     const double ry = R[1][0] * at.x + R[1][1] * at.y + R[1][2] * at.z;
-    a += at.occupancy * (*cromer_mann(at.element))(s) * std::polar(1.0, qx * rx + qy * ry);
+    a += at.occupancy * (*cromer_mann(at.element))(s)*std::polar(1.0, qx * rx + qy * ry);
   }
   return std::norm(a);
 }
@@ -150,7 +152,8 @@ TEST(Diffraction, MatchesTheDirectScatteringSum) {
       for (int r = 0; r < p.size; r += 5)
         for (int c = 0; c < p.size; c += 3) {
           const double ref = direct_intensity(m, d.quaternions.data() + i * 4, p.size, p.q_max, r, c);
-          EXPECT_NEAR(d.images[i * 576 + r * 24 + c], ref, 1e-5 * ref + 1e-3) << axis << " " << i << " " << r << "," << c;
+          EXPECT_NEAR(d.images[i * 576 + r * 24 + c], ref, 1e-5 * ref + 1e-3)
+              << axis << " " << i << " " << r << "," << c;
         }
     // Friedel: I(q) = I(-q), pixel (r, c) <-> (S-1-r, S-1-c).
     for (int64_t i = 0; i < p.count; ++i)
@@ -384,12 +387,15 @@ TEST_P(PhysicalValidation, RotationAboutOneAxisEmbedsOnACircle) {
   const double c = angle_recovery(r, d.angles, &twice);
   double raw_twice = 0;
   const double raw = angle_recovery(embed(false), d.angles, &raw_twice);
-  std::printf("axis %s: circular correlation %.5f (against twice the angle %.5f; raw counts %.5f), eigenvalues %.6f %.6f %.6f\n",
-              p.axis.c_str(), c, twice, raw, r.eigenvalues[1], r.eigenvalues[2], r.eigenvalues[3]);
+  std::printf(
+      "axis %s: circular correlation %.5f (against twice the angle %.5f; raw counts %.5f), eigenvalues %.6f %.6f "
+      "%.6f\n",
+      p.axis.c_str(), c, twice, raw, r.eigenvalues[1], r.eigenvalues[2], r.eigenvalues[3]);
   EXPECT_GE(c, 0.99);
   // About the beam, Friedel symmetry makes the patterns repeat every pi: psi traces twice the angle.
   if (p.axis == "z") EXPECT_GE(twice, 0.99);
-  else EXPECT_LT(twice, 0.5);
+  else
+    EXPECT_LT(twice, 0.5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ubiquitin, PhysicalValidation, ::testing::Values("x", "y", "z"));

@@ -44,7 +44,8 @@ DiffractionImages simulate_mix(double photons, double background) {
 std::vector<double> totals(const DiffractionImages& d) {
   std::vector<double> t(static_cast<size_t>(d.count), 0.0);
   for (int64_t i = 0; i < d.count; ++i)
-    for (int64_t k = 0; k < d.size * d.size; ++k) t[static_cast<size_t>(i)] += d.images[static_cast<size_t>(i * d.size * d.size + k)];
+    for (int64_t k = 0; k < d.size * d.size; ++k)
+      t[static_cast<size_t>(i)] += d.images[static_cast<size_t>(i * d.size * d.size + k)];
   return t;
 }
 
@@ -88,7 +89,8 @@ TEST(SimulateMix, ExactCountsBlanksHoldBackgroundDoublesTwoMolecules) {
   const auto ct = totals(clean);
   for (size_t i = 0; i < ct.size(); ++i) {
     if (clean.labels[i] == 0) EXPECT_EQ(ct[i], 0.0) << i;
-    else EXPECT_GT(ct[i], 0.0) << i;
+    else
+      EXPECT_GT(ct[i], 0.0) << i;
   }
 }
 
@@ -136,7 +138,8 @@ TEST(SimulateMix, CliWritesLabelsBesideThePatterns) {
   TempDir t;
   std::string err, out;
   ASSERT_EQ(run_cli("simulate diffraction --pdb 1ubq --count 20 --size 8 --axis random --photons 500 --background 50 "
-                    "--mix blank=0.25,single=0.5,double=0.25 -o " + (t / "m.npy"),
+                    "--mix blank=0.25,single=0.5,double=0.25 -o " +
+                        (t / "m.npy"),
                     &err, &out),
             0)
       << err;
@@ -148,7 +151,8 @@ TEST(SimulateMix, CliWritesLabelsBesideThePatterns) {
   EXPECT_EQ(std::count(labels.begin(), labels.end(), 2), 5);
   std::ifstream in(t / "m.json");
   EXPECT_EQ(nlohmann::json::parse(in)["background_photons"], 50.0);
-  EXPECT_EQ(run_cli("simulate diffraction --pdb 1ubq --count 20 --mix blank=0.5,single=0.6 -o " + (t / "x.npy"), &err), 2);
+  EXPECT_EQ(run_cli("simulate diffraction --pdb 1ubq --count 20 --mix blank=0.5,single=0.6 -o " + (t / "x.npy"), &err),
+            2);
   EXPECT_NE(err.find("--mix: the fractions sum to"), std::string::npos) << err;
   EXPECT_FALSE(std::filesystem::exists(t / "x.npy"));
 }

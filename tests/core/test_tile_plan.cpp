@@ -28,8 +28,8 @@ TEST(TilePlan, FusedTilesWidenWithN) {
     int64_t n;
     int W;
   };
-  for (Case c : {Case{100000, 8192}, Case{262143, 8192}, Case{262144, 16384}, Case{524287, 16384},
-                 Case{524288, 32768}, Case{1000000, 32768}}) {
+  for (Case c : {Case{100000, 8192}, Case{262143, 8192}, Case{262144, 16384}, Case{524287, 16384}, Case{524288, 32768},
+                 Case{1000000, 32768}}) {
     const TilePlan p = plan_tiles(request(c.n, 128, true, 64 * kGiB));
     EXPECT_TRUE(p.resident) << c.n;
     EXPECT_EQ(p.T, 2048) << c.n;

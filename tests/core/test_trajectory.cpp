@@ -121,7 +121,8 @@ std::vector<double> bin_mean_angles(const std::vector<TrajectoryBin>& bins, cons
   for (const TrajectoryBin& b : bins) {
     std::vector<double> a;
     for (int64_t row : b.rows) a.push_back(angles[static_cast<size_t>(row)]);
-    out.push_back(circular ? circular_mean(a) : std::accumulate(a.begin(), a.end(), 0.0) / static_cast<double>(a.size()));
+    out.push_back(circular ? circular_mean(a)
+                           : std::accumulate(a.begin(), a.end(), 0.0) / static_cast<double>(a.size()));
   }
   return out;
 }
@@ -139,8 +140,7 @@ TrajectoryFrames synthetic_frames(int count, int height, int width) {
     b.mean_coordinate = {static_cast<double>(k)};
     f.bins.push_back(b);
     for (int y = 0; y < height; ++y)
-      for (int x = 0; x < width; ++x)
-        f.images.push_back(static_cast<float>(y) + (x >= k && x < k + 3 ? 100.f : 0.f));
+      for (int x = 0; x < width; ++x) f.images.push_back(static_cast<float>(y) + (x >= k && x < k + 3 ? 100.f : 0.f));
   }
   return f;
 }
@@ -209,7 +209,8 @@ TEST(Trajectory, BinMeansEqualTheBruteForceMean) {
     for (int64_t j = 0; j < ds.cols(); ++j) {
       double sum = 0;
       for (int64_t r : f.bins[b].rows) sum += ds.row(r)[j];
-      EXPECT_NEAR(f.frame(b)[j], sum / static_cast<double>(f.bins[b].rows.size()), 1e-5) << "bin " << b << " pixel " << j;
+      EXPECT_NEAR(f.frame(b)[j], sum / static_cast<double>(f.bins[b].rows.size()), 1e-5)
+          << "bin " << b << " pixel " << j;
     }
     // Members are the ordered points' dataset rows.
     for (size_t k = 0; k < f.bins[b].points.size(); ++k)
@@ -261,10 +262,10 @@ TEST(Trajectory, PathOrderFollowsArcLengthWithinTheTube) {
   EXPECT_EQ(order_along_path(p, path, 2, opt).points.size(), 9u);
   // Errors.
   opt.tube = 0.2;
-  EXPECT_THROW(order_along_path(p, {0, 0}, 2, opt), UsageError);        // one vertex
-  EXPECT_THROW(order_along_path(p, {0, 0, 1}, 2, opt), UsageError);     // not P x 2
+  EXPECT_THROW(order_along_path(p, {0, 0}, 2, opt), UsageError);     // one vertex
+  EXPECT_THROW(order_along_path(p, {0, 0, 1}, 2, opt), UsageError);  // not P x 2
   opt.axes = {1, 4};
-  EXPECT_THROW(order_along_path(p, path, 2, opt), UsageError);          // dc4 missing
+  EXPECT_THROW(order_along_path(p, path, 2, opt), UsageError);  // dc4 missing
   opt.axes = {1, 3};
   EXPECT_THROW(order_along_path(p, {50, 50, 60, 60}, 2, opt), UsageError);  // nothing in the tube
 }
@@ -290,10 +291,12 @@ TEST(Trajectory, SimulatedRotationPlaysInOrderOfTheTrueAngle) {
   double radius = 0;
   for (int64_t i = 0; i < p.n; ++i) radius += std::hypot(p.at(i, 0), p.at(i, 1)) / static_cast<double>(p.n);
   for (int v = 0; v <= 24; ++v)
-    path.insert(path.end(), {radius * std::cos(-M_PI + 2 * M_PI * v / 24.0), radius * std::sin(-M_PI + 2 * M_PI * v / 24.0)});
+    path.insert(path.end(),
+                {radius * std::cos(-M_PI + 2 * M_PI * v / 24.0), radius * std::sin(-M_PI + 2 * M_PI * v / 24.0)});
   const TrajectoryOrder along = order_along_path(p, path, 2);
   EXPECT_GE(static_cast<double>(along.points.size()), 0.9 * static_cast<double>(p.n));
-  const double rho_path = spearman_with_order(unwrapped(bin_mean_angles(split_into_bins(p, along, 40), r.angles, true)));
+  const double rho_path = spearman_with_order(unwrapped(bin_mean_angles(split_into_bins(p, along, 40), r.angles,
+                                                                        true)));
   std::printf("path around the loop, 40 bins: Spearman %.4f\n", rho_path);
   EXPECT_GE(std::abs(rho_path), 0.95);
 }
@@ -325,13 +328,13 @@ TEST(Movie, ContrastIsSharedPercentilesAndScaleEnlargesByBlocks) {
   EXPECT_EQ(g.width, 50);
   EXPECT_EQ(g.height, 20);
   EXPECT_EQ(g.count, 4u);
-  EXPECT_EQ(g.frame(0)[0], 0);                  // value 0 < low
+  EXPECT_EQ(g.frame(0)[0], 0);                         // value 0 < low
   EXPECT_EQ(g.frame(3)[g.width * g.height - 1], 255);  // 999 > high
-  EXPECT_EQ(g.frame(1)[0], g.frame(1)[1]);      // a 2 x 2 block
+  EXPECT_EQ(g.frame(1)[0], g.frame(1)[1]);             // a 2 x 2 block
   EXPECT_EQ(g.frame(1)[0], g.frame(1)[g.width]);
-  EXPECT_EQ(movie_scale(28, 28, 0), 10);        // smallest factor to 256 or more
+  EXPECT_EQ(movie_scale(28, 28, 0), 10);  // smallest factor to 256 or more
   EXPECT_EQ(movie_scale(512, 300, 0), 1);
-  EXPECT_EQ(movie_scale(4, 4, 0), 16);          // at most 16
+  EXPECT_EQ(movie_scale(4, 4, 0), 16);  // at most 16
   o.fps = 0;
   EXPECT_THROW(render_frames(f, o), UsageError);
   o.fps = 10;
@@ -383,7 +386,8 @@ TEST(Movie, GifReadsBackThroughLibavformat) {
   ASSERT_EQ(grey.size(), 7u);
   // 256 grey levels are lossless in a GIF.
   for (size_t i = 0; i < grey.size(); ++i)
-    for (size_t j = 0; j < grey[i].size(); ++j) ASSERT_NEAR(grey[i][j], g.frame(i)[j], 1) << "frame " << i << " pixel " << j;
+    for (size_t j = 0; j < grey[i].size(); ++j)
+      ASSERT_NEAR(grey[i][j], g.frame(i)[j], 1) << "frame " << i << " pixel " << j;
   // Nothing is left behind where the movie cannot be written.
   EXPECT_THROW(write_movie(t / "missing/movie.gif", MovieFormat::Gif, g, 5), Error);
   EXPECT_FALSE(fs::exists(t / "missing"));

@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string dir = fuzz::input_folder() + "/graph";
   std::filesystem::create_directories(dir);
   auto put = [&dir](const char* name, const uint8_t* p, size_t n) {
-    std::ofstream(dir + "/" + name, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n));
+    std::ofstream(dir + "/" + name, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n));
   };
   put("indices.npy", data, a);
   put("distances.npy", data + a, b);

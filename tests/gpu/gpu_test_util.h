@@ -16,8 +16,8 @@ namespace gpu_tests {
 
 bool have_gpu();
 
-#define REQUIRE_GPU()                                                                  \
-  do {                                                                                 \
+#define REQUIRE_GPU()                                                                                 \
+  do {                                                                                                \
     if (!::gpu_tests::have_gpu()) GTEST_SKIP() << "no CUDA device on this machine: GPU test skipped"; \
   } while (0)
 

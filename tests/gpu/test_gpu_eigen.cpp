@@ -143,7 +143,8 @@ TEST(GpuEigen, EveryBlockWidthAndBothSpmmPathsAgree) {
       const Eigenpairs e = on_gpu(a, 10, o);
       EXPECT_EQ(e.ncv, block);
       EXPECT_EQ(e.details["spmm"].get<std::string>().find("cuSPARSE") == 0, cusparse) << alg;
-      for (int c = 0; c < 10; ++c) EXPECT_NEAR(e.values[c], ref.values[c], 1e-9) << alg << " block " << block << " " << c;
+      for (int c = 0; c < 10; ++c)
+        EXPECT_NEAR(e.values[c], ref.values[c], 1e-9) << alg << " block " << block << " " << c;
       EXPECT_LE(eigenpair_errors(a, e).first, 1.01e-10) << alg << " block " << block;
     }
   }

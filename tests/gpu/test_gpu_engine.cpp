@@ -575,8 +575,9 @@ TEST(GpuEngine, ReadsMappedRowsWithoutCopyingThem) {
     const long after = rss_anon_kb();
     sink.peak = std::max(sink.peak, after);
     const long data_kb = n * d * 4 / 1024;
-    std::cout << "[ info ] " << (streamed ? "streamed" : "in memory") << ": anonymous memory " << before << " kB before, peak "
-              << sink.peak << " kB, data " << data_kb << " kB, resident " << g.extra["resident"] << "\n";
+    std::cout << "[ info ] " << (streamed ? "streamed" : "in memory") << ": anonymous memory " << before
+              << " kB before, peak " << sink.peak << " kB, data " << data_kb << " kB, resident " << g.extra["resident"]
+              << "\n";
     EXPECT_EQ(g.extra["resident"].get<bool>(), !streamed);
     // The result (n k 12 bytes) and the host-side lists of the streamed
     // final step (n (k+16) 8) are expected; a copy of the rows is not.

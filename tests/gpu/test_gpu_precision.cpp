@@ -46,9 +46,8 @@ void expect_fast_equals_exact(const Dataset& ds, int k, Metric m, const std::str
   std::cout << "[ info ] " << what << ", " << to_string(m) << ", k=" << k << ": re-evaluated per row exact "
             << exact.extra["reevaluated_per_row"] << " (max " << exact.extra["reevaluated_max"] << ", fallback rows "
             << exact.extra["fallback_rows"] << "), fast-exact " << fast.extra["reevaluated_per_row"] << " (max "
-            << fast.extra["reevaluated_max"] << ", fallback rows " << fast.extra["fallback_rows"]
-            << "); bound use " << exact.extra["error_bound_max_use"] << " / " << fast.extra["error_bound_max_use"]
-            << "\n";
+            << fast.extra["reevaluated_max"] << ", fallback rows " << fast.extra["fallback_rows"] << "); bound use "
+            << exact.extra["error_bound_max_use"] << " / " << fast.extra["error_bound_max_use"] << "\n";
 }
 
 class Precision : public ::testing::TestWithParam<Metric> {};
@@ -88,8 +87,7 @@ TEST_P(Precision, FashionMnist) {
   expect_fast_equals_exact(more, 10, m, "Fashion-MNIST 10000", false);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllMetrics, Precision,
-                         ::testing::Values(Metric::Euclidean, Metric::Cosine, Metric::Pearson),
+INSTANTIATE_TEST_SUITE_P(AllMetrics, Precision, ::testing::Values(Metric::Euclidean, Metric::Cosine, Metric::Pearson),
                          [](const ::testing::TestParamInfo<Metric>& i) { return to_string(i.param); });
 
 TEST(PrecisionEdges, LargeKAndCompleteLists) {

@@ -86,7 +86,8 @@ std::string label(const std::string& s, const char* variant) { return variant ? 
 uint64_t fresh_seed(const char* test) {
   uint64_t seed = 0;
   if (const char* v = std::getenv("MANIFOLD_TEST_SEED")) seed = std::strtoull(v, nullptr, 10);
-  else seed = (static_cast<uint64_t>(std::random_device{}()) << 20) ^ std::random_device{}();
+  else
+    seed = (static_cast<uint64_t>(std::random_device{}()) << 20) ^ std::random_device{}();
   std::printf("[ seed     ] %s: MANIFOLD_TEST_SEED=%llu\n", test, static_cast<unsigned long long>(seed));
   ::testing::Test::RecordProperty("seed", std::to_string(seed));
   return seed;
@@ -102,8 +103,8 @@ Dataset tricky(int64_t n, int64_t d, uint64_t seed) {
 // Returns false when the strategy refused (allowed only when `may_refuse`,
 // and then with one line naming a largest k below the one asked).
 // variant: quick's kernel forced by the caller, which graph.extra must name.
-bool check_one(const std::string& strategy, const Dataset& ds, const KnnParams& p, const KnnGraph& cpu,
-               bool may_refuse, const char* variant = nullptr) {
+bool check_one(const std::string& strategy, const Dataset& ds, const KnnParams& p, const KnnGraph& cpu, bool may_refuse,
+               const char* variant = nullptr) {
   const std::string s = label(strategy, variant);
   KnnGraph g;
   try {
@@ -252,7 +253,8 @@ TEST(GpuSelect, RefusesWhatItCannotDo) {
       ASSERT_NE(at, std::string::npos) << s << ": " << e;
       const int largest = std::atoi(e.c_str() + at + 17);
       if (s == "bitonic") EXPECT_LT(largest, 8192) << e;
-      else EXPECT_EQ(largest, 14336) << e;
+      else
+        EXPECT_EQ(largest, 14336) << e;
       EXPECT_EQ(e.find('\n'), std::string::npos) << e;
     }
   }
@@ -276,7 +278,8 @@ TEST(GpuSelect, RefusesWhatItCannotDo) {
 TEST(GpuSelect, NanRowsAreReported) {
   REQUIRE_GPU();
   std::vector<float> v(500 * 8);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.37f * static_cast<float>(i)) + 0.01f * static_cast<float>(i % 7);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = std::sin(0.37f * static_cast<float>(i)) + 0.01f * static_cast<float>(i % 7);
   v[37 * 8 + 3] = std::numeric_limits<float>::quiet_NaN();
   Dataset ds(500, 8, std::move(v));
   for_each_strategy([&](const std::string& strategy, const char* variant) {
@@ -364,7 +367,7 @@ TEST(GpuSelectQuick, VariantRuleAndOverride) {
 // strategy that supports k, the engine with several GPUs.
 TEST(GpuSelectAuto, TableLookup) {
   using manifold::gpu::select::best_strategy;
-  EXPECT_EQ(best_strategy(100000, 16, 2), "warp");  // several GPUs: the engine's
+  EXPECT_EQ(best_strategy(100000, 16, 2), "warp");                // several GPUs: the engine's
   EXPECT_EQ(best_strategy(10000, 16), best_strategy(12000, 20));  // same bucket
   EXPECT_EQ(best_strategy(100000, 1024), best_strategy(90000, 900));
   for (int64_t n : {2, 1000, 50000, 300000, 5000000})

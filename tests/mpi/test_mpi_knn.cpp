@@ -87,8 +87,7 @@ std::map<std::string, std::string> MpiKnn::references_;
 
 TEST_F(MpiKnn, RandomDataEqualsCpuForAllMetrics) {
   for (const char* metric : {"euclidean", "cosine", "pearson"})
-    expect_equal_to_cpu(*dir_ / "random.npy", std::string("-k 10 --metric ") + metric,
-                        std::string("random-") + metric);
+    expect_equal_to_cpu(*dir_ / "random.npy", std::string("-k 10 --metric ") + metric, std::string("random-") + metric);
   expect_equal_to_cpu(*dir_ / "random.npy", "-k 37 --keep-self", "random-keep-self");
   expect_equal_to_cpu(*dir_ / "random.npy", "-k 1 --metric cosine", "random-k1");
 }
@@ -101,8 +100,7 @@ TEST_F(MpiKnn, MoreRanksThanTilesAndKUpToNMinusOne) {
 
 TEST_F(MpiKnn, UncertifiedRowsTakeTheExactScanAsInTheCpu) {
   for (const char* metric : {"euclidean", "cosine"})
-    expect_equal_to_cpu(*dir_ / "copies.npy", std::string("-k 9 --metric ") + metric,
-                        std::string("copies-") + metric);
+    expect_equal_to_cpu(*dir_ / "copies.npy", std::string("-k 9 --metric ") + metric, std::string("copies-") + metric);
   KnnGraph g = read_graph(*dir_ / "mpi-copies-euclidean");
   EXPECT_EQ(g.extra.value("fallback_rows", int64_t{-1}), 1100);
 }
@@ -137,7 +135,7 @@ TEST_F(MpiKnn, GraphJsonReportsRanksRowsAndBytes) {
   const auto& x = g.extra;
   EXPECT_EQ(x["engine"], "tiles");
   EXPECT_EQ(x["input_memory_mapped"], true);
-  EXPECT_EQ(x["tiles"], 15);  // 5 tiles per side: 5 * 6 / 2
+  EXPECT_EQ(x["tiles"], 15);     // 5 tiles per side: 5 * 6 / 2
   EXPECT_EQ(x["capacity"], 26);  // k + exact_slack(k), as in the CPU backend
   EXPECT_EQ(x.value("fallback_rows", int64_t{-1}), 0);
   ASSERT_EQ(x["per_rank"].size(), static_cast<size_t>(np));
@@ -243,8 +241,8 @@ TEST_F(MpiKnn, SubProblemEngineIsExactAgainstFloat64) {
 }
 
 TEST_F(MpiKnn, UnknownSubProblemBackendIsAUsageError) {
-  RunResult r = run_mpi(test_ranks(), "knn " + q(*dir_ / "random.npy") + " -k 5 --backend mpi -q -o " +
-                                          q(*dir_ / "never"),
+  RunResult r = run_mpi(test_ranks(),
+                        "knn " + q(*dir_ / "random.npy") + " -k 5 --backend mpi -q -o " + q(*dir_ / "never"),
                         "MANIFOLD_MPI_LOCAL=warp-drive");
   EXPECT_EQ(r.status, 2) << r.err;
   auto lines = nonempty_lines(r.err);
@@ -254,10 +252,11 @@ TEST_F(MpiKnn, UnknownSubProblemBackendIsAUsageError) {
 }
 
 TEST_F(MpiKnn, BadFaultSettingsAreOneUsageLineNamingTheVariable) {
-  const std::pair<std::string, std::string> cases[] = {
-      {"MANIFOLD_MPI_FAIL_RANK=0 MANIFOLD_MPI_FAIL_STAGE=gather", "MANIFOLD_MPI_FAIL_STAGE"},
-      {"MANIFOLD_MPI_FAIL_RANK=0 MANIFOLD_MPI_FAIL_MODE=explode", "MANIFOLD_MPI_FAIL_MODE"},
-      {"MANIFOLD_MPI_FAIL_RANK=first", "MANIFOLD_MPI_FAIL_RANK"}};
+  const std::pair<std::string, std::string> cases[] = {{"MANIFOLD_MPI_FAIL_RANK=0 MANIFOLD_MPI_FAIL_STAGE=gather",
+                                                        "MANIFOLD_MPI_FAIL_STAGE"},
+                                                       {"MANIFOLD_MPI_FAIL_RANK=0 MANIFOLD_MPI_FAIL_MODE=explode",
+                                                        "MANIFOLD_MPI_FAIL_MODE"},
+                                                       {"MANIFOLD_MPI_FAIL_RANK=first", "MANIFOLD_MPI_FAIL_RANK"}};
   for (const auto& [env, variable] : cases) {
     RunResult r = run_mpi(test_ranks(),
                           "knn " + q(*dir_ / "random.npy") + " -k 5 --backend mpi -q -o " + q(*dir_ / "never"), env);
@@ -273,7 +272,8 @@ TEST_F(MpiKnn, RunsWithoutMpirunAsOneRank) {
   if (test_ranks() != 1) GTEST_SKIP() << "checked once, in the -np 1 run";
   const std::string ref = cpu_reference(*dir_ / "random.npy", "-k 10 --metric pearson");
   const std::string out = *dir_ / "singleton";
-  RunResult r = run_manifold("knn " + q(*dir_ / "random.npy") + " -k 10 --metric pearson --backend mpi -q -o " + q(out));
+  RunResult r = run_manifold("knn " + q(*dir_ / "random.npy") + " -k 10 --metric pearson --backend mpi -q -o " +
+                             q(out));
   ASSERT_EQ(r.status, 0) << r.err;
   GraphArrays want = read_arrays(ref), got = read_arrays(out);
   EXPECT_TRUE(got.indices == want.indices);

@@ -56,8 +56,8 @@ class MpirunDispatch : public ::testing::Test {
 
 TEST_F(MpirunDispatch, SubmitCommandWritesTheSameGraphAsTheCpu) {
   const std::string out = t / "graph";
-  RunResult r = run_manifold("submit --profile '" + profile_path + "' '" + data + "' -k 9 --metric cosine -o '" +
-                             out + "'");
+  RunResult r = run_manifold("submit --profile '" + profile_path + "' '" + data + "' -k 9 --metric cosine -o '" + out +
+                             "'");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("submitted job"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("ranks=3"), std::string::npos) << r.out;
@@ -67,7 +67,8 @@ TEST_F(MpirunDispatch, SubmitCommandWritesTheSameGraphAsTheCpu) {
 }
 
 TEST_F(MpirunDispatch, ApiFollowsProgressToTheResult) {
-  auto job = cluster::Job::submit(cluster::load_profile(profile_path), {data, t / "graph", {"-k", "9", "--metric", "cosine"}});
+  auto job = cluster::Job::submit(cluster::load_profile(profile_path),
+                                  {data, t / "graph", {"-k", "9", "--metric", "cosine"}});
   CapturingSink sink;
   Progress progress(&sink);
   cluster::FollowOptions fo;

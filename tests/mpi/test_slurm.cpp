@@ -83,14 +83,16 @@ class SlurmJobs : public ::testing::Test {
 
 TEST_F(SlurmJobs, SubmitCommandRunsTheJobAndWritesTheCpuGraph) {
   const std::string out = t / "graph";
-  RunResult r = run_manifold("submit --profile '" + profile_path + "' '" + data + "' -k 8 --metric pearson -o '" +
-                             out + "'");
+  RunResult r = run_manifold("submit --profile '" + profile_path + "' '" + data + "' -k 8 --metric pearson -o '" + out +
+                             "'");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("(slurm, 2 ranks)"), std::string::npos) << r.err;
   // The queue state from squeue is shown; which states a short job passes
   // through between two polls depends on the scheduler's timing.
-  const bool state_shown = r.err.find(": PENDING") != std::string::npos || r.err.find(": RUNNING") != std::string::npos ||
-                           r.err.find(": CONFIGURING") != std::string::npos || r.err.find(": COMPLETING") != std::string::npos;
+  const bool state_shown = r.err.find(": PENDING") != std::string::npos ||
+                           r.err.find(": RUNNING") != std::string::npos ||
+                           r.err.find(": CONFIGURING") != std::string::npos ||
+                           r.err.find(": COMPLETING") != std::string::npos;
   EXPECT_TRUE(state_shown) << "queue state was not shown:\n" << r.err;
   GraphArrays want = read_arrays(t / "cpu"), got = read_arrays(out);
   EXPECT_TRUE(got.indices == want.indices);
@@ -99,7 +101,8 @@ TEST_F(SlurmJobs, SubmitCommandRunsTheJobAndWritesTheCpuGraph) {
 }
 
 TEST_F(SlurmJobs, ApiShowsQueueStatesAndProgress) {
-  auto job = cluster::Job::submit(cluster::load_profile(profile_path), {data, t / "graph", {"-k", "8", "--metric", "pearson"}});
+  auto job = cluster::Job::submit(cluster::load_profile(profile_path),
+                                  {data, t / "graph", {"-k", "8", "--metric", "pearson"}});
   EXPECT_FALSE(job->id().empty());
   struct Sink : ProgressSink {
     bool knn_done = false;

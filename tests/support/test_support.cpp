@@ -120,7 +120,8 @@ std::pair<double, double> eigenpair_errors(const DiffusionMatrix& a, const Eigen
     const Eigen::VectorXd x = v.col(c);
     a.multiply(x.data(), y.data(), 1);
     double r2 = 0;
-    for (int64_t i = 0; i < a.n; ++i) r2 += std::pow(y[static_cast<size_t>(i)] - e.values[static_cast<size_t>(c)] * x[i], 2);
+    for (int64_t i = 0; i < a.n; ++i)
+      r2 += std::pow(y[static_cast<size_t>(i)] - e.values[static_cast<size_t>(c)] * x[i], 2);
     res = std::max(res, std::sqrt(r2) / std::abs(e.values[static_cast<size_t>(c)]));
   }
   const double orth = (v.transpose() * v - Eigen::MatrixXd::Identity(e.count, e.count)).cwiseAbs().maxCoeff();
@@ -315,16 +316,19 @@ KnnGraph exact_reference(const Dataset& ds, int k, Metric m, bool keep_self) {
   g.n = n, g.d = d, g.k = k, g.metric = m, g.keep_self = keep_self;
   g.indices.resize(static_cast<size_t>(n * k));
   g.distances.resize(static_cast<size_t>(n * k));
-  parallel_for(0, n, 0, [&](int64_t i) {
+  parallel_for(
+      0, n, 0,
+      [&](int64_t i) {
     std::vector<float> keys(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j)
-      keys[static_cast<size_t>(j)] =
-          (j == i && !keep_self)
-              ? INFINITY
-              : exact::key_of(exact::exact_sum_sq_diff(rows.data + i * d, rows.data + j * d, d),
-                            m == Metric::Euclidean);
+      keys[static_cast<size_t>(j)] = (j == i && !keep_self)
+                                         ? INFINITY
+                                         : exact::key_of(exact::exact_sum_sq_diff(rows.data + i * d, rows.data + j * d,
+                                                                                  d),
+                                                         m == Metric::Euclidean);
     exact::select_k_from_keys(keys.data(), n, k, g.indices.data() + i * k, g.distances.data() + i * k);
-  }, 1);
+      },
+      1);
   return g;
 }
 
@@ -372,9 +376,9 @@ std::string first_difference(const KnnGraph& a, const KnnGraph& b) {
     for (int j = 0; j < a.k; ++j) {
       const size_t at = static_cast<size_t>(i * a.k + j);
       if (a.indices[at] != b.indices[at] || a.distances[at] != b.distances[at])
-        return "row " + std::to_string(i) + " position " + std::to_string(j) + ": (" +
-               std::to_string(a.indices[at]) + ", " + std::to_string(a.distances[at]) + ") vs (" +
-               std::to_string(b.indices[at]) + ", " + std::to_string(b.distances[at]) + ")";
+        return "row " + std::to_string(i) + " position " + std::to_string(j) + ": (" + std::to_string(a.indices[at]) +
+               ", " + std::to_string(a.distances[at]) + ") vs (" + std::to_string(b.indices[at]) + ", " +
+               std::to_string(b.distances[at]) + ")";
     }
   return "";
 }

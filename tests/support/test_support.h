@@ -28,9 +28,9 @@ std::string fashion_mnist_dir();
 /// ascending by (distance, index), self excluded unless keep_self.
 struct Reference {
   int k = 0;
-  std::vector<double> dist;      // n*k
-  std::vector<int64_t> index;    // n*k
-  std::vector<double> tol;       // per row: float32 error allowance on a distance
+  std::vector<double> dist;    // n*k
+  std::vector<int64_t> index;  // n*k
+  std::vector<double> tol;     // per row: float32 error allowance on a distance
 };
 Reference brute_force(const manifold::Dataset& data, int k, manifold::Metric metric, bool keep_self);
 /// The reference for the first k2 <= ref.k neighbours.

@@ -226,9 +226,10 @@ void measure_view(int64_t n) {
   std::printf("  hover pick: %.1f ms after a camera change (projection), %.2f ms otherwise (hit %lld)\n", pick_cold,
               pick_warm, static_cast<long long>(hit));
   std::printf("  rectangle selection: %.1f ms (%zu points)\n", select_ms, inside.size());
-  std::printf("  lasso selection (a 120-vertex outline), median of %d: %.1f ms after a camera change, %.1f ms "
-              "otherwise; drawn with the mouse, release to selection: %.1f ms (%zu points)\n",
-              lasso.repeats, lasso.after_rotation_ms, lasso.warm_ms, lasso.mouse_ms, lasso.selected);
+  std::printf(
+      "  lasso selection (a 120-vertex outline), median of %d: %.1f ms after a camera change, %.1f ms "
+      "otherwise; drawn with the mouse, release to selection: %.1f ms (%zu points)\n",
+      lasso.repeats, lasso.after_rotation_ms, lasso.warm_ms, lasso.mouse_ms, lasso.selected);
 }
 
 void measure_reembed(int64_t n) {
@@ -281,7 +282,8 @@ void measure_reembed(int64_t n) {
     t.start();
     edit();
     if (!shown.wait(600000)) {
-      std::printf("  %s: no result (%s)\n", what, errors.isEmpty() ? "timeout" : qPrintable(errors.last().at(0).toString()));
+      std::printf("  %s: no result (%s)\n", what,
+                  errors.isEmpty() ? "timeout" : qPrintable(errors.last().at(0).toString()));
       return;
     }
     w.view()->repaint();  // the view drawn with the new points
@@ -293,7 +295,8 @@ void measure_reembed(int64_t n) {
       std::printf("    warm-start preview shown after %.0f ms (residual %.2g)\n", preview_ms, preview_residual);
   };
   change("k 15 -> 10", [&] { p->kEditor()->setValue(10); });
-  change("epsilon median -> automatic (BGH)", [&] { p->epsilonModeEditor()->setCurrentIndex(p->epsilonModeEditor()->findData("auto")); });
+  change("epsilon median -> automatic (BGH)",
+         [&] { p->epsilonModeEditor()->setCurrentIndex(p->epsilonModeEditor()->findData("auto")); });
   change("alpha 1 -> 0.5", [&] { p->alphaEditor()->setValue(0.5); });
   change("t 1 -> 3 (no eigensolve)", [&] { p->timeEditor()->setValue(3); });
 }
@@ -350,8 +353,10 @@ void measure_gallery(int64_t n) {
   });
   std::printf("gallery: %lld images of 28x28, ten labels (selection panel, breakdown and gallery updated)\n",
               static_cast<long long>(n));
-  std::printf("  Ctrl+A in the gallery: %.0f ms; mean image of all on the worker: %.0f ms later\n", select_all, mean_all);
-  std::printf("  a selection of every other image from the view (%zu ranges): %.0f ms\n", every_other.size(), scattered);
+  std::printf("  Ctrl+A in the gallery: %.0f ms; mean image of all on the worker: %.0f ms later\n", select_all,
+              mean_all);
+  std::printf("  a selection of every other image from the view (%zu ranges): %.0f ms\n", every_other.size(),
+              scattered);
   std::printf("  a Ctrl-click adding one image to it: %.0f ms (%zu selected)\n", ctrl_click, after_ctrl_click);
   std::printf("  sort by label keeping that selection: %.0f ms; back to dataset order: %.0f ms\n", sort, unsort);
   std::printf("  a click replacing it with one image: %.0f ms\n", click);

@@ -66,7 +66,8 @@ bool pin_middle_point(MainWindow& w) {
   EmbeddingView* view = w.view();
   view->renderFrame();
   int64_t pick = -1;
-  for (int r = 4; r < 400 && pick < 0; r += 8) pick = view->pointAt(QPointF(view->width() / 2.0, view->height() / 2.0), r);
+  for (int r = 4; r < 400 && pick < 0; r += 8)
+    pick = view->pointAt(QPointF(view->width() / 2.0, view->height() / 2.0), r);
   if (pick < 0) return false;
   QTest::mouseClick(view, Qt::LeftButton, {}, view->projectedPosition(pick).toPoint());
   QCoreApplication::processEvents();
@@ -109,9 +110,7 @@ class TestDocsScreenshots : public QObject {
   }
 
  private Q_SLOTS:
-  void initTestCase() {
-    t::start_gui_tests();
-  }
+  void initTestCase() { t::start_gui_tests(); }
 
   void demoColouredByAngleWithTheMetadataTable() {
     MainWindow w;
@@ -218,12 +217,32 @@ class TestDocsScreenshots : public QObject {
     if (cli.isEmpty()) QSKIP("MANIFOLD_CLI is not set (run through CTest)");
     QTemporaryDir dir;
     QProcess sim;
-    sim.start(QString::fromLocal8Bit(cli),
-              {"simulate", "diffraction", "--pdb", "1ubq", "--count", "1000", "--size", "32", "--axis", "random",
-               "--photons", "1e3", "--background", "1000", "--fluence-jitter", "0.6", "--mix",
-               "blank=0.3,single=0.5,double=0.2", "--seed", "1", "-q", "-o", dir.filePath("hits.npy")});
+    sim.start(QString::fromLocal8Bit(cli), {"simulate",
+                                            "diffraction",
+                                            "--pdb",
+                                            "1ubq",
+                                            "--count",
+                                            "1000",
+                                            "--size",
+                                            "32",
+                                            "--axis",
+                                            "random",
+                                            "--photons",
+                                            "1e3",
+                                            "--background",
+                                            "1000",
+                                            "--fluence-jitter",
+                                            "0.6",
+                                            "--mix",
+                                            "blank=0.3,single=0.5,double=0.2",
+                                            "--seed",
+                                            "1",
+                                            "-q",
+                                            "-o",
+                                            dir.filePath("hits.npy")});
     QVERIFY(sim.waitForFinished(120000));
-    if (sim.exitCode() != 0) QFAIL(qPrintable("simulating the mix failed: " + QString::fromLocal8Bit(sim.readAllStandardError())));
+    if (sim.exitCode() != 0)
+      QFAIL(qPrintable("simulating the mix failed: " + QString::fromLocal8Bit(sim.readAllStandardError())));
     QFile session(dir.filePath("hits.json"));
     QVERIFY(session.open(QIODevice::WriteOnly));
     session.write(R"({"format": "manifold-session", "version": 1, "data": "hits.npy", "transform": "anscombe",

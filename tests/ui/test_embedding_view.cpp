@@ -46,8 +46,7 @@ class TestEmbeddingView : public QObject {
     QCOMPARE(frame.width(), 640);
     const t::PixelStats s = t::pixel_stats(frame, kBackground);
     qInfo("frame: %lld px, %lld background, %lld black, %lld colours, %.1f ms", (long long)s.total,
-          (long long)s.near_background, (long long)s.black, (long long)s.distinct_colours,
-          view.lastFrameMs());
+          (long long)s.near_background, (long long)s.black, (long long)s.distinct_colours, view.lastFrameMs());
     frame.save(t::output_dir() + "/embedding_view.png");
     QVERIFY2(s.black < s.total / 2, "the view is mostly black");
     QVERIFY2(s.near_background > s.total / 4, "the background is missing");

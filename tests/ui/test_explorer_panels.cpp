@@ -100,7 +100,8 @@ class TestExplorerPanels : public QObject {
     w.findChild<QDockWidget*>(QStringLiteral("metadataDock"))->raise();
     QTRY_VERIFY(!w.metadataTable()->correlations().empty());
     const auto& corr = w.metadataTable()->correlations();
-    const auto a = std::find_if(corr.begin(), corr.end(), [](const MetadataCorrelation& c) { return c.name == "angle"; });
+    const auto a = std::find_if(corr.begin(), corr.end(),
+                                [](const MetadataCorrelation& c) { return c.name == "angle"; });
     QVERIFY(a != corr.end());
     QVERIFY2(std::abs(a->pair_fisher_lee) >= 0.99, qPrintable(QString::number(a->pair_fisher_lee)));
     // A row click colours by its column, with the cyclic map for an angle.

@@ -395,11 +395,11 @@ class TestJobRunner : public QObject {
     // Wait until the k-NN stage is under way, then cancel.
     QTRY_VERIFY_WITH_TIMEOUT(
         [&] {
-          for (const auto& a : progressed) {
-            const auto info = a.at(0).value<ProgressInfo>();
-            if (info.stage == "knn" && info.done > 0) return true;
-          }
-          return false;
+      for (const auto& a : progressed) {
+        const auto info = a.at(0).value<ProgressInfo>();
+        if (info.stage == "knn" && info.done > 0) return true;
+      }
+      return false;
         }(),
         60000);
     runner.cancel();
@@ -461,14 +461,14 @@ class TestJobRunner : public QObject {
     if (QStandardPaths::findExecutable("mpirun").isEmpty()) QSKIP("mpirun is not installed");
     const QString profile_path = dir_.filePath("local-mpi.json");
     {
-      const nlohmann::json profile = {
-          {"kind", "mpirun"},
-          {"ranks", 2},
-          {"mpirun_args", {"--oversubscribe"}},
-          // OpenMPI refuses root (CI runs as root) unless told otherwise.
-          {"env", {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}}},
-          {"manifold", cli.toStdString()},
-          {"work_dir", dir_.filePath("jobs").toStdString()}};
+      const nlohmann::json profile = {{"kind", "mpirun"},
+                                      {"ranks", 2},
+                                      {"mpirun_args", {"--oversubscribe"}},
+                                      // OpenMPI refuses root (CI runs as root) unless told otherwise.
+                                      {"env",
+                                       {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}}},
+                                      {"manifold", cli.toStdString()},
+                                      {"work_dir", dir_.filePath("jobs").toStdString()}};
       QFile f(profile_path);
       QVERIFY(f.open(QIODevice::WriteOnly));
       f.write(QByteArray::fromStdString(profile.dump(2)));
@@ -503,7 +503,8 @@ class TestJobRunner : public QObject {
     bad.diffusion.k = 11;
     runner.run(bad);
     QVERIFY(failed.wait(30000));
-    QVERIFY2(failed.last().at(0).toString().contains("missing-profile.json"), qPrintable(failed.last().at(0).toString()));
+    QVERIFY2(failed.last().at(0).toString().contains("missing-profile.json"),
+             qPrintable(failed.last().at(0).toString()));
   }
 
   // The GUI's embedding equals what `manifold run --session` writes for the

@@ -261,8 +261,8 @@ class TestMainWindow : public QObject {
     auto images = npy::read<float>(dir_.filePath("selected-images.npy").toStdString(), &shape);
     QCOMPARE(shape, (std::vector<int64_t>{static_cast<int64_t>(selection.size()), 16, 16}));
     for (size_t s = 0; s < selection.size(); ++s)
-      QVERIFY(std::equal(images.begin() + static_cast<ptrdiff_t>(s * 256), images.begin() + static_cast<ptrdiff_t>((s + 1) * 256),
-                         w.dataset()->data.row(selection[s])));
+      QVERIFY(std::equal(images.begin() + static_cast<ptrdiff_t>(s * 256),
+                         images.begin() + static_cast<ptrdiff_t>((s + 1) * 256), w.dataset()->data.row(selection[s])));
 
     QVERIFY(export_succeeds(w, [&] { w.exportScreenshot(dir_.filePath("view.png")); }));
     QImage png(dir_.filePath("view.png"));
@@ -287,7 +287,7 @@ class TestMainWindow : public QObject {
     const QString session = dir_.filePath("session.json");
     QVERIFY(w.saveSession(session));
     Session s = read_session(session.toStdString());
-    QCOMPARE(s.knn.k, 12);  // the graph that was built
+    QCOMPARE(s.knn.k, 12);       // the graph that was built
     QCOMPARE(s.diffusion.k, 7);  // the neighbours the embedding used
     QCOMPARE(s.diffusion.components, 4);
     QCOMPARE(QString::fromStdString(s.data), QFileInfo(data_path_).absoluteFilePath());
@@ -450,10 +450,11 @@ class TestMainWindow : public QObject {
     gallery->viewport()->repaint();
     const double per_page = static_cast<double>(timer.elapsed()) / std::max(1, pages);
     const int64_t drawn = w.datasetPanel()->model()->thumbnailsDrawn();
-    qInfo("100,000 images: shown after %lld ms, fully laid out after %lld ms; %d jumps across the gallery at "
-          "%.1f ms each (paint included); %lld thumbnails drawn",
-          static_cast<long long>(open_ms), static_cast<long long>(layout_ms), pages, per_page,
-          static_cast<long long>(drawn));
+    qInfo(
+        "100,000 images: shown after %lld ms, fully laid out after %lld ms; %d jumps across the gallery at "
+        "%.1f ms each (paint included); %lld thumbnails drawn",
+        static_cast<long long>(open_ms), static_cast<long long>(layout_ms), pages, per_page,
+        static_cast<long long>(drawn));
     QVERIFY(drawn > 0);
     QVERIFY2(drawn < 20000, "thumbnails were drawn for images never shown");
     const QModelIndex last = gallery->indexAt(gallery->viewport()->rect().bottomLeft() + QPoint(10, -30));

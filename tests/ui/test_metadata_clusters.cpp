@@ -191,12 +191,17 @@ class TestMetadataClusters : public QObject {
     // apart (bench/physics/RESULTS.md, section 3).
     const QString data = dir_.filePath("mix.npy");
     QProcess sim;
-    sim.start(QString::fromLocal8Bit(cli),
-              {"simulate", "diffraction", "--pdb", "1ubq", "--count", "600", "--size", "32", "--axis", "random",
-               "--photons", "1e3", "--background", "1000", "--fluence-jitter", "0.6", "--mix",
-               "blank=0.3,single=0.5,double=0.2", "--seed", "1", "-q", "-o", data});
+    sim.start(QString::fromLocal8Bit(cli), {"simulate",     "diffraction", "--pdb",
+                                            "1ubq",         "--count",     "600",
+                                            "--size",       "32",          "--axis",
+                                            "random",       "--photons",   "1e3",
+                                            "--background", "1000",        "--fluence-jitter",
+                                            "0.6",          "--mix",       "blank=0.3,single=0.5,double=0.2",
+                                            "--seed",       "1",           "-q",
+                                            "-o",           data});
     QVERIFY(sim.waitForFinished(120000));
-    if (sim.exitCode() != 0) QFAIL(qPrintable("simulating the mix failed: " + QString::fromLocal8Bit(sim.readAllStandardError())));
+    if (sim.exitCode() != 0)
+      QFAIL(qPrintable("simulating the mix failed: " + QString::fromLocal8Bit(sim.readAllStandardError())));
     // Opened through a session, which carries the photon counts' transform.
     const QString setup = dir_.filePath("mix-session.json");
     {

@@ -178,7 +178,8 @@ class TestReportedFixes : public QObject {
     QVERIFY(before.width() > 100);
     view.setPoints(ring(200, 0.05f), false, {"a", "b", "c"}, false);
     const QRectF after = drawn_extent(view);
-    QVERIFY2(after.width() > 0.7 * before.width(), qPrintable(QString("%1 vs %2").arg(after.width()).arg(before.width())));
+    QVERIFY2(after.width() > 0.7 * before.width(),
+             qPrintable(QString("%1 vs %2").arg(after.width()).arg(before.width())));
     const auto kept = view.viewDirection();
     for (int i = 0; i < 3; ++i) QVERIFY(std::abs(kept[i] - direction[i]) < 1e-9);
     // A small change (sign flips, 10% in scale) keeps the camera as it is.
@@ -247,8 +248,8 @@ class TestReportedFixes : public QObject {
   void arrowKeysMoveThePin() {
     EmbeddingView view;
     QVERIFY(t::show_window(view, QSize(400, 300)));
-    view.setPoints({0.f, 0.f, 0.f, 1.f, 0.1f, 0.f, 0.f, 1.f, 0.f, -1.f, 0.f, 0.f, 2.f, 0.f, 0.f}, true,
-                   {"x", "y", "z"}, true);
+    view.setPoints({0.f, 0.f, 0.f, 1.f, 0.1f, 0.f, 0.f, 1.f, 0.f, -1.f, 0.f, 0.f, 2.f, 0.f, 0.f}, true, {"x", "y", "z"},
+                   true);
     view.setPinned(0);
     QSignalSpy picked(&view, &EmbeddingView::picked);
     QTest::keyClick(&view, Qt::Key_Right);
@@ -319,7 +320,8 @@ class TestReportedFixes : public QObject {
     w.show();
     open_and_run(w, spots_);
     w.setColourBy("dc1");
-    for (const QString& title : w.view()->axisTitles()) QVERIFY2(title.startsWith(QStringLiteral("\u03c8")), qPrintable(title));
+    for (const QString& title : w.view()->axisTitles())
+      QVERIFY2(title.startsWith(QStringLiteral("\u03c8")), qPrintable(title));
     QCOMPARE(w.view()->colourTitle(), QStringLiteral("\u03c81"));
     QVERIFY(!w.view()->colourBarLabelFormat().contains('#'));
   }

@@ -14,9 +14,7 @@ class TestScreenshot : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
-  void initTestCase() {
-    t::start_gui_tests();
-  }
+  void initTestCase() { t::start_gui_tests(); }
 
   void demoWindow() {
     MainWindow w;
@@ -32,7 +30,8 @@ class TestScreenshot : public QObject {
     EmbeddingView* view = w.view();
     view->renderFrame();
     int64_t pick = -1;
-    for (int r = 4; r < 400 && pick < 0; r += 8) pick = view->pointAt(QPointF(view->width() / 2.0, view->height() / 2.0), r);
+    for (int r = 4; r < 400 && pick < 0; r += 8)
+      pick = view->pointAt(QPointF(view->width() / 2.0, view->height() / 2.0), r);
     QVERIFY(pick >= 0);
     QTest::mouseClick(view, Qt::LeftButton, {}, view->projectedPosition(pick).toPoint());
     QVERIFY(w.imagePanel()->pinnedRow() >= 0);
@@ -44,7 +43,8 @@ class TestScreenshot : public QObject {
     qInfo("saved %s (%dx%d)", qPrintable(path), window.width(), window.height());
 
     // The view's part of the saved window.
-    const QRect area(view->mapTo(&w, QPoint(0, 0)) * window.devicePixelRatio(), view->size() * window.devicePixelRatio());
+    const QRect area(view->mapTo(&w, QPoint(0, 0)) * window.devicePixelRatio(),
+                     view->size() * window.devicePixelRatio());
     const QImage shot = QImage(path).copy(area);
     const QColor background = QColor::fromRgbF(0.32, 0.34, 0.43);
     const t::PixelStats s = t::pixel_stats(shot, background);

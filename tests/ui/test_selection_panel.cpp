@@ -77,9 +77,7 @@ class TestSelectionPanel : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
-  void initTestCase() {
-    t::start_gui_tests();
-  }
+  void initTestCase() { t::start_gui_tests(); }
 
   void rowsSortedByPutsMissingLast() {
     const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -304,15 +302,17 @@ class TestSelectionPanel : public QObject {
     // Not the default camera: the rotation was what came back.
     w2.view()->resetCamera();
     const auto fresh = w2.view()->viewDirection();
-    QVERIFY(std::abs(fresh[0] - direction[0]) + std::abs(fresh[1] - direction[1]) + std::abs(fresh[2] - direction[2]) > 0.1);
+    QVERIFY(std::abs(fresh[0] - direction[0]) + std::abs(fresh[1] - direction[1]) + std::abs(fresh[2] - direction[2]) >
+            0.1);
   }
 
   // Fashion-MNIST's training images: Ctrl+A in the gallery selects all, the
   // breakdown counts 6,000 of each class, the mean comes off the GUI thread.
   void fashionMnistTrainSelection() {
     const QString test_images = t::fashion_mnist_images();
-    const QString train = test_images.isEmpty() ? QString()
-                          : QFileInfo(test_images).dir().filePath(QStringLiteral("train-images-idx3-ubyte.gz"));
+    const QString train = test_images.isEmpty()
+                              ? QString()
+                              : QFileInfo(test_images).dir().filePath(QStringLiteral("train-images-idx3-ubyte.gz"));
     if (train.isEmpty() || !QFileInfo::exists(train))
       QSKIP("Fashion-MNIST training images not found (MANIFOLD_FASHION_MNIST_DIR)");
     MainWindow w;

@@ -66,7 +66,9 @@ class TestViewLegend : public QObject {
     QVERIFY2(!bar.isEmpty(), when);
     const auto [lo, hi] = drawn_x_range(view);
     QVERIFY2(hi < bar.left() - 2, qPrintable(QStringLiteral("%1: a point at x = %2, the bar from x = %3")
-                                                   .arg(QLatin1String(when)).arg(hi).arg(bar.left())));
+                                                 .arg(QLatin1String(when))
+                                                 .arg(hi)
+                                                 .arg(bar.left())));
     QVERIFY2(lo > 2, qPrintable(QStringLiteral("%1: a point at x = %2").arg(QLatin1String(when)).arg(lo)));
     QCOMPARE(view.plotArea().right(), bar.left());
   }
@@ -148,8 +150,8 @@ class TestViewLegend : public QObject {
     for (int i = 0; i < 8; ++i) {
       const QColor drawn = frame.pixelColor((view.projectedPosition(i) * frame.devicePixelRatio()).toPoint());
       const QColor want = manifold::ui::cyclicColour(i / 8.0);
-      QVERIFY2(is_colour(drawn, want), qPrintable(QStringLiteral("point %1: %2 drawn, %3 expected")
-                                                      .arg(i).arg(drawn.name(), want.name())));
+      QVERIFY2(is_colour(drawn, want),
+               qPrintable(QStringLiteral("point %1: %2 drawn, %3 expected").arg(i).arg(drawn.name(), want.name())));
     }
     // Radians: one turn is 2 pi.
     c.period = 2 * M_PI;

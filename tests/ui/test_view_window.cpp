@@ -85,8 +85,8 @@ class TestViewWindow : public QObject {
       for (bool reset : {false, true}) {
         if (reset) view->resetCamera();
         view->renderFrame();
-        const QString where = QStringLiteral("%1x%2, %3%4").arg(width).arg(height).arg(planar ? "2-D" : "3-D",
-                                                                                         reset ? ", reset" : "");
+        const QString where =
+            QStringLiteral("%1x%2, %3%4").arg(width).arg(height).arg(planar ? "2-D" : "3-D", reset ? ", reset" : "");
         QCOMPARE(view->colourTitleLines().join(QLatin1Char(' ')), w_->view()->colourTitle());
         const QRectF title = view->colourTitleRect(), strip = view->colourBarArea();
         QVERIFY2(strip.contains(title) && QRectF(view->rect()).contains(title), qPrintable(where));
@@ -118,14 +118,16 @@ class TestViewWindow : public QObject {
     int controls = 0;
     for (QToolBar* bar : bars) {
       QVERIFY(bar);
-      QVERIFY2(bar->sizeHint().width() <= bar->width(),
-               qPrintable(QStringLiteral("%1 wants %2 px, has %3").arg(bar->objectName()).arg(bar->sizeHint().width()).arg(bar->width())));
+      QVERIFY2(bar->sizeHint().width() <= bar->width(), qPrintable(QStringLiteral("%1 wants %2 px, has %3")
+                                                                       .arg(bar->objectName())
+                                                                       .arg(bar->sizeHint().width())
+                                                                       .arg(bar->width())));
       for (QAction* action : bar->actions()) {
         QWidget* control = bar->widgetForAction(action);
         if (!control) continue;
         ++controls;
-        QVERIFY2(control->isVisible(), qPrintable(bar->objectName() + ": " + control->metaObject()->className() +
-                                                  " " + control->toolTip()));
+        QVERIFY2(control->isVisible(),
+                 qPrintable(bar->objectName() + ": " + control->metaObject()->className() + " " + control->toolTip()));
         const QRect r(control->mapTo(w_.get(), QPoint(0, 0)), control->size());
         const QRect view(w_->view()->mapTo(w_.get(), QPoint(0, 0)), w_->view()->size());
         QVERIFY2(r.right() <= view.right() + 2, qPrintable(control->toolTip()));

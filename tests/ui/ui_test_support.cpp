@@ -103,8 +103,7 @@ std::vector<float> rotating_spot_images(int n, int h, int w, uint32_t seed) {
       for (int x = 0; x < w; ++x) {
         const double dx = x - cx, dy = y - cy;
         const double u = c * dx + s * dy, t = -s * dx + c * dy;
-        img[y * w + x] = static_cast<float>(std::exp(-0.5 * (u * u / (sa * sa) + t * t / (sb * sb)))) +
-                         noise(rng);
+        img[y * w + x] = static_cast<float>(std::exp(-0.5 * (u * u / (sa * sa) + t * t / (sb * sb)))) + noise(rng);
       }
   }
   return v;
@@ -126,8 +125,7 @@ PixelStats pixel_stats(const QImage& image, QColor background, int tolerance) {
       const QRgb p = line[x];
       ++s.total;
       if (qRed(p) < 16 && qGreen(p) < 16 && qBlue(p) < 16) ++s.black;
-      if (std::abs(qRed(p) - background.red()) <= tolerance &&
-          std::abs(qGreen(p) - background.green()) <= tolerance &&
+      if (std::abs(qRed(p) - background.red()) <= tolerance && std::abs(qGreen(p) - background.green()) <= tolerance &&
           std::abs(qBlue(p) - background.blue()) <= tolerance)
         ++s.near_background;
       if (colours.size() < 100000) colours.insert(p & 0xffffff);

@@ -22,10 +22,10 @@ class MainWindow;
 /// Runs one phase of a test, a function that checks with QVERIFY and
 /// QCOMPARE (which return from that function on failure), and ends the test
 /// where the phase failed.
-#define TEST_PHASE(call)                          \
-  do {                                            \
-    call;                                         \
-    if (QTest::currentTestFailed()) return;       \
+#define TEST_PHASE(call)                    \
+  do {                                      \
+    call;                                   \
+    if (QTest::currentTestFailed()) return; \
   } while (false)
 
 namespace manifold::ui::test {
@@ -72,7 +72,7 @@ std::vector<float> rotating_spot_images(int n, int h, int w, uint32_t seed = 7);
 
 struct PixelStats {
   int64_t total = 0;
-  int64_t black = 0;          ///< r, g, b all below 16
+  int64_t black = 0;  ///< r, g, b all below 16
   int64_t near_background = 0;
   int64_t distinct_colours = 0;
 };

@@ -22,14 +22,14 @@ EmbeddingClustering clusterOutcome(const EmbeddingOutcome& outcome, int coordina
   // The components of the graph the embedding used: a cached graph may hold
   // more neighbours than its k, and more neighbours join more pieces.
   const KnnGraph& graph = *outcome.graph;
-  const std::vector<int32_t> components =
-      r.k > 0 && r.k < graph.k ? graph_components(graph.sliced(r.k)) : graph_components(graph);
+  const std::vector<int32_t> components = r.k > 0 && r.k < graph.k ? graph_components(graph.sliced(r.k))
+                                                                   : graph_components(graph);
   EmbeddingClusteringParams p;
   p.clusters = clusters;
   p.coordinates = coordinates;
   try {
-    return cluster_embedding(r.coordinates.data(), r.n, r.m, r.point_index.data(), r.eigenvalues, components,
-                             graph.n, p);
+    return cluster_embedding(r.coordinates.data(), r.n, r.m, r.point_index.data(), r.eigenvalues, components, graph.n,
+                             p);
   } catch (const UsageError& e) {
     // Core names the CLI's options; the panel calls them K and m.
     QString message = QString::fromStdString(e.what());
@@ -53,11 +53,13 @@ ClusterPanel::ClusterPanel(QWidget* parent) : QWidget(parent) {
   clusters_->setObjectName(QStringLiteral("clusterCount"));
   clusters_->setRange(0, 64);
   clusters_->setSpecialValueText(tr("auto"));
-  clusters_->setToolTip(tr("K: the number of clusters (auto: the k-NN graph's separate pieces when it falls "
-                           "apart, else the largest gap between eigenvalues)"));
+  clusters_
+      ->setToolTip(tr("K: the number of clusters (auto: the k-NN graph's separate pieces when it falls "
+                      "apart, else the largest gap between eigenvalues)"));
   run_ = new QPushButton(tr("Cluster"), this);
   run_->setObjectName(QStringLiteral("clusterButton"));
-  run_->setToolTip(tr("Cluster the points shown (spectral clustering: k-means on the first diffusion "
+  run_
+      ->setToolTip(tr("Cluster the points shown (spectral clustering: k-means on the first diffusion "
                       "coordinates); the result is the column \"cluster\""));
   controls->addWidget(new QLabel(tr("K"), this));
   controls->addWidget(clusters_);

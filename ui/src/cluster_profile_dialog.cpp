@@ -147,7 +147,9 @@ nlohmann::json ClusterProfileDialog::profileJson() const {
   nlohmann::json env = nlohmann::json::object();
   for (const QString& line : env_->toPlainText().split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
     const int eq = line.indexOf(QLatin1Char('='));
-    env[(eq < 0 ? line : line.left(eq)).trimmed().toStdString()] = eq < 0 ? nlohmann::json() : nlohmann::json(line.mid(eq + 1).toStdString());
+    env[(eq < 0 ? line : line.left(eq)).trimmed().toStdString()] = eq < 0
+                                                                       ? nlohmann::json()
+                                                                       : nlohmann::json(line.mid(eq + 1).toStdString());
   }
   if (!env.empty()) j["env"] = env;
   const std::vector<std::string> args = split_args(extra_args_->text());
@@ -209,7 +211,8 @@ bool ClusterProfileDialog::load(const QString& path) {
   QStringList env;
   if (j.contains("env") && j["env"].is_object())
     for (const auto& [k, v] : j["env"].items())
-      env << QString::fromStdString(k) + QLatin1Char('=') + (v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString());
+      env << QString::fromStdString(k) + QLatin1Char('=') +
+                 (v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString());
   env_->setPlainText(env.join(QLatin1Char('\n')));
   return check();
 }
@@ -228,10 +231,9 @@ bool ClusterProfileDialog::save(const QString& path) {
 
 void ClusterProfileDialog::save_as() {
   const QString name = path_.isEmpty() ? QStringLiteral("cluster-profile.json") : QFileInfo(path_).fileName();
-  const QString path = path_.isEmpty()
-                           ? askSavePath(this, tr("Save cluster profile"), tr("Profiles (*.json)"), ".json",
-                                         QStringLiteral("profiles"), name)
-                           : path_;
+  const QString path = path_.isEmpty() ? askSavePath(this, tr("Save cluster profile"), tr("Profiles (*.json)"), ".json",
+                                                     QStringLiteral("profiles"), name)
+                                       : path_;
   if (!path.isEmpty() && save(path)) accept();
 }
 

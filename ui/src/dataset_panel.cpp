@@ -81,10 +81,12 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
 
   auto* buttons = new QHBoxLayout;
   auto* open = new QPushButton(tr("Open\u2026"), this);
-  open->setToolTip(tr("Open a dataset: .npy, MNIST IDX, a folder of PNG/TIFF images, multi-page TIFF, "
+  open
+      ->setToolTip(tr("Open a dataset: .npy, MNIST IDX, a folder of PNG/TIFF images, multi-page TIFF, "
                       "MRC/MRCS or HDF5/CXI. You can also drop a file on the window."));
   auto* demo = new QPushButton(QIcon(QStringLiteral(":/icons/demo.png")), tr("Demo"), this);
-  demo->setToolTip(tr("Open the built-in demo (diffraction patterns of a molecule turning about one axis) "
+  demo
+      ->setToolTip(tr("Open the built-in demo (diffraction patterns of a molecule turning about one axis) "
                       "and embed it: the points should trace a circle."));
   buttons->addWidget(open);
   buttons->addWidget(demo);
@@ -102,8 +104,9 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
   auto* sorting = new QHBoxLayout;
   sorting->addWidget(new QLabel(tr("Sort by"), this));
   sort_ = new QComboBox(this);
-  sort_->setToolTip(tr("Order the gallery by a diffusion coordinate or a metadata column, ascending; "
-                       "images not embedded (or without a value) come last"));
+  sort_
+      ->setToolTip(tr("Order the gallery by a diffusion coordinate or a metadata column, ascending; "
+                      "images not embedded (or without a value) come last"));
   sort_->addItem(tr("dataset order"), QString());
   sorting->addWidget(sort_, 1);
   layout->addLayout(sorting);
@@ -116,12 +119,12 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
   gallery_ = new QListView(this);
   gallery_->setModel(model_);
   configureThumbnailView(gallery_, model_->thumbnailSize());
-  gallery_->setToolTip(tr("Click to pin an image; Shift/Ctrl-click or Ctrl+A select several, which are "
-                          "selected in the view too"));
+  gallery_
+      ->setToolTip(tr("Click to pin an image; Shift/Ctrl-click or Ctrl+A select several, which are "
+                      "selected in the view too"));
   layout->addWidget(gallery_, 1);
-  connect(gallery_, &QListView::clicked, this, [this](const QModelIndex& index) {
-    Q_EMIT imageActivated(model_->datasetRow(index.row()));
-  });
+  connect(gallery_, &QListView::clicked, this,
+          [this](const QModelIndex& index) { Q_EMIT imageActivated(model_->datasetRow(index.row())); });
   connect(gallery_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
     if (!applying_selection_) Q_EMIT selectionEdited(selectedRows());
   });
@@ -189,17 +192,17 @@ void DatasetPanel::setDataset(std::shared_ptr<const LoadedDataset> ds) {
   set_fact(tr("N"), en.toString(static_cast<qlonglong>(d.rows())));
   // With a mask, d is the pixels the distances use, not the frame's.
   if (ds->mask.empty())
-    set_fact(tr("Shape"), tr("%1 per item (d = %2)")
-                              .arg(ds->frameText(), en.toString(static_cast<qlonglong>(d.cols()))));
+    set_fact(tr("Shape"),
+             tr("%1 per item (d = %2)").arg(ds->frameText(), en.toString(static_cast<qlonglong>(d.cols()))));
   else
     set_fact(tr("Shape"), tr("%1 per item, %2").arg(ds->frameText(), ds->usedText()));
   const QString dtype = QString::fromStdString(d.source_dtype.empty() ? "float32" : d.source_dtype);
-  if (ds->path.isEmpty())
-    set_fact(tr("Type"), tr("float32, in memory"));
+  if (ds->path.isEmpty()) set_fact(tr("Type"), tr("float32, in memory"));
   else
     set_fact(tr("Type"), tr("%1 in the file, float32 in memory%2")
                              .arg(dtype, d.memory_mapped() ? tr(" (memory-mapped)") : QString()));
-  set_fact(tr("Range"), QStringLiteral("%1 \u2026 %2").arg(ds->range.first, 0, 'g', 6).arg(ds->range.second, 0, 'g', 6));
+  set_fact(tr("Range"),
+           QStringLiteral("%1 \u2026 %2").arg(ds->range.first, 0, 'g', 6).arg(ds->range.second, 0, 'g', 6));
   if (!d.labels.empty()) {
     std::vector<int32_t> distinct(d.labels);
     std::sort(distinct.begin(), distinct.end());
@@ -237,8 +240,7 @@ QString DatasetPanel::sortKey() const { return sort_->currentData().toString(); 
 void DatasetPanel::setSortKey(const QString& key) {
   wanted_sort_ = key;
   const int idx = std::max(0, sort_->findData(key));
-  if (idx == sort_->currentIndex())
-    Q_EMIT sortRequested(sortKey());
+  if (idx == sort_->currentIndex()) Q_EMIT sortRequested(sortKey());
   else
     sort_->setCurrentIndex(idx);
 }
@@ -247,13 +249,13 @@ void DatasetPanel::setOrder(std::vector<int64_t> rows) {
   // The selection and the current image are dataset rows: they survive the new order.
   const std::vector<int64_t> selected = selectedRows();
   const int64_t current = model_->datasetRow(gallery_->currentIndex().row());
-  if (rows.empty())
-    model_->showAllRows();
+  if (rows.empty()) model_->showAllRows();
   else
     model_->setRows(std::move(rows));
   setSelectedRows(selected);
   if (current >= 0) revealRow(current);
-  else gallery_->scrollToTop();
+  else
+    gallery_->scrollToTop();
 }
 
 }  // namespace manifold::ui

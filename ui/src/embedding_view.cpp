@@ -470,9 +470,9 @@ void EmbeddingView::Impl::style_and_add_actors() {
   path_halo_actor->GetProperty()->SetLineWidth(5);
   path_actor->GetProperty()->SetColor(1.0, 1.0, 1.0);
   path_actor->GetProperty()->SetLineWidth(2);
-  for (auto* a : {cloud_actor.GetPointer(), lod_actor.GetPointer(), selected_actor.GetPointer(),
-                  pinned_actor.GetPointer(), highlighted_actor.GetPointer(), path_halo_actor.GetPointer(),
-                  path_actor.GetPointer()})
+  for (auto* a :
+       {cloud_actor.GetPointer(), lod_actor.GetPointer(), selected_actor.GetPointer(), pinned_actor.GetPointer(),
+        highlighted_actor.GetPointer(), path_halo_actor.GetPointer(), path_actor.GetPointer()})
     a->GetProperty()->LightingOff();
   renderer->AddActor(cloud_actor);
   renderer->AddActor(lod_actor);
@@ -516,8 +516,7 @@ void EmbeddingView::Impl::render(bool full_detail) {
   const unsigned char* src = rgba->GetPointer(0);
   // OpenGL rows start at the bottom.
   for (int y = 0; y < h; ++y)
-    std::memcpy(image.scanLine(h - 1 - y), src + static_cast<size_t>(y) * w * 4,
-                static_cast<size_t>(w) * 4);
+    std::memcpy(image.scanLine(h - 1 - y), src + static_cast<size_t>(y) * w * 4, static_cast<size_t>(w) * 4);
   image.setDevicePixelRatio(ratio);
   frame = std::move(image);
   dirty = false;
@@ -570,8 +569,8 @@ void EmbeddingView::Impl::sync_viewport() {
   const int h = std::max(1, static_cast<int>(std::lround(size.height() * ratio)));
   if (window->GetSize()[0] != w || window->GetSize()[1] != h) interactor->UpdateSize(w, h);
   legend_layout = layout_legend(legend, QSizeF(size), widget->font());
-  const double right =
-      legend_layout.strip.isEmpty() ? 1.0 : std::clamp(legend_layout.strip.left() / size.width(), 0.2, 1.0);
+  const double right = legend_layout.strip.isEmpty() ? 1.0
+                                                     : std::clamp(legend_layout.strip.left() / size.width(), 0.2, 1.0);
   if (right == viewport_right && size == layout_size) return;
   viewport_right = right;
   layout_size = size;
@@ -597,7 +596,8 @@ void EmbeddingView::Impl::paint_legend(QPainter& p) const {
   if (l.swatches.empty()) {
     // The ramp, hi at the top.
     QImage ramp(1, static_cast<int>(legend.ramp.size()), QImage::Format_RGB32);
-    for (int i = 0; i < ramp.height(); ++i) ramp.setPixel(0, ramp.height() - 1 - i, legend.ramp[static_cast<size_t>(i)].rgb());
+    for (int i = 0; i < ramp.height(); ++i)
+      ramp.setPixel(0, ramp.height() - 1 - i, legend.ramp[static_cast<size_t>(i)].rgb());
     p.drawImage(l.bar, ramp);
     p.setPen(QColor(30, 30, 30));
     p.setBrush(Qt::NoBrush);
@@ -633,8 +633,8 @@ void EmbeddingView::Impl::project() {
   const QSize size = widget->size();
   vtkCamera* camera = renderer->GetActiveCamera();
   sync_viewport();
-  if (screen_points_version == points_version && screen_size == size &&
-      screen_camera_time == camera->GetMTime() && screen_viewport_right == viewport_right)
+  if (screen_points_version == points_version && screen_size == size && screen_camera_time == camera->GetMTime() &&
+      screen_viewport_right == viewport_right)
     return;
   const double ratio = dpr();
   const int w = std::max(1, static_cast<int>(std::lround(size.width() * ratio)));
@@ -695,8 +695,7 @@ EmbeddingView::EmbeddingView(QWidget* parent) : QWidget(parent), d_(std::make_un
 
 EmbeddingView::~EmbeddingView() = default;
 
-void EmbeddingView::setPoints(std::vector<float> xyz, bool planar, const QStringList& axis_titles,
-                              bool reset_camera) {
+void EmbeddingView::setPoints(std::vector<float> xyz, bool planar, const QStringList& axis_titles, bool reset_camera) {
   const int64_t n = static_cast<int64_t>(xyz.size() / 3);
   const bool was_planar = d_->planar;
   const bool was_empty = d_->n == 0;
@@ -724,12 +723,10 @@ void EmbeddingView::setPoints(std::vector<float> xyz, bool planar, const QString
   }
   d_->cloud->Modified();
   d_->lod->Modified();
-  d_->selection.erase(std::remove_if(d_->selection.begin(), d_->selection.end(),
-                                     [n](int64_t r) { return r >= n; }),
+  d_->selection.erase(std::remove_if(d_->selection.begin(), d_->selection.end(), [n](int64_t r) { return r >= n; }),
                       d_->selection.end());
   if (d_->pinned_row >= n) d_->pinned_row = -1;
-  d_->path.erase(std::remove_if(d_->path.begin(), d_->path.end(), [n](int64_t r) { return r >= n; }),
-                 d_->path.end());
+  d_->path.erase(std::remove_if(d_->path.begin(), d_->path.end(), [n](int64_t r) { return r >= n; }), d_->path.end());
   d_->update_marks();
   d_->axis_titles = axis_titles;
   // VTK draws axis titles in its vector font, which has no Greek letters
@@ -744,8 +741,7 @@ void EmbeddingView::setPoints(std::vector<float> xyz, bool planar, const QString
   ++d_->points_version;
   const Bounds before = d_->bounds;
   d_->bounds = bounds_of(xyz, n, planar);
-  if (reset_camera || was_empty || was_planar != planar)
-    resetCamera();
+  if (reset_camera || was_empty || was_planar != planar) resetCamera();
   else if (materially_different(before, d_->bounds))
     reframe();
   else
@@ -753,9 +749,7 @@ void EmbeddingView::setPoints(std::vector<float> xyz, bool planar, const QString
   d_->request_render();
 }
 
-void EmbeddingView::clearPoints() {
-  setPoints({}, d_->planar, {}, true);
-}
+void EmbeddingView::clearPoints() { setPoints({}, d_->planar, {}, true); }
 
 void EmbeddingView::setColours(const PointColours& colours) {
   auto& s = *d_->scalars;
@@ -984,9 +978,7 @@ void EmbeddingView::rotateCamera(double azimuth, double elevation) {
   d_->request_render();
 }
 
-void EmbeddingView::setLodThreshold(int64_t points) {
-  d_->lod_threshold = std::max<int64_t>(1000, points);
-}
+void EmbeddingView::setLodThreshold(int64_t points) { d_->lod_threshold = std::max<int64_t>(1000, points); }
 
 int64_t EmbeddingView::pointCount() const { return d_->n; }
 std::vector<float> EmbeddingView::points() const {
@@ -1104,9 +1096,7 @@ void EmbeddingView::paintEvent(QPaintEvent*) {
   }
 }
 
-void EmbeddingView::resizeEvent(QResizeEvent*) {
-  d_->dirty = true;
-}
+void EmbeddingView::resizeEvent(QResizeEvent*) { d_->dirty = true; }
 
 void EmbeddingView::mousePressEvent(QMouseEvent* e) {
   d_->press_pos = e->position();
@@ -1167,11 +1157,9 @@ void EmbeddingView::mouseReleaseEvent(QMouseEvent* e) {
         std::vector<int64_t> current = d_->selection;
         std::sort(current.begin(), current.end());
         if (e->modifiers() & Qt::ShiftModifier)
-          std::set_union(current.begin(), current.end(), rows.begin(), rows.end(),
-                         std::back_inserter(merged));
+          std::set_union(current.begin(), current.end(), rows.begin(), rows.end(), std::back_inserter(merged));
         else
-          std::set_difference(current.begin(), current.end(), rows.begin(), rows.end(),
-                              std::back_inserter(merged));
+          std::set_difference(current.begin(), current.end(), rows.begin(), rows.end(), std::back_inserter(merged));
         rows = std::move(merged);
       }
       setSelection(std::move(rows));
@@ -1205,8 +1193,7 @@ void EmbeddingView::wheelEvent(QWheelEvent* e) {
   d_->interactor->SetEventInformationFlipY(static_cast<int>(p.x()), static_cast<int>(p.y()));
   d_->interacting = true;
   d_->framed = false;
-  if (e->angleDelta().y() > 0)
-    d_->interactor->MouseWheelForwardEvent();
+  if (e->angleDelta().y() > 0) d_->interactor->MouseWheelForwardEvent();
   else if (e->angleDelta().y() < 0)
     d_->interactor->MouseWheelBackwardEvent();
   d_->wheel_settle.start();
@@ -1244,8 +1231,10 @@ int64_t EmbeddingView::neighbourInDirection(int64_t from, QPointF direction) {
 }
 
 void EmbeddingView::keyPressEvent(QKeyEvent* e) {
-  static const std::map<int, QPointF> kArrows = {
-      {Qt::Key_Left, {-1, 0}}, {Qt::Key_Right, {1, 0}}, {Qt::Key_Up, {0, -1}}, {Qt::Key_Down, {0, 1}}};
+  static const std::map<int, QPointF> kArrows = {{Qt::Key_Left, {-1, 0}},
+                                                 {Qt::Key_Right, {1, 0}},
+                                                 {Qt::Key_Up, {0, -1}},
+                                                 {Qt::Key_Down, {0, 1}}};
   const auto arrow = kArrows.find(e->key());
   if (arrow != kArrows.end() && d_->pinned_row >= 0) {
     const int64_t next = neighbourInDirection(d_->pinned_row, arrow->second);

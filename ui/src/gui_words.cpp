@@ -10,10 +10,18 @@ namespace {
 /// The options the parameter panel edits, longest first where one is a
 /// prefix of another (--time-limit before --t).
 const std::pair<const char*, const char*> kFieldOfOption[] = {
-    {"local-scaling", "Local scaling"}, {"max-matvecs", "Max mat-vecs"}, {"time-limit", "Time limit"},
-    {"components", "Components"},       {"symmetrize", "Symmetrise"},    {"epsilon", "\u03b5"},
-    {"backend", "Backend"},             {"devices", "Devices"},          {"metric", "Metric"},
-    {"alpha", "\u03b1"},                {"k", "k"},                      {"t", "t"},
+    {"local-scaling", "Local scaling"},
+    {"max-matvecs", "Max mat-vecs"},
+    {"time-limit", "Time limit"},
+    {"components", "Components"},
+    {"symmetrize", "Symmetrise"},
+    {"epsilon", "\u03b5"},
+    {"backend", "Backend"},
+    {"devices", "Devices"},
+    {"metric", "Metric"},
+    {"alpha", "\u03b1"},
+    {"k", "k"},
+    {"t", "t"},
 };
 
 }  // namespace

@@ -33,7 +33,8 @@ QPoint ImageCanvas::pixelAt(QPointF pos) const {
 QPointF ImageCanvas::positionOf(QPoint pixel) const {
   const QRect t = target();
   if (image_.isNull()) return {};
-  return {t.left() + (pixel.x() + 0.5) * t.width() / image_.width(), t.top() + (pixel.y() + 0.5) * t.height() / image_.height()};
+  return {t.left() + (pixel.x() + 0.5) * t.width() / image_.width(),
+          t.top() + (pixel.y() + 0.5) * t.height() / image_.height()};
 }
 
 void ImageCanvas::mouseMoveEvent(QMouseEvent* event) { Q_EMIT pixelHovered(pixelAt(event->position())); }
@@ -74,8 +75,9 @@ ImagePanel::ImagePanel(QWidget* parent) : QWidget(parent) {
   clip_->setSingleStep(0.5);
   clip_->setDecimals(1);
   clip_->setSuffix(tr(" %"));
-  clip_->setToolTip(tr("Contrast: the darkest and the brightest this percent of the pixels are clipped, so a few "
-                       "hot pixels do not turn the rest black"));
+  clip_
+      ->setToolTip(tr("Contrast: the darkest and the brightest this percent of the pixels are clipped, so a few "
+                      "hot pixels do not turn the rest black"));
   contrast->addWidget(clip_);
   contrast->addWidget(new QLabel(tr("\u03b3"), this));
   gamma_ = new QDoubleSpinBox(this);

@@ -91,9 +91,9 @@ QString ProgressInfo::text() const {
     return s;
   }
   if (percent() >= 0) s += QStringLiteral(": %1%").arg(percent());
-  else if (done > 0) s += QStringLiteral(": %1 %2").arg(locale.toString(static_cast<qulonglong>(done)), unit);
-  if (rate > 0)
-    s += QStringLiteral(" \u00b7 %1 %2/s").arg(locale.toString(rate, 'f', rate < 10 ? 1 : 0), unit);
+  else if (done > 0)
+    s += QStringLiteral(": %1 %2").arg(locale.toString(static_cast<qulonglong>(done)), unit);
+  if (rate > 0) s += QStringLiteral(" \u00b7 %1 %2/s").arg(locale.toString(rate, 'f', rate < 10 ? 1 : 0), unit);
   if (eta_s >= 0 && !finished) s += QObject::tr(" \u00b7 %1 left").arg(duration_text(eta_s));
   return s;
 }
@@ -120,7 +120,7 @@ class JobProgressSink final : public ProgressSink {
     QMetaObject::invokeMethod(
         runner,
         [runner, job, info] {
-          if (runner->job_ == job && runner->running_) Q_EMIT runner->progressed(info);
+      if (runner->job_ == job && runner->running_) Q_EMIT runner->progressed(info);
         },
         Qt::QueuedConnection);
   }
@@ -204,9 +204,9 @@ struct JobInput {
   RunParameters params;
   std::shared_ptr<const KnnGraph> cached;            ///< the graph to reuse, if any
   std::shared_ptr<const EmbeddingOutcome> previous;  ///< the result shown when the job started
-  bool retime = false;  ///< only t changed: rescale the previous result
-  bool warm = false;    ///< re-embed from the previous result, with a preview
-  std::string cli;      ///< the manifold command, for cluster jobs
+  bool retime = false;                               ///< only t changed: rescale the previous result
+  bool warm = false;                                 ///< re-embed from the previous result, with a preview
+  std::string cli;                                   ///< the manifold command, for cluster jobs
   /// Hands a preview to the GUI thread, which drops it once superseded.
   std::function<void(std::shared_ptr<const EmbeddingOutcome>)> post_preview;
 };
@@ -225,7 +225,8 @@ std::shared_ptr<const KnnGraph> job_graph(const JobInput& in, Progress& progress
   if (in.params.backend == "cluster")
     graph = std::make_shared<KnnGraph>(build_on_cluster(*in.dataset, in.params, in.cli, progress));
   else
-    graph = std::make_shared<KnnGraph>(make_backend(in.params.backend)->build(in.dataset->features, in.params.knn, progress));
+    graph = std::make_shared<KnnGraph>(make_backend(in.params.backend)
+                                           ->build(in.dataset->features, in.params.knn, progress));
   *built = graph;
   outcome.knn_seconds = seconds_since(t0);
   return graph;
@@ -318,8 +319,8 @@ void JobRunner::start(const RunParameters& params) {
     QMetaObject::invokeMethod(
         runner,
         [runner, job, shown] {
-          if (runner->job_ == job && runner->running_ && !runner->pending_ && shown->dataset == runner->dataset_)
-            Q_EMIT runner->previewReady(shown);
+      if (runner->job_ == job && runner->running_ && !runner->pending_ && shown->dataset == runner->dataset_)
+        Q_EMIT runner->previewReady(shown);
         },
         Qt::QueuedConnection);
   };
@@ -335,8 +336,9 @@ void JobRunner::start(const RunParameters& params) {
     } catch (const Cancelled&) {
       out.cancelled = true;
     } catch (const std::bad_alloc&) {
-      out.error = QObject::tr("Out of memory: the dataset or the graph does not fit. Try a smaller k, "
-                              "fewer components, or a subset of the data.");
+      out.error = QObject::tr(
+          "Out of memory: the dataset or the graph does not fit. Try a smaller k, "
+          "fewer components, or a subset of the data.");
     } catch (const std::exception& e) {
       out.error = QString::fromStdString(e.what());
     }

@@ -111,7 +111,8 @@ QString LoadedDataset::shapeText() const {
 
 QString LoadedDataset::frameText() const {
   QString frame;
-  for (int64_t s : data.item_shape) frame += (frame.isEmpty() ? QString() : QStringLiteral(" \u00d7 ")) + QString::number(s);
+  for (int64_t s : data.item_shape)
+    frame += (frame.isEmpty() ? QString() : QStringLiteral(" \u00d7 ")) + QString::number(s);
   return frame.isEmpty() ? QString::number(data.cols()) : frame;
 }
 
@@ -123,7 +124,8 @@ QString LoadedDataset::usedText() const {
 }
 
 QString LoadedDataset::itemText() const {
-  if (mask.empty()) return QObject::tr("%1 values").arg(QLocale(QLocale::English).toString(static_cast<qlonglong>(data.cols())));
+  if (mask.empty())
+    return QObject::tr("%1 values").arg(QLocale(QLocale::English).toString(static_cast<qlonglong>(data.cols())));
   return QStringLiteral("%1, %2").arg(frameText(), usedText());
 }
 
@@ -146,8 +148,9 @@ std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const Open
     // One PNG or one-page TIFF is one image of a dataset, not a dataset:
     // the folder of same-sized images it sits in is.
     auto folder = std::const_pointer_cast<LoadedDataset>(loadDataset(info.absolutePath(), options));
-    folder->notice = QObject::tr("%1 is a single image, so its folder %2 was opened (%3 images). "
-                                 "Use File \u25b8 Open Folder\u2026 to open a folder of images directly.")
+    folder->notice = QObject::tr(
+                         "%1 is a single image, so its folder %2 was opened (%3 images). "
+                         "Use File \u25b8 Open Folder\u2026 to open a folder of images directly.")
                          .arg(info.fileName(), info.absolutePath())
                          .arg(folder->rows());
     return folder;

@@ -249,8 +249,9 @@ void MainWindow::add_axis_controls(QToolBar* controls, QWidget* area) {
 void MainWindow::add_colouring_controls(QToolBar* colouring, QWidget* area) {
   colouring->addWidget(new QLabel(tr("Colour"), area));
   colour_by_ = new QComboBox(area);
-  colour_by_->setToolTip(tr("Colour the points by a diffusion coordinate, the dataset's labels or other "
-                            "per-image values"));
+  colour_by_
+      ->setToolTip(tr("Colour the points by a diffusion coordinate, the dataset's labels or other "
+                      "per-image values"));
   colour_by_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   colour_by_->setMinimumContentsLength(16);
   colouring->addWidget(colour_by_);
@@ -288,12 +289,15 @@ void MainWindow::add_view_tools(QToolBar* controls, QWidget* area) {
     });
     return b;
   };
-  tool_navigate_ = make_tool(tr("Rotate"), QStringLiteral(":/icons/rotate.png"), tr("Rotate (left drag), pan (middle drag), zoom (wheel or right "
-                                              "drag); hover a point to see its image, click to pin it"),
+  tool_navigate_ = make_tool(tr("Rotate"), QStringLiteral(":/icons/rotate.png"),
+                             tr("Rotate (left drag), pan (middle drag), zoom (wheel or right "
+                                "drag); hover a point to see its image, click to pin it"),
                              EmbeddingView::Tool::Navigate);
-  tool_rectangle_ = make_tool(tr("Rectangle"), QStringLiteral(":/icons/select-rectangle.png"), tr("Select the points in a rectangle (Shift adds, Ctrl removes)"),
+  tool_rectangle_ = make_tool(tr("Rectangle"), QStringLiteral(":/icons/select-rectangle.png"),
+                              tr("Select the points in a rectangle (Shift adds, Ctrl removes)"),
                               EmbeddingView::Tool::RectangleSelect);
-  tool_lasso_ = make_tool(tr("Lasso"), QStringLiteral(":/icons/select-lasso.png"), tr("Select the points inside a free-hand outline (Shift adds, Ctrl removes)"),
+  tool_lasso_ = make_tool(tr("Lasso"), QStringLiteral(":/icons/select-lasso.png"),
+                          tr("Select the points inside a free-hand outline (Shift adds, Ctrl removes)"),
                           EmbeddingView::Tool::LassoSelect);
   tool_navigate_->setChecked(true);
   auto* reset = new QToolButton(area);
@@ -442,8 +446,8 @@ void MainWindow::build_docks() {
           }
           meta.push_back(std::move(original));
           return adoptDataset(std::move(sub), tr("%1 (selection of %2)").arg(source->name).arg(rows.size()),
-                              tr("%1 selected images of %2").arg(rows.size()).arg(source->name), false,
-                              std::move(meta), source->mask);
+                              tr("%1 selected images of %2").arg(rows.size()).arg(source->name), false, std::move(meta),
+                              source->mask);
         },
         tr("the selection"), true);
   });
@@ -480,9 +484,10 @@ void MainWindow::update_staleness() {
 
 QString MainWindow::datasetFileFilter() {
   // An image file opens the folder of images it is in (File ▸ Open Folder… opens one directly).
-  return tr("Datasets (*.npy *idx3-ubyte *idx3-ubyte.gz *.idx *.png *.tif *.tiff *.mrc *.mrcs *.h5 *.hdf5 *.cxi);;"
-            "Images: a folder of them is one dataset (*.png *.tif *.tiff);;"
-            "All files (*)");
+  return tr(
+      "Datasets (*.npy *idx3-ubyte *idx3-ubyte.gz *.idx *.png *.tif *.tiff *.mrc *.mrcs *.h5 *.hdf5 *.cxi);;"
+      "Images: a folder of them is one dataset (*.png *.tif *.tiff);;"
+      "All files (*)");
 }
 
 QString MainWindow::warningText() const { return warning_bar_->isHidden() ? QString() : warning_text_->text(); }
@@ -510,8 +515,7 @@ void MainWindow::show_notice(const QString& message) {
 
 // ---- opening ---------------------------------------------------------------------
 
-void MainWindow::start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what,
-                            bool run) {
+void MainWindow::start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what, bool run) {
   if (load_watcher_.isRunning()) {
     show_error(tr("Still opening the previous dataset; try again in a moment."));
     return;
@@ -680,8 +684,7 @@ bool MainWindow::saveSession(const QString& path) {
       const QString data_name = info.completeBaseName() + QStringLiteral(".data.npy");
       const Dataset& d = dataset_->data;
       std::vector<int64_t> shape{d.rows()};
-      if (d.item_shape.size() >= 2)
-        shape.insert(shape.end(), d.item_shape.begin(), d.item_shape.end());
+      if (d.item_shape.size() >= 2) shape.insert(shape.end(), d.item_shape.begin(), d.item_shape.end());
       else
         shape.push_back(d.cols());
       npy::write(info.dir().filePath(data_name).toStdString(), d.data(), shape);
@@ -713,8 +716,7 @@ void MainWindow::dropEvent(QDropEvent* event) {
   const QList<QUrl> urls = event->mimeData()->urls();
   if (urls.isEmpty() || !urls.first().isLocalFile()) return;
   const QString path = urls.first().toLocalFile();
-  if (path.endsWith(".json", Qt::CaseInsensitive))
-    openSession(path);
+  if (path.endsWith(".json", Qt::CaseInsensitive)) openSession(path);
   else
     openFile(path);
   event->acceptProposedAction();
@@ -812,8 +814,7 @@ void MainWindow::on_finished(std::shared_ptr<const EmbeddingOutcome> outcome) {
 }
 
 void MainWindow::show_outcome(std::shared_ptr<const EmbeddingOutcome> outcome) {
-  const bool first = !outcome_ || outcome_->dataset != outcome->dataset ||
-                     outcome_->result->m != outcome->result->m;
+  const bool first = !outcome_ || outcome_->dataset != outcome->dataset || outcome_->result->m != outcome->result->m;
   outcome_ = std::move(outcome);
   const DiffusionResult& r = *outcome_->result;
   embedded_of_row_.assign(static_cast<size_t>(dataset_->rows()), -1);
@@ -825,8 +826,8 @@ void MainWindow::show_outcome(std::shared_ptr<const EmbeddingOutcome> outcome) {
   QString how = outcome_->retimed ? tr("rescaled to t = %1 (no eigensolve)").arg(outcome_->params.diffusion.t)
                 : outcome_->graph_reused
                     ? tr("graph reused (k = %1 of %2)").arg(outcome_->result->k).arg(outcome_->graph->k)
-                    : tr("graph %1 on %2").arg(seconds_text(outcome_->knn_seconds),
-                                               QString::fromStdString(outcome_->graph->backend));
+                    : tr("graph %1 on %2")
+                          .arg(seconds_text(outcome_->knn_seconds), QString::fromStdString(outcome_->graph->backend));
   if (!outcome_->preview)
     progress_label_->setText(tr("done in %1 \u00b7 %2").arg(seconds_text(outcome_->total_seconds), how));
   status_->setText(tr("Embedded %1 points in %2 diffusion coordinates; \u03b5 = %3.")
@@ -861,12 +862,13 @@ void MainWindow::show_diagnostics() {
   QStringList localised;
   for (int c : d.localised) localised << QStringLiteral("\u03c8%1").arg(c);
   hide_localised_->setEnabled(!localised.isEmpty());
-  hide_localised_->setToolTip(
-      localised.isEmpty() ? tr("No coordinate of this embedding is localised (carried by only a few points).")
-                          : tr("Leave %1 off the axes: each is carried by fewer than %2 points, so it singles out "
-                               "a few outliers rather than the shape of the data.")
-                                .arg(localised.join(QStringLiteral(", ")))
-                                .arg(d.localised_below, 0, 'g', 3));
+  hide_localised_
+      ->setToolTip(localised.isEmpty()
+                       ? tr("No coordinate of this embedding is localised (carried by only a few points).")
+                       : tr("Leave %1 off the axes: each is carried by fewer than %2 points, so it singles out "
+                            "a few outliers rather than the shape of the data.")
+                             .arg(localised.join(QStringLiteral(", ")))
+                             .arg(d.localised_below, 0, 'g', 3));
 }
 
 void MainWindow::on_failed(const QString& message) {

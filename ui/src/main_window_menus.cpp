@@ -32,8 +32,9 @@ void MainWindow::build_menus() {
   file->addSeparator();
   load_metadata_action_ = file->addAction(tr("Load &Metadata\u2026"), this, &MainWindow::chooseMetadataFile);
   load_metadata_action_->setObjectName(QStringLiteral("loadMetadataAction"));
-  load_metadata_action_->setToolTip(tr("Add per-image columns (angles, classes, run numbers) from a file anywhere: "
-                                       ".npy, .csv/.tsv, a dataset of an HDF5/CXI file, MNIST labels"));
+  load_metadata_action_
+      ->setToolTip(tr("Add per-image columns (angles, classes, run numbers) from a file anywhere: "
+                      ".npy, .csv/.tsv, a dataset of an HDF5/CXI file, MNIST labels"));
   file->addAction(tr("Open &Session\u2026"), this, [this] {
     const QString path = askOpenFile(this, tr("Open session"), tr("Sessions (*.json);;All files (*)"),
                                      QStringLiteral("sessions"));
@@ -92,9 +93,10 @@ void MainWindow::build_export_menu(QMenu* exp) {
     if (!path.isEmpty()) exportGraph(path);
   });
   export_embedding_action_ = exp->addAction(tr("Embedding\u2026"), this, [this] {
-    const QString path = ask_save_path(
-        tr("Export embedding"), tr("NumPy (*.npy);;CSV (*.csv);;VTK PolyData (*.vtp);;Folder with every format (*)"),
-        QString(), QStringLiteral("exports"), suggested_name(QStringLiteral("-embedding.npy")));
+    const QString path =
+        ask_save_path(tr("Export embedding"),
+                      tr("NumPy (*.npy);;CSV (*.csv);;VTK PolyData (*.vtp);;Folder with every format (*)"), QString(),
+                      QStringLiteral("exports"), suggested_name(QStringLiteral("-embedding.npy")));
     if (!path.isEmpty()) exportEmbedding(path);
   });
   export_selection_action_ = exp->addAction(tr("Selection (indices)\u2026"), this, [this] {
@@ -104,7 +106,8 @@ void MainWindow::build_export_menu(QMenu* exp) {
   });
   export_images_action_ = exp->addAction(tr("Selected images\u2026"), this, [this] {
     const QString path = ask_save_path(tr("Export selected images"), tr("NumPy (*.npy)"), ".npy",
-                                       QStringLiteral("exports"), suggested_name(QStringLiteral("-selected-images.npy")));
+                                       QStringLiteral("exports"),
+                                       suggested_name(QStringLiteral("-selected-images.npy")));
     if (!path.isEmpty()) exportSelectionImages(path);
   });
   export_screenshot_action_ = exp->addAction(tr("Screenshot of the view\u2026"), this, [this] {

@@ -60,7 +60,8 @@ void MainWindow::build_metadata_dock(QDockWidget* beside) {
   layout->setContentsMargins(4, 4, 4, 4);
   auto* load = new QPushButton(tr("Load metadata\u2026"), content);
   load->setObjectName(QStringLiteral("loadMetadataButton"));
-  load->setToolTip(tr("Add columns from a file anywhere: .npy, .csv/.tsv with a header, a dataset of an HDF5/CXI "
+  load
+      ->setToolTip(tr("Add columns from a file anywhere: .npy, .csv/.tsv with a header, a dataset of an HDF5/CXI "
                       "file, MNIST label files"));
   connect(load, &QPushButton::clicked, this, &MainWindow::chooseMetadataFile);
   auto* load_row = new QHBoxLayout;
@@ -69,25 +70,27 @@ void MainWindow::build_metadata_dock(QDockWidget* beside) {
   layout->addLayout(load_row);
 
   metadata_table_ = new MetadataTableWidget(content);
-  metadata_table_->setToolTip(tr("How each column tracks \u03c8k: Pearson r for numbers, the correlation ratio \u03b7 "
-                                 "for categories, circular-linear R for angles (and the best atan2(\u03c8j, \u03c8i) "
-                                 "pair). Click a row to colour the points by it."));
-  connect(metadata_table_, &MetadataTableWidget::columnChosen, this, [this](const QString& name) { setColourBy(name); });
+  metadata_table_
+      ->setToolTip(tr("How each column tracks \u03c8k: Pearson r for numbers, the correlation ratio \u03b7 "
+                      "for categories, circular-linear R for angles (and the best atan2(\u03c8j, \u03c8i) "
+                      "pair). Click a row to colour the points by it."));
+  connect(metadata_table_, &MetadataTableWidget::columnChosen, this,
+          [this](const QString& name) { setColourBy(name); });
   layout->addWidget(metadata_table_, 1);
 
   cluster_panel_ = new ClusterPanel(content);
   layout->addWidget(cluster_panel_);
   connect(cluster_panel_, &ClusterPanel::clustered, this,
           [this](std::shared_ptr<const EmbeddingClustering> result, std::shared_ptr<const EmbeddingOutcome> of) {
-            if (!outcome_ || !dataset_) return;
-            // The embedding changed while the worker ran: the user asked for
-            // clusters of what is shown, so the same choice runs again on it.
-            if (of->result != outcome_->result) {
-              cluster_panel_->cluster(cluster_panel_->coordinates(), cluster_panel_->clusters());
-              return;
-            }
-            show_clustering(*result, of->result->m);
-          });
+    if (!outcome_ || !dataset_) return;
+    // The embedding changed while the worker ran: the user asked for
+    // clusters of what is shown, so the same choice runs again on it.
+    if (of->result != outcome_->result) {
+      cluster_panel_->cluster(cluster_panel_->coordinates(), cluster_panel_->clusters());
+      return;
+    }
+    show_clustering(*result, of->result->m);
+  });
   connect(cluster_panel_, &ClusterPanel::failed, this, [this](const QString& message) { show_error(message); });
   connect(cluster_panel_, &ClusterPanel::clusterPicked, this, &MainWindow::selectCluster);
   // A new dataset has none of the user's columns; a session's come back
@@ -161,9 +164,10 @@ void MainWindow::chooseMetadataFile() {
       return;
     }
     bool ok = false;
-    column = QInputDialog::getItem(this, tr("Load metadata"),
-                                   tr("Datasets of %1 rows in %2:").arg(dataset_->rows()).arg(QFileInfo(file).fileName()),
-                                   candidates, 0, false, &ok);
+    column =
+        QInputDialog::getItem(this, tr("Load metadata"),
+                              tr("Datasets of %1 rows in %2:").arg(dataset_->rows()).arg(QFileInfo(file).fileName()),
+                              candidates, 0, false, &ok);
     if (!ok) return;
   }
   loadMetadata(file, column);
@@ -241,9 +245,11 @@ void MainWindow::show_clustering(const EmbeddingClustering& c, int m_all) {
   for (size_t i = 0; i < c.labels.size(); ++i)
     column.values[i] = c.labels[i] < 0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(c.labels[i]);
   for (int k = 0; k < c.clusters; ++k) column.category_names.emplace_back(k, tr("cluster %1").arg(k));
-  QString summary = tr("%1 clusters (%2)").arg(c.clusters).arg(c.clusters_from == "given"  ? tr("K given")
-                                                               : c.clusters_from == "eigengap" ? tr("eigengap")
-                                                                                               : tr("graph pieces"));
+  QString summary = tr("%1 clusters (%2)")
+                        .arg(c.clusters)
+                        .arg(c.clusters_from == "given"      ? tr("K given")
+                             : c.clusters_from == "eigengap" ? tr("eigengap")
+                                                             : tr("graph pieces"));
   if (c.kmeans_clusters > 1) summary += tr(", k-means on \u03c81\u2026\u03c8%1 of %2").arg(c.coordinates).arg(m_all);
   set_cluster_column(std::move(column), summary);
   setColourBy(kClusterColumn);
@@ -278,8 +284,7 @@ void MainWindow::set_cluster_column(PointMetadata column, const QString& how) {
     summary += tr("; agrees %1 % with %2 (best match)").arg(100.0 * a.accuracy, 0, 'f', 1).arg(other.name);
     break;
   }
-  if (old != all.end())
-    *old = std::move(column);
+  if (old != all.end()) *old = std::move(column);
   else
     all.push_back(std::move(column));
   cluster_panel_->showClusters(sizes, summary);
@@ -331,8 +336,8 @@ void MainWindow::restore_user_columns(const nlohmann::json& view) {
       if (!spec.is_string()) continue;
       const MetadataSpec s = parse_metadata_spec(spec.get<std::string>());
       try {
-        std::vector<PointMetadata> columns =
-            read_columns(QString::fromStdString(s.file), QString::fromStdString(s.column), dataset_->rows());
+        std::vector<PointMetadata> columns = read_columns(QString::fromStdString(s.file),
+                                                          QString::fromStdString(s.column), dataset_->rows());
         loaded_metadata_ << QString::fromStdString(spec.get<std::string>());
         add_columns(std::move(columns));
       } catch (const std::exception& e) {
@@ -350,7 +355,7 @@ void MainWindow::restore_user_columns(const nlohmann::json& view) {
       ok = labels[i].is_number_integer() && labels[i].get<int>() >= -1 && labels[i].get<int>() < count;
       if (ok)
         column.values.push_back(labels[i].get<int>() < 0 ? std::numeric_limits<float>::quiet_NaN()
-                                                          : static_cast<float>(labels[i].get<int>()));
+                                                         : static_cast<float>(labels[i].get<int>()));
     }
     if (ok) {
       for (int k = 0; k < count; ++k) column.category_names.emplace_back(k, tr("cluster %1").arg(k));

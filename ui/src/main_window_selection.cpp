@@ -23,7 +23,8 @@ namespace {
 constexpr size_t kInlineMeanRows = 2000;
 
 // The mean of `rows` of `data`, or empty when `cancel` is set midway.
-std::vector<float> mean_of_rows(const Dataset& data, const std::vector<int64_t>& rows, const std::atomic<bool>* cancel) {
+std::vector<float> mean_of_rows(const Dataset& data, const std::vector<int64_t>& rows,
+                                const std::atomic<bool>* cancel) {
   const int64_t d = data.cols();
   std::vector<double> sum(static_cast<size_t>(d), 0.0);
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -116,7 +117,8 @@ void MainWindow::update_breakdown() {
   for (int64_t r : selected_rows_) {
     const float v = meta->values[static_cast<size_t>(r)];
     if (std::isnan(v)) ++missing;
-    else ++counts[static_cast<int>(std::lround(v))];
+    else
+      ++counts[static_cast<int>(std::lround(v))];
   }
   std::vector<std::pair<int64_t, int>> by_count;  // most frequent first, ties by value
   for (const auto& [value, count] : counts) by_count.emplace_back(-count, value);
@@ -189,8 +191,7 @@ void MainWindow::update_sort_choices() {
   // A kept sort is redone: a new embedding moves every ψ. Dataset order is
   // left alone (the gallery keeps its scroll position) unless a sort no
   // longer offered has to be undone.
-  if (!dataset_panel_->sortKey().isEmpty())
-    sort_gallery(dataset_panel_->sortKey());
+  if (!dataset_panel_->sortKey().isEmpty()) sort_gallery(dataset_panel_->sortKey());
   else if (!dataset_panel_->model()->rows().empty())
     dataset_panel_->setOrder({});
 }

@@ -29,8 +29,9 @@ void MainWindow::build_trajectory_dock(QDockWidget* beside) {
   layout->addWidget(trajectory_, 1);
   auto* path_row = new QHBoxLayout;
   auto* add = new QPushButton(tr("Add pin to path"), content);
-  add->setToolTip(tr("Pin a point in the view, add it, pin the next: the movie then runs along the path "
-                     "through them (the points near it, in order)"));
+  add
+      ->setToolTip(tr("Pin a point in the view, add it, pin the next: the movie then runs along the path "
+                      "through them (the points near it, in order)"));
   auto* clear = new QPushButton(tr("Clear path"), content);
   path_label_ = new QLabel(content);
   path_row->addWidget(add);
@@ -38,7 +39,8 @@ void MainWindow::build_trajectory_dock(QDockWidget* beside) {
   path_row->addWidget(path_label_, 1);
   layout->addLayout(path_row);
   connect(add, &QPushButton::clicked, this, [this] {
-    if (!addPinToPath()) show_notice(tr("Pin an embedded point first (click it in the view), then add it to the path."));
+    if (!addPinToPath())
+      show_notice(tr("Pin an embedded point first (click it in the view), then add it to the path."));
   });
   connect(clear, &QPushButton::clicked, this, &MainWindow::clearPath);
   // The bin shown is ringed in the view; the user's selection stays as it is.
@@ -58,7 +60,8 @@ void MainWindow::build_trajectory_dock(QDockWidget* beside) {
   connect(trajectory_dock_, &QDockWidget::visibilityChanged, this, [this](bool visible) {
     trajectory_shown_ = visible;
     if (visible) update_trajectory();
-    else view_->setHighlight({});
+    else
+      view_->setHighlight({});
     show_path(view_, trajectory_, visible, path_points_);
   });
   clearPath();

@@ -145,7 +145,8 @@ void MainWindow::update_colours() {
     const int c = colour_key_.mid(2).toInt();
     if (c >= 1 && c <= r.m) {
       colours.values.resize(static_cast<size_t>(r.n));
-      for (int64_t e = 0; e < r.n; ++e) colours.values[static_cast<size_t>(e)] = static_cast<float>(r.coordinates[e * r.m + c - 1]);
+      for (int64_t e = 0; e < r.n; ++e)
+        colours.values[static_cast<size_t>(e)] = static_cast<float>(r.coordinates[e * r.m + c - 1]);
       colours.title = QStringLiteral("\u03c8%1").arg(c);
     }
   } else {
@@ -153,7 +154,8 @@ void MainWindow::update_colours() {
       if (meta.name == colour_key_) {
         colours.values.resize(static_cast<size_t>(r.n));
         for (int64_t e = 0; e < r.n; ++e)
-          colours.values[static_cast<size_t>(e)] = meta.values[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])];
+          colours
+              .values[static_cast<size_t>(e)] = meta.values[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])];
         colours.title = meta.name;
         colours.categorical = meta.categorical;
         colours.category_names = meta.category_names;
@@ -225,7 +227,9 @@ void MainWindow::on_view_selection() {
 void MainWindow::setSelectedRows(std::vector<int64_t> rows) {
   std::sort(rows.begin(), rows.end());
   rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-  if (dataset_) rows.erase(std::remove_if(rows.begin(), rows.end(), [this](int64_t r) { return r < 0 || r >= dataset_->rows(); }), rows.end());
+  if (dataset_)
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [this](int64_t r) { return r < 0 || r >= dataset_->rows(); }),
+               rows.end());
   selected_rows_ = std::move(rows);
   show_selection();
 }
@@ -242,8 +246,8 @@ void MainWindow::show_selection() {
   selection_model_->setRows(selected_rows_);
   selection_label_->setText(selected_rows_.empty()
                                 ? tr("No points selected. Use the Rectangle or Lasso tool in the view.")
-                                : tr("%1 points selected (Shift adds, Ctrl removes).").arg(en_number(
-                                      static_cast<int64_t>(selected_rows_.size()))));
+                                : tr("%1 points selected (Shift adds, Ctrl removes).")
+                                      .arg(en_number(static_cast<int64_t>(selected_rows_.size()))));
   update_selection_summary();
   update_actions();
 }
@@ -297,7 +301,8 @@ std::optional<CameraState> read_camera(const nlohmann::json& v) {
   const std::array<double, 3>& u = state.view_up;
   const double cross = std::hypot(d[1] * u[2] - d[2] * u[1], d[2] * u[0] - d[0] * u[2], d[0] * u[1] - d[1] * u[0]);
   if (!(cross > 1e-12 * std::hypot(d[0], d[1], d[2]) * std::hypot(u[0], u[1], u[2]))) return std::nullopt;
-  if (c.contains("parallel_scale") && c["parallel_scale"].is_number()) state.parallel_scale = c["parallel_scale"].get<double>();
+  if (c.contains("parallel_scale") && c["parallel_scale"].is_number())
+    state.parallel_scale = c["parallel_scale"].get<double>();
   if (c.contains("view_angle") && c["view_angle"].is_number()) state.view_angle = c["view_angle"].get<double>();
   return state;
 }
@@ -311,7 +316,8 @@ void MainWindow::apply_view_settings(const nlohmann::json& v) {
   if (v.contains("hide_localised") && v["hide_localised"].is_boolean())
     hide_localised_->setChecked(v["hide_localised"].get<bool>());
   if (v.contains("point_size") && v["point_size"].is_number()) point_size_->setValue(v["point_size"].get<double>());
-  if (v.contains("colour_by") && v["colour_by"].is_string()) colour_key_ = QString::fromStdString(v["colour_by"].get<std::string>());
+  if (v.contains("colour_by") && v["colour_by"].is_string())
+    colour_key_ = QString::fromStdString(v["colour_by"].get<std::string>());
   updating_controls_ = false;
   // Rows are the dataset's: the selection and the pin apply now (the gallery
   // and the image panel show them) and reach the view with the embedding.

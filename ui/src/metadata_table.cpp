@@ -49,7 +49,8 @@ QString statisticTip(const MetadataCorrelation& r) {
   switch (r.kind) {
     case MetadataKind::Numeric: return QStringLiteral("Pearson's r of %1 with ψk");
     case MetadataKind::Categorical:
-      return QStringLiteral("Correlation ratio η of ψk grouped by %1: 0 no relation, 1 ψk constant within each category");
+      return QStringLiteral(
+          "Correlation ratio η of ψk grouped by %1: 0 no relation, 1 ψk constant within each category");
     case MetadataKind::Angle: return QStringLiteral("Circular-linear correlation R (Mardia) of %1 with ψk, 0 to 1");
   }
   return {};
@@ -115,8 +116,9 @@ MetadataTableWidget::MetadataTableWidget(QWidget* parent) : QTableWidget(parent)
   horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   horizontalHeader()->setStretchLastSection(false);
   horizontalHeader()->setMinimumSectionSize(fontMetrics().horizontalAdvance(QStringLiteral("-.00")) + 8);
-  setToolTip(tr("Correlation of each metadata column with each diffusion coordinate; the best is highlighted. "
-                "Click a row to colour the points by it."));
+  setToolTip(
+      tr("Correlation of each metadata column with each diffusion coordinate; the best is highlighted. "
+         "Click a row to colour the points by it."));
   connect(this, &QTableWidget::cellClicked, this, [this](int row, int) {
     if (!quiet_ && row >= 0 && row < static_cast<int>(correlations_.size()))
       Q_EMIT columnChosen(QString::fromStdString(correlations_[static_cast<size_t>(row)].name));
@@ -139,9 +141,7 @@ void MetadataTableWidget::clearData() {
   fill(0);
 }
 
-int MetadataTableWidget::psiColumn(int k) const {
-  return k >= 0 && k < coordinates_ ? kFixedColumns + k : -1;
-}
+int MetadataTableWidget::psiColumn(int k) const { return k >= 0 && k < coordinates_ ? kFixedColumns + k : -1; }
 
 int MetadataTableWidget::pairColumn() const { return kPairColumn; }
 
@@ -194,7 +194,7 @@ void MetadataTableWidget::fill_row(int row, int m) {
   setItem(row, kStatisticColumn, statistic);
   for (int k = 0; k < m; ++k) {
     const double v = k < static_cast<int>(r.per_coordinate.size()) ? r.per_coordinate[static_cast<size_t>(k)]
-                                                                     : std::nan("");
+                                                                   : std::nan("");
     auto* c = cell(compactNumber(v), QStringLiteral("%1 with %2: %3").arg(name, psiName(k), number(v)));
     c->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     setItem(row, kFixedColumns + k, c);

@@ -41,8 +41,9 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(build_diffusion_box());
   auto_reembed_ = new QCheckBox(tr("Re-embed when a parameter changes"), this);
   auto_reembed_->setChecked(true);
-  auto_reembed_->setToolTip(tr("With a cached graph, changes of k (up to the graph's), \u03b5, \u03b1, t, "
-                               "components, symmetrisation, local scaling or the budget re-embed at once."));
+  auto_reembed_
+      ->setToolTip(tr("With a cached graph, changes of k (up to the graph's), \u03b5, \u03b1, t, "
+                      "components, symmetrisation, local scaling or the budget re-embed at once."));
   layout->addWidget(auto_reembed_);
   layout->addStretch();
 
@@ -56,15 +57,17 @@ QGroupBox* ParameterPanel::build_graph_box() {
   k_ = new QSpinBox(graph_box);
   k_->setRange(1, 4096);
   k_->setValue(10);
-  k_->setToolTip(tr("Neighbours per point. Lowering k (or any embedding parameter) re-embeds at once from the "
-                    "cached graph; a k above the cached graph's rebuilds it."));
+  k_
+      ->setToolTip(tr("Neighbours per point. Lowering k (or any embedding parameter) re-embeds at once from the "
+                      "cached graph; a k above the cached graph's rebuilds it."));
   graph->addRow(tr("k"), k_);
   metric_ = new QComboBox(graph_box);
   metric_->addItem(tr("Euclidean"), "euclidean");
   metric_->addItem(tr("Cosine"), "cosine");
   metric_->addItem(tr("Pearson"), "pearson");
-  metric_->setToolTip(tr("Distance between images: Euclidean \u2016x\u2212y\u2016, cosine 1\u2212cos, "
-                         "Pearson 1\u2212r (insensitive to brightness and contrast)."));
+  metric_
+      ->setToolTip(tr("Distance between images: Euclidean \u2016x\u2212y\u2016, cosine 1\u2212cos, "
+                      "Pearson 1\u2212r (insensitive to brightness and contrast)."));
   graph->addRow(tr("Metric"), metric_);
   backend_ = new QComboBox(graph_box);
   backend_->addItem(tr("Auto (GPU if present)"), "auto");
@@ -76,14 +79,16 @@ QGroupBox* ParameterPanel::build_graph_box() {
     backend_->setItemData(2, tr("No GPU backend in this build or no GPU present"), Qt::ToolTipRole);
   }
   backend_->addItem(tr("Cluster (profile)"), "cluster");
-  backend_->setItemData(3, tr("Submit the k-NN graph to a cluster (local mpirun or Slurm) described by a profile file; "
-                              "the data must be on a file system the nodes see"),
+  backend_->setItemData(3,
+                        tr("Submit the k-NN graph to a cluster (local mpirun or Slurm) described by a profile file; "
+                           "the data must be on a file system the nodes see"),
                         Qt::ToolTipRole);
   backend_->setToolTip(tr("Where the exact k-NN graph is computed. Every backend gives the same graph."));
   graph->addRow(tr("Backend"), backend_);
   graph->addRow(tr("Profile"), build_profile_row(graph_box));
   devices_ = new QLineEdit(QStringLiteral("all"), graph_box);
-  devices_->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("all|\\d+(,\\d+)*")), devices_));
+  devices_->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("all|\\d+(,\\d+)*")),
+                                                         devices_));
   devices_->setToolTip(tr("GPUs to use: \"all\" or a list of ordinals such as 0,1"));
   graph->addRow(tr("Devices"), devices_);
   return graph_box;
@@ -96,8 +101,9 @@ QWidget* ParameterPanel::build_profile_row(QWidget* parent) {
   profile_layout->setContentsMargins(0, 0, 0, 0);
   profile_ = new QLineEdit(profile_row_);
   profile_->setPlaceholderText(tr("cluster profile (.json)"));
-  profile_->setToolTip(tr("A cluster profile: {\"kind\": \"mpirun\" | \"slurm\", \"ranks\", \"hostfile\", "
-                          "\"partition\", \"work_dir\", ...} (see manifold submit)"));
+  profile_
+      ->setToolTip(tr("A cluster profile: {\"kind\": \"mpirun\" | \"slurm\", \"ranks\", \"hostfile\", "
+                      "\"partition\", \"work_dir\", ...} (see manifold submit)"));
   auto* browse = new QToolButton(profile_row_);
   browse->setText(QStringLiteral("\u2026"));
   browse->setToolTip(tr("Choose a cluster profile"));
@@ -128,15 +134,17 @@ QGroupBox* ParameterPanel::build_diffusion_box() {
   alpha_->setSingleStep(0.5);
   alpha_->setDecimals(2);
   alpha_->setValue(1.0);
-  alpha_->setToolTip(tr("\u03b1-normalisation: 0 graph Laplacian, 0.5 Fokker\u2013Planck, 1 Laplace\u2013Beltrami "
-                        "(removes the effect of the sampling density)."));
+  alpha_
+      ->setToolTip(tr("\u03b1-normalisation: 0 graph Laplacian, 0.5 Fokker\u2013Planck, 1 Laplace\u2013Beltrami "
+                      "(removes the effect of the sampling density)."));
   embed->addRow(tr("\u03b1"), alpha_);
   t_ = new QDoubleSpinBox(embed_box);
   t_->setRange(0, 1000);
   t_->setDecimals(2);
   t_->setValue(1.0);
-  t_->setToolTip(tr("Diffusion time: coordinates are \u03bb\u1d62\u1d57 \u03c8\u1d62. Changing only t rescales the "
-                    "coordinates without a new eigensolve."));
+  t_
+      ->setToolTip(tr("Diffusion time: coordinates are \u03bb\u1d62\u1d57 \u03c8\u1d62. Changing only t rescales the "
+                      "coordinates without a new eigensolve."));
   embed->addRow(tr("t"), t_);
   components_ = new QSpinBox(embed_box);
   components_->setRange(1, 100);
@@ -160,21 +168,23 @@ void ParameterPanel::add_epsilon_rows(QFormLayout* embed, QWidget* embed_box) {
   epsilon_mode_->addItem(tr("Median at the k-th neighbour"), "median");
   epsilon_mode_->addItem(tr("Automatic (BGH)"), "auto");
   epsilon_mode_->addItem(tr("Value"), "value");
-  epsilon_mode_->setToolTip(tr("Kernel width \u03b5 of exp(\u2212r\u00b2/(\u03c3\u1d62\u03c3\u2c7c\u03b5)), where "
-                               "r\u00b2 = d\u00b2 (Euclidean) or 2d (cosine, Pearson: the squared distance of the "
-                               "unit-norm rows) and \u03c3 is the local scale (1 when local scaling is off): the "
-                               "median over points of r\u00b2/(\u03c3\u1d62\u03c3\u2c7c) at the k-th neighbour, "
-                               "the Berry\u2013Giannakis\u2013Harlim choice (the \u03b5 where log \u03a3K grows "
-                               "fastest with log \u03b5), or a value."));
+  epsilon_mode_
+      ->setToolTip(tr("Kernel width \u03b5 of exp(\u2212r\u00b2/(\u03c3\u1d62\u03c3\u2c7c\u03b5)), where "
+                      "r\u00b2 = d\u00b2 (Euclidean) or 2d (cosine, Pearson: the squared distance of the "
+                      "unit-norm rows) and \u03c3 is the local scale (1 when local scaling is off): the "
+                      "median over points of r\u00b2/(\u03c3\u1d62\u03c3\u2c7c) at the k-th neighbour, "
+                      "the Berry\u2013Giannakis\u2013Harlim choice (the \u03b5 where log \u03a3K grows "
+                      "fastest with log \u03b5), or a value."));
   embed->addRow(tr("\u03b5"), epsilon_mode_);
   epsilon_value_ = new QDoubleSpinBox(embed_box);
   epsilon_value_->setDecimals(6);
   epsilon_value_->setRange(1e-6, 1e12);
   epsilon_value_->setValue(1.0);
   epsilon_value_->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
-  epsilon_value_->setToolTip(tr("\u03b5 in the units of r\u00b2/(\u03c3\u1d62\u03c3\u2c7c): squared-distance units "
-                                "when local scaling is off, a pure number when it is on. After a run it holds the "
-                                "\u03b5 that run used."));
+  epsilon_value_
+      ->setToolTip(tr("\u03b5 in the units of r\u00b2/(\u03c3\u1d62\u03c3\u2c7c): squared-distance units "
+                      "when local scaling is off, a pure number when it is on. After a run it holds the "
+                      "\u03b5 that run used."));
   embed->addRow(tr("\u03b5 value"), epsilon_value_);
   bgh_plot_ = new PlotWidget(embed_box);
   bgh_plot_->setStyle(PlotWidget::Style::Line);
@@ -221,9 +231,10 @@ void ParameterPanel::add_budget_rows(QFormLayout* embed, QWidget* embed_box) {
   max_matvecs_->setGroupSeparatorShown(true);
   max_matvecs_->setSpecialValueText(tr("no limit"));
   max_matvecs_->setValue(static_cast<int>(kDefaultMaxMatvecs));
-  max_matvecs_->setToolTip(tr("Eigensolve budget: products with the kernel matrix (a block solver's product "
-                              "with a whole block counts once). A solve that spends it stops and says why in one "
-                              "line; the previous embedding stays in view. 0 = no limit."));
+  max_matvecs_
+      ->setToolTip(tr("Eigensolve budget: products with the kernel matrix (a block solver's product "
+                      "with a whole block counts once). A solve that spends it stops and says why in one "
+                      "line; the previous embedding stays in view. 0 = no limit."));
   embed->addRow(tr("Max mat-vecs"), max_matvecs_);
   time_limit_ = new QDoubleSpinBox(embed_box);
   time_limit_->setRange(0, 86400);
@@ -273,8 +284,7 @@ void ParameterPanel::update_enabled() {
   local_scaling_neighbour_->setEnabled(local_scaling_mode_->currentData().toString() == "neighbour");
   DiffusionParams automatic;
   automatic.local_scaling = kLocalScalingAuto;
-  local_scaling_mode_->setItemText(
-      0, tr("auto (%1)").arg(ordinal(local_scaling_neighbour(automatic, k_->value()))));
+  local_scaling_mode_->setItemText(0, tr("auto (%1)").arg(ordinal(local_scaling_neighbour(automatic, k_->value()))));
 }
 
 RunParameters ParameterPanel::parameters() const {
@@ -331,8 +341,8 @@ void ParameterPanel::setParameters(const RunParameters& p) {
   symmetrize_->setCurrentIndex(std::max(0, symmetrize_->findData(QString::fromStdString(p.diffusion.symmetrize))));
   const int scaling = p.diffusion.local_scaling;
   local_scaling_mode_->setCurrentIndex(local_scaling_mode_->findData(scaling == kLocalScalingAuto ? "auto"
-                                                                     : scaling == 0           ? "off"
-                                                                                              : "neighbour"));
+                                                                     : scaling == 0               ? "off"
+                                                                                                  : "neighbour"));
   if (scaling > 0) local_scaling_neighbour_->setValue(scaling);
   max_matvecs_->setValue(static_cast<int>(std::clamp<int64_t>(p.diffusion.max_matvecs, 0, max_matvecs_->maximum())));
   time_limit_->setValue(p.diffusion.time_limit_s);

@@ -56,8 +56,7 @@ void PlotWidget::setData(std::vector<double> x, std::vector<double> y) {
     x_hi_ += 0.6;
     // Diffusion spectra often sit just below 1: bars from zero would all
     // look equal, so the axis starts near the smallest value instead.
-    if (y_lo_ > 0 && y_hi_ - y_lo_ < 0.5 * y_hi_)
-      y_lo_ -= 0.15 * (y_hi_ - y_lo_) + 1e-12;
+    if (y_lo_ > 0 && y_hi_ - y_lo_ < 0.5 * y_hi_) y_lo_ -= 0.15 * (y_hi_ - y_lo_) + 1e-12;
     else
       y_lo_ = std::min(0.0, y_lo_);
   }
@@ -118,8 +117,7 @@ void PlotWidget::paintEvent(QPaintEvent*) {
   p.drawLine(a.bottomLeft(), a.bottomRight());
   p.drawLine(a.bottomLeft(), a.topLeft());
   paint_y_ticks(p, a);
-  if (style_ == Style::Bars)
-    paint_bars(p, a);
+  if (style_ == Style::Bars) paint_bars(p, a);
   else
     paint_line(p, a);
   if (marker_) paint_marker(p, a);
@@ -165,8 +163,7 @@ void PlotWidget::paint_bars(QPainter& p, const QRectF& a) const {
     p.fillRect(QRectF(px - bw / 2, std::min(y0, y1), bw, std::abs(y1 - y0)), c);
     if (static_cast<int>(i) % label_every == 0) {
       p.setPen(text);
-      p.drawText(QRectF(px - 20, a.bottom() + 2, 40, fm.height()), Qt::AlignHCenter,
-                 QString::number(x_[i], 'g', 4));
+      p.drawText(QRectF(px - 20, a.bottom() + 2, 40, fm.height()), Qt::AlignHCenter, QString::number(x_[i], 'g', 4));
     }
   }
 }
@@ -181,7 +178,8 @@ void PlotWidget::paint_line(QPainter& p, const QRectF& a) const {
     if (!std::isfinite(y_[i]) || !(x_[i] > 0 || !log_x_)) continue;
     const QPointF pt(map_x(x_[i], a), map_y(y_[i], a));
     if (!started) path.moveTo(pt), started = true;
-    else path.lineTo(pt);
+    else
+      path.lineTo(pt);
   }
   p.setPen(QPen(QColor(59, 110, 190), 1.8));
   p.drawPath(path);

@@ -47,13 +47,15 @@ ParameterChanges describeChanges(const RunParameters& a, const RunParameters& b)
   };
   const auto k = [](const RunParameters& p) { return p.diffusion.k > 0 ? std::min(p.diffusion.k, p.knn.k) : p.knn.k; };
   add(QStringLiteral("k"), QString::number(k(a)), QString::number(k(b)));
-  add(QObject::tr("metric"), QString::fromStdString(to_string(a.knn.metric)), QString::fromStdString(to_string(b.knn.metric)));
+  add(QObject::tr("metric"), QString::fromStdString(to_string(a.knn.metric)),
+      QString::fromStdString(to_string(b.knn.metric)));
   add(QObject::tr("backend"), backend_text(a), backend_text(b));
   add(QStringLiteral("\u03b5"), epsilon_text(a.diffusion.epsilon), epsilon_text(b.diffusion.epsilon));
   add(QStringLiteral("\u03b1"), number(a.diffusion.alpha), number(b.diffusion.alpha));
   add(QStringLiteral("t"), number(a.diffusion.t), number(b.diffusion.t));
   add(QObject::tr("components"), QString::number(a.diffusion.components), QString::number(b.diffusion.components));
-  add(QObject::tr("symmetrise"), QString::fromStdString(a.diffusion.symmetrize), QString::fromStdString(b.diffusion.symmetrize));
+  add(QObject::tr("symmetrise"), QString::fromStdString(a.diffusion.symmetrize),
+      QString::fromStdString(b.diffusion.symmetrize));
   add(QObject::tr("local scaling"), scaling_text(a.diffusion.local_scaling), scaling_text(b.diffusion.local_scaling));
   return out;
 }
@@ -70,8 +72,8 @@ std::shared_ptr<const DiffusionResult> withDiffusionTime(const DiffusionResult& 
   }
   for (int64_t i = 0; i < result.n; ++i)
     for (int c = 1; c < nev; ++c)
-      out->coordinates[static_cast<size_t>(i * m + c - 1)] =
-          lt[static_cast<size_t>(c)] * result.psi[static_cast<size_t>(i * nev + c)];
+      out->coordinates[static_cast<size_t>(i * m + c - 1)] = lt[static_cast<size_t>(c)] *
+                                                             result.psi[static_cast<size_t>(i * nev + c)];
   return out;
 }
 

@@ -68,7 +68,8 @@ int64_t ThumbnailModel::datasetRow(int model_row) const {
 int ThumbnailModel::modelRow(int64_t dataset_row) const {
   if (!dataset_ || dataset_row < 0 || dataset_row >= dataset_->rows()) return -1;
   if (!subset_) return static_cast<int>(dataset_row);
-  return dataset_row < static_cast<int64_t>(model_row_of_.size()) ? model_row_of_[static_cast<size_t>(dataset_row)] : -1;
+  return dataset_row < static_cast<int64_t>(model_row_of_.size()) ? model_row_of_[static_cast<size_t>(dataset_row)]
+                                                                  : -1;
 }
 
 int ThumbnailModel::rowCount(const QModelIndex& parent) const {
@@ -92,21 +93,17 @@ QVariant ThumbnailModel::data(const QModelIndex& index, int role) const {
       if (QPixmap* cached = cache_.object(row)) return *cached;
       const QImage image = renderRow(*dataset_, row, size_, log_scale_);
       ++drawn_;
-      auto* pixmap = new QPixmap(QPixmap::fromImage(
-          image.scaled(size_, size_, Qt::KeepAspectRatio,
-                       image.width() < size_ ? Qt::FastTransformation : Qt::SmoothTransformation)));
+      auto* pixmap = new QPixmap(QPixmap::fromImage(image.scaled(size_, size_, Qt::KeepAspectRatio,
+                                                                 image.width() < size_ ? Qt::FastTransformation
+                                                                                       : Qt::SmoothTransformation)));
       QPixmap copy = *pixmap;
       cache_.insert(row, pixmap, 1);
       return copy;
     }
-    case Qt::ToolTipRole:
-      return tr("Image %1 of %2").arg(row).arg(dataset_->rows());
-    case DatasetRowRole:
-      return QVariant::fromValue<qlonglong>(row);
-    case Qt::SizeHintRole:
-      return QSize(size_ + 8, size_ + 22);
-    default:
-      return {};
+    case Qt::ToolTipRole: return tr("Image %1 of %2").arg(row).arg(dataset_->rows());
+    case DatasetRowRole: return QVariant::fromValue<qlonglong>(row);
+    case Qt::SizeHintRole: return QSize(size_ + 8, size_ + 22);
+    default: return {};
   }
 }
 

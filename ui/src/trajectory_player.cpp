@@ -90,7 +90,8 @@ class PlayerProgress : public ProgressSink {
   void report(const ProgressEvent& e) override {
     if (e.stage != "frames") return;
     const qint64 done = static_cast<qint64>(e.done), total = static_cast<qint64>(e.total);
-    QMetaObject::invokeMethod(target_, [show = show_, done, total] { show(done, total); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        target_, [show = show_, done, total] { show(done, total); }, Qt::QueuedConnection);
   }
 
  private:
@@ -139,8 +140,9 @@ void TrajectoryPlayer::build_ui() {
   order_box_->addItem(tr("Along"), static_cast<int>(Order::Coordinate));
   order_box_->addItem(tr("Around the phase of"), static_cast<int>(Order::Phase));
   order_box_->addItem(tr("Along the drawn path"), static_cast<int>(Order::Path));
-  order_box_->setToolTip(tr("How the images are put in order: by one diffusion coordinate, by the angle "
-                            "atan2(second, first) of two (a loop such as a rotation), or along a path drawn in the view"));
+  order_box_
+      ->setToolTip(tr("How the images are put in order: by one diffusion coordinate, by the angle "
+                      "atan2(second, first) of two (a loop such as a rotation), or along a path drawn in the view"));
   coordinate_box_ = new QSpinBox(this);
   coordinate_box_->setPrefix(QStringLiteral("ψ"));
   coordinate_box_->setRange(1, 1);
@@ -233,7 +235,8 @@ void TrajectoryPlayer::connect_controls() {
   connect(coordinate_box_, &QSpinBox::valueChanged, this, [this](int v) {
     if (updating_controls_) return;
     if (order_ == Order::Phase) phase_a_ = v;
-    else coordinate_ = v;
+    else
+      coordinate_ = v;
     schedule_recompute();
   });
   connect(second_box_, &QSpinBox::valueChanged, this, [this](int v) {
@@ -248,9 +251,8 @@ void TrajectoryPlayer::connect_controls() {
     if (!updating_controls_) schedule_recompute();
   });
   connect(play_button_, &QPushButton::toggled, this, [this](bool on) { on ? play() : pause(); });
-  connect(speed_box_, &QDoubleSpinBox::valueChanged, this, [this](double fps) {
-    play_timer_->setInterval(static_cast<int>(std::lround(1000.0 / fps)));
-  });
+  connect(speed_box_, &QDoubleSpinBox::valueChanged, this,
+          [this](double fps) { play_timer_->setInterval(static_cast<int>(std::lround(1000.0 / fps))); });
   play_timer_->setInterval(100);
   connect(slider_, &QSlider::valueChanged, this, [this](int v) {
     if (!updating_controls_) show_frame(v);
@@ -325,7 +327,8 @@ void TrajectoryPlayer::setPathThrough(const std::vector<int64_t>& points, std::v
   for (int64_t point : points) {
     if (point < 0 || point >= result_->n) continue;
     for (int c : axes)
-      if (c >= 1 && c <= result_->m) path.push_back(result_->coordinates[static_cast<size_t>(point * result_->m + c - 1)]);
+      if (c >= 1 && c <= result_->m)
+        path.push_back(result_->coordinates[static_cast<size_t>(point * result_->m + c - 1)]);
   }
   // Axes out of range leave a ragged path, which the computation refuses in one line.
   const int q = static_cast<int>(axes.size());
@@ -403,8 +406,9 @@ void TrajectoryPlayer::recompute() {
       p.point_index = r.point_index.data();
       const TrajectoryOrder order = order_for(p, job->order, job->coordinate, job->phase_a, job->phase_b, job->path,
                                               job->path_columns, job->path_options);
-      auto frames = std::make_shared<TrajectoryFrames>(
-          compute_frames(job->dataset->data, split_into_bins(p, order, job->bins), order.description, progress));
+      auto frames = std::make_shared<TrajectoryFrames>(compute_frames(job->dataset->data,
+                                                                      split_into_bins(p, order, job->bins),
+                                                                      order.description, progress));
       progress.check_cancel();
       out->grey = render_frames(*frames, job->movie);
       out->frames = std::move(frames);
@@ -516,7 +520,8 @@ void TrajectoryPlayer::show_frame(int frame) {
   QString where;
   for (size_t c = 0; c < bin.mean_coordinate.size() && c < 3; ++c)
     where += QStringLiteral(" ψ%1 = %2").arg(c + 1).arg(bin.mean_coordinate[c], 0, 'g', 4);
-  frame_label_->setText(tr("Frame %1 / %2 · %3 images · mean%4").arg(frame + 1).arg(frameCount()).arg(bin.rows.size()).arg(where));
+  frame_label_->setText(
+      tr("Frame %1 / %2 · %3 images · mean%4").arg(frame + 1).arg(frameCount()).arg(bin.rows.size()).arg(where));
   Q_EMIT currentBinChanged(bin.points, bin.rows);
 }
 
@@ -582,8 +587,8 @@ void TrajectoryPlayer::choose_export(MovieFormat format) {
                        kExportFolder, default_export_name(format));
   } else {
     const QString ext = format == MovieFormat::Gif ? QStringLiteral("gif") : QStringLiteral("mp4");
-    path = askSavePath(this, tr("Export movie"), tr("%1 movie (*.%2)").arg(ext.toUpper(), ext),
-                       QLatin1Char('.') + ext, kExportFolder, default_export_name(format));
+    path = askSavePath(this, tr("Export movie"), tr("%1 movie (*.%2)").arg(ext.toUpper(), ext), QLatin1Char('.') + ext,
+                       kExportFolder, default_export_name(format));
     if (!path.isEmpty() && !path.endsWith(QLatin1Char('.') + ext, Qt::CaseInsensitive)) path += QLatin1Char('.') + ext;
   }
   if (!path.isEmpty()) exportMovie(path);
@@ -605,8 +610,8 @@ void TrajectoryPlayer::exportMovie(const QString& path) {
     try {
       const MovieFormat format = movie_format_for(target);
       const GreyFrames grey = render_frames(*frames, options);
-      const std::string codec =
-          write_movie(target, format, grey, options.fps, trajectory_metadata(*frames, grey, options.fps));
+      const std::string codec = write_movie(target, format, grey, options.fps,
+                                            trajectory_metadata(*frames, grey, options.fps));
       return QStringLiteral("ok:") + QObject::tr("Wrote %1 frames of %2 x %3 (%4) to %5")
                                          .arg(grey.count)
                                          .arg(grey.width)

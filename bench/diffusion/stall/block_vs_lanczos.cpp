@@ -38,9 +38,9 @@ int main(int argc, char** argv) {
   ChebyshevStats st;
   const Eigenpairs block = chebyshev_eigenpairs(op, p.components + 1, {}, progress, &st);
   const double t_block = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::printf("{\"n\": %lld, \"lanczos_s\": %.3f, \"lanczos_matvecs\": %lld, \"block_s\": %.3f, "
-              "\"block_products\": %lld, \"block\": %d, \"last_eigenvalue_difference\": %.2e}\n",
-              static_cast<long long>(a.n), t_lanczos, static_cast<long long>(lanczos.matvecs), t_block,
-              static_cast<long long>(st.products), op.block(),
-              std::abs(lanczos.values.back() - block.values.back()));
+  std::printf(
+      "{\"n\": %lld, \"lanczos_s\": %.3f, \"lanczos_matvecs\": %lld, \"block_s\": %.3f, "
+      "\"block_products\": %lld, \"block\": %d, \"last_eigenvalue_difference\": %.2e}\n",
+      static_cast<long long>(a.n), t_lanczos, static_cast<long long>(lanczos.matvecs), t_block,
+      static_cast<long long>(st.products), op.block(), std::abs(lanczos.values.back() - block.values.back()));
 }

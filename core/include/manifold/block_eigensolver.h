@@ -46,25 +46,25 @@ class BlockOperator {
 };
 
 struct ChebyshevOptions {
-  double tolerance = 1e-10;   ///< |A v - lambda v| <= tolerance * max(|lambda|, eps^(2/3)) for every wanted pair
-  double lower = -1;          ///< a lower bound of the spectrum (-1 for a diffusion operator: |lambda| <= 1)
-  double upper = 1;           ///< the top of the spectrum (the filter is scaled to 1 there)
-  int max_degree = 400;       ///< filter degree per outer iteration, at most
+  double tolerance = 1e-10;       ///< |A v - lambda v| <= tolerance * max(|lambda|, eps^(2/3)) for every wanted pair
+  double lower = -1;              ///< a lower bound of the spectrum (-1 for a diffusion operator: |lambda| <= 1)
+  double upper = 1;               ///< the top of the spectrum (the filter is scaled to 1 there)
+  int max_degree = 400;           ///< filter degree per outer iteration, at most
   int64_t max_products = 200000;  ///< block products in all before giving up (EigensolveBudgetExceeded)
-  double time_limit_s = 0;    ///< seconds before giving up (EigensolveBudgetExceeded); 0 = none
-  uint64_t seed = 0x5eed;     ///< random columns of the start block
+  double time_limit_s = 0;        ///< seconds before giving up (EigensolveBudgetExceeded); 0 = none
+  uint64_t seed = 0x5eed;         ///< random columns of the start block
   /// Start vectors (rows x start_cols, row-major, need not be orthonormal);
   /// the rest of the block is random.
   const double* start = nullptr;
   int start_cols = 0;
-  bool trace = false;         ///< one line per outer iteration on stderr
+  bool trace = false;  ///< one line per outer iteration on stderr
 };
 
 struct ChebyshevStats {
   int outer_iterations = 0;
-  int64_t products = 0;        ///< block products (each block() mat-vecs)
+  int64_t products = 0;                ///< block products (each block() mat-vecs)
   int orthonormalisation_retries = 0;  ///< Cholesky QR passes that needed a shift
-  std::vector<int> degrees;    ///< filter degree of each outer iteration
+  std::vector<int> degrees;            ///< filter degree of each outer iteration
 };
 
 /// The `count` largest eigenpairs of the back end's operator. Returns

@@ -132,9 +132,9 @@ class ProgressFileReader {
 
 /// What to compute. Paths must be valid on the nodes (a shared file system).
 struct JobSpec {
-  std::string data;                    ///< the dataset
-  std::string output;                  ///< the graph directory to write
-  std::vector<std::string> knn_args;   ///< further `manifold knn` options, e.g. {"-k", "10"}
+  std::string data;                   ///< the dataset
+  std::string output;                 ///< the graph directory to write
+  std::vector<std::string> knn_args;  ///< further `manifold knn` options, e.g. {"-k", "10"}
 };
 
 enum class JobState { Pending, Running, Completed, Failed, Cancelled };
@@ -195,7 +195,7 @@ class Job {
   Profile profile_;
   JobSpec spec_;
   std::string dir_, id_;
-  int pid_ = -1;                      // kind mpirun: the child running run.sh
+  int pid_ = -1;  // kind mpirun: the child running run.sh
   bool reaped_ = false;
   int wait_status_ = 0;
   bool cancel_requested_ = false;

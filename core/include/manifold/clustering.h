@@ -69,9 +69,9 @@ struct EmbeddingClustering {
   int clusters = 0;
   std::string clusters_from;  ///< "given", "graph components" or "eigengap"
   int graph_components = 1;
-  int kmeans_clusters = 1;    ///< clusters k-means made of the embedded component
-  int coordinates = 0;        ///< m used by k-means
-  std::vector<int64_t> sizes; ///< K
+  int kmeans_clusters = 1;     ///< clusters k-means made of the embedded component
+  int coordinates = 0;         ///< m used by k-means
+  std::vector<int64_t> sizes;  ///< K
   double inertia = 0;
 };
 /// `coordinates` are the n x m_all embedded points (row-major), point e being
@@ -89,7 +89,7 @@ EmbeddingClustering cluster_embedding(const double* coordinates, int64_t n, int 
 /// columns = clusters).
 struct Agreement {
   double accuracy = 0;
-  std::vector<int> class_of_cluster;          ///< -1 for a cluster left unmatched
+  std::vector<int> class_of_cluster;  ///< -1 for a cluster left unmatched
   std::vector<std::vector<int64_t>> confusion;
 };
 Agreement cluster_agreement(const std::vector<int32_t>& classes, const std::vector<int32_t>& clusters);

@@ -25,11 +25,11 @@ class Dataset {
   bool memory_mapped() const { return mapped_; }
 
   // Metadata, filled by the readers.
-  std::string source;                ///< path it was read from
-  std::string format;                ///< "npy", "idx", "png", "tiff", "mrc", "hdf5", ...
-  std::string source_dtype;          ///< element type on disk: "float32", "uint8", ...
-  std::vector<int64_t> item_shape;   ///< shape of one item: {h, w} for images, {d} for vectors
-  std::vector<int32_t> labels;       ///< per-row labels when the format has them (else empty)
+  std::string source;               ///< path it was read from
+  std::string format;               ///< "npy", "idx", "png", "tiff", "mrc", "hdf5", ...
+  std::string source_dtype;         ///< element type on disk: "float32", "uint8", ...
+  std::vector<int64_t> item_shape;  ///< shape of one item: {h, w} for images, {d} for vectors
+  std::vector<int32_t> labels;      ///< per-row labels when the format has them (else empty)
 
   /// Value range over all elements (computed once, cached).
   std::pair<float, float> value_range() const;

@@ -62,19 +62,20 @@ inline constexpr int64_t kDefaultMaxMatvecs = 20000;
 inline constexpr double kNegligibleWeight = 1e-4;
 
 struct DiffusionParams {
-  int k = 0;                        ///< neighbours used, 1..graph.k; 0 = all of the graph's
-  std::string epsilon = "median";   ///< "median" | "auto" (Berry-Giannakis-Harlim) | a positive number
-  double alpha = 1.0;               ///< alpha-normalisation, 0..1 (0 graph Laplacian, 0.5 Fokker-Planck, 1 Laplace-Beltrami)
-  int components = 10;              ///< M diffusion coordinates (trivial one dropped); M + 1 < points embedded
-  double t = 1.0;                   ///< diffusion time, >= 0
-  std::string symmetrize = "or";    ///< or (max) | and (min) | average
-  int local_scaling = kLocalScalingAuto;  ///< kLocalScalingAuto, 0 off, or j in 1..k: sigma_i = distance to j-th neighbour
-  int threads = 0;                  ///< 0 = all cores
-  double tolerance = 1e-10;         ///< eigensolver: relative residual per Ritz value (as ARPACK's tol)
-  int ncv = 0;                      ///< Lanczos basis size; 0 = chosen from M
-  bool lock_check = true;           ///< look for eigenvalues missed because they are repeated (see top_eigenpairs)
+  int k = 0;                       ///< neighbours used, 1..graph.k; 0 = all of the graph's
+  std::string epsilon = "median";  ///< "median" | "auto" (Berry-Giannakis-Harlim) | a positive number
+  double alpha = 1.0;   ///< alpha-normalisation, 0..1 (0 graph Laplacian, 0.5 Fokker-Planck, 1 Laplace-Beltrami)
+  int components = 10;  ///< M diffusion coordinates (trivial one dropped); M + 1 < points embedded
+  double t = 1.0;       ///< diffusion time, >= 0
+  std::string symmetrize = "or";  ///< or (max) | and (min) | average
+  int local_scaling =
+      kLocalScalingAuto;     ///< kLocalScalingAuto, 0 off, or j in 1..k: sigma_i = distance to j-th neighbour
+  int threads = 0;           ///< 0 = all cores
+  double tolerance = 1e-10;  ///< eigensolver: relative residual per Ritz value (as ARPACK's tol)
+  int ncv = 0;               ///< Lanczos basis size; 0 = chosen from M
+  bool lock_check = true;    ///< look for eigenvalues missed because they are repeated (see top_eigenpairs)
   int64_t max_matvecs = kDefaultMaxMatvecs;  ///< eigensolve budget: products with A (a block product counts once)
-  double time_limit_s = 0;          ///< eigensolve budget in seconds; 0 = none
+  double time_limit_s = 0;                   ///< eigensolve budget in seconds; 0 = none
   /// "auto" (the registered device eigensolver when one is available and the
   /// component has at least kDeviceEigensolveMinRows points, or
   /// kDeviceEigensolveWarmMinRows once the device is in use, else the CPU),
@@ -118,24 +119,24 @@ double kernel_distance2(double d, Metric metric);
 /// The symmetric conjugate A = D^-1/2 K^a D^-1/2 restricted to the embedded
 /// component, in CSR with the diagonal stored separately.
 struct DiffusionMatrix {
-  int64_t n = 0;                    ///< rows (points embedded)
-  std::vector<int64_t> row_ptr;     ///< n + 1 offsets into col/val
-  std::vector<int32_t> col;         ///< column of each off-diagonal entry, ascending per row
-  std::vector<double> val;          ///< A_ij, symmetric
-  std::vector<double> diag;         ///< A_ii
-  std::vector<double> degree;       ///< d_i, row sums of K^a (for psi = v / sqrt(d))
-  std::vector<double> density;      ///< q_i, row sums of K before alpha-normalisation
-  std::vector<double> sigma;        ///< local scale per embedded point (empty without local scaling)
-  std::vector<int64_t> point_index; ///< graph row of each embedded point
-  int64_t graph_points = 0;         ///< rows of the input graph
-  int graph_components = 1;         ///< connected components of the symmetrised k-NN graph
-  int kernel_components = 1;        ///< components once weights below kNegligibleWeight are dropped
-  int64_t weakly_joined_points = 0; ///< points of the graph's largest component left out for that
-  int k = 0;                        ///< k' used
-  int local_scaling = 0;            ///< neighbour of sigma_i (0: off)
+  int64_t n = 0;                     ///< rows (points embedded)
+  std::vector<int64_t> row_ptr;      ///< n + 1 offsets into col/val
+  std::vector<int32_t> col;          ///< column of each off-diagonal entry, ascending per row
+  std::vector<double> val;           ///< A_ij, symmetric
+  std::vector<double> diag;          ///< A_ii
+  std::vector<double> degree;        ///< d_i, row sums of K^a (for psi = v / sqrt(d))
+  std::vector<double> density;       ///< q_i, row sums of K before alpha-normalisation
+  std::vector<double> sigma;         ///< local scale per embedded point (empty without local scaling)
+  std::vector<int64_t> point_index;  ///< graph row of each embedded point
+  int64_t graph_points = 0;          ///< rows of the input graph
+  int graph_components = 1;          ///< connected components of the symmetrised k-NN graph
+  int kernel_components = 1;         ///< components once weights below kNegligibleWeight are dropped
+  int64_t weakly_joined_points = 0;  ///< points of the graph's largest component left out for that
+  int k = 0;                         ///< k' used
+  int local_scaling = 0;             ///< neighbour of sigma_i (0: off)
   Metric metric = Metric::Euclidean;
   double epsilon = 0;
-  nlohmann::json bgh;               ///< BGH curve when epsilon = auto, else null
+  nlohmann::json bgh;  ///< BGH curve when epsilon = auto, else null
   Timings timings;
   int64_t nnz() const { return static_cast<int64_t>(val.size()) + n; }
   /// y = A x (multi-threaded when large).
@@ -153,28 +154,28 @@ double spectrum_lower_bound(const DiffusionMatrix& a);
 DiffusionMatrix diffusion_matrix(const KnnGraph& graph, const DiffusionParams& params, Progress& progress);
 
 struct Eigenpairs {
-  std::vector<double> values;       ///< descending
-  std::vector<double> vectors;      ///< n x count, row-major, unit norm
+  std::vector<double> values;   ///< descending
+  std::vector<double> vectors;  ///< n x count, row-major, unit norm
   int count = 0;
   int ncv = 0;
-  int64_t iterations = 0;           ///< restarts
-  int64_t matvecs = 0;              ///< products with A, all stages
-  int64_t check_matvecs = 0;        ///< of which the lock check's
-  int recovered = 0;                ///< eigenpairs the lock check found that the first solve missed
-  bool check_settled = false;       ///< the lock check reached a verdict (false: off, or its step budget ran out)
-  double max_residual = 0;          ///< max_i |A v_i - lambda_i v_i| / |lambda_i|
-  std::vector<int32_t> row_order;   ///< the row order the solve ran in (order[new] = old); empty: A's own
-  nlohmann::json details;           ///< solver-specific figures (the device solver's), or null
+  int64_t iterations = 0;          ///< restarts
+  int64_t matvecs = 0;             ///< products with A, all stages
+  int64_t check_matvecs = 0;       ///< of which the lock check's
+  int recovered = 0;               ///< eigenpairs the lock check found that the first solve missed
+  bool check_settled = false;      ///< the lock check reached a verdict (false: off, or its step budget ran out)
+  double max_residual = 0;         ///< max_i |A v_i - lambda_i v_i| / |lambda_i|
+  std::vector<int32_t> row_order;  ///< the row order the solve ran in (order[new] = old); empty: A's own
+  nlohmann::json details;          ///< solver-specific figures (the device solver's), or null
 };
 
 struct EigenOptions {
   double tolerance = 1e-10;
-  int ncv = 0;                      ///< 0 = from count
+  int ncv = 0;  ///< 0 = from count
   int threads = 0;
-  bool lock_check = true;           ///< look for eigenvalues missed because they are repeated
+  bool lock_check = true;                    ///< look for eigenvalues missed because they are repeated
   int64_t max_matvecs = kDefaultMaxMatvecs;  ///< budget: products with A (a block product counts once); 0 = none
-  double time_limit_s = 0;          ///< budget in seconds; 0 = none
-  bool reorder = true;              ///< solve on the matrix in reverse Cuthill-McKee order (mat-vec locality)
+  double time_limit_s = 0;                   ///< budget in seconds; 0 = none
+  bool reorder = true;                       ///< solve on the matrix in reverse Cuthill-McKee order (mat-vec locality)
   /// Lanczos start vector (n values, the matrix's row order), e.g. the sum
   /// of approximate eigenvectors; empty = random. A small random part is
   /// added; the lock check always starts from its own random vectors.
@@ -189,10 +190,10 @@ struct EigenOptions {
 /// that has one (gpu/: manifold::gpu::register_gpu_eigensolver). `solve`
 /// returns what top_eigenpairs returns, to options.tolerance, or throws.
 struct DeviceEigensolver {
-  std::string name;                  ///< "gpu"
-  std::string method;                ///< what embedding.json's solver.method says
-  std::function<bool()> available;   ///< a device is present
-  std::function<bool()> warm;        ///< optional: the device is already in use by this process
+  std::string name;                 ///< "gpu"
+  std::string method;               ///< what embedding.json's solver.method says
+  std::function<bool()> available;  ///< a device is present
+  std::function<bool()> warm;       ///< optional: the device is already in use by this process
   /// Optional: starts the device (driver, context) ahead of the first
   /// solve; diffusion_map() runs it on another thread while it builds the matrix.
   std::function<void()> start;
@@ -232,10 +233,11 @@ Eigenpairs top_eigenpairs(const DiffusionMatrix& a, int count, const EigenOption
 /// Coordinates a few points carry, and eigenvalues at 1: what makes an
 /// embedding degenerate, found after the solve (diagnose()).
 struct EmbeddingDiagnostics {
-  std::vector<double> participation;  ///< per coordinate 1..m: 1 / sum v^4 of its unit eigenvector of A (points carrying it)
-  std::vector<int> localised;         ///< coordinates (1-based) with participation below localised_below
-  double localised_below = 0;         ///< max(10, 0.2% of the points)
-  std::vector<int> near_one;          ///< coordinates with 1 - lambda < kNearOne
+  std::vector<double>
+      participation;           ///< per coordinate 1..m: 1 / sum v^4 of its unit eigenvector of A (points carrying it)
+  std::vector<int> localised;  ///< coordinates (1-based) with participation below localised_below
+  double localised_below = 0;  ///< max(10, 0.2% of the points)
+  std::vector<int> near_one;   ///< coordinates with 1 - lambda < kNearOne
   std::vector<std::string> warnings;  ///< one line each, for the CLI and the GUI
   nlohmann::json to_json() const;
 };
@@ -243,27 +245,27 @@ struct EmbeddingDiagnostics {
 inline constexpr double kNearOne = 1e-6;
 
 struct DiffusionResult {
-  int64_t n = 0;                    ///< points embedded
-  int m = 0;                        ///< diffusion coordinates
-  std::vector<double> eigenvalues;  ///< m+1 values, descending, the trivial 1 first
-  std::vector<double> psi;          ///< n*(m+1) Markov eigenvectors, row-major, psi_0 = 1
-  std::vector<double> coordinates;  ///< n*m diffusion coordinates lambda_i^t psi_i, row-major
-  double epsilon = 0;               ///< kernel width used
-  int graph_components = 1;         ///< connected components of the symmetrised graph
-  int kernel_components = 1;        ///< components once negligible kernel weights are dropped (DiffusionMatrix)
-  int64_t weakly_joined_points = 0; ///< points left out for joining only by negligible weights
-  std::vector<int64_t> point_index; ///< rows of the input embedded (all unless disconnected)
-  Metric metric = Metric::Euclidean;///< the graph's (the Nystrom extension needs it)
-  int local_scaling = 0;            ///< neighbour of sigma_i used (0: off)
+  int64_t n = 0;                      ///< points embedded
+  int m = 0;                          ///< diffusion coordinates
+  std::vector<double> eigenvalues;    ///< m+1 values, descending, the trivial 1 first
+  std::vector<double> psi;            ///< n*(m+1) Markov eigenvectors, row-major, psi_0 = 1
+  std::vector<double> coordinates;    ///< n*m diffusion coordinates lambda_i^t psi_i, row-major
+  double epsilon = 0;                 ///< kernel width used
+  int graph_components = 1;           ///< connected components of the symmetrised graph
+  int kernel_components = 1;          ///< components once negligible kernel weights are dropped (DiffusionMatrix)
+  int64_t weakly_joined_points = 0;   ///< points left out for joining only by negligible weights
+  std::vector<int64_t> point_index;   ///< rows of the input embedded (all unless disconnected)
+  Metric metric = Metric::Euclidean;  ///< the graph's (the Nystrom extension needs it)
+  int local_scaling = 0;              ///< neighbour of sigma_i used (0: off)
   EmbeddingDiagnostics diagnostics;
-  nlohmann::json bgh;               ///< {"epsilon":[...], "log_sum":[...], "slope":[...], "dimension": d} when epsilon=auto
+  nlohmann::json bgh;  ///< {"epsilon":[...], "log_sum":[...], "slope":[...], "dimension": d} when epsilon=auto
   Timings timings;
   // What the Nystrom extension needs, and what embedding.json records.
-  int64_t graph_points = 0;         ///< rows of the input graph
-  int k = 0;                        ///< k' used
-  std::vector<double> density;      ///< q_i per embedded point (row sums of K before alpha)
-  std::vector<double> sigma;        ///< local scale per embedded point (empty without local scaling)
-  nlohmann::json solver;            ///< {"ncv", "iterations", "matvecs", "tolerance"}
+  int64_t graph_points = 0;     ///< rows of the input graph
+  int k = 0;                    ///< k' used
+  std::vector<double> density;  ///< q_i per embedded point (row sums of K before alpha)
+  std::vector<double> sigma;    ///< local scale per embedded point (empty without local scaling)
+  nlohmann::json solver;        ///< {"ncv", "iterations", "matvecs", "tolerance"}
   /// The solver's row order (reverse Cuthill-McKee of this k' graph,
   /// order[new] = old): rediffuse() reuses it for the next matrix on the
   /// same points, whose pattern is the same (an epsilon change) or nearly
@@ -322,10 +324,10 @@ DiffusionResult rediffuse(const KnnGraph& graph, const DiffusionParams& params, 
 /// psi_0 = 1 is left out of worst_cos.
 struct EmbeddingAgreement {
   double worst_cos = 1;
-  int clusters = 0;                       ///< clusters among the non-trivial pairs
+  int clusters = 0;  ///< clusters among the non-trivial pairs
   int largest_cluster = 0;
-  double max_eigenvalue_difference = 0;   ///< max |lambda_ref - lambda_other|
-  double max_rel_error_1_minus_lambda = 0;///< max |lambda_ref - lambda_other| / (1 - lambda_ref), non-trivial pairs
+  double max_eigenvalue_difference = 0;     ///< max |lambda_ref - lambda_other|
+  double max_rel_error_1_minus_lambda = 0;  ///< max |lambda_ref - lambda_other| / (1 - lambda_ref), non-trivial pairs
 };
 EmbeddingAgreement compare_embeddings(const DiffusionResult& ref, const DiffusionResult& other,
                                       const std::vector<double>& degree, double cluster_gap = 1e-3);
@@ -340,8 +342,8 @@ EmbeddingAgreement compare_embeddings(const DiffusionResult& ref, const Diffusio
 /// A point given exactly its kernel row (itself at distance 0 included)
 /// reproduces its training coordinates. Throws Error when a point has no
 /// neighbour in the embedded component.
-std::vector<double> nystrom_extend(const DiffusionResult& result, const DiffusionParams& params, int64_t count,
-                                   int kn, const int64_t* indices, const float* distances,
+std::vector<double> nystrom_extend(const DiffusionResult& result, const DiffusionParams& params, int64_t count, int kn,
+                                   const int64_t* indices, const float* distances,
                                    std::vector<double>* psi_out = nullptr);
 
 /// The diagnostics of `r` (its eigenvalues and Markov eigenvectors, A's

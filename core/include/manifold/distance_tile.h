@@ -28,8 +28,8 @@ void squared_norms(const float* rows, int64_t n, int64_t d, float* norms, int th
 /// tile[i*cn + j] = norms_r[i] + norms_c[j] - 2 <r_i, c_j> for rn rows `r`
 /// and cn rows `c` of dimension d (row-major). Single-threaded (callers run
 /// tiles in parallel).
-void distance_tile(const float* r, const float* norms_r, int64_t rn, const float* c, const float* norms_c,
-                   int64_t cn, int64_t d, float* tile);
+void distance_tile(const float* r, const float* norms_r, int64_t rn, const float* c, const float* norms_c, int64_t cn,
+                   int64_t d, float* tile);
 
 /// Offers each tile row i to lists[i] with column ids c0 + j; skips the pair
 /// of a point with itself (global ids equal) unless keep_self.

@@ -79,12 +79,12 @@ void write_csv(const std::string& path, int64_t n, int m, const double* coordina
                const std::vector<std::string>& names, const MetadataTable* metadata = nullptr);
 
 struct Embedding {
-  int64_t n = 0;                    ///< points embedded
-  int m = 0;                        ///< coordinates per point
-  std::vector<double> eigenvalues;  ///< m+1
-  std::vector<double> coordinates;  ///< n*m row-major
-  std::vector<int64_t> point_index; ///< n
-  nlohmann::json metadata;          ///< embedding.json
+  int64_t n = 0;                     ///< points embedded
+  int m = 0;                         ///< coordinates per point
+  std::vector<double> eigenvalues;   ///< m+1
+  std::vector<double> coordinates;   ///< n*m row-major
+  std::vector<int64_t> point_index;  ///< n
+  nlohmann::json metadata;           ///< embedding.json
 };
 
 /// Reads eigenvalues.npy, embedding.npy, point_index.npy and embedding.json

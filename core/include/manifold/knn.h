@@ -24,14 +24,14 @@ std::string to_string(Metric m);
 Metric parse_metric(const std::string& name);
 
 struct KnnParams {
-  int k = 10;                        ///< neighbours per point, 1..N-1 (N with keep_self)
+  int k = 10;  ///< neighbours per point, 1..N-1 (N with keep_self)
   Metric metric = Metric::Euclidean;
-  bool keep_self = false;            ///< a point is its own neighbour only if set
-  std::string select = "auto";       ///< GPU selection strategy: auto|warp|quick|sort|heap|merge|bitonic
-  std::vector<int> devices;          ///< GPU ordinals; empty = all visible
-  uint64_t gpu_memory = 0;           ///< device memory budget in bytes; 0 = from free memory
-  int threads = 0;                   ///< CPU threads; 0 = all cores
-  std::string precision = "exact";   ///< exact | fast-exact
+  bool keep_self = false;           ///< a point is its own neighbour only if set
+  std::string select = "auto";      ///< GPU selection strategy: auto|warp|quick|sort|heap|merge|bitonic
+  std::vector<int> devices;         ///< GPU ordinals; empty = all visible
+  uint64_t gpu_memory = 0;          ///< device memory budget in bytes; 0 = from free memory
+  int threads = 0;                  ///< CPU threads; 0 = all cores
+  std::string precision = "exact";  ///< exact | fast-exact
 };
 
 /// Rejects bad parameters for `n` points with one line (UsageError).
@@ -41,16 +41,16 @@ void validate(const KnnParams& params, int64_t n);
 using Timings = std::vector<std::pair<std::string, double>>;
 
 struct KnnGraph {
-  int64_t n = 0;                     ///< points
-  int64_t d = 0;                     ///< dimension of the input
-  int k = 0;                         ///< neighbours per point
+  int64_t n = 0;  ///< points
+  int64_t d = 0;  ///< dimension of the input
+  int k = 0;      ///< neighbours per point
   Metric metric = Metric::Euclidean;
   bool keep_self = false;
-  std::vector<int64_t> indices;      ///< n*k, row-major; each row ascending by (distance, index)
-  std::vector<float> distances;      ///< n*k true distances (Euclidean, 1-cos, 1-r)
-  std::string backend;               ///< "cpu", "gpu", "mpi"
-  std::string strategy;              ///< selection strategy that ran
-  std::string fingerprint;           ///< Dataset::fingerprint() of the input
+  std::vector<int64_t> indices;  ///< n*k, row-major; each row ascending by (distance, index)
+  std::vector<float> distances;  ///< n*k true distances (Euclidean, 1-cos, 1-r)
+  std::string backend;           ///< "cpu", "gpu", "mpi"
+  std::string strategy;          ///< selection strategy that ran
+  std::string fingerprint;       ///< Dataset::fingerprint() of the input
   Timings timings;
   nlohmann::json extra = nlohmann::json::object();  ///< backend-specific facts (devices, TFLOP/s, ranks...)
   /// False on the MPI ranks other than 0: they hold no result and must not
@@ -81,8 +81,8 @@ using BackendFactory = std::function<std::unique_ptr<KnnBackend>()>;
 
 /// Registers a backend by name; `available` says whether it can run here
 /// (e.g. a GPU is present). Re-registering a name replaces it.
-void register_backend(const std::string& name, BackendFactory factory,
-                      std::function<bool()> available = [] { return true; });
+void register_backend(
+    const std::string& name, BackendFactory factory, std::function<bool()> available = [] { return true; });
 /// "auto" picks "gpu" when registered and available, else "cpu".
 /// Throws UsageError for an unknown or unavailable name.
 std::unique_ptr<KnnBackend> make_backend(const std::string& name);

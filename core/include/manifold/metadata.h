@@ -144,20 +144,20 @@ MetadataTable load_metadata(const std::vector<std::string>& specs, int64_t rows,
 struct MetadataCorrelation {
   std::string name;
   MetadataKind kind = MetadataKind::Numeric;
-  std::string statistic;              ///< "pearson", "correlation_ratio" or "circular_linear"
-  std::vector<double> per_coordinate; ///< m values, one per psi_k (NaN when undefined)
-  int best = -1;                      ///< index (0-based) of the largest |value|; -1 when none
+  std::string statistic;               ///< "pearson", "correlation_ratio" or "circular_linear"
+  std::vector<double> per_coordinate;  ///< m values, one per psi_k (NaN when undefined)
+  int best = -1;                       ///< index (0-based) of the largest |value|; -1 when none
   // Angle columns only:
-  int pair_i = -1, pair_j = -1;       ///< 0-based coordinates of the best atan2(psi_j, psi_i)
-  int pair_harmonic = 0;              ///< 1: the angle, 2: twice the angle
-  double pair_fisher_lee = 0;         ///< signed Fisher-Lee rho of that pair
-  int64_t rows_used = 0;              ///< embedded points with a value
+  int pair_i = -1, pair_j = -1;  ///< 0-based coordinates of the best atan2(psi_j, psi_i)
+  int pair_harmonic = 0;         ///< 1: the angle, 2: twice the angle
+  double pair_fisher_lee = 0;    ///< signed Fisher-Lee rho of that pair
+  int64_t rows_used = 0;         ///< embedded points with a value
 };
 
 /// Correlation of every column with the n x m coordinates (row-major) of the
 /// embedded points; point `e` is row point_index[e] of the table (null: e).
-std::vector<MetadataCorrelation> correlate_metadata(const MetadataTable& table, const double* coordinates,
-                                                    int64_t n, int m, const int64_t* point_index);
+std::vector<MetadataCorrelation> correlate_metadata(const MetadataTable& table, const double* coordinates, int64_t n,
+                                                    int m, const int64_t* point_index);
 
 /// Fisher-Lee circular correlation of two angle samples (radians), NaN pairs skipped.
 double fisher_lee(const std::vector<double>& a, const std::vector<double>& b);

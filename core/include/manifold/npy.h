@@ -7,12 +7,12 @@
 namespace manifold::npy {
 
 struct Header {
-  std::string descr;            ///< e.g. "<f4", "|u1", "<i8"
+  std::string descr;  ///< e.g. "<f4", "|u1", "<i8"
   bool fortran_order = false;
   std::vector<int64_t> shape;
-  size_t data_offset = 0;       ///< byte offset of the data in the file
+  size_t data_offset = 0;  ///< byte offset of the data in the file
   size_t item_size() const;
-  int64_t count() const;        ///< product of shape
+  int64_t count() const;  ///< product of shape
 };
 
 /// Parses the header of `path`; throws Error naming the file.

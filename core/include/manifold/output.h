@@ -53,7 +53,7 @@ class OutputTransaction {
   std::vector<std::string> created_;  // parent folders made here, outermost first
   std::string lock_path_;
   int lock_fd_ = -1;
-  std::string staging_;   // the hidden folder the files are written to
+  std::string staging_;         // the hidden folder the files are written to
   bool staging_beside_ = true;  // beside dir (else inside it: its parent is read-only)
   bool committed_ = false;
   std::vector<std::string> names_;

@@ -117,7 +117,7 @@ class LoopPool {
   std::mutex mutex_;
   std::condition_variable wake_, finished_;
   std::vector<std::thread> threads_;
-  void* worker_ = nullptr;            // the running loop's worker, called through call_
+  void* worker_ = nullptr;  // the running loop's worker, called through call_
   void (*call_)(void*) = nullptr;
   std::atomic<uint64_t> generation_{0};  // written under mutex_, read spinning without it
   int sleeping_ = 0;                     // helpers waiting on wake_

@@ -6,17 +6,17 @@
 namespace manifold {
 
 struct Atom {
-  std::string element;   ///< "C", "Fe", ... (capitalised as in the periodic table)
+  std::string element;         ///< "C", "Fe", ... (capitalised as in the periodic table)
   double x = 0, y = 0, z = 0;  ///< Angstrom
   double occupancy = 1;
-  bool hetero = false;   ///< from a HETATM record
-  std::string name;      ///< atom name, e.g. "CA"
-  std::string residue;   ///< residue name, e.g. "MET", "HOH"
+  bool hetero = false;  ///< from a HETATM record
+  std::string name;     ///< atom name, e.g. "CA"
+  std::string residue;  ///< residue name, e.g. "MET", "HOH"
 };
 
 struct Molecule {
-  std::string source;    ///< file it was read from
-  std::string id;        ///< PDB id from the HEADER record ("" when absent)
+  std::string source;  ///< file it was read from
+  std::string id;      ///< PDB id from the HEADER record ("" when absent)
   std::vector<Atom> atoms;
 };
 

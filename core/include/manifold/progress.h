@@ -14,8 +14,8 @@
 namespace manifold {
 
 struct ProgressEvent {
-  std::string stage;     ///< e.g. "knn", "eigensolve"
-  std::string unit;      ///< what `done`/`total` count, e.g. "tiles", "rows"
+  std::string stage;  ///< e.g. "knn", "eigensolve"
+  std::string unit;   ///< what `done`/`total` count, e.g. "tiles", "rows"
   uint64_t done = 0;
   uint64_t total = 0;    ///< 0 when unknown
   double elapsed_s = 0;  ///< since the stage began
@@ -24,7 +24,7 @@ struct ProgressEvent {
   /// `total` is a budget the stage may stop well short of (an iterative
   /// solver's): eta_s is then the most time left, not an estimate.
   bool total_is_limit = false;
-  bool finished = false; ///< last event of the stage
+  bool finished = false;  ///< last event of the stage
 };
 
 class ProgressSink {

@@ -33,15 +33,15 @@
 namespace manifold {
 
 struct Session {
-  std::string data;                 ///< dataset path (absolute after read_session resolves it)
-  std::string dataset;              ///< HDF5 dataset path, "" = default
-  std::string transform = "none";   ///< as run --transform: none, anscombe, binB, steps joined by +
-  std::string mask;                 ///< as run --mask: a file, "none", or "" = the mask found with the data
-  std::string backend = "auto";     ///< k-NN backend name
+  std::string data;                ///< dataset path (absolute after read_session resolves it)
+  std::string dataset;             ///< HDF5 dataset path, "" = default
+  std::string transform = "none";  ///< as run --transform: none, anscombe, binB, steps joined by +
+  std::string mask;                ///< as run --mask: a file, "none", or "" = the mask found with the data
+  std::string backend = "auto";    ///< k-NN backend name
   KnnParams knn;
   DiffusionParams diffusion;
-  std::string output;               ///< "" = not given
-  nlohmann::json view;              ///< GUI state, passed through
+  std::string output;   ///< "" = not given
+  nlohmann::json view;  ///< GUI state, passed through
 };
 
 nlohmann::json session_to_json(const Session& session);

@@ -46,13 +46,13 @@ const CromerMann* cromer_mann(const std::string& element);
 const std::vector<CromerMann>& cromer_mann_table();
 
 struct DiffractionParams {
-  int64_t count = 1000;       ///< patterns
-  int size = 32;              ///< S: patterns are S x S pixels
-  std::string axis = "y";     ///< rotation axis x | y | z (z = the beam) | random (uniform in SO(3))
-  double photons = 1e5;       ///< mean photons per pattern; 0 = no noise (raw |A|^2 in electrons^2)
+  int64_t count = 1000;    ///< patterns
+  int size = 32;           ///< S: patterns are S x S pixels
+  std::string axis = "y";  ///< rotation axis x | y | z (z = the beam) | random (uniform in SO(3))
+  double photons = 1e5;    ///< mean photons per pattern; 0 = no noise (raw |A|^2 in electrons^2)
   uint64_t seed = 1;
-  double q_max = 0.6;         ///< 1/Angstrom at the middle of the detector's edge (resolution 2 pi / q_max)
-  int threads = 0;            ///< 0 = all cores
+  double q_max = 0.6;  ///< 1/Angstrom at the middle of the detector's edge (resolution 2 pi / q_max)
+  int threads = 0;     ///< 0 = all cores
   /// Fractions of blank, single and double hits (hit_class_names order);
   /// empty = every pattern a single hit. See parse_mix().
   std::vector<double> mix;
@@ -86,16 +86,16 @@ void validate(const DiffractionParams& params);
 struct DiffractionImages {
   int64_t count = 0;
   int size = 0;
-  std::vector<float> images;       ///< count x size x size, row-major; row index = q_y, column = q_x
+  std::vector<float> images;  ///< count x size x size, row-major; row index = q_y, column = q_x
   std::string axis;
-  std::vector<double> angles;      ///< count rotation angles (radians) for an axis; empty for random
-  std::vector<double> quaternions; ///< count x 4 (w, x, y, z), w >= 0, of every rotation (the first molecule's)
-  std::vector<int32_t> labels;     ///< with a mix: count hit classes (index into hit_class_names()); else empty
-  double scale = 0;                ///< photons per unit |A|^2 (0 without noise)
+  std::vector<double> angles;       ///< count rotation angles (radians) for an axis; empty for random
+  std::vector<double> quaternions;  ///< count x 4 (w, x, y, z), w >= 0, of every rotation (the first molecule's)
+  std::vector<int32_t> labels;      ///< with a mix: count hit classes (index into hit_class_names()); else empty
+  double scale = 0;                 ///< photons per unit |A|^2 (0 without noise)
   /// With detector defects: size x size CXI pixel-mask bits (4 = hot, 1 =
   /// invalid: the gap; 0 = a good pixel); empty for a perfect detector.
   std::vector<uint32_t> pixel_mask;
-  nlohmann::json metadata;         ///< every parameter, the molecule, atoms used
+  nlohmann::json metadata;  ///< every parameter, the molecule, atoms used
 };
 
 /// The compute boundary (CPU, multi-threaded). Progress counts patterns; cancellable.

@@ -25,19 +25,19 @@ namespace manifold {
 
 /// The embedded points a trajectory is taken from (not owned).
 struct EmbeddedPoints {
-  int64_t n = 0;                          ///< points
-  int m = 0;                              ///< coordinates per point
-  const double* coordinates = nullptr;    ///< n x m, row-major (dc1..dcm)
-  const int64_t* point_index = nullptr;   ///< dataset row of each point; null = row i is point i
+  int64_t n = 0;                         ///< points
+  int m = 0;                             ///< coordinates per point
+  const double* coordinates = nullptr;   ///< n x m, row-major (dc1..dcm)
+  const int64_t* point_index = nullptr;  ///< dataset row of each point; null = row i is point i
   int64_t row_of(int64_t point) const { return point_index ? point_index[point] : point; }
   double at(int64_t point, int c) const { return coordinates[point * m + c]; }
 };
 
 /// Points in trajectory order.
 struct TrajectoryOrder {
-  std::vector<int64_t> points;    ///< positions in the embedding (0..n-1), in order
-  std::vector<double> position;   ///< per ordered point: dc value, phase (radians) or arc length
-  std::string description;        ///< "dc1", "phase of dc1, dc2", "path of 5 vertices in dc1, dc2"
+  std::vector<int64_t> points;   ///< positions in the embedding (0..n-1), in order
+  std::vector<double> position;  ///< per ordered point: dc value, phase (radians) or arc length
+  std::string description;       ///< "dc1", "phase of dc1, dc2", "path of 5 vertices in dc1, dc2"
 };
 
 /// `coordinate` is 1-based (dc1 = 1). UsageError naming --coordinate when out of range.
@@ -64,20 +64,20 @@ TrajectoryOrder order_along_path(const EmbeddedPoints& points, const std::vector
 double automatic_tube(const EmbeddedPoints& points, const std::vector<int>& axes);
 
 struct TrajectoryBin {
-  std::vector<int64_t> points;            ///< embedding positions, in trajectory order
-  std::vector<int64_t> rows;              ///< dataset rows of the same points
-  std::vector<double> mean_coordinate;    ///< m values: the mean of dc1..dcm over the bin
-  double mean_position = 0;               ///< the mean of the order's position over the bin
+  std::vector<int64_t> points;          ///< embedding positions, in trajectory order
+  std::vector<int64_t> rows;            ///< dataset rows of the same points
+  std::vector<double> mean_coordinate;  ///< m values: the mean of dc1..dcm over the bin
+  double mean_position = 0;             ///< the mean of the order's position over the bin
 };
 
 /// `bins` in [1, n]: UsageError naming --bins otherwise.
 std::vector<TrajectoryBin> split_into_bins(const EmbeddedPoints& points, const TrajectoryOrder& order, int bins);
 
 struct TrajectoryFrames {
-  int height = 0, width = 0;           ///< image shape (height x width = the dataset's columns)
+  int height = 0, width = 0;  ///< image shape (height x width = the dataset's columns)
   std::vector<TrajectoryBin> bins;
-  std::vector<float> images;           ///< bins x height x width: the mean image of each bin
-  std::string description;             ///< the order's description
+  std::vector<float> images;  ///< bins x height x width: the mean image of each bin
+  std::string description;    ///< the order's description
   const float* frame(size_t b) const { return images.data() + b * static_cast<size_t>(height) * width; }
   size_t count() const { return bins.size(); }
 };

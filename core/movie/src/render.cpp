@@ -238,9 +238,7 @@ nlohmann::json trajectory_metadata(const TrajectoryFrames& frames, const GreyFra
           {"image", {frames.height, frames.width}},
           {"scale", grey.scale},
           {"fps", fps},
-          {"contrast", {{"rule", grey.contrast_rule},
-                        {"low", grey.low},
-                        {"high", grey.high}}},
+          {"contrast", {{"rule", grey.contrast_rule}, {"low", grey.low}, {"high", grey.high}}},
           {"bins", bins}};
 }
 

@@ -29,8 +29,9 @@ std::string write_video(const std::string& path, MovieFormat format, const GreyF
 bool have_video_encoding() { return false; }
 
 std::string write_video(const std::string& path, MovieFormat format, const GreyFrames&, double) {
-  throw Error(path + ": this build has no FFmpeg libraries for " + to_string(format) +
-              " (install libavformat-dev, libavcodec-dev, libswscale-dev and rebuild), or write PNG frames to a folder");
+  throw Error(
+      path + ": this build has no FFmpeg libraries for " + to_string(format) +
+      " (install libavformat-dev, libavcodec-dev, libswscale-dev and rebuild), or write PNG frames to a folder");
 }
 
 MovieInfo read_movie(const std::string& path, std::vector<std::vector<uint8_t>>*) {
@@ -177,7 +178,7 @@ CodecContextPtr open_encoder(const EncoderChoice& e, MovieFormat format, int wid
   if (format == MovieFormat::Mp4) {
     c->color_range = AVCOL_RANGE_MPEG;
     if (e.codec->id == AV_CODEC_ID_H264) {
-      av_opt_set(c->priv_data, "crf", "18", 0);   // visually lossless for averaged frames
+      av_opt_set(c->priv_data, "crf", "18", 0);  // visually lossless for averaged frames
       av_opt_set(c->priv_data, "preset", "medium", 0);
     } else {
       c->flags |= AV_CODEC_FLAG_QSCALE;
@@ -352,7 +353,8 @@ MovieInfo read_movie(const std::string& path, std::vector<std::vector<uint8_t>>*
       check(r, path, "decoding");
       if (info.frames == 0) first_pts = frame->best_effort_timestamp;
       if (info.frames == 1 && first_pts != AV_NOPTS_VALUE)
-        info.seconds_per_frame = av_q2d(stream->time_base) * static_cast<double>(frame->best_effort_timestamp - first_pts);
+        info.seconds_per_frame = av_q2d(stream->time_base) *
+                                 static_cast<double>(frame->best_effort_timestamp - first_pts);
       ++info.frames;
       if (grey) grey->push_back(grey_of(frame.get(), path));
       av_frame_unref(frame.get());

@@ -151,8 +151,7 @@ std::string new_job_dir(const std::string& work_dir) {
     fs::path dir = fs::path(work_dir) / ("manifold-job-" + std::string(stamp) + "-" + std::to_string(getpid()) + "-" +
                                          std::to_string(counter++));
     if (mkdir(dir.c_str(), 0755) == 0) return dir.string();
-    if (errno != EEXIST)
-      throw Error(dir.string() + ": cannot create the job folder (" + std::strerror(errno) + ")");
+    if (errno != EEXIST) throw Error(dir.string() + ": cannot create the job folder (" + std::strerror(errno) + ")");
   }
   throw Error(work_dir + ": cannot find a free job folder name");
 }
@@ -208,8 +207,8 @@ std::unique_ptr<Job> Job::submit(const Profile& profile, const JobSpec& spec_in)
   job->spec_ = spec_in;
   job->spec_.data = fs::absolute(spec_in.data).lexically_normal().string();
   job->spec_.output = fs::absolute(spec_in.output).lexically_normal().string();
-  const std::string work =
-      profile.work_dir.empty() ? fs::temp_directory_path().string() : fs::absolute(profile.work_dir).string();
+  const std::string work = profile.work_dir.empty() ? fs::temp_directory_path().string()
+                                                    : fs::absolute(profile.work_dir).string();
   job->dir_ = new_job_dir(work);
   job->progress_reader_ = std::make_unique<ProgressFileReader>((fs::path(job->dir_) / "progress.jsonl").string());
 
@@ -226,8 +225,7 @@ std::unique_ptr<Job> Job::submit(const Profile& profile, const JobSpec& spec_in)
 
   if (profile.kind == Profile::Kind::Slurm) {
     CommandResult r = run_command({"sbatch", "--parsable", script});
-    if (r.exit_code != 0)
-      throw Error("sbatch refused the job: " + first_line(r.err.empty() ? r.out : r.err));
+    if (r.exit_code != 0) throw Error("sbatch refused the job: " + first_line(r.err.empty() ? r.out : r.err));
     std::string id = first_line(r.out);
     id = id.substr(0, id.find(';'));  // "ID;cluster" on federations
     if (id.empty() || id.find_first_not_of("0123456789_") != std::string::npos)
@@ -319,8 +317,9 @@ JobStatus Job::poll() { return profile_.kind == Profile::Kind::Slurm ? poll_slur
 JobStatus Job::poll_mpirun() {
   JobStatus st;
   st.nodes = profile_.hostfile.empty() ? "localhost" : "hosts of " + profile_.hostfile;
-  const bool overdue = cancel_requested_ && std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                                          cancel_time_).count() > cancel_grace_s_;
+  const bool overdue = cancel_requested_ &&
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - cancel_time_).count() >
+                           cancel_grace_s_;
   if (!reaped_) {
     const pid_t r = waitpid(pid_, &wait_status_, WNOHANG);
     if (r == pid_) reaped_ = true;
@@ -336,8 +335,10 @@ JobStatus Job::poll_mpirun() {
   }
   st.queue_state = "exited";
   if (auto code = read_exit_status()) st.exit_code = *code;
-  else if (WIFEXITED(wait_status_)) st.exit_code = WEXITSTATUS(wait_status_);
-  else st.exit_code = 128 + (WIFSIGNALED(wait_status_) ? WTERMSIG(wait_status_) : 0);
+  else if (WIFEXITED(wait_status_))
+    st.exit_code = WEXITSTATUS(wait_status_);
+  else
+    st.exit_code = 128 + (WIFSIGNALED(wait_status_) ? WTERMSIG(wait_status_) : 0);
   // A job that exited 0 finished (its output is complete) even when a
   // cancel came too late to stop it: report what happened.
   if (st.exit_code == 0) {
@@ -363,10 +364,10 @@ JobStatus Job::poll_slurm() {
     st.reason = rest.substr(0, rest.find('|'));
     if (st.reason == "None") st.reason.clear();
     st.nodes = rest.find('|') == std::string::npos ? "" : rest.substr(rest.find('|') + 1);
-    static const std::set<std::string> pending = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD",
+    static const std::set<std::string> pending = {"PENDING",     "CONFIGURING",   "REQUEUED",    "REQUEUE_HOLD",
                                                   "REQUEUE_FED", "RESV_DEL_HOLD", "SPECIAL_EXIT"};
-    static const std::set<std::string> running = {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING",
-                                                  "RESIZING", "SUSPENDED", "STOPPED"};
+    static const std::set<std::string> running = {"RUNNING",  "COMPLETING", "STAGE_OUT", "SIGNALING",
+                                                  "RESIZING", "SUSPENDED",  "STOPPED"};
     if (pending.count(state)) {
       st.state = JobState::Pending;
       return st;

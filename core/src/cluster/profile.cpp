@@ -74,8 +74,10 @@ bool valid_time_limit(const std::string& t) {
   int colons = 0, dashes = 0;
   for (char c : t) {
     if (c == ':') ++colons;
-    else if (c == '-') ++dashes;
-    else if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    else if (c == '-')
+      ++dashes;
+    else if (!std::isdigit(static_cast<unsigned char>(c)))
+      return false;
   }
   return dashes <= 1 && colons <= 2 && t.front() != ':' && t.back() != ':' && t.back() != '-';
 }
@@ -89,13 +91,15 @@ Profile parse_profile(const nlohmann::json& j, const std::string& origin) {
   if (!r.has("kind")) throw UsageError(origin + ": cluster profile has no \"kind\" (mpirun or slurm)");
   const std::string kind = r.str("kind");
   if (kind == "mpirun") p.kind = Profile::Kind::Mpirun;
-  else if (kind == "slurm") p.kind = Profile::Kind::Slurm;
-  else r.fail("kind", "is '" + kind + "'; expected mpirun or slurm");
+  else if (kind == "slurm")
+    p.kind = Profile::Kind::Slurm;
+  else
+    r.fail("kind", "is '" + kind + "'; expected mpirun or slurm");
 
   const std::set<std::string> common = {"kind", "name", "work_dir", "manifold", "mpirun", "mpirun_args", "env"};
   const std::set<std::string> mpirun_keys = {"ranks", "hostfile"};
-  const std::set<std::string> slurm_keys = {"partition", "nodes", "ranks_per_node", "gpus_per_node", "time_limit",
-                                            "sbatch_args"};
+  const std::set<std::string> slurm_keys = {"partition",     "nodes",      "ranks_per_node",
+                                            "gpus_per_node", "time_limit", "sbatch_args"};
   const auto& own = p.kind == Profile::Kind::Slurm ? slurm_keys : mpirun_keys;
   for (auto& [key, value] : j.items()) {
     if (common.count(key) || own.count(key)) continue;
@@ -137,7 +141,8 @@ Profile parse_profile(const nlohmann::json& j, const std::string& origin) {
     single_line("partition", p.partition);
     for (const std::string& a : p.sbatch_args) single_line("sbatch_args", a);
     // #SBATCH --output takes the path in double quotes (a space would end it).
-    if (p.work_dir.find('"') != std::string::npos) r.fail("work_dir", "holds a double quote, which #SBATCH paths cannot");
+    if (p.work_dir.find('"') != std::string::npos)
+      r.fail("work_dir", "holds a double quote, which #SBATCH paths cannot");
     if (p.work_dir.empty())
       throw UsageError(origin + ": a slurm profile needs \"work_dir\", a folder every node can see");
   }

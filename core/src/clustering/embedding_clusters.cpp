@@ -52,8 +52,7 @@ EmbeddingClustering cluster_embedding(const double* coordinates, int64_t n, int 
 
   const int m = out.coordinates;
   std::vector<double> x(static_cast<size_t>(n) * m);
-  for (int64_t i = 0; i < n; ++i)
-    std::copy_n(coordinates + i * m_all, m, x.begin() + static_cast<ptrdiff_t>(i * m));
+  for (int64_t i = 0; i < n; ++i) std::copy_n(coordinates + i * m_all, m, x.begin() + static_cast<ptrdiff_t>(i * m));
   const KMeansResult r = kmeans(x.data(), n, m, kp);
   out.inertia = r.inertia;
 

@@ -30,7 +30,8 @@ std::vector<double> seed_centres(const double* x, int64_t n, int m, int k, std::
     std::copy(x + pick * m, x + (pick + 1) * m, centres.begin() + static_cast<ptrdiff_t>(c) * m);
     double total = 0;
     for (int64_t i = 0; i < n; ++i) {
-      d2[static_cast<size_t>(i)] = std::min(d2[static_cast<size_t>(i)], distance2(x + i * m, &centres[static_cast<size_t>(c) * m], m));
+      d2[static_cast<size_t>(i)] = std::min(d2[static_cast<size_t>(i)],
+                                            distance2(x + i * m, &centres[static_cast<size_t>(c) * m], m));
       total += d2[static_cast<size_t>(i)];
     }
     if (c + 1 == k) break;
@@ -85,7 +86,8 @@ KMeansResult lloyd(const double* x, int64_t n, int m, int k, std::vector<double>
         continue;
       }
       for (int j = 0; j < m; ++j)
-        centres[static_cast<size_t>(c) * m + j] = sum[static_cast<size_t>(c) * m + j] / static_cast<double>(count[static_cast<size_t>(c)]);
+        centres[static_cast<size_t>(c) * m + j] = sum[static_cast<size_t>(c) * m + j] /
+                                                  static_cast<double>(count[static_cast<size_t>(c)]);
     }
     if (!changed) break;
   }
@@ -145,7 +147,8 @@ std::vector<int32_t> graph_components(const KnnGraph& g) {
   std::vector<int64_t> parent(static_cast<size_t>(g.n));
   std::iota(parent.begin(), parent.end(), 0);
   auto find = [&](int64_t a) {
-    while (parent[static_cast<size_t>(a)] != a) a = parent[static_cast<size_t>(a)] = parent[static_cast<size_t>(parent[static_cast<size_t>(a)])];
+    while (parent[static_cast<size_t>(a)] != a)
+      a = parent[static_cast<size_t>(a)] = parent[static_cast<size_t>(parent[static_cast<size_t>(a)])];
     return a;
   };
   for (int64_t i = 0; i < g.n; ++i)
@@ -189,7 +192,8 @@ Agreement cluster_agreement(const std::vector<int32_t>& classes, const std::vect
   Agreement a;
   a.confusion.assign(static_cast<size_t>(nc), std::vector<int64_t>(static_cast<size_t>(nk), 0));
   for (size_t i = 0; i < classes.size(); ++i)
-    if (classes[i] >= 0 && clusters[i] >= 0) ++a.confusion[static_cast<size_t>(classes[i])][static_cast<size_t>(clusters[i])];
+    if (classes[i] >= 0 && clusters[i] >= 0)
+      ++a.confusion[static_cast<size_t>(classes[i])][static_cast<size_t>(clusters[i])];
   // Every injective assignment of clusters to classes (or none): try all
   // orders of max(nc, nk) slots.
   const int slots = std::max(nc, nk);
@@ -199,12 +203,14 @@ Agreement cluster_agreement(const std::vector<int32_t>& classes, const std::vect
   do {
     int64_t right = 0;
     for (int c = 0; c < nk; ++c)
-      if (perm[static_cast<size_t>(c)] < nc) right += a.confusion[static_cast<size_t>(perm[static_cast<size_t>(c)])][static_cast<size_t>(c)];
+      if (perm[static_cast<size_t>(c)] < nc)
+        right += a.confusion[static_cast<size_t>(perm[static_cast<size_t>(c)])][static_cast<size_t>(c)];
     if (right > best) {
       best = right;
       a.class_of_cluster.assign(static_cast<size_t>(nk), -1);
       for (int c = 0; c < nk; ++c)
-        if (perm[static_cast<size_t>(c)] < nc) a.class_of_cluster[static_cast<size_t>(c)] = perm[static_cast<size_t>(c)];
+        if (perm[static_cast<size_t>(c)] < nc)
+          a.class_of_cluster[static_cast<size_t>(c)] = perm[static_cast<size_t>(c)];
     }
   } while (std::next_permutation(perm.begin(), perm.end()));
   a.accuracy = classes.empty() ? 0 : static_cast<double>(best) / static_cast<double>(classes.size());

@@ -104,7 +104,9 @@ Csr spgemm(const Csr& a, const Csr& b, int threads) {
   std::vector<std::vector<double>> vals(static_cast<size_t>(parts));
   std::vector<std::vector<int64_t>> lens(static_cast<size_t>(parts));
   const int t = a.nnz() < 100000 ? 1 : hardware_threads(threads);
-  parallel_for(0, parts, t, [&](int64_t q) {
+  parallel_for(
+      0, parts, t,
+      [&](int64_t q) {
     std::vector<double> acc(static_cast<size_t>(nc), 0.0);
     std::vector<char> mark(static_cast<size_t>(nc), 0);
     std::vector<int32_t> touched;
@@ -134,7 +136,8 @@ Csr spgemm(const Csr& a, const Csr& b, int threads) {
       }
       ol.push_back(static_cast<int64_t>(touched.size()));
     }
-  }, 1);
+      },
+      1);
   Csr c;
   c.rows = n;
   c.cols = nc;
@@ -228,7 +231,9 @@ Jacobi jacobi_scaling(const Csr& m, int threads) {
   dinv.resize(n);
   const int64_t parts = (n + kLevelRows - 1) / kLevelRows;
   std::vector<double> part_rho(static_cast<size_t>(parts), 0.0);
-  parallel_for(0, parts, threads, [&](int64_t q) {
+  parallel_for(
+      0, parts, threads,
+      [&](int64_t q) {
     for (int64_t i = q * kLevelRows; i < std::min(n, (q + 1) * kLevelRows); ++i) {
       double diag = 0, sum = 0;
       for (int64_t e = m.ptr[static_cast<size_t>(i)]; e < m.ptr[static_cast<size_t>(i + 1)]; ++e) {
@@ -239,7 +244,8 @@ Jacobi jacobi_scaling(const Csr& m, int threads) {
       dinv[i] = 1 / diag;
       part_rho[static_cast<size_t>(q)] = std::max(part_rho[static_cast<size_t>(q)], sum / diag);
     }
-  }, 1);
+      },
+      1);
   double rho = 0;
   for (double r : part_rho) rho = std::max(rho, r);
   j.rho = std::min(rho, 1.1 * spectral_radius(m, dinv, threads));
@@ -257,14 +263,17 @@ Csr smoothed_prolongator(const Csr& m, const Csr& pt, const std::vector<int32_t>
   // Row i of M P_tent holds column agg[i] (m_ii > 0), where P_tent's own
   // entry goes.
   Csr p = spgemm(m, pt, threads);
-  parallel_for(0, parts, threads, [&](int64_t q) {
+  parallel_for(
+      0, parts, threads,
+      [&](int64_t q) {
     for (int64_t i = q * kLevelRows; i < std::min(n, (q + 1) * kLevelRows); ++i)
       for (int64_t e = p.ptr[static_cast<size_t>(i)]; e < p.ptr[static_cast<size_t>(i + 1)]; ++e) {
         double& v = p.val[static_cast<size_t>(e)];
         v *= -omega * dinv[i];
         if (p.col[static_cast<size_t>(e)] == agg[static_cast<size_t>(i)]) v += pt.val[static_cast<size_t>(i)];
       }
-  }, 1);
+      },
+      1);
   return p;
 }
 
@@ -367,7 +376,8 @@ void Amg::smooth(const Level& lv, const BlockF& b, BlockF& x, bool from_zero) co
   if (from_zero) {
     x.resize(b.rows(), b.cols());
     d.resize(b.rows(), b.cols());
-    for (Eigen::Index i = 0; i < b.rows(); ++i) d.row(i) = static_cast<float>(lv.dinv[static_cast<size_t>(i)] / theta) * b.row(i);
+    for (Eigen::Index i = 0; i < b.rows(); ++i)
+      d.row(i) = static_cast<float>(lv.dinv[static_cast<size_t>(i)] / theta) * b.row(i);
     x = d;
   } else {
     d.setZero(b.rows(), b.cols());
@@ -377,8 +387,8 @@ void Amg::smooth(const Level& lv, const BlockF& b, BlockF& x, bool from_zero) co
   }
   for (int k = 1; k < smoothing_; ++k) {
     const double rho_new = 1 / (2 * sigma - rho_k);
-    cheb_step(lv.a, lv.dinv, b, x, d, static_cast<float>(rho_new * rho_k), static_cast<float>(2 * rho_new / delta),
-              xn, dn, threads_);
+    cheb_step(lv.a, lv.dinv, b, x, d, static_cast<float>(rho_new * rho_k), static_cast<float>(2 * rho_new / delta), xn,
+              dn, threads_);
     x.swap(xn);
     d.swap(dn);
     rho_k = rho_new;

@@ -34,8 +34,8 @@ class Amg {
  private:
   struct Level {
     CsrF a, p, r;
-    std::vector<float> dinv;   // 1 / a_ii
-    double rho = 2;            // bound on the spectrum of D^-1 a
+    std::vector<float> dinv;  // 1 / a_ii
+    double rho = 2;           // bound on the spectrum of D^-1 a
   };
 
   /// Chebyshev smoothing of degree smoothing_ on [rho / ratio, rho] of

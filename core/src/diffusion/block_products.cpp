@@ -28,7 +28,8 @@ void for_ptr_ranges(const int64_t* ptr, int64_t rows, int64_t width, int threads
     if (part >= parts) return rows;
     return static_cast<int64_t>(std::lower_bound(ptr, ptr + rows + 1, total * part / parts) - ptr);
   };
-  parallel_for(0, parts, t, [&](int64_t c) { f(bound(c), bound(c + 1)); }, 1);
+  parallel_for(
+      0, parts, t, [&](int64_t c) { f(bound(c), bound(c + 1)); }, 1);
 }
 
 template <class M, class Rows>
@@ -63,10 +64,9 @@ __attribute__((always_inline)) inline void spmm_chunk(const int64_t* __restrict 
 }
 
 template <class T>
-__attribute__((always_inline)) inline void spmm_rows_impl(const int64_t* __restrict ptr,
-                                                          const int32_t* __restrict col, const T* __restrict val,
-                                                          const T* __restrict x, int64_t ldx, T* __restrict y,
-                                                          int64_t b, int64_t r0, int64_t r1) {
+__attribute__((always_inline)) inline void spmm_rows_impl(const int64_t* __restrict ptr, const int32_t* __restrict col,
+                                                          const T* __restrict val, const T* __restrict x, int64_t ldx,
+                                                          T* __restrict y, int64_t b, int64_t r0, int64_t r1) {
   constexpr int wide = 64 / sizeof(T), half = wide / 2, quarter = wide / 4;
   for (int64_t i = r0; i < r1; ++i) {
     int64_t c0 = 0;
@@ -98,7 +98,7 @@ void spmm_rows(const int64_t* ptr, const int32_t* col, const float* val, const f
 /// y = M x for a block of columns.
 template <class T>
 void spmm_block(const CsrT<T>& m, const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& x,
-          Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& y, int threads) {
+                Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>& y, int threads) {
   const int64_t b = x.cols();
   y.resize(static_cast<Eigen::Index>(m.rows), static_cast<Eigen::Index>(b));
   for_row_ranges(m, b, threads, [&](int64_t r0, int64_t r1) {
@@ -112,9 +112,9 @@ void spmm_block(const CsrT<T>& m, const Eigen::Matrix<T, Eigen::Dynamic, Eigen::
 template <int W>
 __attribute__((always_inline)) inline void cheb_chunk(const int64_t* __restrict ptr, const int32_t* __restrict col,
                                                       const float* __restrict val, float wi, const float* __restrict b,
-                                                      const float* __restrict x, const float* __restrict d,
-                                                      float alpha, float* __restrict x_out, float* __restrict d_out,
-                                                      int64_t s, int64_t c0, int64_t i) {
+                                                      const float* __restrict x, const float* __restrict d, float alpha,
+                                                      float* __restrict x_out, float* __restrict d_out, int64_t s,
+                                                      int64_t c0, int64_t i) {
   float acc[W];
   const float* bi = b + i * s + c0;
   for (int k = 0; k < W; ++k) acc[k] = bi[k];
@@ -140,8 +140,8 @@ __attribute__((always_inline)) inline void cheb_chunk(const int64_t* __restrict 
 MANIFOLD_KERNEL_CLONES
 void cheb_rows(const int64_t* __restrict ptr, const int32_t* __restrict col, const float* __restrict val,
                const float* __restrict dinv, const float* __restrict b, const float* __restrict x,
-               const float* __restrict d, float alpha, float beta, float* __restrict x_out,
-               float* __restrict d_out, int64_t s, int64_t r0, int64_t r1) {
+               const float* __restrict d, float alpha, float beta, float* __restrict x_out, float* __restrict d_out,
+               int64_t s, int64_t r0, int64_t r1) {
   for (int64_t i = r0; i < r1; ++i) {
     const float wi = beta * dinv[i];
     int64_t c0 = 0;
@@ -179,10 +179,13 @@ CsrF to_float(const Csr& c, int threads) {
   f.val.resize(c.val.size());
   const int64_t nnz = static_cast<int64_t>(c.val.size());
   constexpr int64_t kChunk = 1 << 16;
-  parallel_for(0, (nnz + kChunk - 1) / kChunk, threads, [&](int64_t q) {
+  parallel_for(
+      0, (nnz + kChunk - 1) / kChunk, threads,
+      [&](int64_t q) {
     for (int64_t e = q * kChunk; e < std::min(nnz, (q + 1) * kChunk); ++e)
       f.val[static_cast<size_t>(e)] = static_cast<float>(c.val[static_cast<size_t>(e)]);
-  }, 1);
+      },
+      1);
   return f;
 }
 
@@ -197,7 +200,9 @@ Csr shifted_laplacian(const DiffusionMatrix& a, double shift, int threads) {
   c.col.resize(static_cast<size_t>(c.ptr.back()));
   c.val.resize(static_cast<size_t>(c.ptr.back()));
   constexpr int64_t kRows = 4096;
-  parallel_for(0, (a.n + kRows - 1) / kRows, threads, [&](int64_t q) {
+  parallel_for(
+      0, (a.n + kRows - 1) / kRows, threads,
+      [&](int64_t q) {
     for (int64_t i = q * kRows; i < std::min(a.n, (q + 1) * kRows); ++i) {
       int64_t out = c.ptr[static_cast<size_t>(i)];
       bool diag_done = false;
@@ -217,7 +222,8 @@ Csr shifted_laplacian(const DiffusionMatrix& a, double shift, int threads) {
         c.val[static_cast<size_t>(out++)] = d;
       }
     }
-  }, 1);
+      },
+      1);
   return c;
 }
 
@@ -225,13 +231,12 @@ void spmm(const Csr& m, const Block& x, Block& y, int threads) { spmm_block(m, x
 void spmm(const CsrF& m, const BlockF& x, BlockF& y, int threads) { spmm_block(m, x, y, threads); }
 
 /// y = M x for a block, M given by its CSR arrays (ptr: rows + 1 offsets).
-void spmm_csr_arrays(const int64_t* ptr, const int32_t* col, const double* val, int64_t rows, const Block& x,
-                     Block& y, int threads) {
+void spmm_csr_arrays(const int64_t* ptr, const int32_t* col, const double* val, int64_t rows, const Block& x, Block& y,
+                     int threads) {
   const int64_t b = x.cols();
   y.resize(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(b));
-  for_ptr_ranges(ptr, rows, b, threads, [&](int64_t r0, int64_t r1) {
-    spmm_rows(ptr, col, val, x.data(), b, y.data(), b, r0, r1);
-  });
+  for_ptr_ranges(ptr, rows, b, threads,
+                 [&](int64_t r0, int64_t r1) { spmm_rows(ptr, col, val, x.data(), b, y.data(), b, r0, r1); });
 }
 
 /// y = M x for columns of a wider block (x: row stride ldx).
@@ -270,13 +275,16 @@ Eigen::MatrixXd tgram(Cols a, Cols b, int threads) {
   if (ka == 0 || kb == 0 || n == 0) return g;
   const int64_t parts = row_parts(n, threads);
   std::vector<Eigen::MatrixXd> part(static_cast<size_t>(parts));
-  parallel_for(0, parts, threads, [&](int64_t p) {
+  parallel_for(
+      0, parts, threads,
+      [&](int64_t p) {
     const int64_t r0 = n * p / parts, r1 = n * (p + 1) / parts;
     Eigen::MatrixXd& out = part[static_cast<size_t>(p)];
     out.resize(ka, kb);
     gemm('N', 'T', ka, kb, static_cast<int>(r1 - r0), 1.0, a.data + r0 * a.ld, a.ld, b.data + r0 * b.ld, b.ld, 0.0,
          out.data(), ka);
-  }, 1);
+      },
+      1);
   for (auto& m : part) g += m;
   return g;
 }
@@ -292,11 +300,14 @@ void times_into(Cols a, const Eigen::MatrixXd& c, double alpha, double beta, dou
     return;
   }
   const int64_t parts = row_parts(n, threads);
-  parallel_for(0, parts, threads, [&](int64_t p) {
+  parallel_for(
+      0, parts, threads,
+      [&](int64_t p) {
     const int64_t r0 = n * p / parts, r1 = n * (p + 1) / parts;
-    gemm('T', 'N', kc, static_cast<int>(r1 - r0), ka, alpha, c.data(), static_cast<int>(c.rows()),
-         a.data + r0 * a.ld, a.ld, beta, out + r0 * ldo, ldo);
-  }, 1);
+    gemm('T', 'N', kc, static_cast<int>(r1 - r0), ka, alpha, c.data(), static_cast<int>(c.rows()), a.data + r0 * a.ld,
+         a.ld, beta, out + r0 * ldo, ldo);
+      },
+      1);
 }
 
 void times_into(Cols a, const Eigen::MatrixXd& c, double alpha, double beta, Block& out, int threads) {
@@ -321,10 +332,13 @@ Eigen::VectorXd tgram_diag(const Block& a, int threads) {
   const int64_t n = a.rows();
   const int64_t parts = row_parts(n, threads);
   std::vector<Eigen::VectorXd> part(static_cast<size_t>(parts));
-  parallel_for(0, parts, threads, [&](int64_t p) {
+  parallel_for(
+      0, parts, threads,
+      [&](int64_t p) {
     const int64_t r0 = n * p / parts, r1 = n * (p + 1) / parts;
     part[static_cast<size_t>(p)] = a.middleRows(r0, r1 - r0).colwise().squaredNorm().transpose();
-  }, 1);
+      },
+      1);
   Eigen::VectorXd g = Eigen::VectorXd::Zero(a.cols());
   for (auto& v : part) g += v;
   return g;

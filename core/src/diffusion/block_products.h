@@ -41,8 +41,8 @@ Csr shifted_laplacian(const DiffusionMatrix& a, double shift, int threads);
 void spmm(const Csr& m, const Block& x, Block& y, int threads);
 void spmm(const CsrF& m, const BlockF& x, BlockF& y, int threads);
 /// y = M x for a block, M given by its CSR arrays (ptr: rows + 1 offsets).
-void spmm_csr_arrays(const int64_t* ptr, const int32_t* col, const double* val, int64_t rows, const Block& x,
-                     Block& y, int threads);
+void spmm_csr_arrays(const int64_t* ptr, const int32_t* col, const double* val, int64_t rows, const Block& x, Block& y,
+                     int threads);
 /// y = M x for columns of a wider block (x: row stride ldx).
 void spmm_strided(const Csr& m, const double* x, int64_t ldx, int64_t b, Block& y, int threads);
 /// One Chebyshev smoothing step on every column: d' = alpha d + beta dinv

@@ -48,12 +48,9 @@ std::string wider_kernel_hint(double epsilon) {
 }  // namespace
 
 nlohmann::json EmbeddingDiagnostics::to_json() const {
-  return {{"participation", participation},
-          {"localised_coordinates", localised},
-          {"localised_below", localised_below},
-          {"near_one_coordinates", near_one},
-          {"near_one_tolerance", kNearOne},
-          {"warnings", warnings}};
+  return {{"participation", participation},     {"localised_coordinates", localised},
+          {"localised_below", localised_below}, {"near_one_coordinates", near_one},
+          {"near_one_tolerance", kNearOne},     {"warnings", warnings}};
 }
 
 EmbeddingDiagnostics diagnose(const DiffusionResult& r, const std::vector<double>& degree) {
@@ -102,8 +99,9 @@ EmbeddingDiagnostics diagnose(const DiffusionResult& r, const std::vector<double
                          (one ? " is" : " are") + " localised (carried by about " + carried + " of " +
                          with_commas(r.n) + " points, fewer than " + number(d.localised_below) + "): " +
                          (one ? "it singles" : "they single") + " out a few images, not the shape of the data; " +
-                         (r.local_scaling > 0 ? wider_kernel_hint(r.epsilon)
-                                              : "try --local-scaling auto, or " + wider_kernel_hint(r.epsilon).substr(4)));
+                         (r.local_scaling > 0
+                              ? wider_kernel_hint(r.epsilon)
+                              : "try --local-scaling auto, or " + wider_kernel_hint(r.epsilon).substr(4)));
   }
   return d;
 }
@@ -121,12 +119,12 @@ std::string budget_message(const DiffusionMatrix& a, int64_t matvecs, double sec
   std::string limits;
   if (o.max_matvecs > 0) limits += "--max-matvecs " + with_commas(o.max_matvecs);
   if (o.time_limit_s > 0) limits += std::string(limits.empty() ? "" : ", ") + "--time-limit " + number(o.time_limit_s);
-  std::string why =
-      weak > 0 ? "the kernel barely joins " + points(weak) + " at epsilon = " + number(a.epsilon) +
-                     " (each puts less than " + number(kWeakEscape) + " of its weight on its neighbours, the least " +
-                     number(least) + "), so the top eigenvalues crowd at 1; " + wider_kernel_hint(a.epsilon)
-               : "the top of the spectrum is too tightly clustered at epsilon = " + number(a.epsilon) + "; " +
-                     wider_kernel_hint(a.epsilon) + ", fewer --components, or a larger budget";
+  std::string why = weak > 0 ? "the kernel barely joins " + points(weak) + " at epsilon = " + number(a.epsilon) +
+                                   " (each puts less than " + number(kWeakEscape) +
+                                   " of its weight on its neighbours, the least " + number(least) +
+                                   "), so the top eigenvalues crowd at 1; " + wider_kernel_hint(a.epsilon)
+                             : "the top of the spectrum is too tightly clustered at epsilon = " + number(a.epsilon) +
+                                   "; " + wider_kernel_hint(a.epsilon) + ", fewer --components, or a larger budget";
   return "eigensolve: no convergence within the budget (" + limits + "; spent " + spent + "): " + why;
 }
 

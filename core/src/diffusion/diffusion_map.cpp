@@ -43,9 +43,7 @@ class SolveBudget {
     if (time_limit_s_ > 0 && (used_ & 63) == 0 && seconds() > time_limit_s_) throw BudgetSpent{};
   }
   int64_t used() const { return used_; }
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
  private:
   int64_t max_matvecs_;
@@ -130,10 +128,13 @@ void basis_trans_product(const MatV& v, const VecF& f, Eigen::Ref<Eigen::VectorX
     return;
   }
   Eigen::MatrixXd part(m, parts);
-  manifold::parallel_for(0, parts, threads, [&](int64_t b) {
+  manifold::parallel_for(
+      0, parts, threads,
+      [&](int64_t b) {
     const int64_t r0 = n * b / parts, r1 = n * (b + 1) / parts;
     part.col(b).noalias() = v.middleRows(r0, r1 - r0).transpose() * f.segment(r0, r1 - r0);
-  }, 1);
+      },
+      1);
   c = part.rowwise().sum();
 }
 
@@ -144,12 +145,15 @@ inline void basis_correct(const Eigen::Ref<const Eigen::MatrixXd>& v, const Eige
   const int64_t n = v.rows(), m = v.cols();
   const int64_t parts = basis_chunks(n, m);
   Eigen::VectorXd sq(parts);
-  manifold::parallel_for(0, parts, threads <= 1 ? 1 : threads, [&](int64_t b) {
+  manifold::parallel_for(
+      0, parts, threads <= 1 ? 1 : threads,
+      [&](int64_t b) {
     const int64_t r0 = n * b / parts, r1 = n * (b + 1) / parts;
     auto fb = f.segment(r0, r1 - r0);
     fb.noalias() -= v.middleRows(r0, r1 - r0) * c;
     sq[b] = fb.squaredNorm();
-  }, 1);
+      },
+      1);
   norm2 = sq.sum();
 }
 
@@ -288,11 +292,14 @@ class Spectra::Lanczos<double, Spectra::ArnoldiOp<double, manifold::detail::Diff
     // Column i < k of Q has its nonzeros in the first m - k + i + 1 rows.
     for (Index i = 0; i < m_k; i++) qk.col(i).tail(m_k - i - 1).setZero();
     const int64_t parts = manifold::detail::basis_chunks(m_n, m_m);
-    manifold::parallel_for(0, parts, m_op.threads_for(m_n * m_m), [&](int64_t b) {
+    manifold::parallel_for(
+        0, parts, m_op.threads_for(m_n * m_m),
+        [&](int64_t b) {
       const Index r0 = m_n * b / parts, r1 = m_n * (b + 1) / parts;
       const Matrix block = m_fac_V.middleRows(r0, r1 - r0) * qk;
       m_fac_V.block(r0, 0, r1 - r0, k1) = block;
-    }, 1);
+        },
+        1);
     Vector fk = m_fac_f * Q(m_m - 1, m_k - 1) + m_fac_V.col(m_k) * m_fac_H(m_k, m_k - 1);
     m_fac_f.swap(fk);
     m_beta = m_fac_f.norm();
@@ -305,7 +312,7 @@ namespace {
 using detail::DiffusionOperator;
 
 struct SolveResult {
-  Eigen::VectorXd values;   // descending
+  Eigen::VectorXd values;  // descending
   Eigen::MatrixXd vectors;
   int64_t matvecs = 0, iterations = 0;
   bool ok = false;
@@ -379,8 +386,8 @@ bool top_ritz(const std::vector<double>& alpha, const std::vector<double>& beta,
 
 /// What the lock check learnt about B = (I - V V^T) A (I - V V^T).
 struct DeflatedTop {
-  bool above = false;      ///< a Ritz value of B beats lmin + margin: B has an eigenvalue there
-  bool settled = false;    ///< B's top Ritz pair converged below lmin
+  bool above = false;    ///< a Ritz value of B beats lmin + margin: B has an eigenvalue there
+  bool settled = false;  ///< B's top Ritz pair converged below lmin
   double theta = 0, residual = 0;
   int64_t matvecs = 0;
 };
@@ -410,10 +417,13 @@ DeflatedTop deflated_top(const DiffusionMatrix& a, const Eigen::MatrixXd& v, dou
   auto project = [&](Eigen::VectorXd& x) {
     detail::basis_trans_product(v, x, c, t);
     const int64_t parts = detail::basis_chunks(n, v.cols());
-    parallel_for(0, parts, t, [&](int64_t b) {
+    parallel_for(
+        0, parts, t,
+        [&](int64_t b) {
       const int64_t r0 = n * b / parts, r1 = n * (b + 1) / parts;
       x.segment(r0, r1 - r0).noalias() -= v.middleRows(r0, r1 - r0) * c;
-    }, 1);
+        },
+        1);
   };
   project(q);
   project(q);
@@ -517,7 +527,9 @@ void lanczos_with_lock_check(const DiffusionMatrix& a, int count, int ncv, const
 namespace detail {
 
 void largest_entry_positive(std::vector<double>& vectors, int64_t n, int count, int threads) {
-  parallel_for(0, count, threads, [&](int64_t c) {
+  parallel_for(
+      0, count, threads,
+      [&](int64_t c) {
     double big = 0, sign = 1;
     for (int64_t i = 0; i < n; ++i) {
       const double v = vectors[static_cast<size_t>(i * count + c)];
@@ -525,7 +537,8 @@ void largest_entry_positive(std::vector<double>& vectors, int64_t n, int count, 
     }
     if (sign < 0)
       for (int64_t i = 0; i < n; ++i) vectors[static_cast<size_t>(i * count + c)] *= -1;
-  }, 1);
+      },
+      1);
 }
 
 /// Reverse Cuthill-McKee order of the matrix graph: breadth-first from a
@@ -590,7 +603,9 @@ DiffusionMatrix permuted(const DiffusionMatrix& a, const std::vector<int32_t>& o
   b.val.resize(a.val.size());
   b.diag.resize(static_cast<size_t>(n));
   constexpr int64_t kRows = 4096;
-  parallel_for(0, (n + kRows - 1) / kRows, threads, [&](int64_t blk) {
+  parallel_for(
+      0, (n + kRows - 1) / kRows, threads,
+      [&](int64_t blk) {
     std::vector<std::pair<int32_t, double>> row;
     for (int64_t i = blk * kRows; i < std::min(n, (blk + 1) * kRows); ++i) {
       const size_t o = static_cast<size_t>(order[static_cast<size_t>(i)]);
@@ -605,7 +620,8 @@ DiffusionMatrix permuted(const DiffusionMatrix& a, const std::vector<int32_t>& o
         b.val[static_cast<size_t>(out++)] = v;
       }
     }
-  }, 1);
+      },
+      1);
   return b;
 }
 
@@ -868,15 +884,9 @@ DiffusionResult finish_on_device(const DiffusionMatrix& a, const Eigenpairs& e, 
 
 nlohmann::json device_solver_json(const DeviceEigensolver& device, const Eigenpairs& e, const DiffusionParams& params,
                                   int64_t nnz) {
-  nlohmann::json j = {{"method", device.method},
-                      {"device", device.name},
-                      {"block", e.ncv},
-                      {"iterations", e.iterations},
-                      {"matvecs", e.matvecs},
-                      {"max_residual", e.max_residual},
-                      {"converged", true},
-                      {"tolerance", params.tolerance},
-                      {"nnz", nnz}};
+  nlohmann::json j = {{"method", device.method},    {"device", device.name},         {"block", e.ncv},
+                      {"iterations", e.iterations}, {"matvecs", e.matvecs},          {"max_residual", e.max_residual},
+                      {"converged", true},          {"tolerance", params.tolerance}, {"nnz", nnz}};
   if (e.details.is_object())
     for (auto& [k, v] : e.details.items()) j[k] = v;
   return j;
@@ -927,8 +937,9 @@ detail::WarmOptions warm_options(const DiffusionMatrix& a, const DiffusionParams
   if (max_iterations > 0) wo.max_iterations = max_iterations;
   if (preview && preview->show && preview->tolerance > params.tolerance) {
     wo.preview_tolerance = preview->tolerance;
-    wo.preview_not_before = t_start + std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>(std::max(preview->after_s, 0.0)));
+    wo.preview_not_before =
+        t_start +
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(preview->after_s, 0.0)));
     wo.on_preview = [&a, &params, preview, t_start](const Eigenpairs& pe) {
       DiffusionResult pr = finish(a, pe, params);
       pr.solver = {{"method", "LOBPCG preconditioned by smoothed-aggregation AMG, warm-started (an iterate)"},
@@ -983,8 +994,7 @@ std::optional<DeviceEigensolver>& device_registry() {
 }  // namespace
 
 void register_device_eigensolver(DeviceEigensolver solver) {
-  if (solver.solve)
-    device_registry() = std::move(solver);
+  if (solver.solve) device_registry() = std::move(solver);
   else
     device_registry().reset();
 }
@@ -1123,8 +1133,8 @@ EmbeddingAgreement compare_embeddings(const DiffusionResult& ref, const Diffusio
     const double lr = ref.eigenvalues[static_cast<size_t>(c)], lo = other.eigenvalues[static_cast<size_t>(c)];
     a.max_eigenvalue_difference = std::max(a.max_eigenvalue_difference, std::abs(lr - lo));
     if (c > 0)
-      a.max_rel_error_1_minus_lambda =
-          std::max(a.max_rel_error_1_minus_lambda, std::abs(lr - lo) / std::max(1 - lr, 1e-300));
+      a.max_rel_error_1_minus_lambda = std::max(a.max_rel_error_1_minus_lambda,
+                                                std::abs(lr - lo) / std::max(1 - lr, 1e-300));
   }
   for (int c0 = 1; c0 < nev;) {
     int c1 = c0 + 1;
@@ -1203,7 +1213,8 @@ std::vector<double> nystrom_extend(const DiffusionResult& r, const DiffusionPara
 }
 
 double circular_correlation(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size() || a.size() < 2) throw UsageError("circular correlation: need two samples of equal size >= 2");
+  if (a.size() != b.size() || a.size() < 2)
+    throw UsageError("circular correlation: need two samples of equal size >= 2");
   std::vector<double> sa(a.size()), ca(a.size()), sb(b.size()), cb(b.size());
   for (size_t i = 0; i < a.size(); ++i)
     sa[i] = std::sin(a[i]), ca[i] = std::cos(a[i]), sb[i] = std::sin(b[i]), cb[i] = std::cos(b[i]);

@@ -277,7 +277,8 @@ nlohmann::json bgh_sweep(const Pattern& p, Sym sym, int threads, Progress& progr
     const double b = sym == Sym::Or ? a : p.s_far[e];
     if (a > 0) lo = std::min(lo, a);
     if (b < kInf) hi = std::max(hi, b);
-    else hi = std::max(hi, a);
+    else
+      hi = std::max(hi, a);
   }
   if (!(lo < kInf) || !(hi > 0))
     throw Error("epsilon auto: every neighbour distance is 0 (duplicate points?); give --epsilon VALUE");
@@ -378,7 +379,8 @@ void validate(const DiffusionParams& p, int64_t n, int graph_k) {
   if (n > std::numeric_limits<int32_t>::max())
     throw Error("graph has " + std::to_string(n) + " points; the diffusion map supports up to 2^31 - 1");
   if (p.k < 0 || p.k > graph_k)
-    throw UsageError("--k " + std::to_string(p.k) + ": must be between 1 and the graph's k = " + std::to_string(graph_k));
+    throw UsageError("--k " + std::to_string(p.k) +
+                     ": must be between 1 and the graph's k = " + std::to_string(graph_k));
   const int kp = p.k == 0 ? graph_k : p.k;
   if (epsilon_rule(p) == "value") {
     char* end = nullptr;
@@ -395,15 +397,15 @@ void validate(const DiffusionParams& p, int64_t n, int graph_k) {
   if (p.symmetrize != "or" && p.symmetrize != "and" && p.symmetrize != "average")
     throw UsageError("--symmetrize: unknown rule '" + p.symmetrize + "' (or, and, average)");
   if (p.local_scaling != kLocalScalingAuto && (p.local_scaling < 0 || p.local_scaling > kp))
-    throw UsageError("--local-scaling " + std::to_string(p.local_scaling) + ": must be auto, 0 (off) or between 1 and k = " +
-                     std::to_string(kp));
+    throw UsageError("--local-scaling " + std::to_string(p.local_scaling) +
+                     ": must be auto, 0 (off) or between 1 and k = " + std::to_string(kp));
   if (p.max_matvecs < 0) throw UsageError("--max-matvecs: must be >= 0 (0: no limit)");
   if (!(p.time_limit_s >= 0) || !std::isfinite(p.time_limit_s))
     throw UsageError("--time-limit: must be a number of seconds >= 0 (0: no limit)");
   if (!(p.tolerance > 0) || !(p.tolerance < 1)) throw UsageError("--tolerance: must be in (0, 1)");
   if (p.ncv != 0 && (p.ncv <= p.components + 1 || p.ncv > n))
-    throw UsageError("--ncv " + std::to_string(p.ncv) + ": must be between M + 2 = " + std::to_string(p.components + 2) +
-                     " and N = " + std::to_string(n));
+    throw UsageError("--ncv " + std::to_string(p.ncv) +
+                     ": must be between M + 2 = " + std::to_string(p.components + 2) + " and N = " + std::to_string(n));
   if (p.threads < 0) throw UsageError("--threads: must be >= 0");
   if (p.eigensolver != "auto" && p.eigensolver != "cpu" && p.eigensolver != "gpu")
     throw UsageError("--eigensolver: unknown solver '" + p.eigensolver + "' (auto, cpu, gpu)");
@@ -414,11 +416,11 @@ void validate(const DiffusionParams& p, int64_t n, int graph_k) {
 
 void validate(const DiffusionParams& p, const KnnGraph& g) {
   if (g.k >= 1 && static_cast<int64_t>(g.indices.size()) != g.n * g.k)
-    throw Error("graph indices hold " + std::to_string(g.indices.size()) + " values, expected N x k = " +
-                std::to_string(g.n) + " x " + std::to_string(g.k));
+    throw Error("graph indices hold " + std::to_string(g.indices.size()) +
+                " values, expected N x k = " + std::to_string(g.n) + " x " + std::to_string(g.k));
   if (g.k >= 1 && static_cast<int64_t>(g.distances.size()) != g.n * g.k)
-    throw Error("graph distances hold " + std::to_string(g.distances.size()) + " values, expected N x k = " +
-                std::to_string(g.n) + " x " + std::to_string(g.k));
+    throw Error("graph distances hold " + std::to_string(g.distances.size()) +
+                " values, expected N x k = " + std::to_string(g.n) + " x " + std::to_string(g.k));
   validate(p, g.n, g.k);
   for (int64_t i = 0; i < g.n * g.k; ++i) {
     if (g.indices[static_cast<size_t>(i)] < 0 || g.indices[static_cast<size_t>(i)] >= g.n)
@@ -436,8 +438,8 @@ namespace {
 std::vector<double> local_scales(const KnnGraph& g, int j) {
   std::vector<double> sigma(static_cast<size_t>(g.n));
   for (int64_t i = 0; i < g.n; ++i) {
-    sigma[static_cast<size_t>(i)] =
-        std::sqrt(kernel_distance2(g.distances[static_cast<size_t>(i * g.k + j - 1)], g.metric));
+    sigma[static_cast<size_t>(i)] = std::sqrt(kernel_distance2(g.distances[static_cast<size_t>(i * g.k + j - 1)],
+                                                               g.metric));
     if (!(sigma[static_cast<size_t>(i)] > 0))
       throw Error("--local-scaling " + std::to_string(j) + ": point " + std::to_string(i) +
                   " is at distance 0 from its " + std::to_string(j) +
@@ -490,7 +492,8 @@ void normalise(const Pattern& pat, double epsilon, double alpha, Sym sym, int th
     for (int64_t i = b * kBlock; i < r1; ++i) {
       double q = 1.0;  // self-affinity
       for (int64_t e = a.row_ptr[static_cast<size_t>(i)]; e < a.row_ptr[static_cast<size_t>(i + 1)]; ++e) {
-        const double w = edge_weight(pat.s_near[static_cast<size_t>(e)], pat.s_far[static_cast<size_t>(e)], inv_eps, sym);
+        const double w = edge_weight(pat.s_near[static_cast<size_t>(e)], pat.s_far[static_cast<size_t>(e)], inv_eps,
+                                     sym);
         a.val[static_cast<size_t>(e)] = w;
         q += w;
       }
@@ -637,7 +640,8 @@ void DiffusionMatrix::multiply(const double* x, double* y, int threads) const {
     const int64_t target = total * part / parts;
     return static_cast<int64_t>(std::lower_bound(row_ptr.begin(), row_ptr.end(), target) - row_ptr.begin());
   };
-  parallel_for(0, parts, t, [&](int64_t c) { rows(bound(c), bound(c + 1)); }, 1);
+  parallel_for(
+      0, parts, t, [&](int64_t c) { rows(bound(c), bound(c + 1)); }, 1);
 }
 
 }  // namespace manifold

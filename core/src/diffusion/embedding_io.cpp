@@ -123,8 +123,8 @@ void write_in_parallel(std::FILE* f, int64_t chunks, Format&& format) {
     parallel_for(
         0, static_cast<int64_t>(text.size()), 0,
         [&](int64_t i) {
-          text[static_cast<size_t>(i)].clear();
-          format(first + i, text[static_cast<size_t>(i)]);
+      text[static_cast<size_t>(i)].clear();
+      format(first + i, text[static_cast<size_t>(i)]);
         },
         1);
     if (writing.valid()) writing.get();
@@ -182,8 +182,7 @@ void vtk_binary(std::FILE* f, int64_t values, Fill&& fill) {
 
 /// A point-data DataArray of `values` values of T (see vtk_binary for `fill`).
 template <class T, class Fill>
-void data_array(std::FILE* f, const char* type, const std::string& name, int components, int64_t values,
-                Fill&& fill) {
+void data_array(std::FILE* f, const char* type, const std::string& name, int components, int64_t values, Fill&& fill) {
   const std::string n = xml_escaped(name);
   std::fprintf(f, "        <DataArray type=\"%s\"%s%s%s NumberOfComponents=\"%d\" format=\"binary\">\n          ", type,
                n.empty() ? "" : " Name=\"", n.c_str(), n.empty() ? "" : "\"", components);
@@ -199,8 +198,9 @@ void string_array(std::FILE* f, const std::string& name, const std::vector<std::
                "        <Array type=\"String\" Name=\"%s\" NumberOfTuples=\"%zu\" NumberOfComponents=\"1\" "
                "format=\"binary\">\n          ",
                xml_escaped(name).c_str(), strings.size());
-  vtk_binary<char>(f, static_cast<int64_t>(bytes.size()),
-                   [&](int64_t first, int64_t count, char* out) { std::memcpy(out, bytes.data() + first, static_cast<size_t>(count)); });
+  vtk_binary<char>(f, static_cast<int64_t>(bytes.size()), [&](int64_t first, int64_t count, char* out) {
+    std::memcpy(out, bytes.data() + first, static_cast<size_t>(count));
+  });
   std::fputs("\n        </Array>\n", f);
 }
 
@@ -237,8 +237,7 @@ std::string csv_field(const std::string& s) {
 MetadataTable without_clashes(const MetadataTable& metadata, const std::vector<std::string>& reserved) {
   MetadataTable out(metadata.rows());
   auto taken = [&](const std::string& name) {
-    return std::find(reserved.begin(), reserved.end(), name) != reserved.end() || out.find(name) ||
-           metadata.find(name);
+    return std::find(reserved.begin(), reserved.end(), name) != reserved.end() || out.find(name) || metadata.find(name);
   };
   for (MetadataColumn c : metadata.columns()) {
     if (std::find(reserved.begin(), reserved.end(), c.name) != reserved.end()) {
@@ -423,8 +422,7 @@ std::vector<MetadataCorrelation> metadata_correlations(const DiffusionResult& r,
     return correlate_metadata(metadata, r.coordinates.data(), r.n, r.m, r.point_index.data());
   std::vector<double> psi(static_cast<size_t>(r.n * r.m));
   for (int64_t i = 0; i < r.n; ++i)
-    for (int c = 0; c < r.m; ++c)
-      psi[static_cast<size_t>(i * r.m + c)] = r.psi[static_cast<size_t>(i * nev + c + 1)];
+    for (int c = 0; c < r.m; ++c) psi[static_cast<size_t>(i * r.m + c)] = r.psi[static_cast<size_t>(i * nev + c + 1)];
   return correlate_metadata(metadata, psi.data(), r.n, r.m, r.point_index.data());
 }
 
@@ -459,9 +457,8 @@ void write_embedding_files(OutputTransaction& tx, const DiffusionResult& r, cons
   nlohmann::json j = embedding_metadata(r, p, graph);
   if (extra.is_object()) j.update(extra);
   if (metadata)
-    timed("metadata correlation", [&] {
-      j["metadata_correlation"] = correlation_json(*metadata, metadata_correlations(r, *metadata));
-    });
+    timed("metadata correlation",
+          [&] { j["metadata_correlation"] = correlation_json(*metadata, metadata_correlations(r, *metadata)); });
   // The command's steps so far (extra's, then these); the commit comes after.
   nlohmann::json& command = j["command_timings_s"];
   if (!command.is_object()) command = nlohmann::json::object();
@@ -477,7 +474,8 @@ void write_embedding(const std::string& dir, const DiffusionResult& r, const Dif
   write_embedding_files(tx, r, p, graph, extra, metadata, steps);
   const auto start = std::chrono::steady_clock::now();
   tx.commit();
-  if (steps) steps->emplace_back("commit", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (steps)
+    steps->emplace_back("commit", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 Embedding read_embedding(const std::string& dir) {

@@ -120,7 +120,8 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
   if (!j.is_object()) fail("not a session (expected a JSON object)");
   // Checked by type first: j.value() throws on a "format" that is not a string.
   const auto format = j.find("format");
-  if (format == j.end() || !format->is_string() || format->get<std::string>() != "manifold-session") fail("not a manifold session (\"format\" must be \"manifold-session\")");
+  if (format == j.end() || !format->is_string() || format->get<std::string>() != "manifold-session")
+    fail("not a manifold session (\"format\" must be \"manifold-session\")");
   if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != 1)
     fail("unsupported session version (expected 1)");
   auto resolve = [&](const std::string& p) {
@@ -164,17 +165,17 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
       s.knn.select = k.value("select", s.knn.select);
       s.knn.keep_self = k.value("keep_self", s.knn.keep_self);
       s.knn.devices = k.value("devices", s.knn.devices);
-      s.knn.gpu_memory = static_cast<uint64_t>(
-          integer_in(k, "gpu_memory", static_cast<int64_t>(s.knn.gpu_memory), 0, INT64_MAX, "knn.gpu_memory"));
+      s.knn.gpu_memory = static_cast<uint64_t>(integer_in(k, "gpu_memory", static_cast<int64_t>(s.knn.gpu_memory), 0,
+                                                          INT64_MAX, "knn.gpu_memory"));
       s.knn.threads = static_cast<int>(integer_in(k, "threads", s.knn.threads, 0, kMaxThreads, "knn.threads"));
       s.knn.precision = k.value("precision", s.knn.precision);
     }
     if (j.contains("diffusion")) {
       const auto& d = j["diffusion"];
       if (!d.is_object()) fail("\"diffusion\" must be an object");
-      static const std::set<std::string> keys = {"k",          "epsilon",       "alpha",     "components", "t",
-                                                 "symmetrize", "local_scaling", "tolerance", "ncv",        "threads",
-                                                 "lock_check", "eigensolver", "max_matvecs", "time_limit_s"};
+      static const std::set<std::string> keys = {"k",          "epsilon",       "alpha",       "components",  "t",
+                                                 "symmetrize", "local_scaling", "tolerance",   "ncv",         "threads",
+                                                 "lock_check", "eigensolver",   "max_matvecs", "time_limit_s"};
       for (auto& [key, v] : d.items())
         if (!keys.count(key)) fail("unknown key 'diffusion." + key + "'");
       auto& p = s.diffusion;
@@ -196,7 +197,8 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
       if (d.contains("local_scaling"))
         p.local_scaling = d["local_scaling"].is_string()
                               ? parse_local_scaling(d["local_scaling"].get<std::string>())
-                              : static_cast<int>(integer_in(d, "local_scaling", 0, 0, 1 << 20, "diffusion.local_scaling"));
+                              : static_cast<int>(integer_in(d, "local_scaling", 0, 0, 1 << 20,
+                                                            "diffusion.local_scaling"));
       p.max_matvecs = integer_in(d, "max_matvecs", p.max_matvecs, 0, INT64_MAX, "diffusion.max_matvecs");
       p.time_limit_s = real_in(d, "time_limit_s", p.time_limit_s, "diffusion.time_limit_s");
       p.tolerance = real_in(d, "tolerance", p.tolerance, "diffusion.tolerance");
@@ -226,6 +228,8 @@ Session read_session(const std::string& path) {
   return session_from_json(j, parent.empty() ? "." : parent.string(), path);
 }
 
-void write_session(const std::string& path, const Session& s) { write_text_file(path, session_to_json(s).dump(2) + "\n"); }
+void write_session(const std::string& path, const Session& s) {
+  write_text_file(path, session_to_json(s).dump(2) + "\n");
+}
 
 }  // namespace manifold

@@ -57,9 +57,9 @@ class SingleThreadedBlas {
 
 /// The Ritz pairs' residuals in one iteration.
 struct RitzResiduals {
-  Block r;                            ///< L x - theta x per column
-  double worst = 0;                   ///< max over the wanted pairs, relative to |1 - theta|
-  std::vector<Eigen::Index> active;   ///< columns that get a search direction
+  Block r;                           ///< L x - theta x per column
+  double worst = 0;                  ///< max over the wanted pairs, relative to |1 - theta|
+  std::vector<Eigen::Index> active;  ///< columns that get a search direction
 };
 
 /// One warm solve. Phases: the matrix in its row order (constructor), the
@@ -160,7 +160,9 @@ Eigenpairs WarmSolve::run(const Eigen::MatrixXd& start) {
   iterate(amg);
   st_.solve_s = seconds_since(t_solve);
   if (o_.trace)
-    std::fprintf(stderr, "warm eigensolve: order %.3f s, start %.3f s, AMG setup %.3f s, extra %.3f s, iterations %.3f s (V-cycles %.3f s)\n",
+    std::fprintf(stderr,
+                 "warm eigensolve: order %.3f s, start %.3f s, AMG setup %.3f s, extra %.3f s, iterations %.3f s "
+                 "(V-cycles %.3f s)\n",
                  pre_perm_s_, pre_start, st_.setup_s, t_extra, st_.solve_s, st_.preconditioner_s);
   const auto t_fin = Clock::now();
   Eigenpairs e = with_residuals_from_a();
@@ -261,11 +263,14 @@ RitzResiduals WarmSolve::ritz_residuals(int it) const {
   RitzResiduals rr;
   const int64_t ld = xp_.cols();
   rr.r = lx_;
-  parallel_for(0, n_, threads_, [&](int64_t i) {
+  parallel_for(
+      0, n_, threads_,
+      [&](int64_t i) {
     double* ri = rr.r.data() + i * b_;
     const double* xi = xp_.data() + i * ld;
     for (int c = 0; c < b_; ++c) ri[c] -= theta_[c] * xi[c];
-  }, 4096);
+      },
+      4096);
   const Eigen::VectorXd rn2 = warm::tgram_diag(rr.r, threads_);
   for (int c = 0; c < b_; ++c) {
     const double res = std::sqrt(std::max(rn2[c], 0.0)) / std::max(std::abs(1 - theta_[c]), 1e-300);
@@ -300,9 +305,12 @@ bool WarmSolve::out_of_budget(int it) const {
 Block WarmSolve::search_directions(const RitzResiduals& rr, const Amg& amg) {
   const std::vector<Eigen::Index>& active = rr.active;
   Block ra(n_, static_cast<Eigen::Index>(active.size()));
-  parallel_for(0, n_, threads_, [&](int64_t i) {
+  parallel_for(
+      0, n_, threads_,
+      [&](int64_t i) {
     for (size_t c = 0; c < active.size(); ++c) ra(i, static_cast<Eigen::Index>(c)) = rr.r(i, active[c]);
-  }, 4096);
+      },
+      4096);
   Block w;
   const auto t_cycle = Clock::now();
   amg.apply(ra, w);
@@ -376,7 +384,8 @@ Eigenpairs WarmSolve::with_residuals_from_a() {
     }
   }
   for (int c = 0; c < count_; ++c)
-    e.max_residual = std::max(e.max_residual, std::sqrt(res2[c]) / std::max(std::abs(e.values[static_cast<size_t>(c)]), 1e-300));
+    e.max_residual = std::max(e.max_residual,
+                              std::sqrt(res2[c]) / std::max(std::abs(e.values[static_cast<size_t>(c)]), 1e-300));
   e.matvecs = st_.matvecs;
   e.iterations = st_.iterations;
   st_.max_residual = e.max_residual;
@@ -419,10 +428,13 @@ Eigenpairs WarmSolve::in_original_order(const Block& xs, const Eigen::VectorXd& 
   out.values.resize(static_cast<size_t>(count_));
   for (int c = 0; c < count_; ++c) out.values[static_cast<size_t>(c)] = 1 - th[c];
   out.vectors.resize(static_cast<size_t>(n_ * count_));
-  parallel_for(0, n_, threads_, [&](int64_t i) {
+  parallel_for(
+      0, n_, threads_,
+      [&](int64_t i) {
     for (int c = 0; c < count_; ++c)
       out.vectors[static_cast<size_t>(order_[static_cast<size_t>(i)] * count_ + c)] = xs(i, c);
-  }, 4096);
+      },
+      4096);
   largest_entry_positive(out.vectors, n_, count_, threads_);
   out.row_order = order_;
   return out;

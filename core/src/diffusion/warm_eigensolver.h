@@ -45,17 +45,17 @@ struct WarmOptions {
 };
 
 struct WarmStats {
-  int iterations = 0;                 ///< LOBPCG iterations
-  int64_t matvecs = 0;                ///< products of A with one vector (block products count per column)
-  int64_t preconditioner_applies = 0; ///< V-cycles, per column
-  bool converged = false;             ///< every wanted pair reached the tolerance
-  double max_residual = 0;            ///< max over the wanted pairs, recomputed from A at the end
-  double setup_s = 0;                 ///< AMG hierarchy
-  double solve_s = 0;                 ///< LOBPCG iterations
-  double preconditioner_s = 0;        ///< of which V-cycles
-  std::vector<int64_t> level_rows;    ///< rows per AMG level, finest first
-  double operator_complexity = 0;     ///< sum of the levels' non-zeros / the finest level's
-  double shift = 0;                   ///< the preconditioner shift used
+  int iterations = 0;                  ///< LOBPCG iterations
+  int64_t matvecs = 0;                 ///< products of A with one vector (block products count per column)
+  int64_t preconditioner_applies = 0;  ///< V-cycles, per column
+  bool converged = false;              ///< every wanted pair reached the tolerance
+  double max_residual = 0;             ///< max over the wanted pairs, recomputed from A at the end
+  double setup_s = 0;                  ///< AMG hierarchy
+  double solve_s = 0;                  ///< LOBPCG iterations
+  double preconditioner_s = 0;         ///< of which V-cycles
+  std::vector<int64_t> level_rows;     ///< rows per AMG level, finest first
+  double operator_complexity = 0;      ///< sum of the levels' non-zeros / the finest level's
+  double shift = 0;                    ///< the preconditioner shift used
 };
 
 /// The `count` largest eigenpairs of A (in A's row order, like

@@ -117,8 +117,9 @@ void exact_scan_row(const ExactScanRequest& r, int64_t g, std::vector<float>& ke
   keys.resize(static_cast<size_t>(r.n));
   const float* x = r.rows + g * r.d;
   parallel_for(0, r.n, r.threads, [&](int64_t j) {
-    keys[static_cast<size_t>(j)] =
-        (j == g && !r.keep_self) ? INFINITY : key_of(exact_sum_sq_diff(x, r.rows + j * r.d, r.d), euclidean);
+    keys[static_cast<size_t>(j)] = (j == g && !r.keep_self)
+                                       ? INFINITY
+                                       : key_of(exact_sum_sq_diff(x, r.rows + j * r.d, r.d), euclidean);
   });
   select_k_from_keys(keys.data(), r.n, r.k, out_index, out_dist);
 }

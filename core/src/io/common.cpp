@@ -21,10 +21,16 @@ void fail(const std::string& path, const std::string& what) { throw Error(printa
 
 size_t sample_size(Sample s) {
   switch (s) {
-    case Sample::u8: case Sample::i8: return 1;
-    case Sample::u16: case Sample::i16: case Sample::f16: return 2;
-    case Sample::u32: case Sample::i32: case Sample::f32: return 4;
-    case Sample::i64: case Sample::f64: return 8;
+    case Sample::u8:
+    case Sample::i8: return 1;
+    case Sample::u16:
+    case Sample::i16:
+    case Sample::f16: return 2;
+    case Sample::u32:
+    case Sample::i32:
+    case Sample::f32: return 4;
+    case Sample::i64:
+    case Sample::f64: return 8;
   }
   return 0;
 }
@@ -99,7 +105,8 @@ void convert_samples(const unsigned char* src, Sample s, bool swap, size_t count
     case Sample::f16:
       for (size_t i = 0; i < count; ++i) {
         const unsigned char* p = src + 2 * i;
-        dst[i] = half_to_float(swap ? static_cast<uint16_t>(p[0] << 8 | p[1]) : static_cast<uint16_t>(p[1] << 8 | p[0]));
+        dst[i] = half_to_float(swap ? static_cast<uint16_t>(p[0] << 8 | p[1])
+                                    : static_cast<uint16_t>(p[1] << 8 | p[0]));
       }
       return;
   }
@@ -174,8 +181,8 @@ void check_announced(const std::string& path, const std::string& what, uint64_t 
   const uint64_t most = stored > UINT64_MAX / max_ratio ? UINT64_MAX : stored * max_ratio;
   if (announced <= most) return;
   const std::string room = max_ratio == 1 ? "the file holds " + std::to_string(stored) + " bytes for them"
-                                          : "its " + std::to_string(stored) + " bytes of compressed data expand to at most " +
-                                                std::to_string(most);
+                                          : "its " + std::to_string(stored) +
+                                                " bytes of compressed data expand to at most " + std::to_string(most);
   fail(path, "truncated or corrupt: " + what + " need " + bytes_text(announced) + " but " + room);
 }
 
@@ -204,7 +211,8 @@ float* ImageStack::add(const std::string& path, const std::string& where, const 
     first = label;
   } else if (w != width || h != height) {
     fail(path, where + " is " + std::to_string(w) + "x" + std::to_string(h) + " pixels but " + first + " is " +
-                   std::to_string(width) + "x" + std::to_string(height) + " (width x height); all images must have the same size");
+                   std::to_string(width) + "x" + std::to_string(height) +
+                   " (width x height); all images must have the same size");
   } else if (type != dtype) {
     fail(path, where + " holds " + type + " samples but " + first + " holds " + dtype +
                    "; all images must have the same sample type");
@@ -226,7 +234,8 @@ float* ImageStack::add(const std::string& path, const std::string& where, const 
     } catch (const std::exception&) {
     }
   }
-  allocate(path, values, values.size() + d, where + " (" + std::to_string(w) + "x" + std::to_string(h) + " float32 values)");
+  allocate(path, values, values.size() + d,
+           where + " (" + std::to_string(w) + "x" + std::to_string(h) + " float32 values)");
   ++count;
   return values.data() + values.size() - d;
 }

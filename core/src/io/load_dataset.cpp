@@ -97,7 +97,8 @@ Dataset read_any(const std::string& path, const ReadOptions& opt) {
     case Format::hdf5: return io::read_hdf5(path, opt);
     case Format::unknown: break;
   }
-  fail(path, "unrecognised dataset format (expected .npy, *-idx3-ubyte[.gz], a PNG/TIFF folder, .tif, .mrc/.mrcs, .h5/.cxi)");
+  fail(path,
+       "unrecognised dataset format (expected .npy, *-idx3-ubyte[.gz], a PNG/TIFF folder, .tif, .mrc/.mrcs, .h5/.cxi)");
 }
 
 }  // namespace

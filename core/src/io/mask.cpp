@@ -123,8 +123,8 @@ DetectorMask read_cxi_mask(const std::string& path) {
   m.shape.assign(raw.dims.begin() + (per_frame ? 1 : 0), raw.dims.end());
   const int64_t layers = per_frame ? raw.dims[0] : 1;
   const int64_t pixels = layers > 0 ? static_cast<int64_t>(raw.bits.size()) / layers : 0;
-  m.valid = valid_in_every_layer(
-      layers, pixels, [&](int64_t i) { return (raw.bits[static_cast<size_t>(i)] & kCxiBadPixelBits) == 0; });
+  m.valid = valid_in_every_layer(layers, pixels,
+                                 [&](int64_t i) { return (raw.bits[static_cast<size_t>(i)] & kCxiBadPixelBits) == 0; });
   return m;
 }
 

@@ -96,7 +96,8 @@ herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t* info, vo
   const auto dims = dataset_dims(d.get());
   if (dims.size() != 2 && dims.size() != 3) return 0;
   if (c->found.size() < 6) c->found.push_back("/" + std::string(name) + " (" + dims_text(dims) + ")");
-  else ++c->more;
+  else
+    ++c->more;
   return 0;
 }
 
@@ -172,10 +173,11 @@ void check_storage(const std::string& path, const std::string& name, hid_t dset,
       for (size_t i = 0; i < chunk.size(); ++i)
         if (chunk[i] > 0) wanted *= end[i] / chunk[i] - start[i] / chunk[i] + 1;
     if (H5Dget_num_chunks(dset, fspace, &written) >= 0 && written < wanted)
-      fail(path, "dataset '" + name + "' has " + std::to_string(wanted - written) + " of its " + std::to_string(wanted) +
-                     " chunks never written (they would read as fill values)");
+      fail(path, "dataset '" + name + "' has " + std::to_string(wanted - written) + " of its " +
+                     std::to_string(wanted) + " chunks never written (they would read as fill values)");
   }
-  if (needed > 0 && stored == 0) fail(path, "dataset '" + name + "' has no data written (it would read as fill values)");
+  if (needed > 0 && stored == 0)
+    fail(path, "dataset '" + name + "' has no data written (it would read as fill values)");
   const bool filtered = layout == H5D_CHUNKED && H5Pget_nfilters(dcpl.get()) > 0;
   // Filters other than deflate (szip, scale-offset, plugins) may shrink
   // more; 2^16 bounds them loosely.
@@ -185,7 +187,8 @@ void check_storage(const std::string& path, const std::string& name, hid_t dset,
     for (int i = 0; i < H5Pget_nfilters(dcpl.get()); ++i) {
       unsigned flags = 0, config = 0;
       size_t nelmts = 0;
-      const H5Z_filter_t f = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelmts, nullptr, 0, nullptr, &config);
+      const H5Z_filter_t f = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelmts, nullptr, 0, nullptr,
+                                            &config);
       if (f != H5Z_FILTER_DEFLATE && f != H5Z_FILTER_SHUFFLE && f != H5Z_FILTER_FLETCHER32) ratio = uint64_t{1} << 16;
     }
   }
@@ -239,7 +242,8 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
   Handle object(H5Oopen(file.get(), name.c_str(), lapl.get()), H5Oclose);
   if (external) fail(path, "'" + name + "' leads through an external link to another file; refused");
   if (!object.ok()) fail(path, "cannot open '" + name + "'" + last_error());
-  if (H5Iget_type(object.get()) != H5I_DATASET) fail(path, "'" + name + "' is a group, not a dataset" + suggestions(file.get()));
+  if (H5Iget_type(object.get()) != H5I_DATASET)
+    fail(path, "'" + name + "' is a group, not a dataset" + suggestions(file.get()));
 
   Handle dset(H5Dopen2(file.get(), name.c_str(), dapl.get()), H5Dclose);
   if (external) fail(path, "'" + name + "' leads through an external link to another file; refused");
@@ -318,7 +322,8 @@ bool read_cxi_mask(const std::string& path, CxiMask* out) {
   std::vector<int64_t> sdims(dims.begin(), dims.end());
   const int64_t count = checked_count(path, sdims, sizeof(uint32_t));
   Handle fspace(H5Dget_space(dset.get()), H5Sclose);
-  if (!fspace.ok() || H5Sselect_all(fspace.get()) < 0) fail(path, "cannot select the mask '" + name + "'" + last_error());
+  if (!fspace.ok() || H5Sselect_all(fspace.get()) < 0)
+    fail(path, "cannot select the mask '" + name + "'" + last_error());
   check_storage(path, name, dset.get(), fspace.get(), static_cast<uint64_t>(count) * H5Tget_size(type.get()));
   out->name = name;
   out->dims = sdims;

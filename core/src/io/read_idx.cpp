@@ -112,7 +112,8 @@ Dataset read_idx(const std::string& path, const ReadOptions& opt) {
   }
   const int ndim = magic[3];
   if (ndim == 1) fail(path, "is a 1-D IDX file (labels?), not images");
-  if (ndim < 2 || ndim > 3) fail(path, "IDX file has " + std::to_string(ndim) + " dimensions; expected images (3) or vectors (2)");
+  if (ndim < 2 || ndim > 3)
+    fail(path, "IDX file has " + std::to_string(ndim) + " dimensions; expected images (3) or vectors (2)");
   unsigned char head[12];
   if (in.read(head, static_cast<size_t>(4 * ndim)) != static_cast<size_t>(4 * ndim)) fail(path, "truncated IDX header");
   std::vector<int64_t> dims;
@@ -134,7 +135,8 @@ Dataset read_idx(const std::string& path, const ReadOptions& opt) {
   if (!ec) {
     const std::string what = std::to_string(n) + " items of " + std::to_string(d) + " " + sample_name(s) + " values";
     if (is_gzip(path)) check_announced(path, what, uint64_t{total} * size, file_size, kDeflateMaxRatio);
-    else check_announced(path, what, uint64_t{total} * size, file_size > header ? file_size - header : 0, 1);
+    else
+      check_announced(path, what, uint64_t{total} * size, file_size > header ? file_size - header : 0, 1);
   }
 
   // Decompress in bounded chunks straight into the float matrix.
@@ -147,7 +149,8 @@ Dataset read_idx(const std::string& path, const ReadOptions& opt) {
     const size_t got = in.read(raw.data(), want * size);
     if (got != want * size)
       fail(path, "truncated: header announces " + std::to_string(dims[0]) + " items of " + std::to_string(d) +
-                     " values but the data ends after item " + std::to_string((done + got / size) / static_cast<size_t>(d)));
+                     " values but the data ends after item " +
+                     std::to_string((done + got / size) / static_cast<size_t>(d)));
     convert_samples(raw.data(), s, true, want, v.data() + done);
     done += want;
   }

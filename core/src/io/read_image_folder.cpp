@@ -36,7 +36,8 @@ Dataset read_image_folder(const std::string& path, const ReadOptions& opt) {
     files.push_back(p);
   }
   if (files.empty()) fail(path, "folder holds no PNG or TIFF images (*.png, *.tif, *.tiff)");
-  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
+  std::sort(files.begin(), files.end(),
+            [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
 
   ImageStack stack;
   stack.max_images = opt.max_rows;

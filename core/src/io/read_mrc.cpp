@@ -41,21 +41,30 @@ Dataset read_mrc(const std::string& path, const ReadOptions& opt) {
   // MACHST: 0x44 0x44 (or 0x44 0x41) little-endian, 0x11 0x11 big-endian. Old
   // writers leave it zero, so fall back to the byte order that gives a known mode.
   bool big = h[212] == 0x11;
-  if (h[212] != 0x11 && h[212] != 0x44 && h[212] != 0x41 && !known_mode(word(h, 12, false)) && known_mode(word(h, 12, true)))
+  if (h[212] != 0x11 && h[212] != 0x44 && h[212] != 0x41 && !known_mode(word(h, 12, false)) &&
+      known_mode(word(h, 12, true)))
     big = true;
   const int32_t nx = word(h, 0, big), ny = word(h, 4, big), nz = word(h, 8, big), mode = word(h, 12, big);
   const int32_t nsymbt = word(h, 92, big);
   if (!stamp && (!known_mode(mode) || nx <= 0 || ny <= 0 || nz < 0))
     fail(path, "not an MRC file (no 'MAP ' stamp at byte 208 and no sensible header)");
   if (!supported_mode(mode)) {
-    const char* what = mode == 3 ? " (complex int16)" : mode == 4 ? " (complex float32)" : mode == 101 ? " (4-bit)" : " (unknown)";
+    const char* what = mode == 3     ? " (complex int16)"
+                       : mode == 4   ? " (complex float32)"
+                       : mode == 101 ? " (4-bit)"
+                                     : " (unknown)";
     fail(path, "MRC mode " + std::to_string(mode) + what + " is not supported; expected mode 0, 1, 2, 6 or 12");
   }
   if (nx <= 0 || ny <= 0 || nz < 0)
-    fail(path, "corrupt MRC header: nx, ny, nz = " + std::to_string(nx) + ", " + std::to_string(ny) + ", " + std::to_string(nz));
+    fail(path, "corrupt MRC header: nx, ny, nz = " + std::to_string(nx) + ", " + std::to_string(ny) + ", " +
+                   std::to_string(nz));
   if (nsymbt < 0) fail(path, "corrupt MRC header: negative extended header size " + std::to_string(nsymbt));
 
-  Sample s = mode == 0 ? Sample::i8 : mode == 1 ? Sample::i16 : mode == 2 ? Sample::f32 : mode == 6 ? Sample::u16 : Sample::f16;
+  Sample s = mode == 0   ? Sample::i8
+             : mode == 1 ? Sample::i16
+             : mode == 2 ? Sample::f32
+             : mode == 6 ? Sample::u16
+                         : Sample::f16;
   // MRC2014 says mode 0 is signed; IMOD marks files whose bytes are unsigned by
   // its stamp (1146047817 at byte 152) with bit 0 of the flags at byte 156 clear.
   if (mode == 0 && word(h, 152, big) == 1146047817 && (word(h, 156, big) & 1) == 0) s = Sample::u8;

@@ -15,9 +15,8 @@ bool sample_of(const std::string& descr, Sample* s) {
   static const struct {
     const char* descr;
     Sample sample;
-  } table[] = {{"f2", Sample::f16}, {"f4", Sample::f32}, {"f8", Sample::f64}, {"u1", Sample::u8},
-               {"u2", Sample::u16}, {"u4", Sample::u32}, {"i1", Sample::i8},  {"i2", Sample::i16},
-               {"i4", Sample::i32}, {"i8", Sample::i64}};
+  } table[] = {{"f2", Sample::f16}, {"f4", Sample::f32}, {"f8", Sample::f64}, {"u1", Sample::u8},  {"u2", Sample::u16},
+               {"u4", Sample::u32}, {"i1", Sample::i8},  {"i2", Sample::i16}, {"i4", Sample::i32}, {"i8", Sample::i64}};
   if (descr.size() != 3 || (descr[0] != '<' && descr[0] != '|' && descr[0] != '=')) return false;
   for (auto& t : table)
     if (descr.compare(1, 2, t.descr) == 0) {
@@ -40,9 +39,11 @@ Dataset read_npy(const std::string& path, const ReadOptions& opt) {
   Sample s{};
   if (!sample_of(h.descr, &s)) {
     const char kind = h.descr.size() > 1 ? h.descr[1] : '?';
-    const std::string what = kind == 'b' ? " (bool)" : kind == 'c' ? " (complex)" : kind == 'U' || kind == 'S' ? " (text)" : "";
-    fail(path, "unsupported dtype '" + h.descr + "'" + what +
-                   "; expected float16/32/64, uint8/16/32 or int8/16/32/64");
+    const std::string what = kind == 'b'                  ? " (bool)"
+                             : kind == 'c'                ? " (complex)"
+                             : kind == 'U' || kind == 'S' ? " (text)"
+                                                          : "";
+    fail(path, "unsupported dtype '" + h.descr + "'" + what + "; expected float16/32/64, uint8/16/32 or int8/16/32/64");
   }
   if (h.shape.size() != 2 && h.shape.size() != 3)
     fail(path, "array of shape " + shape_text(h.shape) + " is " + std::to_string(h.shape.size()) +

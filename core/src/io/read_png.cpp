@@ -80,7 +80,8 @@ void append_png(const std::string& path, ImageStack& stack) {
   r.info = png_create_info_struct(r.png);
   if (!r.info) fail(path, "cannot start libpng");
   uint64_t stored_row_bytes = 0;
-  if (!png_read_header(r.png, r.info, f.get(), &stored_row_bytes)) fail(path, std::string("corrupt PNG (") + message.text + ")");
+  if (!png_read_header(r.png, r.info, f.get(), &stored_row_bytes))
+    fail(path, std::string("corrupt PNG (") + message.text + ")");
 
   const int64_t w = png_get_image_width(r.png, r.info), h = png_get_image_height(r.png, r.info);
   // The image's deflate stream lies in the file: a size the file cannot hold
@@ -88,8 +89,8 @@ void append_png(const std::string& path, ImageStack& stack) {
   std::error_code ec;
   const uint64_t file_size = std::filesystem::file_size(path, ec);
   if (!ec)
-    check_announced(path, std::to_string(w) + "x" + std::to_string(h) + " pixels", stored_row_bytes * static_cast<uint64_t>(h),
-                    file_size, kDeflateMaxRatio);
+    check_announced(path, std::to_string(w) + "x" + std::to_string(h) + " pixels",
+                    stored_row_bytes * static_cast<uint64_t>(h), file_size, kDeflateMaxRatio);
   const int depth = png_get_bit_depth(r.png, r.info), channels = png_get_channels(r.png, r.info);
   const size_t row_bytes = png_get_rowbytes(r.png, r.info);
   if ((depth != 8 && depth != 16) || channels < 1 || channels > 4 ||
@@ -98,10 +99,12 @@ void append_png(const std::string& path, ImageStack& stack) {
 
   std::vector<unsigned char> pixels;
   std::vector<png_bytep> rows;
-  allocate(path, pixels, row_bytes * static_cast<size_t>(h), "the decoded " + std::to_string(w) + "x" + std::to_string(h) + " image");
+  allocate(path, pixels, row_bytes * static_cast<size_t>(h),
+           "the decoded " + std::to_string(w) + "x" + std::to_string(h) + " image");
   allocate(path, rows, static_cast<size_t>(h), "the image's row table");
   for (int64_t y = 0; y < h; ++y) rows[static_cast<size_t>(y)] = pixels.data() + static_cast<size_t>(y) * row_bytes;
-  if (!png_read_pixels(r.png, r.info, rows.data())) fail(path, std::string("corrupt or truncated PNG (") + message.text + ")");
+  if (!png_read_pixels(r.png, r.info, rows.data()))
+    fail(path, std::string("corrupt or truncated PNG (") + message.text + ")");
 
   float* dst = stack.add(path, "image", path, w, h, depth == 16 ? "uint16" : "uint8");
   for (int64_t y = 0; y < h; ++y) {

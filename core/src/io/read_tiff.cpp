@@ -41,19 +41,28 @@ struct TiffCloser {
 bool tiff_sample(uint16_t format, uint16_t bits, Sample* s) {
   if (format == SAMPLEFORMAT_UINT) {
     if (bits == 8) *s = Sample::u8;
-    else if (bits == 16) *s = Sample::u16;
-    else if (bits == 32) *s = Sample::u32;
-    else return false;
+    else if (bits == 16)
+      *s = Sample::u16;
+    else if (bits == 32)
+      *s = Sample::u32;
+    else
+      return false;
   } else if (format == SAMPLEFORMAT_INT) {
     if (bits == 8) *s = Sample::i8;
-    else if (bits == 16) *s = Sample::i16;
-    else if (bits == 32) *s = Sample::i32;
-    else return false;
+    else if (bits == 16)
+      *s = Sample::i16;
+    else if (bits == 32)
+      *s = Sample::i32;
+    else
+      return false;
   } else if (format == SAMPLEFORMAT_IEEEFP) {
     if (bits == 16) *s = Sample::f16;
-    else if (bits == 32) *s = Sample::f32;
-    else if (bits == 64) *s = Sample::f64;
-    else return false;
+    else if (bits == 32)
+      *s = Sample::f32;
+    else if (bits == 64)
+      *s = Sample::f64;
+    else
+      return false;
   } else {
     return false;
   }
@@ -150,11 +159,16 @@ void append_tiff(const std::string& path, ImageStack& stack, bool in_folder) {
       TIFFGetFieldDefaulted(tif.get(), TIFFTAG_SAMPLEFORMAT, &format);
       TIFFGetField(tif.get(), TIFFTAG_PHOTOMETRIC, &photometric);
       if (spp != 1)
-        fail(path, where + " has " + std::to_string(spp) + " samples per pixel; only one-channel (gray) TIFF is supported");
-      if (photometric == PHOTOMETRIC_PALETTE) fail(path, where + " is a palette (colour-mapped) image; only gray TIFF is supported");
+        fail(path,
+             where + " has " + std::to_string(spp) + " samples per pixel; only one-channel (gray) TIFF is supported");
+      if (photometric == PHOTOMETRIC_PALETTE)
+        fail(path, where + " is a palette (colour-mapped) image; only gray TIFF is supported");
       Sample s{};
       if (!tiff_sample(format, bits, &s)) {
-        const char* kind = format == SAMPLEFORMAT_INT ? "signed integer" : format == SAMPLEFORMAT_IEEEFP ? "float" : format == SAMPLEFORMAT_UINT ? "unsigned integer" : "complex or unknown";
+        const char* kind = format == SAMPLEFORMAT_INT      ? "signed integer"
+                           : format == SAMPLEFORMAT_IEEEFP ? "float"
+                           : format == SAMPLEFORMAT_UINT   ? "unsigned integer"
+                                                           : "complex or unknown";
         fail(path, where + " has " + std::to_string(bits) + "-bit " + kind +
                        " samples; supported: 8/16/32-bit integer, 16/32/64-bit float");
       }
@@ -172,7 +186,8 @@ void append_tiff(const std::string& path, ImageStack& stack, bool in_folder) {
         allocate(path, buf, static_cast<size_t>(tile_bytes), where + "'s tile buffer");
         for (uint32_t y = 0; y < h; y += th)
           for (uint32_t x = 0; x < w; x += tw) {
-            if (TIFFReadTile(tif.get(), buf.data(), x, y, 0, 0) < 0) fail(path, where + ": corrupt or truncated tile" + why());
+            if (TIFFReadTile(tif.get(), buf.data(), x, y, 0, 0) < 0)
+              fail(path, where + ": corrupt or truncated tile" + why());
             const uint32_t rows = std::min(th, h - y), cols = std::min(tw, w - x);
             for (uint32_t r = 0; r < rows; ++r)
               convert_samples(buf.data() + size_t{r} * tw * size, s, false, cols, dst + (size_t{y} + r) * w + x);
@@ -182,7 +197,8 @@ void append_tiff(const std::string& path, ImageStack& stack, bool in_folder) {
         TIFFGetFieldDefaulted(tif.get(), TIFFTAG_ROWSPERSTRIP, &rows_per_strip);
         if (rows_per_strip == 0 || rows_per_strip > h) rows_per_strip = h;
         const tmsize_t strip_bytes = TIFFStripSize(tif.get());
-        if (strip_bytes < static_cast<tmsize_t>(size_t{rows_per_strip} * w * size)) fail(path, where + ": corrupt strip layout" + why());
+        if (strip_bytes < static_cast<tmsize_t>(size_t{rows_per_strip} * w * size))
+          fail(path, where + ": corrupt strip layout" + why());
         std::vector<unsigned char> buf;
         allocate(path, buf, static_cast<size_t>(strip_bytes), where + "'s strip buffer");
         const uint32_t strips = (h + rows_per_strip - 1) / rows_per_strip;

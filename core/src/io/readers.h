@@ -69,8 +69,8 @@ int64_t checked_count(const std::string& path, const std::vector<int64_t>& dims,
 /// folder) into one row-major matrix, refusing one of a different size or type.
 struct ImageStack {
   int64_t width = -1, height = -1;
-  std::string dtype;        ///< sample type of the first image
-  std::string first;        ///< where the first image came from, for messages
+  std::string dtype;  ///< sample type of the first image
+  std::string first;  ///< where the first image came from, for messages
   std::vector<float> values;
   int64_t count = 0;
   int64_t max_images = -1;  ///< stop accepting after this many (-1 = no limit)
@@ -103,8 +103,8 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt);
 
 /// The CXI pixel mask of an HDF5 file, its bits as stored (see mask.h).
 struct CxiMask {
-  std::string name;            ///< the dataset it was read from
-  std::vector<int64_t> dims;   ///< {h, w} or {N, h, w}
+  std::string name;           ///< the dataset it was read from
+  std::vector<int64_t> dims;  ///< {h, w} or {N, h, w}
   std::vector<uint32_t> bits;
 };
 /// Reads /entry_1/data_1/mask, else /entry_1/instrument_1/detector_1/mask;

@@ -130,7 +130,7 @@ void best_pair(MetadataCorrelation& r, const std::vector<double>& angle, const s
       const auto &x = z[static_cast<size_t>(i)], &y = z[static_cast<size_t>(j)];
       for (size_t e = 0; e < n; ++e) {
         const double len = std::sqrt(x[e] * x[e] + y[e] * y[e]);  // standardised: no overflow
-        phi.s[e] = len > 0 ? y[e] / len : 0.0;  // atan2(0, 0) = 0
+        phi.s[e] = len > 0 ? y[e] / len : 0.0;                    // atan2(0, 0) = 0
         phi.c[e] = len > 0 ? x[e] / len : 1.0;
       }
       for (int h = 1; h <= 2; ++h) {
@@ -211,7 +211,9 @@ nlohmann::json correlation_json(const MetadataTable& table, const std::vector<Me
   for (size_t c = 0; c < corr.size(); ++c) {
     const MetadataCorrelation& r = corr[c];
     const MetadataColumn* col = table.find(r.name);
-    nlohmann::json j = {{"name", r.name}, {"kind", to_string(r.kind)}, {"statistic", r.statistic},
+    nlohmann::json j = {{"name", r.name},
+                        {"kind", to_string(r.kind)},
+                        {"statistic", r.statistic},
                         {"rows_used", r.rows_used}};
     if (col) j["source"] = col->source;
     if (col && col->kind == MetadataKind::Angle) j["unit"] = col->unit == AngleUnit::Degrees ? "degrees" : "radians";
@@ -231,8 +233,9 @@ nlohmann::json correlation_json(const MetadataTable& table, const std::vector<Me
            {{"pearson", "Pearson's r of a numeric column with psi_k"},
             {"correlation_ratio", "eta = sqrt(SS_between / SS_total) of psi_k grouped by category"},
             {"circular_linear", "Mardia's circular-linear correlation R of an angle with psi_k, in [0, 1]"},
-            {"pair", "Fisher-Lee circular correlation of the angle (harmonic 1) or twice the angle (harmonic 2) "
-                     "with atan2(psi_j', psi_i'), psi' standardised; the largest |rho| over pairs of the first 6"}}},
+            {"pair",
+             "Fisher-Lee circular correlation of the angle (harmonic 1) or twice the angle (harmonic 2) "
+             "with atan2(psi_j', psi_i'), psi' standardised; the largest |rho| over pairs of the first 6"}}},
           {"columns", columns}};
 }
 

@@ -62,8 +62,8 @@ MetadataColumn categorical_from_integers(std::string name, std::string source, c
 /// words (split at anything but letters and digits) is label, class,
 /// category, cluster, run, group, type, id or batch.
 bool names_a_category(const std::string& name) {
-  static const char* kWords[] = {"label", "labels", "class", "category", "cluster", "run",
-                                 "group", "type",   "id",    "batch"};
+  static const char* kWords[] = {"label", "labels", "class", "category", "cluster",
+                                 "run",   "group",  "type",  "id",       "batch"};
   std::string word;
   const std::string n = lower(name) + " ";
   for (char ch : n) {
@@ -134,7 +134,8 @@ MetadataColumn categorical_from_integers(std::string name, std::string source, c
   double lo = 0, hi = -1;
   for (double x : v) {
     if (std::isnan(x)) continue;  // missing
-    if (x != std::floor(x) || !std::isfinite(x)) fail(c.source, "labels must be integers (found " + std::to_string(x) + ")");
+    if (x != std::floor(x) || !std::isfinite(x))
+      fail(c.source, "labels must be integers (found " + std::to_string(x) + ")");
     lo = std::min(lo, x), hi = std::max(hi, x);
   }
   const bool direct = lo >= 0 && hi < 65536;
@@ -163,7 +164,7 @@ MetadataColumn categorical_from_integers(std::string name, std::string source, c
     c.codes.push_back(std::isnan(x) ? -1
                       : direct      ? static_cast<int32_t>(x)
                                     : static_cast<int32_t>(std::lower_bound(distinct.begin(), distinct.end(), x) -
-                                                           distinct.begin()));
+                                                      distinct.begin()));
   return c;
 }
 
@@ -336,7 +337,8 @@ std::vector<MetadataColumn> load_delimited(const MetadataSpec& spec, char sep) {
   if (!in.next(header)) fail(spec.file, "empty (expected a header line naming the columns)");
   for (size_t c = 0; c < header.size(); ++c)
     if (header[c].empty())
-      fail(spec.file + ":" + std::to_string(in.line()), "column " + std::to_string(c + 1) + " has no name in the header");
+      fail(spec.file + ":" + std::to_string(in.line()),
+           "column " + std::to_string(c + 1) + " has no name in the header");
   int selected = -1;
   if (!spec.column.empty()) {
     auto it = std::find(header.begin(), header.end(), spec.column);
@@ -351,8 +353,10 @@ std::vector<MetadataColumn> load_delimited(const MetadataSpec& spec, char sep) {
   while (in.next(fields)) {
     if (fields.size() != header.size())
       throw Error(in.where() + ": " + std::to_string(fields.size()) + " fields but the header has " +
-                  std::to_string(header.size()) + " (" + (fields.size() < header.size() ? "column '" +
-                  header[fields.size()] + "' missing" : "extra field after '" + header.back() + "'") + ")");
+                  std::to_string(header.size()) + " (" +
+                  (fields.size() < header.size() ? "column '" + header[fields.size()] + "' missing"
+                                                 : "extra field after '" + header.back() + "'") +
+                  ")");
     for (size_t c = 0; c < fields.size(); ++c) text[c].push_back(std::move(fields[c]));
   }
   std::vector<MetadataColumn> out;
@@ -363,7 +367,8 @@ std::vector<MetadataColumn> load_delimited(const MetadataSpec& spec, char sep) {
     for (size_t i = 0; i < v.size() && numeric; ++i) numeric = parse_number(text[c][i], &v[i]);
     const std::string source = source_of(spec.file, header[c]);
     if (numeric) out.push_back(numeric_column(header[c], source, std::move(v), false));
-    else out.push_back(categorical_from_text(header[c], source, text[c]));
+    else
+      out.push_back(categorical_from_text(header[c], source, text[c]));
   }
   return out;
 }
@@ -504,7 +509,8 @@ MetadataColumn read_idx_labels(const std::string& path, const std::string& class
   size_t done = 0;
   while (done < n) {
     const int got = gzread(f, raw.data() + done, static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30)));
-    if (got <= 0) fail(path, "truncated: header announces " + std::to_string(n) + " labels, found " + std::to_string(done));
+    if (got <= 0)
+      fail(path, "truncated: header announces " + std::to_string(n) + " labels, found " + std::to_string(done));
     done += static_cast<size_t>(got);
   }
   std::vector<double> v(raw.begin(), raw.end());
@@ -573,7 +579,8 @@ std::vector<MetadataColumn> load_metadata_file(const MetadataSpec& spec) {
     if (!spec.column.empty()) c.name = spec.column;
     return {c};
   }
-  fail(spec.file, "unrecognised metadata format (expected .npy, .csv, .tsv, .cxi/.h5:/DATASET or *-labels-idx1-ubyte[.gz])");
+  fail(spec.file,
+       "unrecognised metadata format (expected .npy, .csv, .tsv, .cxi/.h5:/DATASET or *-labels-idx1-ubyte[.gz])");
 }
 
 }  // namespace manifold

@@ -73,7 +73,8 @@ void add_detector_defects(const DiffractionParams& p, DiffractionImages& out) {
   for (int64_t r = 0; r < S; ++r)
     for (int64_t c = 0; c < S; ++c) {
       if (in_gap(r) || in_gap(c)) out.pixel_mask[static_cast<size_t>(r * S + c)] |= kInvalid;
-      else good.push_back(r * S + c);
+      else
+        good.push_back(r * S + c);
     }
   std::mt19937_64 rng = pattern_rng(p.seed, -1, 6);
   std::shuffle(good.begin(), good.end(), rng);
@@ -98,7 +99,8 @@ std::vector<double> background_profile(const std::vector<double>& q1, double q_m
   const double sigma = q_max / 2;
   double sum = 0;
   for (size_t r = 0; r < S; ++r)
-    for (size_t c = 0; c < S; ++c) sum += b[r * S + c] = std::exp(-(q1[r] * q1[r] + q1[c] * q1[c]) / (2 * sigma * sigma));
+    for (size_t c = 0; c < S; ++c)
+      sum += b[r * S + c] = std::exp(-(q1[r] * q1[r] + q1[c] * q1[c]) / (2 * sigma * sigma));
   for (double& v : b) v *= photons / sum;
   return b;
 }
@@ -141,17 +143,18 @@ std::vector<double> parse_mix(const std::string& text) {
   }
   double sum = 0;
   for (double x : f) sum += x;
-  if (std::abs(sum - 1) > 1e-6) throw UsageError("--mix: the fractions sum to " + std::to_string(sum) + ", not 1" + usage);
+  if (std::abs(sum - 1) > 1e-6)
+    throw UsageError("--mix: the fractions sum to " + std::to_string(sum) + ", not 1" + usage);
   return f;
 }
 
 void validate(const DiffractionParams& p) {
   if (p.count < 1) throw UsageError("--count " + std::to_string(p.count) + ": must be at least 1");
-  if (p.size < 2 || p.size > 4096) throw UsageError("--size " + std::to_string(p.size) + ": must be between 2 and 4096");
+  if (p.size < 2 || p.size > 4096)
+    throw UsageError("--size " + std::to_string(p.size) + ": must be between 2 and 4096");
   if (p.axis != "x" && p.axis != "y" && p.axis != "z" && p.axis != "random")
     throw UsageError("--axis: unknown axis '" + p.axis + "' (x, y, z, random)");
-  if (!(p.photons >= 0) || !std::isfinite(p.photons))
-    throw UsageError("--photons: must be >= 0 (0 = no noise)");
+  if (!(p.photons >= 0) || !std::isfinite(p.photons)) throw UsageError("--photons: must be >= 0 (0 = no noise)");
   if (!(p.q_max > 0) || !std::isfinite(p.q_max)) throw UsageError("--q-max: must be positive (1/Angstrom)");
   if (p.threads < 0) throw UsageError("--threads: must be >= 0");
   if (!p.mix.empty() && p.mix.size() != hit_class_names().size())
@@ -190,14 +193,15 @@ CentredMolecule group_atoms_by_element(const Molecule& mol) {
   CentredMolecule m;
   for (auto& a : mol.atoms) {
     const CromerMann* ff = cromer_mann(a.element);
-    if (!ff) throw Error(mol.source + ": element '" + a.element + "' (atom " + a.name + " " + a.residue +
-                         ") has no Cromer-Mann coefficients in the table");
+    if (!ff)
+      throw Error(mol.source + ": element '" + a.element + "' (atom " + a.name + " " + a.residue +
+                  ") has no Cromer-Mann coefficients in the table");
     auto& g = m.groups[ff->element];
     g.ff = ff;
     g.r.push_back({a.x - cx, a.y - cy, a.z - cz});
     g.occupancy.push_back(a.occupancy);
-    m.radius =
-        std::max(m.radius, std::sqrt((a.x - cx) * (a.x - cx) + (a.y - cy) * (a.y - cy) + (a.z - cz) * (a.z - cz)));
+    m.radius = std::max(m.radius,
+                        std::sqrt((a.x - cx) * (a.x - cx) + (a.y - cy) * (a.y - cy) + (a.z - cz) * (a.z - cz)));
   }
   return m;
 }
@@ -257,8 +261,8 @@ void draw_orientations(const DiffractionParams& p, uint64_t role, std::vector<do
 }
 
 /// |A(R)|^2 of one molecule in rotation `qt`, S x S row-major, added to img.
-void add_intensity(const CentredMolecule& mol, const std::vector<Eigen::MatrixXd>& ffmap,
-                   const std::vector<double>& q1, const double* qt, double* img) {
+void add_intensity(const CentredMolecule& mol, const std::vector<Eigen::MatrixXd>& ffmap, const std::vector<double>& q1,
+                   const double* qt, double* img) {
   const int S = static_cast<int>(q1.size());
   const Mat3 R = quaternion_matrix(qt[0], qt[1], qt[2], qt[3]);
   Eigen::MatrixXcd amp = Eigen::MatrixXcd::Zero(S, S);
@@ -345,8 +349,8 @@ void count_photons(const DiffractionParams& p, const std::vector<double>& intens
   parallel_for(0, p.count, p.threads, [&](int64_t i) {
     std::mt19937_64 rng = pattern_rng(p.seed, i, 2);
     for (int64_t k = 0; k < S * S; ++k) {
-      const double mean = fluence[static_cast<size_t>(i)] *
-                          (out.scale * intensity[static_cast<size_t>(i * S * S + k)] + background[static_cast<size_t>(k)]);
+      const double mean = fluence[static_cast<size_t>(i)] * (out.scale * intensity[static_cast<size_t>(i * S * S + k)] +
+                                                             background[static_cast<size_t>(k)]);
       float v = 0;
       if (mean > 0) v = static_cast<float>(std::poisson_distribution<int64_t>(mean)(rng));
       out.images[static_cast<size_t>(i * S * S + k)] = v;
@@ -363,7 +367,8 @@ nlohmann::json diffraction_metadata(const Molecule& mol, const CentredMolecule& 
   for (auto& [name, g] : centred.groups) atoms[name] = g.r.size();
   nlohmann::json meta = {{"format", "manifold-diffraction"},
                          {"version", 1},
-                         {"model", "small-angle flat detector, I(q) = |sum_j o_j f_j(|q|) exp(i q.r_j)|^2, Cromer-Mann f"},
+                         {"model",
+                          "small-angle flat detector, I(q) = |sum_j o_j f_j(|q|) exp(i q.r_j)|^2, Cromer-Mann f"},
                          {"pdb", mol.source},
                          {"pdb_id", mol.id},
                          {"atoms", mol.atoms.size()},
@@ -422,8 +427,8 @@ DiffractionImages simulate_diffraction(const Molecule& mol, const DiffractionPar
     draw_orientations(p, 3, second, nullptr);
   }
   auto molecules = [&](int64_t i) { return out.labels.empty() ? 1 : out.labels[static_cast<size_t>(i)]; };
-  const Intensities intensity =
-      pattern_intensities(p, centred, ffmap, q1, out.quaternions, second, molecules, progress);
+  const Intensities intensity = pattern_intensities(p, centred, ffmap, q1, out.quaternions, second, molecules,
+                                                    progress);
 
   // One fluence for all patterns: `photons` on average per molecule (per
   // pattern without a mix).

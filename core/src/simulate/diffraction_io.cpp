@@ -23,7 +23,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string stem_of(const std::string& path, const std::string& ext) { return path.substr(0, path.size() - ext.size()); }
+std::string stem_of(const std::string& path, const std::string& ext) {
+  return path.substr(0, path.size() - ext.size());
+}
 
 /// An hid_t closed by its own close function.
 class H5 {
@@ -117,8 +119,7 @@ std::string ground_truth_path(const std::string& npy_path, const DiffractionImag
 
 void write_diffraction(const std::string& path, const DiffractionImages& d) {
   const bool cxi = ends_with(path, ".cxi") || ends_with(path, ".h5");
-  if (!cxi && !ends_with(path, ".npy"))
-    throw UsageError("-o " + path + ": the output must end in .npy or .cxi");
+  if (!cxi && !ends_with(path, ".npy")) throw UsageError("-o " + path + ": the output must end in .npy or .cxi");
   if (d.images.size() != static_cast<size_t>(d.count * d.size * d.size))
     throw Error(path + ": image array does not match " + std::to_string(d.count) + " x " + std::to_string(d.size) +
                 " x " + std::to_string(d.size));
@@ -134,7 +135,8 @@ void write_diffraction(const std::string& path, const DiffractionImages& d) {
     npy::write(tx.path(base), d.images.data(), {n, s, s});
     const std::string truth = fs::path(ground_truth_path(path, d)).filename().string();
     if (d.angles.empty()) npy::write(tx.path(truth), d.quaternions.data(), {n, 4});
-    else npy::write(tx.path(truth), d.angles.data(), {n});
+    else
+      npy::write(tx.path(truth), d.angles.data(), {n});
     // Hit classes as NAME.labels.npy (the metadata readers find it); names in NAME.json "classes".
     if (!d.labels.empty()) npy::write(tx.path(stem_of(base, ".npy") + ".labels.npy"), d.labels.data(), {n});
     // The detector's mask as NAME.mask.npy (1 = valid), where the readers find it.

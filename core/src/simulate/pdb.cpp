@@ -61,7 +61,8 @@ Molecule parse_pdb(const std::string& text, const std::string& source, const Pdb
       char* end = nullptr;
       *xyz[c] = std::strtod(s.c_str(), &end);
       // nan and inf parse as numbers but place no atom anywhere.
-      if (s.empty() || *end || !std::isfinite(*xyz[c])) throw Error(where + "bad " + "xyz"[c] + " coordinate '" + s + "'");
+      if (s.empty() || *end || !std::isfinite(*xyz[c]))
+        throw Error(where + "bad " + "xyz"[c] + " coordinate '" + s + "'");
     }
     const std::string occ = field(line, 54, 6);
     if (!occ.empty()) {
@@ -82,7 +83,8 @@ Molecule parse_pdb(const std::string& text, const std::string& source, const Pdb
     mol.atoms.push_back(std::move(a));
   }
   if (!any_record) throw Error(printable_path(source) + ": no ATOM/HETATM records (not a PDB file?)");
-  if (mol.atoms.empty()) throw Error(printable_path(source) + ": no atoms left after dropping waters and alternate locations");
+  if (mol.atoms.empty())
+    throw Error(printable_path(source) + ": no atoms left after dropping waters and alternate locations");
   return mol;
 }
 

@@ -38,7 +38,9 @@ TrajectoryFrames compute_frames(const Dataset& data, std::vector<TrajectoryBin> 
   // One bin per task: its rows are read in ascending order (sequential
   // reads of a memory-mapped stack) and summed in float64, so a mean over
   // thousands of photon-count images keeps float32's precision.
-  parallel_for(0, static_cast<int64_t>(bins.size()), threads, [&](int64_t b) {
+  parallel_for(
+      0, static_cast<int64_t>(bins.size()), threads,
+      [&](int64_t b) {
     std::vector<int64_t> rows = bins[static_cast<size_t>(b)].rows;
     std::sort(rows.begin(), rows.end());
     std::vector<double> sum(d, 0.0);
@@ -50,7 +52,8 @@ TrajectoryFrames compute_frames(const Dataset& data, std::vector<TrajectoryBin> 
     float* out = f.images.data() + static_cast<size_t>(b) * d;
     const double inv = 1.0 / static_cast<double>(rows.size());
     for (size_t j = 0; j < d; ++j) out[j] = static_cast<float>(sum[j] * inv);
-  }, 1);
+      },
+      1);
   progress.finish();
   f.bins = std::move(bins);
   return f;

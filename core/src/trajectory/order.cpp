@@ -72,7 +72,8 @@ TrajectoryOrder order_by_phase(const EmbeddedPoints& p, int a, int b) {
     if (c < 1 || c > p.m)
       throw UsageError("--phase " + std::to_string(a) + "," + std::to_string(b) + ": the embedding has dc1..dc" +
                        std::to_string(p.m));
-  if (a == b) throw UsageError("--phase " + std::to_string(a) + "," + std::to_string(b) + ": needs two different coordinates");
+  if (a == b)
+    throw UsageError("--phase " + std::to_string(a) + "," + std::to_string(b) + ": needs two different coordinates");
   std::vector<double> key(static_cast<size_t>(p.n));
   for (int64_t i = 0; i < p.n; ++i) key[static_cast<size_t>(i)] = std::atan2(p.at(i, b - 1), p.at(i, a - 1));
   return sorted_by(key, "phase of " + dc(a) + ", " + dc(b));
@@ -142,8 +143,7 @@ TrajectoryOrder order_along_path(const EmbeddedPoints& p, const std::vector<doub
       key.push_back(best_arc);
     }
   }
-  if (kept.empty())
-    throw UsageError("--path: no point lies within " + std::to_string(tube) + " of the path (--tube)");
+  if (kept.empty()) throw UsageError("--path: no point lies within " + std::to_string(tube) + " of the path (--tube)");
   TrajectoryOrder o = sorted_by(key, "path of " + std::to_string(vertices) + " vertices in " + axes_text(axes));
   for (int64_t& i : o.points) i = kept[static_cast<size_t>(i)];
   return o;

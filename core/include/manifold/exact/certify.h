@@ -41,7 +41,7 @@ inline int exact_slack(int k) { return k / 8 > 16 ? k / 8 : 16; }
 /// One certification: the candidate lists of rows [0, lists.n) and what the
 /// bound needs to judge them.
 struct CertifyRequest {
-  const float* rows = nullptr;   ///< list row g at rows + g*d, candidate j at rows + j*d
+  const float* rows = nullptr;  ///< list row g at rows + g*d, candidate j at rows + j*d
   int64_t d = 0;
   CandidateLists lists;
   int k = 0;
@@ -49,7 +49,7 @@ struct CertifyRequest {
   double ymax = 0;               ///< largest stored squared norm of any point (for those no list holds)
   ErrorModel model;
   Metric metric = Metric::Euclidean;
-  bool complete = false;         ///< the lists hold every other point
+  bool complete = false;  ///< the lists hold every other point
   int threads = 0;
 };
 

@@ -96,8 +96,8 @@ inline ErrorModel make_error_model(int64_t d, bool tensor) {
 
 /// Bound on |a - s| for a ranking distance a between rows with stored norms ni, nj.
 MANIFOLD_HD double entry_error(double a, double ni, double nj, const ErrorModel& m) {
-  const double u = 5.9604644775390625e-08;    // 2^-24
-  const double u2 = 1.1920928955078125e-07;   // 2^-23
+  const double u = 5.9604644775390625e-08;          // 2^-24
+  const double u2 = 1.1920928955078125e-07;         // 2^-23
   const double grow = 1.0 + 2.384185791015625e-07;  // 1 + 2^-22
   const double nx = ni * grow, ny = nj * grow;
   const double e = u * std::fabs(a) * (1 + 2 * u) + u * (ni + nj) + u2 * (nx + ny) + 2 * m.c_dot * std::sqrt(nx * ny) +

@@ -25,9 +25,9 @@
 namespace manifold {
 
 struct MovieOptions {
-  double fps = 10;                ///< frames per second (GIF: rounded to 1/100 s per frame)
-  int scale = 0;                  ///< integer enlargement, 0 = automatic (see above)
-  bool log_scale = false;         ///< log(1 + v - min) before the percentiles
+  double fps = 10;         ///< frames per second (GIF: rounded to 1/100 s per frame)
+  int scale = 0;           ///< integer enlargement, 0 = automatic (see above)
+  bool log_scale = false;  ///< log(1 + v - min) before the percentiles
   double low_percentile = 0.5;
   double high_percentile = 99.5;
 };
@@ -36,10 +36,10 @@ struct MovieOptions {
 struct GreyFrames {
   int width = 0, height = 0;
   size_t count = 0;
-  std::vector<uint8_t> pixels;    ///< count x height x width
-  float low = 0, high = 0;        ///< the contrast range used (in frame values, before log)
-  std::string contrast_rule;      ///< how low and high were found, for trajectory.json
-  int scale = 1;                  ///< the enlargement used
+  std::vector<uint8_t> pixels;  ///< count x height x width
+  float low = 0, high = 0;      ///< the contrast range used (in frame values, before log)
+  std::string contrast_rule;    ///< how low and high were found, for trajectory.json
+  int scale = 1;                ///< the enlargement used
   const uint8_t* frame(size_t i) const { return pixels.data() + i * static_cast<size_t>(width) * height; }
 };
 
@@ -78,7 +78,7 @@ struct MovieInfo {
   int64_t frames = 0;
   int width = 0, height = 0;
   std::string codec;
-  double seconds_per_frame = 0;   ///< from the first two frames' timestamps (0 with one frame)
+  double seconds_per_frame = 0;  ///< from the first two frames' timestamps (0 with one frame)
 };
 MovieInfo read_movie(const std::string& path, std::vector<std::vector<uint8_t>>* grey = nullptr);
 

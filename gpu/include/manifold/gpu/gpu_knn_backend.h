@@ -22,9 +22,9 @@ std::string device_name(int ordinal);
 struct SgemmRate {
   int device = 0;
   int64_t m = 0, n = 0, k = 0;
-  double median_s = 0;   ///< median of the timed repeats
-  double tflops = 0;     ///< 2 m n k / median_s / 1e12
-  std::string math_mode; ///< cuBLAS math mode used
+  double median_s = 0;    ///< median of the timed repeats
+  double tflops = 0;      ///< 2 m n k / median_s / 1e12
+  std::string math_mode;  ///< cuBLAS math mode used
 };
 
 /// Times C = A^T B (m x n, inner dimension k) on random operands (never

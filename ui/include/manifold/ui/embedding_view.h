@@ -60,8 +60,7 @@ class EmbeddingView : public QWidget {
   /// view); when the points' extent changes materially (more than 1.5-fold,
   /// or the centre moves by a quarter of it) the view is re-framed, keeping
   /// the user's rotation.
-  void setPoints(std::vector<float> xyz, bool planar, const QStringList& axis_titles,
-                 bool reset_camera);
+  void setPoints(std::vector<float> xyz, bool planar, const QStringList& axis_titles, bool reset_camera);
   void clearPoints();
   void setColours(const PointColours& colours);
   void setSelection(std::vector<int64_t> rows);

@@ -48,11 +48,11 @@ std::string graphSource(const RunParameters& params);
 /// What a finished job hands the window. Immutable once emitted.
 struct EmbeddingOutcome {
   std::shared_ptr<const LoadedDataset> dataset;
-  std::shared_ptr<const KnnGraph> graph;           ///< as cached: its k may exceed params.knn.k
+  std::shared_ptr<const KnnGraph> graph;  ///< as cached: its k may exceed params.knn.k
   std::shared_ptr<const DiffusionResult> result;
   RunParameters params;
-  bool graph_reused = false;   ///< taken from the cache, not rebuilt
-  bool retimed = false;        ///< only t changed: coordinates rescaled, no eigensolve
+  bool graph_reused = false;  ///< taken from the cache, not rebuilt
+  bool retimed = false;       ///< only t changed: coordinates rescaled, no eigensolve
   /// A warm-start preview (core's rediffuse() from the previous result),
   /// shown while the exact diffusion_map() runs; `finished` replaces it.
   bool preview = false;

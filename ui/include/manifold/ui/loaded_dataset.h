@@ -30,20 +30,20 @@ struct PointMetadata {
 };
 
 struct LoadedDataset {
-  Dataset data;                      ///< the full frames: images, hover, trajectories
+  Dataset data;  ///< the full frames: images, hover, trajectories
   /// What the k-NN graph is built from: the pixels of `data` valid under
   /// `mask` (core's masked_features, as knn and run build it). With no mask
   /// it shares `data`'s values (no copy).
   Dataset features;
-  DetectorMask mask;                 ///< after the transform; empty = every pixel
-  std::string fingerprint;           ///< features.fingerprint(), keys the graph cache
+  DetectorMask mask;        ///< after the transform; empty = every pixel
+  std::string fingerprint;  ///< features.fingerprint(), keys the graph cache
   std::pair<float, float> range{0, 0};
-  QString name;                      ///< shown in the title bar and the dataset panel
-  QString path;                      ///< empty for data made in memory (demo, selection)
-  std::string hdf5_dataset;          ///< HDF5/CXI dataset path it was read from ("" = default)
-  std::string transform = "none";    ///< none | anscombe, applied after reading
-  QString origin;                    ///< one line about where it came from (demo, file)
-  QString notice;                    ///< said once when it opens (what was opened instead of what was asked)
+  QString name;                    ///< shown in the title bar and the dataset panel
+  QString path;                    ///< empty for data made in memory (demo, selection)
+  std::string hdf5_dataset;        ///< HDF5/CXI dataset path it was read from ("" = default)
+  std::string transform = "none";  ///< none | anscombe, applied after reading
+  QString origin;                  ///< one line about where it came from (demo, file)
+  QString notice;                  ///< said once when it opens (what was opened instead of what was asked)
   bool demo = false;
   int image_height = 1, image_width = 1;  ///< how a row is drawn as an image
   /// What colours points: the reader's labels, the user's columns found

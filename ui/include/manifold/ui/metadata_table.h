@@ -4,8 +4,8 @@
 // (its name, the statistic's symbol r, eta or R), for angles the best
 // atan2(psi_j, psi_i) pair (Fisher-Lee), then one cell per psi_k (Pearson r,
 // correlation ratio eta, or circular-linear R for angles; see
-// manifold/metadata.h) with two decimals, as many as fit the width. The best cell of each row is highlighted (bold, tinted).
-// Clicking a row asks for colouring by that column (columnChosen).
+// manifold/metadata.h) with two decimals, as many as fit the width. The best cell of each row is highlighted (bold,
+// tinted). Clicking a row asks for colouring by that column (columnChosen).
 //
 // Self-contained: the main window owns the MetadataTable, puts this widget
 // in a dock, and colours by metadataValues() when columnChosen() fires

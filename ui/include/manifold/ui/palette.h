@@ -19,13 +19,12 @@ inline const QColor kSelectionColour(255, 0, 255);
 /// chroma 0.14, clamped into sRGB: any two at least 0.126 apart in OKLab and
 /// 0.21 from the magenta. They are listed so that each is the farthest from
 /// those before it: a few clusters or classes get the most distinct colours
-/// (the first four at least 0.19 apart), not neighbouring hues. Other values step the hue by the golden angle, so any number
-/// of categories stay apart, over the hue circle less a band of 70 degrees
-/// around the selection's magenta (300 degrees). No category can be mistaken
-/// for selected points.
+/// (the first four at least 0.19 apart), not neighbouring hues. Other values step the hue by the golden angle, so any
+/// number of categories stay apart, over the hue circle less a band of 70 degrees around the selection's magenta (300
+/// degrees). No category can be mistaken for selected points.
 inline QColor categoryColour(int value) {
-  static const QColor kTen[10] = {{204, 94, 104}, {56, 219, 183}, {99, 128, 218}, {78, 155, 73},   {253, 151, 210},
-                                  {255, 160, 106}, {194, 198, 80}, {178, 122, 0},   {85, 202, 255}, {0, 156, 175}};
+  static const QColor kTen[10] = {{204, 94, 104},  {56, 219, 183}, {99, 128, 218}, {78, 155, 73},  {253, 151, 210},
+                                  {255, 160, 106}, {194, 198, 80}, {178, 122, 0},  {85, 202, 255}, {0, 156, 175}};
   if (value >= 0 && value < 10) return kTen[value];
   constexpr double kBandStart = 265.0 / 360.0, kBandEnd = 335.0 / 360.0;
   double f = std::fmod(0.58 + 0.381966 * value, 1.0);

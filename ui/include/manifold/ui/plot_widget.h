@@ -20,15 +20,24 @@ class PlotWidget : public QWidget {
 
   explicit PlotWidget(QWidget* parent = nullptr);
 
-  void setStyle(Style style) { style_ = style; update(); }
-  void setLogX(bool on) { log_x_ = on; update(); }
+  void setStyle(Style style) {
+    style_ = style;
+    update();
+  }
+  void setLogX(bool on) {
+    log_x_ = on;
+    update();
+  }
   void setTitles(const QString& title, const QString& x, const QString& y);
   /// Bars are labelled by their x values (integers).
   void setData(std::vector<double> x, std::vector<double> y);
   /// A vertical line (e.g. the epsilon chosen); nullopt removes it.
   void setMarker(std::optional<double> x, const QString& label = {});
   /// Bars before this index are drawn faded (the trivial eigenvalue 1).
-  void setFadedCount(int n) { faded_ = n; update(); }
+  void setFadedCount(int n) {
+    faded_ = n;
+    update();
+  }
   void clear(const QString& message);
   const std::vector<double>& xs() const { return x_; }
   const std::vector<double>& ys() const { return y_; }
