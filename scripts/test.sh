@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Installs the Debian packages (as root), builds, runs every test through
-# CTest, then fuzzes every reader of untrusted input under ASan + UBSan.
+# Installs the Debian packages (as root), checks the sources' style, builds
+# with warnings as errors, runs every test through CTest, then fuzzes every
+# reader of untrusted input under ASan + UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
 if [ "$(id -u)" = 0 ]; then bash scripts/setup-debian.sh; fi
+# The sources keep .clang-format's style (scripts/format.sh formats them).
+bash scripts/format.sh --check
 # Extra CMake arguments, e.g. MANIFOLD_CMAKE_ARGS=-DMANIFOLD_WITH_CUDA=OFF.
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release ${MANIFOLD_CMAKE_ARGS:-}
+# Warnings are errors here (MANIFOLD_WERROR), so none creeps in.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DMANIFOLD_WERROR=ON ${MANIFOLD_CMAKE_ARGS:-}
 cmake --build build -j "$(nproc)"
 (cd build && ctest --output-on-failure -j "$(nproc)")
 # Each fuzz harness MANIFOLD_FUZZ_SECONDS (default 20; 0 skips fuzzing) from
