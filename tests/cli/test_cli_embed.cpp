@@ -19,17 +19,12 @@
 #include "test_support.h"
 
 using namespace manifold;
+using testing_support::count_lines;
 using testing_support::run_cli;
 using testing_support::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-int lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
 
 bool have_cli() { return std::getenv("MANIFOLD_CLI") != nullptr; }
 
@@ -119,7 +114,7 @@ TEST(CliEmbed, DegenerateEmbeddingWarnsAndRecordsWhy) {
   EXPECT_GT(e.metadata["weakly_joined_points"].get<int64_t>(), 100);
   EXPECT_EQ(e.metadata["weakly_joined_points"].get<int64_t>() + e.n, 600);
   ASSERT_GE(diag["warnings"].size(), 1u);
-  EXPECT_EQ(lines(err), static_cast<int>(diag["warnings"].size())) << err;
+  EXPECT_EQ(count_lines(err), static_cast<int>(diag["warnings"].size())) << err;
   for (const auto& w : diag["warnings"])
     EXPECT_NE(err.find("manifold: warning: " + w.get<std::string>()), std::string::npos);
   EXPECT_NE(err.find("left out"), std::string::npos) << err;
@@ -162,7 +157,7 @@ TEST(CliEmbed, BadInputGivesOneLineAndNoOutput) {
   for (const auto& c : cases) {
     std::string err;
     EXPECT_EQ(run_cli(c.args + " -q -o " + (t / "out"), &err), c.status) << c.args << ": " << err;
-    EXPECT_EQ(lines(err), 1) << c.args << ": " << err;
+    EXPECT_EQ(count_lines(err), 1) << c.args << ": " << err;
     EXPECT_NE(err.find(c.says), std::string::npos) << c.args << ": " << err;
     EXPECT_FALSE(fs::exists(t / "out")) << c.args;
   }
@@ -176,7 +171,7 @@ TEST(CliEmbed, BadInputGivesOneLineAndNoOutput) {
       EXPECT_NE(json.find("\"eigensolver\": \"gpu\""), std::string::npos);
     } else {
       EXPECT_EQ(status, 2) << err;
-      EXPECT_EQ(lines(err), 1) << err;
+      EXPECT_EQ(count_lines(err), 1) << err;
       EXPECT_NE(err.find("--eigensolver gpu"), std::string::npos) << err;
       EXPECT_FALSE(fs::exists(t / "gpu"));
     }
@@ -186,7 +181,7 @@ TEST(CliEmbed, BadInputGivesOneLineAndNoOutput) {
   auto bad_case = [&](const std::string& what) {
     std::string err;
     EXPECT_EQ(run_cli("embed " + (t / "bad") + " -q -o " + (t / "out"), &err), 1) << what << ": " << err;
-    EXPECT_EQ(lines(err), 1) << err;
+    EXPECT_EQ(count_lines(err), 1) << err;
     EXPECT_NE(err.find(what), std::string::npos) << err;
     EXPECT_FALSE(fs::exists(t / "out"));
     EXPECT_FALSE(fs::exists(t / "bad/embedding.npy"));
@@ -233,7 +228,7 @@ TEST(CliRun, DataSessionAndReproduction) {
   EXPECT_NE(err.find("missing -k"), std::string::npos);
   EXPECT_EQ(run_cli("run " + data + " -k 10", &err), 2);
   EXPECT_EQ(run_cli("run " + data + " -k 600 -q -o " + (t / "x"), &err), 2);
-  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_EQ(count_lines(err), 1) << err;
   EXPECT_EQ(run_cli("run " + data + " -k 10 --components 600 -q -o " + (t / "x"), &err), 2) << err;
   EXPECT_NE(err.find("--components"), std::string::npos);
   EXPECT_EQ(run_cli("run --session " + (t / "nowhere.json") + " -o " + (t / "x"), &err), 1);
@@ -336,7 +331,7 @@ TEST(CliSimulate, WritesNpyAndCxiAndRejectsBadInput) {
   };
   for (const auto& c : cases) {
     EXPECT_EQ(run_cli(c.args, &err), c.status) << c.args << ": " << err;
-    EXPECT_EQ(lines(err), 1) << c.args << ": " << err;
+    EXPECT_EQ(count_lines(err), 1) << c.args << ": " << err;
     EXPECT_NE(err.find(c.says), std::string::npos) << c.args << ": " << err;
   }
   EXPECT_FALSE(fs::exists(t / "x.npy"));

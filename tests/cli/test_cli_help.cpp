@@ -17,12 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
 struct HelpCase {
   std::string command;
   std::vector<std::string> lists;  ///< options (and defaults) its help must name
@@ -94,7 +88,7 @@ TEST(CliHelp, TyposGetASuggestion) {
   for (const BadCase& c : cases) {
     std::string err;
     EXPECT_EQ(run_cli(c.args, &err), 2) << c.args << ": " << err;
-    EXPECT_EQ(lines(err), 1) << c.args << ": " << err;
+    EXPECT_EQ(count_lines(err), 1) << c.args << ": " << err;
     EXPECT_NE(err.find(c.says), std::string::npos) << c.args << ": " << err;
   }
   // Nothing near: no guess.
@@ -145,7 +139,7 @@ TEST(CliHelp, BadArgumentsExitTwoWithOneLineNamingTheOption) {
   for (const BadCase& c : cases) {
     std::string err;
     EXPECT_EQ(run_cli(c.args, &err), 2) << c.args << ": " << err;
-    EXPECT_EQ(lines(err), 1) << c.args << ": " << err;
+    EXPECT_EQ(count_lines(err), 1) << c.args << ": " << err;
     EXPECT_EQ(err.rfind("manifold: ", 0), 0u) << err;
     EXPECT_NE(err.find(c.says), std::string::npos) << c.args << ": " << err;
   }

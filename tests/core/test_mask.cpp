@@ -26,12 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
 /// An HDF5 file with the given datasets (intermediate groups created).
 struct H5Set {
   std::string name;
@@ -181,7 +175,7 @@ TEST(Mask, BadMasksAreOneLineNamingTheFile) {
   EXPECT_NE(message(t / "missing.npy").find("missing.npy: no such mask file"), std::string::npos);
   EXPECT_NE(message(t / "nomask.h5").find("holds no CXI mask"), std::string::npos);
   EXPECT_NE(message(t / "x.txt").find("x.txt"), std::string::npos);
-  for (const std::string& m : {w, message(t / "junk.npy"), message(t / "nomask.h5")}) EXPECT_EQ(lines(m), 0) << m;
+  for (const std::string& m : {w, message(t / "junk.npy"), message(t / "nomask.h5")}) EXPECT_EQ(count_lines(m), 0) << m;
 
   // On the command line: exit 2, one line, nothing written.
   Dataset ds = frames_of(20, 4, 5);
@@ -192,7 +186,7 @@ TEST(Mask, BadMasksAreOneLineNamingTheFile) {
                       &err),
               2)
         << bad << ": " << err;
-    EXPECT_EQ(lines(err), 1) << err;
+    EXPECT_EQ(count_lines(err), 1) << err;
     EXPECT_NE(err.find(bad), std::string::npos) << err;
     EXPECT_FALSE(fs::exists(t / "g"));
   }

@@ -370,6 +370,12 @@ std::string message_of(const std::function<void()>& f) {
   return "";
 }
 
+int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
 std::string first_difference(const KnnGraph& a, const KnnGraph& b) {
   if (a.n != b.n || a.k != b.k) return "shapes differ";
   for (int64_t i = 0; i < a.n; ++i)

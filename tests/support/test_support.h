@@ -90,6 +90,10 @@ std::string slurp(const std::string& path);
 /// none: what the one-line error tests compare.
 std::string message_of(const std::function<void()>& f);
 
+/// How many lines `s` holds (its newlines): the one-line error tests count
+/// what a command printed.
+int count_lines(const std::string& s);
+
 /// A fresh empty folder under the system temp dir, removed by the destructor.
 struct TempDir {
   TempDir();
