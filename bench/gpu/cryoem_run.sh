@@ -2,14 +2,15 @@
 # Issue 26 item 6 on the GPU machine: 500,000 images of 128 x 128
 # (d = 16384, a 32.8 GB float32 .npy, memory-mapped), k = 20, fast-exact, one
 # GPU. Makes structured data with PyTorch on the GPU (smooth basis images x
-# class coefficients + noise) in /tmp/i6, then times `manifold knn` (wall,
+# class coefficients + noise) in WORK_DIR (default: a new folder under
+# $TMPDIR), then times `manifold knn` (wall,
 # peak RSS by /usr/bin/time -v, GPU memory sampled by nvidia-smi).
 #   bash bench/gpu/cryoem_run.sh BUNDLE_DIR OUT_DIR
 set -uo pipefail
 b=$(cd "${1:?usage: cryoem_run.sh BUNDLE_DIR OUT_DIR}" && pwd)
 o=${2:?usage: cryoem_run.sh BUNDLE_DIR OUT_DIR}; mkdir -p "$o"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$o/machine.txt"; df -h /tmp >> "$o/machine.txt"; free -g >> "$o/machine.txt"
-w=/tmp/i6; mkdir -p $w
+w=${WORK_DIR:-$(mktemp -d)}; mkdir -p "$w"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$o/machine.txt"; df -h "$w" >> "$o/machine.txt"; free -g >> "$o/machine.txt"
 t0=$SECONDS
 PYTHONUNBUFFERED=1 timeout 200 python3 - "$w/x.npy" <<'PY' > "$o/gen.log" 2>&1
 import sys, time, numpy as np, torch
