@@ -57,7 +57,8 @@ INSTANTIATE_TEST_SUITE_P(AllMetrics, CpuExactness,
                                            Case{Metric::Pearson, -1}));
 
 TEST(CpuKnn, FashionMnistMatchesFloat64BruteForce) {
-  Dataset ds = fashion_mnist(2000);
+  // Under the sanitizers 700 images: still two 512-row tiles, one partial.
+  Dataset ds = fashion_mnist(scaled(2000, 700));
   if (ds.empty()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   for (Metric m : {Metric::Euclidean, Metric::Cosine, Metric::Pearson}) {
     const Reference full = brute_force(ds, 100, m, false);
@@ -169,7 +170,7 @@ TEST(CpuKnn, EqualsTheFloat64RankingOnEveryRow) {
   // the float64 brute force itself, row for row, duplicates included.
   std::vector<std::pair<std::string, Dataset>> inputs;
   inputs.emplace_back("random with duplicates", random_dataset(900, 24, 77, 150));
-  Dataset fm = fashion_mnist(1500);
+  Dataset fm = fashion_mnist(scaled(1500, 600));  // two tiles either way
   if (!fm.empty()) inputs.emplace_back("Fashion-MNIST", std::move(fm));
   for (auto& [name, ds] : inputs) {
     for (Metric m : {Metric::Euclidean, Metric::Cosine, Metric::Pearson}) {

@@ -360,7 +360,9 @@ TEST_P(PhysicalValidation, RotationAboutOneAxisEmbedsOnACircle) {
   REQUIRE_UBIQUITIN(path);
   Molecule m = read_pdb(path);
   DiffractionParams p;
-  p.count = 1200;
+  // Under the sanitizers 500 patterns, 0.72 degrees apart: the circle and
+  // its angle stay as clear (correlations above 0.996 on every axis).
+  p.count = testing_support::scaled(1200, 500);
   p.size = 32;
   p.axis = GetParam();
   p.photons = 1e5;

@@ -14,6 +14,19 @@
 
 namespace testing_support {
 
+/// True in a sanitized build (-DMANIFOLD_SANITIZE=ON, as scripts/sanitize.sh
+/// configures; the tests see MANIFOLD_SANITIZED), where code runs many times
+/// slower.
+#ifdef MANIFOLD_SANITIZED
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+/// A problem size: `full`, or `sanitized` in the sanitized build. The slowest
+/// tests take their sizes from here; the smaller size must still reach what
+/// the test is about (several tiles, a partial tile, a block boundary).
+constexpr int64_t scaled(int64_t full, int64_t sanitized) { return kSanitized ? sanitized : full; }
+
 /// N x d Gaussian values (never zeros), optionally with `duplicates` rows
 /// copied from earlier rows (exact ties).
 manifold::Dataset random_dataset(int64_t n, int64_t d, uint64_t seed, int64_t duplicates = 0);
