@@ -332,7 +332,7 @@ class Finisher {
         params_(*in.params),
         s_(in.stream),
         model_(exact::make_error_model(g.d, in.tensor)) {
-    stats_.precision = params_.precision;
+    stats_.precision = to_string(params_.precision);
     stats_.list_capacity = in.lists.k;
     stats_.c_dot = model_.c_dot;
   }

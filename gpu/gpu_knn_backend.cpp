@@ -197,11 +197,6 @@ struct EngineBuildStats {
 
 /// The requests only the engine (warp, merge) refuses, each in one line.
 void check_engine_request(const Dataset& data, const KnnParams& params) {
-  if (params.select != "auto" && params.select != "warp" && params.select != "merge")
-    throw UsageError("--select " + params.select +
-                     ": not a GPU selection strategy (auto, warp, merge, quick, sort, heap, bitonic)");
-  if (params.precision != "exact" && params.precision != "fast-exact")
-    throw UsageError("--precision " + params.precision + ": unknown (the GPU backend has exact, fast-exact)");
   if (params.k > kMaxNeighbours)
     throw UsageError("-k " + std::to_string(params.k) + ": the GPU backend supports k up to " +
                      std::to_string(kMaxNeighbours));
@@ -226,9 +221,9 @@ class EngineBuild {
         t0_(std::chrono::steady_clock::now()),
         g_(empty_graph(data, params, "gpu")) {
     stats_.devices = chosen_devices(params);
-    stats_.tensor = params.precision == "fast-exact";
+    stats_.tensor = params.precision == Precision::FastExact;
     stats_.n = g_.n, stats_.d = g_.d;
-    force_block_ = params.select == "merge";
+    force_block_ = params.select == Select::Merge;
     // The list capacity: k plus the room the certificate needs, at most every
     // other point (then every list is complete and trivially certified).
     cap_ = list_capacity(g_.k, g_.n, params.keep_self, stats_.tensor);
@@ -248,7 +243,7 @@ class EngineBuild {
     DeviceScope scope(engines_[0]->device());
     merge_device_lists();
     finish(t3);
-    if (!g_.extra.contains("select")) g_.extra["select"] = params_.select;
+    if (!g_.extra.contains("select")) g_.extra["select"] = to_string(params_.select);
     g_.extra.update(stats_.to_json());
     return std::move(g_);
   }
@@ -462,7 +457,8 @@ class GpuKnnBackend final : public KnnBackend {
   KnnGraph build(const Dataset& data, const KnnParams& params, Progress& progress) override {
     validate(params, data.rows());
     if (select::is_paper_strategy(params.select)) return select::build_with_paper_strategy(data, params, progress);
-    if (params.select == "auto" && params.precision == "exact") return build_auto(data, params, progress);
+    if (params.select == Select::Auto && params.precision == Precision::Exact)
+      return build_auto(data, params, progress);
     check_engine_request(data, params);
     return EngineBuild(data, params, progress).run();
   }
@@ -474,7 +470,7 @@ class GpuKnnBackend final : public KnnBackend {
   /// float32).
   KnnGraph build_auto(const Dataset& data, const KnnParams& params, Progress& progress) {
     const std::vector<int> devices = chosen_devices(params);
-    const std::string pick = select::best_strategy(data.rows(), params.k, static_cast<int>(devices.size()));
+    const Select pick = select::best_strategy(data.rows(), params.k, static_cast<int>(devices.size()));
     KnnParams p = params;
     p.select = pick;
     KnnGraph g;
@@ -484,13 +480,13 @@ class GpuKnnBackend final : public KnnBackend {
         g = select::build_with_paper_strategy(data, p, progress);
       } catch (const select::StrategyRefusal& e) {
         // Beyond what the pick supports here (k, device memory): the engine.
-        declined = pick + " (" + e.what() + ")";
-        p.select = "warp";
+        declined = to_string(pick) + " (" + e.what() + ")";
+        p.select = Select::Warp;
       }
     }
     if (!select::is_paper_strategy(pick) || !declined.empty()) g = build(data, p, progress);
     g.extra["select"] = "auto";
-    g.extra["auto_pick"] = pick;
+    g.extra["auto_pick"] = to_string(pick);
     if (!declined.empty()) g.extra["auto_declined"] = declined;
     return g;
   }

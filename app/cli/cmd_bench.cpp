@@ -89,8 +89,8 @@ Dataset prefix(const Dataset& ds, int64_t n, const std::shared_ptr<const Dataset
 
 /// What `manifold bench` was asked.
 struct BenchOptions {
-  KnnParams base;  ///< as knn_params_from, except that -k may be a list here
-  std::vector<std::string> precisions;
+  KnnParams base;  ///< as knn_params_from, except that -k, --select and --precision may be lists here
+  std::vector<std::string> precisions;  ///< names, each parse_precision's
   std::vector<int64_t> ks, ns;
   int repeats = 5, warmup = 1;
   // Short cases (milliseconds) are noisy: repeat past --repeats until the
@@ -111,7 +111,8 @@ struct BenchOptions {
   std::string hdf5_dataset;
   bool has_n = false;
   std::string backend_arg, select_arg;  ///< as given
-  std::vector<std::string> backends, selects;
+  std::vector<std::string> backends;
+  std::vector<std::string> selects;  ///< names, each parse_select's
 };
 
 /// The options, checked in the order of the command line's documentation.
@@ -141,7 +142,6 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   KnnParams& base = o.base;
   base.metric = parse_metric(a.str("--metric", "euclidean"));
   base.keep_self = a.has("--keep-self");
-  base.select = a.str("--select", "auto");
   base.devices = parse_devices(a.str("--devices", "all"));
   base.gpu_memory = a.bytes("--gpu-memory", 0);
   base.threads = static_cast<int>(a.integer("--threads", 0, 0, 4096));
@@ -156,7 +156,7 @@ BenchOptions parse_bench_options(int argc, char** argv) {
     }
     if (o.precisions.empty()) throw UsageError("--precision: empty list");
   }
-  base.precision = o.precisions.front();
+  base.precision = parse_precision(o.precisions.front());
   o.ks = integer_list(a, "-k", 10, 1, 1 << 20);
   o.ns = integer_list(a, "-n", 20000, 2, INT64_MAX);
   o.repeats = static_cast<int>(a.integer("--repeats", 5, 1, 1000));
@@ -214,6 +214,7 @@ void resolve_backends_and_selects(BenchOptions& o) {
       at = comma + 1;
     }
     if (o.selects.empty()) throw UsageError("--select needs a strategy name");
+    for (const std::string& s : o.selects) (void)parse_select(s);  // a bad name: one line, before any case runs
   }
 }
 
@@ -411,12 +412,9 @@ void BenchRun::run_backend(const std::string& b) {
   // the same run under several names.
   std::vector<std::string> bsel = o_.selects, bprec = o_.precisions;
   if (backend->name() == "cpu") {
-    KnnParams asked = o_.base;
-    asked.select = o_.select_arg;  // as given: one name, a list or "all"
-    asked.precision = std::find(o_.precisions.begin(), o_.precisions.end(), "fast-exact") != o_.precisions.end()
-                          ? "fast-exact"
-                          : "exact";
-    note_ignored_gpu_options(asked, "cpu");
+    const bool fast = std::find(o_.precisions.begin(), o_.precisions.end(), "fast-exact") != o_.precisions.end();
+    // --select as given: one name, a list or "all".
+    note_ignored_gpu_options(o_.select_arg, fast ? Precision::FastExact : Precision::Exact, "cpu");
     bsel = {"auto"};
     bprec = {"exact"};
   }
@@ -475,8 +473,8 @@ std::map<CaseKey, Samples> BenchRun::run_interleaved(KnnBackend& backend, const 
         continue;
       any = true;
       KnnParams p = o_.base;
-      p.select = key.first;
-      p.precision = key.second;
+      p.select = parse_select(key.first);
+      p.precision = parse_precision(key.second);
       p.k = static_cast<int>(k);
       try {
         sm.last = KnnGraph{};
@@ -526,8 +524,8 @@ void BenchRun::run_case(KnnBackend& backend, const std::string& b, const Dataset
                         std::optional<BenchCase>& auto_case) {
   const auto& [s, prec] = key;
   KnnParams p = o_.base;
-  p.select = s;
-  p.precision = prec;
+  p.select = parse_select(s);
+  p.precision = parse_precision(prec);
   p.k = static_cast<int>(k);
   BenchCase c;
   c.backend = b;

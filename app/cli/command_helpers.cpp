@@ -36,28 +36,41 @@ KnnParams knn_params_from(const Args& a) {
   p.k = static_cast<int>(a.integer("-k", 10, 1, 1 << 20));
   p.metric = parse_metric(a.str("--metric", "euclidean"));
   p.keep_self = a.has("--keep-self");
-  p.select = a.str("--select", "auto");
+  p.select = parse_select(a.str("--select", "auto"));
   p.devices = parse_devices(a.str("--devices", "all"));
   p.gpu_memory = a.bytes("--gpu-memory", 0);
   p.threads = static_cast<int>(a.integer("--threads", 0, 0, 4096));
-  p.precision = a.str("--precision", "exact");
+  p.precision = parse_precision(a.str("--precision", "exact"));
   return p;
 }
 
-std::string ignored_gpu_options(const KnnParams& p, const std::string& backend) {
+namespace {
+
+/// ignored_gpu_options() for --select as given (bench takes a list there).
+std::string ignored_gpu_options(const std::string& select, Precision precision, const std::string& backend) {
   if (backend != "cpu") return "";
   std::string what;
-  if (p.select != "auto") what = "--select " + p.select;
-  if (p.precision == "fast-exact") what += (what.empty() ? "" : " and ") + std::string("--precision fast-exact");
+  if (select != "auto") what = "--select " + select;
+  if (precision == Precision::FastExact) what += (what.empty() ? "" : " and ") + std::string("--precision fast-exact");
   if (what.empty()) return "";
-  const bool both = p.select != "auto" && p.precision == "fast-exact";
+  const bool both = select != "auto" && precision == Precision::FastExact;
   return "note: " + what + (both ? " apply" : " applies") +
          " to the gpu backend; the cpu backend has one selection and computes exact";
 }
 
-void note_ignored_gpu_options(const KnnParams& p, const std::string& backend) {
-  const std::string note = ignored_gpu_options(p, backend);
+}  // namespace
+
+std::string ignored_gpu_options(const KnnParams& p, const std::string& backend) {
+  return ignored_gpu_options(to_string(p.select), p.precision, backend);
+}
+
+void note_ignored_gpu_options(const std::string& select, Precision precision, const std::string& backend) {
+  const std::string note = ignored_gpu_options(select, precision, backend);
   if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
+}
+
+void note_ignored_gpu_options(const KnnParams& p, const std::string& backend) {
+  note_ignored_gpu_options(to_string(p.select), p.precision, backend);
 }
 
 }  // namespace manifold::cli

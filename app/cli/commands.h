@@ -24,6 +24,8 @@ KnnParams knn_params_from(const Args& args);
 std::string ignored_gpu_options(const KnnParams& p, const std::string& backend);
 /// Prints ignored_gpu_options() to stderr when there is one.
 void note_ignored_gpu_options(const KnnParams& p, const std::string& backend);
+/// The same for --select as given: a name, a list or "all" (bench).
+void note_ignored_gpu_options(const std::string& select, Precision precision, const std::string& backend);
 /// The machine facts every benchmark JSON starts with: host, CPU threads.
 nlohmann::json bench_environment(int threads);
 /// The median of a benchmark's runs (0 when there are none).

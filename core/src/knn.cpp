@@ -73,17 +73,39 @@ Metric parse_metric(const std::string& name) {
   throw UsageError("--metric: unknown metric '" + name + "' (euclidean, cosine, pearson)");
 }
 
+std::string to_string(Select s) {
+  switch (s) {
+    case Select::Auto: return "auto";
+    case Select::Warp: return "warp";
+    case Select::Quick: return "quick";
+    case Select::Sort: return "sort";
+    case Select::Heap: return "heap";
+    case Select::Merge: return "merge";
+    case Select::Bitonic: return "bitonic";
+  }
+  return "?";
+}
+
+Select parse_select(const std::string& name) {
+  for (Select s : kSelects)
+    if (name == to_string(s)) return s;
+  throw UsageError("--select: unknown strategy '" + name + "' (auto, warp, quick, sort, heap, merge, bitonic)");
+}
+
+std::string to_string(Precision p) { return p == Precision::FastExact ? "fast-exact" : "exact"; }
+
+Precision parse_precision(const std::string& name) {
+  if (name == "exact") return Precision::Exact;
+  if (name == "fast-exact") return Precision::FastExact;
+  throw UsageError("--precision: unknown value '" + name + "' (exact, fast-exact)");
+}
+
 void validate(const KnnParams& p, int64_t n) {
   if (n < 2) throw UsageError("dataset has " + std::to_string(n) + " points; a k-NN graph needs at least 2");
   const int64_t kmax = p.keep_self ? n : n - 1;
   if (p.k < 1 || p.k > kmax)
     throw UsageError("-k " + std::to_string(p.k) + ": must be between 1 and " + std::to_string(kmax) + " for " +
                      std::to_string(n) + " points");
-  if (p.precision != "exact" && p.precision != "fast-exact")
-    throw UsageError("--precision: unknown value '" + p.precision + "' (exact, fast-exact)");
-  static const char* selects[] = {"auto", "warp", "quick", "sort", "heap", "merge", "bitonic"};
-  if (std::find(std::begin(selects), std::end(selects), p.select) == std::end(selects))
-    throw UsageError("--select: unknown strategy '" + p.select + "' (auto, warp, quick, sort, heap, merge, bitonic)");
   if (p.threads < 0) throw UsageError("--threads: must be >= 0");
 }
 

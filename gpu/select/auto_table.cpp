@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -46,14 +47,24 @@ const char* const kBest[3][5] = {
 struct Table {
   std::vector<int64_t> ns;
   std::vector<int> ks;
-  std::vector<std::vector<std::string>> best;  // [n bucket][k bucket]
+  std::vector<std::vector<Select>> best;  // [n bucket][k bucket]
 };
+
+/// A table's strategy by name: any but auto; nullopt for another word.
+std::optional<Select> table_strategy(const std::string& name) {
+  for (Select s : kSelects)
+    if (s != Select::Auto && name == to_string(s)) return s;
+  return std::nullopt;
+}
 
 Table builtin() {
   Table t;
   t.ns.assign(std::begin(kNs), std::end(kNs));
   t.ks.assign(std::begin(kKs), std::end(kKs));
-  for (auto& row : kBest) t.best.emplace_back(std::begin(row), std::end(row));
+  for (auto& row : kBest) {
+    t.best.emplace_back();
+    for (const char* name : row) t.best.back().push_back(*table_strategy(name));
+  }
   return t;
 }
 
@@ -91,11 +102,14 @@ Table parse(const std::string& path) {
     if (*end || n < 1 || (!t.ns.empty() && n <= t.ns.back())) fail("N values must be increasing integers >= 1");
     if (words.size() != t.ks.size())
       fail(std::to_string(words.size()) + " strategies for " + std::to_string(t.ks.size()) + " k values");
-    for (auto& w : words)
-      if (w != "warp" && w != "merge" && w != "quick" && w != "sort" && w != "heap" && w != "bitonic")
-        fail("unknown strategy '" + w + "' (warp, merge, quick, sort, heap, bitonic)");
+    std::vector<Select> row;
+    for (auto& w : words) {
+      const std::optional<Select> s = table_strategy(w);
+      if (!s) fail("unknown strategy '" + w + "' (warp, merge, quick, sort, heap, bitonic)");
+      row.push_back(*s);
+    }
     t.ns.push_back(n);
-    t.best.push_back(words);
+    t.best.push_back(row);
   }
   if (t.ns.empty()) fail("no 'N S1 S2 ...' rows");
   return t;
@@ -128,15 +142,15 @@ size_t nearest_log(const std::vector<T>& grid, double v) {
 
 }  // namespace
 
-std::string best_strategy(int64_t n, int k, int devices) {
+Select best_strategy(int64_t n, int k, int devices) {
   // The papers' strategies run on one GPU.
-  if (devices > 1) return "warp";
+  if (devices > 1) return Select::Warp;
   const Table& t = table();
-  std::string s = t.best[nearest_log(t.ns, static_cast<double>(n < 1 ? 1 : n))][nearest_log(t.ks, k < 1 ? 1 : k)];
+  Select s = t.best[nearest_log(t.ns, static_cast<double>(n < 1 ? 1 : n))][nearest_log(t.ks, k < 1 ? 1 : k)];
   // Beyond the measured k, a strategy must still support k: bitonic holds a
   // row's k + slack candidates in one block's shared memory (up to ~7000 on
   // an H200). The backend also takes the engine when a pick refuses.
-  if (s == "bitonic" && k > 4096) s = "warp";
+  if (s == Select::Bitonic && k > 4096) s = Select::Warp;
   return s;
 }
 
@@ -147,7 +161,7 @@ std::string table_text() {
   out += "\n";
   for (size_t i = 0; i < t.ns.size(); ++i) {
     out += std::to_string(t.ns[i]);
-    for (auto& s : t.best[i]) out += " " + s;
+    for (Select s : t.best[i]) out += " " + to_string(s);
     out += "\n";
   }
   return out;

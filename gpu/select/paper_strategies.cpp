@@ -42,8 +42,8 @@
 
 namespace manifold::gpu::select {
 
-bool is_paper_strategy(const std::string& name) {
-  return name == "quick" || name == "sort" || name == "heap" || name == "bitonic";
+bool is_paper_strategy(Select s) {
+  return s == Select::Quick || s == Select::Sort || s == Select::Heap || s == Select::Bitonic;
 }
 
 namespace {
@@ -85,16 +85,17 @@ uint64_t free_budget(const DeviceContext& ctx, uint64_t requested) {
 }
 
 /// Whether a list capacity fits the strategy's and the final step's shared memory.
-bool capacity_fits(const std::string& strategy, int cap, int W, size_t shared_optin) {
+bool capacity_fits(Select strategy, int cap, int W, size_t shared_optin) {
   if (certify_shared_bytes(cap) > shared_optin) return false;
-  if (strategy == "bitonic" && bitonic_shared_bytes(cap, W) > shared_optin) return false;
-  if ((strategy == "heap" || strategy == "quick") && sort_lists_shared_bytes(cap) > shared_optin) return false;
+  if (strategy == Select::Bitonic && bitonic_shared_bytes(cap, W) > shared_optin) return false;
+  if ((strategy == Select::Heap || strategy == Select::Quick) && sort_lists_shared_bytes(cap) > shared_optin)
+    return false;
   return true;
 }
 
 }  // namespace
 
-int largest_k(const std::string& strategy, int64_t n, bool keep_self, int W, size_t shared_optin) {
+int largest_k(Select strategy, int64_t n, bool keep_self, int W, size_t shared_optin) {
   // The capacity grows with k: the largest k whose capacity fits, by bisection.
   auto fits = [&](int k) { return capacity_fits(strategy, list_capacity(k, n, keep_self, false), W, shared_optin); };
   int lo = 0, hi = kMaxNeighbours;
@@ -119,23 +120,23 @@ namespace {
 class PaperSelection final : public TileSelection {
  public:
   /// Device bytes the buffers take for lists of `cap` entries and tiles of T x W.
-  static uint64_t bytes(const std::string& strategy, int cap, int T, int W, int sms) {
+  static uint64_t bytes(Select strategy, int cap, int T, int W, int sms) {
     const uint64_t TW = static_cast<uint64_t>(T) * W, TpW = static_cast<uint64_t>(T) + W;
-    if (strategy == "sort")
+    if (strategy == Select::Sort)
       return 3 * TW * 8 + sort_temp_bytes(T, W) + (2 * TpW + 1) * 4 +
              static_cast<uint64_t>(sort_merge_blocks(sms)) * cap * 8;
     uint64_t b = 2 * TW * 8 + TpW * 8 + 8 + 8;
-    if (strategy == "quick")
+    if (strategy == Select::Quick)
       b += static_cast<uint64_t>(quick_workers(quick_variant(cap), sms, T + W)) * 2 * (cap + static_cast<uint64_t>(W)) *
            8;
     return b;
   }
 
-  PaperSelection(const std::string& strategy, int cap, int T, int W, int sms, cudaStream_t s)
+  PaperSelection(Select strategy, int cap, int T, int W, int sms, cudaStream_t s)
       : strategy_(strategy), W_(W), total_(1, "allocating a counter") {
     cuda_check(cudaMemsetAsync(total_.data(), 0, sizeof(unsigned long long), s), "clearing a counter");
     const size_t TW = static_cast<size_t>(T) * W, TpW = static_cast<size_t>(T) + W;
-    if (strategy == "sort") {
+    if (strategy == Select::Sort) {
       for (int i = 0; i < 3; ++i) {
         keys_[i].reset(TW, "allocating the sort keys");
         sb_.keys[i] = keys_[i].data();
@@ -169,7 +170,7 @@ class PaperSelection final : public TileSelection {
     slots_.total = total_.data();
     slots_.T = T, slots_.W = W;
     cuda_check(cudaMemsetAsync(slots_.count, 0, TpW * sizeof(int), s), "clearing the candidate counters");
-    if (strategy == "quick") {
+    if (strategy == Select::Quick) {
       q_cap_ = cap + W;
       q_workers_ = quick_workers(quick_variant(cap), sms, T + W);
       q_dist_.reset(static_cast<size_t>(q_workers_) * 2 * q_cap_, "allocating the quick-select arrays");
@@ -187,7 +188,7 @@ class PaperSelection final : public TileSelection {
     tile.col_role = view.col_role_from < view.cols;  // above the diagonal
     tile.row_norms = view.row_norms, tile.col_norms = view.col_norms;
     tile.keep_self = view.keep_self;
-    if (strategy_ == "sort") {
+    if (strategy_ == Select::Sort) {
       cuda_check(cudaMemsetAsync(sb_.row_count, 0, sizeof(int) * (static_cast<size_t>(sb_.T) + sb_.W), s),
                  "clearing the sort counters");
       cuda_check(cudaMemsetAsync(sb_.n_items, 0, sizeof(int), s), "clearing the sort counters");
@@ -205,9 +206,9 @@ class PaperSelection final : public TileSelection {
     slots_.r0 = tile.r0, slots_.c0 = tile.c0;
     launch_slot_filter(tile, thr, slots_, s);
     dots_read.record(s);
-    if (strategy_ == "heap") {
+    if (strategy_ == Select::Heap) {
       launch_heap_push(lists, slots_, s);
-    } else if (strategy_ == "quick") {
+    } else if (strategy_ == Select::Quick) {
       const QuickVariant v = launch_quick_select(lists, slots_, q_dist_.data(), q_index_.data(), q_cap_, q_workers_, s);
       quick_ran_ |= 1u << static_cast<int>(v);
     } else {
@@ -219,7 +220,7 @@ class PaperSelection final : public TileSelection {
   /// (distance, index), the final step's layout, on stream s (their lists
   /// must take no more candidates).
   void order(const ListsView& lists, int64_t from, int64_t to, cudaStream_t s) {
-    if ((strategy_ != "heap" && strategy_ != "quick") || to <= from) return;
+    if ((strategy_ != Select::Heap && strategy_ != Select::Quick) || to <= from) return;
     ListsView part = lists;
     const size_t at = static_cast<size_t>(from) * static_cast<size_t>(lists.k);
     part.dist += at, part.index += at, part.fill += from, part.thr += from;
@@ -245,7 +246,7 @@ class PaperSelection final : public TileSelection {
 
   /// Entries that passed a bound (sort: triples sorted); the loop must be done.
   unsigned long long passed() const {
-    if (strategy_ == "sort") return sorted_;
+    if (strategy_ == Select::Sort) return sorted_;
     unsigned long long total = 0;
     cuda_check(cudaMemcpy(&total, total_.data(), sizeof total, cudaMemcpyDeviceToHost), "reading statistics");
     return total;
@@ -253,7 +254,7 @@ class PaperSelection final : public TileSelection {
   const char* quick_ran() const { return quick_ran_ == 3 ? "warp+block" : quick_ran_ == 2 ? "block" : "warp"; }
 
  private:
-  std::string strategy_;
+  Select strategy_;
   int W_;
   DeviceBuffer<unsigned long long> total_;
   DeviceBuffer<int> counts_, n_dirty_;
@@ -277,12 +278,12 @@ class PaperSelection final : public TileSelection {
 /// What a strategy cannot do, refused in one line before any work; returns
 /// the device to run on (the first listed: these strategies run on one GPU).
 int check_request(const Dataset& data, const KnnParams& params) {
-  const std::string& strategy = params.select;
-  if (!is_paper_strategy(strategy))
+  const std::string strategy = to_string(params.select);
+  if (!is_paper_strategy(params.select))
     throw UsageError("--select " + strategy + ": not one of the papers' strategies (quick, sort, heap, bitonic)");
   validate(params, data.rows());
-  if (params.precision != "exact")
-    throw StrategyRefusal("--precision " + params.precision + ": --select " + strategy +
+  if (params.precision != Precision::Exact)
+    throw StrategyRefusal("--precision " + to_string(params.precision) + ": --select " + strategy +
                           " supports exact only (fast-exact: --select warp or merge)");
   if (data.rows() >= INT_MAX)
     throw Error("the GPU backend indexes rows with 32-bit integers: " + std::to_string(data.rows()) +
@@ -298,16 +299,15 @@ int check_request(const Dataset& data, const KnnParams& params) {
 
 /// The plan: every row and list resident, the strategy's buffers beside
 /// them; refused (StrategyRefusal) when k or the memory does not fit.
-TilePlan plan_strategy(const std::string& strategy, const KnnParams& params, int64_t n, int64_t d,
-                       const DeviceContext& ctx) {
+TilePlan plan_strategy(Select strategy, const KnnParams& params, int64_t n, int64_t d, const DeviceContext& ctx) {
   const int k = params.k;
   const auto [T, W] = tile_shape(n);
   const int max_k = largest_k(strategy, n, params.keep_self, W, ctx.shared_optin);
   if (k > max_k)
-    throw StrategyRefusal("-k " + std::to_string(k) + ": --select " + strategy + " keeps k + " +
+    throw StrategyRefusal("-k " + std::to_string(k) + ": --select " + to_string(strategy) + " keeps k + " +
                           std::to_string(list_slack(k, false)) + " candidates per row, more than " +
-                          (strategy == "bitonic" && k <= kMaxNeighbours ? "one block's shared memory holds"
-                                                                        : "its lists and final step hold") +
+                          (strategy == Select::Bitonic && k <= kMaxNeighbours ? "one block's shared memory holds"
+                                                                              : "its lists and final step hold") +
                           " on this GPU; it supports k up to " + std::to_string(max_k) + " here");
   PlanRequest req;
   req.n = n, req.d = d, req.k = list_capacity(k, n, params.keep_self, false), req.k_out = k;
@@ -315,7 +315,7 @@ TilePlan plan_strategy(const std::string& strategy, const KnnParams& params, int
   const TilePlan plan = plan_selection_tiles(req, T, W, PaperSelection::bytes(strategy, req.k, T, W, ctx.sms));
   const uint64_t need = std::max(plan.bytes, plan.final_bytes);
   if (need > plan.budget)
-    throw StrategyRefusal("--select " + strategy + " keeps every row and list on the GPU and needs " +
+    throw StrategyRefusal("--select " + to_string(strategy) + " keeps every row and list on the GPU and needs " +
                           format_bytes(static_cast<double>(need)) + " of device memory here; " +
                           format_bytes(static_cast<double>(plan.budget)) +
                           (params.gpu_memory ? " allowed by --gpu-memory" : " is free") +
@@ -326,7 +326,7 @@ TilePlan plan_strategy(const std::string& strategy, const KnnParams& params, int
 }  // namespace
 
 KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params, Progress& progress) {
-  const std::string& strategy = params.select;
+  const Select strategy = params.select;
   const int dev = check_request(data, params);
   const auto t0 = std::chrono::steady_clock::now();
   DeviceScope scope(dev);
@@ -334,7 +334,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   const TilePlan plan = plan_strategy(strategy, params, data.rows(), data.cols(), ctx);
 
   KnnGraph g = empty_graph(data, params, "gpu");
-  g.strategy = strategy;
+  g.strategy = to_string(strategy);
   std::future<std::string> fingerprint;
   auto start_fingerprint = [&fingerprint, &data] {
     if (!fingerprint.valid()) fingerprint = std::async(std::launch::async, [&data] { return data.fingerprint(); });
@@ -408,7 +408,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
     ordered = plan.n;
   }
   fin.device_rows = engine.all_rows();
-  if (strategy == "heap" || strategy == "quick") {
+  if (strategy == Select::Heap || strategy == Select::Quick) {
     cuda_check(cudaStreamSynchronize(engine.stream()), "ordering the neighbour lists");
     g.timings.emplace_back("order_lists", selection.order_s());
   }
@@ -427,15 +427,15 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   const double total_s = seconds_since(t0);
   g.timings.emplace_back("total", total_s);
 
-  g.extra["select"] = params.select;
+  g.extra["select"] = to_string(params.select);
   g.extra["dot_products"] = "float32 FFMA (cuBLAS SGEMM)";
   g.extra["devices"] = std::vector<int>{dev};
   g.extra["device_names"] = std::vector<std::string>{engine.device_name()};
   g.extra["tile_rows"] = plan.T;
   g.extra["tile_cols"] = plan.W;
   g.extra["resident"] = true;
-  g.extra["tile_kernel"] = "cuBLAS SGEMM + " + strategy + " selection";
-  if (strategy == "quick") g.extra["quick_variant"] = selection.quick_ran();
+  g.extra["tile_kernel"] = "cuBLAS SGEMM + " + to_string(strategy) + " selection";
+  if (strategy == Select::Quick) g.extra["quick_variant"] = selection.quick_ran();
   g.extra["tiles"] = tiles;
   g.extra["budget_bytes"] = plan.budget;
   g.extra["planned_bytes"] = std::max(plan.bytes, plan.final_bytes);

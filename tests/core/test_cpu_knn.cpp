@@ -112,6 +112,27 @@ TEST(CpuKnn, RejectsBadParameters) {
   EXPECT_THROW(build_cpu(z, 2, Metric::Cosine), Error);
 }
 
+// --select and --precision: every name round-trips; any other word is one
+// line naming the option and the allowed values.
+TEST(KnnParams, SelectAndPrecisionNames) {
+  for (Select s : kSelects) EXPECT_EQ(parse_select(to_string(s)), s);
+  EXPECT_EQ(to_string(Select::Merge), "merge");
+  for (Precision p : {Precision::Exact, Precision::FastExact}) EXPECT_EQ(parse_precision(to_string(p)), p);
+  EXPECT_EQ(to_string(Precision::FastExact), "fast-exact");
+  try {
+    parse_select("Warp");
+    ADD_FAILURE() << "accepted 'Warp'";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--select: unknown strategy 'Warp' (auto, warp, quick, sort, heap, merge, bitonic)");
+  }
+  try {
+    parse_precision("fastest");
+    ADD_FAILURE() << "accepted 'fastest'";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--precision: unknown value 'fastest' (exact, fast-exact)");
+  }
+}
+
 TEST(CpuKnn, CancelStopsTheBuild) {
   Dataset ds = random_dataset(3000, 16, 5);
   std::atomic<bool> cancel{true};

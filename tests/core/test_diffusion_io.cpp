@@ -304,6 +304,8 @@ TEST(Session, RoundTripsAndResolvesPaths) {
   s.backend = "cpu";
   s.knn.k = 17;
   s.knn.metric = Metric::Cosine;
+  s.knn.select = Select::Bitonic;
+  s.knn.precision = Precision::FastExact;
   s.diffusion.k = 12;
   s.diffusion.epsilon = "auto";
   s.diffusion.alpha = 0.5;
@@ -322,6 +324,8 @@ TEST(Session, RoundTripsAndResolvesPaths) {
   EXPECT_EQ(b.backend, "cpu");
   EXPECT_EQ(b.knn.k, 17);
   EXPECT_EQ(b.knn.metric, Metric::Cosine);
+  EXPECT_EQ(b.knn.select, Select::Bitonic);
+  EXPECT_EQ(b.knn.precision, Precision::FastExact);
   EXPECT_EQ(b.diffusion.k, 12);
   EXPECT_EQ(b.diffusion.epsilon, "auto");
   EXPECT_EQ(b.diffusion.alpha, 0.5);
@@ -333,6 +337,9 @@ TEST(Session, RoundTripsAndResolvesPaths) {
   // A number for epsilon is accepted; typos and wrong types are errors naming the file.
   nlohmann::json j = session_to_json(s);
   j["diffusion"]["epsilon"] = 0.25;
+  // The names sessions have always held.
+  EXPECT_EQ(j["knn"]["select"], "bitonic");
+  EXPECT_EQ(j["knn"]["precision"], "fast-exact");
   EXPECT_EQ(session_from_json(j, "", "x.json").diffusion.epsilon, "0.25");
   auto msg = [&](const nlohmann::json& bad) {  // by reference: a deep copy recurses
     try {
@@ -376,6 +383,12 @@ TEST(Session, RoundTripsAndResolvesPaths) {
   bad = j;
   bad["knn"]["metric"] = "manhattan";
   EXPECT_NE(msg(bad).find("x.json: --metric"), std::string::npos);
+  bad = j;
+  bad["knn"]["select"] = "fastest";
+  EXPECT_NE(msg(bad).find("x.json: --select: unknown strategy 'fastest'"), std::string::npos) << msg(bad);
+  bad = j;
+  bad["knn"]["precision"] = "fast";
+  EXPECT_NE(msg(bad).find("x.json: --precision: unknown value 'fast'"), std::string::npos) << msg(bad);
   std::ofstream(t / "broken.json") << "{ not json";
   EXPECT_THROW(read_session(t / "broken.json"), Error);
 }

@@ -35,7 +35,7 @@ TEST_P(GpuExactness, RandomDataMatchesFloat64AndCpu) {
   Dataset ds = random_dataset(n, 48, 4100 + k + 17 * static_cast<int>(metric));
   // The engine itself (`auto` may take a paper strategy: test_gpu_select).
   KnnParams engine = params(k, metric);
-  engine.select = "warp";
+  engine.select = Select::Warp;
   KnnGraph g = build("gpu", ds, engine);
   EXPECT_EQ(g.backend, "gpu");
   EXPECT_EQ(g.strategy, k <= 256 ? "warp" : "merge");
@@ -65,7 +65,7 @@ TEST_P(GpuLargeK, MatchesFloat64AndCpu) {
   const int64_t n = 6000;
   Dataset ds = random_dataset(n, 24, 777 + k);
   KnnParams engine = params(k, metric);
-  engine.select = "warp";  // the engine: its block merge from k = 256 on
+  engine.select = Select::Warp;  // the engine: its block merge from k = 256 on
   KnnGraph g = build("gpu", ds, engine);
   EXPECT_EQ(g.strategy, "merge");
   Reference ref = brute_force(ds, k, metric, false);
@@ -93,9 +93,9 @@ TEST(GpuKnn, WarpAndMergeStrategiesAgreeExactly) {
   Dataset ds = random_dataset(3000, 40, 31);
   for (int k : {1, 20, 64, 200}) {
     KnnParams p = params(k);
-    p.select = "warp";
+    p.select = Select::Warp;
     KnnGraph w = build("gpu", ds, p);
-    p.select = "merge";
+    p.select = Select::Merge;
     KnnGraph m = build("gpu", ds, p);
     EXPECT_EQ(m.strategy, "merge");
     EXPECT_EQ(w.indices, m.indices) << "k=" << k;

@@ -22,7 +22,7 @@ namespace {
 
 KnnParams with(int k, Metric m, const char* precision, bool keep_self = false) {
   KnnParams p = params(k, m, keep_self);
-  p.precision = precision;
+  p.precision = parse_precision(precision);
   return p;
 }
 

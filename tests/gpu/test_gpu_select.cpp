@@ -38,7 +38,7 @@ const std::vector<std::string> kStrategies = {"quick", "sort", "heap", "bitonic"
 
 KnnParams with(const std::string& strategy, int k, Metric m = Metric::Euclidean, bool keep_self = false) {
   KnnParams p = params(k, m, keep_self);
-  p.select = strategy;
+  p.select = parse_select(strategy);
   return p;
 }
 
@@ -262,7 +262,7 @@ TEST(GpuSelect, RefusesWhatItCannotDo) {
   {
     Dataset ds = random_dataset(100, 4, 3);
     KnnParams p = with("heap", 5);
-    p.precision = "fast-exact";
+    p.precision = Precision::FastExact;
     const std::string e = usage_error(ds, p);
     EXPECT_NE(e.find("supports exact only"), std::string::npos) << e;
   }
@@ -367,14 +367,14 @@ TEST(GpuSelectQuick, VariantRuleAndOverride) {
 // strategy that supports k, the engine with several GPUs.
 TEST(GpuSelectAuto, TableLookup) {
   using manifold::gpu::select::best_strategy;
-  EXPECT_EQ(best_strategy(100000, 16, 2), "warp");                // several GPUs: the engine's
+  EXPECT_EQ(best_strategy(100000, 16, 2), Select::Warp);          // several GPUs: the engine's
   EXPECT_EQ(best_strategy(10000, 16), best_strategy(12000, 20));  // same bucket
   EXPECT_EQ(best_strategy(100000, 1024), best_strategy(90000, 900));
   for (int64_t n : {2, 1000, 50000, 300000, 5000000})
     for (int k : {1, 7, 100, 2000, 8192, 14336}) {
-      const std::string s = best_strategy(n, k);
-      EXPECT_TRUE(s == "warp" || s == "merge" || s == "quick" || s == "sort" || s == "heap" || s == "bitonic") << s;
-      if (s == "bitonic") {
+      const Select s = best_strategy(n, k);
+      EXPECT_NE(s, Select::Auto) << n << " " << k;
+      if (s == Select::Bitonic) {
         EXPECT_LE(k, 4096);
       }
     }
@@ -401,12 +401,12 @@ TEST(GpuSelectAuto, TableFromFile) {
   write("# measured on another GPU\nk 1 100\n1000 heap sort  # small N\n100000 quick bitonic\n");
   {
     SelectTable table(path);
-    EXPECT_EQ(best_strategy(900, 2), "heap");
-    EXPECT_EQ(best_strategy(1200, 300), "sort");
-    EXPECT_EQ(best_strategy(200000, 1), "quick");
-    EXPECT_EQ(best_strategy(200000, 90), "bitonic");
-    EXPECT_EQ(best_strategy(200000, 9000), "warp");  // bitonic cannot hold k = 9000
-    EXPECT_EQ(best_strategy(200000, 16, 2), "warp");
+    EXPECT_EQ(best_strategy(900, 2), Select::Heap);
+    EXPECT_EQ(best_strategy(1200, 300), Select::Sort);
+    EXPECT_EQ(best_strategy(200000, 1), Select::Quick);
+    EXPECT_EQ(best_strategy(200000, 90), Select::Bitonic);
+    EXPECT_EQ(best_strategy(200000, 9000), Select::Warp);  // bitonic cannot hold k = 9000
+    EXPECT_EQ(best_strategy(200000, 16, 2), Select::Warp);
     EXPECT_EQ(table_text(), "k 1 100\n1000 heap sort\n100000 quick bitonic\n");
   }
   EXPECT_EQ(table_text(), builtin);  // unset: the built-in table again

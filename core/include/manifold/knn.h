@@ -23,15 +23,36 @@ std::string to_string(Metric m);
 /// Throws UsageError for an unknown name.
 Metric parse_metric(const std::string& name);
 
+/// The GPU's selection strategy (--select): `auto` picks from a measured
+/// table; warp and merge are the engine's own, the others the papers'
+/// (gpu/select/paper_strategies.h). The CPU backend has one selection.
+enum class Select { Auto, Warp, Quick, Sort, Heap, Merge, Bitonic };
+/// Every strategy, in the order the help and the errors list them.
+inline constexpr Select kSelects[] = {Select::Auto, Select::Warp,  Select::Quick,  Select::Sort,
+                                      Select::Heap, Select::Merge, Select::Bitonic};
+
+std::string to_string(Select s);
+/// Throws UsageError for an unknown name.
+Select parse_select(const std::string& name);
+
+/// --precision: fast-exact lets the GPU compute its candidate distances at
+/// lower precision (tensor cores) before the exact ranking and distances;
+/// both give the exact graph. The CPU backend computes exact.
+enum class Precision { Exact, FastExact };
+
+std::string to_string(Precision p);
+/// Throws UsageError for an unknown name.
+Precision parse_precision(const std::string& name);
+
 struct KnnParams {
   int k = 10;  ///< neighbours per point, 1..N-1 (N with keep_self)
   Metric metric = Metric::Euclidean;
-  bool keep_self = false;           ///< a point is its own neighbour only if set
-  std::string select = "auto";      ///< GPU selection strategy: auto|warp|quick|sort|heap|merge|bitonic
-  std::vector<int> devices;         ///< GPU ordinals; empty = all visible
-  uint64_t gpu_memory = 0;          ///< device memory budget in bytes; 0 = from free memory
-  int threads = 0;                  ///< CPU threads; 0 = all cores
-  std::string precision = "exact";  ///< exact | fast-exact
+  bool keep_self = false;                  ///< a point is its own neighbour only if set
+  Select select = Select::Auto;            ///< GPU selection strategy
+  std::vector<int> devices;                ///< GPU ordinals; empty = all visible
+  uint64_t gpu_memory = 0;                 ///< device memory budget in bytes; 0 = from free memory
+  int threads = 0;                         ///< CPU threads; 0 = all cores
+  Precision precision = Precision::Exact;  ///< how the GPU computes distances
 };
 
 /// Rejects bad parameters for `n` points with one line (UsageError).

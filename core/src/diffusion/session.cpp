@@ -30,12 +30,12 @@ nlohmann::json session_to_json(const Session& s) {
   j["knn"] = {{"k", s.knn.k},
               {"metric", to_string(s.knn.metric)},
               {"backend", s.backend},
-              {"select", s.knn.select},
+              {"select", to_string(s.knn.select)},
               {"keep_self", s.knn.keep_self},
               {"devices", s.knn.devices},
               {"gpu_memory", s.knn.gpu_memory},
               {"threads", s.knn.threads},
-              {"precision", s.knn.precision}};
+              {"precision", to_string(s.knn.precision)}};
   const auto& d = s.diffusion;
   j["diffusion"] = {{"k", d.k},
                     {"epsilon", d.epsilon},
@@ -162,13 +162,13 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
       s.knn.k = static_cast<int>(integer_in(k, "k", s.knn.k, 1, INT32_MAX, "knn.k"));
       s.knn.metric = parse_metric(k.value("metric", std::string("euclidean")));
       s.backend = k.value("backend", s.backend);
-      s.knn.select = k.value("select", s.knn.select);
+      s.knn.select = parse_select(k.value("select", to_string(s.knn.select)));
       s.knn.keep_self = k.value("keep_self", s.knn.keep_self);
       s.knn.devices = k.value("devices", s.knn.devices);
       s.knn.gpu_memory = static_cast<uint64_t>(integer_in(k, "gpu_memory", static_cast<int64_t>(s.knn.gpu_memory), 0,
                                                           INT64_MAX, "knn.gpu_memory"));
       s.knn.threads = static_cast<int>(integer_in(k, "threads", s.knn.threads, 0, kMaxThreads, "knn.threads"));
-      s.knn.precision = k.value("precision", s.knn.precision);
+      s.knn.precision = parse_precision(k.value("precision", to_string(s.knn.precision)));
     }
     if (j.contains("diffusion")) {
       const auto& d = j["diffusion"];
