@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/embed_common.h"
@@ -30,11 +31,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-/// Graph files into an open transaction (write_graph commits on its own).
-void add_graph_files(OutputTransaction& tx, const KnnGraph& g) {
-  npy::write(tx.path("indices.npy"), g.indices.data(), {g.n, g.k});
-  npy::write(tx.path("distances.npy"), g.distances.data(), {g.n, g.k});
-  write_text_file(tx.path("graph.json"), graph_metadata(g).dump(2) + "\n");
+/// Each file's own write time, for embedding.json's "output_files_s".
+nlohmann::json files_json(const Timings& files) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [file, seconds] : files) j[file] = seconds;
+  return j;
 }
 
 /// The largest |Fisher-Lee correlation| of atan2(psi_2, psi_1) with the
@@ -52,27 +53,26 @@ std::pair<double, double> angle_recovery(const DiffusionResult& r, const std::ve
   return {std::abs(circular_correlation(phi, once)), std::abs(circular_correlation(phi, twice))};
 }
 
-struct PipelineResult {
-  KnnGraph graph;
-  DiffusionResult embedding;
-  double knn_s = 0;
-};
-
-/// k-NN graph then diffusion map; validates both parameter sets before the
-/// long work. `clock` gets the steps "graph" and "embedding".
-PipelineResult run_pipeline(const Dataset& ds, const KnnParams& kp, const std::string& backend_name,
-                            const DiffusionParams& dp, Progress& progress, StepClock& clock) {
+/// The k-NN graph; validates the graph's and the embedding's parameters
+/// before the long work. `clock` gets the step "graph"; `seconds` the
+/// graph's own time.
+KnnGraph build_graph(const Dataset& ds, const KnnParams& kp, const std::string& backend_name, const DiffusionParams& dp,
+                     Progress& progress, StepClock& clock, double& seconds) {
   validate(kp, ds.rows());
   validate(dp, ds.rows(), kp.k);  // before the long k-NN build, not after it
   auto backend = make_backend(backend_name);
   note_ignored_gpu_options(kp, backend->name());
-  PipelineResult r;
   const auto t = Clock::now();
-  r.graph = backend->build(ds, kp, progress);
-  r.knn_s = seconds_since(t);
+  KnnGraph graph = backend->build(ds, kp, progress);
+  seconds = seconds_since(t);
   progress.check_cancel();
   clock.lap("graph");
-  r.embedding = diffusion_map(r.graph, dp, progress);
+  return graph;
+}
+
+/// The diffusion map of the graph; `clock` gets the step "embedding".
+DiffusionResult embed(const KnnGraph& graph, const DiffusionParams& dp, Progress& progress, StepClock& clock) {
+  DiffusionResult r = diffusion_map(graph, dp, progress);
   progress.check_cancel();
   clock.lap("embedding");
   return r;
@@ -109,6 +109,16 @@ std::vector<std::string> run_files(bool demo) {
   return names;
 }
 
+/// The session as run records it: absolute data and mask paths (the mask
+/// file used, found or named, so a replay reads the same one), no output.
+Session session_record(const Session& s, const DetectorMask& mask) {
+  Session record = s;
+  record.data = fs::absolute(s.data).lexically_normal().string();
+  if (!mask.empty()) record.mask = fs::absolute(mask.file).lexically_normal().string();
+  record.output.clear();
+  return record;
+}
+
 int run_session(const Session& s, const std::string& out, const OutputOptions& output, bool quiet,
                 const std::string& session_origin, const std::vector<std::string>& metadata_specs) {
   check_output_dir(out, run_files(false), output);
@@ -121,45 +131,49 @@ int run_session(const Session& s, const std::string& out, const OutputOptions& o
   const Dataset& ds = input.features;
   const MetadataTable metadata = load_metadata_for(metadata_specs, ds.rows(), s.data);  // before the long work
   clock.lap("metadata");
-  PipelineResult r = run_pipeline(ds, s.knn, s.backend, s.diffusion, progress, clock);
-  if (!r.graph.output_rank) return 0;
-  if (!input.mask.empty()) r.graph.extra["mask"] = mask_json(input.mask);
-  Session record = s;
-  record.data = fs::absolute(s.data).lexically_normal().string();
-  // The mask file used, found or named, so a replay reads the same one.
-  if (!input.mask.empty()) record.mask = fs::absolute(input.mask.file).lexically_normal().string();
-  record.output.clear();
-  nlohmann::json extra = {{"data", record.data}, {"transform", s.transform}, {"knn_s", r.knn_s}};
-  if (!session_origin.empty()) extra["session"] = session_origin;
-  OutputTransaction tx(out, output);
-  add_graph_files(tx, r.graph);
-  clock.lap("write graph");
-  write_text_file(tx.path("session.json"), session_to_json(record).dump(2) + "\n");
+  double knn_s = 0;
+  KnnGraph graph = build_graph(ds, s.knn, s.backend, s.diffusion, progress, clock, knn_s);
+  if (!input.mask.empty()) graph.extra["mask"] = mask_json(input.mask);
+  // The graph's files are written while the embedding is computed (by the
+  // rank that writes); the writes end before the transaction does.
+  std::optional<OutputTransaction> tx;
+  ParallelWrites graph_writes;
+  if (graph.output_rank) {
+    tx.emplace(out, output);
+    start_graph_writes(graph_writes, *tx, graph, "write graph");
+  }
+  const DiffusionResult embedding = embed(graph, s.diffusion, progress, clock);
+  if (!graph.output_rank) return 0;
+  const ParallelWrites::Seconds graph_written = graph_writes.wait();
+  clock.add(graph_written.steps);
+  const Session record = session_record(s, input.mask);
+  write_text_file(tx->path("session.json"), session_to_json(record).dump(2) + "\n");
   clock.lap("write session");
+  nlohmann::json extra = {{"data", record.data}, {"transform", s.transform}, {"knn_s", knn_s}};
+  if (!session_origin.empty()) extra["session"] = session_origin;
   extra["command_timings_s"] = clock.json();
+  extra["output_files_s"] = files_json(graph_written.files);
+  extra["output_files_s"]["session.json"] = clock.steps().back().second;
   Timings written;
-  write_embedding_files(tx, r.embedding, s.diffusion, graph_metadata(r.graph), extra, &metadata, &written);
+  write_embedding_files(*tx, embedding, s.diffusion, graph_metadata(graph), extra, &metadata, &written);
   clock.add(written);
-  tx.commit();
+  tx->commit();
   clock.lap("commit");
-  report_warnings(r.embedding);
+  report_warnings(embedding);
   if (!quiet) {
     if (!input.mask.empty()) std::printf("%s\n", mask_summary(input.mask).c_str());
-    std::printf("k-NN graph: N=%lld d=%lld k=%d metric=%s backend=%s in %.3f s\n", static_cast<long long>(r.graph.n),
-                static_cast<long long>(r.graph.d), r.graph.k, to_string(r.graph.metric).c_str(),
-                r.graph.backend.c_str(), r.knn_s);
-    print_summary(r.embedding, s.diffusion, out);
-    print_metadata_summary(r.embedding, metadata);
+    std::printf("k-NN graph: N=%lld d=%lld k=%d metric=%s backend=%s in %.3f s\n", static_cast<long long>(graph.n),
+                static_cast<long long>(graph.d), graph.k, to_string(graph.metric).c_str(), graph.backend.c_str(),
+                knn_s);
+    print_summary(embedding, s.diffusion, out);
+    print_metadata_summary(embedding, metadata);
     std::printf("%s\n", clock.summary().c_str());
   }
   return 0;
 }
 
-int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
-  const bool quiet = a.has("--quiet");
-  const std::string out = a.str("-o");
-  const OutputOptions output{.overwrite = a.has("--overwrite")};
-  check_output_dir(out, run_files(true), output);
+/// The demo's simulation from its options.
+DiffractionParams demo_params(const Args& a) {
   DiffractionParams sp;
   sp.count = a.integer("--count", 2000, 3, INT64_MAX);
   sp.size = static_cast<int>(a.integer("--size", 32, 2, 4096));
@@ -172,6 +186,42 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
   sp.threads = static_cast<int>(a.integer("--threads", 0, 0, 4096));
   validate(sp);
   if (sp.axis == "random") throw UsageError("--axis random: the demo recovers one rotation angle; use x, y or z");
+  return sp;
+}
+
+/// The true rotation angle first (as patterns.angles.npy beside the
+/// patterns holds it), then the user's columns.
+MetadataTable with_angle_column(const MetadataTable& metadata, const DiffractionImages& d) {
+  MetadataTable table(d.count);
+  MetadataColumn angle;
+  angle.name = "angle";
+  angle.kind = MetadataKind::Angle;
+  angle.source = "patterns.angles.npy";
+  angle.values = d.angles;
+  table.add(std::move(angle));
+  for (const MetadataColumn& c : metadata.columns()) table.add(c);
+  return table;
+}
+
+/// Starts writing the simulated patterns, their angles and their
+/// description into an open transaction, as files of `step`.
+void start_pattern_writes(ParallelWrites& writes, OutputTransaction& tx, const DiffractionImages& d,
+                          const std::string& step) {
+  const std::string patterns = tx.path("patterns.npy"), angles = tx.path("patterns.angles.npy"),
+                    json = tx.path("patterns.json");
+  writes.start(step, "patterns.npy", [&d, patterns] {
+    npy::write(patterns, d.images.data(), {d.count, d.size, d.size});
+  });
+  writes.start(step, "patterns.angles.npy", [&d, angles] { npy::write(angles, d.angles.data(), {d.count}); });
+  writes.start(step, "patterns.json", [&d, json] { write_text_file(json, d.metadata.dump(2) + "\n"); });
+}
+
+int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
+  const bool quiet = a.has("--quiet");
+  const std::string out = a.str("-o");
+  const OutputOptions output{.overwrite = a.has("--overwrite")};
+  check_output_dir(out, run_files(true), output);
+  const DiffractionParams sp = demo_params(a);
   KnnParams kp = knn_params_from(a);
   if (!a.has("-k")) kp.k = 20;
   DiffusionParams dp = diffusion_params_from(a, "--embed-k");
@@ -179,15 +229,13 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
   const std::string backend = a.str("--backend", "auto");
   const std::string pdb = a.has("--pdb") ? a.str("--pdb") : find_packaged_pdb("1ubq");
   Molecule mol = read_pdb(pdb);
-  // The true rotation angle first (as patterns.angles.npy beside the
-  // patterns holds it), then the user's columns.
-  MetadataTable metadata = load_metadata_for(metadata_specs, sp.count, "");
+  const MetadataTable user_metadata = load_metadata_for(metadata_specs, sp.count, "");
 
   TerminalProgress sink(stderr, quiet);
   install_cancel_on_signal();
   Progress progress(&sink, &cancel_flag());
   StepClock clock;
-  DiffractionImages d = simulate_diffraction(mol, sp, progress);
+  const DiffractionImages d = simulate_diffraction(mol, sp, progress);
   // Photon counts are variance-stabilised before the graph (see anscombe_transform).
   std::vector<float> v = d.images;
   anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
@@ -195,17 +243,18 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
   ds.source = "patterns.npy";
   ds.item_shape = {d.size, d.size};
   clock.lap("simulate");
-  PipelineResult r = run_pipeline(ds, kp, backend, dp, progress, clock);
-  auto [once, twice] = angle_recovery(r.embedding, d.angles);
-  MetadataTable with_angle(d.count);
-  MetadataColumn angle;
-  angle.name = "angle";
-  angle.kind = MetadataKind::Angle;
-  angle.source = "patterns.angles.npy";
-  angle.values = d.angles;
-  with_angle.add(std::move(angle));
-  for (const MetadataColumn& c : metadata.columns()) with_angle.add(c);
-  metadata = std::move(with_angle);
+  double knn_s = 0;
+  const KnnGraph graph = build_graph(ds, kp, backend, dp, progress, clock, knn_s);
+  // The patterns' and the graph's files are written while the embedding is computed.
+  OutputTransaction tx(out, output);
+  ParallelWrites first_writes;
+  start_pattern_writes(first_writes, tx, d, "write patterns and graph");
+  start_graph_writes(first_writes, tx, graph, "write patterns and graph");
+  const DiffusionResult embedding = embed(graph, dp, progress, clock);
+  const ParallelWrites::Seconds first_written = first_writes.wait();
+  clock.add(first_written.steps);
+  auto [once, twice] = angle_recovery(embedding, d.angles);
+  const MetadataTable metadata = with_angle_column(user_metadata, d);
 
   Session s;
   s.data = "patterns.npy";
@@ -213,41 +262,38 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
   s.backend = backend;
   s.knn = kp;
   s.diffusion = dp;
-  nlohmann::json demo = {{"molecule", mol.id.empty() ? mol.source : mol.id},
-                         {"patterns", d.count},
-                         {"size", d.size},
-                         {"axis", sp.axis},
-                         {"photons", sp.photons},
-                         {"circular_correlation_angle", once},
-                         {"circular_correlation_twice_angle", twice},
-                         {"simulation", d.metadata}};
-  OutputTransaction tx(out, output);
-  npy::write(tx.path("patterns.npy"), d.images.data(), {d.count, d.size, d.size});
-  npy::write(tx.path("patterns.angles.npy"), d.angles.data(), {d.count});
-  write_text_file(tx.path("patterns.json"), d.metadata.dump(2) + "\n");
-  add_graph_files(tx, r.graph);
-  clock.lap("write patterns and graph");
   write_text_file(tx.path("session.json"), session_to_json(s).dump(2) + "\n");
   clock.lap("write session");
+  const nlohmann::json demo = {{"molecule", mol.id.empty() ? mol.source : mol.id},
+                               {"patterns", d.count},
+                               {"size", d.size},
+                               {"axis", sp.axis},
+                               {"photons", sp.photons},
+                               {"circular_correlation_angle", once},
+                               {"circular_correlation_twice_angle", twice},
+                               {"simulation", d.metadata}};
+  nlohmann::json files = files_json(first_written.files);
+  files["session.json"] = clock.steps().back().second;
   Timings written;
-  write_embedding_files(tx, r.embedding, dp, graph_metadata(r.graph),
+  write_embedding_files(tx, embedding, dp, graph_metadata(graph),
                         {{"data", "patterns.npy"},
                          {"transform", "anscombe"},
                          {"demo", demo},
-                         {"command_timings_s", clock.json()}},
+                         {"command_timings_s", clock.json()},
+                         {"output_files_s", files}},
                         &metadata, &written);
   clock.add(written);
   tx.commit();
   clock.lap("commit");
-  report_warnings(r.embedding);
+  report_warnings(embedding);
   if (!quiet) {
     std::printf(
         "demo: %lld diffraction patterns %dx%d of %s (%zu atoms) rotated about %s, Poisson noise %g photons/pattern\n",
         static_cast<long long>(d.count), d.size, d.size, mol.id.empty() ? mol.source.c_str() : mol.id.c_str(),
         mol.atoms.size(), sp.axis.c_str(), sp.photons);
-    std::printf("k-NN graph: k=%d backend=%s in %.3f s\n", r.graph.k, r.graph.backend.c_str(), r.knn_s);
-    print_summary(r.embedding, dp, out);
-    print_metadata_summary(r.embedding, metadata);
+    std::printf("k-NN graph: k=%d backend=%s in %.3f s\n", graph.k, graph.backend.c_str(), knn_s);
+    print_summary(embedding, dp, out);
+    print_metadata_summary(embedding, metadata);
     std::printf("%s\n", clock.summary().c_str());
   }
   std::printf("circular correlation of atan2(psi2, psi1) with the rotation angle: %.4f (with twice the angle: %.4f)\n",

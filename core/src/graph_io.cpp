@@ -31,11 +31,20 @@ nlohmann::json graph_metadata(const KnnGraph& g) {
   return j;
 }
 
+void start_graph_writes(ParallelWrites& writes, OutputTransaction& tx, const KnnGraph& g, const std::string& step) {
+  // The paths are taken here: the transaction is not shared between threads.
+  const std::string indices = tx.path("indices.npy"), distances = tx.path("distances.npy"),
+                    json = tx.path("graph.json");
+  writes.start(step, "indices.npy", [&g, indices] { npy::write(indices, g.indices.data(), {g.n, g.k}); });
+  writes.start(step, "distances.npy", [&g, distances] { npy::write(distances, g.distances.data(), {g.n, g.k}); });
+  writes.start(step, "graph.json", [&g, json] { write_text_file(json, graph_metadata(g).dump(2) + "\n"); });
+}
+
 void write_graph(const std::string& dir, const KnnGraph& g) {
   OutputTransaction tx(dir);
-  npy::write(tx.path("indices.npy"), g.indices.data(), {g.n, g.k});
-  npy::write(tx.path("distances.npy"), g.distances.data(), {g.n, g.k});
-  write_text_file(tx.path("graph.json"), graph_metadata(g).dump(2) + "\n");
+  ParallelWrites writes;
+  start_graph_writes(writes, tx, g, "write graph");
+  writes.wait();
   tx.commit();
 }
 

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <random>
@@ -404,6 +406,66 @@ void write_file_atomically(const std::string& path, const std::vector<std::pair<
     ::unlink(tmp.c_str());
     throw Error(output_display_path(path) + ": cannot rename the temporary file into place");
   }
+}
+
+struct ParallelWrites::Write {
+  std::string step, file;
+  std::future<void> done;
+  std::chrono::steady_clock::time_point end;
+  double seconds = 0;
+};
+
+void ParallelWrites::start(const std::string& step, const std::string& file, std::function<void()> write) {
+  auto w = std::make_unique<Write>();
+  w->step = step;
+  w->file = file;
+  Write* record = w.get();
+  // The record is written by the thread and read after done.wait(): the
+  // future's completion orders the two.
+  w->done = std::async(std::launch::async, [record, write = std::move(write)] {
+    const auto begin = std::chrono::steady_clock::now();
+    try {
+      write();
+    } catch (...) {
+      record->end = std::chrono::steady_clock::now();
+      throw;
+    }
+    record->end = std::chrono::steady_clock::now();
+    record->seconds = std::chrono::duration<double>(record->end - begin).count();
+  });
+  writes_.push_back(std::move(w));
+}
+
+ParallelWrites::ParallelWrites() = default;
+
+ParallelWrites::~ParallelWrites() {
+  for (auto& w : writes_)
+    if (w->done.valid()) w->done.wait();
+}
+
+ParallelWrites::Seconds ParallelWrites::wait() {
+  const auto waited_from = std::chrono::steady_clock::now();
+  for (auto& w : writes_) w->done.wait();
+  for (auto& w : writes_) w->done.get();  // the first failure, every write having ended
+  Seconds out;
+  // Each step ends with its last file; it counts from where the steps
+  // before it (or the wait) ended, so overlapping writes are counted once.
+  std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> ends;
+  for (const auto& w : writes_) {
+    out.files.emplace_back(w->file, w->seconds);
+    auto it = std::find_if(ends.begin(), ends.end(), [&](const auto& e) { return e.first == w->step; });
+    if (it == ends.end()) ends.emplace_back(w->step, w->end);
+    else
+      it->second = std::max(it->second, w->end);
+  }
+  auto reached = waited_from;
+  for (const auto& [step, end] : ends) {
+    const auto until = std::max(reached, end);
+    out.steps.emplace_back(step, std::chrono::duration<double>(until - reached).count());
+    reached = until;
+  }
+  writes_.clear();
+  return out;
 }
 
 }  // namespace manifold

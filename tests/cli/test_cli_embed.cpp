@@ -237,6 +237,41 @@ TEST(CliRun, DataSessionAndReproduction) {
   EXPECT_FALSE(fs::exists(t / "x"));
 }
 
+// The run's breakdown: the steps line adds up to its total, and
+// embedding.json has each step known when it is written and each output
+// file's own write time.
+TEST(CliRun, ReportsItsBreakdownInTheStepsLineAndTheJson) {
+  REQUIRE_CLI();
+  TempDir t;
+  const std::string data = write_circle(t, 3000);
+  std::string err, out;
+  ASSERT_EQ(run_cli("run " + data + " -k 10 --backend cpu --components 3 -o " + (t / "r"), &err, &out), 0) << err;
+  const size_t at = out.find("steps: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  std::istringstream line(out.substr(at + 7, out.find('\n', at) - at - 7));
+  std::string item;
+  double sum = 0, total = -1;
+  while (std::getline(line, item, ',')) {
+    const size_t s = item.rfind(" s");
+    const size_t value = item.rfind(' ', s - 1);
+    const double seconds = std::stod(item.substr(value + 1, s - value - 1));
+    if (item.find("total") != std::string::npos) total = seconds;
+    else
+      sum += seconds;
+  }
+  EXPECT_GE(total, 0) << out;
+  EXPECT_LE(sum, total + 0.01) << "the steps follow one another: " << out;  // each printed to 1 ms
+  Embedding e = read_embedding(t / "r");
+  const auto& steps = e.metadata["command_timings_s"];
+  for (auto step : {"load", "graph", "embedding", "write graph", "write embedding .npy", "write CSV", "write VTP"})
+    EXPECT_GE(steps.at(step).get<double>(), 0) << step;
+  const auto& files = e.metadata["output_files_s"];
+  EXPECT_EQ(files.size(), 9u) << files;
+  for (auto f : {"indices.npy", "distances.npy", "graph.json", "session.json", "eigenvalues.npy", "embedding.npy",
+                 "point_index.npy", "embedding.csv", "embedding.vtp"})
+    EXPECT_GE(files.at(f).get<double>(), 0) << f;
+}
+
 TEST(CliRun, DemoRecoversTheRotationAngle) {
   REQUIRE_CLI();
   try {
@@ -256,6 +291,10 @@ TEST(CliRun, DemoRecoversTheRotationAngle) {
     EXPECT_TRUE(fs::exists(t / (std::string("demo/") + f))) << f;
   Embedding e = read_embedding(t / "demo");
   EXPECT_EQ(e.n, 1000);
+  // The patterns and the graph, written during the embedding, are timed too.
+  for (auto f :
+       {"patterns.npy", "patterns.angles.npy", "patterns.json", "indices.npy", "session.json", "embedding.vtp"})
+    EXPECT_TRUE(e.metadata["output_files_s"].contains(f)) << f;
   EXPECT_NEAR(e.metadata["demo"]["circular_correlation_angle"].get<double>(), corr, 1e-4);
   // The session reproduces the demo's embedding from its patterns.
   ASSERT_EQ(run_cli("run --session " + (t / "demo/session.json") + " -q -o " + (t / "again"), &err), 0) << err;

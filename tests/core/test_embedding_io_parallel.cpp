@@ -2,7 +2,9 @@
 // chunks on several threads: the CSV reads back exactly (shortest round-trip
 // numbers, rows in order, metadata fields), the VTP's arrays are exactly the
 // base64 of the whole arrays (one stream per array, padded only at its end,
-// as VTK's reader needs), and embedding.json records the write steps.
+// as VTK's reader needs), files written at the same time hold the bytes
+// each writer makes alone, and embedding.json records the write steps and
+// each file's own time.
 // Also the .npy reader's direct and converted paths at more than one chunk,
 // and the clock of a command's steps.
 #include <gtest/gtest.h>
@@ -228,13 +230,17 @@ TEST(EmbeddingIoParallel, EmbeddingJsonRecordsTheWriteSteps) {
   const MetadataTable metadata = table_for(r.n);
   TempDir t;
   Timings steps;
-  write_embedding(t.path, r, DiffusionParams{}, nullptr, {{"command_timings_s", {{"load", 1.5}}}}, &metadata, &steps);
+  write_embedding(t.path, r, DiffusionParams{}, nullptr,
+                  {{"command_timings_s", {{"load", 1.5}}}, {"output_files_s", {{"indices.npy", 0.5}}}}, &metadata,
+                  &steps);
   std::vector<std::string> names;
   for (const auto& [name, seconds] : steps) {
     names.push_back(name);
     EXPECT_GE(seconds, 0) << name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"write embedding .npy", "write CSV", "write VTP", "metadata correlation",
+  // The correlation is computed while the files are written; then the
+  // waits for each file's step in turn.
+  EXPECT_EQ(names, (std::vector<std::string>{"metadata correlation", "write embedding .npy", "write CSV", "write VTP",
                                              "write embedding.json", "commit"}));
   std::ifstream in(t / "embedding.json");
   const auto j = nlohmann::json::parse(in);
@@ -244,6 +250,59 @@ TEST(EmbeddingIoParallel, EmbeddingJsonRecordsTheWriteSteps) {
     EXPECT_TRUE(c.contains(step)) << step;
   EXPECT_FALSE(c.contains("write embedding.json"));  // not known while it is written
   EXPECT_FALSE(c.contains("commit"));
+  // Each file's own time, the caller's files kept.
+  const auto& files = j.at("output_files_s");
+  EXPECT_EQ(files.size(), 6u) << files;
+  EXPECT_EQ(files.at("indices.npy").get<double>(), 0.5);
+  for (const char* file : {"eigenvalues.npy", "embedding.npy", "point_index.npy", "embedding.csv", "embedding.vtp"})
+    EXPECT_GE(files.at(file).get<double>(), 0) << file;
+}
+
+TEST(EmbeddingIoParallel, FilesWrittenAtOnceHoldTheSameBytesAsAlone) {
+  // The CSV and the VTP are formatted on several threads each, at the same
+  // time, beside the .npy files: each file as its writer makes it alone.
+  DiffusionResult r;
+  r.n = 150001;
+  r.m = 4;
+  r.graph_points = r.n;
+  r.coordinates = awkward_coordinates(r.n, r.m);
+  for (int64_t i = 0; i < r.n; ++i) r.point_index.push_back((i * 7919) % r.n);
+  r.eigenvalues = {1, 0.9, 0.8, 0.7, 0.6};
+  const MetadataTable metadata = table_for(r.n);
+  TempDir t;
+  write_embedding(t / "e", r, DiffusionParams{}, nullptr, nullptr, &metadata);
+  const auto names = coordinate_names(r.m);
+  write_csv(t / "alone.csv", r.n, r.m, r.coordinates.data(), r.point_index.data(), names, &metadata);
+  write_vtp(t / "alone.vtp", r.n, r.m, r.coordinates.data(), r.point_index.data(), names, &metadata);
+  npy::write(t / "alone.npy", r.coordinates.data(), {r.n, r.m});
+  EXPECT_EQ(slurp(t / "e/embedding.csv"), slurp(t / "alone.csv"));
+  EXPECT_EQ(slurp(t / "e/embedding.vtp"), slurp(t / "alone.vtp"));
+  EXPECT_EQ(slurp(t / "e/embedding.npy"), slurp(t / "alone.npy"));
+  const Embedding back = read_embedding(t / "e");
+  EXPECT_EQ(back.coordinates, r.coordinates);
+  EXPECT_EQ(back.point_index, r.point_index);
+  EXPECT_EQ(back.eigenvalues, r.eigenvalues);
+}
+
+TEST(EmbeddingIoParallel, AFailedWriteNamesItsFileAndLeavesNothing) {
+  // A metadata table shorter than the indices it is read at: refused
+  // before any file is started, naming the problem, the folder not made.
+  DiffusionResult r;
+  r.n = 100;
+  r.m = 2;
+  r.coordinates.assign(200, 0.5);
+  for (int64_t i = 0; i < r.n; ++i) r.point_index.push_back(i);
+  r.eigenvalues = {1, 0.9, 0.8};
+  const MetadataTable short_table = table_for(50);
+  TempDir t;
+  try {
+    write_embedding(t / "e", r, DiffusionParams{}, nullptr, nullptr, &short_table);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("beyond its 50 rows"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(t / "e"));
+  EXPECT_TRUE(fs::is_empty(t.path));
 }
 
 TEST(NpyRead, DirectAndConvertedReadsOfSeveralChunks) {

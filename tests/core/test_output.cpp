@@ -3,7 +3,12 @@
 // unless --overwrite, two writers of one folder cannot both run, a crash at
 // any step of the commit leaves the old or the new result (never a mix or a
 // lone hidden temporary), a failed write leaves no parent folders it made,
-// and messages name OUT, not its hidden temporaries.
+// and messages name OUT, not its hidden temporaries. Files written at the
+// same time (ParallelWrites): every write ends before the caller goes on,
+// the first failure in the order started is the one reported, and the
+// steps add up to the wait; `run` writes the graph during the embedding and
+// still leaves nothing (or the previous result) when a write or the
+// embedding fails.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -14,11 +19,15 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "manifold/error.h"
@@ -171,6 +180,98 @@ TEST(OutputFolder, MessagesNameTheOutputNotItsTemporary) {
   EXPECT_NE(staged, t / "out/indices.npy");
   EXPECT_EQ(output_display_path(staged), t / "out/indices.npy");
   EXPECT_EQ(output_display_path(t / "other"), t / "other");
+}
+
+// ---- files written at the same time ------------------------------------------
+
+TEST(ParallelWrites, StepsAddUpToTheWaitAndEachFileHasItsOwnTime) {
+  TempDir t;
+  std::promise<void> b_written;
+  std::shared_future<void> b_done = b_written.get_future().share();
+  ParallelWrites writes;
+  // "a" ends only after "b" has: b's step then took none of the wait.
+  writes.start("step a", "a.txt", [&] {
+    b_done.wait();
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    write_text_file(t / "a.txt", "a\n");
+  });
+  writes.start("step b", "b.txt", [&] {
+    write_text_file(t / "b.txt", "b\n");
+    b_written.set_value();
+  });
+  writes.start("step a", "c.txt", [&] { write_text_file(t / "c.txt", "c\n"); });
+  const auto begin = std::chrono::steady_clock::now();
+  const ParallelWrites::Seconds s = writes.wait();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  EXPECT_EQ(slurp(t / "a.txt") + slurp(t / "b.txt") + slurp(t / "c.txt"), "a\nb\nc\n");
+  ASSERT_EQ(s.steps.size(), 2u);
+  EXPECT_EQ(s.steps[0].first, "step a");
+  EXPECT_EQ(s.steps[1].first, "step b");
+  EXPECT_GE(s.steps[0].second, 0.03);
+  EXPECT_EQ(s.steps[1].second, 0.0);
+  EXPECT_LE(s.steps[0].second + s.steps[1].second, waited);
+  ASSERT_EQ(s.files.size(), 3u);
+  EXPECT_EQ(s.files[0].first, "a.txt");
+  EXPECT_EQ(s.files[1].first, "b.txt");
+  EXPECT_EQ(s.files[2].first, "c.txt");
+  EXPECT_GE(s.files[0].second, 0.03);
+}
+
+TEST(ParallelWrites, TheFirstFailureInStartOrderAfterEveryWriteEnded) {
+  std::promise<void> second_failed;
+  std::shared_future<void> second_done = second_failed.get_future().share();
+  std::atomic<bool> third_ended{false};
+  ParallelWrites writes;
+  writes.start("s", "first", [&] {
+    second_done.wait();  // fails after the second has
+    throw Error("first failed");
+  });
+  writes.start("s", "second", [&] {
+    second_failed.set_value();
+    throw Error("second failed");
+  });
+  writes.start("s", "third", [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    third_ended = true;
+  });
+  try {
+    writes.wait();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "first failed");
+  }
+  EXPECT_TRUE(third_ended) << "every write ends before the failure is reported";
+}
+
+TEST(ParallelWrites, DestroyedUnwaitedItWaitsForItsWrites) {
+  std::atomic<bool> ended{false};
+  {
+    ParallelWrites writes;
+    writes.start("s", "slow", [&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      ended = true;
+    });
+  }  // as when the caller's work throws: the transaction goes only after
+  EXPECT_TRUE(ended);
+}
+
+TEST(ParallelWrites, AGraphIsWrittenByteForByteAsBefore) {
+  // write_graph writes its files at the same time: the same bytes as one
+  // npy::write after another.
+  TempDir t;
+  KnnGraph g;
+  g.n = 5000;
+  g.k = 7;
+  for (int64_t i = 0; i < g.n * g.k; ++i) {
+    g.indices.push_back((i * 31) % g.n);
+    g.distances.push_back(static_cast<float>(i) * 0.25f);
+  }
+  write_graph(t / "g", g);
+  npy::write(t / "indices.npy", g.indices.data(), {g.n, g.k});
+  npy::write(t / "distances.npy", g.distances.data(), {g.n, g.k});
+  EXPECT_EQ(slurp(t / "g/indices.npy"), slurp(t / "indices.npy"));
+  EXPECT_EQ(slurp(t / "g/distances.npy"), slurp(t / "distances.npy"));
+  EXPECT_EQ(read_graph(t / "g").indices, g.indices);
 }
 
 // ---- a crash during the commit ------------------------------------------------
@@ -382,6 +483,63 @@ TEST(CliOutput, FailedWriteNamesTheOutputAndLeavesNothing) {
   EXPECT_NE(err.find(out + "/indices.npy: write failed"), std::string::npos) << err;
   EXPECT_EQ(err.find(".manifold-"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(t / "deep")) << "the folders made for the output are removed again";
+}
+
+// `run` writes the graph's files while it computes the embedding: a write
+// that fails there is reported when the embedding is done, naming the file,
+// and nothing is left.
+TEST(CliOutput, RunsFailedGraphWriteNamesTheFileAndLeavesNothing) {
+  REQUIRE_CLI();
+  TempDir t;
+  save(random_dataset(3000, 4, 3), t / "x.npy");
+  const std::string cli = std::getenv("MANIFOLD_CLI");
+  const std::string out = t / "deep/er/o";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit r{};
+    r.rlim_cur = r.rlim_max = 64 * 1024;
+    setrlimit(RLIMIT_FSIZE, &r);
+    freopen((t / "err").c_str(), "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    execl(cli.c_str(), cli.c_str(), "run", (t / "x.npy").c_str(), "-k", "10", "--components", "2", "--backend", "cpu",
+          "-q", "-o", out.c_str(), nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const std::string err = slurp(t / "err");
+  EXPECT_EQ(lines(err), 1) << err;
+  // indices.npy (240 KB) and distances.npy (120 KB) both fail: the first started is named.
+  EXPECT_NE(err.find(out + "/indices.npy: write failed"), std::string::npos) << err;
+  EXPECT_EQ(err.find(".manifold-"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(t / "deep")) << "the folders made for the output are removed again";
+}
+
+// An embedding that fails after the graph's files were written leaves no
+// folder, or the previous result whole.
+TEST(CliOutput, RunsFailedEmbeddingLeavesNothingOrThePreviousResult) {
+  REQUIRE_CLI();
+  TempDir t;
+  save(random_dataset(2000, 6, 5), t / "x.npy");
+  const std::string run = "run " + (t / "x.npy") + " --components 3 --backend cpu -q ";
+  std::string err;
+  // A budget of 5 products cannot converge: the eigensolve fails with one line.
+  EXPECT_EQ(run_cli(run + "-k 10 --max-matvecs 5 -o " + (t / "o"), &err), 1);
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("eigensolve"), std::string::npos) << err;
+  EXPECT_EQ(entries(t.path), (std::set<std::string>{"x.npy"}));
+  ASSERT_EQ(run_cli(run + "-k 10 -o " + (t / "o"), &err), 0) << err;
+  const std::set<std::string> files = entries(t / "o");
+  const std::string embedding = slurp(t / "o/embedding.npy"), indices = slurp(t / "o/indices.npy");
+  EXPECT_EQ(run_cli(run + "-k 12 --max-matvecs 5 --overwrite -o " + (t / "o"), &err), 1);
+  EXPECT_EQ(entries(t / "o"), files);
+  EXPECT_EQ(slurp(t / "o/embedding.npy"), embedding);
+  EXPECT_EQ(slurp(t / "o/indices.npy"), indices);
+  EXPECT_EQ(entries(t.path), (std::set<std::string>{"o", "x.npy"}));
 }
 
 // ---- sessions ----------------------------------------------------------------

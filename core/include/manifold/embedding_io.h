@@ -23,9 +23,12 @@
 //                     embedded, eigenvalues, solver facts, timings, the BGH
 //                     curve (epsilon = auto), the graph's metadata, with
 //                     metadata "metadata_correlation" (correlation_json()),
-//                     and "command_timings_s": wall seconds of the command's
+//                     "command_timings_s": wall seconds of the command's
 //                     steps up to writing this file (loading, the graph, the
-//                     embedding, each output)
+//                     embedding, each output; they add up to the command's
+//                     wall time), and "output_files_s": each file's own
+//                     write time (files are written at the same time, so
+//                     these overlap; run adds the graph's files)
 // All files appear together or not at all (OutputTransaction).
 #include <cstdint>
 #include <string>
@@ -49,10 +52,13 @@ nlohmann::json embedding_metadata(const DiffusionResult& result, const Diffusion
 /// columns to embedding.csv and embedding.vtp, row point_index[e] for point e,
 /// and its correlation with psi (metadata_correlations()) to embedding.json;
 /// a column named "index" or like a coordinate is written as NAME_2.
-/// The seconds of its steps ("write embedding .npy", "write CSV", "write
-/// VTP", "metadata correlation") are added to embedding.json's
-/// "command_timings_s" (after those `extra` gives there) and, with "write
-/// embedding.json", to `steps`.
+/// The .npy files, the CSV and the VTP are written at the same time
+/// (ParallelWrites) while the correlation is computed. The seconds of its
+/// steps ("metadata correlation", then the wait for "write embedding .npy",
+/// "write CSV" and "write VTP" in turn, see ParallelWrites::Seconds) are
+/// added to embedding.json's "command_timings_s" (after those `extra` gives
+/// there) and, with "write embedding.json", to `steps`; each file's own
+/// seconds to its "output_files_s" (after those `extra` gives there).
 void write_embedding_files(OutputTransaction& tx, const DiffusionResult& result, const DiffusionParams& params,
                            const nlohmann::json& graph = nullptr, const nlohmann::json& extra = nullptr,
                            const MetadataTable* metadata = nullptr, Timings* steps = nullptr);

@@ -13,6 +13,8 @@
 // once instead of mixing its files with the first one's. Destroyed
 // uncommitted (error, cancel), it removes everything it made, including the
 // parent folders it created.
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,5 +89,38 @@ void write_text_file(const std::string& path, const std::string& text);
 void write_file_atomically(const std::string& path, const void* bytes, size_t size);
 /// The same for several pieces written in order (a header, then the data).
 void write_file_atomically(const std::string& path, const std::vector<std::pair<const void*, size_t>>& pieces);
+
+/// Output files written at the same time, each on a thread of its own: a
+/// file system takes one writer per file at a time (a file's buffered
+/// writes are serialised), so separate files are what goes out in parallel,
+/// and a writer can run while the caller computes (the graph's files during
+/// the embedding). Every write has ended before wait() returns or the object
+/// is destroyed, so none outlives the transaction whose folder it writes to.
+class ParallelWrites {
+ public:
+  ParallelWrites();
+  ~ParallelWrites();
+  ParallelWrites(const ParallelWrites&) = delete;
+  ParallelWrites& operator=(const ParallelWrites&) = delete;
+
+  /// Starts `write`, which writes the file `file`, as part of the step `step`.
+  void start(const std::string& step, const std::string& file, std::function<void()> write);
+
+  struct Seconds {
+    /// Per step, in the order first started: the wall time wait() spent on
+    /// it beyond the steps before it (0 when it ended before them), so the
+    /// steps add up to wait()'s own wall time and a command's steps to its total.
+    std::vector<std::pair<std::string, double>> steps;
+    /// Per file, in the order started: the write's own wall time (they overlap).
+    std::vector<std::pair<std::string, double>> files;
+  };
+  /// Waits for every write; then rethrows the first failure in the order
+  /// started (an Error naming its file), else returns the seconds.
+  Seconds wait();
+
+ private:
+  struct Write;
+  std::vector<std::unique_ptr<Write>> writes_;
+};
 
 }  // namespace manifold

@@ -431,38 +431,51 @@ void write_embedding_files(OutputTransaction& tx, const DiffusionResult& r, cons
                            Timings* steps) {
   if (r.coordinates.size() != static_cast<size_t>(r.n * r.m) || r.point_index.size() != static_cast<size_t>(r.n))
     throw Error("embedding: result arrays do not match " + std::to_string(r.n) + " x " + std::to_string(r.m));
+  const auto names = coordinate_names(r.m);
+  if (metadata && metadata->empty()) metadata = nullptr;
+  std::vector<std::string> reserved = names;
+  reserved.push_back("index");
+  const MetadataTable renamed = metadata ? without_clashes(*metadata, reserved) : MetadataTable();
+  if (metadata) metadata = &renamed;
+  check_metadata_rows(metadata, r.n, r.point_index.data());
   Timings written;
   auto timed = [&](const char* step, auto&& work) {
     const auto start = std::chrono::steady_clock::now();
     work();
     written.emplace_back(step, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   };
-  const auto names = coordinate_names(r.m);
-  timed("write embedding .npy", [&] {
-    npy::write(tx.path("eigenvalues.npy"), r.eigenvalues.data(), {static_cast<int64_t>(r.eigenvalues.size())});
-    npy::write(tx.path("embedding.npy"), r.coordinates.data(), {r.n, r.m});
-    npy::write(tx.path("point_index.npy"), r.point_index.data(), {r.n});
+  // Every file at once, each straight from the result's arrays (the paths
+  // are taken here: the transaction is not shared between threads).
+  ParallelWrites writes;
+  const std::string eigenvalues = tx.path("eigenvalues.npy"), embedding = tx.path("embedding.npy"),
+                    point_index = tx.path("point_index.npy"), csv = tx.path("embedding.csv"),
+                    vtp = tx.path("embedding.vtp");
+  writes.start("write embedding .npy", "eigenvalues.npy",
+               [&] { npy::write(eigenvalues, r.eigenvalues.data(), {static_cast<int64_t>(r.eigenvalues.size())}); });
+  writes.start("write embedding .npy", "embedding.npy", [&] {
+    npy::write(embedding, r.coordinates.data(), {r.n, r.m});
   });
-  if (metadata && metadata->empty()) metadata = nullptr;
-  std::vector<std::string> reserved = names;
-  reserved.push_back("index");
-  const MetadataTable renamed = metadata ? without_clashes(*metadata, reserved) : MetadataTable();
-  if (metadata) metadata = &renamed;
-  timed("write CSV", [&] {
-    write_csv(tx.path("embedding.csv"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata);
-  });
-  timed("write VTP", [&] {
-    write_vtp(tx.path("embedding.vtp"), r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata);
-  });
+  writes.start("write embedding .npy", "point_index.npy",
+               [&] { npy::write(point_index, r.point_index.data(), {r.n}); });
+  writes.start("write CSV", "embedding.csv",
+               [&] { write_csv(csv, r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata); });
+  writes.start("write VTP", "embedding.vtp",
+               [&] { write_vtp(vtp, r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata); });
   nlohmann::json j = embedding_metadata(r, p, graph);
   if (extra.is_object()) j.update(extra);
   if (metadata)
     timed("metadata correlation",
           [&] { j["metadata_correlation"] = correlation_json(*metadata, metadata_correlations(r, *metadata)); });
-  // The command's steps so far (extra's, then these); the commit comes after.
+  const ParallelWrites::Seconds seconds = writes.wait();
+  written.insert(written.end(), seconds.steps.begin(), seconds.steps.end());
+  // The command's steps so far (extra's, then these) and each file's own
+  // time (extra's files, then these); the commit comes after.
   nlohmann::json& command = j["command_timings_s"];
   if (!command.is_object()) command = nlohmann::json::object();
-  for (const auto& [step, seconds] : written) command[step] = seconds;
+  for (const auto& [step, s] : written) command[step] = s;
+  nlohmann::json& files = j["output_files_s"];
+  if (!files.is_object()) files = nlohmann::json::object();
+  for (const auto& [file, s] : seconds.files) files[file] = s;
   timed("write embedding.json", [&] { write_text_file(tx.path("embedding.json"), j.dump(2) + "\n"); });
   if (steps) steps->insert(steps->end(), written.begin(), written.end());
 }
