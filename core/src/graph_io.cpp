@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "manifold/error.h"
 #include "manifold/npy.h"
@@ -63,9 +64,12 @@ KnnGraph read_graph(const std::string& dir) {
   } catch (const std::exception& e) {
     throw Error(jpath + ": not valid JSON");
   }
+  // The two arrays are read at the same time; an error in indices.npy is
+  // the one reported first (the future's destructor waits for the other read).
   std::vector<int64_t> ishape, dshape;
+  auto distances = std::async(std::launch::async, [&] { return npy::read<float>(dpath, &dshape); });
   g.indices = npy::read<int64_t>(ipath, &ishape);
-  g.distances = npy::read<float>(dpath, &dshape);
+  g.distances = distances.get();
   if (ishape.size() != 2) throw Error(ipath + ": expected a 2-D array");
   if (dshape != ishape) throw Error(dpath + ": shape does not match indices.npy");
   g.n = ishape[0];

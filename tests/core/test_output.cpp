@@ -274,6 +274,33 @@ TEST(ParallelWrites, AGraphIsWrittenByteForByteAsBefore) {
   EXPECT_EQ(read_graph(t / "g").indices, g.indices);
 }
 
+TEST(GraphFolder, ReadsBothArraysAtOnceAndNamesTheFirstBadFile) {
+  TempDir t;
+  KnnGraph g;
+  g.n = 3000;
+  g.k = 5;
+  for (int64_t i = 0; i < g.n * g.k; ++i) {
+    g.indices.push_back((i * 17) % g.n);
+    g.distances.push_back(static_cast<float>(i % 101));
+  }
+  write_graph(t / "g", g);
+  const KnnGraph back = read_graph(t / "g");
+  EXPECT_EQ(back.indices, g.indices);
+  EXPECT_EQ(back.distances, g.distances);
+  auto message = [&] {
+    try {
+      read_graph(t / "g");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  fs::resize_file(t / "g/distances.npy", 1000);
+  EXPECT_NE(message().find("distances.npy: truncated"), std::string::npos) << message();
+  fs::resize_file(t / "g/indices.npy", 1000);  // both bad: indices.npy is named, as it is read first
+  EXPECT_NE(message().find("indices.npy: truncated"), std::string::npos) << message();
+}
+
 // ---- a crash during the commit ------------------------------------------------
 
 const char* g_die_at = nullptr;
