@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "impl/kernels.h"
+#include "impl/two_run_sort.cuh"
 #include "settings.h"
 #include "utils/cuda_check.h"
 #include "utils/keys.cuh"
@@ -143,6 +144,76 @@ __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
     __syncthreads();
     block_bitonic_sort(sd, si, pc);
     write_row(c, g, sd, si, threadIdx.x, blockDim.x);
+    if (threadIdx.x == 0) c.status[g] = cnt;
+    __syncthreads();
+  }
+  if (lane == 0 && use > 0.f) atomicMax(reinterpret_cast<int*>(c.max_use), __float_as_int(use));
+}
+
+// certify_kernel for lists longer than one block's shared memory sorts
+// (next_pow2(capacity) > kSharedSortEntries, k over 14336): the same steps,
+// the row's entries in this block's global scratch (`scratch`: capacity
+// entries of distance then index per block), each sort in two runs
+// (two_run_sort.cuh), which yields the same order as certify_kernel's
+// single sort, so the same results.
+__global__ __launch_bounds__(kThreads) void certify_long_kernel(CertifyArgs c, float* scratch) {
+  extern __shared__ float smem[];
+  __shared__ int s_count, s_fail;
+  __shared__ float s_ukey, s_kth;
+  float* sd = smem;
+  int* si = reinterpret_cast<int*>(sd + kSharedSortEntries);
+  const int cap = c.lists.k;
+  float* gd = scratch + static_cast<size_t>(blockIdx.x) * 2 * cap;
+  int* gi = reinterpret_cast<int*>(gd + cap);
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  float use = 0.f;
+  const int64_t end = c.row_end < 0 ? c.lists.n : c.row_end;
+  for (int64_t g = c.row_begin + blockIdx.x; g < end; g += gridDim.x) {
+    const CertRow r = cert_row(c, g);
+    // U: the k-th smallest upper bound.
+    upper_keys(c, r, cap, gd, gi, threadIdx.x, blockDim.x);
+    __syncthreads();
+    sort_two_runs(gd, gi, cap, gd, gi, sd, si, c.k, [&](int rank, float d, int) {
+      if (rank == c.k - 1) s_kth = d;
+    });
+    if (threadIdx.x == 0) {
+      const float ukey = exact::key_of(s_kth, c.euclidean);
+      s_ukey = ukey;
+      s_fail = certificate_fails(c, r, ukey);
+      s_count = 0;
+    }
+    __syncthreads();
+    if (s_fail) {
+      if (threadIdx.x == 0) {
+        c.status[g] = -1;
+        if (c.ukey) c.ukey[g] = s_ukey;
+      }
+      __syncthreads();
+      continue;
+    }
+    const float ukey = s_ukey;
+
+    // The candidates whose lower bound ranks no later than U, re-evaluated.
+    for (int t = threadIdx.x; t < r.f; t += blockDim.x) {
+      const int j = r.li[t];
+      if (may_rank(c, r, r.ld[t], j, ukey)) {
+        const int p = atomicAdd(&s_count, 1);
+        gd[p] = r.ld[t];
+        gi[p] = j;
+      }
+    }
+    __syncthreads();
+    const int cnt = s_count;
+    const float* x = c.rows + g * c.d;
+    for (int j = warp; j < cnt; j += kThreads / 32) use = reevaluate(c, r, x, gd, gi, j, lane, use);
+    __syncthreads();
+    float* od = c.out_dist + g * c.k;
+    int64_t* oi = c.out_index + g * c.k;
+    sort_two_runs(gd, gi, cnt, gd, gi, sd, si, c.k, [&](int rank, float d, int i) { od[rank] = d, oi[rank] = i; });
+    // Never expected (the k entries of the smallest upper bounds all rank
+    // no later than U): fewer survivors than k read as certify_kernel's padding.
+    for (int j = cnt + threadIdx.x; j < c.k; j += blockDim.x) od[j] = INFINITY, oi[j] = INT_MAX;
     if (threadIdx.x == 0) c.status[g] = cnt;
     __syncthreads();
   }
@@ -306,7 +377,27 @@ int sm_count() {
 
 }  // namespace
 
-size_t certify_shared_bytes(int capacity) { return 2 * sizeof(float) * static_cast<size_t>(next_pow2(capacity)); }
+size_t certify_shared_bytes(int capacity) {
+  return 2 * sizeof(float) * static_cast<size_t>(std::min(next_pow2(capacity), kSharedSortEntries));
+}
+
+// Lists over kSharedSortEntries: a block an SM (its shared memory is the
+// sorts' 128 KB), each with its global scratch, allocated on the stream for
+// this launch (the certification runs per strip beside the tile loop, so
+// nothing waits for the allocation or the release).
+static void launch_certify_long(const CertifyArgs& a, int64_t rows, size_t smem, cudaStream_t s) {
+  cuda_check(cudaFuncSetAttribute(certify_long_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(smem)),
+             "raising the certification kernel's shared memory limit");
+  const int grid = static_cast<int>(std::min<int64_t>(rows, sm_count()));
+  float* scratch = nullptr;
+  const size_t bytes = static_cast<size_t>(grid) * 2 * sizeof(float) * static_cast<size_t>(a.lists.k);
+  cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&scratch), bytes, s),
+             "allocating the certification's scratch (long lists)");
+  certify_long_kernel<<<grid, kThreads, smem, s>>>(a, scratch);
+  launch_check("certification kernel (long lists)");
+  cuda_check(cudaFreeAsync(scratch, s), "releasing the certification's scratch");
+}
 
 void launch_certify(const CertifyArgs& a, cudaStream_t s) {
   const int64_t rows = (a.row_end < 0 ? a.lists.n : a.row_end) - a.row_begin;
@@ -321,6 +412,10 @@ void launch_certify(const CertifyArgs& a, cudaStream_t s) {
     return;
   }
   const size_t smem = certify_shared_bytes(a.lists.k);
+  if (next_pow2(a.lists.k) > kSharedSortEntries) {
+    launch_certify_long(a, rows, smem, s);
+    return;
+  }
   if (smem > 48 * 1024)
     cuda_check(cudaFuncSetAttribute(certify_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(smem)),

@@ -20,11 +20,20 @@ constexpr int kFusedCandidateSets = 4;
 /// force_block every row goes through the block path (select=merge).
 constexpr int kWarpMergeMaxK = 256;
 constexpr int kWarpMergeMaxC = 64;
-constexpr int kMaxK = 16384;  ///< largest list capacity (candidates kept per row)
-/// Largest k a caller may ask for: k plus the certificate's room (k/8 or
-/// k/4, see gpu_knn_backend.cpp) stays within kMaxK, and the final step's
-/// shared memory (8 bytes per entry of the next power of two) within 128 KB.
-constexpr int kMaxNeighbours = 14336;
+/// Largest list capacity (candidates kept per row): k = kMaxNeighbours plus
+/// the float32 certificate's room (k/8); fast-exact's larger room is cut to
+/// it (final_step.cpp list_capacity). The merge's shared memory at this
+/// capacity (merge_shared_bytes: 8 bytes per entry plus a 4096-entry chunk,
+/// 176 KB) fits a Hopper block (227 KB); the tile plan takes only tiles whose
+/// merge fits the device (tile_plan.cpp).
+constexpr int kMaxK = 18432;
+/// Largest k a caller may ask for (FAISS's GPU k-selection stops at 2048).
+constexpr int kMaxNeighbours = 16384;
+/// Entries one block sorts in shared memory at a time (8 bytes each, 128 KB).
+/// Lists longer than this (a capacity over 16384) are sorted in two runs:
+/// each run in shared memory, the first parked in a per-block global
+/// scratch, then merged by rank (impl/two_run_sort.cuh).
+constexpr int kSharedSortEntries = 16384;
 /// Candidates a block-path merge sorts at a time.
 constexpr int kMergeChunk = 4096;
 

@@ -4,10 +4,13 @@
 // unordered set in the list arrays during the loop; one block per row sorts
 // its `fill` entries in shared memory (block_bitonic_sort, padded with
 // (+inf, INT_MAX), which sort after every real entry) and writes them back.
+// Lists longer than kSharedSortEntries (k over 14336) are sorted in two runs
+// (impl/two_run_sort.cuh), the first parked in a per-block global scratch.
 #include <algorithm>
 #include <climits>
 #include <cmath>
 
+#include "impl/two_run_sort.cuh"
 #include "select/common.cuh"
 #include "select/select_kernels.h"
 #include "utils/cuda_check.h"
@@ -46,10 +49,28 @@ __global__ void sort_lists_kernel(ListsView l, int p) {
   }
 }
 
+// sort_lists_kernel for lists of more than kSharedSortEntries entries:
+// scratch holds kSharedSortEntries entries (distance, then index) per block.
+__global__ void sort_long_lists_kernel(ListsView l, float* scratch) {
+  extern __shared__ unsigned char smem[];
+  float* sd = reinterpret_cast<float*>(smem);
+  int* si = reinterpret_cast<int*>(sd + kSharedSortEntries);
+  float* run_d = scratch + static_cast<size_t>(blockIdx.x) * 2 * kSharedSortEntries;
+  int* run_i = reinterpret_cast<int*>(run_d + kSharedSortEntries);
+  for (int64_t row = blockIdx.x; row < l.n; row += gridDim.x) {
+    const int f = l.fill[row];
+    float* ld = l.dist + row * l.k;
+    int* li = l.index + row * l.k;
+    // Every entry is read before the first is written back (two_run_sort.cuh).
+    if (f > 1) sort_two_runs(ld, li, f, run_d, run_i, sd, si, f, [&](int r, float d, int i) { ld[r] = d, li[r] = i; });
+  }
+}
+
 }  // namespace
 
 size_t sort_lists_shared_bytes(int capacity) {
-  return static_cast<size_t>(pow2_at_least(std::max(capacity, 2))) * (sizeof(float) + sizeof(int));
+  return static_cast<size_t>(std::min(pow2_at_least(std::max(capacity, 2)), kSharedSortEntries)) *
+         (sizeof(float) + sizeof(int));
 }
 
 void launch_sort_lists(ListsView lists, cudaStream_t stream) {
@@ -59,6 +80,20 @@ void launch_sort_lists(ListsView lists, cudaStream_t stream) {
   int dev = 0, sms = 0;
   cuda_check(cudaGetDevice(&dev), "reading the current device");
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "reading the device's SM count");
+  if (p > kSharedSortEntries) {
+    cuda_check(cudaFuncSetAttribute(sort_long_lists_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(smem)),
+               "raising the list sort kernel's shared memory limit");
+    const int grid = static_cast<int>(std::min<int64_t>(lists.n, sms));
+    float* scratch = nullptr;
+    const size_t bytes = static_cast<size_t>(grid) * 2 * kSharedSortEntries * sizeof(float);
+    cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&scratch), bytes, stream),
+               "allocating the list sort's scratch (long lists)");
+    sort_long_lists_kernel<<<grid, 256, smem, stream>>>(lists, scratch);
+    launch_check("list sort kernel (long lists)");
+    cuda_check(cudaFreeAsync(scratch, stream), "releasing the list sort's scratch");
+    return;
+  }
   if (smem > 48 * 1024)
     cuda_check(cudaFuncSetAttribute(sort_lists_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(smem)),

@@ -1,0 +1,311 @@
+// k up to 16384 in one call (issue 26): lists of more than 16384 entries (k
+// over 14336 plus the certificate's room) are sorted in two runs
+// (gpu/impl/two_run_sort.cuh) by the certification and by the list sort of
+// heap and quick. Checked three ways:
+//  - the long list sort against std::sort, and the long certification
+//    against its host twin (core's exact::certify_rows) on the same lists,
+//    a few rows each (these also run under compute-sanitizer);
+//  - whole graphs at k = 14337 and 16384 against the CPU backend, indices
+//    and distances byte for byte, on random rows with clusters of
+//    near-duplicates (a fresh seed per run, MANIFOLD_TEST_SEED repeats one),
+//    both precisions, every strategy that takes the k;
+//  - the one-line refusals: bitonic at k = 16384, everyone at k = 16385.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.h"
+#include "impl/kernels.h"
+#include "impl/sizes.h"
+#include "manifold/error.h"
+#include "manifold/exact/certify.h"
+#include "manifold/exact/error_bound.h"
+#include "manifold/knn.h"
+#include "select/paper_strategies.h"
+#include "select/select_kernels.h"
+#include "test_support.h"
+
+using namespace manifold;
+using namespace testing_support;
+using namespace gpu_tests;
+
+namespace {
+
+uint64_t fresh_seed(const char* test) {
+  uint64_t seed = 0;
+  if (const char* v = std::getenv("MANIFOLD_TEST_SEED")) seed = std::strtoull(v, nullptr, 10);
+  else
+    seed = (static_cast<uint64_t>(std::random_device{}()) << 20) ^ std::random_device{}();
+  std::printf("[ seed     ] %s: MANIFOLD_TEST_SEED=%llu\n", test, static_cast<unsigned long long>(seed));
+  ::testing::Test::RecordProperty("seed", std::to_string(seed));
+  return seed;
+}
+
+// A device copy of a host vector, freed with the scope.
+template <class T>
+struct Device {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit Device(size_t count) : n(count) {
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(n, 1) * sizeof(T)), cudaSuccess);
+  }
+  explicit Device(const std::vector<T>& v) : Device(v.size()) {
+    EXPECT_EQ(cudaMemcpy(p, v.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~Device() { cudaFree(p); }
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  std::vector<T> get() const {
+    std::vector<T> v(n);
+    EXPECT_EQ(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  }
+};
+
+bool key_less(float da, int ia, float db, int ib) { return da < db || (da == db && ia < ib); }
+
+// The largest capacity the GPU keeps: k = 16384 plus the float32 room.
+constexpr int kCap = gpu::kMaxK;
+static_assert(kCap > gpu::kSharedSortEntries, "the long path needs lists over one block's sort");
+
+// Graphs over 16384 neighbours: N just over the largest capacity, so no
+// list holds every point and the certificate decides.
+constexpr int64_t kRows = kCap + 1200;
+constexpr int64_t kDim = 32;
+
+Dataset large_k_data(uint64_t seed) { return near_duplicates(kRows, kDim, seed, 60, 12, 1e-6f); }
+
+KnnParams with(Select s, int k, Precision p = Precision::Exact) {
+  KnnParams q = params(k);
+  q.select = s;
+  q.precision = p;
+  return q;
+}
+
+std::string where(const std::string& what, const KnnParams& p) {
+  return what + " " + to_string(p.select) + " " + to_string(p.precision) + " k=" + std::to_string(p.k);
+}
+
+// Builds on the GPU and compares with the CPU graph entry for entry.
+void expect_same_as_cpu(const Dataset& ds, const KnnParams& p, const KnnGraph& cpu, const std::string& what) {
+  const KnnGraph g = build("gpu", ds, p);
+  ASSERT_EQ(g.indices.size(), cpu.indices.size()) << where(what, p);
+  EXPECT_EQ(first_difference(g, cpu), "") << where(what, p);
+  ASSERT_TRUE(g.extra.contains("list_capacity")) << where(what, p);
+  const int cap = g.extra["list_capacity"].get<int>();
+  std::printf("[ compared ] %s: capacity %d, uncertified %lld, rescanned %lld, exact scan %lld\n",
+              where(what, p).c_str(), cap, static_cast<long long>(g.extra.value("uncertified_rows", int64_t{0})),
+              static_cast<long long>(g.extra.value("rescanned_rows", int64_t{0})),
+              static_cast<long long>(g.extra.value("fallback_rows", int64_t{0})));
+  EXPECT_LT(g.extra["error_bound_max_use"].get<double>(), 1.0) << where(what, p);
+}
+
+std::string refusal(const Dataset& ds, const KnnParams& p) {
+  try {
+    build("gpu", ds, p);
+  } catch (const UsageError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("not a UsageError: ") + e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+// The list sort of heap and quick (select/sort_lists.cu) at the largest
+// capacity: rows filled to 18432, 16385 (just over one shared-memory run),
+// 16384 (exactly one), 17000, 2 and 1, with repeated distances (the index
+// breaks ties), sorted in place like std::sort by (distance, index).
+TEST(GpuLargeK, LongListSortMatchesStdSort) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(fresh_seed("LongListSortMatchesStdSort"));
+  const std::vector<int> fills = {kCap, 16385, 16384, 17000, 2, 1};
+  const int64_t n = static_cast<int64_t>(fills.size());
+  std::vector<float> dist(static_cast<size_t>(n) * kCap, std::numeric_limits<float>::quiet_NaN());
+  std::vector<int> index(dist.size(), -7);
+  for (int64_t r = 0; r < n; ++r) {
+    std::vector<int> ids(200000);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    std::uniform_int_distribution<int> level(0, 3000);  // many equal distances
+    for (int e = 0; e < fills[r]; ++e) {
+      dist[r * kCap + e] = 0.25f * static_cast<float>(level(rng));
+      index[r * kCap + e] = ids[e];
+    }
+  }
+  Device<float> d_dist(dist);
+  Device<int> d_index(index);
+  Device<int> d_fill(fills);
+  Device<float> d_thr(static_cast<size_t>(n));
+  gpu::ListsView lists{d_dist.p, d_index.p, d_fill.p, d_thr.p, n, kCap};
+  gpu::select::launch_sort_lists(lists, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<float> got_d = d_dist.get();
+  const std::vector<int> got_i = d_index.get();
+  for (int64_t r = 0; r < n; ++r) {
+    std::vector<std::pair<float, int>> want(static_cast<size_t>(fills[r]));
+    for (int e = 0; e < fills[r]; ++e) want[e] = {dist[r * kCap + e], index[r * kCap + e]};
+    std::sort(want.begin(), want.end(),
+              [](const auto& a, const auto& b) { return key_less(a.first, a.second, b.first, b.second); });
+    for (int e = 0; e < fills[r]; ++e) {
+      ASSERT_EQ(got_d[r * kCap + e], want[e].first) << "row " << r << " (fill " << fills[r] << ") entry " << e;
+      ASSERT_EQ(got_i[r * kCap + e], want[e].second) << "row " << r << " (fill " << fills[r] << ") entry " << e;
+    }
+    if (fills[r] < kCap) {  // entries past the fill are left alone
+      EXPECT_TRUE(std::isnan(got_d[r * kCap + fills[r]])) << "row " << r;
+      EXPECT_EQ(got_i[r * kCap + fills[r]], -7) << "row " << r;
+    }
+  }
+}
+
+// The certification of lists longer than one block's sort
+// (impl/certify.cu, certify_long_kernel) against core's host twin on the
+// same lists: a few rows of near-duplicate data, each row's list its
+// kCap nearest by a float32 distance, k = 16384, both error models; then
+// the same lists with a largest norm so large that no row can be
+// certified (every row -1, the k-th upper bound kept for the rescan).
+TEST(GpuLargeK, LongCertifyMatchesHostTwin) {
+  REQUIRE_GPU();
+  const Dataset ds = large_k_data(fresh_seed("LongCertifyMatchesHostTwin"));
+  const int64_t n = ds.rows(), d = ds.cols();
+  const int k = gpu::kMaxNeighbours;
+  constexpr int kListRows = 5;
+  std::vector<float> norms(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    double s = 0;
+    for (int64_t c = 0; c < d; ++c) s += static_cast<double>(ds.row(j)[c]) * ds.row(j)[c];
+    norms[j] = static_cast<float>(s);
+  }
+  // Each row's list: its kCap nearest others by a float32 distance (the
+  // exact one rounded, well inside any GEMM's bound), ascending.
+  std::vector<float> ldist(static_cast<size_t>(kListRows) * kCap);
+  std::vector<int> lindex(ldist.size());
+  std::vector<int> fill(kListRows, kCap);
+  for (int g = 0; g < kListRows; ++g) {
+    std::vector<std::pair<float, int>> all;
+    for (int64_t j = 0; j < n; ++j)
+      if (j != g) all.emplace_back(static_cast<float>(exact::exact_sum_sq_diff(ds.row(g), ds.row(j), d)), int(j));
+    std::partial_sort(all.begin(), all.begin() + kCap, all.end(),
+                      [](const auto& a, const auto& b) { return key_less(a.first, a.second, b.first, b.second); });
+    for (int e = 0; e < kCap; ++e) ldist[g * kCap + e] = all[e].first, lindex[g * kCap + e] = all[e].second;
+  }
+  const double ymax = *std::max_element(norms.begin(), norms.end());
+  Device<float> d_rows(std::vector<float>(ds.data(), ds.data() + n * d));
+  Device<float> d_norms(norms);
+  Device<float> d_ldist(ldist);
+  Device<int> d_lindex(lindex);
+  Device<int> d_fill(fill);
+  for (bool tensor : {false, true}) {
+    for (double largest : {ymax, 1e12}) {
+      const std::string what = std::string(tensor ? "tf32" : "float32") + (largest > ymax ? ", no row certified" : "");
+      Device<int64_t> out_i(static_cast<size_t>(kListRows) * k);
+      Device<float> out_d(static_cast<size_t>(kListRows) * k);
+      Device<int> status(kListRows);
+      Device<float> use(1);
+      Device<float> ukey(kListRows);
+      ASSERT_EQ(cudaMemset(use.p, 0, sizeof(float)), cudaSuccess);
+      gpu::CertifyArgs a;
+      a.rows = d_rows.p, a.d = d, a.norms = d_norms.p;
+      a.lists = gpu::ListsView{d_ldist.p, d_lindex.p, d_fill.p, nullptr, kListRows, kCap};
+      a.k = k, a.euclidean = true, a.complete = false, a.ymax = largest;
+      a.model = exact::make_error_model(d, tensor);
+      a.out_index = out_i.p, a.out_dist = out_d.p, a.status = status.p, a.max_use = use.p, a.ukey = ukey.p;
+      gpu::launch_certify(a, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+
+      std::vector<int64_t> want_i(static_cast<size_t>(kListRows) * k, -1);
+      std::vector<float> want_d(want_i.size(), -1.f);
+      std::vector<int> want_status(kListRows);
+      exact::CertifyRequest req;
+      req.rows = ds.data(), req.d = d;
+      req.lists = exact::CandidateLists{ldist.data(), lindex.data(), fill.data(), kListRows, kCap};
+      req.k = k, req.norms = norms.data(), req.ymax = largest, req.model = a.model;
+      req.metric = Metric::Euclidean, req.complete = false;
+      exact::certify_rows(req, {want_i.data(), want_d.data(), want_status.data()});
+
+      const std::vector<int> got_status = status.get();
+      EXPECT_EQ(got_status, want_status) << what;
+      const std::vector<int64_t> got_i = out_i.get();
+      const std::vector<float> got_d = out_d.get();
+      for (int g = 0; g < kListRows; ++g) {
+        if (largest > ymax) {
+          EXPECT_EQ(got_status[g], -1) << what << ", row " << g;
+          continue;
+        }
+        EXPECT_GE(got_status[g], k) << what << ", row " << g << ": certified with every re-evaluation";
+        if (got_status[g] < 0) continue;
+        for (int j = 0; j < k; ++j) {
+          ASSERT_EQ(got_i[g * k + j], want_i[g * k + j]) << what << ", row " << g << " entry " << j;
+          ASSERT_EQ(std::memcmp(&got_d[g * k + j], &want_d[g * k + j], sizeof(float)), 0)
+              << what << ", row " << g << " entry " << j;
+        }
+      }
+    }
+  }
+}
+
+// Whole graphs against the CPU backend, byte for byte. k = 14337 (just over
+// the old limit: the float32 lists, 16129 entries, still sort in one run;
+// fast-exact's, 17921, in two) and k = 16384 (18432 entries, two runs),
+// every strategy that takes the k; bitonic's network does not fit one
+// block there and is refused in one line naming its largest k.
+TEST(GpuLargeK, MatchesCpuByteForByte) {
+  REQUIRE_GPU();
+  const Dataset ds = large_k_data(fresh_seed("MatchesCpuByteForByte"));
+  {
+    const KnnGraph cpu = build("cpu", ds, params(14337));
+    expect_same_as_cpu(ds, with(Select::Merge, 14337), cpu, "near-duplicates");
+    expect_same_as_cpu(ds, with(Select::Merge, 14337, Precision::FastExact), cpu, "near-duplicates");
+  }
+  const int k = gpu::kMaxNeighbours;
+  const KnnGraph cpu = build("cpu", ds, params(k));
+  for (Select s : {Select::Auto, Select::Merge, Select::Sort, Select::Heap, Select::Quick})
+    expect_same_as_cpu(ds, with(s, k), cpu, "near-duplicates");
+  {
+    // quick's other kernel (the block variant is the default at this k).
+    WithSettings warp([](gpu::Settings& s) { s.quick = gpu::QuickChoice::Warp; });
+    expect_same_as_cpu(ds, with(Select::Quick, k), cpu, "near-duplicates, quick's warp kernel");
+  }
+  for (Select s : {Select::Auto, Select::Merge})
+    expect_same_as_cpu(ds, with(s, k, Precision::FastExact), cpu, "near-duplicates");
+  const std::string e = refusal(ds, with(Select::Bitonic, k));
+  EXPECT_NE(e.find("--select bitonic"), std::string::npos) << e;
+  EXPECT_NE(e.find("shared memory"), std::string::npos) << e;
+  const size_t at = e.find("supports k up to ");
+  ASSERT_NE(at, std::string::npos) << e;
+  EXPECT_LT(std::atoi(e.c_str() + at + 17), k) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+// One past the largest k: the engine and every paper strategy refuse in one
+// line naming 16384 (bitonic its own, smaller limit).
+TEST(GpuLargeK, OnePastTheLargestIsRefused) {
+  REQUIRE_GPU();
+  const Dataset ds = random_dataset(kRows, 2, 5);
+  const int k = gpu::kMaxNeighbours + 1;
+  for (Select s :
+       {Select::Auto, Select::Warp, Select::Merge, Select::Sort, Select::Heap, Select::Quick, Select::Bitonic}) {
+    const std::string e = refusal(ds, with(s, k));
+    EXPECT_NE(e.find("-k 16385"), std::string::npos) << to_string(s) << ": " << e;
+    const size_t at = e.find("up to ");
+    ASSERT_NE(at, std::string::npos) << to_string(s) << ": " << e;
+    if (s == Select::Bitonic) {
+      EXPECT_LT(std::atoi(e.c_str() + at + 6), 8192) << e;
+    } else {
+      EXPECT_EQ(std::atoi(e.c_str() + at + 6), 16384) << to_string(s) << ": " << e;
+    }
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
