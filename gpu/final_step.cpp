@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <barrier>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -102,14 +103,24 @@ static double largest_norm(const float* norms, int64_t n, cudaStream_t s, std::v
   return ymax;
 }
 
-int list_slack(int k, bool tensor) {
+int list_slack(int k, bool tensor, int64_t d) {
   if (const int s = settings().slack; s >= 0) return std::min(s, kMaxK);
-  return tensor ? std::max(96, k / 4) : exact::exact_slack(k);  // float32: the CPU and MPI backends' slack
+  if (!tensor) return exact::exact_slack(k);  // float32: the CPU and MPI backends' slack
+  // The certificate needs the list to reach past the k-th distance by the
+  // bound's window, about 2 c_dot sqrt(|x|^2 ymax) on each side; TF32's
+  // c_dot(d) is about 2^-9 + d 2^-22 (input rounding, then the d-term sum),
+  // flat up to d ~ 1024 and linear beyond. The slack that certifies d <= 1024
+  // (max(96, k/4)) grows with the square of c_dot(d) / c_dot(1024): the
+  // points within the window grow faster than its width where distances
+  // concentrate (docs/PRECISION.md, "How much slack").
+  const double grow = exact::make_error_model(d, true).c_dot / exact::make_error_model(1024, true).c_dot;
+  const double base = std::max(96, k / 4);
+  return static_cast<int>(std::min<double>(std::ceil(base * std::max(1.0, grow * grow)), kMaxK));
 }
 
-int list_capacity(int k, int64_t n, bool keep_self, bool tensor) {
+int list_capacity(int k, int64_t n, bool keep_self, bool tensor, int64_t d) {
   const int64_t available = n - (keep_self ? 0 : 1);
-  return static_cast<int>(std::min<int64_t>({static_cast<int64_t>(k) + list_slack(k, tensor), available,
+  return static_cast<int>(std::min<int64_t>({static_cast<int64_t>(k) + list_slack(k, tensor, d), available,
                                              int64_t{kMaxK}}));
 }
 

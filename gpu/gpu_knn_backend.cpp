@@ -226,7 +226,7 @@ class EngineBuild {
     force_block_ = params.select == Select::Merge;
     // The list capacity: k plus the room the certificate needs, at most every
     // other point (then every list is complete and trivially certified).
-    cap_ = list_capacity(g_.k, g_.n, params.keep_self, stats_.tensor);
+    cap_ = list_capacity(g_.k, g_.n, params.keep_self, stats_.tensor, g_.d);
     g_.strategy = force_block_ || cap_ > kWarpMergeMaxK ? "merge" : "warp";
   }
 

@@ -10,6 +10,7 @@
 //    near-duplicates (a fresh seed per run, MANIFOLD_TEST_SEED repeats one),
 //    both precisions, every strategy that takes the k;
 //  - the one-line refusals: bitonic at k = 16384, everyone at k = 16385.
+// Beside them, fast-exact's list slack, which grows with d.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "final_step.h"
 #include "gpu_test_util.h"
 #include "impl/kernels.h"
 #include "impl/sizes.h"
@@ -308,4 +310,31 @@ TEST(GpuLargeK, OnePastTheLargestIsRefused) {
     }
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
+}
+
+// fast-exact's list slack grows with d (gpu/final_step.cpp list_slack,
+// docs/PRECISION.md "How much slack"): max(96, k/4) up to d = 1024, then
+// with the square of TF32's c_dot(d) / c_dot(1024); float32's stays
+// max(16, k/8) at every d; never beyond the lists' limit.
+TEST(FastExactSlack, GrowsWithTheSquareOfTheBoundsWindow) {
+  const auto c = [](int64_t d) { return exact::make_error_model(d, true).c_dot; };
+  for (int64_t d : {1, 32, 256, 1024}) {
+    EXPECT_EQ(gpu::list_slack(20, true, d), 96) << d;
+    EXPECT_EQ(gpu::list_slack(4000, true, d), 1000) << d;
+    EXPECT_EQ(gpu::list_slack(4000, false, d), 500) << d;
+  }
+  int last = 96;
+  for (int64_t d : {2048, 4096, 8192, 16384, 65536}) {
+    const double grow = c(d) / c(1024);
+    const int s = gpu::list_slack(20, true, d);
+    EXPECT_EQ(s, static_cast<int>(std::ceil(96 * (grow * grow)))) << d;
+    EXPECT_GT(s, last) << d;
+    last = s;
+    EXPECT_EQ(gpu::list_slack(20, false, d), 16) << d;
+  }
+  EXPECT_EQ(gpu::list_slack(20, true, 4096), 171);
+  EXPECT_EQ(gpu::list_slack(20, true, 16384), 688);
+  EXPECT_EQ(gpu::list_slack(16384, true, 16384), gpu::kMaxK);
+  EXPECT_EQ(gpu::list_capacity(16384, 1 << 20, false, true, 16384), gpu::kMaxK);
+  EXPECT_EQ(gpu::list_capacity(20, 500, false, true, 16384), 499);  // every other point
 }
