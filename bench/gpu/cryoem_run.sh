@@ -5,6 +5,7 @@
 # class coefficients + noise) in WORK_DIR (default: a new folder under
 # $TMPDIR), then times `manifold knn` (wall,
 # peak RSS by /usr/bin/time -v, GPU memory sampled by nvidia-smi).
+# N (default 500000) and SIDE (default 128) make a smaller stack.
 #   bash bench/gpu/cryoem_run.sh BUNDLE_DIR OUT_DIR
 set -uo pipefail
 b=$(cd "${1:?usage: cryoem_run.sh BUNDLE_DIR OUT_DIR}" && pwd)
@@ -12,9 +13,9 @@ o=${2:?usage: cryoem_run.sh BUNDLE_DIR OUT_DIR}; mkdir -p "$o"
 w=${WORK_DIR:-$(mktemp -d)}; mkdir -p "$w"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$o/machine.txt"; df -h "$w" >> "$o/machine.txt"; free -g >> "$o/machine.txt"
 t0=$SECONDS
-PYTHONUNBUFFERED=1 timeout 200 python3 - "$w/x.npy" <<'PY' > "$o/gen.log" 2>&1
+PYTHONUNBUFFERED=1 timeout 200 python3 - "$w/x.npy" "${N:-500000}" "${SIDE:-128}" <<'PY' > "$o/gen.log" 2>&1
 import sys, time, numpy as np, torch
-N, side, B, chunk = 500_000, 128, 256, 10_000
+N, side, B, chunk = int(sys.argv[2]), int(sys.argv[3]), 256, 10_000
 d = side * side
 g = torch.Generator(device="cuda").manual_seed(7)
 # Smooth basis images: random low-frequency cosines times a Gaussian envelope (particle-like).
