@@ -2,10 +2,9 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <optional>
 
 #include "manifold/error.h"
+#include "manifold/gpu/gpu_knn_backend.h"
 
 namespace manifold::gpu {
 
@@ -17,16 +16,6 @@ bool is_set(const char* v) { return v && *v; }
 
 /// A variable that is on when set to anything but "0" (or empty).
 bool flag(const char* v) { return is_set(v) && std::strcmp(v, "0") != 0; }
-
-struct Current {
-  std::mutex m;
-  std::optional<Settings> value;  // empty until read (or until a read failed)
-};
-
-Current& current() {
-  static Current c;
-  return c;
-}
 
 }  // namespace
 
@@ -42,23 +31,13 @@ Settings settings_from_environment(const char* (*lookup)(const char*)) {
   return s;
 }
 
-const Settings& settings() {
-  Current& c = current();
-  std::lock_guard lock(c.m);
-  if (!c.value) c.value = settings_from_environment(getenv_lookup);
-  return *c.value;
+SettingsStore<Settings>& settings_store() {
+  static SettingsStore<Settings> store([] { return settings_from_environment(getenv_lookup); });
+  return store;
 }
 
-ScopedSettings::ScopedSettings(const Settings& s) : saved_(settings()) {
-  Current& c = current();
-  std::lock_guard lock(c.m);
-  c.value = s;
-}
+const Settings& settings() { return settings_store().get(); }
 
-ScopedSettings::~ScopedSettings() {
-  Current& c = current();
-  std::lock_guard lock(c.m);
-  c.value = saved_;
-}
+std::string select_table_file() { return settings().select_table; }
 
 }  // namespace manifold::gpu

@@ -14,6 +14,8 @@
 // Plain C++17: kernels' launchers (*.cu) read it too.
 #include <string>
 
+#include "manifold/settings_store.h"
+
 namespace manifold::gpu {
 
 /// Which kernel computes a tile's dot products.
@@ -55,17 +57,14 @@ const Settings& settings();
 /// The environment's settings (`lookup` is std::getenv, or a test's table).
 Settings settings_from_environment(const char* (*lookup)(const char*));
 
+/// The store settings() reads (the environment's once, or an override's).
+SettingsStore<Settings>& settings_store();
+
 /// Replaces the process's settings for one scope (tests; not thread-safe:
 /// set them before any build starts).
-class ScopedSettings {
+class ScopedSettings : public ScopedOverride<Settings, settings_store> {
  public:
-  explicit ScopedSettings(const Settings& s);
-  ~ScopedSettings();
-  ScopedSettings(const ScopedSettings&) = delete;
-  ScopedSettings& operator=(const ScopedSettings&) = delete;
-
- private:
-  Settings saved_;
+  using ScopedOverride::ScopedOverride;
 };
 
 }  // namespace manifold::gpu

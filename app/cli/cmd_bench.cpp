@@ -376,8 +376,8 @@ void BenchRun::measure_gemm_rate() {
   }
   if (uses_gpu) {
     // What `--select auto` looks up in this run (built in, or MANIFOLD_SELECT_TABLE).
-    const char* file = std::getenv("MANIFOLD_SELECT_TABLE");
-    out_["select_table"] = {{"file", file && *file ? file : "built in"}, {"text", gpu::select_table_text()}};
+    const std::string file = gpu::select_table_file();
+    out_["select_table"] = {{"file", file.empty() ? "built in" : file}, {"text", gpu::select_table_text()}};
   }
 #endif
 }

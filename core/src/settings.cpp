@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 namespace manifold {
 
@@ -22,16 +21,6 @@ std::vector<std::string> folders_of(const std::string& list) {
   return dirs;
 }
 
-struct Current {
-  std::mutex m;
-  std::optional<Settings> value;  // empty until read
-};
-
-Current& current() {
-  static Current c;
-  return c;
-}
-
 }  // namespace
 
 Settings settings_from_environment(const char* (*lookup)(const char*)) {
@@ -42,23 +31,11 @@ Settings settings_from_environment(const char* (*lookup)(const char*)) {
   return s;
 }
 
-const Settings& settings() {
-  Current& c = current();
-  std::lock_guard lock(c.m);
-  if (!c.value) c.value = settings_from_environment(getenv_lookup);
-  return *c.value;
+SettingsStore<Settings>& settings_store() {
+  static SettingsStore<Settings> store([] { return settings_from_environment(getenv_lookup); });
+  return store;
 }
 
-ScopedSettings::ScopedSettings(const Settings& s) : saved_(settings()) {
-  Current& c = current();
-  std::lock_guard lock(c.m);
-  c.value = s;
-}
-
-ScopedSettings::~ScopedSettings() {
-  Current& c = current();
-  std::lock_guard lock(c.m);
-  c.value = saved_;
-}
+const Settings& settings() { return settings_store().get(); }
 
 }  // namespace manifold

@@ -5,6 +5,7 @@
 
 #include "manifold/cluster.h"
 #include "manifold/error.h"
+#include "manifold/settings_store.h"
 
 namespace manifold::mpi {
 
@@ -47,9 +48,8 @@ Settings settings_from_environment(const char* (*lookup)(const char*)) {
 }
 
 const Settings& settings() {
-  // A failed read leaves the static unset, so the next call reads (and fails) again.
-  static const Settings s = settings_from_environment(getenv_lookup);
-  return s;
+  static SettingsStore<Settings> store([] { return settings_from_environment(getenv_lookup); });
+  return store.get();
 }
 
 }  // namespace manifold::mpi

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "manifold/settings_store.h"
+
 namespace manifold {
 
 struct Settings {
@@ -23,17 +25,14 @@ const Settings& settings();
 /// The environment's settings (`lookup` is std::getenv, or a test's table).
 Settings settings_from_environment(const char* (*lookup)(const char*));
 
+/// The store settings() reads (the environment's once, or an override's).
+SettingsStore<Settings>& settings_store();
+
 /// Replaces the process's settings for one scope (tests; not thread-safe:
 /// set them before any work starts).
-class ScopedSettings {
+class ScopedSettings : public ScopedOverride<Settings, settings_store> {
  public:
-  explicit ScopedSettings(const Settings& s);
-  ~ScopedSettings();
-  ScopedSettings(const ScopedSettings&) = delete;
-  ScopedSettings& operator=(const ScopedSettings&) = delete;
-
- private:
-  Settings saved_;
+  using ScopedOverride::ScopedOverride;
 };
 
 }  // namespace manifold

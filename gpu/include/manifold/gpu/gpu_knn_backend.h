@@ -34,5 +34,8 @@ SgemmRate measure_sgemm(int device, int64_t m, int64_t n, int64_t k, int repeats
 /// The `--select auto` table in use (built in, or MANIFOLD_SELECT_TABLE's
 /// file), as text: a `k ...` line and a line per N bucket.
 std::string select_table_text();
+/// MANIFOLD_SELECT_TABLE's file (Settings::select_table), or "" for the
+/// built-in table.
+std::string select_table_file();
 
 }  // namespace manifold::gpu
