@@ -323,6 +323,64 @@ TilePlan plan_strategy(Select strategy, const KnnParams& params, int64_t n, int6
   return plan;
 }
 
+/// The final step's request for the engine's lists and rows (FinishRequest);
+/// the result's memory is being faulted in by `host_result`.
+FinishRequest finish_request(const Dataset& data, const KnnParams& params, const PreparedRows& rows,
+                             DeviceEngine& engine, int dev, std::shared_future<void> host_result) {
+  FinishRequest fin;
+  fin.data = &data, fin.params = &params, fin.rows = &rows, fin.lists = engine.lists();
+  fin.norms = engine.norms(), fin.stream = engine.stream(), fin.tensor = false, fin.device = dev;
+  fin.dot_products = [&engine](const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t st) {
+    engine.dot_products(a, m, b, ncols, c, ldc, st);
+  };
+  fin.wait_host_result = [host_result] { host_result.get(); };
+  return fin;
+}
+
+/// The device context's pinned staging buffers, once the uploads that used
+/// them are done, for the final step's copy home.
+void hand_staging_to(FinishRequest& fin, DeviceContext& ctx) {
+  for (int i = 0; i < 2; ++i) {
+    if (ctx.staging_used[i]) ctx.staging_free[i].synchronize("copying rows to the GPU");
+    fin.staging[i] = ctx.staging(i);
+  }
+  fin.staging_bytes = DeviceContext::kStagingBytes;
+}
+
+/// What the loop counted, for the graph's facts.
+struct LoopFacts {
+  int device = 0;
+  uint64_t tiles = 0;
+  unsigned long long candidates = 0;  ///< entries that passed a bound (sort: triples sorted)
+  double total_s = 0;
+};
+
+/// The run's facts in g.extra (graph.json): plan, kernels, counts and rates.
+void record_facts(KnnGraph& g, Select strategy, const TilePlan& plan, const DeviceEngine& engine,
+                  const PaperSelection& selection, const LoopFacts& f) {
+  const EngineStats& stats = engine.stats();
+  g.extra["select"] = to_string(strategy);
+  g.extra["dot_products"] = "float32 FFMA (cuBLAS SGEMM)";
+  g.extra["devices"] = std::vector<int>{f.device};
+  g.extra["device_names"] = std::vector<std::string>{engine.device_name()};
+  g.extra["tile_rows"] = plan.T;
+  g.extra["tile_cols"] = plan.W;
+  g.extra["resident"] = true;
+  g.extra["tile_kernel"] = "cuBLAS SGEMM + " + to_string(strategy) + " selection";
+  if (strategy == Select::Quick) g.extra["quick_variant"] = selection.quick_ran();
+  g.extra["tiles"] = f.tiles;
+  g.extra["budget_bytes"] = plan.budget;
+  g.extra["planned_bytes"] = std::max(plan.bytes, plan.final_bytes);
+  g.extra["candidates"] = f.candidates;
+  g.extra["candidates_per_row"] = static_cast<double>(f.candidates) / static_cast<double>(plan.n);
+  g.extra["cublas_math"] = engine_math_mode_name();
+  g.extra["gemm_flop"] = stats.gemm_flop;
+  g.extra["gemm_tflops"] = stats.gemm_ms > 0 ? stats.gemm_flop / (stats.gemm_ms / 1e3) / 1e12 : 0.0;
+  g.extra["loop_s"] = stats.loop_ms / 1e3;
+  g.extra["total_tflops"] = static_cast<double>(plan.n) * static_cast<double>(plan.n) * static_cast<double>(plan.d) /
+                            f.total_s / 1e12;
+}
+
 }  // namespace
 
 KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params, Progress& progress) {
@@ -357,13 +415,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   // as soon as their lists are final. Settings::final_beside_loop = false
   // (tests) leaves it all for after the loop.
   std::shared_future<void> host_result = std::async(std::launch::async, [&g] { g.allocate_result(); }).share();
-  FinishRequest fin;
-  fin.data = &data, fin.params = &params, fin.rows = &rows, fin.lists = engine.lists();
-  fin.norms = engine.norms(), fin.stream = engine.stream(), fin.tensor = false, fin.device = dev;
-  fin.dot_products = [&engine](const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t st) {
-    engine.dot_products(a, m, b, ncols, c, ldc, st);
-  };
-  fin.wait_host_result = [host_result] { host_result.get(); };
+  FinishRequest fin = finish_request(data, params, rows, engine, dev, host_result);
   std::unique_ptr<EarlyFinish> early;
   if (plan.bytes + plan.final_bytes <= plan.budget && settings().final_beside_loop) {
     fin.device_rows = engine.resident_rows();
@@ -412,11 +464,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
     cuda_check(cudaStreamSynchronize(engine.stream()), "ordering the neighbour lists");
     g.timings.emplace_back("order_lists", selection.order_s());
   }
-  for (int i = 0; i < 2; ++i) {
-    if (ctx.staging_used[i]) ctx.staging_free[i].synchronize("copying rows to the GPU");
-    fin.staging[i] = ctx.staging(i);
-  }
-  fin.staging_bytes = DeviceContext::kStagingBytes;
+  hand_staging_to(fin, ctx);
   certify_and_finish(fin, g, progress, early.get());
   progress.finish();
   g.timings.emplace_back("final", seconds_since(t3));
@@ -426,27 +474,9 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   g.timings.emplace_back("fingerprint_wait", seconds_since(t4));
   const double total_s = seconds_since(t0);
   g.timings.emplace_back("total", total_s);
-
-  g.extra["select"] = to_string(params.select);
-  g.extra["dot_products"] = "float32 FFMA (cuBLAS SGEMM)";
-  g.extra["devices"] = std::vector<int>{dev};
-  g.extra["device_names"] = std::vector<std::string>{engine.device_name()};
-  g.extra["tile_rows"] = plan.T;
-  g.extra["tile_cols"] = plan.W;
-  g.extra["resident"] = true;
-  g.extra["tile_kernel"] = "cuBLAS SGEMM + " + to_string(strategy) + " selection";
-  if (strategy == Select::Quick) g.extra["quick_variant"] = selection.quick_ran();
-  g.extra["tiles"] = tiles;
-  g.extra["budget_bytes"] = plan.budget;
-  g.extra["planned_bytes"] = std::max(plan.bytes, plan.final_bytes);
-  g.extra["candidates"] = passed;
-  g.extra["candidates_per_row"] = static_cast<double>(passed) / static_cast<double>(plan.n);
-  g.extra["cublas_math"] = engine_math_mode_name();
-  g.extra["gemm_flop"] = stats.gemm_flop;
-  g.extra["gemm_tflops"] = stats.gemm_ms > 0 ? stats.gemm_flop / (stats.gemm_ms / 1e3) / 1e12 : 0.0;
-  g.extra["loop_s"] = stats.loop_ms / 1e3;
-  g.extra["total_tflops"] = static_cast<double>(plan.n) * static_cast<double>(plan.n) * static_cast<double>(plan.d) /
-                            total_s / 1e12;
+  LoopFacts facts;
+  facts.device = dev, facts.tiles = tiles, facts.candidates = passed, facts.total_s = total_s;
+  record_facts(g, strategy, plan, engine, selection, facts);
   return g;
 }
 
