@@ -179,9 +179,9 @@ TEST(GpuEngine, BadInputGivesOneClearLine) {
   EXPECT_NE(e.find("GPU 97 does not exist"), std::string::npos) << e;
 
   Dataset big = random_dataset(20000, 4, 2);
-  p = params(14337);
+  p = params(16385);
   e = error_of<UsageError>(big, p);
-  EXPECT_NE(e.find("up to 14336"), std::string::npos) << e;
+  EXPECT_NE(e.find("up to 16384"), std::string::npos) << e;
   p = params(1000);
   p.gpu_memory = 1 << 20;  // the lists alone need 160 MB
   e = error_of<Error>(big, p);

@@ -246,15 +246,15 @@ TEST(GpuSelect, RefusesWhatItCannotDo) {
   }
   // Every strategy: k up to the engine's largest (k + slack within the lists' limit).
   {
-    Dataset ds = random_dataset(16400, 2, 2);
+    Dataset ds = random_dataset(18500, 2, 2);
     for (const auto& s : kStrategies) {
-      const std::string e = usage_error(ds, with(s, 14337));
+      const std::string e = usage_error(ds, with(s, 16385));
       const size_t at = e.find("supports k up to ");
       ASSERT_NE(at, std::string::npos) << s << ": " << e;
       const int largest = std::atoi(e.c_str() + at + 17);
       if (s == "bitonic") EXPECT_LT(largest, 8192) << e;
       else
-        EXPECT_EQ(largest, 14336) << e;
+        EXPECT_EQ(largest, 16384) << e;
       EXPECT_EQ(e.find('\n'), std::string::npos) << e;
     }
   }
