@@ -107,6 +107,170 @@ __device__ __forceinline__ float block_max(float v, float* red) {
   return v;
 }
 
+/// A worker's scratch: two arrays of `cap` entries (input and auxiliary,
+/// swapping roles after every pass), chosen by a 0/1 selector rather than an
+/// indexed array, which would live in local memory.
+struct Scratch {
+  float* d0;
+  float* d1;
+  int* i0;
+  int* i1;
+  __device__ __forceinline__ float* dist(int a) const { return a ? d1 : d0; }
+  __device__ __forceinline__ int* index(int a) const { return a ? i1 : i0; }
+};
+
+/// One dirty row of the tile: its slot item, its list (k places), and how
+/// many entries there are to choose from (the list's, then the tile's).
+struct RowWork {
+  SlotItem x;
+  float* ld;  ///< the row's list
+  int* li;
+  int f;  ///< entries in the list
+  int m;  ///< f + the tile's entries
+};
+
+__device__ __forceinline__ RowWork row_work(const ListsView& l, const Slots& s, int it) {
+  RowWork w;
+  w.x = slot_item(s, it);
+  w.ld = l.dist + static_cast<size_t>(w.x.row) * l.k;
+  w.li = l.index + static_cast<size_t>(w.x.row) * l.k;
+  w.f = l.fill[w.x.row];
+  w.m = w.f + w.x.count;
+  return w;
+}
+
+/// The row's list is done for this tile: its fill, its bound (the largest
+/// distance, once the list is full) and an empty slot for the next tile.
+/// One thread calls it.
+__device__ __forceinline__ void record_row(const ListsView& l, const Slots& s, const RowWork& w, int fill, float mx) {
+  l.fill[w.x.row] = fill;
+  if (fill == l.k) l.thr[w.x.row] = mx;
+  s.count[w.x.slot] = 0;
+}
+
+// ---- Warp variant: one warp per row -----------------------------------------
+
+/// A list with room for the tile's entries (m <= k): nothing to drop yet, so
+/// they are appended; a list that is full now gets its bound.
+__device__ __forceinline__ void warp_append(const ListsView& l, const Slots& s, const RowWork& w, int lane) {
+  for (int e = lane; e < w.x.count; e += 32) w.ld[w.f + e] = w.x.dist[e], w.li[w.f + e] = w.x.index[e];
+  __syncwarp();
+  float mx = -INFINITY;
+  if (w.m == l.k)
+    for (int e = lane; e < l.k; e += 32) mx = fmaxf(mx, w.ld[e]);
+  mx = warp_max(mx);
+  if (lane == 0) record_row(l, s, w, w.m, mx);
+  __syncwarp();
+}
+
+/// The first pass's input array: the list, then the tile's entries.
+__device__ __forceinline__ void warp_load_input(const RowWork& w, const Scratch& b, int lane) {
+  for (int e = lane; e < w.f; e += 32) b.d0[e] = w.ld[e], b.i0[e] = w.li[e];
+  for (int e = lane; e < w.x.count; e += 32) b.d0[w.f + e] = w.x.dist[e], b.i0[w.f + e] = w.x.index[e];
+  __syncwarp();
+}
+
+/// The warp's stack of settled parts, in registers: lane r holds reference
+/// r (array ref_a, positions [ref_b, ref_e)). gather() copies every
+/// referenced part into the row's list, where each already sits at its
+/// final position, and empties the stack.
+struct WarpSettled {
+  int ref_a = 0, ref_b = 0, ref_e = 0, n_refs = 0;
+  float mx = -INFINITY;  ///< the largest distance this lane gathered
+
+  __device__ __forceinline__ void gather(const Scratch& b, const RowWork& w, int lane) {
+    for (int r = 0; r < n_refs; ++r) {
+      const int a = __shfl_sync(kFullMask, ref_a, r);
+      const int pb = __shfl_sync(kFullMask, ref_b, r);
+      const int pe = __shfl_sync(kFullMask, ref_e, r);
+      for (int p = pb + lane; p < pe; p += 32) {
+        const float v = b.dist(a)[p];
+        w.ld[p] = v, w.li[p] = b.index(a)[p];
+        mx = fmaxf(mx, v);
+      }
+    }
+    n_refs = 0;
+  }
+
+  __device__ __forceinline__ void push(const Scratch& b, const RowWork& w, int lane, int a, int pb, int pe) {
+    if (n_refs == kStack) gather(b, w, lane);  // rare: a deep run of settled parts
+    if (lane == n_refs) ref_a = a, ref_b = pb, ref_e = pe;
+    ++n_refs;
+  }
+};
+
+/// One partition pass of a warp over [lo, hi) of src around the pivot (pd,
+/// pi): smaller entries to the left end of dst, greater ones to the right
+/// end, 32 at a time through the warp's staging arrays (sgd, sgi), and the
+/// pivot between them. Returns the pivot's position, which is its rank.
+__device__ __forceinline__ int warp_partition(const float* src_d, const int* src_i, float* dst_d, int* dst_i, int lo,
+                                              int hi, float pd, int pi, float* sgd, int* sgi, int lane) {
+  int nl = 0, ng = 0;  // placed so far at the left and right ends
+  for (int b = lo; b < hi; b += 32) {
+    const int e = b + lane;
+    const bool valid = e < hi;
+    float vd = 0.f;
+    int vi = 0;
+    if (valid) vd = src_d[e], vi = src_i[e];
+    const bool lt = valid && key_less(vd, vi, pd, pi);
+    const bool gt = valid && key_less(pd, pi, vd, vi);
+    const unsigned mlt = __ballot_sync(kFullMask, lt);
+    const unsigned mgt = __ballot_sync(kFullMask, gt);
+    const int nlt = __popc(mlt), ngt = __popc(mgt);
+    if (lt) {
+      const int p = __popc(mlt & lanes_below(lane));
+      sgd[p] = vd, sgi[p] = vi;
+    } else if (gt) {
+      const int p = 31 - __popc(mgt & lanes_below(lane));
+      sgd[p] = vd, sgi[p] = vi;
+    }
+    __syncwarp();
+    if (lane < nlt) {
+      dst_d[lo + nl + lane] = sgd[lane], dst_i[lo + nl + lane] = sgi[lane];
+    } else if (lane >= 32 - ngt) {
+      const int p = hi - ng - (32 - lane);
+      dst_d[p] = sgd[lane], dst_i[p] = sgi[lane];
+    }
+    __syncwarp();
+    nl += nlt, ng += ngt;
+  }
+  const int split = lo + nl;
+  if (lane == 0) dst_d[split] = pd, dst_i[split] = pi;
+  __syncwarp();
+  return split;
+}
+
+/// A list that overflows (m > k), its entries in the scratch's first array:
+/// partition passes until the k smallest are settled, then gathered into
+/// the row's list. Returns the largest distance this lane gathered.
+__device__ __forceinline__ float warp_select(const RowWork& w, const Scratch& b, int k, float* sgd, int* sgi,
+                                             int lane) {
+  WarpSettled settled;
+  // Invariant: positions [0, lo) hold settled entries (by reference), the
+  // range [lo, hi) of array `cur` holds ranks lo..hi-1, and lo < k < hi.
+  int lo = 0, hi = w.m, cur = 0;
+  for (uint32_t iter = 0;; ++iter) {
+    const float* src_d = b.dist(cur);
+    const int* src_i = b.index(cur);
+    const int pp = lo + pivot_offset(w.x, iter, hi - lo);
+    const int split = warp_partition(src_d, src_i, b.dist(cur ^ 1), b.index(cur ^ 1), lo, hi, src_d[pp], src_i[pp], sgd,
+                                     sgi, lane);
+    if (split == k || split + 1 == k) {
+      settled.push(b, w, lane, cur ^ 1, lo, k);
+      break;
+    }
+    if (split > k) {
+      hi = split;  // the k smallest lie among the smaller part
+    } else {
+      settled.push(b, w, lane, cur ^ 1, lo, split + 1);  // the smaller part and the pivot are in
+      lo = split + 1;
+    }
+    cur ^= 1;
+  }
+  settled.gather(b, w, lane);
+  return settled.mx;
+}
+
 // workers: warps that have scratch (2 * cap entries each); warps beyond them
 // in the last block leave at once.
 __global__ __launch_bounds__(kThreads) void quick_kernel(ListsView l, Slots s, float* __restrict__ sd,
@@ -118,294 +282,213 @@ __global__ __launch_bounds__(kThreads) void quick_kernel(ListsView l, Slots s, f
   const int gw = blockIdx.x * kWarps + warp;
   const int n_warps = min(static_cast<int>(gridDim.x) * kWarps, workers);
   if (gw >= n_warps) return;  // whole warps; this kernel has no block barrier
-  // The warp's two arrays (input and auxiliary, swapping roles), chosen by
-  // a 0/1 selector rather than an indexed array, which would live in local memory.
+  // The warp's scratch: arrays 2 gw and 2 gw + 1.
   float* const d0 = sd + static_cast<size_t>(gw) * 2 * cap;
-  float* const d1 = d0 + cap;
   int* const i0 = si + static_cast<size_t>(gw) * 2 * cap;
-  int* const i1 = i0 + cap;
-  auto bdist = [&](int a) { return a ? d1 : d0; };
-  auto bidx = [&](int a) { return a ? i1 : i0; };
-  float* sgd = stage_d[warp];
-  int* sgi = stage_i[warp];
-  const int k = l.k;
+  const Scratch b{d0, d0 + cap, i0, i0 + cap};
   const int items = *s.n_dirty;
   for (int it = gw; it < items; it += n_warps) {
-    const SlotItem x = slot_item(s, it);
-    float* ld = l.dist + static_cast<size_t>(x.row) * k;
-    int* li = l.index + static_cast<size_t>(x.row) * k;
-    const int f = l.fill[x.row];
-    const int m = f + x.count;
-    if (m <= k) {
-      // Nothing to drop yet: append.
-      for (int e = lane; e < x.count; e += 32) ld[f + e] = x.dist[e], li[f + e] = x.index[e];
-      __syncwarp();
-      float mx = -INFINITY;
-      if (m == k)
-        for (int e = lane; e < k; e += 32) mx = fmaxf(mx, ld[e]);
-      mx = warp_max(mx);
-      if (lane == 0) {
-        l.fill[x.row] = m;
-        if (m == k) l.thr[x.row] = mx;
-        s.count[x.slot] = 0;
-      }
-      __syncwarp();
+    const RowWork w = row_work(l, s, it);
+    if (w.m <= l.k) {
+      warp_append(l, s, w, lane);
       continue;
     }
-
-    // The input array: the list, then the tile's entries.
-    for (int e = lane; e < f; e += 32) d0[e] = ld[e], i0[e] = li[e];
-    for (int e = lane; e < x.count; e += 32) d0[f + e] = x.dist[e], i0[f + e] = x.index[e];
+    warp_load_input(w, b, lane);
+    const float mx = warp_max(warp_select(w, b, l.k, stage_d[warp], stage_i[warp], lane));
     __syncwarp();
-
-    // Lane r holds reference r of the stack: array ref_a, positions [ref_b, ref_e).
-    int ref_a = 0, ref_b = 0, ref_e = 0, n_refs = 0;
-    float mx = -INFINITY;  // largest distance this lane gathered
-    auto gather = [&]() {
-      for (int r = 0; r < n_refs; ++r) {
-        const int a = __shfl_sync(kFullMask, ref_a, r);
-        const int b = __shfl_sync(kFullMask, ref_b, r);
-        const int e = __shfl_sync(kFullMask, ref_e, r);
-        for (int p = b + lane; p < e; p += 32) {
-          const float v = bdist(a)[p];
-          ld[p] = v, li[p] = bidx(a)[p];
-          mx = fmaxf(mx, v);
-        }
-      }
-      n_refs = 0;
-    };
-    auto push = [&](int a, int b, int e) {
-      if (n_refs == kStack) gather();  // rare: a deep run of settled parts
-      if (lane == n_refs) ref_a = a, ref_b = b, ref_e = e;
-      ++n_refs;
-    };
-
-    // Invariant: positions [0, lo) hold settled entries (by reference), the
-    // range [lo, hi) of array `cur` holds ranks lo..hi-1, and lo < k < hi.
-    int lo = 0, hi = m, cur = 0;
-    for (uint32_t iter = 0;; ++iter) {
-      const float* src_d = bdist(cur);
-      const int* src_i = bidx(cur);
-      float* dst_d = bdist(cur ^ 1);
-      int* dst_i = bidx(cur ^ 1);
-      const int pp = lo + pivot_offset(x, iter, hi - lo);
-      const float pd = src_d[pp];
-      const int pi = src_i[pp];
-      int nl = 0, ng = 0;
-      for (int b = lo; b < hi; b += 32) {
-        const int e = b + lane;
-        const bool valid = e < hi;
-        float vd = 0.f;
-        int vi = 0;
-        if (valid) vd = src_d[e], vi = src_i[e];
-        const bool lt = valid && key_less(vd, vi, pd, pi);
-        const bool gt = valid && key_less(pd, pi, vd, vi);
-        const unsigned mlt = __ballot_sync(kFullMask, lt);
-        const unsigned mgt = __ballot_sync(kFullMask, gt);
-        const int nlt = __popc(mlt), ngt = __popc(mgt);
-        if (lt) {
-          const int p = __popc(mlt & lanes_below(lane));
-          sgd[p] = vd, sgi[p] = vi;
-        } else if (gt) {
-          const int p = 31 - __popc(mgt & lanes_below(lane));
-          sgd[p] = vd, sgi[p] = vi;
-        }
-        __syncwarp();
-        if (lane < nlt) {
-          dst_d[lo + nl + lane] = sgd[lane], dst_i[lo + nl + lane] = sgi[lane];
-        } else if (lane >= 32 - ngt) {
-          const int p = hi - ng - (32 - lane);
-          dst_d[p] = sgd[lane], dst_i[p] = sgi[lane];
-        }
-        __syncwarp();
-        nl += nlt, ng += ngt;
-      }
-      const int split = lo + nl;  // the pivot's rank and place
-      if (lane == 0) dst_d[split] = pd, dst_i[split] = pi;
-      __syncwarp();
-      if (split == k || split + 1 == k) {
-        push(cur ^ 1, lo, k);
-        break;
-      }
-      if (split > k) {
-        hi = split;  // the k smallest lie among the smaller part
-      } else {
-        push(cur ^ 1, lo, split + 1);  // the smaller part and the pivot are in
-        lo = split + 1;
-      }
-      cur ^= 1;
-    }
-    gather();
-    mx = warp_max(mx);
-    __syncwarp();
-    if (lane == 0) {
-      l.fill[x.row] = k;
-      l.thr[x.row] = mx;
-      s.count[x.slot] = 0;
-    }
+    if (lane == 0) record_row(l, s, w, l.k, mx);
     __syncwarp();
   }
 }
 
-// One block per row item (grid-stride over the items); block b's scratch is
-// arrays 2b and 2b+1 of `cap` entries. Every __syncthreads below is reached by
-// all threads: the item loop, the append test, the pass loop and the chunk
-// loop depend only on values every thread reads alike (the item, the list's
-// fill, the chunk totals in shared memory).
-__global__ __launch_bounds__(kBlockThreads) void quick_block_kernel(ListsView l, Slots s, float* __restrict__ sd,
-                                                                    int* __restrict__ si, int cap) {
+// ---- Block variant: one thread block per row --------------------------------
+
+struct BlockShared {
   // One 256-wide staging array: smaller entries from the left, greater from the right.
-  __shared__ float stage_d[kBlockThreads];
-  __shared__ int stage_i[kBlockThreads];
+  float stage_d[kBlockThreads];
+  int stage_i[kBlockThreads];
   // Per warp: its count of smaller (greater) entries in the chunk, replaced
   // by thread 0 with the warp's offset among them; the chunk's totals.
-  __shared__ int warp_lt[kBlockWarps], warp_gt[kBlockWarps];
-  __shared__ int chunk_lt, chunk_gt;
+  int warp_lt[kBlockWarps], warp_gt[kBlockWarps];
+  int chunk_lt, chunk_gt;
   // The stack of settled-part references: array, positions [b, e).
-  __shared__ int ref_a[kStack], ref_b[kStack], ref_e[kStack];
-  __shared__ float red[kBlockWarps];
+  int ref_a[kStack], ref_b[kStack], ref_e[kStack];
+  float red[kBlockWarps];  // block_max
+};
+
+/// A list with room for the tile's entries (m <= k): nothing to drop yet, so
+/// they are appended; a list that is full now gets its bound.
+__device__ __forceinline__ void block_append(const ListsView& l, const Slots& s, const RowWork& w, float* red) {
+  const int tid = threadIdx.x;
+  for (int e = tid; e < w.x.count; e += kBlockThreads) w.ld[w.f + e] = w.x.dist[e], w.li[w.f + e] = w.x.index[e];
+  __syncthreads();
+  float mx = -INFINITY;
+  if (w.m == l.k)
+    for (int e = tid; e < l.k; e += kBlockThreads) mx = fmaxf(mx, w.ld[e]);
+  mx = block_max(mx, red);  // its barriers also order every read of fill and count before the writes
+  if (tid == 0) record_row(l, s, w, w.m, mx);
+}
+
+/// The first pass's input array: the list, then the tile's entries.
+__device__ __forceinline__ void block_load_input(const RowWork& w, const Scratch& b) {
+  const int tid = threadIdx.x;
+  for (int e = tid; e < w.f; e += kBlockThreads) b.d0[e] = w.ld[e], b.i0[e] = w.li[e];
+  for (int e = tid; e < w.x.count; e += kBlockThreads) b.d0[w.f + e] = w.x.dist[e], b.i0[w.f + e] = w.x.index[e];
+  __syncthreads();
+}
+
+/// The block's stack of settled parts, in shared memory: thread 0 writes the
+/// references, n_refs is the same in every thread. gather() copies every
+/// referenced part into the row's list, where each already sits at its
+/// final position, and empties the stack.
+struct BlockSettled {
+  int n_refs = 0;
+  float mx = -INFINITY;  ///< the largest distance this thread gathered
+
+  __device__ __forceinline__ void gather(const Scratch& b, const RowWork& w, const BlockShared& sh) {
+    __syncthreads();  // the referenced parts and the stack entries are written
+    for (int r = 0; r < n_refs; ++r) {
+      const int a = sh.ref_a[r], pb = sh.ref_b[r], pe = sh.ref_e[r];
+      const float* gd = b.dist(a);
+      const int* gi = b.index(a);
+      for (int p = pb + threadIdx.x; p < pe; p += kBlockThreads) {
+        const float v = gd[p];
+        w.ld[p] = v, w.li[p] = gi[p];
+        mx = fmaxf(mx, v);
+      }
+    }
+    __syncthreads();  // every thread has read the stack before it is reused
+    n_refs = 0;
+  }
+
+  __device__ __forceinline__ void push(const Scratch& b, const RowWork& w, BlockShared& sh, int a, int pb, int pe) {
+    if (n_refs == kStack) gather(b, w, sh);  // rare: a deep run of settled parts
+    if (threadIdx.x == 0) sh.ref_a[n_refs] = a, sh.ref_b[n_refs] = pb, sh.ref_e[n_refs] = pe;
+    ++n_refs;
+  }
+};
+
+/// One thread: the warps' counts of smaller (greater) entries in the chunk
+/// become their offsets among them, and the chunk's totals are set (a serial
+/// scan of kBlockWarps numbers, cheaper here than a parallel prefix sum).
+__device__ __forceinline__ void chunk_offsets(BlockShared& sh) {
+  int al = 0, ag = 0;
+  for (int w = 0; w < kBlockWarps; ++w) {
+    const int cl = sh.warp_lt[w], cg = sh.warp_gt[w];
+    sh.warp_lt[w] = al, sh.warp_gt[w] = ag;
+    al += cl, ag += cg;
+  }
+  sh.chunk_lt = al, sh.chunk_gt = ag;
+}
+
+/// One partition pass of the block over [lo, hi) of src around the pivot
+/// (pd, pi): smaller entries to the left end of dst, greater ones to the
+/// right end, kBlockThreads at a time through the shared staging array, and
+/// the pivot between them. Returns the pivot's position, which is its rank.
+/// Every thread walks the same chunks: the totals come from shared memory.
+__device__ __forceinline__ int block_partition(const float* src_d, const int* src_i, float* dst_d, int* dst_i, int lo,
+                                               int hi, float pd, int pi, BlockShared& sh) {
   const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int warp = tid >> 5;
+  int nl = 0, ng = 0;  // placed so far at the left and right ends
+  for (int b = lo; b < hi; b += kBlockThreads) {
+    const int e = b + tid;
+    const bool valid = e < hi;
+    float vd = 0.f;
+    int vi = 0;
+    if (valid) vd = src_d[e], vi = src_i[e];
+    const bool lt = valid && key_less(vd, vi, pd, pi);
+    const bool gt = valid && key_less(pd, pi, vd, vi);
+    const unsigned mlt = __ballot_sync(kFullMask, lt);
+    const unsigned mgt = __ballot_sync(kFullMask, gt);
+    // (1) The warps' counts. The previous chunk's readers of these and of
+    // the staging array are past its barrier (3), so they may be overwritten.
+    if (lane == 0) sh.warp_lt[warp] = __popc(mlt), sh.warp_gt[warp] = __popc(mgt);
+    __syncthreads();
+    // (2) One thread: the warps' offsets within the chunk, and its totals.
+    if (tid == 0) chunk_offsets(sh);
+    __syncthreads();
+    // (3) Staging: smaller from the left, greater from the right.
+    if (lt) {
+      const int p = sh.warp_lt[warp] + __popc(mlt & lanes_below(lane));
+      sh.stage_d[p] = vd, sh.stage_i[p] = vi;
+    } else if (gt) {
+      const int p = kBlockThreads - 1 - (sh.warp_gt[warp] + __popc(mgt & lanes_below(lane)));
+      sh.stage_d[p] = vd, sh.stage_i[p] = vi;
+    }
+    __syncthreads();
+    // (4) Coalesced stores: smaller after those at the left end, greater
+    // before those at the right end.
+    const int nlt = sh.chunk_lt, ngt = sh.chunk_gt;
+    if (tid < nlt) {
+      dst_d[lo + nl + tid] = sh.stage_d[tid], dst_i[lo + nl + tid] = sh.stage_i[tid];
+    } else if (tid >= kBlockThreads - ngt) {
+      const int p = hi - ng - (kBlockThreads - tid);
+      dst_d[p] = sh.stage_d[tid], dst_i[p] = sh.stage_i[tid];
+    }
+    nl += nlt, ng += ngt;
+  }
+  const int split = lo + nl;
+  if (tid == 0) dst_d[split] = pd, dst_i[split] = pi;
+  __syncthreads();  // the pass's stores are visible to the whole block
+  return split;
+}
+
+/// A list that overflows (m > k), its entries in the scratch's first array:
+/// partition passes until the k smallest are settled, then gathered into
+/// the row's list. Returns the largest distance this thread gathered.
+__device__ __forceinline__ float block_select(const RowWork& w, const Scratch& b, int k, BlockShared& sh) {
+  BlockSettled settled;
+  // Invariant: positions [0, lo) hold settled entries (by reference), the
+  // range [lo, hi) of array `cur` holds ranks lo..hi-1, and lo < k < hi.
+  int lo = 0, hi = w.m, cur = 0;
+  for (uint32_t iter = 0;; ++iter) {
+    const float* src_d = b.dist(cur);
+    const int* src_i = b.index(cur);
+    // Every thread reads the same pivot (the last pass's writes were made
+    // visible by the barrier that ended it).
+    const int pp = lo + pivot_offset(w.x, iter, hi - lo);
+    const int split = block_partition(src_d, src_i, b.dist(cur ^ 1), b.index(cur ^ 1), lo, hi, src_d[pp], src_i[pp],
+                                      sh);
+    if (split == k || split + 1 == k) {
+      settled.push(b, w, sh, cur ^ 1, lo, k);
+      break;
+    }
+    if (split > k) {
+      hi = split;  // the k smallest lie among the smaller part
+    } else {
+      settled.push(b, w, sh, cur ^ 1, lo, split + 1);  // the smaller part and the pivot are in
+      lo = split + 1;
+    }
+    cur ^= 1;
+  }
+  settled.gather(b, w, sh);
+  return settled.mx;
+}
+
+// One block per row item (grid-stride over the items); block b's scratch is
+// arrays 2b and 2b+1 of `cap` entries. Every __syncthreads (here and in the
+// helpers above) is reached by all threads: the item loop, the append test,
+// the pass loop and the chunk loop depend only on values every thread reads
+// alike (the item, the list's fill, the chunk totals in shared memory).
+__global__ __launch_bounds__(kBlockThreads) void quick_block_kernel(ListsView l, Slots s, float* __restrict__ sd,
+                                                                    int* __restrict__ si, int cap) {
+  __shared__ BlockShared sh;
+  // The block's scratch: arrays 2b and 2b+1 (b: the block's index).
   float* const d0 = sd + static_cast<size_t>(blockIdx.x) * 2 * cap;
-  float* const d1 = d0 + cap;
   int* const i0 = si + static_cast<size_t>(blockIdx.x) * 2 * cap;
-  int* const i1 = i0 + cap;
-  auto bdist = [&](int a) { return a ? d1 : d0; };
-  auto bidx = [&](int a) { return a ? i1 : i0; };
-  const int k = l.k;
+  const Scratch b{d0, d0 + cap, i0, i0 + cap};
   const int items = *s.n_dirty;
   for (int it = blockIdx.x; it < items; it += gridDim.x) {
-    const SlotItem x = slot_item(s, it);
-    float* ld = l.dist + static_cast<size_t>(x.row) * k;
-    int* li = l.index + static_cast<size_t>(x.row) * k;
-    const int f = l.fill[x.row];
-    const int m = f + x.count;
-    if (m <= k) {
-      // Nothing to drop yet: append.
-      for (int e = tid; e < x.count; e += kBlockThreads) ld[f + e] = x.dist[e], li[f + e] = x.index[e];
-      __syncthreads();
-      float mx = -INFINITY;
-      if (m == k)
-        for (int e = tid; e < k; e += kBlockThreads) mx = fmaxf(mx, ld[e]);
-      mx = block_max(mx, red);  // its barriers also order every read of fill and count before the writes
-      if (tid == 0) {
-        l.fill[x.row] = m;
-        if (m == k) l.thr[x.row] = mx;
-        s.count[x.slot] = 0;
-      }
+    const RowWork w = row_work(l, s, it);
+    if (w.m <= l.k) {
+      block_append(l, s, w, sh.red);
       continue;
     }
-
-    // The input array: the list, then the tile's entries.
-    for (int e = tid; e < f; e += kBlockThreads) d0[e] = ld[e], i0[e] = li[e];
-    for (int e = tid; e < x.count; e += kBlockThreads) d0[f + e] = x.dist[e], i0[f + e] = x.index[e];
-    __syncthreads();
-
-    int n_refs = 0;        // the same in every thread; thread 0 writes the entries
-    float mx = -INFINITY;  // largest distance this thread gathered
-    auto gather = [&]() {
-      __syncthreads();  // the referenced parts and the stack entries are written
-      for (int r = 0; r < n_refs; ++r) {
-        const int a = ref_a[r], b = ref_b[r], e = ref_e[r];
-        const float* gd = bdist(a);
-        const int* gi = bidx(a);
-        for (int p = b + tid; p < e; p += kBlockThreads) {
-          const float v = gd[p];
-          ld[p] = v, li[p] = gi[p];
-          mx = fmaxf(mx, v);
-        }
-      }
-      __syncthreads();  // every thread has read the stack before it is reused
-      n_refs = 0;
-    };
-    auto push = [&](int a, int b, int e) {
-      if (n_refs == kStack) gather();  // rare: a deep run of settled parts
-      if (tid == 0) ref_a[n_refs] = a, ref_b[n_refs] = b, ref_e[n_refs] = e;
-      ++n_refs;
-    };
-
-    // Invariant: positions [0, lo) hold settled entries (by reference), the
-    // range [lo, hi) of array `cur` holds ranks lo..hi-1, and lo < k < hi.
-    int lo = 0, hi = m, cur = 0;
-    for (uint32_t iter = 0;; ++iter) {
-      const float* src_d = bdist(cur);
-      const int* src_i = bidx(cur);
-      float* dst_d = bdist(cur ^ 1);
-      int* dst_i = bidx(cur ^ 1);
-      // Every thread reads the same pivot (the last pass's writes were
-      // made visible by the barrier that ended it).
-      const int pp = lo + pivot_offset(x, iter, hi - lo);
-      const float pd = src_d[pp];
-      const int pi = src_i[pp];
-      int nl = 0, ng = 0;  // placed so far at the left and right ends
-      for (int b = lo; b < hi; b += kBlockThreads) {
-        const int e = b + tid;
-        const bool valid = e < hi;
-        float vd = 0.f;
-        int vi = 0;
-        if (valid) vd = src_d[e], vi = src_i[e];
-        const bool lt = valid && key_less(vd, vi, pd, pi);
-        const bool gt = valid && key_less(pd, pi, vd, vi);
-        const unsigned mlt = __ballot_sync(kFullMask, lt);
-        const unsigned mgt = __ballot_sync(kFullMask, gt);
-        // (1) The warps' counts. The previous chunk's readers of these and of
-        // the staging array are past its barrier (3), so they may be overwritten.
-        if (lane == 0) warp_lt[warp] = __popc(mlt), warp_gt[warp] = __popc(mgt);
-        __syncthreads();
-        // (2) One thread: the warps' offsets within the chunk, and its totals.
-        if (tid == 0) {
-          int al = 0, ag = 0;
-          for (int w = 0; w < kBlockWarps; ++w) {
-            const int cl = warp_lt[w], cg = warp_gt[w];
-            warp_lt[w] = al, warp_gt[w] = ag;
-            al += cl, ag += cg;
-          }
-          chunk_lt = al, chunk_gt = ag;
-        }
-        __syncthreads();
-        // (3) Staging: smaller from the left, greater from the right.
-        if (lt) {
-          const int p = warp_lt[warp] + __popc(mlt & lanes_below(lane));
-          stage_d[p] = vd, stage_i[p] = vi;
-        } else if (gt) {
-          const int p = kBlockThreads - 1 - (warp_gt[warp] + __popc(mgt & lanes_below(lane)));
-          stage_d[p] = vd, stage_i[p] = vi;
-        }
-        __syncthreads();
-        // (4) Coalesced stores: smaller after those at the left end, greater
-        // before those at the right end.
-        const int nlt = chunk_lt, ngt = chunk_gt;
-        if (tid < nlt) {
-          dst_d[lo + nl + tid] = stage_d[tid], dst_i[lo + nl + tid] = stage_i[tid];
-        } else if (tid >= kBlockThreads - ngt) {
-          const int p = hi - ng - (kBlockThreads - tid);
-          dst_d[p] = stage_d[tid], dst_i[p] = stage_i[tid];
-        }
-        nl += nlt, ng += ngt;
-      }
-      const int split = lo + nl;  // the pivot's rank and place
-      if (tid == 0) dst_d[split] = pd, dst_i[split] = pi;
-      __syncthreads();  // the pass's stores are visible to the whole block
-      if (split == k || split + 1 == k) {
-        push(cur ^ 1, lo, k);
-        break;
-      }
-      if (split > k) {
-        hi = split;  // the k smallest lie among the smaller part
-      } else {
-        push(cur ^ 1, lo, split + 1);  // the smaller part and the pivot are in
-        lo = split + 1;
-      }
-      cur ^= 1;
-    }
-    gather();
-    mx = block_max(mx, red);
-    if (tid == 0) {
-      l.fill[x.row] = k;
-      l.thr[x.row] = mx;
-      s.count[x.slot] = 0;
-    }
+    block_load_input(w, b);
+    const float mx = block_max(block_select(w, b, l.k, sh), sh.red);
+    if (threadIdx.x == 0) record_row(l, s, w, l.k, mx);
   }
 }
 
