@@ -74,103 +74,145 @@ __device__ __noinline__ void push_candidate(float* cdist, int* cindex, int* coun
   }
 }
 
-// Epilogue: the block's entries to distances, filtered against the bounds
-// (or, for a dense seed tile, all written to their rows).
-template <int TN, bool Dense>
-__device__ __forceinline__ void epilogue(const FusedTileArgs& f, const CandidatesView& c, int counter,
-                                         const float (&acc)[8][TN], int i_base, int j_base, int wm, int wn, int t,
-                                         int lane, float* stage) {
+// ---- Epilogue: the block's entries to distances ------------------------------
+// A thread holds 8 x TN entries: rows i_base + row_at[r >> 2] + (r & 3),
+// columns j_base + wn + 16 (q >> 2) + (q & 3).
+
+/// Dense seed tiles: the thread's distances (NaN as +inf, so that it never
+/// sorts ahead of a real distance), in place of the dot products. Tile z is
+/// batch rows z T.. (T = f.ldt) against themselves; `rows` of them are real.
+template <int TN>
+__device__ __forceinline__ void seed_distances(const FusedTileArgs& f, const float (&acc)[8][TN], int i_base,
+                                               int j_base, int wm, int wn, int z, int rows, float (&dv)[8][TN]) {
+  const int T = f.ldt;
   const int row_at[2] = {wm, wm + 32};
-  unsigned pushed = 0;
-  if constexpr (Dense) {
-    // Seed tiles (block z of the batch against itself) filling empty lists:
-    // every entry goes to its row at a fixed place (self skipped), no
-    // atomics; row z T + li of the batch at (z T + li) * c.W (launch_seed_tiles).
-    // The tile is symmetric: only blocks on and above its diagonal run, and
-    // one above it also writes each entry (li, j) to row j at place li (the
-    // same fmaf chain and norm sum as (j, li) would give, bit for bit).
-    // The entries go out through shared memory (the operand slabs, free
-    // now), 32 rows at a time, so that a warp's stores cover whole runs of a
-    // row: stored straight from the registers, a warp's store touched 8 rows
-    // (mirrored: 4) in pieces of 4 bytes, and the seed kernel ran at half
-    // the strip kernel's rate (bench/gpu/RESULTS.md).
-    const bool mirror = blockIdx.y > blockIdx.x;
-    const int z = blockIdx.z, T = f.ldt;
-    const int rows = min(T, f.rows - z * T);
-    constexpr int kLd = BN + 1;         // staged row stride: row and column reads free of bank conflicts
-    constexpr int kAllWarps = 64 / TN;  // 128 * 16 / TN threads
-    float nj[TN], nr[8];
+  float nj[TN], nr[8];
+#pragma unroll
+  for (int q = 0; q < TN; ++q) {
+    const int j = j_base + wn + 16 * (q >> 2) + (q & 3);
+    nj[q] = j < rows ? f.col_norms[z * T + j] : 0.f;
+  }
+#pragma unroll
+  for (int r = 0; r < 8; ++r) {
+    const int li = i_base + row_at[r >> 2] + (r & 3);
+    nr[r] = li < rows ? f.row_norms[z * T + li] : 0.f;
+  }
+#pragma unroll
+  for (int r = 0; r < 8; ++r)
 #pragma unroll
     for (int q = 0; q < TN; ++q) {
-      const int j = j_base + wn + 16 * (q >> 2) + (q & 3);
-      nj[q] = j < rows ? f.col_norms[z * T + j] : 0.f;
+      const float dist = fmaf(-2.f, acc[r][q], nr[r] + nj[q]);
+      dv[r][q] = dist == dist ? dist : INFINITY;
     }
+}
+
+constexpr int kStageLd = BN + 1;  // staged row stride: row and column reads free of bank conflicts
+
+/// Seed pass `pass` (0..3) stages the block's rows first .. first + 31
+/// (first = 64 (pass / 2) + 32 (pass % 2)): the warps of row group pass / 2
+/// write their half pass % 2 of the rows (the unrolled loop over both halves
+/// keeps dv's index a constant, so dv stays in registers).
+template <int TN>
+__device__ __forceinline__ void stage_seed_rows(const float (&dv)[8][TN], int pass, int wm, int wn, float* stage) {
+  const int group = wm >> 6, lr0 = wm & 63;  // the warp's 64-row group; the thread's first row in it
+  if (group != (pass >> 1)) return;
 #pragma unroll
-    for (int r = 0; r < 8; ++r) {
-      const int li = i_base + row_at[r >> 2] + (r & 3);
-      nr[r] = li < rows ? f.row_norms[z * T + li] : 0.f;
+  for (int rr = 0; rr < 4; ++rr) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (h != (pass & 1)) continue;
+      const int r = 4 * h + rr;
+#pragma unroll
+      for (int q = 0; q < TN; ++q) stage[(lr0 + rr) * kStageLd + wn + 16 * (q >> 2) + (q & 3)] = dv[r][q];
     }
-    // The distances, in place of the dot products (the norms die here).
-    float dv[8][TN];
-#pragma unroll
-    for (int r = 0; r < 8; ++r)
-#pragma unroll
-      for (int q = 0; q < TN; ++q) {
-        const float dist = fmaf(-2.f, acc[r][q], nr[r] + nj[q]);
-        dv[r][q] = dist == dist ? dist : INFINITY;  // NaN sorts as +inf: never ahead of a real distance
-      }
-    const int group = wm >> 6, lr0 = wm & 63;  // the warp's 64-row group; the thread's first row in it
-    const int warp = t >> 5;
-    __syncthreads();  // every warp is past its last read of the slabs
-#pragma unroll 1
-    for (int pass = 0; pass < 4; ++pass) {
-      // Rows first .. first + 31 of the block: warp group pass / 2, row half pass % 2.
-      const int first = (pass >> 1) * 64 + (pass & 1) * 32;
-      if (group == (pass >> 1)) {
-#pragma unroll
-        for (int rr = 0; rr < 4; ++rr) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {  // (unrolled: dv's index stays a constant)
-            if (h != (pass & 1)) continue;
-            const int r = 4 * h + rr;
-#pragma unroll
-            for (int q = 0; q < TN; ++q) stage[(lr0 + rr) * kLd + wn + 16 * (q >> 2) + (q & 3)] = dv[r][q];
-          }
-        }
-      }
-      __syncthreads();
-      // Rows: a warp per row, lanes on consecutive columns.
-      for (int e = warp; e < 32; e += kAllWarps) {
-        const int li = i_base + first + e;
-        if (li >= rows) continue;
-        float* cd = c.dist + static_cast<size_t>(z * T + li) * c.W;
-        int* ci = c.index + static_cast<size_t>(z * T + li) * c.W;
-#pragma unroll
-        for (int m = 0; m < BN / 32; ++m) {
-          const int col = 32 * m + lane, j = j_base + col;
-          if (j >= rows || (!f.keep_self && j == li)) continue;
-          const int pos = (f.keep_self || j < li) ? j : j - 1;
-          cd[pos] = stage[e * kLd + col];
-          ci[pos] = f.c0 + z * T + j;
-        }
-      }
-      if (mirror) {
-        // Column j of the staged rows is row j's places li (j > li: no self).
-        const int li = i_base + first + lane;
-        for (int col = warp; col < BN; col += kAllWarps) {
-          const int j = j_base + col;
-          if (j >= rows || li >= rows) continue;
-          const size_t at = static_cast<size_t>(z * T + j) * c.W + li;
-          c.dist[at] = stage[lane * kLd + col];
-          c.index[at] = f.c0 + z * T + li;
-        }
-      }
-      __syncthreads();  // the stage is read before the next pass writes it
-    }
-    if (blockIdx.x == 0 && blockIdx.y == 0 && t == 0)
-      atomicAdd(c.total, static_cast<unsigned long long>(rows) * (rows - (f.keep_self ? 0 : 1)));
-    return;
   }
+}
+
+/// The 32 staged rows (block rows first..) to their candidate rows: a warp
+/// per row, lanes on consecutive columns, each entry at its fixed place
+/// (self skipped; row z T + li of the batch at (z T + li) * c.W).
+template <int TN>
+__device__ __forceinline__ void store_seed_rows(const FusedTileArgs& f, const CandidatesView& c, const float* stage,
+                                                int i_base, int j_base, int first, int z, int rows, int warp,
+                                                int lane) {
+  constexpr int kAllWarps = 64 / TN;  // 128 * 16 / TN threads
+  const int T = f.ldt;
+  for (int e = warp; e < 32; e += kAllWarps) {
+    const int li = i_base + first + e;
+    if (li >= rows) continue;
+    float* cd = c.dist + static_cast<size_t>(z * T + li) * c.W;
+    int* ci = c.index + static_cast<size_t>(z * T + li) * c.W;
+#pragma unroll
+    for (int m = 0; m < BN / 32; ++m) {
+      const int col = 32 * m + lane, j = j_base + col;
+      if (j >= rows || (!f.keep_self && j == li)) continue;
+      const int pos = (f.keep_self || j < li) ? j : j - 1;
+      cd[pos] = stage[e * kStageLd + col];
+      ci[pos] = f.c0 + z * T + j;
+    }
+  }
+}
+
+/// A block above the tile's diagonal also writes the mirror image: column j
+/// of the staged rows is row j's places li (j > li: no self).
+template <int TN>
+__device__ __forceinline__ void store_seed_mirror(const FusedTileArgs& f, const CandidatesView& c, const float* stage,
+                                                  int i_base, int j_base, int first, int z, int rows, int warp,
+                                                  int lane) {
+  constexpr int kAllWarps = 64 / TN;
+  const int T = f.ldt;
+  const int li = i_base + first + lane;
+  for (int col = warp; col < BN; col += kAllWarps) {
+    const int j = j_base + col;
+    if (j >= rows || li >= rows) continue;
+    const size_t at = static_cast<size_t>(z * T + j) * c.W + li;
+    c.dist[at] = stage[lane * kStageLd + col];
+    c.index[at] = f.c0 + z * T + li;
+  }
+}
+
+/// Seed tiles (block z of the batch against itself) filling empty lists:
+/// every entry goes to its row at a fixed place (self skipped), no atomics
+/// (launch_seed_tiles). The tile is symmetric: only blocks on and above its
+/// diagonal run, and one above it also writes each entry (li, j) to row j at
+/// place li (the same fmaf chain and norm sum as (j, li) would give, bit for
+/// bit). The entries go out through shared memory (the operand slabs, free
+/// now), 32 rows at a time, so that a warp's stores cover whole runs of a
+/// row: stored straight from the registers, a warp's store touched 8 rows
+/// (mirrored: 4) in pieces of 4 bytes, and the seed kernel ran at half the
+/// strip kernel's rate (bench/gpu/RESULTS.md).
+template <int TN>
+__device__ __forceinline__ void seed_epilogue(const FusedTileArgs& f, const CandidatesView& c,
+                                              const float (&acc)[8][TN], int i_base, int j_base, int wm, int wn, int t,
+                                              int lane, float* stage) {
+  const bool mirror = blockIdx.y > blockIdx.x;
+  const int z = blockIdx.z;
+  const int rows = min(f.ldt, f.rows - z * f.ldt);
+  float dv[8][TN];  // the distances replace the dot products (acc is dead from here)
+  seed_distances<TN>(f, acc, i_base, j_base, wm, wn, z, rows, dv);
+  const int warp = t >> 5;
+  __syncthreads();  // every warp is past its last read of the slabs
+#pragma unroll 1
+  for (int pass = 0; pass < 4; ++pass) {
+    const int first = (pass >> 1) * 64 + (pass & 1) * 32;
+    stage_seed_rows<TN>(dv, pass, wm, wn, stage);
+    __syncthreads();
+    store_seed_rows<TN>(f, c, stage, i_base, j_base, first, z, rows, warp, lane);
+    if (mirror) store_seed_mirror<TN>(f, c, stage, i_base, j_base, first, z, rows, warp, lane);
+    __syncthreads();  // the stage is read before the next pass writes it
+  }
+  if (blockIdx.x == 0 && blockIdx.y == 0 && t == 0)
+    atomicAdd(c.total, static_cast<unsigned long long>(rows) * (rows - (f.keep_self ? 0 : 1)));
+}
+
+/// Strip tiles: each entry filtered against its row's and its column's
+/// bounds; the rare one that passes goes out through push_candidate.
+template <int TN>
+__device__ __forceinline__ void filter_epilogue(const FusedTileArgs& f, const CandidatesView& c, int counter,
+                                                const float (&acc)[8][TN], int i_base, int j_base, int wm, int wn,
+                                                int lane) {
+  const int row_at[2] = {wm, wm + 32};
+  unsigned pushed = 0;
   float nj[TN], tc[TN];
 #pragma unroll
   for (int q = 0; q < TN; ++q) {
@@ -283,7 +325,9 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
     }
   }
   cp_async_wait<0>();
-  epilogue<TN, Dense>(f, c, counter, acc, i_base, j_base, wm, wn, t, lane, &as[0][0][0]);
+  if constexpr (Dense) seed_epilogue<TN>(f, c, acc, i_base, j_base, wm, wn, t, lane, &as[0][0][0]);
+  else
+    filter_epilogue<TN>(f, c, counter, acc, i_base, j_base, wm, wn, lane);
 }
 
 // out[c * ld + i] = rows[i * d + c] for i < count, c < d (32 x 32 tiles
