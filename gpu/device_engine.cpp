@@ -262,33 +262,121 @@ CandidatesView DeviceEngine::candidate_set(uint64_t t, int row_stride) {
   return cv;
 }
 
-void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense) {
+// The tile's operands: resident rows are all on the device (the blocks the
+// tile reads are made sure of on its GEMM stream); streamed blocks are
+// brought into slots, keeping the other operand's slot.
+DeviceEngine::TileOperands DeviceEngine::tile_operands(const TileJob& job, int64_t J) {
   const int64_t T = plan_.T, d = plan_.d;
-  const int64_t r0 = I * T;
-  const int64_t rows = std::min<int64_t>(T, plan_.n - r0);
-  DeviceContext::TileEvents& ev = ctx_.ring[t % DeviceContext::kRing];
-  const Stream& sel = ctx_.select;
-
-  const int gs = gemm_stream(t);
-  const Stream& g = gs ? ctx_.gemm2 : ctx_.gemm;
-  if (timeline_) issued_.push_back({t, I, c0, cols, dense, gs, host_ms(), 0, 0, 0, 0});
-  const float *a_rows, *a_norms, *b_rows, *b_norms;
-  int slot_a = -1, slot_b = -1;
+  TileOperands op;
   if (plan_.resident) {
-    ensure_block(I, -1, -1, gs);
-    for (int64_t b = c0 / T; b <= (c0 + cols - 1) / T; ++b) ensure_block(b, -1, -1, gs);
-    a_rows = rows_.data() + r0 * d;
-    a_norms = norms_.data() + r0;
-    b_rows = rows_.data() + c0 * d;
-    b_norms = norms_.data() + c0;
+    ensure_block(job.I, -1, -1, job.gs);
+    for (int64_t b = job.c0 / T; b <= (job.c0 + job.cols - 1) / T; ++b) ensure_block(b, -1, -1, job.gs);
+    op.a_rows = rows_.data() + job.r0 * d;
+    op.a_norms = norms_.data() + job.r0;
+    op.b_rows = rows_.data() + job.c0 * d;
+    op.b_norms = norms_.data() + job.c0;
   } else {
-    slot_a = ensure_block(I, I, J);
-    slot_b = ensure_block(J, I, J);
-    a_rows = rows_.data() + static_cast<size_t>(slot_a) * T * d;
-    a_norms = norms_.data() + static_cast<size_t>(slot_a) * T;
-    b_rows = rows_.data() + static_cast<size_t>(slot_b) * T * d;
-    b_norms = norms_.data() + static_cast<size_t>(slot_b) * T;
+    op.slot_a = ensure_block(job.I, job.I, J);
+    op.slot_b = ensure_block(J, job.I, J);
+    op.a_rows = rows_.data() + static_cast<size_t>(op.slot_a) * T * d;
+    op.a_norms = norms_.data() + static_cast<size_t>(op.slot_a) * T;
+    op.b_rows = rows_.data() + static_cast<size_t>(op.slot_b) * T * d;
+    op.b_norms = norms_.data() + static_cast<size_t>(op.slot_b) * T;
   }
+  return op;
+}
+
+// The fused kernel: dot products, distances and the filter in one launch on
+// the tile's GEMM stream, against the transposed blocks; its end is the
+// selection stream's start (the merge).
+void DeviceEngine::fused_tile(const TileJob& job, const TileOperands& op, const CandidatesView& cv, int counter,
+                              const DeviceContext::TileEvents* before) {
+  const int64_t T = plan_.T;
+  DeviceContext::TileEvents& ev = ctx_.ring[job.t % DeviceContext::kRing];
+  const Stream& g = job.gs ? ctx_.gemm2 : ctx_.gemm;
+  if (before) g.wait(before->sel_end);
+  ev.gemm_start.record(g);
+  FusedTileArgs f;
+  const int64_t dpad = fused_dpad(plan_.d);
+  f.ldt = static_cast<int>(T), f.dpad = static_cast<int>(dpad), f.block_stride = T * dpad;
+  if (plan_.resident) {
+    f.at = rows_t_.data() + job.I * T * dpad;
+    f.bt = rows_t_.data() + (job.c0 / T) * T * dpad;
+  } else {
+    f.at = rows_t_.data() + static_cast<size_t>(op.slot_a) * T * dpad;
+    f.bt = rows_t_.data() + static_cast<size_t>(op.slot_b) * T * dpad;
+  }
+  f.rows = static_cast<int>(job.rows), f.cols = static_cast<int>(job.cols);
+  f.r0 = static_cast<int>(job.r0), f.c0 = static_cast<int>(job.c0);
+  f.col_role_from = job.c0 == job.r0 ? static_cast<int>(job.rows) : 0;
+  f.row_norms = op.a_norms, f.col_norms = op.b_norms, f.thr = thr_.data();
+  f.keep_self = keep_self_;  // never dense: the fused path seeds in seed_tiles()
+  launch_fused_tile(f, cv, counter, g);
+  ev.gemm_end.record(g);
+  ev.filter_end.record(g);
+  ctx_.select.wait(ev.gemm_end);
+  ev.sel_start.record(ctx_.select);
+}
+
+// The tile's dot products by cuBLAS into `dots` (column-major, leading
+// dimension T), on the stream cuBLAS is bound to.
+void DeviceEngine::tile_gemm(const TileJob& job, const TileOperands& op, float* dots) {
+  const int m = static_cast<int>(job.rows), n = static_cast<int>(job.cols), d = static_cast<int>(plan_.d);
+  const int ld = static_cast<int>(plan_.T);
+  const float one = 1.f, zero = 0.f;
+  if (tensor_) {
+    // Inputs rounded to TF32 on tensor cores, float32 accumulation: the
+    // error bound of manifold/exact/error_bound.h (u_in = 2^-10) covers it.
+    cublas_check(cublasGemmEx(ctx_.cublas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, d, &one, op.a_rows, CUDA_R_32F, d, op.b_rows,
+                              CUDA_R_32F, d, &zero, dots, CUDA_R_32F, ld, CUBLAS_COMPUTE_32F_FAST_TF32,
+                              CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx (TF32) on a distance tile");
+  } else {
+    cublas_check(cublasSgemm(ctx_.cublas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, d, &one, op.a_rows, d, op.b_rows, d, &zero,
+                             dots, ld),
+                 "cublasSgemm on a distance tile");
+  }
+}
+
+// cuBLAS then the filter (or a paper strategy's selection): the GEMM on the
+// tile's GEMM stream, the filter on the selection stream once it is done.
+void DeviceEngine::cublas_tile(const TileJob& job, const TileOperands& op, const CandidatesView& cv, int counter,
+                               const DeviceContext::TileEvents* before) {
+  DeviceContext::TileEvents& ev = ctx_.ring[job.t % DeviceContext::kRing];
+  const Stream& g = job.gs ? ctx_.gemm2 : ctx_.gemm;
+  const Stream& sel = ctx_.select;
+  float* dots = tiles_[job.t % 2].data();
+  if (before) g.wait(before->filter_end);
+  ev.gemm_start.record(g);
+  tile_gemm(job, op, dots);
+  ev.gemm_end.record(g);
+  sel.wait(ev.gemm_end);
+  ev.sel_start.record(sel);
+  TileView view;
+  view.dots = dots;
+  view.ld = static_cast<int>(plan_.T);
+  view.rows = static_cast<int>(job.rows);
+  view.cols = static_cast<int>(job.cols);
+  view.r0 = static_cast<int>(job.r0);
+  view.c0 = static_cast<int>(job.c0);
+  view.col_role_from = job.c0 == job.r0 ? static_cast<int>(job.rows) : 0;
+  view.row_norms = op.a_norms;
+  view.col_norms = op.b_norms;
+  view.keep_self = keep_self_;
+  view.dense = job.dense;
+  if (selection_) {
+    selection_->select(view, lists(), thr_.data(), sel, ev.filter_end);
+  } else {
+    launch_filter_tile(view, thr_.data(), cv, counter, sel);
+    ev.filter_end.record(sel);
+  }
+}
+
+void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense) {
+  const int64_t r0 = I * plan_.T;
+  const TileJob job{t, I, r0, std::min<int64_t>(plan_.T, plan_.n - r0), c0, cols, dense, gemm_stream(t)};
+  if (timeline_) issued_.push_back({t, I, c0, cols, dense, job.gs, host_ms(), 0, 0, 0, 0});
+  const TileOperands op = tile_operands(job, J);
 
   const CandidatesView cv = candidate_set(t, plan_.W);
   const int counter = static_cast<int>(t % kCounters);
@@ -297,86 +385,26 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
   // The fused kernel writes candidate set t % sets_, last used by tile t - sets_.
   const uint64_t lag = plan_.fused ? static_cast<uint64_t>(sets_) : 2;
   const DeviceContext::TileEvents* before = t >= lag ? &ctx_.ring[(t - lag) % DeviceContext::kRing] : nullptr;
+  if (plan_.fused) fused_tile(job, op, cv, counter, before);
+  else
+    cublas_tile(job, op, cv, counter, before);
 
-  if (plan_.fused) {
-    if (before) g.wait(before->sel_end);
-    ev.gemm_start.record(g);
-    FusedTileArgs f;
-    const int64_t dpad = fused_dpad(d);
-    f.ldt = static_cast<int>(T), f.dpad = static_cast<int>(dpad), f.block_stride = T * dpad;
-    if (plan_.resident) {
-      f.at = rows_t_.data() + I * T * dpad;
-      f.bt = rows_t_.data() + (c0 / T) * T * dpad;
-    } else {
-      f.at = rows_t_.data() + static_cast<size_t>(slot_a) * T * dpad;
-      f.bt = rows_t_.data() + static_cast<size_t>(slot_b) * T * dpad;
-    }
-    f.rows = static_cast<int>(rows), f.cols = static_cast<int>(cols);
-    f.r0 = static_cast<int>(r0), f.c0 = static_cast<int>(c0);
-    f.col_role_from = c0 == r0 ? static_cast<int>(rows) : 0;
-    f.row_norms = a_norms, f.col_norms = b_norms, f.thr = thr_.data();
-    f.keep_self = keep_self_;  // never dense: the fused path seeds in seed_tiles()
-    launch_fused_tile(f, cv, counter, g);
-    ev.gemm_end.record(g);
-    ev.filter_end.record(g);
-    sel.wait(ev.gemm_end);
-    ev.sel_start.record(sel);
-  } else {
-    float* dots = tiles_[t % 2].data();
-    if (before) g.wait(before->filter_end);
-    ev.gemm_start.record(g);
-    const float one = 1.f, zero = 0.f;
-    if (tensor_) {
-      // Inputs rounded to TF32 on tensor cores, float32 accumulation: the
-      // error bound of manifold/exact/error_bound.h (u_in = 2^-10) covers it.
-      cublas_check(cublasGemmEx(ctx_.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(cols),
-                                static_cast<int>(d), &one, a_rows, CUDA_R_32F, static_cast<int>(d), b_rows, CUDA_R_32F,
-                                static_cast<int>(d), &zero, dots, CUDA_R_32F, static_cast<int>(T),
-                                CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
-                   "cublasGemmEx (TF32) on a distance tile");
-    } else {
-      cublas_check(cublasSgemm(ctx_.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(cols),
-                               static_cast<int>(d), &one, a_rows, static_cast<int>(d), b_rows, static_cast<int>(d),
-                               &zero, dots, static_cast<int>(T)),
-                   "cublasSgemm on a distance tile");
-    }
-    ev.gemm_end.record(g);
-    sel.wait(ev.gemm_end);
-    ev.sel_start.record(sel);
-    TileView view;
-    view.dots = dots;
-    view.ld = static_cast<int>(T);
-    view.rows = static_cast<int>(rows);
-    view.cols = static_cast<int>(cols);
-    view.r0 = static_cast<int>(r0);
-    view.c0 = static_cast<int>(c0);
-    view.col_role_from = c0 == r0 ? static_cast<int>(rows) : 0;
-    view.row_norms = a_norms;
-    view.col_norms = b_norms;
-    view.keep_self = keep_self_;
-    view.dense = dense;
-    if (selection_) {
-      selection_->select(view, lists(), thr_.data(), sel, ev.filter_end);
-    } else {
-      launch_filter_tile(view, thr_.data(), cv, counter, sel);
-      ev.filter_end.record(sel);
-    }
-  }
+  const Stream& sel = ctx_.select;
   if (!plan_.resident) {
     // The last reader of the tile's rows: the fused kernel, or the filter.
-    const Stream& reader = plan_.fused ? g : sel;
-    slot_free_[static_cast<size_t>(slot_a)].record(reader);
-    slot_free_recorded_[static_cast<size_t>(slot_a)] = 1;
-    slot_free_[static_cast<size_t>(slot_b)].record(reader);
-    slot_free_recorded_[static_cast<size_t>(slot_b)] = 1;
+    const Stream& reader = plan_.fused ? (job.gs ? ctx_.gemm2 : ctx_.gemm) : sel;
+    slot_free_[static_cast<size_t>(op.slot_a)].record(reader);
+    slot_free_recorded_[static_cast<size_t>(op.slot_a)] = 1;
+    slot_free_[static_cast<size_t>(op.slot_b)].record(reader);
+    slot_free_recorded_[static_cast<size_t>(op.slot_b)] = 1;
   }
   // Tiles t + 1 .. t + sets_ - 1 may hold their counters while this merge
   // runs; tile t + sets_'s is free, and its kernel waits for this merge.
   if (!selection_)
     launch_merge_tile(lists(), cv, counter, static_cast<int>((t + sets_) % kCounters), static_cast<int>(r0),
                       static_cast<int>(c0), force_block_, std::max(plan_.T, plan_.W), sel, dense);
-  ev.sel_end.record(sel);
-  stats_.gemm_flop += 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(d);
+  ctx_.ring[t % DeviceContext::kRing].sel_end.record(sel);
+  stats_.gemm_flop += 2.0 * static_cast<double>(job.rows) * static_cast<double>(cols) * static_cast<double>(plan_.d);
 }
 
 void DeviceEngine::seed_tiles(uint64_t t, int64_t b0, int64_t blocks) {

@@ -132,7 +132,30 @@ class DeviceEngine {
   static int64_t seed_batch(const TilePlan& plan);
 
  private:
+  /// One tile of the loop: tile t, rows [r0, r0 + rows) (row block I)
+  /// against columns [c0, c0 + cols); dense: a seed tile; gs: its GEMM
+  /// stream (gemm_stream(t)).
+  struct TileJob {
+    uint64_t t;
+    int64_t I, r0, rows, c0, cols;
+    bool dense;
+    int gs;
+  };
+  /// Where a tile's operands are on the device: the rows and norms of its
+  /// rows (a) and of its columns (b), and the streaming slots holding them
+  /// (-1: resident plans).
+  struct TileOperands {
+    const float *a_rows = nullptr, *a_norms = nullptr, *b_rows = nullptr, *b_norms = nullptr;
+    int slot_a = -1, slot_b = -1;
+  };
+  /// Queues tile t (J: the block of its columns): operands, kernels, merge.
   void tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense);
+  TileOperands tile_operands(const TileJob& job, int64_t J);
+  void fused_tile(const TileJob& job, const TileOperands& op, const CandidatesView& cv, int counter,
+                  const DeviceContext::TileEvents* before);
+  void cublas_tile(const TileJob& job, const TileOperands& op, const CandidatesView& cv, int counter,
+                   const DeviceContext::TileEvents* before);
+  void tile_gemm(const TileJob& job, const TileOperands& op, float* dots);
   void complete(uint64_t t, Progress& progress, const std::atomic<bool>& stop);
   int ensure_block(int64_t b, int64_t keep_a, int64_t keep_b, int stream = 0);
   void seed_tiles(uint64_t t, int64_t b0, int64_t blocks);
