@@ -126,110 +126,123 @@ double persistent(char** pin, int T, size_t c, int nt) {
   for (auto& s : ss) cudaStreamDestroy(s);
   return med(r);
 }
+// DMA alone, then the same DMA while 8 threads memcpy unrelated memory: how
+// much the host's copying slows the transfer that reads the staging buffers.
+static void dma_beside_memcpy(char** pin, const char* fn) {
+  double t0 = now();
+  for (int rep = 0; rep < 5; ++rep)
+    for (size_t off = 0; off < N; off += 8 << 20)
+      CK(cudaMemcpyAsync(dev + off, pin[(off >> 23) % 32], std::min(size_t(8) << 20, N - off), cudaMemcpyHostToDevice,
+                         st));
+  CK(cudaStreamSynchronize(st));
+  double dma = 5 * N / (now() - t0) / 1e6;
+  std::atomic<bool> go{true};
+  std::vector<char> a(N), b(N);
+  memset(a.data(), 1, N);
+  memset(b.data(), 2, N);
+  std::atomic<long> copied{0};
+  std::vector<std::thread> th;
+  for (int t = 0; t < 8; ++t)
+    th.emplace_back([&, t] {
+      size_t part = N / 8;
+      while (go) {
+        memcpy(b.data() + t * part, a.data() + t * part, part);
+        copied += part;
+      }
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  long c0 = copied;
+  t0 = now();
+  for (int rep = 0; rep < 5; ++rep)
+    for (size_t off = 0; off < N; off += 8 << 20)
+      CK(cudaMemcpyAsync(dev + off, pin[(off >> 23) % 32], std::min(size_t(8) << 20, N - off), cudaMemcpyHostToDevice,
+                         st));
+  CK(cudaStreamSynchronize(st));
+  double t1 = now();
+  long c1 = copied;
+  go = false;
+  for (auto& x : th) x.join();
+  printf("[%s] DMA alone %.1f GB/s; DMA beside 8-thread memcpy %.1f GB/s (memcpy %.1f GB/s)\n", fn, dma,
+         5 * N / (t1 - t0) / 1e6, (c1 - c0) / (t1 - t0) / 1e6);
+}
+// The host's copy into the staging buffers alone (8 threads), with ordinary
+// and with non-temporal stores.
+static void host_copy_alone(char** pin, const char* fn) {
+  for (int nt : {0, 1}) {
+    std::vector<double> r;
+    for (int rep = 0; rep < 5; ++rep) {
+      double t0 = now();
+      for (size_t off = 0; off < N; off += 8 << 20) {
+        size_t len = std::min(size_t(8) << 20, N - off);
+        size_t piece = 1 << 20;
+        char* p = pin[(off >> 23) % 32];
+        parallel_for(
+            0, (len + piece - 1) / piece, 8,
+            [&](int64_t q) {
+          size_t o = q * piece;
+          size_t l = std::min(piece, len - o);
+          if (nt) nt_copy(p + o, (const char*)src.data() + off + o, l);
+          else
+            memcpy(p + o, (const char*)src.data() + off + o, l);
+            },
+            1);
+      }
+      r.push_back(N / (now() - t0) / 1e6);
+    }
+    printf("[%s] host copy alone nt=%d 8 threads: %.1f GB/s\n", fn, nt, med(r));
+  }
+}
+// The two upload schemes over their parameters: a fork-join pipeline and
+// persistent threads.
+static void upload_schemes(char** pin, const char* fn) {
+  for (int K : {3, 6})
+    for (size_t c : {size_t(4) << 20, size_t(8) << 20})
+      for (int threads : {8, 12})
+        for (int nt : {0, 1})
+          for (bool spin : {false, true}) {
+            double ms = pipeline(pin, K, c, threads, nt, spin);
+            printf("[%s] pipeline K=%d chunk=%zuMB threads=%d nt=%d spin=%d: %.2f ms (%.1f GB/s)\n", fn, K, c >> 20,
+                   threads, nt, (int)spin, ms, N / ms / 1e6);
+          }
+  for (int T : {4, 8, 12, 16})
+    for (size_t c : {size_t(1) << 20, size_t(2) << 20, size_t(4) << 20})
+      for (int nt : {0, 1}) {
+        double ms = persistent(pin, T, c, nt);
+        printf("[%s] persistent T=%d chunk=%zuMB nt=%d: %.2f ms (%.1f GB/s)\n", fn, T, c >> 20, nt, ms, N / ms / 1e6);
+      }
+}
+// Pinning the input itself instead of staging it: register 8 MB pieces and
+// DMA each as it is registered.
+static void register_in_pieces() {
+  for (int rep = 0; rep < 3; ++rep) {
+    double t0 = now();
+    size_t c = 8 << 20;
+    for (size_t off = 0; off < N; off += c) {
+      size_t len = std::min(c, N - off);
+      CK(cudaHostRegister((char*)src.data() + off, len, 0));
+      CK(cudaMemcpyAsync(dev + off, (char*)src.data() + off, len, cudaMemcpyHostToDevice, st));
+    }
+    CK(cudaStreamSynchronize(st));
+    double t1 = now();
+    for (size_t off = 0; off < N; off += c) CK(cudaHostUnregister((char*)src.data() + off));
+    printf("register-in-pieces + DMA: %.2f ms (unregister %.2f ms)\n", t1 - t0, now() - t1);
+  }
+}
 int main() {
   setvbuf(stdout, nullptr, _IONBF, 0);
   for (size_t i = 0; i < src.size(); ++i) src[i] = (float)(i * 2654435761u % 1000003) * 1e-3f;
   CK(cudaMalloc(&dev, N));
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  // Every measurement with ordinary pinned staging buffers, then write-combined ones.
   for (unsigned flags : {unsigned(cudaHostAllocDefault), unsigned(cudaHostAllocWriteCombined)}) {
     char* pin[32];
     for (int i = 0; i < 32; ++i) CK(cudaHostAlloc((void**)&pin[i], 8u << 20, flags));
     const char* fn = flags ? "WC" : "default";
-    // interference: DMA alone vs DMA while 8 threads memcpy unrelated memory
-    {
-      double t0 = now();
-      for (int rep = 0; rep < 5; ++rep)
-        for (size_t off = 0; off < N; off += 8 << 20)
-          CK(cudaMemcpyAsync(dev + off, pin[(off >> 23) % 32], std::min(size_t(8) << 20, N - off),
-                             cudaMemcpyHostToDevice, st));
-      CK(cudaStreamSynchronize(st));
-      double dma = 5 * N / (now() - t0) / 1e6;
-      std::atomic<bool> go{true};
-      std::vector<char> a(N), b(N);
-      memset(a.data(), 1, N);
-      memset(b.data(), 2, N);
-      std::atomic<long> copied{0};
-      std::vector<std::thread> th;
-      for (int t = 0; t < 8; ++t)
-        th.emplace_back([&, t] {
-          size_t part = N / 8;
-          while (go) {
-            memcpy(b.data() + t * part, a.data() + t * part, part);
-            copied += part;
-          }
-        });
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      long c0 = copied;
-      t0 = now();
-      for (int rep = 0; rep < 5; ++rep)
-        for (size_t off = 0; off < N; off += 8 << 20)
-          CK(cudaMemcpyAsync(dev + off, pin[(off >> 23) % 32], std::min(size_t(8) << 20, N - off),
-                             cudaMemcpyHostToDevice, st));
-      CK(cudaStreamSynchronize(st));
-      double t1 = now();
-      long c1 = copied;
-      go = false;
-      for (auto& x : th) x.join();
-      printf("[%s] DMA alone %.1f GB/s; DMA beside 8-thread memcpy %.1f GB/s (memcpy %.1f GB/s)\n", fn, dma,
-             5 * N / (t1 - t0) / 1e6, (c1 - c0) / (t1 - t0) / 1e6);
-    }
-    // copy into WC/default alone
-    for (int nt : {0, 1}) {
-      std::vector<double> r;
-      for (int rep = 0; rep < 5; ++rep) {
-        double t0 = now();
-        for (size_t off = 0; off < N; off += 8 << 20) {
-          size_t len = std::min(size_t(8) << 20, N - off);
-          size_t piece = 1 << 20;
-          char* p = pin[(off >> 23) % 32];
-          parallel_for(
-              0, (len + piece - 1) / piece, 8,
-              [&](int64_t q) {
-            size_t o = q * piece;
-            size_t l = std::min(piece, len - o);
-            if (nt) nt_copy(p + o, (const char*)src.data() + off + o, l);
-            else
-              memcpy(p + o, (const char*)src.data() + off + o, l);
-              },
-              1);
-        }
-        r.push_back(N / (now() - t0) / 1e6);
-      }
-      printf("[%s] host copy alone nt=%d 8 threads: %.1f GB/s\n", fn, nt, med(r));
-    }
-    for (int K : {3, 6})
-      for (size_t c : {size_t(4) << 20, size_t(8) << 20})
-        for (int threads : {8, 12})
-          for (int nt : {0, 1})
-            for (bool spin : {false, true}) {
-              double ms = pipeline(pin, K, c, threads, nt, spin);
-              printf("[%s] pipeline K=%d chunk=%zuMB threads=%d nt=%d spin=%d: %.2f ms (%.1f GB/s)\n", fn, K, c >> 20,
-                     threads, nt, (int)spin, ms, N / ms / 1e6);
-            }
-    for (int T : {4, 8, 12, 16})
-      for (size_t c : {size_t(1) << 20, size_t(2) << 20, size_t(4) << 20})
-        for (int nt : {0, 1}) {
-          double ms = persistent(pin, T, c, nt);
-          printf("[%s] persistent T=%d chunk=%zuMB nt=%d: %.2f ms (%.1f GB/s)\n", fn, T, c >> 20, nt, ms, N / ms / 1e6);
-        }
+    dma_beside_memcpy(pin, fn);
+    host_copy_alone(pin, fn);
+    upload_schemes(pin, fn);
     for (int i = 0; i < 32; ++i) cudaFreeHost(pin[i]);
   }
-  // register pieces on a thread + DMA
-  {
-    std::vector<double> r;
-    for (int rep = 0; rep < 3; ++rep) {
-      double t0 = now();
-      size_t c = 8 << 20;
-      for (size_t off = 0; off < N; off += c) {
-        size_t len = std::min(c, N - off);
-        CK(cudaHostRegister((char*)src.data() + off, len, 0));
-        CK(cudaMemcpyAsync(dev + off, (char*)src.data() + off, len, cudaMemcpyHostToDevice, st));
-      }
-      CK(cudaStreamSynchronize(st));
-      double t1 = now();
-      for (size_t off = 0; off < N; off += c) CK(cudaHostUnregister((char*)src.data() + off));
-      printf("register-in-pieces + DMA: %.2f ms (unregister %.2f ms)\n", t1 - t0, now() - t1);
-    }
-  }
+  register_in_pieces();
   return 0;
 }
