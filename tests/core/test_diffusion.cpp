@@ -478,7 +478,8 @@ TEST(Diffusion, BghEstimatesIntrinsicDimension) {
   // slope of log sum K against log epsilon estimates the dimension.
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> u(0, 1);
-  const int64_t n = 4000;
+  // Under the sanitizers 2000 points: the estimates move by 0.02.
+  const int64_t n = scaled(4000, 2000);
   std::vector<double> plane, curve;
   for (int64_t i = 0; i < n; ++i) {
     const double a = u(rng), b = u(rng);
