@@ -91,15 +91,63 @@ __device__ __forceinline__ void write_row(const CertifyArgs& c, int64_t g, const
   }
 }
 
+// The row's certificate from `kth_upper`, the k-th smallest upper bound
+// (read by thread 0 only; every thread learns the verdict): U is its key; a
+// row whose certificate fails is marked for the rescan (status -1, its U
+// kept) and the block moves to its next row. Also zeroes the survivor count.
+struct BlockVerdict {
+  int count, fail;
+  float ukey;
+};
+
+__device__ __forceinline__ bool certificate_holds(const CertifyArgs& c, const CertRow& r, int64_t g,
+                                                  const float* kth_upper, BlockVerdict& v) {
+  if (threadIdx.x == 0) {
+    v.ukey = exact::key_of(*kth_upper, c.euclidean);
+    v.fail = certificate_fails(c, r, v.ukey);
+    v.count = 0;
+  }
+  __syncthreads();
+  if (v.fail) {
+    if (threadIdx.x == 0) {
+      c.status[g] = -1;
+      if (c.ukey) c.ukey[g] = v.ukey;
+    }
+    __syncthreads();
+    return false;
+  }
+  return true;
+}
+
+// The candidates whose lower bound ranks no later than U, appended to
+// (dd, di), each re-evaluated exactly by one warp (reevaluate); returns how
+// many (every thread) and raises `use`.
+__device__ __forceinline__ int rerank_survivors(const CertifyArgs& c, const CertRow& r, int64_t g, BlockVerdict& v,
+                                                float* dd, int* di, float& use) {
+  const float ukey = v.ukey;
+  for (int t = threadIdx.x; t < r.f; t += blockDim.x) {
+    const int j = r.li[t];
+    if (may_rank(c, r, r.ld[t], j, ukey)) {
+      const int p = atomicAdd(&v.count, 1);
+      dd[p] = r.ld[t];
+      di[p] = j;
+    }
+  }
+  __syncthreads();
+  const int cnt = v.count;
+  const float* x = c.rows + g * c.d;
+  const int lane = threadIdx.x & 31;
+  for (int j = threadIdx.x >> 5; j < cnt; j += kThreads / 32) use = reevaluate(c, r, x, dd, di, j, lane, use);
+  return cnt;
+}
+
 __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
   extern __shared__ float smem[];
-  __shared__ int s_count, s_fail;
-  __shared__ float s_ukey;
+  __shared__ BlockVerdict v;
   const int P = next_pow2(c.lists.k);
   float* sd = smem;
   int* si = reinterpret_cast<int*>(sd + P);
   const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
   float use = 0.f;
   const int64_t end = c.row_end < 0 ? c.lists.n : c.row_end;
   for (int64_t g = c.row_begin + blockIdx.x; g < end; g += gridDim.x) {
@@ -109,36 +157,8 @@ __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
     upper_keys(c, r, P, sd, si, threadIdx.x, blockDim.x);
     __syncthreads();
     block_bitonic_sort(sd, si, P);
-    if (threadIdx.x == 0) {
-      const float ukey = exact::key_of(sd[c.k - 1], c.euclidean);
-      s_ukey = ukey;
-      s_fail = certificate_fails(c, r, ukey);
-      s_count = 0;
-    }
-    __syncthreads();
-    if (s_fail) {
-      if (threadIdx.x == 0) {
-        c.status[g] = -1;
-        if (c.ukey) c.ukey[g] = s_ukey;
-      }
-      __syncthreads();
-      continue;
-    }
-    const float ukey = s_ukey;
-
-    // The candidates whose lower bound ranks no later than U.
-    for (int t = threadIdx.x; t < r.f; t += blockDim.x) {
-      const int j = r.li[t];
-      if (may_rank(c, r, r.ld[t], j, ukey)) {
-        const int p = atomicAdd(&s_count, 1);
-        sd[p] = r.ld[t];
-        si[p] = j;
-      }
-    }
-    __syncthreads();
-    const int cnt = s_count;
-    const float* x = c.rows + g * c.d;
-    for (int j = warp; j < cnt; j += kThreads / 32) use = reevaluate(c, r, x, sd, si, j, lane, use);
+    if (!certificate_holds(c, r, g, &sd[c.k - 1], v)) continue;
+    const int cnt = rerank_survivors(c, r, g, v, sd, si, use);
     const int pc = next_pow2(cnt);
     for (int t = cnt + threadIdx.x; t < pc; t += blockDim.x) sd[t] = INFINITY, si[t] = INT_MAX;
     __syncthreads();
@@ -158,15 +178,14 @@ __global__ __launch_bounds__(kThreads) void certify_kernel(CertifyArgs c) {
 // single sort, so the same results.
 __global__ __launch_bounds__(kThreads) void certify_long_kernel(CertifyArgs c, float* scratch) {
   extern __shared__ float smem[];
-  __shared__ int s_count, s_fail;
-  __shared__ float s_ukey, s_kth;
+  __shared__ BlockVerdict v;
+  __shared__ float s_kth;
   float* sd = smem;
   int* si = reinterpret_cast<int*>(sd + kSharedSortEntries);
   const int cap = c.lists.k;
   float* gd = scratch + static_cast<size_t>(blockIdx.x) * 2 * cap;
   int* gi = reinterpret_cast<int*>(gd + cap);
   const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
   float use = 0.f;
   const int64_t end = c.row_end < 0 ? c.lists.n : c.row_end;
   for (int64_t g = c.row_begin + blockIdx.x; g < end; g += gridDim.x) {
@@ -177,36 +196,8 @@ __global__ __launch_bounds__(kThreads) void certify_long_kernel(CertifyArgs c, f
     sort_two_runs(gd, gi, cap, gd, gi, sd, si, c.k, [&](int rank, float d, int) {
       if (rank == c.k - 1) s_kth = d;
     });
-    if (threadIdx.x == 0) {
-      const float ukey = exact::key_of(s_kth, c.euclidean);
-      s_ukey = ukey;
-      s_fail = certificate_fails(c, r, ukey);
-      s_count = 0;
-    }
-    __syncthreads();
-    if (s_fail) {
-      if (threadIdx.x == 0) {
-        c.status[g] = -1;
-        if (c.ukey) c.ukey[g] = s_ukey;
-      }
-      __syncthreads();
-      continue;
-    }
-    const float ukey = s_ukey;
-
-    // The candidates whose lower bound ranks no later than U, re-evaluated.
-    for (int t = threadIdx.x; t < r.f; t += blockDim.x) {
-      const int j = r.li[t];
-      if (may_rank(c, r, r.ld[t], j, ukey)) {
-        const int p = atomicAdd(&s_count, 1);
-        gd[p] = r.ld[t];
-        gi[p] = j;
-      }
-    }
-    __syncthreads();
-    const int cnt = s_count;
-    const float* x = c.rows + g * c.d;
-    for (int j = warp; j < cnt; j += kThreads / 32) use = reevaluate(c, r, x, gd, gi, j, lane, use);
+    if (!certificate_holds(c, r, g, &s_kth, v)) continue;
+    const int cnt = rerank_survivors(c, r, g, v, gd, gi, use);
     __syncthreads();
     float* od = c.out_dist + g * c.k;
     int64_t* oi = c.out_index + g * c.k;
