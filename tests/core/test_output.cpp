@@ -480,31 +480,40 @@ TEST(CliOutput, TooFewPointsNamesTheFile) {
   EXPECT_NE(err.find(t / "one.npy" + " has 1 points"), std::string::npos) << err;
 }
 
-// The file-size limit makes the write of indices.npy fail as a full disk
-// would (SIGXFSZ ignored: the write returns EFBIG).
-TEST(CliOutput, FailedWriteNamesTheOutputAndLeavesNothing) {
-  REQUIRE_CLI();
-  TempDir t;
-  save(random_dataset(3000, 4, 3), t / "x.npy");
+// Runs the CLI with `args` under a 64 KB file-size limit, so that a write
+// past it fails as on a full disk would (SIGXFSZ ignored: the write returns
+// EFBIG); stderr goes to `err_file`. Returns the exit status, or -1 when the
+// process did not exit.
+static int run_cli_with_file_size_limit(const std::vector<std::string>& args, const std::string& err_file) {
   const std::string cli = std::getenv("MANIFOLD_CLI");
-  const std::string out = t / "deep/er/o";
+  std::vector<char*> argv{const_cast<char*>(cli.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
+  if (pid < 0) return -1;
   if (pid == 0) {
     signal(SIGXFSZ, SIG_IGN);
     rlimit r{};
     r.rlim_cur = r.rlim_max = 64 * 1024;
     setrlimit(RLIMIT_FSIZE, &r);
-    freopen((t / "err").c_str(), "w", stderr);
+    freopen(err_file.c_str(), "w", stderr);
     freopen("/dev/null", "w", stdout);
-    execl(cli.c_str(), cli.c_str(), "knn", (t / "x.npy").c_str(), "-k", "10", "--backend", "cpu", "-q", "-o",
-          out.c_str(), nullptr);
+    execv(cli.c_str(), argv.data());
     _exit(127);
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(CliOutput, FailedWriteNamesTheOutputAndLeavesNothing) {
+  REQUIRE_CLI();
+  TempDir t;
+  save(random_dataset(3000, 4, 3), t / "x.npy");
+  const std::string out = t / "deep/er/o";
+  EXPECT_EQ(run_cli_with_file_size_limit({"knn", t / "x.npy", "-k", "10", "--backend", "cpu", "-q", "-o", out},
+                                         t / "err"),
+            1);
   const std::string err = slurp(t / "err");
   EXPECT_EQ(lines(err), 1) << err;
   EXPECT_NE(err.find(out + "/indices.npy: write failed"), std::string::npos) << err;
@@ -519,25 +528,11 @@ TEST(CliOutput, RunsFailedGraphWriteNamesTheFileAndLeavesNothing) {
   REQUIRE_CLI();
   TempDir t;
   save(random_dataset(3000, 4, 3), t / "x.npy");
-  const std::string cli = std::getenv("MANIFOLD_CLI");
   const std::string out = t / "deep/er/o";
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    signal(SIGXFSZ, SIG_IGN);
-    rlimit r{};
-    r.rlim_cur = r.rlim_max = 64 * 1024;
-    setrlimit(RLIMIT_FSIZE, &r);
-    freopen((t / "err").c_str(), "w", stderr);
-    freopen("/dev/null", "w", stdout);
-    execl(cli.c_str(), cli.c_str(), "run", (t / "x.npy").c_str(), "-k", "10", "--components", "2", "--backend", "cpu",
-          "-q", "-o", out.c_str(), nullptr);
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_EQ(run_cli_with_file_size_limit({"run", t / "x.npy", "-k", "10", "--components", "2", "--backend", "cpu", "-q",
+                                          "-o", out},
+                                         t / "err"),
+            1);
   const std::string err = slurp(t / "err");
   EXPECT_EQ(lines(err), 1) << err;
   // indices.npy (240 KB) and distances.npy (120 KB) both fail: the first started is named.
