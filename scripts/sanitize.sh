@@ -33,7 +33,7 @@ fi
 # those inside libhdf5 (tests/fuzz/lsan.supp), except in the MPI tests.
 reports=$PWD/$build/sanitizer-reports
 rm -rf "$reports" && mkdir -p "$reports"
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:log_path=$reports/asan
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:log_path=$reports/asan:suppressions=$PWD/tests/fuzz/asan.supp
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan
 export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0
 # The MPI tests (tests/mpi/) apart, without leak checking: Open MPI keeps

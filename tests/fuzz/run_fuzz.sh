@@ -13,8 +13,9 @@ harness=$1 name=$2 seconds=${MANIFOLD_FUZZ_SECONDS:-$3} seeds=$4 work=$5
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work/corpus/$name" "$work/findings"
 
-# Leaks count (less libhdf5's own, lsan.supp); UBSan stops at the first report.
-asan=detect_leaks=1:allocator_may_return_null=0
+# Leaks count (less libhdf5's own, lsan.supp); UBSan stops at the first report;
+# asan.supp names the system libraries' own defects that corrupt input reaches.
+asan=detect_leaks=1:allocator_may_return_null=0:suppressions=$here/asan.supp
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$here/lsan.supp
 # 2 GiB of memory and 10 s per input: a header that makes a reader allocate
