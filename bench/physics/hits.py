@@ -13,7 +13,7 @@ agreement with the true classes (best one-to-one match of clusters to
 classes) and the confusion matrix.
 
 Usage (from the repository root, with the CLI built):
-    python3 bench/physics/hits.py [--manifold build/app/manifold] [--work /tmp/hits]
+    python3 bench/physics/hits.py [--manifold build/app/manifold] [--work DIR]
 Writes bench/physics/hits.json.
 """
 import argparse
@@ -22,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -57,10 +58,11 @@ def agreement(classes, clusters):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--manifold", default="build/app/manifold")
-    ap.add_argument("--work", default="/tmp/manifold-hits")
+    ap.add_argument("--work", default=None, help="scratch folder (default: a new temporary folder)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(HERE, "hits.json"))
     args = ap.parse_args()
+    args.work = args.work or tempfile.mkdtemp(prefix="manifold-hits-")
     os.makedirs(args.work, exist_ok=True)
     cli = os.path.abspath(args.manifold)
     result = {"setup": {"molecule": "1UBQ", "count": COUNT, "size": SIZE, "axis": "random", "mix": MIX,

@@ -12,7 +12,7 @@ pixels (--transform binB: b x b pixels summed, as a detector with larger pixels
 would count).
 
 Usage (from the repository root, with the CLI built):
-    python3 bench/physics/photons.py [--manifold build/app/manifold] [--work /tmp/photons]
+    python3 bench/physics/photons.py [--manifold build/app/manifold] [--work DIR]
 Writes bench/physics/photons.json and bench/physics/photons.png.
 Needs NumPy; matplotlib for the plot (Debian: python3-numpy, python3-matplotlib).
 """
@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -118,11 +119,12 @@ def plot(result, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--manifold", default="build/app/manifold")
-    ap.add_argument("--work", default="/tmp/manifold-photons")
+    ap.add_argument("--work", default=None, help="scratch folder (default: a new temporary folder)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(HERE, "photons.json"))
     ap.add_argument("--best", default="", help="BIN,METRIC,TRANSFORM,K,EPSILON,LS: also score this setting on the whole curve")
     args = ap.parse_args()
+    args.work = args.work or tempfile.mkdtemp(prefix="manifold-photons-")
     os.makedirs(args.work, exist_ok=True)
     cli = os.path.abspath(args.manifold)
 

@@ -20,7 +20,7 @@ the image) but not under turns of the molecule, so the (2l+1)-fold
 degeneracy over n splits by the molecule's shape.
 
 Usage (from the repository root, with the CLI built):
-    python3 bench/physics/so3.py [--manifold build/app/manifold] [--work /tmp/so3]
+    python3 bench/physics/so3.py [--manifold build/app/manifold] [--work DIR]
 Writes bench/physics/so3.json and bench/physics/so3.png.
 """
 import argparse
@@ -29,6 +29,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -136,7 +137,7 @@ def plot(lap, harmonics, path, title):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--manifold", default="build/app/manifold")
-    ap.add_argument("--work", default="/tmp/manifold-so3")
+    ap.add_argument("--work", default=None, help="scratch folder (default: a new temporary folder)")
     ap.add_argument("--count", type=int, default=4000)
     ap.add_argument("--size", type=int, default=32)
     ap.add_argument("--photons", type=float, default=1e6)
@@ -147,6 +148,7 @@ def main():
     ap.add_argument("--gap", type=float, default=0.08, help="relative step that starts a new multiplet")
     ap.add_argument("--out", default=os.path.join(HERE, "so3.json"))
     args = ap.parse_args()
+    args.work = args.work or tempfile.mkdtemp(prefix="manifold-so3-")
     os.makedirs(args.work, exist_ok=True)
     cli = os.path.abspath(args.manifold)
 
