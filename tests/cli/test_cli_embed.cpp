@@ -26,11 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool have_cli() { return std::getenv("MANIFOLD_CLI") != nullptr; }
-
-#define REQUIRE_CLI() \
-  if (!have_cli()) GTEST_SKIP() << "MANIFOLD_CLI is not set (run through ctest)"
-
 /// A noisy circle in 5-D (two informative dimensions), written as .npy.
 std::string write_circle(const TempDir& t, int64_t n, std::vector<double>* angle = nullptr) {
   std::mt19937_64 rng(6);

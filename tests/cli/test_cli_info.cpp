@@ -67,9 +67,7 @@ void expect_one_error_line(const Result& r, int status, const std::string& must_
 
 class CliInfo : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (!std::getenv("MANIFOLD_CLI")) GTEST_SKIP() << "MANIFOLD_CLI is not set (run through CTest)";
-  }
+  void SetUp() override { REQUIRE_CLI(); }
   TempDir dir;
 };
 

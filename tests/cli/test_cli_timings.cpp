@@ -20,9 +20,6 @@ using testing_support::TempDir;
 
 namespace {
 
-#define REQUIRE_CLI() \
-  if (!std::getenv("MANIFOLD_CLI")) GTEST_SKIP() << "MANIFOLD_CLI is not set (run through ctest)"
-
 std::string write_points(const TempDir& t, int64_t n) {
   std::mt19937_64 rng(9);
   std::normal_distribution<float> g(0, 1);

@@ -25,11 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool have_cli() { return std::getenv("MANIFOLD_CLI") != nullptr; }
-
-#define REQUIRE_CLI() \
-  if (!have_cli()) GTEST_SKIP() << "MANIFOLD_CLI is not set (run through ctest)"
-
 int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
 /// The demo's output folder, made once for every test (600 patterns).

@@ -45,9 +45,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-#define REQUIRE_CLI() \
-  if (!std::getenv("MANIFOLD_CLI")) GTEST_SKIP() << "MANIFOLD_CLI not set (run through ctest)"
-
 std::set<std::string> entries(const std::string& dir) {
   std::set<std::string> s;
   for (const auto& e : fs::directory_iterator(dir)) s.insert(e.path().filename().string());

@@ -83,7 +83,7 @@ TEST(PhotonTransforms, BadNamesAndShapesAreOneLineErrors) {
 }
 
 TEST(PhotonTransforms, RunEmbedsBinnedCountsAndRecordsTheTransform) {
-  if (!std::getenv("MANIFOLD_CLI")) GTEST_SKIP() << "MANIFOLD_CLI not set (run through ctest)";
+  REQUIRE_CLI();
   TempDir t;
   std::vector<float> v(60 * 8 * 8);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 2654435761u >> 7) % 5);

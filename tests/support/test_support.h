@@ -3,6 +3,7 @@
 // reference, an honest exactness check, temporary folders, file contents,
 // error messages, running the CLI.
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <utility>
@@ -120,3 +121,8 @@ struct TempDir {
 int run_cli(const std::string& args, std::string* err = nullptr, std::string* out = nullptr);
 
 }  // namespace testing_support
+
+/// Skips the current test (the caller includes gtest) when $MANIFOLD_CLI is
+/// unset: CTest sets it to the built CLI, a bare test binary has no CLI to run.
+#define REQUIRE_CLI() \
+  if (!std::getenv("MANIFOLD_CLI")) GTEST_SKIP() << "MANIFOLD_CLI is not set (run through ctest)"
