@@ -49,7 +49,7 @@ class DeviceContext {
   struct TileEvents {
     Event gemm_start, gemm_end, sel_start, filter_end, sel_end;
   };
-  static constexpr int kRing = 8;  ///< tiles in flight (more than the engine's candidate sets)
+  static constexpr int kRing = 16;  ///< tiles in flight (more than the engine's candidate sets)
   TileEvents ring[kRing];
   Event loop_start, loop_end;
 

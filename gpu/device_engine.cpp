@@ -18,9 +18,6 @@ DeviceContext& context_on(int device) {
   return ctx;
 }
 
-/// Candidate sets the tiles take in turn (device_engine.h).
-int candidate_sets(bool fused) { return fused ? kFusedCandidateSets : 2; }
-
 }  // namespace
 
 double DeviceEngine::host_ms() const {
@@ -55,7 +52,8 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   thr_.reset(static_cast<size_t>(n), "allocating the neighbour lists");
 
   const int64_t nb = plan.blocks();
-  const int64_t slots = plan.resident ? nb : plan.slots;
+  // Streaming: the two column windows, then the panel.
+  const int64_t slots = plan.resident ? nb : 2 * plan.window() + plan.panel();
   const size_t slot_rows = plan.resident ? static_cast<size_t>(n) : static_cast<size_t>(slots) * plan.T;
   rows_.reset(slot_rows * d, "allocating device memory for the rows");
   norms_.reset(slot_rows, "allocating device memory for the row norms");
@@ -70,7 +68,9 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   if (!plan.fused)
     for (auto& t : tiles_) t.reset(static_cast<size_t>(plan.T) * plan.W, "allocating a distance tile");
   const size_t cand = 2 * static_cast<size_t>(plan.T) * plan.W;
-  sets_ = candidate_sets(plan.fused);
+  sets_ = plan.sets;
+  if (sets_ < 2 || sets_ > kMaxSets)
+    throw Error("internal: a tile plan with " + std::to_string(sets_) + " candidate sets");
   // A strategy's selection keeps its own candidates.
   for (int i = 0; i < (selection ? 0 : sets_); ++i) {
     cand_dist_[i].reset(cand, "allocating the candidate buffers");
@@ -82,12 +82,15 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   cand_total_.reset(1, "allocating the candidate buffers");
 
   block_slot_.assign(static_cast<size_t>(nb), -1);
-  slot_block_.assign(static_cast<size_t>(slots), -1);
-  slot_ready_ = std::vector<Event>(static_cast<size_t>(slots));
-  slot_free_ = std::vector<Event>(static_cast<size_t>(slots));
-  slot_waited_.assign(static_cast<size_t>(slots), 0);
-  slot_free_recorded_.assign(static_cast<size_t>(slots), 0);
-  slot_last_use_.assign(static_cast<size_t>(slots), 0);
+  if (plan.resident) {
+    slot_ready_ = std::vector<Event>(static_cast<size_t>(nb));
+    slot_waited_.assign(static_cast<size_t>(nb), 0);
+  } else {
+    panel_slot_.assign(static_cast<size_t>(nb), -1);
+    regions_[0].first_slot = 0;
+    regions_[1].first_slot = plan.window();
+    regions_[kPanel].first_slot = 2 * plan.window();
+  }
 
   cudaStream_t s = ctx_.select;
   for (int i = 0; i < (selection ? 0 : sets_); ++i)
@@ -118,12 +121,34 @@ ListsView DeviceEngine::lists() const {
 }
 
 int64_t DeviceEngine::seed_batch(const TilePlan& plan) {
-  return plan.fused && plan.resident ? std::max<int64_t>(1, 2 * plan.W / plan.T) : 1;
+  // Resident: as many blocks as a candidate set holds (2 W / T); streaming:
+  // a column window's.
+  if (!plan.fused) return 1;
+  return plan.resident ? std::max<int64_t>(1, 2 * plan.W / plan.T) : plan.window();
+}
+
+std::vector<std::pair<int64_t, int64_t>> DeviceEngine::windows(const TilePlan& plan, int64_t from) {
+  std::vector<std::pair<int64_t, int64_t>> w;
+  const int64_t nb = plan.blocks(), m = plan.window();
+  for (int64_t b = from; b < nb; b += m) w.emplace_back(b, std::min(nb, b + m));
+  return w;
 }
 
 uint64_t DeviceEngine::tiles_for(const TilePlan& plan, const std::vector<int64_t>& strips) {
   const int64_t batch = seed_batch(plan);
   uint64_t t = static_cast<uint64_t>((plan.blocks() + batch - 1) / batch);  // the seeds
+  if (!plan.resident) {
+    // Each panel block against each later column window (as run() does).
+    const size_t panel = static_cast<size_t>(plan.panel());
+    for (size_t p0 = 0; p0 < strips.size(); p0 += panel) {
+      const size_t p1 = std::min(strips.size(), p0 + panel);
+      const int64_t first = *std::min_element(strips.begin() + static_cast<std::ptrdiff_t>(p0),
+                                              strips.begin() + static_cast<std::ptrdiff_t>(p1));
+      for (auto [J0, J1] : windows(plan, first + 1))
+        for (size_t i = p0; i < p1; ++i) t += std::max(J0, strips[i] + 1) < J1;
+    }
+    return t;
+  }
   for (int64_t I : strips) {
     const int64_t left = plan.n - (I + 1) * plan.T;
     if (left > 0) t += static_cast<uint64_t>((left + plan.W - 1) / plan.W);
@@ -196,56 +221,78 @@ void DeviceEngine::upload_resident(int64_t b, int64_t blocks) {
     slot_ready_[static_cast<size_t>(z)].record(ctx_.copy);
     slot_waited_[static_cast<size_t>(z)] = 0;
     block_slot_[static_cast<size_t>(z)] = z;
-    slot_block_[static_cast<size_t>(z)] = z;
   }
 }
 
-int DeviceEngine::ensure_block(int64_t b, int64_t keep_a, int64_t keep_b, int stream) {
-  const size_t T = static_cast<size_t>(plan_.T), d = static_cast<size_t>(plan_.d);
-  int64_t s = block_slot_[static_cast<size_t>(b)];
-  if (s < 0) {
-    if (plan_.resident) {
-      upload_resident(b, 1);
-      s = b;
-    } else {
-      // Least recently used slot not needed by the current tile.
-      int64_t best = -1;
-      for (int64_t c = 0; c < static_cast<int64_t>(slot_block_.size()); ++c) {
-        const int64_t held = slot_block_[static_cast<size_t>(c)];
-        if (held >= 0 && (held == keep_a || held == keep_b)) continue;
-        if (held < 0) {
-          best = c;
-          break;
-        }
-        if (best < 0 || slot_last_use_[static_cast<size_t>(c)] < slot_last_use_[static_cast<size_t>(best)]) best = c;
-      }
-      s = best;
-      const int64_t old = slot_block_[static_cast<size_t>(s)];
-      if (old >= 0) block_slot_[static_cast<size_t>(old)] = -1;
-      // The slot's last reader (on the selection stream) must be done.
-      if (slot_free_recorded_[static_cast<size_t>(s)]) ctx_.copy.wait(slot_free_[static_cast<size_t>(s)]);
-      upload_blocks(b, 1, rows_.data() + static_cast<size_t>(s) * T * d, norms_.data() + static_cast<size_t>(s) * T,
-                    plan_.fused ? rows_t_.data() + static_cast<size_t>(s) * T * fused_dpad(plan_.d) : nullptr);
-      slot_ready_[static_cast<size_t>(s)].record(ctx_.copy);
-      slot_waited_[static_cast<size_t>(s)] = 0;
-      block_slot_[static_cast<size_t>(b)] = s;
-      slot_block_[static_cast<size_t>(s)] = b;
-    }
-  }
-  slot_last_use_[static_cast<size_t>(s)] = ++use_clock_;
+void DeviceEngine::ensure_block(int64_t b, int stream) {
+  if (block_slot_[static_cast<size_t>(b)] < 0) upload_resident(b, 1);
   const char bit = static_cast<char>(1 << stream);
-  if (!(slot_waited_[static_cast<size_t>(s)] & bit)) {
-    (stream ? ctx_.gemm2 : ctx_.gemm).wait(slot_ready_[static_cast<size_t>(s)]);
-    slot_waited_[static_cast<size_t>(s)] |= bit;
+  if (!(slot_waited_[static_cast<size_t>(b)] & bit)) {
+    (stream ? ctx_.gemm2 : ctx_.gemm).wait(slot_ready_[static_cast<size_t>(b)]);
+    slot_waited_[static_cast<size_t>(b)] |= bit;
   }
-  return static_cast<int>(s);
+}
+
+// ---- Streaming: the column windows and the panel ----------------------------
+
+// Blocks [b, b + blocks) into consecutive slots from `slot`, part of region
+// `region`, once every tile that read the region before is done.
+void DeviceEngine::upload_region(int64_t b, int64_t blocks, int slot) {
+  const size_t T = static_cast<size_t>(plan_.T), d = static_cast<size_t>(plan_.d), z = static_cast<size_t>(slot);
+  upload_blocks(b, blocks, rows_.data() + z * T * d, norms_.data() + z * T,
+                plan_.fused ? rows_t_.data() + z * T * static_cast<size_t>(fused_dpad(plan_.d)) : nullptr);
+}
+
+void DeviceEngine::load_window(int w, int64_t b0, int64_t b1) {
+  Region& r = regions_[w];
+  for (int s = 0; s < 3; ++s)
+    if (r.recorded[s]) ctx_.copy.wait(r.free[s]);
+  upload_region(b0, b1 - b0, r.first_slot);
+  r.ready.record(ctx_.copy);
+  r.waited = 0;
+  r.b0 = b0, r.b1 = b1;
+}
+
+void DeviceEngine::load_panel(const int64_t* strips, size_t count) {
+  Region& r = regions_[kPanel];
+  for (int s = 0; s < 3; ++s)
+    if (r.recorded[s]) ctx_.copy.wait(r.free[s]);
+  std::fill(panel_slot_.begin(), panel_slot_.end(), -1);
+  // Runs of consecutive blocks are consecutive rows: one upload each.
+  for (size_t i = 0; i < count;) {
+    size_t j = i + 1;
+    while (j < count && strips[j] == strips[j - 1] + 1) ++j;
+    upload_region(strips[i], static_cast<int64_t>(j - i), r.first_slot + static_cast<int>(i));
+    for (size_t q = i; q < j; ++q) panel_slot_[static_cast<size_t>(strips[q])] = r.first_slot + static_cast<int>(q);
+    i = j;
+  }
+  r.ready.record(ctx_.copy);
+  r.waited = 0;
+}
+
+// GEMM stream gs waits for the region's upload (once per upload).
+void DeviceEngine::use_region(int region, int gs) {
+  Region& r = regions_[region];
+  const char bit = static_cast<char>(1 << gs);
+  if (!(r.waited & bit)) {
+    (gs ? ctx_.gemm2 : ctx_.gemm).wait(r.ready);
+    r.waited |= bit;
+  }
+}
+
+// A tile queued on `stream` (0, 1: GEMM streams; 2: selection) read the region.
+void DeviceEngine::region_read(int region, int stream) {
+  Region& r = regions_[region];
+  const Stream& s = stream == 2 ? ctx_.select : (stream ? ctx_.gemm2 : ctx_.gemm);
+  r.free[stream].record(s);
+  r.recorded[stream] = true;
 }
 
 int DeviceEngine::gemm_stream(uint64_t t) const {
-  // Fused kernels of alternate tiles go to two streams when every block is
-  // resident (streamed slots are freed by the last reader, which must be one
-  // stream): a tile's blocks start while the previous tile's last ones run.
-  return plan_.fused && plan_.resident ? static_cast<int>(t % 2) : 0;
+  // Fused kernels of alternate tiles go to two streams: a tile's blocks start
+  // while the previous tile's last ones run (streamed regions record their
+  // last reader on each stream). cuBLAS is bound to one stream.
+  return plan_.fused ? static_cast<int>(t % 2) : 0;
 }
 
 CandidatesView DeviceEngine::candidate_set(uint64_t t, int row_stride) {
@@ -265,24 +312,31 @@ CandidatesView DeviceEngine::candidate_set(uint64_t t, int row_stride) {
 // The tile's operands: resident rows are all on the device (the blocks the
 // tile reads are made sure of on its GEMM stream); streamed blocks are
 // brought into slots, keeping the other operand's slot.
-DeviceEngine::TileOperands DeviceEngine::tile_operands(const TileJob& job, int64_t J) {
+DeviceEngine::TileOperands DeviceEngine::tile_operands(const TileJob& job) {
   const int64_t T = plan_.T, d = plan_.d;
   TileOperands op;
-  if (plan_.resident) {
-    ensure_block(job.I, -1, -1, job.gs);
-    for (int64_t b = job.c0 / T; b <= (job.c0 + job.cols - 1) / T; ++b) ensure_block(b, -1, -1, job.gs);
-    op.a_rows = rows_.data() + job.r0 * d;
-    op.a_norms = norms_.data() + job.r0;
-    op.b_rows = rows_.data() + job.c0 * d;
-    op.b_norms = norms_.data() + job.c0;
-  } else {
-    op.slot_a = ensure_block(job.I, job.I, J);
-    op.slot_b = ensure_block(J, job.I, J);
-    op.a_rows = rows_.data() + static_cast<size_t>(op.slot_a) * T * d;
-    op.a_norms = norms_.data() + static_cast<size_t>(op.slot_a) * T;
-    op.b_rows = rows_.data() + static_cast<size_t>(op.slot_b) * T * d;
-    op.b_norms = norms_.data() + static_cast<size_t>(op.slot_b) * T;
-  }
+  ensure_block(job.I, job.gs);
+  for (int64_t b = job.c0 / T; b <= (job.c0 + job.cols - 1) / T; ++b) ensure_block(b, job.gs);
+  op.a_rows = rows_.data() + job.r0 * d;
+  op.a_norms = norms_.data() + job.r0;
+  op.b_rows = rows_.data() + job.c0 * d;
+  op.b_norms = norms_.data() + job.c0;
+  return op;
+}
+
+// Streamed operands: the rows in their slot, the columns in consecutive
+// slots from slot_b (a window's, or the panel's for a seed), waited for on
+// the tile's GEMM stream.
+DeviceEngine::TileOperands DeviceEngine::streamed_operands(const TileJob& job, const Streamed& where) {
+  const size_t T = static_cast<size_t>(plan_.T), d = static_cast<size_t>(plan_.d);
+  use_region(where.region_a, job.gs);
+  if (where.region_b != where.region_a) use_region(where.region_b, job.gs);
+  TileOperands op;
+  op.slot_a = where.slot_a, op.slot_b = where.slot_b;
+  op.a_rows = rows_.data() + static_cast<size_t>(op.slot_a) * T * d;
+  op.a_norms = norms_.data() + static_cast<size_t>(op.slot_a) * T;
+  op.b_rows = rows_.data() + static_cast<size_t>(op.slot_b) * T * d;
+  op.b_norms = norms_.data() + static_cast<size_t>(op.slot_b) * T;
   return op;
 }
 
@@ -372,11 +426,11 @@ void DeviceEngine::cublas_tile(const TileJob& job, const TileOperands& op, const
   }
 }
 
-void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense) {
+void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, bool dense, const Streamed* where) {
   const int64_t r0 = I * plan_.T;
   const TileJob job{t, I, r0, std::min<int64_t>(plan_.T, plan_.n - r0), c0, cols, dense, gemm_stream(t)};
   if (timeline_) issued_.push_back({t, I, c0, cols, dense, job.gs, host_ms(), 0, 0, 0, 0});
-  const TileOperands op = tile_operands(job, J);
+  const TileOperands op = where ? streamed_operands(job, *where) : tile_operands(job);
 
   const CandidatesView cv = candidate_set(t, plan_.W);
   const int counter = static_cast<int>(t % kCounters);
@@ -390,13 +444,12 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
     cublas_tile(job, op, cv, counter, before);
 
   const Stream& sel = ctx_.select;
-  if (!plan_.resident) {
-    // The last reader of the tile's rows: the fused kernel, or the filter.
-    const Stream& reader = plan_.fused ? (job.gs ? ctx_.gemm2 : ctx_.gemm) : sel;
-    slot_free_[static_cast<size_t>(op.slot_a)].record(reader);
-    slot_free_recorded_[static_cast<size_t>(op.slot_a)] = 1;
-    slot_free_[static_cast<size_t>(op.slot_b)].record(reader);
-    slot_free_recorded_[static_cast<size_t>(op.slot_b)] = 1;
+  if (where) {
+    // The last reader of the tile's rows: the fused kernel, or the filter
+    // (after the GEMM, on the selection stream).
+    const int reader = plan_.fused ? job.gs : 2;
+    region_read(where->region_a, reader);
+    if (where->region_b != where->region_a) region_read(where->region_b, reader);
   }
   // Tiles t + 1 .. t + sets_ - 1 may hold their counters while this merge
   // runs; tile t + sets_'s is free, and its kernel waits for this merge.
@@ -407,7 +460,7 @@ void DeviceEngine::tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t
   stats_.gemm_flop += 2.0 * static_cast<double>(job.rows) * static_cast<double>(cols) * static_cast<double>(plan_.d);
 }
 
-void DeviceEngine::seed_tiles(uint64_t t, int64_t b0, int64_t blocks) {
+void DeviceEngine::seed_tiles(uint64_t t, int64_t b0, int64_t blocks, const Streamed* where) {
   const int64_t T = plan_.T, d = plan_.d, dpad = fused_dpad(d);
   const int64_t r0 = b0 * T;
   const int64_t rows = std::min<int64_t>(blocks * T, plan_.n - r0);
@@ -418,12 +471,13 @@ void DeviceEngine::seed_tiles(uint64_t t, int64_t b0, int64_t blocks) {
   if (timeline_) issued_.push_back({t, b0, r0, rows, true, gs, host_ms(), 0, 0, 0, 0});
   const float *at, *norms;
   int slot = -1;
-  if (plan_.resident) {
-    for (int64_t b = b0; b < b0 + blocks; ++b) ensure_block(b, -1, -1, gs);
+  if (!where) {
+    for (int64_t b = b0; b < b0 + blocks; ++b) ensure_block(b, gs);
     at = rows_t_.data() + r0 * dpad;
     norms = norms_.data() + r0;
   } else {
-    slot = ensure_block(b0, b0, b0);
+    use_region(where->region_a, gs);
+    slot = where->slot_a;
     at = rows_t_.data() + static_cast<size_t>(slot) * T * dpad;
     norms = norms_.data() + static_cast<size_t>(slot) * T;
   }
@@ -445,10 +499,7 @@ void DeviceEngine::seed_tiles(uint64_t t, int64_t b0, int64_t blocks) {
   ev.filter_end.record(g);
   sel.wait(ev.gemm_end);
   ev.sel_start.record(sel);
-  if (!plan_.resident) {
-    slot_free_[static_cast<size_t>(slot)].record(g);
-    slot_free_recorded_[static_cast<size_t>(slot)] = 1;
-  }
+  if (where) region_read(where->region_a, gs);
   launch_merge_seeds(lists(), cv, static_cast<int>((t + sets_) % kCounters), static_cast<int>(r0),
                      static_cast<int>(rows), static_cast<int>(T), keep_self_, force_block_, sel);
   ev.sel_end.record(sel);
@@ -494,25 +545,40 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   }
   gemm_busy_until_ = 0;
   uint64_t t = 0;
-  auto next = [&](int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense) {
+  auto next = [&](int64_t I, int64_t c0, int64_t cols, bool dense, const Streamed* where) {
     if (t >= R) complete(t - R, progress, stop);
-    tile(t++, I, c0, cols, J, dense);
+    tile(t++, I, c0, cols, dense, where);
   };
   // Seeds: each diagonal tile fills its rows' lists, so every row has a
   // bound before the strips begin and they pass only a few candidates.
-  // With the fused kernel, resident blocks are uploaded and seeded a batch
-  // at a time (as many as a candidate set holds: 2 W / T), one launch and
-  // one merge each: one block at a time, the seeds waited on each block's
-  // upload and ran on a fraction of the GPU (bench/gpu/RESULTS.md).
+  // With the fused kernel, blocks are uploaded and seeded a batch at a time
+  // (resident: as many as a candidate set holds, 2 W / T; streaming: a
+  // column window), one launch and one merge each: one block at a time, the
+  // seeds waited on each block's upload and ran on a fraction of the GPU
+  // (bench/gpu/RESULTS.md).
   const int64_t batch = seed_batch(plan_);
+  int w = 0;  // streaming: the window the next blocks go to
   for (int64_t b0 = 0; b0 < nb; b0 += batch) {
     const int64_t blocks = std::min(batch, nb - b0);
-    if (plan_.fused) {
-      if (plan_.resident) upload_resident(b0, blocks);
+    if (!plan_.resident) {
+      // Through a column window: the batch's blocks (or one cuBLAS seed).
+      load_window(w, b0, b0 + blocks);
+      const int first = regions_[w].first_slot;
+      if (plan_.fused) {
+        const Streamed where{first, first, w, w};
+        if (t >= R) complete(t - R, progress, stop);
+        seed_tiles(t++, b0, blocks, &where);
+      } else {
+        const Streamed where{first, first, w, w};
+        next(b0, b0 * T, std::min<int64_t>(T, n - b0 * T), true, &where);
+      }
+      w ^= 1;
+    } else if (plan_.fused) {
+      upload_resident(b0, blocks);
       if (t >= R) complete(t - R, progress, stop);
       seed_tiles(t++, b0, blocks);
     } else {
-      next(b0, b0 * T, std::min<int64_t>(T, n - b0 * T), b0, true);
+      next(b0, b0 * T, std::min<int64_t>(T, n - b0 * T), true, nullptr);
     }
     // A block another device owns keeps the bound only: its entries are
     // that device's to report.
@@ -529,26 +595,42 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
     int64_t final_blocks = 0;  // strips 0 .. final_blocks - 1 all issued here
     for (int64_t I : strips) {
       const int64_t first = (I + 1) * T;
-      for (int64_t c0 = first; c0 < n; c0 += plan_.W) next(I, c0, std::min<int64_t>(plan_.W, n - c0), -1, false);
+      for (int64_t c0 = first; c0 < n; c0 += plan_.W) next(I, c0, std::min<int64_t>(plan_.W, n - c0), false, nullptr);
       // Later strips' tiles hold only later rows (their columns start after
       // their row block), so rows of blocks 0..I are done.
       if (rows_final && I == final_blocks) rows_final(std::min(n, ++final_blocks * T), ctx_.select);
     }
   } else {
-    // Panels: `panel` row blocks of this device stay in their slots (each is
-    // used by every column step, so least-recently-used never picks them)
-    // while each later column block is copied once and meets the whole
-    // panel. A copied block then serves `panel` tiles, which keeps the copies
-    // far below the GEMM time; two slots are left for the column blocks in
-    // flight.
-    const size_t panel = static_cast<size_t>(std::max(1, plan_.slots - 2));
+    // Panels: `panel` row blocks of this device stay in their slots while
+    // every later column block is copied once, a window of W / T
+    // consecutive blocks at a time, and meets the whole panel: each tile is
+    // a panel block against the part of the window after it. A copied block
+    // then serves `panel` tiles, which keeps the copies far below the GEMM
+    // time. The next window is uploaded while the tiles read this one.
+    const size_t panel = static_cast<size_t>(plan_.panel());
     for (size_t p0 = 0; p0 < strips.size(); p0 += panel) {
       const size_t p1 = std::min(strips.size(), p0 + panel);
-      int64_t first = nb;
-      for (size_t i = p0; i < p1; ++i) first = std::min(first, strips[i]);
-      for (int64_t J = first + 1; J < nb; ++J)
-        for (size_t i = p0; i < p1; ++i)
-          if (J > strips[i]) next(strips[i], J * T, std::min<int64_t>(T, n - J * T), J, false);
+      const int64_t first = *std::min_element(strips.begin() + static_cast<std::ptrdiff_t>(p0),
+                                              strips.begin() + static_cast<std::ptrdiff_t>(p1));
+      load_panel(strips.data() + p0, p1 - p0);
+      const auto wins = windows(plan_, first + 1);
+      if (!wins.empty()) load_window(w, wins[0].first, wins[0].second);
+      for (size_t i = 0; i < wins.size(); ++i) {
+        const auto [J0, J1] = wins[i];
+        if (i + 1 < wins.size()) load_window(w ^ 1, wins[i + 1].first, wins[i + 1].second);
+        for (size_t q = p0; q < p1; ++q) {
+          const int64_t I = strips[q], c = std::max(J0, I + 1);
+          if (c >= J1) continue;
+          const Streamed where{panel_slot_[static_cast<size_t>(I)], regions_[w].first_slot + static_cast<int>(c - J0),
+                               kPanel, w};
+          next(I, c * T, std::min(J1 * T, n) - c * T, false, &where);
+        }
+        w ^= 1;
+      }
+      // Later panels' tiles hold only later rows: where this device's strips
+      // are every block up to this panel's last, those rows are done.
+      if (rows_final && strips[p1 - 1] == static_cast<int64_t>(p1) - 1)
+        rows_final(std::min(n, static_cast<int64_t>(p1) * T), ctx_.select);
     }
   }
   for (uint64_t u = t >= R ? t - R : 0; u < t; ++u) complete(u, progress, stop);
@@ -597,7 +679,7 @@ void DeviceEngine::release_loop_buffers() {
 const float* DeviceEngine::all_rows() {
   if (!plan_.resident) return nullptr;
   cuda_check(cudaSetDevice(ctx_.device), "selecting the device");
-  for (int64_t b = 0; b < plan_.blocks(); ++b) ensure_block(b, -1, -1);
+  for (int64_t b = 0; b < plan_.blocks(); ++b) ensure_block(b);
   Event ready(false);
   ready.record(ctx_.copy);
   ctx_.select.wait(ready);

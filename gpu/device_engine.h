@@ -8,16 +8,19 @@
 // distances filtered against each row's and each column's bound, and the
 // merge that folds the few survivors into the device's per-row lists.
 // Rows come from host memory through pinned staging buffers on a copy
-// stream; with a resident plan each block is copied once, otherwise blocks
-// stream through slots (least recently used replaced): a panel of row
-// blocks stays in its slots while every later column block streams past it
-// once, so each block copied serves a whole panel's worth of tiles.
+// stream; with a resident plan each block is copied once. Otherwise a panel
+// of row blocks stays on the device while every later column block streams
+// past it once, W / T consecutive blocks at a time (a column window; two
+// windows, so the next arrives while the tiles read this one): each tile is
+// a panel block against the window, and each block copied serves a whole
+// panel's worth of tiles.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device_context.h"
@@ -94,9 +97,10 @@ class DeviceEngine {
   /// Call from one thread. Advances `progress` per finished tile; stops
   /// between tiles (Cancelled) when progress is cancelled or `stop` is set.
   /// `rows_final` (may be empty) is told, each time more leading rows'
-  /// lists are final, how many: after strip I when strips 0..I were all
-  /// this device's, rows [0, (I + 1) T) take no more candidates once the
-  /// work queued on `after` is done (final_step.h EarlyFinish).
+  /// lists are final, how many: after strip I (streaming: after the panel
+  /// ending with strip I) when strips 0..I were all this device's, rows
+  /// [0, (I + 1) T) take no more candidates once the work queued on `after`
+  /// is done (final_step.h EarlyFinish).
   using RowsFinal = std::function<void(int64_t rows, cudaStream_t after)>;
   void run(const std::vector<int64_t>& strips, Progress& progress, const std::atomic<bool>& stop,
            const RowsFinal& rows_final = {});
@@ -141,30 +145,58 @@ class DeviceEngine {
     bool dense;
     int gs;
   };
+  /// Streaming: where a tile's operands are -- the slot of its rows and of
+  /// its first column block (the others follow in consecutive slots), and
+  /// the regions holding them (kWindows + 0/1, or kPanel).
+  struct Streamed {
+    int slot_a, slot_b, region_a, region_b;
+  };
   /// Where a tile's operands are on the device: the rows and norms of its
-  /// rows (a) and of its columns (b), and the streaming slots holding them
-  /// (-1: resident plans).
+  /// rows (a) and of its columns (b), and the slots holding them (-1:
+  /// resident plans).
   struct TileOperands {
     const float *a_rows = nullptr, *a_norms = nullptr, *b_rows = nullptr, *b_norms = nullptr;
     int slot_a = -1, slot_b = -1;
   };
-  /// Queues tile t (J: the block of its columns): operands, kernels, merge.
-  void tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, int64_t J, bool dense);
-  TileOperands tile_operands(const TileJob& job, int64_t J);
+  /// Streaming: consecutive slots uploaded together and read by tiles: a
+  /// column window or the panel. `ready`: the upload is done; `free[s]`: the
+  /// last tile reading it on stream s (0, 1: the GEMM streams, 2: the
+  /// selection stream) is done, so the next upload may overwrite it.
+  struct Region {
+    int first_slot = 0;
+    int64_t b0 = -1, b1 = -1;  ///< windows: the blocks held
+    Event ready, free[3];
+    bool recorded[3] = {false, false, false};
+    char waited = 0;  ///< bit s: GEMM stream s waits for `ready`
+  };
+  static constexpr int kPanel = 2;  ///< regions_[0], [1]: the column windows
+
+  /// Queues tile t: operands (where: streaming only), kernels, merge.
+  void tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, bool dense, const Streamed* where = nullptr);
+  TileOperands tile_operands(const TileJob& job);
+  TileOperands streamed_operands(const TileJob& job, const Streamed& where);
   void fused_tile(const TileJob& job, const TileOperands& op, const CandidatesView& cv, int counter,
                   const DeviceContext::TileEvents* before);
   void cublas_tile(const TileJob& job, const TileOperands& op, const CandidatesView& cv, int counter,
                    const DeviceContext::TileEvents* before);
   void tile_gemm(const TileJob& job, const TileOperands& op, float* dots);
   void complete(uint64_t t, Progress& progress, const std::atomic<bool>& stop);
-  int ensure_block(int64_t b, int64_t keep_a, int64_t keep_b, int stream = 0);
-  void seed_tiles(uint64_t t, int64_t b0, int64_t blocks);
+  void ensure_block(int64_t b, int stream = 0);  ///< resident plans
+  void seed_tiles(uint64_t t, int64_t b0, int64_t blocks, const Streamed* where = nullptr);
   int gemm_stream(uint64_t t) const;  ///< 0 or 1: ctx_.gemm or ctx_.gemm2
   /// Candidate set of tile t (sets in turn), its rows `row_stride` apart.
   CandidatesView candidate_set(uint64_t t, int row_stride);
   void upload_blocks(int64_t b, int64_t blocks, float* rows, float* norms, float* rows_t);
   void upload_resident(int64_t b, int64_t blocks);
   void host_copy(void* dst, const void* src, size_t bytes);
+  // Streaming.
+  void upload_region(int64_t b, int64_t blocks, int slot);
+  void load_window(int w, int64_t b0, int64_t b1);
+  void load_panel(const int64_t* strips, size_t count);
+  void use_region(int region, int gs);
+  void region_read(int region, int stream);
+  /// Column windows of consecutive blocks from `from` on (streaming).
+  static std::vector<std::pair<int64_t, int64_t>> windows(const TilePlan& plan, int64_t from);
 
   DeviceContext& ctx_;
   std::unique_lock<std::mutex> lock_;
@@ -197,13 +229,15 @@ class DeviceEngine {
   DeviceBuffer<unsigned long long> cand_total_;
   int staging_next_ = 0;
 
-  // Block residency. Resident: slot b holds block b. Streaming: LRU slots.
-  std::vector<int64_t> block_slot_, slot_block_;
-  std::vector<Event> slot_ready_, slot_free_;
+  // Resident: which blocks are on the device (slot b holds block b) and
+  // whether each GEMM stream waited for their upload.
+  std::vector<int64_t> block_slot_;
+  std::vector<Event> slot_ready_;
   std::vector<char> slot_waited_;  // bit s: gemm stream s waits for the slot's upload
-  std::vector<char> slot_free_recorded_;
-  std::vector<uint64_t> slot_last_use_;
-  uint64_t use_clock_ = 0;
+  // Streaming: the two column windows and the panel; the panel slot of each
+  // block in the panel (-1: not in it).
+  Region regions_[3];
+  std::vector<int> panel_slot_;
 
   // MANIFOLD_GPU_TIMELINE=1: stats_.tile_times and upload_times.
   bool timeline_ = false;

@@ -1,7 +1,9 @@
 #include "tile_plan.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -21,12 +23,21 @@ uint64_t workspace_for(uint64_t budget) {
 
 // Tile buffers (two, so a GEMM can run while the previous tile is filtered;
 // none for the fused kernel), and the sets of candidate slots (T rows of
-// capacity W, W columns of capacity T) with their counters: two, three for
-// the fused kernel (device_engine.h).
-uint64_t loop_bytes(int T, int W, bool fused) {
+// capacity W, W columns of capacity T) with their counters.
+uint64_t loop_bytes(int T, int W, bool fused, int sets) {
   const uint64_t t = static_cast<uint64_t>(T), w = static_cast<uint64_t>(W);
-  return (fused ? 0 : 2 * t * w * 4) + (fused ? kFusedCandidateSets : 2) * (2 * t * w * 8 + (t + w) * 8) + 128;
+  return (fused ? 0 : 2 * t * w * 4) + static_cast<uint64_t>(sets) * (2 * t * w * 8 + (t + w) * 8) + 128;
 }
+
+/// Candidate sets: four for the fused kernel with every row resident (tile
+/// t's kernel waits for tile t - 4's merge), two otherwise. Streamed, the
+/// memory of two more (16 T W bytes each) is better spent on wider tiles or
+/// a larger panel: with two, the loop measured as fast as with four
+/// (bench/gpu/RESULTS.md).
+int candidate_sets(bool fused, bool resident) { return fused && resident ? kFusedCandidateSets : 2; }
+
+/// Widest column window (blocks per streamed tile) tried.
+constexpr int kMaxWindow = 4;
 
 }  // namespace
 
@@ -69,47 +80,81 @@ TilePlan plan_tiles(const PlanRequest& r) {
 
   auto fits_shared = [&](int W) { return merge_shared_bytes(r.k, W) <= r.shared_memory; };
 
-  for (bool resident : {true, false}) {
-    // Streaming tiles are square (one row block against one column block);
-    // 4096 x 4096 halves the tiles of 2048 x 2048 (fewer filter and merge
-    // launches, a more efficient GEMM) when the budget has room.
-    std::vector<std::pair<int, int>> tried = shapes;
-    if (!resident) tried.insert(tried.begin() + (oT > 0 ? 1 : 0), {4096, 4096});
-    for (auto [T0, W0] : tried) {
-      const int T = static_cast<int>(std::min<uint64_t>(T0, nmax));
-      const int W = static_cast<int>(std::min<uint64_t>(resident ? W0 : T, round_up(n, T)));
-      if (!fits_shared(std::max(T, W))) continue;
-      TilePlan p;
-      p.n = r.n, p.d = r.d, p.k = r.k;
-      p.T = T, p.W = W, p.resident = resident, p.fused = r.fused, p.budget = r.budget, p.workspace = ws;
-      // Streaming keeps every row's norm (n floats) for the final step.
-      // The fused kernel also keeps every block transposed (dpad x T floats).
-      const uint64_t tposed = r.fused ? static_cast<uint64_t>(T) * static_cast<uint64_t>(fused_dpad(r.d)) * 4 : 0;
-      const uint64_t blocks_all = (n + T - 1) / T;
-      const uint64_t data = resident ? n * d * 4 + n * 4 + blocks_all * tposed : n * 4;
-      const uint64_t loop = loop_bytes(T, W, r.fused);
-      const uint64_t slot_bytes = static_cast<uint64_t>(T) * (d + 1) * 4 + tposed;
-      if (!resident) {
-        // As many slots as the budget leaves (at least 4, at most every
-        // block): a larger panel means each streamed block serves more tiles.
-        const uint64_t fixed = lists + data + loop + ws;
-        const int64_t blocks = static_cast<int64_t>((n + T - 1) / T);
-        const uint64_t room = r.budget > fixed ? (r.budget - fixed) / slot_bytes : 0;
-        p.slots = static_cast<int>(std::clamp<int64_t>(static_cast<int64_t>(std::min<uint64_t>(room, INT32_MAX)), 4,
-                                                       std::max<int64_t>(4, blocks)));
-      }
-      const uint64_t slots = resident ? 0 : static_cast<uint64_t>(p.slots) * slot_bytes;
-      p.bytes = lists + data + slots + loop + ws;
-      p.final_bytes = lists + data + ws + (resident ? std::max(out, merge_extra) : merge_extra);
-      p.list_bytes = lists;
-      p.loop_bytes = loop;
-      p.row_bytes = resident ? n * d * 4 + n * 4 + blocks_all * tposed : slots;
-      if (std::max(p.bytes, p.final_bytes) <= r.budget) return p;
+  // One plan of tiles T x W (streaming: W = window * T); nullopt where it
+  // does not fit the budget or the merge's shared memory.
+  auto make = [&](int T0, int W0, bool resident) -> std::optional<TilePlan> {
+    const int T = static_cast<int>(std::min<uint64_t>(T0, nmax));
+    const int W = static_cast<int>(std::min<uint64_t>(W0, round_up(n, T)));
+    if (!fits_shared(std::max(T, W))) return std::nullopt;
+    TilePlan p;
+    p.n = r.n, p.d = r.d, p.k = r.k;
+    p.T = T, p.W = W, p.resident = resident, p.fused = r.fused, p.budget = r.budget, p.workspace = ws;
+    p.sets = candidate_sets(r.fused, resident);
+    // Streaming keeps every row's norm (n floats) for the final step.
+    // The fused kernel also keeps every block transposed (dpad x T floats).
+    const uint64_t tposed = r.fused ? static_cast<uint64_t>(T) * static_cast<uint64_t>(fused_dpad(r.d)) * 4 : 0;
+    const uint64_t blocks_all = (n + T - 1) / T;
+    const uint64_t data = resident ? n * d * 4 + n * 4 + blocks_all * tposed : n * 4;
+    const uint64_t loop = loop_bytes(T, W, r.fused, p.sets);
+    const uint64_t slot_bytes = static_cast<uint64_t>(T) * (d + 1) * 4 + tposed;
+    uint64_t slots = 0;
+    if (!resident) {
+      // The two column windows, and as many panel blocks as the budget
+      // leaves (at least 2, at most every block): a larger panel means each
+      // streamed block serves more tiles.
+      const uint64_t windows = 2 * static_cast<uint64_t>(W / T);
+      const uint64_t fixed = lists + data + loop + ws + windows * slot_bytes;
+      const int64_t blocks = static_cast<int64_t>(blocks_all);
+      const uint64_t room = r.budget > fixed ? (r.budget - fixed) / slot_bytes : 0;
+      const int64_t panel = std::clamp<int64_t>(static_cast<int64_t>(std::min<uint64_t>(room, INT32_MAX - 2)), 2,
+                                                std::max<int64_t>(2, blocks));
+      p.slots = static_cast<int>(panel + 2);
+      slots = (static_cast<uint64_t>(panel) + windows) * slot_bytes;
     }
+    p.bytes = lists + data + slots + loop + ws;
+    p.final_bytes = lists + data + ws + (resident ? std::max(out, merge_extra) : merge_extra);
+    p.list_bytes = lists;
+    p.loop_bytes = loop;
+    p.row_bytes = resident ? n * d * 4 + n * 4 + blocks_all * tposed : slots;
+    if (std::max(p.bytes, p.final_bytes) > r.budget) return std::nullopt;
+    return p;
+  };
+
+  for (auto [T, W] : shapes)
+    if (auto p = make(T, W, true)) return *p;
+  // Streaming: an override that fits; else of the heights (4096 rows, then
+  // the shapes') and windows of 1, 2 or 4 consecutive column blocks per
+  // tile, the largest tile (fewer kernel launches and merges) among the
+  // plans whose panel needs at most twice the fewest passes over the later
+  // blocks (each pass streams them all again).
+  if (oT > 0)
+    if (auto p = make(oT, oW, false)) return *p;
+  std::vector<int> heights = {4096};
+  for (auto [T, W] : shapes)
+    if (std::find(heights.begin(), heights.end(), T) == heights.end()) heights.push_back(T);
+  std::vector<TilePlan> streamed;
+  for (int T : heights)
+    for (int m = 1; m <= kMaxWindow; m *= 2)
+      if (auto p = make(T, m * T, false)) streamed.push_back(*p);
+  auto passes = [&](const TilePlan& p) {
+    const int64_t strips = (p.blocks() + r.devices - 1) / std::max(1, r.devices);
+    return (strips + p.panel() - 1) / p.panel();
+  };
+  if (!streamed.empty()) {
+    int64_t fewest = INT64_MAX;
+    for (const TilePlan& p : streamed) fewest = std::min(fewest, passes(p));
+    const TilePlan* best = nullptr;
+    for (const TilePlan& p : streamed) {
+      if (passes(p) > 2 * fewest) continue;
+      const uint64_t entries = static_cast<uint64_t>(p.T) * static_cast<uint64_t>(p.W);
+      const uint64_t most = best ? static_cast<uint64_t>(best->T) * static_cast<uint64_t>(best->W) : 0;
+      if (!best || entries > most || (entries == most && passes(p) < passes(*best))) best = &p;
+    }
+    return *best;
   }
   const uint64_t least = lists + n * 4 +
                          4 * 128 * (d + 1 + (r.fused ? static_cast<uint64_t>(fused_dpad(r.d)) : 0)) * 4 +
-                         loop_bytes(128, 128, r.fused) + workspace_for(0) + merge_extra;
+                         loop_bytes(128, 128, r.fused, candidate_sets(r.fused, false)) + workspace_for(0) + merge_extra;
   throw Error("GPU memory budget of " + format_bytes(static_cast<double>(r.budget)) +
               " is too small for N=" + std::to_string(r.n) + ", k=" + std::to_string(r.k_out > 0 ? r.k_out : r.k) +
               ": the neighbour lists alone take " + format_bytes(static_cast<double>(lists)) +

@@ -8,16 +8,22 @@
 namespace manifold::gpu {
 
 struct TilePlan {
-  int T = 0;                 ///< tile height: rows of a row block (multiple of 128)
-  int W = 0;                 ///< tile width: columns per tile (a multiple of T; T when streaming)
-  bool resident = true;      ///< all rows on the device; otherwise blocks stream through `slots`
-  bool fused = false;        ///< dot products by the fused kernel (no tile buffers) instead of cuBLAS
-  int slots = 0;             ///< streaming: row blocks held on the device at once (panel + 2)
-  uint64_t budget = 0;       ///< bytes the plan may use on each device
-  uint64_t bytes = 0;        ///< bytes it uses during the tile loop (peak)
-  uint64_t final_bytes = 0;  ///< bytes of the final merge and refinement
-  uint64_t workspace = 0;    ///< cuBLAS workspace
-  int64_t blocks() const;    ///< row blocks of n rows
+  int T = 0;             ///< tile height: rows of a row block (multiple of 128)
+  int W = 0;             ///< tile width: columns per tile (a multiple of T)
+  bool resident = true;  ///< all rows on the device; otherwise blocks stream through slots
+  bool fused = false;    ///< dot products by the fused kernel (no tile buffers) instead of cuBLAS
+  int sets = 2;          ///< candidate sets the tiles take in turn (device_engine.h)
+  /// Streaming: the panel's row blocks + 2. The device holds the panel and
+  /// two column windows of W / T consecutive blocks each (one being read,
+  /// the next arriving): slots - 2 + 2 W / T blocks.
+  int slots = 0;
+  uint64_t budget = 0;                     ///< bytes the plan may use on each device
+  uint64_t bytes = 0;                      ///< bytes it uses during the tile loop (peak)
+  uint64_t final_bytes = 0;                ///< bytes of the final merge and refinement
+  uint64_t workspace = 0;                  ///< cuBLAS workspace
+  int64_t blocks() const;                  ///< row blocks of n rows
+  int window() const { return W / T; }     ///< streaming: column blocks a tile spans
+  int panel() const { return slots - 2; }  ///< streaming: row blocks the panel holds
   int64_t n = 0, d = 0;
   int k = 0;                                               ///< list capacity per row
   uint64_t list_bytes = 0, loop_bytes = 0, row_bytes = 0;  ///< parts of `bytes`, for reports

@@ -2,8 +2,9 @@
 // and no nvcc needed, so these run in CI (tests/CMakeLists.txt compiles the
 // plan in where the GPU library is not built). The fused kernel's tile width
 // follows N (wider tiles where the strips are long; bench/gpu/RESULTS.md),
-// every plan stays within its budget, and a tight budget falls back to
-// narrower tiles, then to streaming.
+// every plan stays within its budget, a tight budget falls back to
+// narrower tiles, then to streaming, and streamed tiles span windows of
+// column blocks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -57,10 +58,12 @@ TEST(TilePlan, TightBudgetsFallBackToNarrowerTilesThenStreaming) {
   EXPECT_LE(std::max(mid.bytes, mid.final_bytes), mid.budget);
   const TilePlan narrow = plan_tiles(request(1000000, 128, true, std::max(mid.bytes, mid.final_bytes) - 1));
   EXPECT_EQ(narrow.W, 8192);
-  // Less than the rows themselves: the rows stream, in square tiles.
+  // Less than the rows themselves: the rows stream, each tile a panel block
+  // against a window of whole column blocks.
   const TilePlan streamed = plan_tiles(request(1000000, 128, true, wide.row_bytes / 2));
   EXPECT_FALSE(streamed.resident);
-  EXPECT_EQ(streamed.W, streamed.T);
+  EXPECT_EQ(streamed.W % streamed.T, 0);
+  EXPECT_GE(streamed.panel(), 2);
   EXPECT_LE(std::max(streamed.bytes, streamed.final_bytes), streamed.budget);
   // An override that fits is honoured.
   PlanRequest r = request(1000000, 128, true, 64 * kGiB);
@@ -68,6 +71,35 @@ TEST(TilePlan, TightBudgetsFallBackToNarrowerTilesThenStreaming) {
   const TilePlan forced = plan_tiles(r);
   EXPECT_EQ(forced.T, 1024);
   EXPECT_EQ(forced.W, 8192);
+}
+
+// Streamed tiles: the largest tile whose panel needs at most twice the
+// fewest passes over the later blocks. At N = 1M, d = 256 a quarter of the
+// rows' room takes 4096 x 4096 (6 passes; 2048 x 2048 would take 3); less
+// room, 2048-row blocks against windows of two column blocks; less still,
+// one.
+TEST(TilePlan, StreamedTilesTakeTheLargestWithinTwiceTheFewestPasses) {
+  struct Case {
+    uint64_t budget;
+    int T, W;
+  };
+  for (Case c : {Case{1300000000, 4096, 4096}, Case{1000000000, 2048, 4096}, Case{700000000, 2048, 2048}}) {
+    const TilePlan p = plan_tiles(request(1000000, 256, true, c.budget));
+    EXPECT_FALSE(p.resident);
+    EXPECT_EQ(p.T, c.T) << c.budget;
+    EXPECT_EQ(p.W, c.W) << c.budget;
+    EXPECT_EQ(p.sets, 2);
+    EXPECT_GE(p.panel(), 2);
+    EXPECT_LE(std::max(p.bytes, p.final_bytes), p.budget);
+  }
+  // An override that fits is honoured, windows included.
+  PlanRequest r = request(1000000, 128, true, 1000000000);
+  r.tile_override = "512x1536";
+  const TilePlan forced = plan_tiles(r);
+  EXPECT_FALSE(forced.resident);
+  EXPECT_EQ(forced.T, 512);
+  EXPECT_EQ(forced.W, 1536);
+  EXPECT_EQ(forced.window(), 3);
 }
 
 }  // namespace

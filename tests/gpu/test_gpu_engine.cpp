@@ -106,6 +106,37 @@ TEST(GpuEngine, StreamsPanelsPastManySlots) {
   EXPECT_EQ(first_difference(in_memory, exact_reference(ds, k, Metric::Euclidean, false)), "");
 }
 
+// Streamed tiles span a window of consecutive column blocks: 79 blocks of
+// 128 rows (the last short), windows of 3 blocks (the last short too), and
+// panels of 25 blocks (43 on the cuBLAS path, which keeps no transposed
+// copies), so windows that overlap a panel's own blocks start its tiles
+// inside the window, and panels end inside windows.
+TEST(GpuEngine, StreamsWideTilesThroughColumnWindows) {
+  REQUIRE_GPU();
+  const int64_t n = 10000, d = 64;
+  const int k = 16;
+  Dataset ds = random_dataset(n, d, 4242);
+  WithSettings tile([](gpu::Settings& s) { s.tile = "128x384"; });
+  KnnGraph in_memory = build("gpu", ds, params(k));
+  KnnParams p = params(k);
+  p.devices = {0};
+  // The lists, every row's norm, the workspace, tile buffers and candidate
+  // sets, and 22 blocks' room (rows, norm and transposed copy: 128 x
+  // (2 d + 1) floats each) beyond that.
+  p.gpu_memory = lists_bytes(n, k) + n * 4 + (3 << 20) + 22 * 128 * (2 * d + 1) * 4;
+  KnnGraph streamed = build("gpu", ds, p);
+  ASSERT_FALSE(streamed.extra["resident"].get<bool>()) << "budget " << p.gpu_memory;
+  EXPECT_EQ(streamed.extra["tile_rows"].get<int>(), 128);
+  EXPECT_EQ(streamed.extra["tile_cols"].get<int>(), 384);
+  const int panel = streamed.extra["panel_blocks"].get<int>();
+  EXPECT_GE(panel, 4);
+  EXPECT_LE(panel, 45) << "at least two panels";
+  std::cout << "[ info ] windows: panel " << panel << " blocks, " << streamed.extra["tiles"] << " tiles, copied "
+            << streamed.extra["h2d_bytes"] << " bytes for " << n * d * 4 << " of rows\n";
+  EXPECT_EQ(first_difference(in_memory, streamed), "");
+  EXPECT_EQ(first_difference(in_memory, exact_reference(ds, k, Metric::Euclidean, false)), "");
+}
+
 TEST(GpuEngine, SeveralDevicesGiveTheSameGraph) {
   REQUIRE_GPU();
   if (gpu::device_count() < 2) GTEST_SKIP() << "fewer than 2 CUDA devices: multi-GPU test skipped";
