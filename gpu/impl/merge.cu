@@ -5,10 +5,11 @@
 // plus the number of entries of the other run before it. Two paths:
 //  - warp path (small lists, few candidates): one warp per row, candidates
 //    ranked by counting, lists searched by bisection;
-//  - block path (any k up to kMaxK): one block per row; the candidates are
-//    sorted in shared memory (bitonic) and merged with the list keeping the
-//    lower k -- the truncated merge of sorted chunks (Li & Amenta), which is
-//    what reaches k in the thousands.
+//  - block path (any k up to kMaxK): one block per row; the candidates that
+//    can still rank are sorted in shared memory (bitonic) and merged with a
+//    shared-memory copy of the list, keeping the lower k -- the truncated
+//    merge of sorted chunks (Li & Amenta), which is what reaches k in the
+//    thousands.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -23,6 +24,11 @@ namespace {
 
 constexpr int kThreads = kMergeThreads;
 constexpr int kWarps = kThreads / 32;
+// Threads of a block-path launch (no warp path): a block holds a whole row's
+// list, so shared memory allows only a few blocks a multiprocessor, and the
+// merge waits on shared-memory and barrier latency; twice the warps of a
+// warp-path block keep more of it in flight (bench/gpu/RESULTS.md).
+constexpr int kBlockThreads = 2 * kMergeThreads;
 constexpr int kWarpSmemFloats = kMergeWarpSmemFloats;
 static_assert(2 * (kWarpMergeMaxK + kWarpMergeMaxC) <= kWarpSmemFloats, "warp merge buffers");
 static_assert(256 + 2 * kWarpMergeMaxK <= kWarpSmemFloats, "seed selection buffers");
@@ -250,49 +256,81 @@ __device__ void warp_seed(const ListsView& l, const Source& src, const Item& x, 
   __syncwarp();
 }
 
-// Candidates are taken kMergeChunk at a time: each chunk is sorted in shared
-// memory and merged into the list, keeping the lower k, so shared memory
-// stays (k + kMergeChunk) entries whatever a slot's capacity.
+// Candidates are taken kMergeChunk at a time. For each chunk the row's list
+// is copied into shared memory, and of the chunk only the candidates that
+// rank below a full list's last entry are kept (the others would land at
+// rank k or later; the bound they passed may have tightened since the tile
+// was filtered) and sorted there. Every rank is then a bisection in shared
+// memory -- a list entry's among the sorted candidates, a candidate's in the
+// list copy -- and each entry is written once, straight to its place in the
+// row's list in global memory: list entries ahead of every candidate stay
+// where they are. Shared memory holds k + chunk entries whatever a slot's
+// capacity.
 template <class Source>
 __device__ void block_merge(const ListsView& l, const Source& src, const Item& x, float* smem, int chunk) {
+  __shared__ int kept;
   const int k = l.k;
-  float* od = smem;
-  int* oi = reinterpret_cast<int*>(od + k);
-  float* cd = reinterpret_cast<float*>(oi + k);
+  float* sd = smem;  // the list as it was before this chunk
+  int* si = reinterpret_cast<int*>(sd + k);
+  float* cd = reinterpret_cast<float*>(si + k);  // the chunk's candidates that may rank, sorted
   int* ci = reinterpret_cast<int*>(cd + chunk);
   float* ld = l.dist + static_cast<size_t>(x.row) * k;
   int* li = l.index + static_cast<size_t>(x.row) * k;
   int f = l.fill[x.row];
   for (int from = 0; from < x.count; from += chunk) {
-    const int m = min(chunk, x.count - from);
-    const int p = next_pow2(m);
-    for (int b = threadIdx.x; b < p; b += blockDim.x) {
-      const bool real = b < m;
-      cd[b] = real ? x.dist[from + b] : INFINITY;
-      ci[b] = real ? x.index[from + b] : INT_MAX;
+    const int len = min(chunk, x.count - from);
+    if (threadIdx.x == 0) kept = 0;
+    for (int a = threadIdx.x; a < f; a += blockDim.x) sd[a] = ld[a], si[a] = li[a];
+    __syncthreads();
+    const bool full = f == k;
+    const float last_d = full ? sd[k - 1] : INFINITY;
+    const int last_i = full ? si[k - 1] : INT_MAX;
+    // Kept candidates are appended a warp at a time, in any order: the sort
+    // below orders them (blockDim.x is a multiple of 32, so whole warps loop).
+    const int lane = threadIdx.x & 31;
+    for (int b0 = 0; b0 < len; b0 += blockDim.x) {
+      const int b = b0 + threadIdx.x;
+      float cdist = INFINITY;
+      int cindex = INT_MAX;
+      bool keep = false;
+      if (b < len) {
+        cdist = x.dist[from + b], cindex = x.index[from + b];
+        keep = !full || key_less(cdist, cindex, last_d, last_i);
+      }
+      const unsigned mask = __ballot_sync(kFullMask, keep);
+      int base = 0;
+      if (lane == 0 && mask) base = atomicAdd(&kept, __popc(mask));
+      base = __shfl_sync(kFullMask, base, 0);
+      if (keep) {
+        const int at = base + __popc(mask & ((1u << lane) - 1u));
+        cd[at] = cdist, ci[at] = cindex;
+      }
     }
     __syncthreads();
+    const int m = kept;
+    const int p = next_pow2(m);
+    for (int b = m + threadIdx.x; b < p; b += blockDim.x) cd[b] = INFINITY, ci[b] = INT_MAX;
+    __syncthreads();  // every thread has read `kept` before the next chunk resets it
+    if (m == 0) continue;
     block_bitonic_sort(cd, ci, p);
     for (int a = threadIdx.x; a < f; a += blockDim.x) {
-      const float kd = ld[a];
-      const int ki = li[a];
-      const int r = a + count_less_sorted(cd, ci, m, kd, ki);
-      if (r < k) od[r] = kd, oi[r] = ki;
+      const float ed = sd[a];
+      const int ei = si[a];
+      const int before = count_less_sorted(cd, ci, m, ed, ei);  // candidates ahead of it
+      if (before > 0 && a + before < k) ld[a + before] = ed, li[a + before] = ei;
     }
     for (int b = threadIdx.x; b < m; b += blockDim.x) {
       if (b >= k) break;  // sorted: position b + (list entries before it) >= k
-      const float kd = cd[b];
-      const int ki = ci[b];
-      const int r = b + count_less_sorted(ld, li, f, kd, ki);
-      if (r < k) od[r] = kd, oi[r] = ki;
+      const float ed = cd[b];
+      const int ei = ci[b];
+      const int r = b + count_less_sorted(sd, si, f, ed, ei);
+      if (r < k) ld[r] = ed, li[r] = ei;
     }
-    __syncthreads();
     f = min(k, f + m);
-    for (int a = threadIdx.x; a < f; a += blockDim.x) ld[a] = od[a], li[a] = oi[a];
-    __syncthreads();
+    __syncthreads();  // the block's writes to the list are seen by the next chunk's copy and by publish
   }
   if (threadIdx.x == 0) {
-    publish(l, x.row, f, od);
+    publish(l, x.row, f, ld);
     src.done(x);
   }
   __syncthreads();
@@ -300,8 +338,10 @@ __device__ void block_merge(const ListsView& l, const Source& src, const Item& x
 
 template <class Source>
 // chunk: candidates sorted at a time, a power of two; shared memory holds k + chunk entries.
-__global__ __launch_bounds__(kThreads) void merge_kernel(ListsView l, Source src, bool force_block, int chunk,
-                                                         bool seed) {
+// blockDim.x: kThreads where the warp path runs (its items are strided by
+// kWarps), kBlockThreads otherwise.
+__global__ __launch_bounds__(kBlockThreads) void merge_kernel(ListsView l, Source src, bool force_block, int chunk,
+                                                              bool seed) {
   extern __shared__ float smem[];
   const int n_items = src.items();
   const int lane = threadIdx.x & 31;
@@ -364,7 +404,8 @@ void launch_merge(ListsView l, Source src, bool force_block, int max_candidates,
     configured_device = dev;
     configured_bytes = smem;
   }
-  merge_kernel<Source><<<merge_grid(), kThreads, smem, s>>>(l, src, force_block, chunk, seed);
+  const int threads = !force_block && l.k <= kWarpMergeMaxK ? kThreads : kBlockThreads;
+  merge_kernel<Source><<<merge_grid(), threads, smem, s>>>(l, src, force_block, chunk, seed);
   launch_check("merge kernel");
 }
 

@@ -338,3 +338,98 @@ TEST(FastExactSlack, GrowsWithTheSquareOfTheBoundsWindow) {
   EXPECT_EQ(gpu::list_capacity(16384, 1 << 20, false, true, 16384), gpu::kMaxK);
   EXPECT_EQ(gpu::list_capacity(20, 500, false, true, 16384), 499);  // every other point
 }
+
+// The block merge (impl/merge.cu) on its own, against a host merge: each
+// dirty slot's candidates folded into its row's sorted list, keeping the
+// lower k by (distance, index). Rows cover an empty list filled past k, a
+// partial list, full lists whose candidates mostly rank past the last
+// entry (dropped before the sort), none of which rank, one that goes
+// first, ties in distance broken by the index, and counts just over a
+// chunk; the chunk (candidates sorted at a time) is made small, so one
+// slot's candidates cross several chunk boundaries, each merged into the
+// list the previous chunks left. Row and column slots both.
+TEST(GpuLargeK, BlockMergeMatchesHostMerge) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(fresh_seed("BlockMergeMatchesHostMerge"));
+  constexpr int k = 1100, T = 1500, W = 1500, kSlots = 8;
+  constexpr int64_t n = T + W;  // row slots: rows 0..T-1 (r0 = 0); column slots: rows T.. (c0 = T)
+  struct Case {
+    int fill, count;
+  };
+  const Case cases[kSlots] = {{0, 1300}, {500, 700}, {k, 1200}, {k, 3}, {k, 40}, {10, 5}, {k, 1}, {k, 257}};
+  const int slots[kSlots] = {0, 3, 7, T + 0, T + 2, T + 5, 11, T + 9};
+  for (int max_candidates : {256, 1500}) {
+    SCOPED_TRACE("max_candidates " + std::to_string(max_candidates));
+    std::vector<float> ldist(static_cast<size_t>(n) * k, std::numeric_limits<float>::quiet_NaN());
+    std::vector<int> lindex(ldist.size(), -7), fill(n, 0);
+    std::vector<float> thr(n, std::numeric_limits<float>::infinity());
+    std::vector<float> cdist(2 * static_cast<size_t>(T) * W, -1.f);
+    std::vector<int> cindex(cdist.size(), -1), count(T + W, 0), dirty(T + W, -1);
+    std::vector<int> n_dirty = {kSlots, 0, 0, 0, 77, 0, 0, 0};
+    std::vector<std::vector<std::pair<float, int>>> want(kSlots);
+    std::vector<int> rows(kSlots);
+    for (int s = 0; s < kSlots; ++s) {
+      const int slot = slots[s];
+      const int row = slot;  // r0 = 0 and c0 = T: slot s feeds row s
+      rows[s] = row;
+      const size_t base = slot < T ? static_cast<size_t>(slot) * W : static_cast<size_t>(T) * W + (slot - T) * T;
+      std::vector<int> ids(50000);
+      std::iota(ids.begin(), ids.end(), 0);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      std::uniform_int_distribution<int> level(0, 400);  // many equal distances: the index decides
+      std::vector<std::pair<float, int>> list(cases[s].fill), cand(cases[s].count);
+      int next = 0;
+      for (auto& e : list) e = {0.25f * static_cast<float>(level(rng)), ids[next++]};
+      // 1200 candidates: half rank past the list's last entry; 40: all do
+      // (levels above every list entry's).
+      const int lo = cases[s].count == 40 ? 401 : 0, hi = cases[s].count == 1200 || cases[s].count == 40 ? 800 : 400;
+      std::uniform_int_distribution<int> cand_level(lo, hi);
+      for (auto& e : cand) e = {0.25f * static_cast<float>(cand_level(rng)), ids[next++]};
+      if (cases[s].count == 1) cand[0].first = -1.f;  // ahead of every entry
+      const auto less = [](const auto& a, const auto& b) { return key_less(a.first, a.second, b.first, b.second); };
+      std::sort(list.begin(), list.end(), less);
+      for (int e = 0; e < cases[s].fill; ++e) {
+        ldist[static_cast<size_t>(row) * k + e] = list[e].first;
+        lindex[static_cast<size_t>(row) * k + e] = list[e].second;
+      }
+      fill[row] = cases[s].fill;
+      if (cases[s].fill == k) thr[row] = list[k - 1].first;
+      for (int e = 0; e < cases[s].count; ++e) cdist[base + e] = cand[e].first, cindex[base + e] = cand[e].second;
+      count[slot] = cases[s].count;
+      dirty[s] = slot;
+      want[s] = list;
+      want[s].insert(want[s].end(), cand.begin(), cand.end());
+      std::sort(want[s].begin(), want[s].end(), less);
+      if (want[s].size() > static_cast<size_t>(k)) want[s].resize(k);
+    }
+    Device<float> d_ldist(ldist), d_thr(thr), d_cdist(cdist);
+    Device<int> d_lindex(lindex), d_fill(fill), d_cindex(cindex), d_count(count), d_dirty(dirty), d_n_dirty(n_dirty);
+    Device<unsigned long long> d_total(1);
+    gpu::ListsView lists{d_ldist.p, d_lindex.p, d_fill.p, d_thr.p, n, k};
+    gpu::CandidatesView c;
+    c.dist = d_cdist.p, c.index = d_cindex.p, c.count = d_count.p, c.dirty = d_dirty.p, c.n_dirty = d_n_dirty.p;
+    c.total = d_total.p, c.T = T, c.W = W;
+    gpu::launch_merge_tile(lists, c, 0, 4, 0, T, /*force_block=*/true, max_candidates, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<float> got_d = d_ldist.get(), got_thr = d_thr.get();
+    const std::vector<int> got_i = d_lindex.get(), got_fill = d_fill.get(), got_count = d_count.get();
+    EXPECT_EQ(d_n_dirty.get()[4], 0) << "the later tile's dirty counter is cleared";
+    for (int s = 0; s < kSlots; ++s) {
+      const int row = rows[s], nf = static_cast<int>(want[s].size());
+      SCOPED_TRACE("slot " + std::to_string(slots[s]) + ": fill " + std::to_string(cases[s].fill) + ", " +
+                   std::to_string(cases[s].count) + " candidates");
+      ASSERT_EQ(got_fill[row], nf);
+      EXPECT_EQ(got_count[slots[s]], 0) << "the slot is emptied for a later tile";
+      for (int e = 0; e < nf; ++e) {
+        ASSERT_EQ(got_d[static_cast<size_t>(row) * k + e], want[s][e].first) << "entry " << e;
+        ASSERT_EQ(got_i[static_cast<size_t>(row) * k + e], want[s][e].second) << "entry " << e;
+      }
+      if (nf < k) {
+        EXPECT_TRUE(std::isnan(got_d[static_cast<size_t>(row) * k + nf])) << "entries past the fill are left alone";
+        EXPECT_TRUE(std::isinf(got_thr[row])) << "a list short of k has no bound";
+      } else {
+        EXPECT_EQ(got_thr[row], want[s][k - 1].first) << "the bound is the k-th distance";
+      }
+    }
+  }
+}
