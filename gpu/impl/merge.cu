@@ -256,6 +256,60 @@ __device__ void warp_seed(const ListsView& l, const Source& src, const Item& x, 
   __syncwarp();
 }
 
+// Entries a thread keeps in flight in the block merge's list passes: the
+// passes wait on memory latency (a global load, a chain of shared-memory
+// bisection steps), so each thread takes kInFlight entries at once.
+constexpr int kInFlight = 4;
+
+// The row's list (f entries) into shared memory, kInFlight loads a thread
+// issued before their stores.
+__device__ __forceinline__ void copy_list(const float* ld, const int* li, int f, float* sd, int* si) {
+  for (int a0 = threadIdx.x; a0 < f; a0 += kInFlight * blockDim.x) {
+    float d[kInFlight];
+    int ix[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int a = a0 + u * blockDim.x;
+      if (a < f) d[u] = ld[a], ix[u] = li[a];
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int a = a0 + u * blockDim.x;
+      if (a < f) sd[a] = d[u], si[a] = ix[u];
+    }
+  }
+}
+
+// Each list entry (sd, si)[a] moves down by the number of candidates ahead
+// of it: its rank among (cd, ci)[0, p), p a power of two whose padding
+// (+inf, INT_MAX) sorts after every entry, found by a branch-free bisection
+// (the largest pos with cd[pos - 1] ahead, then one more step), kInFlight
+// entries a thread side by side. Entries with no candidate ahead stay where
+// they are; those pushed to rank k or later drop out.
+__device__ __forceinline__ void move_list_entries(const float* sd, const int* si, int f, const float* cd, const int* ci,
+                                                  int p, float* ld, int* li, int k) {
+  for (int a0 = threadIdx.x; a0 < f; a0 += kInFlight * blockDim.x) {
+    float ed[kInFlight];
+    int ei[kInFlight], pos[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int a = min(a0 + u * blockDim.x, f - 1);  // past the fill: a copy of the last, not written
+      ed[u] = sd[a], ei[u] = si[a], pos[u] = 0;
+    }
+    for (int step = p >> 1; step > 0; step >>= 1) {
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u)
+        if (key_less(cd[pos[u] + step - 1], ci[pos[u] + step - 1], ed[u], ei[u])) pos[u] += step;
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int a = a0 + u * blockDim.x;
+      const int before = pos[u] + key_less(cd[pos[u]], ci[pos[u]], ed[u], ei[u]);
+      if (a < f && before > 0 && a + before < k) ld[a + before] = ed[u], li[a + before] = ei[u];
+    }
+  }
+}
+
 // Candidates are taken kMergeChunk at a time. For each chunk the row's list
 // is copied into shared memory, and of the chunk only the candidates that
 // rank below a full list's last entry are kept (the others would land at
@@ -280,7 +334,7 @@ __device__ void block_merge(const ListsView& l, const Source& src, const Item& x
   for (int from = 0; from < x.count; from += chunk) {
     const int len = min(chunk, x.count - from);
     if (threadIdx.x == 0) kept = 0;
-    for (int a = threadIdx.x; a < f; a += blockDim.x) sd[a] = ld[a], si[a] = li[a];
+    copy_list(ld, li, f, sd, si);
     __syncthreads();
     const bool full = f == k;
     const float last_d = full ? sd[k - 1] : INFINITY;
@@ -313,12 +367,7 @@ __device__ void block_merge(const ListsView& l, const Source& src, const Item& x
     __syncthreads();  // every thread has read `kept` before the next chunk resets it
     if (m == 0) continue;
     block_bitonic_sort(cd, ci, p);
-    for (int a = threadIdx.x; a < f; a += blockDim.x) {
-      const float ed = sd[a];
-      const int ei = si[a];
-      const int before = count_less_sorted(cd, ci, m, ed, ei);  // candidates ahead of it
-      if (before > 0 && a + before < k) ld[a + before] = ed, li[a + before] = ei;
-    }
+    move_list_entries(sd, si, f, cd, ci, p, ld, li, k);
     for (int b = threadIdx.x; b < m; b += blockDim.x) {
       if (b >= k) break;  // sorted: position b + (list entries before it) >= k
       const float ed = cd[b];
