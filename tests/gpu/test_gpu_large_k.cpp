@@ -1,7 +1,7 @@
 // k up to 16384 in one call (issue 26): lists of more than 16384 entries (k
 // over 14336 plus the certificate's room) are sorted in two runs
 // (gpu/impl/two_run_sort.cuh) by the certification and by the list sort of
-// heap and quick. Checked three ways:
+// heap and quick. Checked four ways:
 //  - the long list sort against std::sort, and the long certification
 //    against its host twin (core's exact::certify_rows) on the same lists,
 //    a few rows each (these also run under compute-sanitizer);
@@ -9,7 +9,8 @@
 //    and distances byte for byte, on random rows with clusters of
 //    near-duplicates (a fresh seed per run, MANIFOLD_TEST_SEED repeats one),
 //    both precisions, every strategy that takes the k;
-//  - the one-line refusals: bitonic at k = 16384, everyone at k = 16385.
+//  - the one-line refusals: bitonic at k = 16384, everyone at k = 16385;
+//  - the block merge of the tile loop on its own against a host merge.
 // Beside them, fast-exact's list slack, which grows with d.
 #include <gtest/gtest.h>
 
