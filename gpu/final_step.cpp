@@ -210,9 +210,87 @@ struct ResidentOutput {
   std::vector<int> status;  ///< host: per row, candidates re-evaluated or -1
 };
 
+/// The streamed path's host side: the lists as they come home (left
+/// uninitialised: the copy's threads fault their pages in, in parallel),
+/// every row's stored norm, and each row's status.
+struct StreamedOutput {
+  StreamedOutput(const FinishRequest& in, const KnnGraph& g)
+      : in(in),
+        n(g.n),
+        cap(in.lists.k),
+        dist(new float[static_cast<size_t>(g.n) * static_cast<size_t>(in.lists.k)]),
+        index(new int[static_cast<size_t>(g.n) * static_cast<size_t>(in.lists.k)]),
+        fill(static_cast<size_t>(g.n)),
+        status(static_cast<size_t>(g.n), -1) {}
+
+  /// Every row's stored norm and the largest (all on the device by now).
+  void prepare(cudaStream_t s) {
+    if (prepared) return;
+    ymax = largest_norm(in.norms, n, s, &norms);
+    prepared = true;
+  }
+
+  /// Rows [r0, r1)'s lists home on s, through the two pinned buffers.
+  void download(int64_t r0, int64_t r1, cudaStream_t s, unsigned char* const staging[2], size_t staging_bytes,
+                int threads) {
+    const char* what = "copying the lists from the GPU";
+    const size_t a = static_cast<size_t>(r0) * cap, m = static_cast<size_t>(r1 - r0) * cap;
+    download_to_host(dist.get() + a, in.lists.dist + a, m * sizeof(float), s, staging, staging_bytes, threads);
+    download_to_host(index.get() + a, in.lists.index + a, m * sizeof(int), s, staging, staging_bytes, threads);
+    cuda_check(cudaMemcpyAsync(fill.data() + r0, in.lists.fill + r0, static_cast<size_t>(r1 - r0) * sizeof(int),
+                               cudaMemcpyDeviceToHost, s),
+               what);
+    cuda_check(cudaStreamSynchronize(s), what);
+  }
+
+  /// Rows [r0, r1) certified on the host into g and `status`. certify_rows
+  /// reads list row i's own row and norm at i and candidate j's at j, from
+  /// one base: with the base at row r0, each candidate's index is made
+  /// relative to r0 (negative for earlier rows, still inside the arrays)
+  /// and the ranked indices are moved back. A row with fewer than k
+  /// entries is left to step 1, which refuses it.
+  void certify(int64_t r0, int64_t r1, KnnGraph& g, const exact::ErrorModel& model, int threads) {
+    const int k = g.k;
+    for (int64_t i = r0; i < r1; ++i)
+      if (fill[static_cast<size_t>(i)] < k) return;
+    for (int64_t i = r0; i < r1; ++i) {
+      int* li = index.get() + static_cast<size_t>(i) * cap;
+      for (int t = 0; t < fill[static_cast<size_t>(i)]; ++t) li[t] -= static_cast<int>(r0);
+    }
+    const int64_t d = in.rows->cols;
+    exact::CertifyRequest req;
+    req.rows = in.rows->data + r0 * d, req.d = d, req.k = k;
+    req.norms = norms.data() + r0, req.ymax = ymax;
+    req.lists = {dist.get() + static_cast<size_t>(r0) * cap, index.get() + static_cast<size_t>(r0) * cap,
+                 fill.data() + r0, r1 - r0, cap};
+    req.model = model, req.metric = in.params->metric, req.threads = threads;
+    req.complete = cap >= n - (in.params->keep_self ? 0 : 1);
+    const float use = exact::certify_rows(req,
+                                          {g.indices.data() + r0 * k, g.distances.data() + r0 * k, status.data() + r0});
+    max_use = std::max(max_use, use);
+    for (int64_t i = r0; i < r1; ++i)
+      if (status[static_cast<size_t>(i)] >= 0)
+        for (int j = 0; j < k; ++j) g.indices[static_cast<size_t>(i * k + j)] += r0;
+  }
+
+  const FinishRequest& in;
+  const int64_t n;
+  const int cap;
+  std::unique_ptr<float[]> dist;
+  std::unique_ptr<int[]> index;
+  std::vector<int> fill;
+  std::vector<float> norms;
+  double ymax = 0;
+  bool prepared = false;
+  std::vector<int> status;  ///< per row, candidates re-evaluated or -1
+  float max_use = 0.f;
+};
+
 EarlyFinish::EarlyFinish(const FinishRequest& in, KnnGraph& g, cudaStream_t stream) : in_(in), g_(g), stream_(stream) {
   DeviceScope scope(in_.device);
-  out_ = std::make_unique<ResidentOutput>(in_, g_);
+  if (in_.device_rows) out_ = std::make_unique<ResidentOutput>(in_, g_);
+  else
+    streamed_ = std::make_unique<StreamedOutput>(in_, g_);
   cuda_check(cudaEventCreateWithFlags(&reported_event_, cudaEventDisableTiming), "creating an event");
   // The result's buffers are cleared on in.stream: the worker's stream waits for that.
   cuda_check(cudaEventRecord(reported_event_, in_.stream), "recording an event");
@@ -258,26 +336,9 @@ void EarlyFinish::work() {
         rows = reported_;
         cuda_check(cudaStreamWaitEvent(stream_, reported_event_, 0), "ordering streams");
       }
-      out_->prepare(stream_);
-      const Event e0, e1, e2;
-      e0.record(stream_);
-      out_->certify(done, rows, stream_);
-      e1.record(stream_);
-      if (!host_ready) {
-        // Pageable copies run at a fraction of the link's rate: the result
-        // comes home through pinned buffers of the worker's own (the
-        // device's staging buffers may still carry the loop's uploads).
-        for (auto& b : staging_) b = PinnedBuffer<unsigned char>(kStagingBytes);
-        if (in_.wait_host_result) in_.wait_host_result();
-        host_ready = true;
-      }
-      unsigned char* const staging[2] = {staging_[0].data(), staging_[1].data()};
-      out_->copy_rows_home_staged(done, rows, g_, stream_, staging, kStagingBytes,
-                                  std::min(8, hardware_threads(in_.params->threads)));
-      e2.record(stream_);
-      e2.synchronize("copying the result from the GPU");
-      certify_ms_ += e1.since(e0);
-      download_ms_ += e2.since(e1);
+      if (streamed_) streamed_range(done, rows, host_ready);
+      else
+        resident_range(done, rows, host_ready);
       ++ranges_;
       done = rows;
     }
@@ -285,6 +346,46 @@ void EarlyFinish::work() {
     std::lock_guard lock(m_);
     error_ = std::current_exception();
   }
+}
+
+void EarlyFinish::resident_range(int64_t done, int64_t rows, bool& host_ready) {
+  out_->prepare(stream_);
+  const Event e0, e1, e2;
+  e0.record(stream_);
+  out_->certify(done, rows, stream_);
+  e1.record(stream_);
+  if (!host_ready) {
+    // Pageable copies run at a fraction of the link's rate: the result
+    // comes home through pinned buffers of the worker's own (the device's
+    // staging buffers may still carry the loop's uploads).
+    for (auto& b : staging_) b = PinnedBuffer<unsigned char>(kStagingBytes);
+    if (in_.wait_host_result) in_.wait_host_result();
+    host_ready = true;
+  }
+  unsigned char* const staging[2] = {staging_[0].data(), staging_[1].data()};
+  out_->copy_rows_home_staged(done, rows, g_, stream_, staging, kStagingBytes,
+                              std::min(8, hardware_threads(in_.params->threads)));
+  e2.record(stream_);
+  e2.synchronize("copying the result from the GPU");
+  certify_ms_ += e1.since(e0);
+  download_ms_ += e2.since(e1);
+}
+
+void EarlyFinish::streamed_range(int64_t done, int64_t rows, bool& host_ready) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!host_ready) {
+    for (auto& b : staging_) b = PinnedBuffer<unsigned char>(kStagingBytes);
+    streamed_->prepare(stream_);
+    if (in_.wait_host_result) in_.wait_host_result();
+    host_ready = true;
+  }
+  unsigned char* const staging[2] = {staging_[0].data(), staging_[1].data()};
+  const int threads = hardware_threads(in_.params->threads);
+  streamed_->download(done, rows, stream_, staging, kStagingBytes, std::min(8, threads));
+  const auto t1 = std::chrono::steady_clock::now();
+  streamed_->certify(done, rows, g_, exact::make_error_model(g_.d, in_.tensor), std::max(1, threads - 4));
+  download_ms_ += std::chrono::duration<double, std::milli>(t1 - t0).count();
+  certify_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
 }
 
 void EarlyFinish::finish(cudaStream_t after) {
@@ -350,7 +451,6 @@ class Finisher {
 
   void run() {
     const auto t_prep = std::chrono::steady_clock::now();
-    if (early_ && !in_.device_rows) throw Error("internal: the early final step needs resident rows");
     refuse_short_rows();
     if (in_.device_rows) finish_resident(t_prep);
     else
@@ -521,35 +621,34 @@ class Finisher {
 
   /// Step 2 for streamed rows (not all on the device): the lists come home
   /// and core's certify_rows judges them, in the device's exact float64
-  /// order, reading candidates' rows from host memory.
+  /// order, reading candidates' rows from host memory -- all now, or what
+  /// the worker beside the loop left.
   void finish_streamed() {
-    const int cap = in_.lists.k;
-    const size_t ncap = static_cast<size_t>(g_.n) * cap;
-    std::vector<float> norms;  // every candidate's stored norm, for the bound
-    const double ymax = largest_norm(in_.norms, g_.n, s_, &norms);
-    status_.resize(static_cast<size_t>(g_.n));
-    std::vector<float> ld(ncap);
-    std::vector<int> li(ncap), lf(static_cast<size_t>(g_.n));
-    Event ev_down0, ev_down1;
-    ev_down0.record(s_);
-    const char* what = "copying the lists from the GPU";
-    cuda_check(cudaMemcpyAsync(ld.data(), in_.lists.dist, ncap * sizeof(float), cudaMemcpyDeviceToHost, s_), what);
-    cuda_check(cudaMemcpyAsync(li.data(), in_.lists.index, ncap * sizeof(int), cudaMemcpyDeviceToHost, s_), what);
-    cuda_check(cudaMemcpyAsync(lf.data(), in_.lists.fill, lf.size() * sizeof(int), cudaMemcpyDeviceToHost, s_), what);
-    ev_down1.record(s_);
-    cuda_check(cudaStreamSynchronize(s_), what);
-    wait_host_result();
-    const auto th = std::chrono::steady_clock::now();
-    exact::CertifyRequest req;
-    req.rows = in_.rows->data, req.d = in_.rows->cols, req.k = g_.k, req.norms = norms.data(), req.ymax = ymax;
-    req.lists = {ld.data(), li.data(), lf.data(), g_.n, cap};
-    req.model = model_, req.metric = params_.metric, req.threads = params_.threads;
-    req.complete = cap >= g_.n - (params_.keep_self ? 0 : 1);
-    stats_.max_use = exact::certify_rows(req, {g_.indices.data(), g_.distances.data(), status_.data()});
+    if (early_) {
+      const auto tw = std::chrono::steady_clock::now();
+      early_->finish(s_);
+      g_.timings.emplace_back("final_wait", seconds_since(tw));
+      StreamedOutput& out = *early_->streamed_;
+      status_ = std::move(out.status);
+      stats_.max_use = out.max_use;
+      stats_.early_ranges = early_->ranges_;
+    } else {
+      StreamedOutput out(in_, g_);
+      out.prepare(s_);
+      const auto t_down = std::chrono::steady_clock::now();
+      out.download(0, g_.n, s_, in_.staging, in_.staging_bytes, std::min(8, hardware_threads(params_.threads)));
+      const double down_s = seconds_since(t_down);
+      wait_host_result();
+      const auto th = std::chrono::steady_clock::now();
+      out.certify(0, g_.n, g_, model_, params_.threads);
+      status_ = std::move(out.status);
+      stats_.max_use = out.max_use;
+      certify_s_ = seconds_since(th), download_s_ = down_s;
+    }
     for (int st : status_) stats_.uncertified_rows += st < 0;
     if (in_.merge_devices_ms) g_.timings.emplace_back("merge_devices", *in_.merge_devices_ms / 1e3);
-    g_.timings.emplace_back("certify", seconds_since(th));
-    g_.timings.emplace_back("download", ev_down1.since(ev_down0) / 1e3);
+    g_.timings.emplace_back("certify", early_ ? early_->certify_ms_ / 1e3 : certify_s_);
+    g_.timings.emplace_back("download", early_ ? early_->download_ms_ / 1e3 : download_s_);
   }
 
   /// Step 4: rows no phase could rank might miss a neighbour from their
@@ -634,6 +733,7 @@ class Finisher {
   const exact::ErrorModel model_;
   std::vector<int> status_;
   FinishStats stats_;
+  double certify_s_ = 0, download_s_ = 0;  ///< streamed, after the loop
 };
 
 void certify_and_finish(const FinishRequest& in, KnnGraph& g, Progress& progress, EarlyFinish* early) {

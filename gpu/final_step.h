@@ -87,15 +87,22 @@ void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, 
                       size_t staging_bytes, int threads);
 
 struct ResidentOutput;  // the resident path's device buffers (final_step.cpp)
+struct StreamedOutput;  // the streamed path's host side (final_step.cpp)
 class Finisher;         // certify_and_finish's phases (final_step.cpp)
 
-/// Step 2 and the copy home beside the tile loop (one GPU, every row
-/// resident): the loop's thread reports each time more rows' lists are
-/// final (after strip I, rows of blocks 0..I take no more candidates); a
-/// worker thread certifies those rows on its own stream (`stream` is the
-/// device context's finish stream) and copies their result into g, so when
-/// the loop ends only the last strips' rows are left. The rows and norms of
+/// Step 2 and the copy home beside the tile loop (one GPU): the loop's
+/// thread reports each time more rows' lists are final (every row resident:
+/// after strip I, rows of blocks 0..I take no more candidates; streamed:
+/// after each panel, the rows of it and of the panels before); a worker
+/// thread certifies those rows and copies their result into g, so when the
+/// loop ends only the last rows are left. Every row resident
+/// (in.device_rows), it certifies on the device, on its own stream
+/// (`stream`, the device context's finish stream); the rows and norms of
 /// `in` must be on the device once the first reported rows are final.
+/// Streamed, it copies the reported rows' lists home and certifies them on
+/// the host (core's certify_rows, reading candidates' rows from host
+/// memory, on all cores but four, left to the loop and its copies); every
+/// row's norm must be on the device by the first report.
 /// certify_and_finish(in, g, progress, this) finishes it; destroying it
 /// first (an error or a cancellation) stops the worker after its current
 /// range.
@@ -116,11 +123,15 @@ class EarlyFinish {
   /// the worker and rethrows its error.
   void finish(cudaStream_t after);
   void work();
+  /// The worker's step for rows [done, rows): certify and copy home.
+  void resident_range(int64_t done, int64_t rows, bool& host_ready);
+  void streamed_range(int64_t done, int64_t rows, bool& host_ready);
 
   const FinishRequest in_;
   KnnGraph& g_;
   cudaStream_t stream_;
-  std::unique_ptr<ResidentOutput> out_;
+  std::unique_ptr<ResidentOutput> out_;       ///< every row resident
+  std::unique_ptr<StreamedOutput> streamed_;  ///< streamed rows
   std::mutex m_;
   std::condition_variable cv_;
   int64_t reported_ = 0;          ///< rows reported final (guarded by m_)
@@ -129,7 +140,7 @@ class EarlyFinish {
   std::exception_ptr error_;
   static constexpr size_t kStagingBytes = size_t{32} << 20;
   PinnedBuffer<unsigned char> staging_[2];   ///< worker: the result's way home
-  double certify_ms_ = 0, download_ms_ = 0;  ///< worker: CUDA-event sums
+  double certify_ms_ = 0, download_ms_ = 0;  ///< worker: CUDA-event sums (streamed: host clock)
   int ranges_ = 0;                           ///< worker: ranges certified
   std::thread worker_;
 };
@@ -142,8 +153,8 @@ class EarlyFinish {
 /// uncertified_rows, rescanned_rows, fallback_rows, error_bound_c_dot,
 /// error_bound_max_use; early_ranges with `early`). Progress stages:
 /// "certify", then "rescan: ..." and "fallback: ..." naming the rows when
-/// there are any. `early`: steps 2 and the copy home ran beside the loop
-/// (in.device_rows must be set); only the rescan's rows are copied again.
+/// there are any. `early`: steps 2 and the copy home ran beside the loop;
+/// only the rescan's rows are copied again.
 void certify_and_finish(const FinishRequest& in, KnnGraph& g, Progress& progress, EarlyFinish* early = nullptr);
 
 }  // namespace manifold::gpu

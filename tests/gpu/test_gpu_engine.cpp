@@ -15,7 +15,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include "device_context.h"
+#include "device_engine.h"
 #include "final_step.h"
+#include "settings.h"
+#include "tile_plan.h"
 #include "impl/sizes.h"
 #include "utils/resources.h"
 #include "gpu_test_util.h"
@@ -360,6 +364,60 @@ TEST(GpuEngine, FinalStepBesideTheLoop) {
 // candidates and see the same largest use of the bound, on certified rows
 // and on rows it must hand to the rescan (near-duplicates), beside the loop
 // and after it.
+// Streamed rows certified beside the loop: after each panel the engine
+// reports its rows final, and EarlyFinish copies their lists home and
+// certifies them on the host while the later panels run (the engine and
+// the final step driven as the backend drives them, with 47 row blocks and
+// panels of 8 or 11). The graph must equal the in-memory one entry for
+// entry.
+TEST(GpuEngine, StreamedFinalStepBesideTheLoop) {
+  REQUIRE_GPU();
+  const int64_t n = 6000, d = 48;
+  const int k = 20;
+  Dataset ds = random_dataset(n, d, 3131);
+  KnnParams p = params(k);
+  KnnGraph in_memory = build("gpu", ds, p);
+
+  PreparedRows rows = prepare_rows(ds, p.metric);
+  gpu::PlanRequest req;
+  req.n = n, req.d = d, req.k = gpu::list_capacity(k, n, p.keep_self, false, d), req.k_out = k;
+  req.fused = gpu::settings().gemm != gpu::GemmPath::Cublas;
+  req.shared_memory = gpu::DeviceContext::get(0).shared_optin;
+  req.tile_override = "128x256";
+  req.budget = gpu::list_bytes(n, req.k) + n * 4 + (1 << 20) + 1100000 + 12 * 128 * (2 * d + 1) * 4;
+  const gpu::TilePlan plan = gpu::plan_tiles(req);
+  ASSERT_FALSE(plan.resident);
+  ASSERT_LE(plan.panel(), 12) << "several panels";
+  auto engine = std::make_unique<gpu::DeviceEngine>(0, rows.data, plan, p.keep_self, false);
+
+  KnnGraph g = empty_graph(ds, p, "gpu");
+  g.allocate_result();
+  gpu::FinishRequest fin;
+  fin.data = &ds, fin.params = &p, fin.rows = &rows, fin.lists = engine->lists(), fin.norms = engine->norms();
+  fin.stream = engine->stream(), fin.device = 0;
+  {
+    gpu::EarlyFinish early(fin, g, gpu::DeviceContext::get(0).finish);
+    std::vector<int64_t> strips(static_cast<size_t>(plan.blocks()));
+    for (size_t i = 0; i < strips.size(); ++i) strips[i] = static_cast<int64_t>(i);
+    Progress quiet;
+    std::atomic<bool> stop{false};
+    engine->run(strips, quiet, stop, [&](int64_t r, cudaStream_t after) { early.rows_final(r, after); });
+    engine->release_loop_buffers();
+    gpu::certify_and_finish(fin, g, quiet, &early);
+  }
+  engine.reset();
+  ASSERT_TRUE(g.extra.contains("early_ranges"));
+  const int panels = static_cast<int>((plan.blocks() + plan.panel() - 1) / plan.panel());
+  // One report per panel; the worker takes every report made while it was
+  // busy as one range.
+  EXPECT_GE(g.extra["early_ranges"].get<int>(), 1);
+  EXPECT_LE(g.extra["early_ranges"].get<int>(), panels);
+  std::cout << "[ info ] streamed, certified beside the loop: " << g.extra["early_ranges"] << " ranges of "
+            << plan.panel() << " blocks\n";
+  EXPECT_EQ(first_difference(in_memory, g), "");
+  EXPECT_EQ(first_difference(g, exact_reference(ds, k, Metric::Euclidean, false)), "");
+}
+
 TEST(GpuEngine, WarpCertifyMatchesBlock) {
   REQUIRE_GPU();
   Dataset ds = random_dataset(2500, 48, 2027);
