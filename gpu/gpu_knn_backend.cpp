@@ -308,9 +308,9 @@ class EngineBuild {
     g_.timings.emplace_back("setup", seconds_since(t1));
   }
 
-  /// The final step's request, and with one GPU holding every row the
-  /// worker that certifies and copies home each strip's rows while the
-  /// later strips run (final_step.h EarlyFinish). Settings::final_beside_loop
+  /// The final step's request, and with one GPU the worker that certifies
+  /// and copies home each strip's rows (each panel's, when rows stream) while
+  /// the later strips run (final_step.h EarlyFinish). Settings::final_beside_loop
   /// = false (tests) leaves it all for after the loop.
   void start_final_step() {
     // The result's host memory is fresh pages to fault in: touch it meanwhile.
@@ -323,7 +323,8 @@ class EngineBuild {
     };
     fin_.wait_host_result = [host_result = host_result_] { host_result.get(); };
     const TilePlan& plan = stats_.plan;
-    if (engines_.size() == 1 && plan.resident && plan.bytes + plan.final_bytes <= plan.budget &&
+    // Streamed rows are certified on the host, which needs no device memory.
+    if (engines_.size() == 1 && (!plan.resident || plan.bytes + plan.final_bytes <= plan.budget) &&
         settings().final_beside_loop) {
       fin_.device_rows = main.resident_rows();
       early_ = std::make_unique<EarlyFinish>(fin_, g_, DeviceContext::get(main.device()).finish);
