@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "manifold/error.h"
 #include "manifold/gpu/gpu_knn_backend.h"
 
 using namespace manifold;
@@ -36,6 +37,17 @@ Dataset fashion(int64_t n) {
   ReadOptions ro;
   ro.max_rows = n;
   return load_dataset(path, ro);
+}
+
+std::string gpu_usage_error(const Dataset& ds, const KnnParams& p) {
+  try {
+    build("gpu", ds, p);
+  } catch (const UsageError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("not a UsageError: ") + e.what();
+  }
+  return "no error";
 }
 
 int64_t same_rows(const KnnGraph& a, const KnnGraph& b) {

@@ -31,6 +31,10 @@ manifold::Dataset fashion(int64_t n);
 /// Rows whose indices are identical in a and b.
 int64_t same_rows(const manifold::KnnGraph& a, const manifold::KnnGraph& b);
 
+/// What the GPU backend refuses `p` with: the UsageError's one line, "not a
+/// UsageError: ..." for any other exception, "no error" when it builds.
+std::string gpu_usage_error(const manifold::Dataset& ds, const manifold::KnnParams& p);
+
 // The exact reference, near-duplicate data and the entry-for-entry
 // comparison live in tests/support (the core tests use them too).
 using testing_support::exact_reference;

@@ -114,17 +114,6 @@ void expect_same_as_cpu(const Dataset& ds, const KnnParams& p, const KnnGraph& c
   EXPECT_LT(g.extra["error_bound_max_use"].get<double>(), 1.0) << where(what, p);
 }
 
-std::string refusal(const Dataset& ds, const KnnParams& p) {
-  try {
-    build("gpu", ds, p);
-  } catch (const UsageError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("not a UsageError: ") + e.what();
-  }
-  return "no error";
-}
-
 }  // namespace
 
 // The list sort of heap and quick (select/sort_lists.cu) at the largest
@@ -283,7 +272,7 @@ TEST(GpuLargeK, MatchesCpuByteForByte) {
   }
   for (Select s : {Select::Auto, Select::Merge})
     expect_same_as_cpu(ds, with(s, k, Precision::FastExact), cpu, "near-duplicates");
-  const std::string e = refusal(ds, with(Select::Bitonic, k));
+  const std::string e = gpu_usage_error(ds, with(Select::Bitonic, k));
   EXPECT_NE(e.find("--select bitonic"), std::string::npos) << e;
   EXPECT_NE(e.find("shared memory"), std::string::npos) << e;
   const size_t at = e.find("supports k up to ");
@@ -300,7 +289,7 @@ TEST(GpuLargeK, OnePastTheLargestIsRefused) {
   const int k = gpu::kMaxNeighbours + 1;
   for (Select s :
        {Select::Auto, Select::Warp, Select::Merge, Select::Sort, Select::Heap, Select::Quick, Select::Bitonic}) {
-    const std::string e = refusal(ds, with(s, k));
+    const std::string e = gpu_usage_error(ds, with(s, k));
     EXPECT_NE(e.find("-k 16385"), std::string::npos) << to_string(s) << ": " << e;
     const size_t at = e.find("up to ");
     ASSERT_NE(at, std::string::npos) << to_string(s) << ": " << e;

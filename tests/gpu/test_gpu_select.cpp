@@ -148,17 +148,6 @@ void check_all(const Dataset& ds, int k, Metric m, int must_run = 1000, bool kee
   check_one("auto", ds, with("auto", k, m, keep_self), cpu, false);
 }
 
-std::string usage_error(const Dataset& ds, const KnnParams& p) {
-  try {
-    build("gpu", ds, p);
-  } catch (const UsageError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("not a UsageError: ") + e.what();
-  }
-  return "no error";
-}
-
 }  // namespace
 
 TEST(GpuSelect, RandomDataEveryMetric) {
@@ -238,7 +227,7 @@ TEST(GpuSelect, RefusesWhatItCannotDo) {
   // tile's entries) in one block's shared memory.
   {
     Dataset ds = random_dataset(9000, 2, 1);
-    const std::string e = usage_error(ds, with("bitonic", 8192));
+    const std::string e = gpu_usage_error(ds, with("bitonic", 8192));
     EXPECT_NE(e.find("--select bitonic"), std::string::npos) << e;
     EXPECT_NE(e.find("shared memory"), std::string::npos) << e;
     EXPECT_NE(e.find("supports k up to "), std::string::npos) << e;
@@ -248,7 +237,7 @@ TEST(GpuSelect, RefusesWhatItCannotDo) {
   {
     Dataset ds = random_dataset(18500, 2, 2);
     for (const auto& s : kStrategies) {
-      const std::string e = usage_error(ds, with(s, 16385));
+      const std::string e = gpu_usage_error(ds, with(s, 16385));
       const size_t at = e.find("supports k up to ");
       ASSERT_NE(at, std::string::npos) << s << ": " << e;
       const int largest = std::atoi(e.c_str() + at + 17);
@@ -263,14 +252,14 @@ TEST(GpuSelect, RefusesWhatItCannotDo) {
     Dataset ds = random_dataset(100, 4, 3);
     KnnParams p = with("heap", 5);
     p.precision = Precision::FastExact;
-    const std::string e = usage_error(ds, p);
+    const std::string e = gpu_usage_error(ds, p);
     EXPECT_NE(e.find("supports exact only"), std::string::npos) << e;
   }
   // A bad tile override is refused, not guessed.
   {
     TileShape shape("512x64");
     Dataset ds = random_dataset(1000, 4, 4);
-    const std::string e = usage_error(ds, with("sort", 5));
+    const std::string e = gpu_usage_error(ds, with("sort", 5));
     EXPECT_NE(e.find("select tile: '512x64'"), std::string::npos) << e;
   }
 }
