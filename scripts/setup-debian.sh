@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package Manifold Explorer needs to build, test and run
-# its demos (clang, its sanitizer and libFuzzer runtimes and llvm's
-# llvm-symbolizer are for the fuzzing in scripts/test.sh). Run as root on
-# Debian 12 (bookworm). Idempotent.
+# its demos (clang, its sanitizer and libFuzzer runtimes, lld and llvm's
+# llvm-symbolizer are for the sanitized build and the fuzzing in
+# scripts/test.sh). Run as root on Debian 12 (bookworm). Idempotent.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then echo "setup-debian.sh: run as root (apt-get needs it)" >&2; exit 2; fi
 export DEBIAN_FRONTEND=noninteractive
@@ -18,4 +18,4 @@ apt-get install -y --no-install-recommends \
   libfontconfig-dev fonts-dejavu-core \
   dataset-fashion-mnist freesasa \
   python3 python3-numpy python3-scipy \
-  clang libclang-rt-14-dev llvm
+  clang libclang-rt-14-dev llvm lld

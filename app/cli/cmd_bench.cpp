@@ -333,7 +333,9 @@ class BenchRun {
   Progress& progress_;
   nlohmann::json out_;
   double sgemm_tflops_ = 0;  // the reference rate of the GPU backend, measured in this run
-  int gpu0_ = 0;
+#ifdef MANIFOLD_HAVE_CUDA
+  int gpu0_ = 0;  // the device the GEMM rates are measured on
+#endif
   // (n, k, select) -> median per precision, for the speed-up of fast-exact.
   std::map<std::tuple<int64_t, int64_t, std::string>, std::map<std::string, double>> by_precision_;
   // (n, k) -> best median among strategies, for the --select all table.
