@@ -1,8 +1,11 @@
 #include "gpu_test_util.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
+#include <string>
 
 #include "manifold/error.h"
 #include "manifold/gpu/gpu_knn_backend.h"
@@ -37,6 +40,16 @@ Dataset fashion(int64_t n) {
   ReadOptions ro;
   ro.max_rows = n;
   return load_dataset(path, ro);
+}
+
+uint64_t fresh_seed(const char* test) {
+  uint64_t seed = 0;
+  if (const char* v = std::getenv("MANIFOLD_TEST_SEED")) seed = std::strtoull(v, nullptr, 10);
+  else
+    seed = (static_cast<uint64_t>(std::random_device{}()) << 20) ^ std::random_device{}();
+  std::printf("[ seed     ] %s: MANIFOLD_TEST_SEED=%llu\n", test, static_cast<unsigned long long>(seed));
+  ::testing::Test::RecordProperty("seed", std::to_string(seed));
+  return seed;
 }
 
 std::string gpu_usage_error(const Dataset& ds, const KnnParams& p) {

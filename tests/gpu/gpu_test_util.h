@@ -4,6 +4,7 @@
 // for one scope, and comparing two graphs honestly (rows that differ must be explained by float32 near-ties).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -30,6 +31,10 @@ manifold::Dataset fashion(int64_t n);
 
 /// Rows whose indices are identical in a and b.
 int64_t same_rows(const manifold::KnnGraph& a, const manifold::KnnGraph& b);
+
+/// A fresh seed per run, printed and recorded as the test's "seed" property,
+/// or $MANIFOLD_TEST_SEED to repeat a run.
+uint64_t fresh_seed(const char* test);
 
 /// What the GPU backend refuses `p` with: the UsageError's one line, "not a
 /// UsageError: ..." for any other exception, "no error" when it builds.

@@ -45,16 +45,6 @@ using namespace gpu_tests;
 
 namespace {
 
-uint64_t fresh_seed(const char* test) {
-  uint64_t seed = 0;
-  if (const char* v = std::getenv("MANIFOLD_TEST_SEED")) seed = std::strtoull(v, nullptr, 10);
-  else
-    seed = (static_cast<uint64_t>(std::random_device{}()) << 20) ^ std::random_device{}();
-  std::printf("[ seed     ] %s: MANIFOLD_TEST_SEED=%llu\n", test, static_cast<unsigned long long>(seed));
-  ::testing::Test::RecordProperty("seed", std::to_string(seed));
-  return seed;
-}
-
 // A device copy of a host vector, freed with the scope.
 template <class T>
 struct Device {

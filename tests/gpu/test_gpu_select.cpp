@@ -82,17 +82,6 @@ void for_each_strategy(F&& f) {
 
 std::string label(const std::string& s, const char* variant) { return variant ? s + "/" + variant : s; }
 
-// A fresh seed per run (printed and recorded), or MANIFOLD_TEST_SEED.
-uint64_t fresh_seed(const char* test) {
-  uint64_t seed = 0;
-  if (const char* v = std::getenv("MANIFOLD_TEST_SEED")) seed = std::strtoull(v, nullptr, 10);
-  else
-    seed = (static_cast<uint64_t>(std::random_device{}()) << 20) ^ std::random_device{}();
-  std::printf("[ seed     ] %s: MANIFOLD_TEST_SEED=%llu\n", test, static_cast<unsigned long long>(seed));
-  ::testing::Test::RecordProperty("seed", std::to_string(seed));
-  return seed;
-}
-
 // Random rows with clusters of near-duplicates: neighbours closer together
 // than float32 GEMM rounding, and exact ties after rounding to float.
 Dataset tricky(int64_t n, int64_t d, uint64_t seed) {
