@@ -11,6 +11,10 @@
 // cp.async (16 bytes a thread, no registers, no transposing stores), through
 // a 3-stage pipeline of 16-deep k-slabs (48 KB of shared memory, half the
 // barriers of the 4-stage pipeline of 8-deep slabs, which measured slower).
+// Each copy's source moves on by one slab from the last, so the main loop
+// computes no addresses from the slab index. A strip block also fetches its
+// rows' and columns' norms and bounds (2 KB) with the first slab, so the
+// epilogue waits on no global load (dynamic shared memory: 50 KB a block).
 // The default shape: 256 threads compute a 128 x 128 block as 8 warps of
 // 64 x 32, each thread 8 x 8 entries (16 warps per SM hide the shared-memory
 // and barrier latency). 8 x 16 entries per thread with 128 threads -- the
@@ -41,6 +45,10 @@ constexpr int BM = 128, BN = 128;
 __device__ __forceinline__ void cp_async16(float* smem, const float* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async4(float* smem, const float* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -205,41 +213,82 @@ __device__ __forceinline__ void seed_epilogue(const FusedTileArgs& f, const Cand
     atomicAdd(c.total, static_cast<unsigned long long>(rows) * (rows - (f.keep_self ? 0 : 1)));
 }
 
+/// A strip block's row and column norms and bounds, fetched into shared
+/// memory with the first operand slab (their global loads, issued in the
+/// epilogue, left every warp waiting on memory at the block's end). A bound
+/// read at the block's start rather than its end is at most a few merges
+/// older, so looser or equal: the filter passes the same entries or a few
+/// more, and the merge, which keeps each list's lowest entries of list and
+/// candidates, drops those.
+constexpr int kEdgeRowNorm = 0, kEdgeRowBound = 1, kEdgeColNorm = 2, kEdgeColBound = 3;
+
+/// Threads 0..127 fetch row i_base + t's norm and bound, threads 128..255
+/// column j_base + t - 128's; outside the tile (or, for bounds, the column
+/// role) a thread writes the value that never passes: norm 0, bound -inf.
+__device__ __forceinline__ void fetch_edges(const FusedTileArgs& f, int i_base, int j_base, int t, float (*edge)[BM]) {
+  const int e = t & (BM - 1);
+  if (t < BM) {
+    const int li = i_base + e;
+    if (li < f.rows) {
+      cp_async4(&edge[kEdgeRowNorm][e], f.row_norms + li);
+      cp_async4(&edge[kEdgeRowBound][e], f.thr + f.r0 + li);
+    } else {
+      edge[kEdgeRowNorm][e] = 0.f;
+      edge[kEdgeRowBound][e] = -INFINITY;
+    }
+  } else if (t < BM + BN) {
+    const int lj = j_base + e;
+    if (lj < f.cols) cp_async4(&edge[kEdgeColNorm][e], f.col_norms + lj);
+    else
+      edge[kEdgeColNorm][e] = 0.f;
+    if (lj < f.cols && lj >= f.col_role_from) cp_async4(&edge[kEdgeColBound][e], f.thr + f.c0 + lj);
+    else
+      edge[kEdgeColBound][e] = -INFINITY;
+  }
+}
+
 /// Strip tiles: each entry filtered against its row's and its column's
-/// bounds; the rare one that passes goes out through push_candidate.
+/// bounds (from fetch_edges); the rare one that passes goes out through
+/// push_candidate.
 template <int TN>
 __device__ __forceinline__ void filter_epilogue(const FusedTileArgs& f, const CandidatesView& c, int counter,
                                                 const float (&acc)[8][TN], int i_base, int j_base, int wm, int wn,
-                                                int lane) {
+                                                int lane, const float (*edge)[BM]) {
   const int row_at[2] = {wm, wm + 32};
   unsigned pushed = 0;
   float nj[TN], tc[TN];
 #pragma unroll
   for (int q = 0; q < TN; ++q) {
-    const int lj = j_base + wn + 16 * (q >> 2) + (q & 3);
-    const bool ok = lj < f.cols;
-    nj[q] = ok ? f.col_norms[lj] : 0.f;
-    // -inf outside the tile or the column role: never passes.
-    tc[q] = ok && lj >= f.col_role_from ? __ldg(f.thr + f.c0 + lj) : -INFINITY;
+    const int e = wn + 16 * (q >> 2) + (q & 3);
+    nj[q] = edge[kEdgeColNorm][e];
+    tc[q] = edge[kEdgeColBound][e];
   }
 #pragma unroll
   for (int r = 0; r < 8; ++r) {
-    const int li = i_base + row_at[r >> 2] + (r & 3);
-    const bool row_ok = li < f.rows;
-    const float ni = row_ok ? f.row_norms[li] : 0.f;
-    const float tr = row_ok ? __ldg(f.thr + f.r0 + li) : -INFINITY;
+    const int e = row_at[r >> 2] + (r & 3);
+    const float ni = edge[kEdgeRowNorm][e];
+    const float tr = edge[kEdgeRowBound][e];
 #pragma unroll
     for (int q = 0; q < TN; ++q) {
       const float dist = fmaf(-2.f, acc[r][q], ni + nj[q]);
       const bool pr = dist <= tr, pc = dist <= tc[q];
       if (pr || pc)
         push_candidate(c.dist, c.index, c.count, c.dirty, c.n_dirty + counter, c.T, c.W, f.r0, f.c0, f.rows, f.cols,
-                       f.keep_self, li, j_base + wn + 16 * (q >> 2) + (q & 3), dist, pr, pc, &pushed);
+                       f.keep_self, i_base + e, j_base + wn + 16 * (q >> 2) + (q & 3), dist, pr, pc, &pushed);
     }
   }
   for (int off = 16; off > 0; off >>= 1) pushed += __shfl_down_sync(kFullMask, pushed, off);
   if (lane == 0 && pushed) atomicAdd(c.total, static_cast<unsigned long long>(pushed));
 }
+
+/// A kernel shape's block size and dynamic shared memory: the A and B
+/// slabs, then (strips) the block's edges (fetch_edges).
+template <int TN, int BK, int kStages, bool Dense>
+struct FusedShape {
+  static constexpr int kThreads = 128 * 16 / TN;
+  static constexpr size_t kSlabFloats = static_cast<size_t>(kStages) * BK * BM;
+  static constexpr size_t kSharedBytes = (2 * kSlabFloats + (Dense ? 0 : 4 * BM)) * sizeof(float);
+};
 
 // TN: columns per thread (16: 128 threads, warps of 64 x 64; 8: 256 threads,
 // warps of 64 x 32); every thread has 8 rows. KU: k-steps unrolled.
@@ -247,14 +296,17 @@ __device__ __forceinline__ void filter_epilogue(const FusedTileArgs& f, const Ca
 // Dense: the seed kernel, a separate instantiation so the strip kernel's
 // code stays as small as it was (it is sensitive to the instruction cache:
 // the mirrored seed stores inside it made the strips slower).
-template <int TN, int KU, int BK = 8, int kStages = 4, bool Dense = false>
+template <int TN, int KU, int BK, int kStages, bool Dense>
 __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileArgs f, CandidatesView c, int counter) {
-  constexpr int kThreads = 128 * 16 / TN;
+  using Shape = FusedShape<TN, BK, kStages, Dense>;
+  constexpr int kThreads = Shape::kThreads;
   constexpr int kWarpsN = 128 / (TN * 4);
   constexpr int kCopies = 32 * BK / kThreads;  // 16-byte copies per thread per operand and slab
-  __shared__ __align__(16) float as[kStages][BK][BM];
+  extern __shared__ __align__(16) float smem[];
+  auto as = reinterpret_cast<float(*)[BK][BM]>(smem);
+  auto bs = reinterpret_cast<float(*)[BK][BN]>(smem + Shape::kSlabFloats);
+  auto edge = reinterpret_cast<float(*)[BM]>(smem + 2 * Shape::kSlabFloats);
   static_assert(!Dense || 32 * (BN + 1) <= kStages * BK * BM, "the seed epilogue stages 32 rows in the A slabs");
-  __shared__ __align__(16) float bs[kStages][BK][BN];
   const int t = threadIdx.x;
   // Seed tiles are symmetric: blocks below the diagonal have nothing to do
   // (their entries are mirrored by the blocks above it, in the epilogue).
@@ -266,18 +318,23 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
   // and blocks are multiples of 128 rows).
   // A batch of seed tiles (gridDim.z > 1): tile z is block z against itself.
   const int64_t zoff = static_cast<int64_t>(blockIdx.z) * f.block_stride;
-  const float* a = f.at + zoff + i_base;
-  const float* b = f.bt + zoff + static_cast<int64_t>(j_base / f.ldt) * f.block_stride + (j_base % f.ldt);
   const int64_t ldt = f.ldt;
   const int cr = t >> 5, cc = (t & 31) * 4;
-  auto load = [&](int stage, int kt) {
-    const int64_t k0 = static_cast<int64_t>(kt) * BK;
+  // This thread's copies: slab rows cr + (kThreads / 32) h, floats cc..cc+3;
+  // each load moves the source on by one slab (BK feature rows), so the
+  // loop computes no addresses from the slab index.
+  const float* ga = f.at + zoff + i_base + cr * ldt + cc;
+  const float* gb = f.bt + zoff + static_cast<int64_t>(j_base / f.ldt) * f.block_stride + (j_base % f.ldt) + cr * ldt +
+                    cc;
+  auto load = [&](int stage) {
 #pragma unroll
     for (int h = 0; h < kCopies; ++h) {
       const int r = cr + (kThreads / 32) * h;  // slab row (k), h-th copy
-      cp_async16(&as[stage][r][cc], a + (k0 + r) * ldt + cc);
-      cp_async16(&bs[stage][r][cc], b + (k0 + r) * ldt + cc);
+      cp_async16(&as[stage][r][cc], ga + (kThreads / 32) * h * ldt);
+      cp_async16(&bs[stage][r][cc], gb + (kThreads / 32) * h * ldt);
     }
+    ga += BK * ldt;
+    gb += BK * ldt;
   };
 
   // In a warp, 8 x 4 threads of 8 x TN entries: rows ty*4 + {0..3} and
@@ -294,19 +351,21 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
 #pragma unroll
     for (int q = 0; q < TN; ++q) acc[r][q] = 0.f;
 
-  const int nk = f.dpad / BK;  // dpad: a multiple of 16
+  // The edges join the first slab's copy group (waited for with it).
+  if constexpr (!Dense) fetch_edges(f, i_base, j_base, t, edge);
+  const int nk = f.dpad / BK;  // dpad: a multiple of 16 (fused_dpad)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < nk) load(s, s);
+    if (s < nk) load(s);
     cp_async_commit();
   }
+  int st = 0, next = kStages - 1;  // the slab computed, the stage the next load fills
 #pragma unroll 1
   for (int kt = 0; kt < nk; ++kt) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // slab kt is in shared memory; stage (kt - 1) % kStages is free
-    if (kt + kStages - 1 < nk) load((kt + kStages - 1) % kStages, kt + kStages - 1);
+    if (kt + kStages - 1 < nk) load(next);
     cp_async_commit();
-    const int st = kt % kStages;
 #pragma unroll KU
     for (int k = 0; k < BK; ++k) {
       const float4 a0 = *reinterpret_cast<const float4*>(&as[st][k][wm]);
@@ -323,11 +382,32 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
 #pragma unroll
         for (int q = 0; q < TN; ++q) acc[r][q] = fmaf(av[r], bv[q], acc[r][q]);
     }
+    st = st + 1 == kStages ? 0 : st + 1;
+    next = next + 1 == kStages ? 0 : next + 1;
   }
   cp_async_wait<0>();
   if constexpr (Dense) seed_epilogue<TN>(f, c, acc, i_base, j_base, wm, wn, t, lane, &as[0][0][0]);
   else
-    filter_epilogue<TN>(f, c, counter, acc, i_base, j_base, wm, wn, lane);
+    filter_epilogue<TN>(f, c, counter, acc, i_base, j_base, wm, wn, lane, edge);
+}
+
+template <int TN, int KU, int BK, int kStages, bool Dense>
+void launch_shape(dim3 grid, const FusedTileArgs& f, CandidatesView c, int counter, cudaStream_t s, const char* what) {
+  using Shape = FusedShape<TN, BK, kStages, Dense>;
+  auto kernel = fused_tile_kernel<TN, KU, BK, kStages, Dense>;
+  // The shared memory limit is the kernel's own attribute, per device: raised
+  // once per device and host thread for each instantiation.
+  static thread_local uint64_t configured = 0;  // bit d: device d done
+  int dev = 0;
+  cuda_check(cudaGetDevice(&dev), "finding the current GPU");
+  if (dev >= 64 || !(configured >> dev & 1)) {
+    cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(Shape::kSharedBytes)),
+               "raising the fused kernel's shared memory limit");
+    if (dev < 64) configured |= uint64_t{1} << dev;
+  }
+  kernel<<<grid, Shape::kThreads, Shape::kSharedBytes, s>>>(f, c, counter);
+  launch_check(what);
 }
 
 // out[c * ld + i] = rows[i * d + c] for i < count, c < d (32 x 32 tiles
@@ -358,12 +438,10 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
   // 8 x 8 entries a thread, 256 threads, 16-deep slabs x 3 stages: the shape
   // measured fastest of those tried (bench/gpu/RESULTS.md); seed tiles too.
   if (f.dense) {
-    fused_tile_kernel<8, 8, 16, 3, true><<<grid, 256, 0, s>>>(f, c, counter);
-    launch_check("fused seed kernel");
+    launch_shape<8, 8, 16, 3, true>(grid, f, c, counter, s, "fused seed kernel");
     return;
   }
-  fused_tile_kernel<8, 8, 16, 3><<<grid, 256, 0, s>>>(f, c, counter);
-  launch_check("fused tile kernel");
+  launch_shape<8, 8, 16, 3, false>(grid, f, c, counter, s, "fused tile kernel");
 }
 
 void launch_transpose_block(const float* rows, int count, int64_t d, float* out, int ld, cudaStream_t s) {
