@@ -2,7 +2,8 @@
 """Reads the tile timeline of a `manifold bench` JSON made with
 MANIFOLD_GPU_TIMELINE=1 (bench/gpu/timeline_run.sh) and prints where the
 loop's time went: the seed phase (uploads, seed kernels, seed merges), the
-strips, and how long 0, 1 or 2 tile kernels and 0 or 1 merges ran at once.
+strips, how long 0, 1 or 2 tile kernels and 0 or 1 merges ran at once, and
+where the kernels stopped (gaps with none running, the longest kernel).
     python3 bench/gpu/timeline.py FILE.json [FILE.json.xz ...]"""
 import json
 import lzma
@@ -30,6 +31,30 @@ def overlap_states(tiles):
         k += dk
         m += dm
     return acc
+
+
+def print_stalls(strips):
+    """Where the strips' kernels stopped: the gaps with no tile kernel running
+    (a host call that holds the device, such as a pinned allocation, shows as
+    one long gap and one long kernel), the longest kernel against the median,
+    and how many kernels started the moment tile t - 4's merge ended (the
+    candidate set they wait for)."""
+    runs = sorted((t["gemm_start"], t["gemm_end"], t["t"]) for t in strips)
+    gaps, end = [], runs[0][1]
+    for start, stop, t in runs[1:]:
+        if start > end:
+            gaps.append((start - end, t, end))
+        end = max(end, stop)
+    gaps.sort(reverse=True)
+    line = f"  no tile kernel running: {sum(g for g, _, _ in gaps):.2f} ms in {len(gaps)} gaps"
+    if gaps:
+        line += f", the longest {gaps[0][0]:.2f} ms before tile {gaps[0][1]} (from {gaps[0][2]:.2f} ms)"
+    print(line)
+    times = sorted((t["gemm_end"] - t["gemm_start"], t["t"]) for t in strips)
+    print(f"  strip kernels: median {times[len(times) // 2][0]:.3f} ms, longest {times[-1][0]:.3f} ms (tile {times[-1][1]})")
+    by_t = {t["t"]: t for t in strips}
+    gated = sum(1 for t in strips if t["t"] - 4 in by_t and abs(t["gemm_start"] - by_t[t["t"] - 4]["sel_end"]) < 0.02)
+    print(f"  kernels started as tile t - 4's merge ended: {gated} of {len(strips)}")
 
 
 def main(paths):
@@ -62,6 +87,7 @@ def main(paths):
                 acc = overlap_states(strips)
                 print("  (kernels, merges) running at once, ms: " +
                       ", ".join(f"{k}: {v:.2f}" for k, v in sorted(acc.items()) if v > 0.005))
+                print_stalls(strips)
 
 
 if __name__ == "__main__":
