@@ -61,6 +61,15 @@ TilePlan plan_tiles(const PlanRequest& r) {
     for (int W : {16384, 32768})
       if (static_cast<uint64_t>(r.n) >= 16 * static_cast<uint64_t>(W)) shapes.insert(shapes.begin(), {2048, W});
   }
+  // cuBLAS + filter (d > 256, and fast-exact's TF32): each tile's filter and
+  // merge share the GPU with the next tile's GEMM, and their cost per tile
+  // falls with fewer, wider tiles (the filter reads a tile beyond L2 at the
+  // HBM rate). As wide as 32768 columns where the first strip still has 12
+  // tiles: at (200k, 4096) the loop was fastest at 16384-32768, at
+  // (100k, 1024) at 8192 (bench/gpu/RESULTS.md).
+  if (!r.fused)
+    for (int W : {8192, 16384, 32768})
+      if (static_cast<uint64_t>(r.n) >= 12 * static_cast<uint64_t>(W)) shapes.insert(shapes.begin(), {2048, W});
   int oT = 0, oW = 0;
   if (!r.tile_override.empty() && std::sscanf(r.tile_override.c_str(), "%dx%d", &oT, &oW) == 2 && oT >= 128 &&
       oT % 128 == 0 && oW >= oT && oW % oT == 0)

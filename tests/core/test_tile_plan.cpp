@@ -1,10 +1,10 @@
 // The tile plan (gpu/tile_plan.cpp), a CUDA-free host function: no device
 // and no nvcc needed, so these run in CI (tests/CMakeLists.txt compiles the
-// plan in where the GPU library is not built). The fused kernel's tile width
-// follows N (wider tiles where the strips are long; bench/gpu/RESULTS.md),
-// every plan stays within its budget, a tight budget falls back to
-// narrower tiles, then to streaming, and streamed tiles span windows of
-// column blocks.
+// plan in where the GPU library is not built). The tile width follows N, for
+// the fused kernel and cuBLAS alike (wider tiles where the strips are long;
+// bench/gpu/RESULTS.md), every plan stays within its budget, a tight budget
+// falls back to narrower tiles, then to streaming, and streamed tiles span
+// windows of column blocks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,10 +37,21 @@ TEST(TilePlan, FusedTilesWidenWithN) {
     EXPECT_EQ(p.W, c.W) << "N = " << c.n;
     EXPECT_LE(std::max(p.bytes, p.final_bytes), p.budget);
   }
-  // The cuBLAS path keeps 2048 x 4096 (two tile buffers of its own).
-  const TilePlan cublas = plan_tiles(request(1000000, 128, false, 64 * kGiB));
-  EXPECT_EQ(cublas.T, 2048);
-  EXPECT_EQ(cublas.W, 4096);
+  // The cuBLAS path widens too, with 12 tiles in the first strip: 2048 x 4096
+  // up to N = 98303, then 8192, 16384 and 32768 columns.
+  for (Case c : {Case{98303, 4096}, Case{98304, 8192}, Case{196607, 8192}, Case{196608, 16384}, Case{393215, 16384},
+                 Case{393216, 32768}, Case{1000000, 32768}}) {
+    const TilePlan p = plan_tiles(request(c.n, 1024, false, 64 * kGiB));
+    EXPECT_TRUE(p.resident) << c.n;
+    EXPECT_EQ(p.T, 2048) << c.n;
+    EXPECT_EQ(p.W, c.W) << "cuBLAS, N = " << c.n;
+    EXPECT_LE(std::max(p.bytes, p.final_bytes), p.budget);
+  }
+  // A budget just under the widest cuBLAS plan's need takes the next width.
+  const TilePlan widest = plan_tiles(request(1000000, 1024, false, 64 * kGiB));
+  const TilePlan next = plan_tiles(request(1000000, 1024, false, std::max(widest.bytes, widest.final_bytes) - 1));
+  EXPECT_TRUE(next.resident);
+  EXPECT_EQ(next.W, 16384);
   // Small N: one tile covers the rows.
   const TilePlan small = plan_tiles(request(1000, 128, true, 64 * kGiB));
   EXPECT_EQ(small.T, 1024);

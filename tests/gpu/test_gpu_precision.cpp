@@ -131,6 +131,30 @@ TEST(PrecisionEdges, HugeClusterGoesToTheExactScan) {
   EXPECT_EQ(first_difference(e, f), "");
 }
 
+// Tiles narrower than the plan's width: every strip of 128 x 1024 tiles on
+// 5000 rows ends in a tile of fewer columns than W (the last one 8), as the
+// wide cuBLAS tiles of the plan do at full size (2048 x 8192 to 32768). Every
+// pair once, the same graph as the CPU's for both precisions, and as many
+// tiles as the plan counted.
+TEST(PrecisionEdges, NarrowLastTilesOfEachStripEqualTheReference) {
+  REQUIRE_GPU();
+  Dataset ds = near_duplicates(5000, 40, 31, 25, 40, 1e-6f);
+  for (const char* precision : {"exact", "fast-exact"}) {
+    WithSettings tiles([](gpu::Settings& s) {
+      s.tile = "128x1024";
+      s.gemm = gpu::GemmPath::Cublas;
+    });
+    KnnParams p = with(10, Metric::Euclidean, precision);
+    p.devices = {0};
+    KnnGraph g = build("gpu", ds, p);
+    EXPECT_EQ(g.extra["tile_rows"].get<int>(), 128) << precision;
+    EXPECT_EQ(g.extra["tile_cols"].get<int>(), 1024) << precision;
+    EXPECT_TRUE(g.extra["resident"].get<bool>()) << precision;
+    EXPECT_EQ(g.extra["per_device"][0]["tiles"].get<int64_t>(), g.extra["tiles"].get<int64_t>()) << precision;
+    EXPECT_EQ(first_difference(g, exact_reference(ds, 10, Metric::Euclidean, false)), "") << precision;
+  }
+}
+
 TEST(PrecisionEdges, StreamedFastExactEqualsInMemoryExact) {
   REQUIRE_GPU();
   // Streamed rows are certified on the host: same rules, same graph.
