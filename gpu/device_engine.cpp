@@ -1,6 +1,7 @@
 #include "device_engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 
@@ -19,6 +20,33 @@ DeviceContext& context_on(int device) {
 }
 
 }  // namespace
+
+PriorBoundPlan prior_bound_plan(const TilePlan& plan) {
+  const Settings& set = settings();
+  PriorBoundPlan pp;
+  const int64_t n = plan.n;
+  const int cap = plan.k;
+  // A list that holds every other point needs no bound.
+  if (set.prior_sample == 0 || n < 2 || cap >= n - 1) return pp;
+  if (set.prior_sample < 0 && cap <= kWarpMergeMaxK) return pp;
+  // The sample's dot products and its rows fit a candidate set (2 T W
+  // floats); its distances a block's shared memory (8192: 32 KB).
+  constexpr int64_t kMaxSample = 8192;
+  const int64_t room = 2 * static_cast<int64_t>(plan.T) * plan.W;
+  int64_t m = set.prior_sample > 0 ? set.prior_sample : n / 4;
+  m = std::min({m, kMaxSample, n, room / std::max<int64_t>(1, plan.d)});
+  if (m < 64) return pp;
+  // Points at or below a row's capacity-th distance, the row included: each
+  // sample column is one with probability p.
+  const double p = std::min(1.0, static_cast<double>(cap + 1) / static_cast<double>(n));
+  const double mean = static_cast<double>(m) * p, sd = std::sqrt(static_cast<double>(m) * p * (1 - p));
+  int64_t rank = set.prior_rank > 0 ? set.prior_rank : static_cast<int64_t>(std::ceil(mean + 4 * sd)) + 1;
+  // Near the median the seed's bound is about as good: not worth the GEMM.
+  if (set.prior_sample < 0 && set.prior_rank <= 0 && rank > m / 2) return pp;
+  pp.sample = static_cast<int>(m);
+  pp.rank = static_cast<int>(std::min(rank, m));
+  return pp;
+}
 
 double DeviceEngine::host_ms() const {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_t0_).count();
@@ -510,6 +538,34 @@ void DeviceEngine::seed_tiles(uint64_t t, int64_t b0, int64_t blocks, const Stre
   }
 }
 
+void DeviceEngine::prior_bounds(const PriorBoundPlan& pp) {
+  const int64_t n = plan_.n, d = plan_.d, nb = plan_.blocks();
+  const int m = pp.sample;
+  const Stream& g = ctx_.gemm;
+  upload_resident(0, nb);
+  for (int64_t b = 0; b < nb; ++b) ensure_block(b, 0);
+  prior_start_.record(g);
+  // Scratch: the sample's rows and norms in candidate set 1, the dot
+  // products in set 0 (the seeds' kernels wait for the bounds below).
+  float* sample = cand_dist_[1].data();
+  float* sample_norms = reinterpret_cast<float*>(cand_index_[1].data());
+  float* dots = cand_dist_[0].data();
+  launch_gather_sample(rows_.data(), norms_.data(), n, d, m, sample, sample_norms, g);
+  const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(cand_dist_[0].size()) / m);
+  for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+    const int count = static_cast<int>(std::min(chunk, n - r0));
+    dot_products(sample, m, rows_.data() + r0 * d, count, dots, m, g);
+    PriorBoundArgs a;
+    a.dots = dots, a.m = m, a.count = count, a.r0 = r0;
+    a.row_norms = norms_.data(), a.sample_norms = sample_norms, a.rank = pp.rank, a.thr = thr_.data();
+    launch_prior_bound(a, g);
+  }
+  prior_end_.record(g);
+  ctx_.gemm2.wait(prior_end_);
+  ctx_.select.wait(prior_end_);
+  stats_.prior_sample = m, stats_.prior_rank = pp.rank;
+}
+
 void DeviceEngine::complete(uint64_t t, Progress& progress, const std::atomic<bool>& stop) {
   DeviceContext::TileEvents& ev = ctx_.ring[t % DeviceContext::kRing];
   ev.sel_end.synchronize("computing a distance tile");
@@ -556,6 +612,12 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   // column window), one launch and one merge each: one block at a time, the
   // seeds waited on each block's upload and ran on a fraction of the GPU
   // (bench/gpu/RESULTS.md).
+  // Large k, every row here and every strip this device's: each row's
+  // bound from a sample of columns before the seeds (prior_bound_plan).
+  stats_.prior_sample = stats_.prior_rank = 0;
+  stats_.prior_ms = 0;
+  if (plan_.resident && !selection_ && static_cast<int64_t>(owned.size()) == nb)
+    if (const PriorBoundPlan pp = prior_bound_plan(plan_); pp.sample > 0) prior_bounds(pp);
   const int64_t batch = seed_batch(plan_);
   int w = 0;  // streaming: the window the next blocks go to
   for (int64_t b0 = 0; b0 < nb; b0 += batch) {
@@ -638,6 +700,7 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   ctx_.loop_end.synchronize("finishing the tiles");
   stats_.loop_ms = ctx_.loop_end.since(ctx_.loop_start);
   stats_.seed_ms = seeds_end.since(ctx_.loop_start);
+  if (stats_.prior_sample > 0) stats_.prior_ms = prior_end_.since(prior_start_);
   for (size_t u = 0; u < upload_done_.size(); ++u) stats_.upload_times[u].done = upload_done_[u].since(ctx_.loop_start);
   unsigned long long total = 0;
   cuda_check(cudaMemcpy(&total, cand_total_.data(), sizeof total, cudaMemcpyDeviceToHost), "reading statistics");

@@ -37,6 +37,9 @@ struct EngineStats {
   double select_ms = 0;     ///< summed filter + merge time of the tiles (CUDA events; fused: merge only)
   double loop_ms = 0;       ///< first copy to last merge (CUDA events)
   double seed_ms = 0;       ///< first copy to the last seed tile's merge (CUDA events)
+  double prior_ms = 0;      ///< the prior bound: its sample's GEMM and rank selection (CUDA events)
+  int prior_sample = 0;     ///< columns the prior bound sampled (0: none)
+  int prior_rank = 0;       ///< the rank taken among them
   double gemm_flop = 0;     ///< 2 rows cols d over all tiles computed
   uint64_t candidates = 0;  ///< entries that passed a bound
   uint64_t h2d_bytes = 0;   ///< rows copied to the device
@@ -75,6 +78,29 @@ class TileSelection {
   virtual void select(const TileView& view, const ListsView& lists, const float* thr, cudaStream_t s,
                       const Event& dots_read) = 0;
 };
+
+/// The prior bound of large-k lists: before the seeds, each row's squared
+/// distances to `sample` columns spread evenly over the rows, and the
+/// `rank`-th smallest of them (an actual distance, so at least `rank` points
+/// lie at or below it) as the row's bound. Without it a row's bound is +inf
+/// until its list is full, and a diagonal seed tile of a few thousand
+/// columns fills a list of thousands only halfway, so most of the loop
+/// passes ~5 capacities of candidates a row; with it about one. The rank is
+/// chosen so that the capacity-th distance lies below the bound with high
+/// probability (binomial: the mean plus four standard deviations). It only
+/// filters: the certificate takes the smaller of the final bound and a full
+/// list's last entry as the lower bound of every point a list lacks
+/// (impl/certify.cu), and a row whose list ends short goes to the rescan.
+struct PriorBoundPlan {
+  int sample = 0;  ///< 0: no prior bound
+  int rank = 0;
+};
+/// The rule: lists past the warp merge's size (large k), at least 64 sample
+/// columns (at most 8192, a quarter of the rows) and a rank below half of
+/// them; Settings::prior_sample / prior_rank override. Only where one device
+/// holds every row and runs every strip (run() checks), with the engine's
+/// own filter and merge.
+PriorBoundPlan prior_bound_plan(const TilePlan& plan);
 
 class DeviceEngine {
  public:
@@ -183,6 +209,9 @@ class DeviceEngine {
   void complete(uint64_t t, Progress& progress, const std::atomic<bool>& stop);
   void ensure_block(int64_t b, int stream = 0);  ///< resident plans
   void seed_tiles(uint64_t t, int64_t b0, int64_t blocks, const Streamed* where = nullptr);
+  /// Every block uploaded and each row's prior bound in thr (resident rows;
+  /// the candidate sets, unused before the seeds, hold its scratch).
+  void prior_bounds(const PriorBoundPlan& pp);
   int gemm_stream(uint64_t t) const;  ///< 0 or 1: ctx_.gemm or ctx_.gemm2
   /// Candidate set of tile t (sets in turn), its rows `row_stride` apart.
   CandidatesView candidate_set(uint64_t t, int row_stride);
@@ -245,6 +274,8 @@ class DeviceEngine {
   std::vector<EngineStats::TileTimes> issued_;  // by tile number, filled in by complete()
   std::vector<Event> upload_done_;
   double host_ms() const;
+
+  Event prior_start_, prior_end_;  ///< the prior bound's span on the GEMM stream
 
   EngineStats stats_;
 };

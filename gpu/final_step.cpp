@@ -462,7 +462,10 @@ class Finisher {
 
  private:
   /// Step 1: a row with fewer than k candidates at a finite distance (NaN
-  /// or infinite data) is refused, naming the first.
+  /// or infinite data) is refused, naming the first -- unless its bound is
+  /// finite: a prior bound (device_engine.h) keeps out every point above
+  /// it, so its list may end short on any data; the certificate fails such
+  /// a row and the rescan or the exact scan ranks it.
   void refuse_short_rows() {
     DeviceBuffer<int> bad(2, "allocating a counter");
     const int init[2] = {0, INT_MAX};
@@ -471,11 +474,34 @@ class Finisher {
     int out[2] = {0, 0};
     cuda_check(cudaMemcpyAsync(out, bad.data(), sizeof out, cudaMemcpyDeviceToHost, s_), "checking the lists");
     cuda_check(cudaStreamSynchronize(s_), "checking the lists");
+    if (out[0] > 0) recount_short_rows_without_bound(out);
     const Dataset& data = *in_.data;
     if (out[0] > 0)
       throw Error(data.source + (data.source.empty() ? "" : ": ") + "row " + std::to_string(out[1]) +
                   " has fewer than k=" + std::to_string(g_.k) + " neighbours at a finite distance (" +
                   std::to_string(out[0]) + " such rows; the data hold NaN or infinite values?)");
+  }
+
+  /// Of the short rows, those whose bound is still +inf: out[0] their
+  /// count, out[1] the first (rare: read on the host).
+  void recount_short_rows_without_bound(int out[2]) {
+    const ListsView& l = in_.lists;
+    const size_t n = static_cast<size_t>(l.n);
+    std::vector<int> fill(n);
+    std::vector<float> thr(n), kth(n);
+    const char* what = "checking the lists";
+    cuda_check(cudaMemcpyAsync(fill.data(), l.fill, n * sizeof(int), cudaMemcpyDeviceToHost, s_), what);
+    cuda_check(cudaMemcpyAsync(thr.data(), l.thr, n * sizeof(float), cudaMemcpyDeviceToHost, s_), what);
+    cuda_check(cudaMemcpy2DAsync(kth.data(), sizeof(float), l.dist + (g_.k - 1),
+                                 static_cast<size_t>(l.k) * sizeof(float), sizeof(float), n, cudaMemcpyDeviceToHost,
+                                 s_),
+               what);
+    cuda_check(cudaStreamSynchronize(s_), what);
+    out[0] = 0, out[1] = INT_MAX;
+    for (size_t g = 0; g < n; ++g)
+      if ((fill[g] < g_.k || !(kth[g] < INFINITY)) && !(thr[g] < INFINITY)) {
+        if (out[0]++ == 0) out[1] = static_cast<int>(g);
+      }
   }
 
   /// The result's host pages are faulted in on another thread meanwhile

@@ -141,6 +141,8 @@ struct EngineBuildStats {
                           {"seed_s", s.seed_ms / 1e3},
                           {"gemm_s", s.gemm_ms / 1e3},
                           {"h2d_bytes", s.h2d_bytes}});
+    if (s.prior_sample > 0)
+      per_device.back()["prior_bound"] = {{"sample", s.prior_sample}, {"rank", s.prior_rank}, {"s", s.prior_ms / 1e3}};
     if (!s.tile_times.empty()) per_device.back()["timeline"] = timeline(s);
   }
 

@@ -46,6 +46,12 @@ struct Settings {
   bool final_beside_loop = true;   ///< false: one GPU's final step waits for the whole loop
   bool certify_by_warp = true;     ///< false: the block certification kernel for every list size
   QuickChoice quick = QuickChoice::Auto;
+  /// Large-k lists' prior bound (device_engine.h): columns sampled, -1 the
+  /// rule of prior_bound_plan(), 0 none; and the rank taken among them, -1
+  /// the rule (a small rank makes the bound too tight: short lists, which the
+  /// rescan and the exact scan must rank).
+  int prior_sample = -1;
+  int prior_rank = -1;
   bool spmm_cusparse = false;  ///< true: cuSPARSE's SpMM (CSR_ALG2) for every block width
 };
 

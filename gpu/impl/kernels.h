@@ -131,7 +131,7 @@ struct CertifyArgs {
   const float* rows = nullptr;  ///< all n prepared rows (resident)
   int64_t d = 0;
   const float* norms = nullptr;  ///< all n stored squared norms
-  ListsView lists;               ///< capacity lists.k >= k
+  ListsView lists;               ///< capacity lists.k >= k; thr: each row's final bound (null: +inf)
   int k = 0;
   bool euclidean = true;
   bool complete = false;  ///< every other point is in every list (capacity = N-1, or N with self)
@@ -178,6 +178,28 @@ void launch_rescan_select(const float* rows, int64_t d, const int* fb, int count
 /// = key_of(s64), +inf for the row itself unless keep_self.
 void launch_fallback_keys(const float* rows, int64_t n, int64_t d, const int* fb, int count, bool euclidean,
                           bool keep_self, float* keys, cudaStream_t s);
+
+/// The prior bound of large-k lists (device_engine.h): m sample rows spread
+/// evenly over [0, n) (and their norms) into out_rows (m x d) and out_norms.
+void launch_gather_sample(const float* rows, const float* norms, int64_t n, int64_t d, int m, float* out_rows,
+                          float* out_norms, cudaStream_t s);
+/// Rows [r0, r0 + count): each one's squared distances to the m sample rows
+/// (|x|^2 + |y|^2 - 2 x.y from `dots`, column-major m x count, leading
+/// dimension m), and thr[row] lowered to a sample distance with at least
+/// `rank` of them at or below it (left as it is where fewer than `rank` are
+/// finite).
+struct PriorBoundArgs {
+  const float* dots = nullptr;
+  int m = 0, count = 0;
+  int64_t r0 = 0;
+  const float* row_norms = nullptr;     ///< all n rows
+  const float* sample_norms = nullptr;  ///< m
+  int rank = 1;
+  float* thr = nullptr;
+};
+void launch_prior_bound(const PriorBoundArgs& a, cudaStream_t s);
+/// Shared memory of launch_prior_bound for m sample columns.
+size_t prior_bound_shared_bytes(int m);
 
 /// Deterministic pseudo-random values in [-1, 1) (never all zero), for the SGEMM rate.
 void launch_fill_random(float* x, int64_t count, uint64_t seed, cudaStream_t s);

@@ -337,6 +337,10 @@ __device__ void block_merge(const ListsView& l, const Source& src, const Item& x
     copy_list(ld, li, f, sd, si);
     __syncthreads();
     const bool full = f == k;
+    // The row's bound (a prior bound keeps it below +inf before the list is
+    // full): seed entries, written without it, and entries filtered before
+    // it tightened are dropped above it, as the filter would have.
+    const float bound = l.thr[x.row];
     const float last_d = full ? sd[k - 1] : INFINITY;
     const int last_i = full ? si[k - 1] : INT_MAX;
     // Kept candidates are appended a warp at a time, in any order: the sort
@@ -349,7 +353,7 @@ __device__ void block_merge(const ListsView& l, const Source& src, const Item& x
       bool keep = false;
       if (b < len) {
         cdist = x.dist[from + b], cindex = x.index[from + b];
-        keep = !full || key_less(cdist, cindex, last_d, last_i);
+        keep = cdist <= bound && (!full || key_less(cdist, cindex, last_d, last_i));
       }
       const unsigned mask = __ballot_sync(kFullMask, keep);
       int base = 0;

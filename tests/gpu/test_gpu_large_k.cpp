@@ -90,9 +90,8 @@ std::string where(const std::string& what, const KnnParams& p) {
   return what + " " + to_string(p.select) + " " + to_string(p.precision) + " k=" + std::to_string(p.k);
 }
 
-// Builds on the GPU and compares with the CPU graph entry for entry.
-void expect_same_as_cpu(const Dataset& ds, const KnnParams& p, const KnnGraph& cpu, const std::string& what) {
-  const KnnGraph g = build("gpu", ds, p);
+// The GPU graph g of p against the CPU's, entry for entry.
+void check_same_as_cpu(const KnnGraph& g, const KnnParams& p, const KnnGraph& cpu, const std::string& what) {
   ASSERT_EQ(g.indices.size(), cpu.indices.size()) << where(what, p);
   EXPECT_EQ(first_difference(g, cpu), "") << where(what, p);
   ASSERT_TRUE(g.extra.contains("list_capacity")) << where(what, p);
@@ -102,6 +101,20 @@ void expect_same_as_cpu(const Dataset& ds, const KnnParams& p, const KnnGraph& c
               static_cast<long long>(g.extra.value("rescanned_rows", int64_t{0})),
               static_cast<long long>(g.extra.value("fallback_rows", int64_t{0})));
   EXPECT_LT(g.extra["error_bound_max_use"].get<double>(), 1.0) << where(what, p);
+}
+
+// Builds on the GPU and compares with the CPU graph entry for entry.
+KnnGraph expect_same_as_cpu(const Dataset& ds, const KnnParams& p, const KnnGraph& cpu, const std::string& what) {
+  KnnGraph g = build("gpu", ds, p);
+  check_same_as_cpu(g, p, cpu, what);
+  return g;
+}
+
+// The prior bound's rank in g's build (gpu/device_engine.h), 0 without one.
+int prior_rank_of(const KnnGraph& g) {
+  if (!g.extra.contains("per_device")) return 0;  // a paper strategy's build
+  const nlohmann::json& dev = g.extra["per_device"][0];
+  return dev.contains("prior_bound") ? dev["prior_bound"]["rank"].get<int>() : 0;
 }
 
 }  // namespace
@@ -262,6 +275,13 @@ TEST(GpuLargeK, MatchesCpuByteForByte) {
   }
   for (Select s : {Select::Auto, Select::Merge})
     expect_same_as_cpu(ds, with(s, k, Precision::FastExact), cpu, "near-duplicates");
+  {
+    // The prior bound at the largest k (the rule takes none where the
+    // capacity is most of the rows): a sample forced, its rank by the rule.
+    WithSettings prior([](gpu::Settings& s) { s.prior_sample = 4096; });
+    const KnnGraph g = expect_same_as_cpu(ds, with(Select::Merge, k), cpu, "near-duplicates, prior bound");
+    EXPECT_GT(prior_rank_of(g), 0);
+  }
   const std::string e = gpu_usage_error(ds, with(Select::Bitonic, k));
   EXPECT_NE(e.find("--select bitonic"), std::string::npos) << e;
   EXPECT_NE(e.find("shared memory"), std::string::npos) << e;
@@ -331,13 +351,15 @@ TEST(FastExactSlack, GrowsWithTheSquareOfTheBoundsWindow) {
 TEST(GpuLargeK, BlockMergeMatchesHostMerge) {
   REQUIRE_GPU();
   std::mt19937_64 rng(fresh_seed("BlockMergeMatchesHostMerge"));
-  constexpr int k = 1100, T = 1500, W = 1500, kSlots = 8;
+  constexpr int k = 1100, T = 1500, W = 1500, kSlots = 10;
   constexpr int64_t n = T + W;  // row slots: rows 0..T-1 (r0 = 0); column slots: rows T.. (c0 = T)
   struct Case {
     int fill, count;
+    int bound = -1;  // a prior bound's level (device_engine.h): the list short of k, the candidates above it dropped
   };
-  const Case cases[kSlots] = {{0, 1300}, {500, 700}, {k, 1200}, {k, 3}, {k, 40}, {10, 5}, {k, 1}, {k, 257}};
-  const int slots[kSlots] = {0, 3, 7, T + 0, T + 2, T + 5, 11, T + 9};
+  const Case cases[kSlots] = {{0, 1300}, {500, 700}, {k, 1200}, {k, 3},          {k, 40},
+                              {10, 5},   {k, 1},     {k, 257},  {200, 600, 200}, {0, 1300, 120}};
+  const int slots[kSlots] = {0, 3, 7, T + 0, T + 2, T + 5, 11, T + 9, 13, T + 12};
   for (int max_candidates : {256, 1500}) {
     SCOPED_TRACE("max_candidates " + std::to_string(max_candidates));
     std::vector<float> ldist(static_cast<size_t>(n) * k, std::numeric_limits<float>::quiet_NaN());
@@ -356,7 +378,9 @@ TEST(GpuLargeK, BlockMergeMatchesHostMerge) {
       std::vector<int> ids(50000);
       std::iota(ids.begin(), ids.end(), 0);
       std::shuffle(ids.begin(), ids.end(), rng);
-      std::uniform_int_distribution<int> level(0, 400);  // many equal distances: the index decides
+      // Many equal distances: the index decides. Under a bound, the list's
+      // entries passed it.
+      std::uniform_int_distribution<int> level(0, cases[s].bound >= 0 ? cases[s].bound : 400);
       std::vector<std::pair<float, int>> list(cases[s].fill), cand(cases[s].count);
       int next = 0;
       for (auto& e : list) e = {0.25f * static_cast<float>(level(rng)), ids[next++]};
@@ -374,11 +398,14 @@ TEST(GpuLargeK, BlockMergeMatchesHostMerge) {
       }
       fill[row] = cases[s].fill;
       if (cases[s].fill == k) thr[row] = list[k - 1].first;
+      const float bound = 0.25f * static_cast<float>(cases[s].bound);
+      if (cases[s].bound >= 0) thr[row] = bound;
       for (int e = 0; e < cases[s].count; ++e) cdist[base + e] = cand[e].first, cindex[base + e] = cand[e].second;
       count[slot] = cases[s].count;
       dirty[s] = slot;
       want[s] = list;
-      want[s].insert(want[s].end(), cand.begin(), cand.end());
+      for (const auto& e : cand)
+        if (cases[s].bound < 0 || e.first <= bound) want[s].push_back(e);
       std::sort(want[s].begin(), want[s].end(), less);
       if (want[s].size() > static_cast<size_t>(k)) want[s].resize(k);
     }
@@ -406,10 +433,133 @@ TEST(GpuLargeK, BlockMergeMatchesHostMerge) {
       }
       if (nf < k) {
         EXPECT_TRUE(std::isnan(got_d[static_cast<size_t>(row) * k + nf])) << "entries past the fill are left alone";
-        EXPECT_TRUE(std::isinf(got_thr[row])) << "a list short of k has no bound";
+        if (cases[s].bound >= 0)
+          EXPECT_EQ(got_thr[row], 0.25f * static_cast<float>(cases[s].bound)) << "a list short of k keeps its bound";
+        else
+          EXPECT_TRUE(std::isinf(got_thr[row])) << "a list short of k has no bound";
       } else {
         EXPECT_EQ(got_thr[row], want[s][k - 1].first) << "the bound is the k-th distance";
       }
+    }
+  }
+}
+
+// The prior bound of large-k lists (gpu/device_engine.h: each row's bound,
+// before the seeds, from its distances to a sample of columns; the engine's
+// filter and merge, `--select merge`) against the CPU backend, byte for byte: random rows with clusters of
+// near-duplicates (a fresh seed per run), both dot-product kernels (fused, cuBLAS), both metrics, k from just past the
+// warp merge to 2047, and d = 300 on cuBLAS by default. The build must have taken the bound (graph.json's per_device
+// prior_bound).
+TEST(GpuLargeKPrior, MatchesCpuOnNearDuplicates) {
+  REQUIRE_GPU();
+  const uint64_t seed = fresh_seed("GpuLargeKPrior.MatchesCpuOnNearDuplicates");
+  const Dataset ds = near_duplicates(12000, 32, seed, 60, 12, 1e-6f);
+  for (int k : {300, 1024, 2047}) {
+    for (Metric m : {Metric::Euclidean, Metric::Cosine}) {
+      if (m == Metric::Cosine && k != 1024) continue;
+      KnnParams p = with(Select::Merge, k);
+      p.metric = m;
+      const KnnGraph cpu = build("cpu", ds, p);
+      for (gpu::GemmPath path : {gpu::GemmPath::Fused, gpu::GemmPath::Cublas}) {
+        WithSettings kernel([path](gpu::Settings& s) { s.gemm = path; });
+        const std::string what = std::string("near-duplicates, ") + (m == Metric::Cosine ? "cosine, " : "") +
+                                 (path == gpu::GemmPath::Fused ? "fused" : "cuBLAS");
+        const KnnGraph g = expect_same_as_cpu(ds, p, cpu, what);
+        EXPECT_GT(prior_rank_of(g), 0) << where(what, p);
+      }
+    }
+  }
+  const Dataset wide = near_duplicates(8000, 300, seed + 1, 40, 10, 1e-5f);
+  const KnnGraph cpu = build("cpu", wide, params(1024));
+  const KnnGraph g = expect_same_as_cpu(wide, with(Select::Merge, 1024), cpu, "near-duplicates, d = 300");
+  EXPECT_GT(prior_rank_of(g), 0);
+}
+
+// A prior bound too tight (Settings::prior_rank forces a small rank) leaves
+// lists short of their capacity, some short of k: such rows are not refused
+// as NaN rows are, but judged by their bound -- certified where it still
+// proves the list holds the k nearest, else rescanned (6000 rows: every
+// point survives a +inf k-th bound and fits the rescan) or, past the
+// rescan's room (10000 rows), ranked by the exact scan. Same graph as the
+// CPU backend's either way.
+TEST(GpuLargeKPrior, TooTightBoundGoesToTheRescan) {
+  REQUIRE_GPU();
+  const uint64_t seed = fresh_seed("GpuLargeKPrior.TooTightBoundGoesToTheRescan");
+  {
+    const Dataset ds = near_duplicates(6000, 16, seed, 30, 20, 1e-6f);
+    const int k = 600;
+    const KnnGraph cpu = build("cpu", ds, params(k));
+    // Rank 1: the bound is the least sample distance (lists nearly empty);
+    // 160 of the 1500 sampled: about k + 40 points below it, so lists end
+    // between k and the capacity (675) or just short of k.
+    for (int rank : {1, 160}) {
+      WithSettings tight([rank](gpu::Settings& s) { s.prior_rank = rank; });
+      for (bool beside : {true, false}) {
+        // The final step beside the loop (certifying each strip's rows as
+        // they become final) and after it.
+        WithSettings where([beside](gpu::Settings& s) { s.final_beside_loop = beside; });
+        const std::string what = "prior rank " + std::to_string(rank) + (beside ? "" : ", final step after the loop");
+        const KnnGraph g = expect_same_as_cpu(ds, with(Select::Merge, k), cpu, what);
+        EXPECT_EQ(prior_rank_of(g), rank) << what;
+        EXPECT_GT(g.extra["uncertified_rows"].get<int64_t>(), 0) << what;
+        if (rank == 1) {
+          EXPECT_GT(g.extra["rescanned_rows"].get<int64_t>(), 0) << what;
+        }
+      }
+    }
+  }
+  const Dataset ds = near_duplicates(10000, 16, seed + 1, 30, 20, 1e-6f);
+  const KnnGraph cpu = build("cpu", ds, params(1024));
+  WithSettings tight([](gpu::Settings& s) { s.prior_rank = 1; });
+  const KnnGraph g = expect_same_as_cpu(ds, with(Select::Merge, 1024), cpu, "prior rank 1, 10000 rows");
+  EXPECT_GT(g.extra["fallback_rows"].get<int64_t>(), 0);
+}
+
+// Rows with NaN still refuse the build with the prior bound on: a NaN row's
+// sample distances are all +inf, so it gets no bound, and its list of +inf
+// seed entries is the short list of step 1.
+TEST(GpuLargeKPrior, NanRowIsStillRefused) {
+  REQUIRE_GPU();
+  const Dataset clean = random_dataset(6000, 16, 11);
+  std::vector<float> v(clean.data(), clean.data() + clean.rows() * clean.cols());
+  v[1234 * 16 + 3] = std::numeric_limits<float>::quiet_NaN();
+  const Dataset ds(6000, 16, std::move(v));
+  try {
+    const KnnGraph g = build("gpu", ds, with(Select::Merge, 600));
+    ADD_FAILURE() << "built a graph of data with NaN";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 1234 has fewer than k=600"), std::string::npos) << e.what();
+  }
+}
+
+// Fashion-MNIST (10000 images, d = 784: cuBLAS) at k = 1024 and 2047 with
+// the prior bound, against the CPU backend.
+TEST(GpuLargeKPrior, FashionMnist) {
+  REQUIRE_GPU();
+  const Dataset ds = fashion(10000);
+  if (ds.rows() == 0) GTEST_SKIP() << "Fashion-MNIST not found";
+  for (int k : {1024, 2047}) {
+    const KnnGraph cpu = build("cpu", ds, params(k));
+    const KnnGraph g = expect_same_as_cpu(ds, with(Select::Merge, k), cpu, "Fashion-MNIST");
+    EXPECT_GT(prior_rank_of(g), 0);
+  }
+}
+
+// A small build with the prior bound, for compute-sanitizer (memcheck and
+// racecheck of the sample gather, the bound's rank selection, the merge
+// that drops seed entries above it and the certificate that reads it):
+// the bound by the rule and one forced too tight, both kernels.
+TEST(GpuLargeKPrior, TinyMatchesCpu) {
+  REQUIRE_GPU();
+  const Dataset ds = near_duplicates(1500, 8, fresh_seed("GpuLargeKPrior.TinyMatchesCpu"), 10, 8, 1e-6f);
+  const int k = 300;
+  const KnnGraph cpu = build("cpu", ds, params(k));
+  for (int rank : {-1, 1}) {
+    for (gpu::GemmPath path : {gpu::GemmPath::Fused, gpu::GemmPath::Cublas}) {
+      WithSettings s([rank, path](gpu::Settings& x) { x.prior_rank = rank, x.gemm = path; });
+      const std::string what = "rank " + std::to_string(rank) + (path == gpu::GemmPath::Fused ? ", fused" : ", cuBLAS");
+      const KnnGraph g = expect_same_as_cpu(ds, with(Select::Merge, k), cpu, what);
+      EXPECT_GT(prior_rank_of(g), 0) << what;
     }
   }
 }
