@@ -1,8 +1,10 @@
-// The table behind `--select auto`, measured on one NVIDIA H200 (d = 256,
-// random normal data, one GPU for every strategy; bench/gpu/select/RESULTS.md):
-// five runs kept in bench/gpu/select/auto_table_inputs/ (1M: a grid run of
-// every strategy and an auto run; 100k: one run, and a large-k grid with the
-// papers' strategies through the engine's tile loop; 10k: one run). Per cell, the
+// The table behind `--select auto`, measured on one NVIDIA H200 and, for
+// the large-k grid with the engine's prior bound, one H100 (d = 256, random
+// normal data, one GPU for every strategy; bench/gpu/select/RESULTS.md): six
+// runs kept in bench/gpu/select/auto_table_inputs/ (1M: a grid run of every
+// strategy and an auto run; 100k: one run, a large-k grid with the papers'
+// strategies through the engine's tile loop and one with the prior bound;
+// 10k: one run). Per cell, the
 // strategy whose worst median total over those runs, relative to that run's
 // best, is smallest (make_table.py writes
 // the rows between the markers). Since the result's pages are faulted in as
@@ -39,7 +41,7 @@ constexpr int kKs[] = {1, 16, 128, 1024, 4096};
 const char* const kBest[3][5] = {
     // BEGIN kBest
     {"warp", "warp", "warp", "sort", "quick"},  // N = 10000
-    {"warp", "warp", "warp", "warp", "quick"},  // N = 100000
+    {"warp", "warp", "warp", "warp", "warp"},   // N = 100000
     {"warp", "warp", "warp", "warp", "merge"},  // N = 1000000
                                                 // END kBest
 };
