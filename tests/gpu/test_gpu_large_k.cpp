@@ -34,6 +34,7 @@
 #include "manifold/error.h"
 #include "manifold/exact/certify.h"
 #include "manifold/exact/error_bound.h"
+#include "manifold/gpu/gpu_knn_backend.h"
 #include "manifold/knn.h"
 #include "select/paper_strategies.h"
 #include "select/select_kernels.h"
@@ -561,5 +562,24 @@ TEST(GpuLargeKPrior, TinyMatchesCpu) {
       const KnnGraph g = expect_same_as_cpu(ds, with(Select::Merge, k), cpu, what);
       EXPECT_GT(prior_rank_of(g), 0) << what;
     }
+  }
+}
+
+// Two GPUs at large k: the prior bound is off (each device runs only its
+// strips), and the lists merged across devices go through the block merge,
+// which drops entries above the receiving row's bound -- the same graph as
+// the CPU backend's, with the final step's bound taken from the merged
+// lists.
+TEST(GpuLargeKPrior, TwoDevicesAtLargeK) {
+  REQUIRE_GPU();
+  if (gpu::device_count() < 2) GTEST_SKIP() << "fewer than 2 CUDA devices: multi-GPU test skipped";
+  const Dataset ds = near_duplicates(12000, 32, fresh_seed("GpuLargeKPrior.TwoDevicesAtLargeK"), 60, 12, 1e-6f);
+  for (int k : {300, 1024}) {
+    const KnnGraph cpu = build("cpu", ds, params(k));
+    KnnParams p = with(Select::Merge, k);
+    p.devices = {0, 1};
+    const KnnGraph g = expect_same_as_cpu(ds, p, cpu, "two devices");
+    EXPECT_EQ(g.extra["devices"].size(), 2u);
+    EXPECT_EQ(prior_rank_of(g), 0) << "no prior bound with two devices";
   }
 }
