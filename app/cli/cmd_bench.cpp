@@ -483,8 +483,8 @@ std::map<CaseKey, Samples> BenchRun::run_interleaved(KnnBackend& backend, const 
         const auto t0 = std::chrono::steady_clock::now();
         KnnGraph g = backend.build(view, p, progress_);
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::vector<int64_t>().swap(g.indices);
-        std::vector<float>().swap(g.distances);
+        decltype(g.indices)().swap(g.indices);
+        decltype(g.distances)().swap(g.distances);
         if (round >= o_.warmup) {
           sm.totals.push_back(wall);
           for (auto& [st, t] : g.timings) sm.stages[st].push_back(t);

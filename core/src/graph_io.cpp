@@ -67,8 +67,9 @@ KnnGraph read_graph(const std::string& dir) {
   // The two arrays are read at the same time; an error in indices.npy is
   // the one reported first (the future's destructor waits for the other read).
   std::vector<int64_t> ishape, dshape;
-  auto distances = std::async(std::launch::async, [&] { return npy::read<float>(dpath, &dshape); });
-  g.indices = npy::read<int64_t>(ipath, &ishape);
+  auto distances = std::async(std::launch::async,
+                              [&] { return npy::read<float, DefaultInitAllocator<float>>(dpath, &dshape); });
+  g.indices = npy::read<int64_t, DefaultInitAllocator<int64_t>>(ipath, &ishape);
   g.distances = distances.get();
   if (ishape.size() != 2) throw Error(ipath + ": expected a 2-D array");
   if (dshape != ishape) throw Error(dpath + ": shape does not match indices.npy");

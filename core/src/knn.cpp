@@ -21,7 +21,10 @@ namespace {
 /// Asks for huge pages and faults in the whole pages inside [p, p + bytes)
 /// on a few threads, before anything is written there. A hint: where the
 /// kernel refuses (older than 5.14, not Linux), the first writes fault as
-/// before.
+/// before. The threads are this call's own, not the loop pool: the GPU
+/// backend calls this beside its first uploads, whose staging copy takes
+/// the pool, and a copy that found the pool busy would start threads whose
+/// stacks wait on the address-space lock each populate call holds.
 void populate_pages(void* p, size_t bytes) {
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
   constexpr uintptr_t kPage = 4096, kHuge = uintptr_t{2} << 20;
@@ -31,13 +34,16 @@ void populate_pages(void* p, size_t bytes) {
   madvise(reinterpret_cast<void*>(a), e - a, MADV_HUGEPAGE);
   const int threads = std::min(4, hardware_threads());
   const uintptr_t chunk = ((e - a) / threads + kHuge - 1) & ~(kHuge - 1);
-  parallel_for(
-      0, threads, threads,
-      [&](int64_t t) {
+  std::vector<std::thread> workers;
+  for (int t = 1; t < threads; ++t) {
     const uintptr_t b = a + static_cast<uintptr_t>(t) * chunk;
-    if (b < e) madvise(reinterpret_cast<void*>(b), std::min(e, b + chunk) - b, MADV_POPULATE_WRITE);
-      },
-      1);
+    if (b < e)
+      workers.emplace_back([b, e, chunk] {
+        madvise(reinterpret_cast<void*>(b), std::min(e, b + chunk) - b, MADV_POPULATE_WRITE);
+      });
+  }
+  madvise(reinterpret_cast<void*>(a), std::min(e, a + chunk) - a, MADV_POPULATE_WRITE);
+  for (auto& w : workers) w.join();
 #else
   (void)p, (void)bytes;
 #endif

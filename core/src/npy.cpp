@@ -7,6 +7,7 @@
 
 #include "manifold/error.h"
 #include "manifold/printable.h"
+#include "manifold/result_vector.h"
 #include "manifold/output.h"
 
 namespace manifold::npy {
@@ -298,8 +299,8 @@ bool convert_from(char kind, size_t size, const char* src, int64_t n, T* dst) {
 
 }  // namespace
 
-template <class T>
-std::vector<T> read(const std::string& path, std::vector<int64_t>* shape) {
+template <class T, class Alloc>
+std::vector<T, Alloc> read(const std::string& path, std::vector<int64_t>* shape) {
   Header h = read_header(path);
   if (h.fortran_order && h.shape.size() > 1) fail(path, "Fortran-order arrays are not supported");
   const char kind = h.descr[1];
@@ -308,7 +309,7 @@ std::vector<T> read(const std::string& path, std::vector<int64_t>* shape) {
   std::ifstream in(path, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(h.data_offset));
   const int64_t n = h.count();
-  std::vector<T> out(static_cast<size_t>(n));
+  std::vector<T, Alloc> out(static_cast<size_t>(n));
   if (h.descr.compare(1, std::string::npos, descr_of<T>(), 1) == 0) {
     // The file's type is T: one read straight into the result.
     in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size() * sizeof(T)));
@@ -332,6 +333,8 @@ template std::vector<float> read<float>(const std::string&, std::vector<int64_t>
 template std::vector<double> read<double>(const std::string&, std::vector<int64_t>*);
 template std::vector<int64_t> read<int64_t>(const std::string&, std::vector<int64_t>*);
 template std::vector<int32_t> read<int32_t>(const std::string&, std::vector<int64_t>*);
+template ResultVector<float> read<float, DefaultInitAllocator<float>>(const std::string&, std::vector<int64_t>*);
+template ResultVector<int64_t> read<int64_t, DefaultInitAllocator<int64_t>>(const std::string&, std::vector<int64_t>*);
 
 void write(const std::string& p, const float* d, const std::vector<int64_t>& s) { write_impl(p, d, s); }
 void write(const std::string& p, const double* d, const std::vector<int64_t>& s) { write_impl(p, d, s); }

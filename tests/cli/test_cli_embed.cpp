@@ -182,7 +182,7 @@ TEST(CliEmbed, BadInputGivesOneLineAndNoOutput) {
     EXPECT_FALSE(fs::exists(t / "bad/embedding.npy"));
   };
   fs::copy(g, t / "bad");
-  std::vector<int64_t> idx = graph.indices;
+  std::vector<int64_t> idx(graph.indices.begin(), graph.indices.end());
   idx[77] = 9999;
   npy::write(t / "bad/indices.npy", idx.data(), {graph.n, graph.k});
   bad_case("indices.npy");

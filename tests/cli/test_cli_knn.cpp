@@ -49,7 +49,7 @@ TEST(CliKnn, WritesTheGraphItPromises) {
   EXPECT_EQ(g.metric, Metric::Cosine);
   EXPECT_EQ(g.backend, "cpu");
   EXPECT_EQ(g.fingerprint, ds.fingerprint());
-  EXPECT_EQ(g.indices, idx);
+  EXPECT_EQ(std::vector<int64_t>(g.indices.begin(), g.indices.end()), idx);
   Reference ref = brute_force(ds, 7, Metric::Cosine, false);
   EXPECT_EQ(check_graph(g, ds, ref), "");
   // No temporaries left beside the results.

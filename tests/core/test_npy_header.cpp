@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "manifold/error.h"
 #include "manifold/npy.h"
+#include "manifold/result_vector.h"
 #include "test_support.h"
 
 using namespace manifold;
@@ -64,6 +66,31 @@ TEST(NpyHeader, WhatNumpyWritesIsRead) {
   const float x[3] = {1.5f, -2.f, 7.f};
   npy::write(t / "e.npy", x, {3});
   EXPECT_EQ(npy::read<float>(t / "e.npy"), (std::vector<float>{1.5f, -2.f, 7.f}));
+}
+
+// A graph's result vectors (manifold/result_vector.h) leave new elements
+// unset when sized, but every other way of filling them keeps its values:
+// reading a file straight into them (graph_io), converting from another
+// dtype, and growing with a value.
+TEST(NpyHeader, ResultVectorsReadAndGrowWithTheirValues) {
+  TempDir t;
+  const int64_t idx[4] = {3, -1, int64_t{1} << 40, 0};
+  npy::write(t / "i.npy", idx, {2, 2});
+  std::vector<int64_t> shape;
+  const ResultVector<int64_t> r = npy::read<int64_t, DefaultInitAllocator<int64_t>>(t / "i.npy", &shape);
+  EXPECT_EQ(shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(std::vector<int64_t>(r.begin(), r.end()), (std::vector<int64_t>(idx, idx + 4)));
+  const int32_t small[3] = {7, -8, 9};
+  npy::write(t / "s.npy", small, {3});
+  const ResultVector<float> f = npy::read<float, DefaultInitAllocator<float>>(t / "s.npy");
+  EXPECT_EQ(std::vector<float>(f.begin(), f.end()), (std::vector<float>{7.f, -8.f, 9.f}));
+  ResultVector<int64_t> g(3, 5);
+  g.resize(5, 6);
+  g.push_back(7);
+  EXPECT_EQ(std::vector<int64_t>(g.begin(), g.end()), (std::vector<int64_t>{5, 5, 5, 6, 6, 7}));
+  g.resize(2);
+  EXPECT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[1], 5);
 }
 
 TEST(NpyHeader, LongFieldsFailWithOneLineNotACrash) {

@@ -67,8 +67,10 @@ RunResult run_manifold(const std::string& args, const std::string& env_prefix) {
 
 GraphArrays read_arrays(const std::string& dir) {
   GraphArrays g;
-  g.indices = manifold::npy::read<int64_t>(dir + "/indices.npy", &g.index_shape);
-  g.distances = manifold::npy::read<float>(dir + "/distances.npy", &g.distance_shape);
+  g.indices = manifold::npy::read<int64_t, manifold::DefaultInitAllocator<int64_t>>(dir + "/indices.npy",
+                                                                                    &g.index_shape);
+  g.distances = manifold::npy::read<float, manifold::DefaultInitAllocator<float>>(dir + "/distances.npy",
+                                                                                  &g.distance_shape);
   return g;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "manifold/dataset.h"
+#include "manifold/result_vector.h"
 
 namespace mpi_testing {
 
@@ -26,10 +27,12 @@ RunResult run_mpi(int np, const std::string& args, const std::string& env_prefix
 /// Runs `manifold args` without mpirun.
 RunResult run_manifold(const std::string& args, const std::string& env_prefix = "");
 
-/// indices.npy and distances.npy of a graph directory, as written.
+/// indices.npy and distances.npy of a graph directory, as written (the
+/// vector types of KnnGraph's, so the two compare directly).
 struct GraphArrays {
-  std::vector<int64_t> indices, index_shape;
-  std::vector<float> distances;
+  manifold::ResultVector<int64_t> indices;
+  std::vector<int64_t> index_shape;
+  manifold::ResultVector<float> distances;
   std::vector<int64_t> distance_shape;
 };
 GraphArrays read_arrays(const std::string& dir);

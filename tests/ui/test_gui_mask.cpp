@@ -49,8 +49,8 @@ class TestGuiMask : public QObject {
     return true;
   }
 
-  std::vector<int64_t> cli_graph(const QString& folder) {
-    return npy::read<int64_t>(path(folder + "/indices.npy").toStdString());
+  ResultVector<int64_t> cli_graph(const QString& folder) {
+    return npy::read<int64_t, DefaultInitAllocator<int64_t>>(path(folder + "/indices.npy").toStdString());
   }
 
   /// Opens `file` (a dataset or a session) in `w`, runs the CPU backend at
@@ -99,7 +99,7 @@ class TestGuiMask : public QObject {
     const auto outcome = w.outcome();
     QVERIFY(outcome && outcome->graph);
     QCOMPARE(outcome->graph->d, int64_t(kValid));
-    const std::vector<int64_t> masked = cli_graph("cli-masked");
+    const ResultVector<int64_t> masked = cli_graph("cli-masked");
     QCOMPARE(outcome->graph->indices, masked);
     // The mask decides: without it the hot pixels pick other neighbours.
     QVERIFY(cli_graph("cli-unmasked") != masked);

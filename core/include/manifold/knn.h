@@ -12,6 +12,7 @@
 
 #include "manifold/dataset.h"
 #include "manifold/progress.h"
+#include "manifold/result_vector.h"
 
 namespace manifold {
 
@@ -67,11 +68,11 @@ struct KnnGraph {
   int k = 0;      ///< neighbours per point
   Metric metric = Metric::Euclidean;
   bool keep_self = false;
-  std::vector<int64_t> indices;  ///< n*k, row-major; each row ascending by (distance, index)
-  std::vector<float> distances;  ///< n*k true distances (Euclidean, 1-cos, 1-r)
-  std::string backend;           ///< "cpu", "gpu", "mpi"
-  std::string strategy;          ///< selection strategy that ran
-  std::string fingerprint;       ///< Dataset::fingerprint() of the input
+  ResultVector<int64_t> indices;  ///< n*k, row-major; each row ascending by (distance, index)
+  ResultVector<float> distances;  ///< n*k true distances (Euclidean, 1-cos, 1-r)
+  std::string backend;            ///< "cpu", "gpu", "mpi"
+  std::string strategy;           ///< selection strategy that ran
+  std::string fingerprint;        ///< Dataset::fingerprint() of the input
   Timings timings;
   nlohmann::json extra = nlohmann::json::object();  ///< backend-specific facts (devices, TFLOP/s, ranks...)
   /// False on the MPI ranks other than 0: they hold no result and must not

@@ -1,6 +1,7 @@
 #pragma once
 // NumPy .npy files (format 1.0/2.0/3.0, little-endian, C order).
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,10 @@ struct Header {
 Header read_header(const std::string& path);
 
 /// Reads a whole array converted to T (float, double, int64_t, int32_t).
-template <class T>
-std::vector<T> read(const std::string& path, std::vector<int64_t>* shape = nullptr);
+/// Alloc: std::allocator, or DefaultInitAllocator (manifold/result_vector.h)
+/// for float and int64_t, to read straight into a graph's result vectors.
+template <class T, class Alloc = std::allocator<T>>
+std::vector<T, Alloc> read(const std::string& path, std::vector<int64_t>* shape = nullptr);
 
 /// Writes `count(shape)` values. The file appears atomically (temp + rename).
 void write(const std::string& path, const float* data, const std::vector<int64_t>& shape);
