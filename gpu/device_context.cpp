@@ -60,4 +60,9 @@ unsigned char* DeviceContext::staging(int i) {
   return staging_[i].data();
 }
 
+unsigned char* DeviceContext::finish_staging(int i) {
+  if (!finish_staging_[i].data()) finish_staging_[i] = PinnedBuffer<unsigned char>(kStagingBytes);
+  return finish_staging_[i].data();
+}
+
 }  // namespace manifold::gpu

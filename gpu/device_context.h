@@ -43,6 +43,11 @@ class DeviceContext {
   static constexpr size_t kStagingBytes = size_t{32} << 20;
   /// Pinned staging buffer i (kStagingBytes), allocated on first use.
   unsigned char* staging(int i);
+  /// The early final step's two pinned buffers (kStagingBytes each): the
+  /// result's way home beside the loop. Allocated on first use and kept:
+  /// allocating pinned memory stalls the GPU, and a build that did it
+  /// mid-loop lost a strip's worth of time on every call.
+  unsigned char* finish_staging(int i);
   Event staging_free[kStaging];
   bool staging_used[kStaging] = {false, false, false};
 
@@ -57,6 +62,7 @@ class DeviceContext {
   explicit DeviceContext(int device);
   DeviceBuffer<unsigned char> workspace_;
   PinnedBuffer<unsigned char> staging_[kStaging];
+  PinnedBuffer<unsigned char> finish_staging_[2];
 };
 
 }  // namespace manifold::gpu

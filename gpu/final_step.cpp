@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "device_context.h"
 #include "manifold/error.h"
 #include "manifold/exact/certify.h"
 #include "manifold/exact/error_bound.h"
@@ -286,7 +287,8 @@ struct StreamedOutput {
   float max_use = 0.f;
 };
 
-EarlyFinish::EarlyFinish(const FinishRequest& in, KnnGraph& g, cudaStream_t stream) : in_(in), g_(g), stream_(stream) {
+EarlyFinish::EarlyFinish(const FinishRequest& in, KnnGraph& g, DeviceContext& ctx)
+    : in_(in), g_(g), stream_(ctx.finish), staging_{ctx.finish_staging(0), ctx.finish_staging(1)} {
   DeviceScope scope(in_.device);
   if (in_.device_rows) out_ = std::make_unique<ResidentOutput>(in_, g_);
   else
@@ -355,15 +357,13 @@ void EarlyFinish::resident_range(int64_t done, int64_t rows, bool& host_ready) {
   out_->certify(done, rows, stream_);
   e1.record(stream_);
   if (!host_ready) {
-    // Pageable copies run at a fraction of the link's rate: the result
-    // comes home through pinned buffers of the worker's own (the device's
-    // staging buffers may still carry the loop's uploads).
-    for (auto& b : staging_) b = PinnedBuffer<unsigned char>(kStagingBytes);
     if (in_.wait_host_result) in_.wait_host_result();
     host_ready = true;
   }
-  unsigned char* const staging[2] = {staging_[0].data(), staging_[1].data()};
-  out_->copy_rows_home_staged(done, rows, g_, stream_, staging, kStagingBytes,
+  // Pageable copies run at a fraction of the link's rate: the result comes
+  // home through pinned buffers of the worker's own (the device's upload
+  // staging buffers may still carry the loop's uploads).
+  out_->copy_rows_home_staged(done, rows, g_, stream_, staging_, DeviceContext::kStagingBytes,
                               std::min(8, hardware_threads(in_.params->threads)));
   e2.record(stream_);
   e2.synchronize("copying the result from the GPU");
@@ -374,14 +374,12 @@ void EarlyFinish::resident_range(int64_t done, int64_t rows, bool& host_ready) {
 void EarlyFinish::streamed_range(int64_t done, int64_t rows, bool& host_ready) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!host_ready) {
-    for (auto& b : staging_) b = PinnedBuffer<unsigned char>(kStagingBytes);
     streamed_->prepare(stream_);
     if (in_.wait_host_result) in_.wait_host_result();
     host_ready = true;
   }
-  unsigned char* const staging[2] = {staging_[0].data(), staging_[1].data()};
   const int threads = hardware_threads(in_.params->threads);
-  streamed_->download(done, rows, stream_, staging, kStagingBytes, std::min(8, threads));
+  streamed_->download(done, rows, stream_, staging_, DeviceContext::kStagingBytes, std::min(8, threads));
   const auto t1 = std::chrono::steady_clock::now();
   streamed_->certify(done, rows, g_, exact::make_error_model(g_.d, in_.tensor), std::max(1, threads - 4));
   download_ms_ += std::chrono::duration<double, std::milli>(t1 - t0).count();

@@ -36,6 +36,8 @@
 
 namespace manifold::gpu {
 
+class DeviceContext;
+
 /// Candidates kept per row beyond k: the room the certificate needs between
 /// the k-th upper bound and the last list entry (manifold/exact/error_bound.h). The
 /// TF32 bound is ~10x wider than float32's, so fast-exact keeps more, and
@@ -108,7 +110,9 @@ class Finisher;         // certify_and_finish's phases (final_step.cpp)
 /// range.
 class EarlyFinish {
  public:
-  EarlyFinish(const FinishRequest& in, KnnGraph& g, cudaStream_t stream);
+  /// Runs on ctx's finish stream, with ctx's finish staging buffers (taken
+  /// here, before the loop); ctx is in.device's context.
+  EarlyFinish(const FinishRequest& in, KnnGraph& g, DeviceContext& ctx);
   ~EarlyFinish();
   EarlyFinish(const EarlyFinish&) = delete;
   EarlyFinish& operator=(const EarlyFinish&) = delete;
@@ -138,8 +142,7 @@ class EarlyFinish {
   cudaEvent_t reported_event_{};  ///< completes when they are (guarded by m_)
   bool stop_ = false;
   std::exception_ptr error_;
-  static constexpr size_t kStagingBytes = size_t{32} << 20;
-  PinnedBuffer<unsigned char> staging_[2];   ///< worker: the result's way home
+  unsigned char* staging_[2];                ///< worker: the result's way home (the context's)
   double certify_ms_ = 0, download_ms_ = 0;  ///< worker: CUDA-event sums (streamed: host clock)
   int ranges_ = 0;                           ///< worker: ranges certified
   std::thread worker_;

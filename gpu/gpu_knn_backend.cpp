@@ -329,7 +329,7 @@ class EngineBuild {
     if (engines_.size() == 1 && (!plan.resident || plan.bytes + plan.final_bytes <= plan.budget) &&
         settings().final_beside_loop) {
       fin_.device_rows = main.resident_rows();
-      early_ = std::make_unique<EarlyFinish>(fin_, g_, DeviceContext::get(main.device()).finish);
+      early_ = std::make_unique<EarlyFinish>(fin_, g_, DeviceContext::get(main.device()));
       rows_final_ = [this](int64_t r, cudaStream_t after) {
         start_fingerprint();
         early_->rows_final(r, after);

@@ -419,7 +419,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   std::unique_ptr<EarlyFinish> early;
   if (plan.bytes + plan.final_bytes <= plan.budget && settings().final_beside_loop) {
     fin.device_rows = engine.resident_rows();
-    early = std::make_unique<EarlyFinish>(fin, g, ctx.finish);
+    early = std::make_unique<EarlyFinish>(fin, g, ctx);
   }
   int64_t ordered = 0;  // rows [0, ordered) are in the final step's order
   auto rows_final = [&](int64_t r, cudaStream_t after) {

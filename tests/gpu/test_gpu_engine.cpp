@@ -408,7 +408,7 @@ TEST(GpuEngine, StreamedFinalStepBesideTheLoop) {
   fin.data = &ds, fin.params = &p, fin.rows = &rows, fin.lists = engine->lists(), fin.norms = engine->norms();
   fin.stream = engine->stream(), fin.device = 0;
   {
-    gpu::EarlyFinish early(fin, g, gpu::DeviceContext::get(0).finish);
+    gpu::EarlyFinish early(fin, g, gpu::DeviceContext::get(0));
     std::vector<int64_t> strips(static_cast<size_t>(plan.blocks()));
     for (size_t i = 0; i < strips.size(); ++i) strips[i] = static_cast<int64_t>(i);
     Progress quiet;
