@@ -40,7 +40,11 @@ for c in $cases; do
     python3 "$here/torch_baseline.py" time "$data" "$k" "$torch_reps" > "$out/torch_${tag}.json"
   fi
   if [ -n "$faiss" ] && [ ! -e "$out/faiss_${tag}.json" ]; then
-    $faiss "$data" "$k" "$faiss_reps" > "$out/faiss_${tag}.json"
+    # FAISS aborts on what it refuses (k > 2048): keep its last line as the error.
+    if ! $faiss "$data" "$k" "$faiss_reps" > "$out/faiss_${tag}.json" 2> "$tmp/faiss.err"; then
+      python3 -c 'import json, sys; print(json.dumps({"peer": "faiss_bfknn", "error": sys.argv[1]}))' \
+        "$(tail -n 1 "$tmp/faiss.err" | cut -c1-200)" > "$out/faiss_${tag}.json"
+    fi
   fi
 done
 [ -n "$data" ] && rm -f "$data"
