@@ -54,8 +54,9 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 /// Tile height T (rows of a block) and width W (columns per tile): 2048 x
 /// 4096 (32 MB of float32, within the L2 cache; the engine's own cuBLAS
-/// tiles widen with N, tile_plan.cpp), smaller for small N. Settings::select_tile = "TxW" overrides (tests use it to
-/// run many tiles on small data).
+/// tiles widen with N, tile_plan.cpp), smaller for small N.
+/// Settings::select_tile = "TxW" overrides (tests use it to run many tiles
+/// on small data).
 std::pair<int, int> tile_shape(int64_t n) {
   int T = static_cast<int>(std::min<int64_t>(2048, n));
   int W = static_cast<int>(std::min<int64_t>(4096, n));
