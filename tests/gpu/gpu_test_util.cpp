@@ -52,17 +52,6 @@ uint64_t fresh_seed(const char* test) {
   return seed;
 }
 
-std::string gpu_usage_error(const Dataset& ds, const KnnParams& p) {
-  try {
-    build("gpu", ds, p);
-  } catch (const UsageError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("not a UsageError: ") + e.what();
-  }
-  return "no error";
-}
-
 int64_t same_rows(const KnnGraph& a, const KnnGraph& b) {
   if (a.n != b.n || a.k != b.k) return -1;
   int64_t same = 0;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "manifold/dataset.h"
+#include "manifold/error.h"
 #include "manifold/knn.h"
 #include "settings.h"
 #include "test_support.h"
@@ -36,9 +37,24 @@ int64_t same_rows(const manifold::KnnGraph& a, const manifold::KnnGraph& b);
 /// or $MANIFOLD_TEST_SEED to repeat a run.
 uint64_t fresh_seed(const char* test);
 
-/// What the GPU backend refuses `p` with: the UsageError's one line, "not a
-/// UsageError: ..." for any other exception, "no error" when it builds.
-std::string gpu_usage_error(const manifold::Dataset& ds, const manifold::KnnParams& p);
+/// What the GPU backend refuses `p` with: the E's one line, "wrong exception
+/// type: ..." for any other exception, "no error" when it builds.
+template <class E>
+std::string gpu_error_of(const manifold::Dataset& ds, const manifold::KnnParams& p) {
+  try {
+    build("gpu", ds, p);
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("wrong exception type: ") + e.what();
+  }
+  return "no error";
+}
+
+/// The same for the refusals of bad parameters (UsageError).
+inline std::string gpu_usage_error(const manifold::Dataset& ds, const manifold::KnnParams& p) {
+  return gpu_error_of<manifold::UsageError>(ds, p);
+}
 
 // The exact reference, near-duplicate data and the entry-for-entry
 // comparison live in tests/support (the core tests use them too).

@@ -199,39 +199,27 @@ TEST(GpuEngine, SeveralDevicesGiveTheSameGraph) {
   EXPECT_EQ(first_difference(x, y), "") << "near-duplicates, two devices fast-exact vs one exact";
 }
 
-template <class E>
-std::string error_of(const Dataset& ds, const KnnParams& p) {
-  try {
-    build("gpu", ds, p);
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("wrong exception type: ") + e.what();
-  }
-  return "no error";
-}
-
 TEST(GpuEngine, BadInputGivesOneClearLine) {
   REQUIRE_GPU();
   Dataset ds = random_dataset(500, 8, 1);
   auto one_line = [](const std::string& s) { return !s.empty() && s.find('\n') == std::string::npos; };
 
-  std::string e = error_of<UsageError>(ds, params(0));
+  std::string e = gpu_error_of<UsageError>(ds, params(0));
   EXPECT_NE(e.find("-k 0"), std::string::npos) << e;
-  e = error_of<UsageError>(ds, params(500));
+  e = gpu_error_of<UsageError>(ds, params(500));
   EXPECT_NE(e.find("between 1 and 499"), std::string::npos) << e;
   KnnParams p = params(5);
   p.devices = {97};
-  e = error_of<UsageError>(ds, p);
+  e = gpu_error_of<UsageError>(ds, p);
   EXPECT_NE(e.find("GPU 97 does not exist"), std::string::npos) << e;
 
   Dataset big = random_dataset(20000, 4, 2);
   p = params(16385);
-  e = error_of<UsageError>(big, p);
+  e = gpu_error_of<UsageError>(big, p);
   EXPECT_NE(e.find("up to 16384"), std::string::npos) << e;
   p = params(1000);
   p.gpu_memory = 1 << 20;  // the lists alone need 160 MB
-  e = error_of<Error>(big, p);
+  e = gpu_error_of<Error>(big, p);
   EXPECT_NE(e.find("too small"), std::string::npos) << e;
   EXPECT_TRUE(one_line(e)) << e;
 
@@ -239,7 +227,7 @@ TEST(GpuEngine, BadInputGivesOneClearLine) {
   std::vector<float> v(ds.data(), ds.data() + ds.rows() * ds.cols());
   v[37 * 8 + 3] = std::numeric_limits<float>::quiet_NaN();
   Dataset nan_ds(500, 8, std::move(v));
-  e = error_of<Error>(nan_ds, params(5));
+  e = gpu_error_of<Error>(nan_ds, params(5));
   EXPECT_NE(e.find("row 37"), std::string::npos) << e;
   EXPECT_TRUE(one_line(e)) << e;
 
@@ -247,7 +235,7 @@ TEST(GpuEngine, BadInputGivesOneClearLine) {
   std::vector<float> z(ds.data(), ds.data() + ds.rows() * ds.cols());
   for (int c = 0; c < 8; ++c) z[12 * 8 + c] = 0.f;
   Dataset zero_ds(500, 8, std::move(z));
-  e = error_of<Error>(zero_ds, params(5, Metric::Cosine));
+  e = gpu_error_of<Error>(zero_ds, params(5, Metric::Cosine));
   EXPECT_NE(e.find("row 12"), std::string::npos) << e;
 
   // The device is still usable after all of that.
