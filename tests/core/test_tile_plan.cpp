@@ -111,6 +111,17 @@ TEST(TilePlan, StreamedTilesTakeTheLargestWithinTwiceTheFewestPasses) {
   EXPECT_EQ(forced.T, 512);
   EXPECT_EQ(forced.W, 1536);
   EXPECT_EQ(forced.window(), 3);
+  // A malformed override is ignored on both paths: the plan is the one
+  // without it (rows a multiple of 128, the kernels' block).
+  r.tile_override = "";
+  const TilePlan plain = plan_tiles(r);
+  for (const char* bad : {"100x200", "256x300", "512x256", "x", "1024"}) {
+    r.tile_override = bad;
+    const TilePlan p = plan_tiles(r);
+    EXPECT_EQ(p.T, plain.T) << bad;
+    EXPECT_EQ(p.W, plain.W) << bad;
+    EXPECT_EQ(p.slots, plain.slots) << bad;
+  }
 }
 
 }  // namespace
