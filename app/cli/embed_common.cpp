@@ -34,8 +34,8 @@ std::vector<OptionSpec> diffusion_option_specs(const std::string& k_option) {
                 "points lists the other",
                 "or"),
           value("--local-scaling", "auto|0|J",
-                "sigma_i = the distance to the J-th neighbour; auto: J = min(7, K'); "
-                "0: off",
+                "sigma_i = the distance to the J-th neighbour; auto: J = min(7, K'), "
+                "past duplicates to the nearest distinct neighbour; 0: off",
                 "auto"),
           value("--tolerance", "TOL", "eigensolver: relative residual per eigenvalue", "1e-10"),
           value("--ncv", "NCV", "Lanczos basis size (0: chosen from M)", "0"),

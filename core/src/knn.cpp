@@ -1,6 +1,8 @@
 #include "manifold/knn.h"
 
 #include <algorithm>
+#include <atomic>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -201,7 +203,7 @@ PreparedRows prepare_rows(const Dataset& data, Metric metric) {
   }
   p.storage.resize(static_cast<size_t>(p.rows * p.cols));
   const int64_t d = p.cols;
-  std::atomic<int64_t> bad{-1};
+  std::atomic<int64_t> first_bad{INT64_MAX}, bad_rows{0};
   parallel_for(0, p.rows, 0, [&](int64_t i) {
     const float* x = data.row(i);
     float* y = p.storage.data() + i * d;
@@ -216,18 +218,23 @@ PreparedRows prepare_rows(const Dataset& data, Metric metric) {
       ss += v * v;
     }
     if (!(ss > 0) || !std::isfinite(ss)) {
-      int64_t expected = -1;
-      bad.compare_exchange_strong(expected, i);
+      bad_rows.fetch_add(1, std::memory_order_relaxed);
+      for (int64_t seen = first_bad.load(); i < seen && !first_bad.compare_exchange_weak(seen, i);) {
+      }
       ss = 1;
     }
     double inv = 1.0 / std::sqrt(ss);
     for (int64_t j = 0; j < d; ++j) y[j] = static_cast<float>((x[j] - mean) * inv);
   });
-  if (bad.load() >= 0)
-    throw Error(data.source + (data.source.empty() ? "" : ": ") + "row " + std::to_string(bad.load()) +
-                (metric == Metric::Cosine ? " is all zero (or not finite): cosine distance is undefined"
-                                          : " is constant (or not finite): Pearson distance is undefined") +
-                "; use --metric euclidean");
+  if (const int64_t bad = bad_rows.load(); bad > 0) {
+    // Blank frames are the usual cause: say how many there are.
+    const bool cosine = metric == Metric::Cosine;
+    throw Error(data.source + (data.source.empty() ? "" : ": ") + "row " + std::to_string(first_bad.load()) +
+                (bad > 1 ? " and " + std::to_string(bad - 1) + " more are " : " is ") +
+                (cosine ? "all zero (or not finite): cosine distance is undefined"
+                        : "constant (or not finite): Pearson distance is undefined") +
+                "; leave them out or use --metric euclidean");
+  }
   p.data = p.storage.data();
   return p;
 }

@@ -2,6 +2,7 @@
 // embed; exit codes, one-line errors, no partial output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -294,6 +295,48 @@ TEST(CliRun, DemoRecoversTheRotationAngle) {
   // The session reproduces the demo's embedding from its patterns.
   ASSERT_EQ(run_cli("run --session " + (t / "demo/session.json") + " -q -o " + (t / "again"), &err), 0) << err;
   EXPECT_EQ(read_embedding(t / "again").coordinates, e.coordinates);
+}
+
+// Diffraction runs with blank frames (no hit, no background: all zero, so
+// exact duplicates of each other). The default run embeds the hits and says
+// what it did with the blanks; cosine, undefined on a zero frame, refuses in
+// one line that counts them.
+TEST(CliRun, BlankFramesEmbedTheHitsAndCosineCountsThem) {
+  REQUIRE_CLI();
+  try {
+    find_packaged_pdb("1ubq");
+  } catch (const Error&) {
+    GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed";
+  }
+  TempDir t;
+  std::string err, out;
+  ASSERT_EQ(run_cli("simulate diffraction --pdb 1ubq --count 300 --size 16 --mix blank=0.2,single=0.8 --seed 3 -q -o " +
+                        (t / "p.npy"),
+                    &err),
+            0)
+      << err;
+  std::vector<int64_t> shape;
+  const auto img = npy::read<float>(t / "p.npy", &shape);
+  std::vector<int64_t> blanks;
+  for (int64_t i = 0; i < shape[0]; ++i)
+    if (std::all_of(img.begin() + i * 256, img.begin() + (i + 1) * 256, [](float v) { return v == 0; }))
+      blanks.push_back(i);
+  ASSERT_GT(blanks.size(), 20u);
+  ASSERT_EQ(run_cli("run " + (t / "p.npy") + " -k 10 --components 3 -o " + (t / "e"), &err, &out), 0) << err;
+  EXPECT_NE(err.find(std::to_string(blanks.size()) + " points of 300 are at distance 0 from their 7-th neighbour"),
+            std::string::npos)
+      << err;
+  // The blanks are a piece of their own: the hits are embedded.
+  const Embedding e = read_embedding(t / "e");
+  EXPECT_EQ(e.n, 300 - static_cast<int64_t>(blanks.size()));
+  for (int64_t b : blanks) EXPECT_EQ(std::count(e.point_index.begin(), e.point_index.end(), b), 0) << b;
+  EXPECT_EQ(run_cli("run " + (t / "p.npy") + " -k 10 --metric cosine -q -o " + (t / "c"), &err), 1);
+  EXPECT_NE(err.find("row " + std::to_string(blanks[0]) + " and " + std::to_string(blanks.size() - 1) +
+                     " more are all zero"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(count_lines(err), 1) << err;
+  EXPECT_FALSE(fs::exists(t / "c"));
 }
 
 TEST(CliRun, CtrlCCancelsWithoutOutput) {

@@ -110,6 +110,22 @@ TEST(CpuKnn, RejectsBadParameters) {
   zeros[0] = 1;  // row 0 non-zero, rows 1.. zero
   Dataset z(10, 3, zeros);
   EXPECT_THROW(build_cpu(z, 2, Metric::Cosine), Error);
+  // Blank frames: the first one and how many more, whichever thread finds them.
+  auto message = [](const Dataset& ds, Metric m) -> std::string {
+    try {
+      build_cpu(ds, 2, m);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message(z, Metric::Cosine).find("row 1 and 8 more are all zero"), std::string::npos)
+      << message(z, Metric::Cosine);
+  const Dataset rnd = random_dataset(10, 3, 2);
+  std::vector<float> one_flat(rnd.data(), rnd.data() + 30);
+  for (int j = 0; j < 3; ++j) one_flat[7 * 3 + j] = 0.5f;
+  EXPECT_NE(message(Dataset(10, 3, one_flat), Metric::Pearson).find("row 7 is constant"), std::string::npos)
+      << message(Dataset(10, 3, one_flat), Metric::Pearson);
 }
 
 // --select and --precision: every name round-trips; any other word is one

@@ -50,15 +50,28 @@ DenseReference dense_reference(const KnnGraph& g, const DiffusionParams& p) {
     const double d = g.distances[i * g.k + e];
     return g.metric == Metric::Euclidean ? d * d : 2 * d;
   };
+  // sigma_i: the distance to the j-th neighbour; with auto, where that is a
+  // duplicate (0), to the nearest distinct one among the first kp, and where
+  // there is none, the median of the others.
   const int j = p.local_scaling < 0 ? std::min(7, kp) : p.local_scaling;
   std::vector<double> sigma(static_cast<size_t>(n), 1.0);
-  if (j > 0)
-    for (int64_t i = 0; i < n; ++i) sigma[i] = std::sqrt(r2(i, j - 1));
+  if (j > 0) {
+    std::vector<double> found;
+    for (int64_t i = 0; i < n; ++i) {
+      sigma[i] = 0;
+      for (int e = j - 1; e < (p.local_scaling < 0 ? kp : j) && sigma[i] == 0; ++e) sigma[i] = std::sqrt(r2(i, e));
+      if (sigma[i] > 0) found.push_back(sigma[i]);
+    }
+    for (int64_t i = 0; i < n; ++i)
+      if (sigma[i] == 0) sigma[i] = median(found);
+  }
   auto scaled = [&](int64_t i, int e) { return r2(i, e) / (sigma[i] * sigma[g.indices[i * g.k + e]]); };
   double eps;
   if (p.epsilon == "median") {
+    // Over the non-zero scaled k'-th distances (duplicates weigh 1 at any epsilon).
     std::vector<double> last;
-    for (int64_t i = 0; i < n; ++i) last.push_back(scaled(i, kp - 1));
+    for (int64_t i = 0; i < n; ++i)
+      if (scaled(i, kp - 1) > 0) last.push_back(scaled(i, kp - 1));
     eps = median(last);
   } else {
     eps = std::stod(p.epsilon);
@@ -175,6 +188,74 @@ INSTANTIATE_TEST_SUITE_P(Variants, DenseAgreement,
                                            Variant{"or", 1.0, kLocalScalingAuto, "median"},
                                            Variant{"or", 1.0, kLocalScalingAuto, "median", Metric::Cosine},
                                            Variant{"average", 0.5, 0, "median", Metric::Pearson}));
+
+// Duplicate images (blank detector frames, repeated particles) put zeros in
+// the lists. Auto local scaling then takes each point's nearest distinct
+// neighbour, or the median scale where all k' neighbours are duplicates, and
+// says how many points it scaled so; the median epsilon skips the zeros. The
+// eigenpairs match the dense reference of that rule. An explicit neighbour
+// still refuses a duplicate, and identical images have no scale at all.
+TEST(Diffusion, AutoLocalScalingSeesPastDuplicates) {
+  const int64_t distinct = 300;
+  std::vector<double> pts = random_points(distinct, 3, 31);
+  // Point 0 nine more times (its 7-th neighbour a duplicate; distinct
+  // neighbours follow among k' = 12), point 1 fourteen more (every neighbour
+  // a duplicate: the median scale), point 2 twice more (untouched).
+  for (auto [row, copies] : {std::pair{0, 9}, std::pair{1, 14}, std::pair{2, 2}})
+    for (int c = 0; c < copies; ++c) pts.insert(pts.end(), pts.begin() + row * 3, pts.begin() + row * 3 + 3);
+  const int64_t n = static_cast<int64_t>(pts.size() / 3);
+  KnnGraph g = knn_graph(pts, n, 3, 20);
+  DiffusionParams p;
+  p.k = 12;
+  p.components = 6;
+  DiffusionResult r = embed(g, p);
+  EXPECT_EQ(r.duplicate_scaled_points, 10 + 15);
+  ASSERT_EQ(r.diagnostics.warnings.size(), 1u);
+  EXPECT_NE(r.diagnostics.warnings[0].find("25 points of 325 are at distance 0 from their 7-th neighbour"),
+            std::string::npos)
+      << r.diagnostics.warnings[0];
+  // Point 1's copies join the rest only through the points that list them.
+  ASSERT_EQ(r.n, n);
+  DenseReference ref = dense_reference(g, p);
+  EXPECT_NEAR(r.epsilon, ref.epsilon, 1e-12 * ref.epsilon);
+  for (int c = 0; c <= p.components; ++c)
+    EXPECT_NEAR(r.eigenvalues[c], ref.values[c], 1e-8 * std::abs(ref.values[c])) << "eigenvalue " << c;
+  for (int c = 1; c <= p.components; ++c) {
+    const double gap = std::min(std::abs(ref.values[c] - ref.values[c - 1]),
+                                std::abs(ref.values[c] - ref.values[c + 1]));
+    if (gap > 1e-6) EXPECT_GT(alignment(r, c, ref.psi.col(c)), 1 - 1e-8) << "eigenvector " << c;
+  }
+  // A new point on top of point 1's copies: every listed neighbour is a
+  // duplicate (kernel weight 1 whatever its scale), so it is their average
+  // by the alpha-normalised weights q_l^-alpha.
+  std::vector<int64_t> ni;
+  std::vector<float> nd;
+  for (int e = 0; e < 12; ++e) ni.push_back(g.indices[1 * g.k + e]), nd.push_back(0.f);
+  const std::vector<double> x = nystrom_extend(r, p, 1, 12, ni.data(), nd.data());
+  for (int c = 1; c <= p.components; ++c) {
+    double sum = 0, weights = 0;
+    for (int64_t l : ni) {
+      const double w = std::pow(r.density[l], -p.alpha);
+      sum += w * r.psi[l * (p.components + 1) + c], weights += w;
+    }
+    EXPECT_NEAR(x[c - 1], sum / weights, 1e-9) << c;
+  }
+
+  auto message = [&](DiffusionParams q, const KnnGraph& graph) -> std::string {
+    try {
+      embed(graph, q);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  DiffusionParams explicit_neighbour = p;
+  explicit_neighbour.local_scaling = 7;
+  EXPECT_NE(message(explicit_neighbour, g).find("--local-scaling 7: point 0 is at distance 0 from its 7-th neighbour"),
+            std::string::npos);
+  const std::vector<double> same(30 * 3, 0.25);
+  EXPECT_NE(message(p, knn_graph(same, 30, 3, 12)).find("identical images?"), std::string::npos);
+}
 
 TEST(Diffusion, SpectrumLowerBoundHoldsAndTightensForNarrowKernels) {
   // The Chebyshev filter damps [lower bound, cut]: an eigenvalue below the

@@ -210,8 +210,9 @@ QWidget* ParameterPanel::build_local_scaling_row(QWidget* embed_box) {
   local_scaling_mode_->addItem(tr("off"), "off");
   local_scaling_mode_->addItem(tr("neighbour"), "neighbour");
   local_scaling_mode_->setToolTip(tr("Self-tuning local scaling (Zelnik-Manor and Perona): \u03c3\u1d62 = r to the "
-                                     "j-th neighbour of point i. auto: j = min(%1, k); off: \u03c3 = 1; or a "
-                                     "neighbour j of your choice.")
+                                     "j-th neighbour of point i. auto: j = min(%1, k), past duplicate images "
+                                     "the nearest distinct neighbour; off: \u03c3 = 1; or a neighbour j of "
+                                     "your choice.")
                                       .arg(kLocalScalingAutoNeighbour));
   local_scaling_neighbour_ = new QSpinBox(scaling_row);
   local_scaling_neighbour_->setRange(1, 4096);

@@ -132,8 +132,11 @@ struct DiffusionMatrix {
   int graph_components = 1;          ///< connected components of the symmetrised k-NN graph
   int kernel_components = 1;         ///< components once weights below kNegligibleWeight are dropped
   int64_t weakly_joined_points = 0;  ///< points of the graph's largest component left out for that
-  int k = 0;                         ///< k' used
-  int local_scaling = 0;             ///< neighbour of sigma_i (0: off)
+  /// Auto local scaling: points whose neighbour of sigma_i is a duplicate
+  /// (at distance 0), scaled by their nearest distinct neighbour instead.
+  int64_t duplicate_scaled_points = 0;
+  int k = 0;              ///< k' used
+  int local_scaling = 0;  ///< neighbour of sigma_i (0: off)
   Metric metric = Metric::Euclidean;
   double epsilon = 0;
   nlohmann::json bgh;  ///< BGH curve when epsilon = auto, else null
@@ -245,18 +248,19 @@ struct EmbeddingDiagnostics {
 inline constexpr double kNearOne = 1e-6;
 
 struct DiffusionResult {
-  int64_t n = 0;                      ///< points embedded
-  int m = 0;                          ///< diffusion coordinates
-  std::vector<double> eigenvalues;    ///< m+1 values, descending, the trivial 1 first
-  std::vector<double> psi;            ///< n*(m+1) Markov eigenvectors, row-major, psi_0 = 1
-  std::vector<double> coordinates;    ///< n*m diffusion coordinates lambda_i^t psi_i, row-major
-  double epsilon = 0;                 ///< kernel width used
-  int graph_components = 1;           ///< connected components of the symmetrised graph
-  int kernel_components = 1;          ///< components once negligible kernel weights are dropped (DiffusionMatrix)
-  int64_t weakly_joined_points = 0;   ///< points left out for joining only by negligible weights
-  std::vector<int64_t> point_index;   ///< rows of the input embedded (all unless disconnected)
-  Metric metric = Metric::Euclidean;  ///< the graph's (the Nystrom extension needs it)
-  int local_scaling = 0;              ///< neighbour of sigma_i used (0: off)
+  int64_t n = 0;                        ///< points embedded
+  int m = 0;                            ///< diffusion coordinates
+  std::vector<double> eigenvalues;      ///< m+1 values, descending, the trivial 1 first
+  std::vector<double> psi;              ///< n*(m+1) Markov eigenvectors, row-major, psi_0 = 1
+  std::vector<double> coordinates;      ///< n*m diffusion coordinates lambda_i^t psi_i, row-major
+  double epsilon = 0;                   ///< kernel width used
+  int graph_components = 1;             ///< connected components of the symmetrised graph
+  int kernel_components = 1;            ///< components once negligible kernel weights are dropped (DiffusionMatrix)
+  int64_t weakly_joined_points = 0;     ///< points left out for joining only by negligible weights
+  int64_t duplicate_scaled_points = 0;  ///< DiffusionMatrix::duplicate_scaled_points
+  std::vector<int64_t> point_index;     ///< rows of the input embedded (all unless disconnected)
+  Metric metric = Metric::Euclidean;    ///< the graph's (the Nystrom extension needs it)
+  int local_scaling = 0;                ///< neighbour of sigma_i used (0: off)
   EmbeddingDiagnostics diagnostics;
   nlohmann::json bgh;  ///< {"epsilon":[...], "log_sum":[...], "slope":[...], "dimension": d} when epsilon=auto
   Timings timings;

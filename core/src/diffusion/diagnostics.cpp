@@ -79,6 +79,13 @@ EmbeddingDiagnostics diagnose(const DiffusionResult& r, const std::vector<double
     d.warnings.push_back("the k-NN graph has " + std::to_string(r.graph_components) +
                          " connected components; embedded the largest piece (" + with_commas(r.n) + " of " +
                          with_commas(r.graph_points) + " points; point_index.npy lists them); a larger k joins them");
+  if (r.duplicate_scaled_points > 0)
+    d.warnings.push_back(points(r.duplicate_scaled_points) + " of " + with_commas(r.graph_points) +
+                         (r.duplicate_scaled_points == 1 ? " is at distance 0 from its "
+                                                         : " are at distance 0 from their ") +
+                         std::to_string(r.local_scaling) +
+                         "-th neighbour (duplicate images): local scaling took the distance to the nearest "
+                         "distinct neighbour instead");
   if (r.weakly_joined_points > 0)
     d.warnings.push_back("at epsilon = " + number(r.epsilon) + ", " + points(r.weakly_joined_points) +
                          (r.weakly_joined_points == 1 ? " is" : " are") +

@@ -434,17 +434,40 @@ void validate(const DiffusionParams& p, const KnnGraph& g) {
 
 namespace {
 
-/// sigma_i = the kernel distance to the j-th neighbour (1-based) of every row.
-std::vector<double> local_scales(const KnnGraph& g, int j) {
+/// sigma_i = the kernel distance to the j-th neighbour (1-based) of every
+/// row. Explicit j refuses a zero one (duplicates or a self entry). Auto
+/// (`nearest_distinct`) takes the first non-zero distance after the j-th
+/// among the row's first kp (the nearest point that is not its duplicate),
+/// and where all are zero (a point with kp duplicates or more, whose weights
+/// to them are 1 whatever its scale) the median of the other points' scales;
+/// `duplicate_scaled` counts the rows scaled either way.
+std::vector<double> local_scales(const KnnGraph& g, int kp, int j, bool nearest_distinct, int64_t* duplicate_scaled) {
   std::vector<double> sigma(static_cast<size_t>(g.n));
+  std::vector<int64_t> unscaled;  // rows with no non-zero distance among their first kp
+  *duplicate_scaled = 0;
   for (int64_t i = 0; i < g.n; ++i) {
-    sigma[static_cast<size_t>(i)] = std::sqrt(kernel_distance2(g.distances[static_cast<size_t>(i * g.k + j - 1)],
-                                                               g.metric));
-    if (!(sigma[static_cast<size_t>(i)] > 0))
+    const float* dist = g.distances.data() + i * g.k;
+    double s = std::sqrt(kernel_distance2(dist[j - 1], g.metric));
+    if (!(s > 0) && !nearest_distinct)
       throw Error("--local-scaling " + std::to_string(j) + ": point " + std::to_string(i) +
                   " is at distance 0 from its " + std::to_string(j) +
-                  "-th neighbour (duplicates or a self entry); choose a larger value, or 0 (off)");
+                  "-th neighbour (duplicates or a self entry); choose a larger value, auto, or 0 (off)");
+    if (!(s > 0)) {
+      ++*duplicate_scaled;
+      for (int e = j; e < kp && !(s > 0); ++e) s = std::sqrt(kernel_distance2(dist[e], g.metric));
+      if (!(s > 0)) unscaled.push_back(i);
+    }
+    sigma[static_cast<size_t>(i)] = s;
   }
+  if (unscaled.empty()) return sigma;
+  std::vector<double> scaled;
+  for (double s : sigma)
+    if (s > 0) scaled.push_back(s);
+  if (scaled.empty())
+    throw Error("every point is at distance 0 from its " + std::to_string(kp) +
+                " nearest neighbours (identical images?): there is no scale to embed; a larger k reaches past them");
+  const double median = median_of(std::move(scaled));
+  for (int64_t i : unscaled) sigma[static_cast<size_t>(i)] = median;
   return sigma;
 }
 
@@ -459,18 +482,20 @@ double choose_epsilon(const KnnGraph& g, const DiffusionParams& p, int kp, const
     *bgh = bgh_sweep(pat, sym, threads, progress, &eps);
     return eps;
   }
-  std::vector<double> last(static_cast<size_t>(g.n));
+  // Zero distances (a point's duplicates) weigh 1 at every epsilon: the
+  // median is taken over the others.
+  std::vector<double> last;
+  last.reserve(static_cast<size_t>(g.n));
   for (int64_t i = 0; i < g.n; ++i) {
     double s = kernel_distance2(g.distances[static_cast<size_t>(i * g.k + kp - 1)], g.metric);
     if (!sigma.empty())
       s /= sigma[static_cast<size_t>(i)] * sigma[static_cast<size_t>(g.indices[static_cast<size_t>(i * g.k + kp - 1)])];
-    last[static_cast<size_t>(i)] = s;
+    if (s > 0) last.push_back(s);
   }
-  const double eps = median_of(std::move(last));
-  if (!(eps > 0))
-    throw Error("epsilon median: the median squared distance to the " + std::to_string(kp) +
-                "-th neighbour is 0 (duplicate points?); give --epsilon VALUE or a larger --k");
-  return eps;
+  if (last.empty())
+    throw Error("epsilon median: every point is at distance 0 from its " + std::to_string(kp) +
+                "-th neighbour (duplicate points?); give --epsilon VALUE or a larger --k");
+  return median_of(std::move(last));
 }
 
 /// Stage 5-6 on `pat`: kernel weights, alpha-normalisation and the symmetric
@@ -571,7 +596,8 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
 
   auto t = Clock::now();
   std::vector<double> sigma;
-  if (a.local_scaling > 0) sigma = local_scales(g, a.local_scaling);
+  if (a.local_scaling > 0)
+    sigma = local_scales(g, kp, a.local_scaling, p.local_scaling == kLocalScalingAuto, &a.duplicate_scaled_points);
   Pattern pat = build_pattern(g, kp, sigma, sym, threads, progress);
   a.timings.emplace_back("kernel graph", seconds_since(t));
 
