@@ -627,6 +627,31 @@ TEST(Diffusion, DisconnectedGraphEmbedsTheLargestComponentAndSaysSo) {
   std::vector<double> mid(pts.begin() + 240, pts.begin() + 640);
   DiffusionResult alone = embed(knn_graph(mid, 200, 2, 10), p);
   for (int c = 0; c <= 4; ++c) EXPECT_NEAR(r.eigenvalues[c], alone.eigenvalues[c], 1e-9);
+
+  // Blank frames: a smaller component of 60 identical points (weight 1 at
+  // any epsilon) beside the blob of 200. A kernel too narrow for the blob
+  // shreds it; the embedded piece stays inside the graph's largest
+  // component, so that is a one-line --epsilon error, not an embedding of
+  // the blanks; a kernel that holds the blob embeds it and counts the rest.
+  std::vector<double> with_blanks(mid);
+  for (int i = 0; i < 60; ++i) with_blanks.insert(with_blanks.end(), {500.0, 500.0});
+  const KnnGraph gb = knn_graph(with_blanks, 260, 2, 10);
+  DiffusionParams narrow = fixed_bandwidth();
+  narrow.components = 4;
+  narrow.epsilon = "1e-4";
+  try {
+    embed(gb, narrow);
+    ADD_FAILURE() << "a kernel that shreds the blob embedded something";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--epsilon 0.0001: the kernel joins at most"), std::string::npos) << e.what();
+  }
+  DiffusionParams held = narrow;
+  held.epsilon = "0.05";
+  const DiffusionResult rb = embed(gb, held);
+  EXPECT_EQ(rb.graph_components, 2);
+  ASSERT_GT(rb.n, 100);
+  for (int64_t i : rb.point_index) EXPECT_LT(i, 200);
+  EXPECT_EQ(rb.weakly_joined_points, 200 - rb.n);
 }
 
 TEST(Diffusion, NystromReproducesTrainingPoints) {

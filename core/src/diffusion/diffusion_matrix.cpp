@@ -568,15 +568,28 @@ double spectrum_lower_bound(const DiffusionMatrix& a) {
 
 namespace {
 
-/// The rows of the largest component (ties: the one with the smallest member).
-std::vector<int64_t> largest_component(const std::vector<int32_t>& label, int count) {
-  std::vector<int64_t> size(static_cast<size_t>(count), 0);
-  for (int32_t c : label) ++size[static_cast<size_t>(c)];
+/// The rows of the largest kernel piece (`kernel` labels) inside the
+/// largest component of the k-NN graph (`graph` labels); ties: the one with
+/// the smallest member. Inside, because a kernel too narrow for the data
+/// shreds the graph's main component into small pieces, and a smaller
+/// component of duplicates (blank frames, weight 1 at any epsilon) would
+/// otherwise be embedded in its place, with no word of the points left out.
+std::vector<int64_t> largest_kernel_piece(const std::vector<int32_t>& graph, int graph_count,
+                                          const std::vector<int32_t>& kernel, int kernel_count) {
   // Labels follow the smallest member, so max_element breaks ties toward it.
-  const int32_t big = static_cast<int32_t>(std::max_element(size.begin(), size.end()) - size.begin());
+  auto largest = [](const std::vector<int64_t>& size) {
+    return static_cast<int32_t>(std::max_element(size.begin(), size.end()) - size.begin());
+  };
+  std::vector<int64_t> size(static_cast<size_t>(graph_count), 0);
+  for (int32_t c : graph) ++size[static_cast<size_t>(c)];
+  const int32_t home = largest(size);
+  size.assign(static_cast<size_t>(kernel_count), 0);
+  for (size_t i = 0; i < kernel.size(); ++i)
+    if (graph[i] == home) ++size[static_cast<size_t>(kernel[i])];
+  const int32_t big = largest(size);
   std::vector<int64_t> rows;
-  for (size_t i = 0; i < label.size(); ++i)
-    if (label[i] == big) rows.push_back(static_cast<int64_t>(i));
+  for (size_t i = 0; i < kernel.size(); ++i)
+    if (kernel[i] == big) rows.push_back(static_cast<int64_t>(i));
   return rows;
 }
 
@@ -616,7 +629,7 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
   normalise(pat, a.epsilon, p.alpha, sym, threads, progress, a);
   std::vector<int32_t> label = components(pat, &a.kernel_components, a.val.data(), kNegligibleWeight);
   if (a.kernel_components > 1) {
-    a.point_index = largest_component(label, a.kernel_components);
+    a.point_index = largest_kernel_piece(graph_label, a.graph_components, label, a.kernel_components);
     // The points of the embedded piece's graph component that the kernel leaves out.
     const int32_t home = graph_label[static_cast<size_t>(a.point_index.front())];
     for (int32_t c : graph_label) a.weakly_joined_points += c == home ? 1 : 0;
