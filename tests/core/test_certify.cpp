@@ -155,6 +155,49 @@ TEST(Certify, ShortListsFallBackAndStayExact) {
   EXPECT_EQ(first_difference(s.g, exact_reference(small, 5, Metric::Pearson, true)), "");
 }
 
+// The MPI backend certifies its own rows with `rows` pointing at the first
+// of them: candidates before it have negative indices. The certificate
+// reads them (in index order, rows in blocks) and ranks them as from row 0.
+TEST(Certify, CandidatesBeforeTheFirstListRowHaveNegativeIndices) {
+  const Dataset ds = testing_support::random_dataset(300, 40, 9);
+  const PreparedRows rows = prepare_rows(ds, Metric::Euclidean);
+  const exact::ErrorModel m = exact::make_error_model(rows.cols, false);
+  const int k = 20, cap = 40;
+  const Simulated s = simulate(rows, cap, false, m, false, 3);
+  auto run = [&](int64_t first, std::vector<int64_t>& index, std::vector<float>& dist, std::vector<int>& status) {
+    const int64_t lists = rows.rows - first;
+    std::vector<int> shifted(s.index.begin() + first * cap, s.index.end());
+    for (int& j : shifted) j -= static_cast<int>(first);
+    index.assign(static_cast<size_t>(lists * k), -1);
+    dist.assign(static_cast<size_t>(lists * k), 0.f);
+    status.assign(static_cast<size_t>(lists), 0);
+    exact::CertifyRequest req;
+    req.rows = rows.data + first * rows.cols, req.d = rows.cols, req.k = k, req.norms = s.norms.data() + first;
+    req.ymax = s.ymax, req.model = m, req.metric = Metric::Euclidean;
+    req.lists = {s.dist.data() + first * cap, shifted.data(), s.fill.data() + first, lists, cap};
+    exact::certify_rows(req, {index.data(), dist.data(), status.data()});
+  };
+  std::vector<int64_t> all_index, own_index;
+  std::vector<float> all_dist, own_dist;
+  std::vector<int> all_status, own_status;
+  run(0, all_index, all_dist, all_status);
+  const int64_t first = 170;
+  run(first, own_index, own_dist, own_status);
+  int64_t certified = 0, before_first = 0;
+  for (int64_t g = 0; g < rows.rows - first; ++g) {
+    ASSERT_EQ(own_status[g], all_status[first + g]) << g;
+    if (own_status[g] < 0) continue;
+    ++certified;
+    for (int j = 0; j < k; ++j) {
+      ASSERT_EQ(own_index[g * k + j] + first, all_index[(first + g) * k + j]) << g << " " << j;
+      ASSERT_EQ(own_dist[g * k + j], all_dist[(first + g) * k + j]) << g << " " << j;
+      before_first += own_index[g * k + j] < 0;
+    }
+  }
+  EXPECT_GT(certified, 100);
+  EXPECT_GT(before_first, 1000) << "the case has candidates before the first row";
+}
+
 TEST(Certify, BoundCoversTheFormatsUnitRoundoff) {
   // The TF32 bound must exceed the plain rounding of inputs to 10 fraction
   // bits (2 * 2^-11 relative); float32's must not be zero.

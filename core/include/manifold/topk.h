@@ -33,20 +33,33 @@ class TopK {
       heap_.push_back(n);
       std::push_heap(heap_.begin(), heap_.end());
     } else if (n < heap_.front()) {
-      std::pop_heap(heap_.begin(), heap_.end());
-      heap_.back() = n;
-      std::push_heap(heap_.begin(), heap_.end());
+      replace_largest(n);
     }
   }
-  /// Ascending by (distance, index); the list is left empty.
+  /// Ascending by (distance, index); the list is left empty. (No two entries
+  /// compare equal, so any sort gives the one order.)
   std::vector<Neighbour> take_sorted() {
-    std::sort_heap(heap_.begin(), heap_.end());
+    std::sort(heap_.begin(), heap_.end());
     std::vector<Neighbour> out;
     out.swap(heap_);
     return out;
   }
 
  private:
+  /// The root replaced by n, sifted down: one pass, where pop_heap then
+  /// push_heap take two.
+  void replace_largest(const Neighbour& n) {
+    const size_t size = heap_.size();
+    size_t i = 0;
+    for (size_t child = 1; child < size; child = 2 * i + 1) {
+      if (child + 1 < size && heap_[child] < heap_[child + 1]) ++child;
+      if (!(n < heap_[child])) break;
+      heap_[i] = heap_[child];
+      i = child;
+    }
+    heap_[i] = n;
+  }
+
   int k_;
   std::vector<Neighbour> heap_;
 };

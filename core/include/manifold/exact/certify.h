@@ -41,7 +41,7 @@ inline int exact_slack(int k) { return k / 8 > 16 ? k / 8 : 16; }
 /// One certification: the candidate lists of rows [0, lists.n) and what the
 /// bound needs to judge them.
 struct CertifyRequest {
-  const float* rows = nullptr;  ///< list row g at rows + g*d, candidate j at rows + j*d
+  const float* rows = nullptr;  ///< list row g at rows + g*d, candidate j at rows + j*d (j may be negative)
   int64_t d = 0;
   CandidateLists lists;
   int k = 0;
