@@ -60,6 +60,8 @@ inline constexpr int kLocalScalingAutoNeighbour = 7;
 inline constexpr int64_t kDefaultMaxMatvecs = 20000;
 /// Kernel weights A_ij below this join nothing (see the header comment).
 inline constexpr double kNegligibleWeight = 1e-4;
+/// Components of a disconnected graph whose sizes the warning names.
+inline constexpr int kListedComponents = 3;
 
 struct DiffusionParams {
   int k = 0;                       ///< neighbours used, 1..graph.k; 0 = all of the graph's
@@ -119,19 +121,20 @@ double kernel_distance2(double d, Metric metric);
 /// The symmetric conjugate A = D^-1/2 K^a D^-1/2 restricted to the embedded
 /// component, in CSR with the diagonal stored separately.
 struct DiffusionMatrix {
-  int64_t n = 0;                     ///< rows (points embedded)
-  std::vector<int64_t> row_ptr;      ///< n + 1 offsets into col/val
-  std::vector<int32_t> col;          ///< column of each off-diagonal entry, ascending per row
-  std::vector<double> val;           ///< A_ij, symmetric
-  std::vector<double> diag;          ///< A_ii
-  std::vector<double> degree;        ///< d_i, row sums of K^a (for psi = v / sqrt(d))
-  std::vector<double> density;       ///< q_i, row sums of K before alpha-normalisation
-  std::vector<double> sigma;         ///< local scale per embedded point (empty without local scaling)
-  std::vector<int64_t> point_index;  ///< graph row of each embedded point
-  int64_t graph_points = 0;          ///< rows of the input graph
-  int graph_components = 1;          ///< connected components of the symmetrised k-NN graph
-  int kernel_components = 1;         ///< components once weights below kNegligibleWeight are dropped
-  int64_t weakly_joined_points = 0;  ///< points of the graph's largest component left out for that
+  int64_t n = 0;                                  ///< rows (points embedded)
+  std::vector<int64_t> row_ptr;                   ///< n + 1 offsets into col/val
+  std::vector<int32_t> col;                       ///< column of each off-diagonal entry, ascending per row
+  std::vector<double> val;                        ///< A_ij, symmetric
+  std::vector<double> diag;                       ///< A_ii
+  std::vector<double> degree;                     ///< d_i, row sums of K^a (for psi = v / sqrt(d))
+  std::vector<double> density;                    ///< q_i, row sums of K before alpha-normalisation
+  std::vector<double> sigma;                      ///< local scale per embedded point (empty without local scaling)
+  std::vector<int64_t> point_index;               ///< graph row of each embedded point
+  int64_t graph_points = 0;                       ///< rows of the input graph
+  int graph_components = 1;                       ///< connected components of the symmetrised k-NN graph
+  std::vector<int64_t> largest_graph_components;  ///< sizes of the largest (up to kListedComponents), descending
+  int kernel_components = 1;                      ///< components once weights below kNegligibleWeight are dropped
+  int64_t weakly_joined_points = 0;               ///< points of the graph's largest component left out for that
   /// Auto local scaling: points whose neighbour of sigma_i is a duplicate
   /// (at distance 0), scaled by their nearest distinct neighbour instead.
   int64_t duplicate_scaled_points = 0;
@@ -248,13 +251,14 @@ struct EmbeddingDiagnostics {
 inline constexpr double kNearOne = 1e-6;
 
 struct DiffusionResult {
-  int64_t n = 0;                        ///< points embedded
-  int m = 0;                            ///< diffusion coordinates
-  std::vector<double> eigenvalues;      ///< m+1 values, descending, the trivial 1 first
-  std::vector<double> psi;              ///< n*(m+1) Markov eigenvectors, row-major, psi_0 = 1
-  std::vector<double> coordinates;      ///< n*m diffusion coordinates lambda_i^t psi_i, row-major
-  double epsilon = 0;                   ///< kernel width used
-  int graph_components = 1;             ///< connected components of the symmetrised graph
+  int64_t n = 0;                                  ///< points embedded
+  int m = 0;                                      ///< diffusion coordinates
+  std::vector<double> eigenvalues;                ///< m+1 values, descending, the trivial 1 first
+  std::vector<double> psi;                        ///< n*(m+1) Markov eigenvectors, row-major, psi_0 = 1
+  std::vector<double> coordinates;                ///< n*m diffusion coordinates lambda_i^t psi_i, row-major
+  double epsilon = 0;                             ///< kernel width used
+  int graph_components = 1;                       ///< connected components of the symmetrised graph
+  std::vector<int64_t> largest_graph_components;  ///< DiffusionMatrix::largest_graph_components
   int kernel_components = 1;            ///< components once negligible kernel weights are dropped (DiffusionMatrix)
   int64_t weakly_joined_points = 0;     ///< points left out for joining only by negligible weights
   int64_t duplicate_scaled_points = 0;  ///< DiffusionMatrix::duplicate_scaled_points

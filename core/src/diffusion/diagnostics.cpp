@@ -40,6 +40,22 @@ std::string list(const std::vector<int>& v) {
   return s;
 }
 
+/// "700, 200 and 100 points", "700, 200, 100 and 4 more pieces": the
+/// largest components' sizes, which tell blank frames or a second species
+/// from scattered outliers.
+std::string sizes(const std::vector<int64_t>& largest, int components) {
+  std::string s;
+  const size_t listed = largest.size();
+  for (size_t i = 0; i < listed; ++i)
+    s += (i == 0 ? "" : (i + 1 == listed && static_cast<int>(listed) == components ? " and " : ", ")) +
+         with_commas(largest[i]);
+  if (static_cast<int>(listed) < components)
+    s += " and " + std::to_string(components - static_cast<int>(listed)) + " more pieces";
+  else
+    s += " points";
+  return s;
+}
+
 /// "try --epsilon Y (10x) or a larger --k": what joins weakly joined points.
 std::string wider_kernel_hint(double epsilon) {
   return "try --epsilon " + number(10 * epsilon) + " (10x) or a larger --k";
@@ -76,9 +92,10 @@ EmbeddingDiagnostics diagnose(const DiffusionResult& r, const std::vector<double
   }
 
   if (r.graph_components > 1)
-    d.warnings.push_back("the k-NN graph has " + std::to_string(r.graph_components) +
-                         " connected components; embedded the largest piece (" + with_commas(r.n) + " of " +
-                         with_commas(r.graph_points) + " points; point_index.npy lists them); a larger k joins them");
+    d.warnings.push_back("the k-NN graph has " + std::to_string(r.graph_components) + " connected components (" +
+                         sizes(r.largest_graph_components, r.graph_components) + "); embedded the largest piece (" +
+                         with_commas(r.n) + " of " + with_commas(r.graph_points) +
+                         " points; point_index.npy lists them); a larger k joins them");
   if (r.duplicate_scaled_points > 0)
     d.warnings.push_back(points(r.duplicate_scaled_points) + " of " + with_commas(r.graph_points) +
                          (r.duplicate_scaled_points == 1 ? " is at distance 0 from its "

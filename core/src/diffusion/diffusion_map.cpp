@@ -729,6 +729,7 @@ DiffusionResult finish(const DiffusionMatrix& a, const Eigenpairs& e, const Diff
   r.row_order = e.row_order;
   r.epsilon = a.epsilon;
   r.graph_components = a.graph_components;
+  r.largest_graph_components = a.largest_graph_components;
   r.kernel_components = a.kernel_components;
   r.weakly_joined_points = a.weakly_joined_points;
   r.duplicate_scaled_points = a.duplicate_scaled_points;

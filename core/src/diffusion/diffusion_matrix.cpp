@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -568,6 +569,16 @@ double spectrum_lower_bound(const DiffusionMatrix& a) {
 
 namespace {
 
+/// The sizes of the `count` largest of `components` labelled pieces, descending.
+std::vector<int64_t> largest_sizes(const std::vector<int32_t>& label, int components, int count) {
+  std::vector<int64_t> size(static_cast<size_t>(components), 0);
+  for (int32_t c : label) ++size[static_cast<size_t>(c)];
+  const size_t listed = std::min(size.size(), static_cast<size_t>(count));
+  std::partial_sort(size.begin(), size.begin() + static_cast<std::ptrdiff_t>(listed), size.end(), std::greater<>());
+  size.resize(listed);
+  return size;
+}
+
 /// The rows of the largest kernel piece (`kernel` labels) inside the
 /// largest component of the k-NN graph (`graph` labels); ties: the one with
 /// the smallest member. Inside, because a kernel too narrow for the data
@@ -620,6 +631,7 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
 
   t = Clock::now();
   const std::vector<int32_t> graph_label = components(pat, &a.graph_components);
+  a.largest_graph_components = largest_sizes(graph_label, a.graph_components, kListedComponents);
   a.timings.emplace_back("components", seconds_since(t));
 
   // Kernel, alpha-normalisation and the symmetric conjugate; then the

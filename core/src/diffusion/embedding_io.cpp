@@ -401,6 +401,7 @@ nlohmann::json embedding_metadata(const DiffusionResult& r, const DiffusionParam
   j["graph_components"] = r.graph_components;
   j["kernel_components"] = r.kernel_components;
   j["weakly_joined_points"] = r.weakly_joined_points;
+  j["largest_graph_components"] = r.largest_graph_components;
   j["duplicate_scaled_points"] = r.duplicate_scaled_points;
   j["metric"] = to_string(r.metric);
   j["kernel_distance2"] = r.metric == Metric::Euclidean ? "d^2" : "2 d (squared distance of the unit-norm rows)";
