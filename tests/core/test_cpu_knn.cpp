@@ -1,9 +1,13 @@
 // Exactness of the CPU backend against a float64 brute force.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "manifold/error.h"
 #include "manifold/exact/error_bound.h"
 #include "manifold/knn.h"
+#include "manifold/topk.h"
 #include "test_support.h"
 
 using namespace manifold;
@@ -130,6 +134,34 @@ TEST(CpuKnn, RejectsBadParameters) {
 
 // --select and --precision: every name round-trips; any other word is one
 // line naming the option and the allowed values.
+// The list keeps the k smallest by (distance, index) whatever the order
+// and however many ties: across its compactions (every k / 4, at least 16,
+// extra entries), with the bound filtering as offer_to_rows() does.
+TEST(TopK, KeepsTheKBestByDistanceThenIndex) {
+  std::mt19937_64 rng(5);
+  for (int k : {1, 3, 16, 17, 100, 1000}) {
+    for (int levels : {4, 1000000}) {  // heavy ties, then almost none
+      std::uniform_int_distribution<int> level(0, levels - 1);
+      std::vector<Neighbour> stream;
+      for (int64_t i = 0; i < 5000; ++i) stream.push_back({static_cast<float>(level(rng)), i});
+      std::shuffle(stream.begin(), stream.end(), rng);
+      TopK list(k);
+      for (const Neighbour& n : stream) {
+        if (n.dist > list.bound()) continue;
+        list.push(n.dist, n.index);
+      }
+      std::vector<Neighbour> want = stream;
+      std::sort(want.begin(), want.end());
+      want.resize(static_cast<size_t>(k));
+      EXPECT_EQ(list.take_sorted(), want) << "k " << k << ", " << levels << " levels";
+    }
+  }
+  // Fewer candidates than k: all of them, sorted.
+  TopK few(10);
+  for (int64_t i : {7, 3, 5}) few.push(1.f, i);
+  EXPECT_EQ(few.take_sorted(), (std::vector<Neighbour>{{1.f, 3}, {1.f, 5}, {1.f, 7}}));
+}
+
 TEST(KnnParams, SelectAndPrecisionNames) {
   for (Select s : kSelects) EXPECT_EQ(parse_select(to_string(s)), s);
   EXPECT_EQ(to_string(Select::Merge), "merge");

@@ -18,50 +18,46 @@ struct Neighbour {
   friend bool operator==(const Neighbour& a, const Neighbour& b) = default;
 };
 
-/// A max-heap of the k best neighbours seen so far for one row.
+/// The k best neighbours seen so far for one row. Candidates that beat the
+/// bound are appended; when k / 4 (at least 16) more than k are held, an
+/// nth_element keeps the k best and their worst becomes the bound. Appending
+/// writes in order where a heap's sift reads and writes all over a large
+/// list (tiles offer to hundreds of lists in turn).
 class TopK {
  public:
-  explicit TopK(int k = 0) : k_(k) { heap_.reserve(static_cast<size_t>(k)); }
+  explicit TopK(int k = 0) : k_(k) {}
   int k() const { return k_; }
-  size_t size() const { return heap_.size(); }
-  bool full() const { return static_cast<int>(heap_.size()) == k_; }
-  /// The current k-th best distance (+inf until full): anything greater is rejected.
-  float bound() const { return full() ? heap_.front().dist : std::numeric_limits<float>::infinity(); }
+  /// Anything greater is rejected: the k-th best at the last compaction
+  /// (+inf before the first), never below the k-th best seen so far.
+  float bound() const { return worst_.dist; }
   void push(float dist, int64_t index) {
-    Neighbour n{dist, index};
-    if (!full()) {
-      heap_.push_back(n);
-      std::push_heap(heap_.begin(), heap_.end());
-    } else if (n < heap_.front()) {
-      replace_largest(n);
-    }
+    const Neighbour n{dist, index};
+    if (!(n < worst_)) return;
+    if (items_.empty()) items_.reserve(limit());
+    items_.push_back(n);
+    if (items_.size() == limit()) keep_best();
   }
   /// Ascending by (distance, index); the list is left empty. (No two entries
   /// compare equal, so any sort gives the one order.)
   std::vector<Neighbour> take_sorted() {
-    std::sort(heap_.begin(), heap_.end());
+    if (items_.size() > static_cast<size_t>(k_)) keep_best();
+    std::sort(items_.begin(), items_.end());
     std::vector<Neighbour> out;
-    out.swap(heap_);
+    out.swap(items_);
     return out;
   }
 
  private:
-  /// The root replaced by n, sifted down: one pass, where pop_heap then
-  /// push_heap take two.
-  void replace_largest(const Neighbour& n) {
-    const size_t size = heap_.size();
-    size_t i = 0;
-    for (size_t child = 1; child < size; child = 2 * i + 1) {
-      if (child + 1 < size && heap_[child] < heap_[child + 1]) ++child;
-      if (!(n < heap_[child])) break;
-      heap_[i] = heap_[child];
-      i = child;
-    }
-    heap_[i] = n;
+  size_t limit() const { return static_cast<size_t>(k_) + static_cast<size_t>(std::max(16, k_ / 4)); }
+  void keep_best() {
+    std::nth_element(items_.begin(), items_.begin() + (k_ - 1), items_.end());
+    items_.resize(static_cast<size_t>(k_));
+    worst_ = items_[static_cast<size_t>(k_ - 1)];
   }
 
   int k_;
-  std::vector<Neighbour> heap_;
+  std::vector<Neighbour> items_;
+  Neighbour worst_{std::numeric_limits<float>::infinity(), std::numeric_limits<int64_t>::max()};
 };
 
 }  // namespace manifold
