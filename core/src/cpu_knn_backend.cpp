@@ -165,7 +165,7 @@ class CpuKnnBackend final : public KnnBackend {
     validate(params, data.rows());
     const auto t0 = std::chrono::steady_clock::now();
     KnnGraph g = empty_graph(data, params, "cpu");
-    g.strategy = "heap";
+    g.strategy = "nth_element";
     g.fingerprint = data.fingerprint();
 
     const int threads = hardware_threads(params.threads);

@@ -94,7 +94,7 @@ class TileEngine final : public LocalEngine {
       : data_(data), params_(params), plan_(plan), rank_(rank), options_(std::move(options)) {}
 
   std::string name() const override { return "tiles"; }
-  std::string strategy() const override { return "heap"; }
+  std::string strategy() const override { return "nth_element"; }
   int list_width() const override { return list_capacity(params_, plan_.n()); }
 
   void prepare() override {
