@@ -25,6 +25,15 @@ using testing_support::run_cli;
 using testing_support::TempDir;
 namespace fs = std::filesystem;
 
+/// Skips the test where ubiquitin's PDB file (Debian's freesasa ships it),
+/// which the demo and the diffraction simulations need, is not installed.
+#define REQUIRE_UBIQUITIN()                                 \
+  try {                                                     \
+    find_packaged_pdb("1ubq");                              \
+  } catch (const Error&) {                                  \
+    GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed"; \
+  }
+
 namespace {
 
 /// A noisy circle in 5-D (two informative dimensions), written as .npy.
@@ -270,11 +279,7 @@ TEST(CliRun, ReportsItsBreakdownInTheStepsLineAndTheJson) {
 
 TEST(CliRun, DemoRecoversTheRotationAngle) {
   REQUIRE_CLI();
-  try {
-    find_packaged_pdb("1ubq");
-  } catch (const Error&) {
-    GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed";
-  }
+  REQUIRE_UBIQUITIN();
   TempDir t;
   std::string err, out;
   ASSERT_EQ(run_cli("run --demo --count 1000 -o " + (t / "demo"), &err, &out), 0) << err;
@@ -303,11 +308,7 @@ TEST(CliRun, DemoRecoversTheRotationAngle) {
 // one line that counts them.
 TEST(CliRun, BlankFramesEmbedTheHitsAndCosineCountsThem) {
   REQUIRE_CLI();
-  try {
-    find_packaged_pdb("1ubq");
-  } catch (const Error&) {
-    GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed";
-  }
+  REQUIRE_UBIQUITIN();
   TempDir t;
   std::string err, out;
   ASSERT_EQ(run_cli("simulate diffraction --pdb 1ubq --count 300 --size 16 --mix blank=0.2,single=0.8 --seed 3 -q -o " +
@@ -540,11 +541,7 @@ TEST(CliRun, AFolderOfOtherFilesIsRefusedBeforeTheWorkUnlessOverwrite) {
 
 TEST(CliMetadata, DemoColumnsInEveryOutput) {
   REQUIRE_CLI();
-  try {
-    find_packaged_pdb("1ubq");
-  } catch (const Error&) {
-    GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed";
-  }
+  REQUIRE_UBIQUITIN();
   TempDir t;
   std::string err, out;
   ASSERT_EQ(run_cli("run --demo --count 600 -o " + (t / "demo"), &err, &out), 0) << err;
