@@ -27,12 +27,14 @@ namespace fs = std::filesystem;
 
 /// Skips the test where ubiquitin's PDB file (Debian's freesasa ships it),
 /// which the demo and the diffraction simulations need, is not installed.
-#define REQUIRE_UBIQUITIN()                                 \
-  try {                                                     \
-    find_packaged_pdb("1ubq");                              \
-  } catch (const Error&) {                                  \
-    GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed"; \
-  }
+#define REQUIRE_UBIQUITIN()                                   \
+  do {                                                        \
+    try {                                                     \
+      find_packaged_pdb("1ubq");                              \
+    } catch (const Error&) {                                  \
+      GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed"; \
+    }                                                         \
+  } while (false)
 
 namespace {
 
