@@ -136,6 +136,20 @@ TEST(ClusterJobScript, ControlCharactersCannotInjectShellLines) {
   nlohmann::json j = nlohmann::json::parse(R"({"kind":"slurm","work_dir":"/w"})");
   j["sbatch_args"] = {"--account=a\ntouch pwned"};
   EXPECT_THROW(cluster::parse_profile(j, "p.json"), UsageError);
+  // The command line's words too, DEL included (the fuzzer's find: a
+  // hostfile "h\x7fsts").
+  for (std::string key : {"hostfile", "manifold", "mpirun"})
+    for (const char* bad : {"h\x7fsts", "h\nsts"}) {
+      nlohmann::json m = nlohmann::json::parse(R"({"kind":"mpirun"})");
+      m[key] = bad;
+      EXPECT_THROW(cluster::parse_profile(m, "p.json"), UsageError) << key;
+    }
+  nlohmann::json m = nlohmann::json::parse(R"({"kind":"mpirun"})");
+  m["mpirun_args"] = {"--x\ty"};
+  EXPECT_THROW(cluster::parse_profile(m, "p.json"), UsageError);
+  m = nlohmann::json::parse(R"({"kind":"mpirun"})");
+  m["env"] = {{"OMP_NUM_THREADS", "1\n"}};
+  EXPECT_THROW(cluster::parse_profile(m, "p.json"), UsageError);
   // The default name is the profile's file name: the same rule.
   EXPECT_THROW(cluster::parse_profile(nlohmann::json::parse(R"({"kind":"mpirun"})"), "evil\nrm -rf x.json"),
                UsageError);

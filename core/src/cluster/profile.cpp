@@ -126,9 +126,18 @@ Profile parse_profile(const nlohmann::json& j, const std::string& origin) {
   if (p.mpirun.empty()) r.fail("mpirun", "must not be empty");
   p.mpirun_args = r.strings("mpirun_args");
   p.env = r.string_map("env");
+  // The command line's words reach the job script too.
+  single_line("manifold", p.manifold);
+  single_line("mpirun", p.mpirun);
+  for (const std::string& a : p.mpirun_args) single_line("mpirun_args", a);
+  for (const auto& [name, value] : p.env) {
+    single_line("env", name);
+    single_line("env", value);
+  }
   if (p.kind == Profile::Kind::Mpirun) {
     p.ranks = r.positive("ranks", 1);
     p.hostfile = r.str("hostfile");
+    single_line("hostfile", p.hostfile);
   } else {
     p.partition = r.str("partition");
     p.nodes = r.positive("nodes", 1);
