@@ -60,8 +60,6 @@ inline constexpr int kLocalScalingAutoNeighbour = 7;
 inline constexpr int64_t kDefaultMaxMatvecs = 20000;
 /// Kernel weights A_ij below this join nothing (see the header comment).
 inline constexpr double kNegligibleWeight = 1e-4;
-/// Components of a disconnected graph whose sizes the warning names.
-inline constexpr int kListedComponents = 3;
 
 struct DiffusionParams {
   int k = 0;                       ///< neighbours used, 1..graph.k; 0 = all of the graph's
@@ -132,7 +130,7 @@ struct DiffusionMatrix {
   std::vector<int64_t> point_index;               ///< graph row of each embedded point
   int64_t graph_points = 0;                       ///< rows of the input graph
   int graph_components = 1;                       ///< connected components of the symmetrised k-NN graph
-  std::vector<int64_t> largest_graph_components;  ///< sizes of the largest (up to kListedComponents), descending
+  std::vector<int64_t> largest_graph_components;  ///< sizes of the largest (up to 3), descending
   int kernel_components = 1;                      ///< components once weights below kNegligibleWeight are dropped
   int64_t weakly_joined_points = 0;               ///< points of the graph's largest component left out for that
   /// Auto local scaling: points whose neighbour of sigma_i is a duplicate

@@ -1164,15 +1164,6 @@ std::vector<double> nystrom_extend(const DiffusionResult& r, const DiffusionPara
   for (int64_t e = 0; e < r.n; ++e) embedded_of[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])] = e;
   const int nev = r.m + 1;
   const double inv_eps = 1.0 / r.epsilon;
-  // Auto local scaling's scale for a new point whose neighbours given are
-  // all its duplicates: the embedded points' (upper) median.
-  double median_sigma = 0;
-  if (!r.sigma.empty()) {
-    std::vector<double> s = r.sigma;
-    const auto middle = s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2);
-    std::nth_element(s.begin(), middle, s.end());
-    median_sigma = *middle;
-  }
   std::vector<double> coords(static_cast<size_t>(count * r.m));
   if (psi_out) psi_out->assign(static_cast<size_t>(count * nev), 0.0);
   std::vector<double> lt(static_cast<size_t>(nev));
@@ -1183,12 +1174,14 @@ std::vector<double> nystrom_extend(const DiffusionResult& r, const DiffusionPara
     double sigma_x = 1;
     if (r.local_scaling > 0) {
       // As diffusion_matrix() scales the graph's points: auto takes the
-      // nearest distinct neighbour past a duplicate, else the median scale.
+      // nearest distinct neighbour past a duplicate. Where every neighbour
+      // given is a duplicate, all the point's weights are 1 whatever its
+      // scale: any positive one does.
       sigma_x = std::sqrt(kernel_distance2(dist[r.local_scaling - 1], r.metric));
       if (!(sigma_x > 0) && p.local_scaling == kLocalScalingAuto) {
         for (int l = r.local_scaling; l < kn && !(sigma_x > 0); ++l)
           sigma_x = std::sqrt(kernel_distance2(dist[l], r.metric));
-        if (!(sigma_x > 0)) sigma_x = median_sigma;
+        if (!(sigma_x > 0)) sigma_x = 1;
       }
       if (!(sigma_x > 0))
         throw Error("nystrom: new point " + std::to_string(x) + " is at distance 0 from its " +

@@ -569,14 +569,22 @@ double spectrum_lower_bound(const DiffusionMatrix& a) {
 
 namespace {
 
-/// The sizes of the `count` largest of `components` labelled pieces, descending.
-std::vector<int64_t> largest_sizes(const std::vector<int32_t>& label, int components, int count) {
-  std::vector<int64_t> size(static_cast<size_t>(components), 0);
+/// Components of a disconnected graph whose sizes the warning names.
+constexpr int kListedComponents = 3;
+
+/// The size of each labelled piece.
+std::vector<int64_t> piece_sizes(const std::vector<int32_t>& label, int pieces) {
+  std::vector<int64_t> size(static_cast<size_t>(pieces), 0);
   for (int32_t c : label) ++size[static_cast<size_t>(c)];
-  const size_t listed = std::min(size.size(), static_cast<size_t>(count));
-  std::partial_sort(size.begin(), size.begin() + static_cast<std::ptrdiff_t>(listed), size.end(), std::greater<>());
-  size.resize(listed);
   return size;
+}
+
+/// The `count` largest of `sizes`, descending.
+std::vector<int64_t> largest_sizes(std::vector<int64_t> sizes, int count) {
+  const size_t listed = std::min(sizes.size(), static_cast<size_t>(count));
+  std::partial_sort(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(listed), sizes.end(), std::greater<>());
+  sizes.resize(listed);
+  return sizes;
 }
 
 /// The rows of the largest kernel piece (`kernel` labels) inside the
@@ -585,16 +593,14 @@ std::vector<int64_t> largest_sizes(const std::vector<int32_t>& label, int compon
 /// shreds the graph's main component into small pieces, and a smaller
 /// component of duplicates (blank frames, weight 1 at any epsilon) would
 /// otherwise be embedded in its place, with no word of the points left out.
-std::vector<int64_t> largest_kernel_piece(const std::vector<int32_t>& graph, int graph_count,
+std::vector<int64_t> largest_kernel_piece(const std::vector<int32_t>& graph, const std::vector<int64_t>& graph_sizes,
                                           const std::vector<int32_t>& kernel, int kernel_count) {
   // Labels follow the smallest member, so max_element breaks ties toward it.
   auto largest = [](const std::vector<int64_t>& size) {
     return static_cast<int32_t>(std::max_element(size.begin(), size.end()) - size.begin());
   };
-  std::vector<int64_t> size(static_cast<size_t>(graph_count), 0);
-  for (int32_t c : graph) ++size[static_cast<size_t>(c)];
-  const int32_t home = largest(size);
-  size.assign(static_cast<size_t>(kernel_count), 0);
+  const int32_t home = largest(graph_sizes);
+  std::vector<int64_t> size(static_cast<size_t>(kernel_count), 0);
   for (size_t i = 0; i < kernel.size(); ++i)
     if (graph[i] == home) ++size[static_cast<size_t>(kernel[i])];
   const int32_t big = largest(size);
@@ -631,7 +637,8 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
 
   t = Clock::now();
   const std::vector<int32_t> graph_label = components(pat, &a.graph_components);
-  a.largest_graph_components = largest_sizes(graph_label, a.graph_components, kListedComponents);
+  const std::vector<int64_t> graph_sizes = piece_sizes(graph_label, a.graph_components);
+  a.largest_graph_components = largest_sizes(graph_sizes, kListedComponents);
   a.timings.emplace_back("components", seconds_since(t));
 
   // Kernel, alpha-normalisation and the symmetric conjugate; then the
@@ -641,7 +648,7 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
   normalise(pat, a.epsilon, p.alpha, sym, threads, progress, a);
   std::vector<int32_t> label = components(pat, &a.kernel_components, a.val.data(), kNegligibleWeight);
   if (a.kernel_components > 1) {
-    a.point_index = largest_kernel_piece(graph_label, a.graph_components, label, a.kernel_components);
+    a.point_index = largest_kernel_piece(graph_label, graph_sizes, label, a.kernel_components);
     // The points of the embedded piece's graph component that the kernel leaves out.
     const int32_t home = graph_label[static_cast<size_t>(a.point_index.front())];
     for (int32_t c : graph_label) a.weakly_joined_points += c == home ? 1 : 0;
