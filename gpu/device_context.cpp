@@ -1,8 +1,11 @@
 #include "device_context.h"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <memory>
+
+#include "manifold/parallel.h"
 
 namespace manifold::gpu {
 
@@ -63,6 +66,11 @@ unsigned char* DeviceContext::staging(int i) {
 unsigned char* DeviceContext::finish_staging(int i) {
   if (!finish_staging_[i].data()) finish_staging_[i] = PinnedBuffer<unsigned char>(kStagingBytes);
   return finish_staging_[i].data();
+}
+
+CopyCrew& DeviceContext::finish_crew() {
+  if (!finish_crew_) finish_crew_ = std::make_unique<CopyCrew>(std::min(8, hardware_threads()));
+  return *finish_crew_;
 }
 
 }  // namespace manifold::gpu

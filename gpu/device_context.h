@@ -6,9 +6,11 @@
 // process, and builds on a device take turns (its mutex).
 #include <cuda_runtime_api.h>
 
+#include <memory>
 #include <mutex>
 #include <string>
 
+#include "utils/copy_crew.h"
 #include "utils/resources.h"
 
 namespace manifold::gpu {
@@ -30,9 +32,11 @@ class DeviceContext {
   /// A second stream for the fused kernel: alternate tiles go to it, so one
   /// tile's kernel fills the SMs that the previous one's last blocks leave.
   Stream gemm2;
-  /// The final step's certificate and copies home while the tile loop still
-  /// runs (final_step.h EarlyFinish).
-  Stream finish;
+  /// The final step's certificate and, on a stream of their own, its copies
+  /// home while the tile loop still runs (final_step.h EarlyFinish). Made
+  /// with the context: a stream made while the result's pages are faulted
+  /// in waits for the address space's lock.
+  Stream finish, finish_copy;
   CublasHandle cublas;
 
   /// The cuBLAS workspace, grown to `bytes` (never shrunk); device bytes held.
@@ -48,6 +52,10 @@ class DeviceContext {
   /// allocating pinned memory stalls the GPU, and a build that did it
   /// mid-loop lost a strip's worth of time on every call.
   unsigned char* finish_staging(int i);
+  /// The early final step's host threads for those copies (up to 8),
+  /// started on first use and kept: a thread started while the result's
+  /// pages are faulted in waits for the address space's lock.
+  CopyCrew& finish_crew();
   Event staging_free[kStaging];
   bool staging_used[kStaging] = {false, false, false};
 
@@ -63,6 +71,7 @@ class DeviceContext {
   DeviceBuffer<unsigned char> workspace_;
   PinnedBuffer<unsigned char> staging_[kStaging];
   PinnedBuffer<unsigned char> finish_staging_[2];
+  std::unique_ptr<CopyCrew> finish_crew_;
 };
 
 }  // namespace manifold::gpu

@@ -134,6 +134,8 @@ class DeviceEngine {
   int device() const { return ctx_.device; }
   const std::string& device_name() const { return ctx_.name; }
   ListsView lists() const;
+  /// Timeline runs: the host time the tiles' times count from.
+  std::chrono::steady_clock::time_point timeline_origin() const { return host_t0_; }
   const EngineStats& stats() const { return stats_; }
   cudaStream_t stream() const { return ctx_.select.get(); }
 

@@ -4,11 +4,11 @@
 #include "final_step.h"
 
 #include <algorithm>
-#include <barrier>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <optional>
 #include <string>
@@ -37,58 +37,76 @@ int64_t exact_scan_chunk(int64_t n) { return std::max<int64_t>(1, (int64_t{16} <
 
 }  // namespace
 
-void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, unsigned char* const staging[2],
-                      size_t staging_bytes, int threads) {
+namespace {
+
+/// Chunks of the staging buffers' size, or a quarter of a smaller copy (so
+/// the DMA and the host threads still overlap), at least 1 MiB; a copy of
+/// less than two such chunks goes in one pageable call (the driver stages
+/// it on one thread, at a fraction of the link's rate). 0: that call.
+size_t staged_chunk(size_t bytes, unsigned char* const staging[2], size_t staging_bytes) {
+  constexpr size_t kMinChunk = size_t{1} << 20;
+  if (!staging || !staging[0] || !staging[1] || staging_bytes < kMinChunk || bytes < 2 * kMinChunk) return 0;
+  return std::min(staging_bytes, std::max(kMinChunk, (bytes / 4 + 4095) / 4096 * 4096));
+}
+
+void pageable_download(void* dst, const void* src, size_t bytes, cudaStream_t s) {
   const char* what = "copying the result from the GPU";
-  if (!staging || !staging[0] || !staging[1] || staging_bytes == 0 || bytes < 4 * staging_bytes) {
-    cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), what);
-    cuda_check(cudaStreamSynchronize(s), what);
-    return;
-  }
-  const size_t chunks = (bytes + staging_bytes - 1) / staging_bytes;
-  auto length = [&](size_t c) { return std::min(staging_bytes, bytes - c * staging_bytes); };
-  auto enqueue = [&](size_t c, const Event& done) {
-    cuda_check(cudaMemcpyAsync(staging[c % 2], static_cast<const char*>(src) + c * staging_bytes, length(c),
+  cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), what);
+  cuda_check(cudaStreamSynchronize(s), what);
+}
+
+}  // namespace
+
+void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, unsigned char* const staging[2],
+                      size_t staging_bytes, CopyCrew& crew) {
+  const size_t chunk = staged_chunk(bytes, staging, staging_bytes);
+  if (chunk == 0) return pageable_download(dst, src, bytes, s);
+  const char* what = "copying the result from the GPU";
+  const size_t chunks = (bytes + chunk - 1) / chunk;
+  auto length = [&](size_t c) { return std::min(chunk, bytes - c * chunk); };
+  const Event done[2] = {Event(false), Event(false)};
+  auto enqueue = [&](size_t c) {
+    cuda_check(cudaMemcpyAsync(staging[c % 2], static_cast<const char*>(src) + c * chunk, length(c),
                                cudaMemcpyDeviceToHost, s),
                what);
-    done.record(s);
+    done[c % 2].record(s);
   };
-  const Event done[2] = {Event(false), Event(false)};
-  enqueue(0, done[0]);
-  // Thread 0 drives the GPU side; every thread copies its share of each
-  // chunk. Barrier A: chunk c has arrived (or an error stopped the copy);
-  // barrier B: chunk c has been copied out, so its buffer may take c + 2.
-  const int t = std::max(1, std::min(threads, 16));
-  std::barrier sync(t);
-  std::exception_ptr error;
-  bool failed = false;
-  auto worker = [&](int id) {
+  // Chunk c + 1 is DMA'd into the other buffer while the crew copies chunk
+  // c out of its buffer, each thread its share.
+  try {
+    enqueue(0);
     for (size_t c = 0; c < chunks; ++c) {
-      if (id == 0) {
-        try {
-          done[c % 2].synchronize(what);
-          if (c + 1 < chunks) enqueue(c + 1, done[(c + 1) % 2]);
-        } catch (...) {
-          error = std::current_exception();
-          failed = true;
-        }
-      }
-      sync.arrive_and_wait();
-      if (failed) return;  // every thread reads it after the same barrier
-      const size_t len = length(c), share = (len + t - 1) / t;
-      const size_t from = std::min(len, share * id), to = std::min(len, from + share);
-      if (to > from) std::memcpy(static_cast<char*>(dst) + c * staging_bytes + from, staging[c % 2] + from, to - from);
-      sync.arrive_and_wait();
+      done[c % 2].synchronize(what);
+      if (c + 1 < chunks) enqueue(c + 1);
+      const size_t len = length(c), share = (len + crew.size() - 1) / crew.size();
+      crew.run([&](int id) {
+        const size_t from = std::min(len, share * id), to = std::min(len, from + share);
+        if (to > from) std::memcpy(static_cast<char*>(dst) + c * chunk + from, staging[c % 2] + from, to - from);
+      });
     }
-  };
-  std::vector<std::thread> pool;
-  for (int i = 1; i < t; ++i) pool.emplace_back(worker, i);
-  worker(0);
-  for (auto& th : pool) th.join();
-  if (error) {
+  } catch (...) {
     cudaStreamSynchronize(s);  // nothing may still write into the staging buffers
-    std::rethrow_exception(error);
+    throw;
   }
+}
+
+void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, unsigned char* const staging[2],
+                      size_t staging_bytes, int threads) {
+  if (staged_chunk(bytes, staging, staging_bytes) == 0) return pageable_download(dst, src, bytes, s);
+  CopyCrew crew(std::clamp(threads, 1, 16));
+  download_to_host(dst, src, bytes, s, staging, staging_bytes, crew);
+}
+
+void HostResult::start(KnnGraph& g, std::function<void()> then) {
+  task_ = std::async(std::launch::async, [this, &g, then = std::move(then)] {
+    try {
+      g.allocate_result([this](int64_t rows) { rows_ready_.store(rows, std::memory_order_release); });
+      if (then) then();
+      promise_.set_value();
+    } catch (...) {
+      promise_.set_exception(std::current_exception());
+    }
+  });
 }
 
 /// The largest of the n stored squared norms on the device (copied home on s).
@@ -181,14 +199,14 @@ struct ResidentOutput {
   /// Rows [r0, r1)'s result and status into g / `status` through the two
   /// pinned staging buffers (download_to_host), which are free for it.
   void copy_rows_home_staged(int64_t r0, int64_t r1, KnnGraph& g, cudaStream_t s, unsigned char* const staging[2],
-                             size_t staging_bytes, int threads) {
+                             size_t staging_bytes, CopyCrew& crew) {
     const size_t k = static_cast<size_t>(g.k), a = static_cast<size_t>(r0), rows = static_cast<size_t>(r1 - r0);
     cuda_check(cudaMemcpyAsync(status.data() + a, st.data() + a, rows * sizeof(int), cudaMemcpyDeviceToHost, s),
                "copying the result from the GPU");
     download_to_host(g.indices.data() + a * k, out_i.data() + a * k, rows * k * sizeof(int64_t), s, staging,
-                     staging_bytes, threads);
+                     staging_bytes, crew);
     download_to_host(g.distances.data() + a * k, out_d.data() + a * k, rows * k * sizeof(float), s, staging,
-                     staging_bytes, threads);
+                     staging_bytes, crew);
     cuda_check(cudaStreamSynchronize(s), "copying the result from the GPU");
   }
 
@@ -288,11 +306,18 @@ struct StreamedOutput {
 };
 
 EarlyFinish::EarlyFinish(const FinishRequest& in, KnnGraph& g, DeviceContext& ctx)
-    : in_(in), g_(g), stream_(ctx.finish), staging_{ctx.finish_staging(0), ctx.finish_staging(1)} {
+    : in_(in),
+      g_(g),
+      stream_(ctx.finish),
+      copy_stream_(ctx.finish_copy),
+      staging_{ctx.finish_staging(0), ctx.finish_staging(1)} {
   DeviceScope scope(in_.device);
-  if (in_.device_rows) out_ = std::make_unique<ResidentOutput>(in_, g_);
-  else
+  if (in_.device_rows) {
+    out_ = std::make_unique<ResidentOutput>(in_, g_);
+    crew_ = &ctx.finish_crew();
+  } else {
     streamed_ = std::make_unique<StreamedOutput>(in_, g_);
+  }
   cuda_check(cudaEventCreateWithFlags(&reported_event_, cudaEventDisableTiming), "creating an event");
   // The result's buffers are cleared on in.stream: the worker's stream waits for that.
   cuda_check(cudaEventRecord(reported_event_, in_.stream), "recording an event");
@@ -309,7 +334,20 @@ EarlyFinish::~EarlyFinish() {
   if (worker_.joinable()) worker_.join();
   cudaSetDevice(in_.device);
   cudaStreamSynchronize(stream_);  // nothing may still use the buffers freed next
+  cudaStreamSynchronize(copy_stream_);
   if (reported_event_) cudaEventDestroy(reported_event_);
+}
+
+double EarlyFinish::since_origin() const {
+  return in_.timeline_origin ? seconds_since(*in_.timeline_origin) * 1e3 : 0.0;
+}
+
+nlohmann::json EarlyFinish::range_times_json() const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const RangeTimes& r : range_times_)
+    rows.push_back({r.r0, r.r1, r.reported, r.woke, r.host_ready, r.done, r.certify_ms, r.copy_ms});
+  return {{"fields", {"r0", "r1", "reported", "woke", "host_ready", "done", "certify_ms", "copy_ms"}},
+          {"ranges", rows}};
 }
 
 void EarlyFinish::rows_final(int64_t rows, cudaStream_t after) {
@@ -318,6 +356,7 @@ void EarlyFinish::rows_final(int64_t rows, cudaStream_t after) {
     if (rows <= reported_) return;
     cuda_check(cudaEventRecord(reported_event_, after), "recording an event");
     reported_ = rows;
+    reported_ms_ = since_origin();
   }
   cv_.notify_all();
 }
@@ -325,58 +364,144 @@ void EarlyFinish::rows_final(int64_t rows, cudaStream_t after) {
 void EarlyFinish::work() {
   try {
     cuda_check(cudaSetDevice(in_.device), "selecting the device");
-    bool host_ready = false;
-    for (int64_t done = 0; done < g_.n;) {
-      int64_t rows = 0;
-      {
-        // The latest report (events complete in stream order, so it covers
-        // every earlier one); its event waited for under the lock, before
-        // the loop's thread records it again.
-        std::unique_lock lock(m_);
-        cv_.wait(lock, [&] { return stop_ || reported_ > done; });
-        if (stop_) return;
-        rows = reported_;
-        cuda_check(cudaStreamWaitEvent(stream_, reported_event_, 0), "ordering streams");
-      }
-      if (streamed_) streamed_range(done, rows, host_ready);
-      else
-        resident_range(done, rows, host_ready);
-      ++ranges_;
-      done = rows;
-    }
+    if (out_) resident_work();
+    else
+      streamed_work();
   } catch (...) {
     std::lock_guard lock(m_);
     error_ = std::current_exception();
   }
 }
 
-void EarlyFinish::resident_range(int64_t done, int64_t rows, bool& host_ready) {
-  out_->prepare(stream_);
-  const Event e0, e1, e2;
-  e0.record(stream_);
-  out_->certify(done, rows, stream_);
-  e1.record(stream_);
-  if (!host_ready) {
-    if (in_.wait_host_result) in_.wait_host_result();
-    host_ready = true;
+bool EarlyFinish::take_reported(int64_t taken, bool wait, int64_t& rows, double& reported_ms) {
+  // The latest report (events complete in stream order, so it covers every
+  // earlier one); its event waited for under the lock, before the loop's
+  // thread records it again.
+  std::unique_lock lock(m_);
+  if (wait) cv_.wait(lock, [&] { return stop_ || reported_ > taken; });
+  if (stop_) return false;
+  rows = reported_, reported_ms = reported_ms_;
+  if (rows > taken) cuda_check(cudaStreamWaitEvent(stream_, reported_event_, 0), "ordering streams");
+  return true;
+}
+
+void EarlyFinish::record_range(RangeTimes times, double certify0, double download0) {
+  if (!in_.timeline_origin) return;
+  times.host_ready = host_ready_ms_, times.done = since_origin();
+  times.certify_ms = certify_ms_ - certify0, times.copy_ms = download_ms_ - download0;
+  range_times_.push_back(times);
+}
+
+void EarlyFinish::streamed_work() {
+  bool host_ready = false;
+  for (int64_t done = 0; done < g_.n;) {
+    RangeTimes times;
+    int64_t rows = 0;
+    if (!take_reported(done, true, rows, times.reported)) return;
+    times.r0 = done, times.r1 = rows, times.woke = since_origin();
+    const double certify0 = certify_ms_, download0 = download_ms_;
+    streamed_range(done, rows, host_ready);
+    record_range(times, certify0, download0);
+    ++ranges_;
+    done = rows;
   }
-  // Pageable copies run at a fraction of the link's rate: the result comes
-  // home through pinned buffers of the worker's own (the device's upload
-  // staging buffers may still carry the loop's uploads).
-  out_->copy_rows_home_staged(done, rows, g_, stream_, staging_, DeviceContext::kStagingBytes,
-                              std::min(8, hardware_threads(in_.params->threads)));
-  e2.record(stream_);
+}
+
+/// Rows certified on the worker's stream, waiting to be copied home.
+struct EarlyFinish::Piece {
+  int64_t r0 = 0, r1 = 0;
+  Event start, certified;
+  RangeTimes times;
+};
+
+int64_t EarlyFinish::piece_rows() const {
+  if (const int rows = settings().final_piece_rows; rows > 0) return rows;
+  // Four staging buffers' worth of result a piece (12 bytes an entry), so
+  // the copy of one piece overlaps the certificate of the next at large k;
+  // at small k a piece is all the rows reported.
+  const int64_t row_bytes = int64_t{12} * g_.k + 4;
+  return std::max<int64_t>(1024, static_cast<int64_t>(4 * DeviceContext::kStagingBytes) / row_bytes);
+}
+
+void EarlyFinish::resident_work() {
+  out_->prepare(stream_);
+  const int64_t step = piece_rows();
+  std::deque<Piece> certified;
+  int64_t taken = 0;
+  while (taken < g_.n || !certified.empty()) {
+    // What the loop reports is certified at once (it needs no host memory);
+    // the worker waits for a report only when nothing is left to copy.
+    if (taken < g_.n) {
+      int64_t rows = taken;
+      double reported_ms = 0;
+      if (!take_reported(taken, certified.empty(), rows, reported_ms)) return;
+      const double woke = since_origin();
+      for (int64_t r = taken; r < rows; r += step) {
+        Piece& p = certified.emplace_back();
+        ++pieces_;
+        p.r0 = r, p.r1 = std::min(rows, r + step);
+        p.times.r0 = p.r0, p.times.r1 = p.r1, p.times.reported = reported_ms, p.times.woke = woke;
+        p.start.record(stream_);
+        out_->certify(p.r0, p.r1, stream_);
+        p.certified.record(stream_);
+      }
+      taken = rows;
+    }
+    if (certified.empty()) continue;
+    const int64_t host_rows = host_rows_ready();
+    if (host_rows < certified.front().r1) {
+      // Its host pages are not in yet: certify what the loop reports meanwhile.
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
+    copy_pieces_home(certified, host_rows);
+  }
+}
+
+int64_t EarlyFinish::host_rows_ready() const {
+  if (!in_.host_result.valid()) return g_.n;
+  if (in_.host_result.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    in_.host_result.get();  // its error, if it failed
+    return g_.n;
+  }
+  return in_.host_rows_ready ? in_.host_rows_ready->load(std::memory_order_acquire) : 0;
+}
+
+void EarlyFinish::copy_pieces_home(std::deque<Piece>& certified, int64_t host_rows) {
+  size_t m = 1;
+  while (m < certified.size() && certified[m].r1 <= host_rows &&
+         certified[m].certified.done("certifying the neighbour lists"))
+    ++m;
+  const Piece& first = certified.front();
+  const Piece& last = certified[m - 1];
+  if (ranges_ == 0) host_ready_ms_ = since_origin();
+  const double certify0 = certify_ms_, download0 = download_ms_;
+  // The copy runs on a stream of its own, so the certificate of the pieces
+  // after these goes on meanwhile. Pageable copies run at a fraction of the
+  // link's rate: the result comes home through the worker's pinned buffers
+  // (the device's upload staging buffers may still carry uploads).
+  const Event e1, e2;
+  cuda_check(cudaStreamWaitEvent(copy_stream_, last.certified, 0), "ordering streams");
+  e1.record(copy_stream_);
+  out_->copy_rows_home_staged(first.r0, last.r1, g_, copy_stream_, staging_, DeviceContext::kStagingBytes, *crew_);
+  e2.record(copy_stream_);
   e2.synchronize("copying the result from the GPU");
-  certify_ms_ += e1.since(e0);
+  for (size_t i = 0; i < m; ++i) certify_ms_ += certified[i].certified.since(certified[i].start);
   download_ms_ += e2.since(e1);
+  RangeTimes times = first.times;
+  times.r1 = last.r1;
+  record_range(times, certify0, download0);
+  ++ranges_;
+  certified.erase(certified.begin(), certified.begin() + static_cast<std::ptrdiff_t>(m));
 }
 
 void EarlyFinish::streamed_range(int64_t done, int64_t rows, bool& host_ready) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!host_ready) {
     streamed_->prepare(stream_);
-    if (in_.wait_host_result) in_.wait_host_result();
+    if (in_.host_result.valid()) in_.host_result.get();
     host_ready = true;
+    host_ready_ms_ = since_origin();
   }
   const int threads = hardware_threads(in_.params->threads);
   streamed_->download(done, rows, stream_, staging_, DeviceContext::kStagingBytes, std::min(8, threads));
@@ -407,7 +532,8 @@ struct FinishStats {
   size_t exact_scan_rows = 0;
   double c_dot = 0;
   float max_use = 0.f;
-  std::optional<int> early_ranges;
+  std::optional<int> early_ranges;  ///< copies home beside the loop
+  std::optional<int> early_pieces;  ///< pieces certified beside the loop (every row resident)
 
   nlohmann::json to_json() const {
     nlohmann::json j;
@@ -423,6 +549,7 @@ struct FinishStats {
     j["error_bound_c_dot"] = c_dot;
     j["error_bound_max_use"] = max_use;
     if (early_ranges) j["early_ranges"] = *early_ranges;
+    if (early_pieces) j["early_pieces"] = *early_pieces;
     return j;
   }
 };
@@ -507,7 +634,7 @@ class Finisher {
   /// certificate and the rescan overlap it.
   void wait_host_result() {
     const auto tw = std::chrono::steady_clock::now();
-    if (in_.wait_host_result) in_.wait_host_result();
+    if (in_.host_result.valid()) in_.host_result.get();
     g_.timings.emplace_back("result_wait", seconds_since(tw));
   }
 
@@ -531,6 +658,8 @@ class Finisher {
       g_.timings.emplace_back("final_wait", seconds_since(tw));
       g_.timings.emplace_back("certify", early_->certify_ms_ / 1e3);
       stats_.early_ranges = early_->ranges_;
+      stats_.early_pieces = early_->pieces_;
+      if (in_.timeline_origin) g_.extra["timeline_final_ranges"] = early_->range_times_json();
     } else {
       Event ev_cert0, ev_cert1;
       out.prepare(s_);
@@ -656,6 +785,7 @@ class Finisher {
       status_ = std::move(out.status);
       stats_.max_use = out.max_use;
       stats_.early_ranges = early_->ranges_;
+      if (in_.timeline_origin) g_.extra["timeline_final_ranges"] = early_->range_times_json();
     } else {
       StreamedOutput out(in_, g_);
       out.prepare(s_);

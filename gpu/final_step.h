@@ -19,19 +19,24 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "impl/kernels.h"
 #include "manifold/knn.h"
 #include "manifold/progress.h"
+#include "utils/copy_crew.h"
 #include "utils/resources.h"
 
 namespace manifold::gpu {
@@ -69,24 +74,64 @@ struct FinishRequest {
   /// written among the final step's timings, as before).
   std::optional<double> merge_devices_ms;
   /// The result's host memory being faulted in meanwhile (g.indices and
-  /// g.distances resized to n*k); waited for before they are written.
-  std::function<void()> wait_host_result;
+  /// g.distances resized to n*k); waited for before they are written --
+  /// beside the loop, only up to the rows copied (host_rows_ready: rows
+  /// [0, r) are in; null: wait for all).
+  std::shared_future<void> host_result;
+  const std::atomic<int64_t>* host_rows_ready = nullptr;
   /// Two pinned host buffers of staging_bytes each, free for the final step:
   /// the result goes to host memory through them (DMA into one while host
   /// threads copy out of the other). Null: a plain pageable copy.
   unsigned char* staging[2] = {nullptr, nullptr};
   size_t staging_bytes = 0;
   int device = 0;  ///< the device of lists, rows and stream
+  /// MANIFOLD_GPU_TIMELINE=1: the worker's ranges go into g.extra's
+  /// "timeline_final_ranges", in ms since this time (the build's start).
+  std::optional<std::chrono::steady_clock::time_point> timeline_origin;
+};
+
+/// The result's host pages (KnnGraph::allocate_result) faulted in on a
+/// thread of its own while the GPU computes. Start it last, once the final
+/// step's worker exists: a thread or stream made while the pages are being
+/// faulted in waits for the address space's lock (bench/gpu/RESULTS.md,
+/// "The worker's pieces").
+class HostResult {
+ public:
+  HostResult() : ready_(promise_.get_future().share()) {}
+  ~HostResult() { wait(); }
+  HostResult(const HostResult&) = delete;
+  HostResult& operator=(const HostResult&) = delete;
+  /// Ready once the pages are in (FinishRequest::host_result).
+  std::shared_future<void> ready() const { return ready_; }
+  /// Rows [0, r) of the result are in (FinishRequest::host_rows_ready).
+  const std::atomic<int64_t>* rows_ready() const { return &rows_ready_; }
+  /// Starts faulting in g's result; `then` runs on that thread afterwards.
+  void start(KnnGraph& g, std::function<void()> then = {});
+  /// Waits for the thread (if it was started).
+  void wait() {
+    if (task_.valid()) task_.wait();
+  }
+
+ private:
+  std::promise<void> promise_;
+  std::shared_future<void> ready_;
+  std::atomic<int64_t> rows_ready_{0};
+  std::future<void> task_;
 };
 
 /// Copies `bytes` from device memory to pageable host memory through the two
 /// pinned staging buffers (chunk c is DMA'd into staging[c % 2] on stream s
-/// while `threads` host threads copy chunk c - 1 out of the other), or with
-/// one cudaMemcpyAsync where there are none or the copy is small. Pageable
+/// while `threads` host threads copy chunk c - 1 out of the other; chunks of
+/// staging_bytes, or a quarter of a smaller copy, at least 1 MiB), or with
+/// one cudaMemcpyAsync where there are none or the copy is under 2 MiB. Pageable
 /// copies run at about a third of the link's rate (the driver stages them
 /// through its own buffers on one thread).
 void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, unsigned char* const staging[2],
                       size_t staging_bytes, int threads);
+/// The same with the host copies on `crew`'s threads (started once, before
+/// the result's pages are faulted in: utils/copy_crew.h).
+void download_to_host(void* dst, const void* src, size_t bytes, cudaStream_t s, unsigned char* const staging[2],
+                      size_t staging_bytes, CopyCrew& crew);
 
 struct ResidentOutput;  // the resident path's device buffers (final_step.cpp)
 struct StreamedOutput;  // the streamed path's host side (final_step.cpp)
@@ -126,25 +171,58 @@ class EarlyFinish {
   /// Reports every row final after the work queued on `after`, waits for
   /// the worker and rethrows its error.
   void finish(cudaStream_t after);
+  /// One range's way through the worker (timeline runs): host times in ms
+  /// since in.timeline_origin, GPU times as CUDA-event spans.
+  struct RangeTimes {
+    int64_t r0 = 0, r1 = 0;
+    double reported = 0;    ///< the loop reported r1 final
+    double woke = 0;        ///< the worker took the range
+    double host_ready = 0;  ///< the first copy home began (the pages of its rows were in)
+    double done = 0;        ///< the range was certified and home
+    double certify_ms = 0, copy_ms = 0;
+  };
+  struct Piece;
   void work();
-  /// The worker's step for rows [done, rows): certify and copy home.
-  void resident_range(int64_t done, int64_t rows, bool& host_ready);
+  /// Every row resident: certifies each report's rows at once, in pieces
+  /// (piece_rows), and copies the certified pieces home in order, as their
+  /// host pages come in, on a stream of its own: the first piece and every
+  /// later one already certified and with its pages in, in one copy.
+  void resident_work();
+  int64_t piece_rows() const;
+  /// Rows [0, r) of the result's host memory are in (rethrows its error).
+  int64_t host_rows_ready() const;
+  void copy_pieces_home(std::deque<Piece>& certified, int64_t host_rows);
+  /// Streamed rows: each report's rows come home and are certified on the host.
+  void streamed_work();
   void streamed_range(int64_t done, int64_t rows, bool& host_ready);
+  /// The rows reported final (into `rows`; waits for more than `taken`
+  /// where `wait`); false once told to stop.
+  bool take_reported(int64_t taken, bool wait, int64_t& rows, double& reported_ms);
+  void record_range(RangeTimes times, double certify0, double download0);
+
+  double since_origin() const;
+  nlohmann::json range_times_json() const;
 
   const FinishRequest in_;
   KnnGraph& g_;
   cudaStream_t stream_;
   std::unique_ptr<ResidentOutput> out_;       ///< every row resident
   std::unique_ptr<StreamedOutput> streamed_;  ///< streamed rows
+  cudaStream_t copy_stream_;                  ///< every row resident: the copies home (the context's)
+  CopyCrew* crew_ = nullptr;                  ///< every row resident: the copies' host threads (the context's)
   std::mutex m_;
   std::condition_variable cv_;
   int64_t reported_ = 0;          ///< rows reported final (guarded by m_)
+  double reported_ms_ = 0;        ///< when, timeline runs (guarded by m_)
   cudaEvent_t reported_event_{};  ///< completes when they are (guarded by m_)
   bool stop_ = false;
   std::exception_ptr error_;
   unsigned char* staging_[2];                ///< worker: the result's way home (the context's)
   double certify_ms_ = 0, download_ms_ = 0;  ///< worker: CUDA-event sums (streamed: host clock)
-  int ranges_ = 0;                           ///< worker: ranges certified
+  int ranges_ = 0;                           ///< worker: ranges copied home
+  int pieces_ = 0;                           ///< worker: pieces certified (every row resident)
+  std::vector<RangeTimes> range_times_;      ///< worker, timeline runs
+  double host_ready_ms_ = 0;                 ///< worker, timeline runs
   std::thread worker_;
 };
 
@@ -154,7 +232,8 @@ class EarlyFinish {
 /// time the worker's last ranges took after the loop) and its statistics in
 /// g.extra (precision, list_capacity, reevaluated_per_row, reevaluated_max,
 /// uncertified_rows, rescanned_rows, fallback_rows, error_bound_c_dot,
-/// error_bound_max_use; early_ranges with `early`). Progress stages:
+/// error_bound_max_use; early_ranges and, rows resident, early_pieces with
+/// `early`). Progress stages:
 /// "certify", then "rescan: ..." and "fallback: ..." naming the rows when
 /// there are any. `early`: steps 2 and the copy home ran beside the loop;
 /// only the rescan's rows are copied again.

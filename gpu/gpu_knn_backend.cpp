@@ -36,6 +36,7 @@
 #include "manifold/parallel.h"
 #include "tile_plan.h"
 #include "utils/cuda_check.h"
+#include "utils/deferred_fingerprint.h"
 #include "utils/resources.h"
 
 namespace manifold::gpu {
@@ -235,8 +236,11 @@ class EngineBuild {
   KnnGraph run() {
     prepare_rows_for_upload();
     plan_and_allocate();
+    host_event("planned");
     start_final_step();
+    host_event("final_step_started");
     run_tile_loops();
+    host_event("loop_end");
     // Final steps on device 0.
     const auto t3 = std::chrono::steady_clock::now();
     progress_.stage("certify", 1, "steps");
@@ -245,21 +249,24 @@ class EngineBuild {
     DeviceScope scope(engines_[0]->device());
     merge_device_lists();
     finish(t3);
+    host_event("final_end");
     if (!g_.extra.contains("select")) g_.extra["select"] = to_string(params_.select);
     g_.extra.update(stats_.to_json());
+    if (timeline_) {
+      host_events_["result_allocated"] = result_allocated_ms_;
+      host_events_["tiles_origin"] = std::chrono::duration<double, std::milli>(engines_[0]->timeline_origin() - t0_)
+                                         .count();
+      g_.extra["timeline_host_events"] = host_events_;
+    }
     return std::move(g_);
   }
 
  private:
-  /// Hashing every byte of the input takes longer than the GPU's whole job
-  /// on large inputs: it runs on a spare core meanwhile -- after the rows are
-  /// staged for the upload where that is soon, since both read the input at
-  /// memory speed. With every row resident on one GPU, the uploads are done
-  /// once the first strip's rows are final, and the hash starts then;
-  /// otherwise at once. (On the H200 hosts measured so far the order made
-  /// no difference: bench/gpu/RESULTS.md.)
-  void start_fingerprint() {
-    if (!fingerprint_.valid()) fingerprint_ = std::async(std::launch::async, [this] { return data_.fingerprint(); });
+  /// MANIFOLD_GPU_TIMELINE=1: when the build reached `what`, ms since its
+  /// start (graph.json's timeline_host_events; the tiles' own times count
+  /// from tiles_origin).
+  void host_event(const char* what) {
+    if (timeline_) host_events_[what] = seconds_since(t0_) * 1e3;
   }
 
   void prepare_rows_for_upload() {
@@ -315,15 +322,15 @@ class EngineBuild {
   /// the later strips run (final_step.h EarlyFinish). Settings::final_beside_loop
   /// = false (tests) leaves it all for after the loop.
   void start_final_step() {
-    // The result's host memory is fresh pages to fault in: touch it meanwhile.
-    host_result_ = std::async(std::launch::async, [this] { g_.allocate_result(); }).share();
+    if (timeline_) fin_.timeline_origin = t0_;
     DeviceEngine& main = *engines_[0];
     fin_.data = &data_, fin_.params = &params_, fin_.rows = &rows_, fin_.lists = main.lists();
     fin_.norms = main.norms(), fin_.stream = main.stream(), fin_.tensor = stats_.tensor, fin_.device = main.device();
     fin_.dot_products = [&main](const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t st) {
       main.dot_products(a, m, b, ncols, c, ldc, st);
     };
-    fin_.wait_host_result = [host_result = host_result_] { host_result.get(); };
+    fin_.host_result = host_result_.ready();
+    fin_.host_rows_ready = host_result_.rows_ready();
     const TilePlan& plan = stats_.plan;
     // Streamed rows are certified on the host, which needs no device memory.
     if (engines_.size() == 1 && (!plan.resident || plan.bytes + plan.final_bytes <= plan.budget) &&
@@ -331,11 +338,15 @@ class EngineBuild {
       fin_.device_rows = main.resident_rows();
       early_ = std::make_unique<EarlyFinish>(fin_, g_, DeviceContext::get(main.device()));
       rows_final_ = [this](int64_t r, cudaStream_t after) {
-        start_fingerprint();
+        fingerprint_.start();
         early_->rows_final(r, after);
       };
     }
-    if (!early_) start_fingerprint();
+    if (!early_) fingerprint_.start();
+    // The result's host memory is fresh pages to fault in: touch it meanwhile.
+    host_result_.start(g_, [this] {
+      if (timeline_) result_allocated_ms_ = seconds_since(t0_) * 1e3;
+    });
   }
 
   /// The tile loops, one host thread per device, over the strips of the
@@ -426,8 +437,7 @@ class EngineBuild {
     host_result_.wait();  // (certify_and_finish waited for it already)
     g_.timings.emplace_back("final", seconds_since(t3));
     const auto t5 = std::chrono::steady_clock::now();
-    start_fingerprint();  // (a loop of a single strip never called rows_final)
-    g_.fingerprint = fingerprint_.get();
+    g_.fingerprint = fingerprint_.get();  // (a loop of a single strip never started it)
     g_.timings.emplace_back("fingerprint_wait", seconds_since(t5));
     stats_.total_s = seconds_since(t0_);
     g_.timings.emplace_back("total", stats_.total_s);
@@ -440,14 +450,24 @@ class EngineBuild {
   bool force_block_ = false;
   int cap_ = 0;
   EngineBuildStats stats_;
+  const bool timeline_ = settings().timeline;
+  nlohmann::json host_events_ = nlohmann::json::object();
+  double result_allocated_ms_ = 0;  ///< written by the page-faulting task, read after it
   // Destroyed in reverse: the final step's worker first, then the result's
   // page-faulting task, the engines, the rows, the hash, and the graph the
   // tasks write to last.
   KnnGraph g_;
-  std::future<std::string> fingerprint_;
+  /// Hashing every byte of the input takes longer than the GPU's whole job
+  /// on large inputs: it runs on a spare core meanwhile -- after the rows are
+  /// staged for the upload where that is soon, since both read the input at
+  /// memory speed. With every row resident on one GPU, the uploads are done
+  /// once the first strip's rows are final, and the hash starts then;
+  /// otherwise at once. (On the H200 hosts measured so far the order made
+  /// no difference: bench/gpu/RESULTS.md.)
+  DeferredFingerprint fingerprint_{data_};
   PreparedRows rows_;
   std::vector<std::unique_ptr<DeviceEngine>> engines_;
-  std::shared_future<void> host_result_;
+  HostResult host_result_;
   FinishRequest fin_;
   std::unique_ptr<EarlyFinish> early_;
   DeviceEngine::RowsFinal rows_final_;

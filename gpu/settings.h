@@ -44,6 +44,7 @@ struct Settings {
   std::string select_tile;         ///< "TxW": the papers' strategies' tile (select/paper_strategies.cpp)
   int slack = -1;                  ///< the lists' room beyond k; -1: the rule of list_slack()
   bool final_beside_loop = true;   ///< false: one GPU's final step waits for the whole loop
+  int final_piece_rows = 0;        ///< the final step's rows a piece beside the loop; 0: the rule of piece_rows()
   bool certify_by_warp = true;     ///< false: the block certification kernel for every list size
   QuickChoice quick = QuickChoice::Auto;
   /// Large-k lists' prior bound (device_engine.h): columns sampled, -1 the

@@ -2,8 +2,10 @@
 """Reads the tile timeline of a `manifold bench` JSON made with
 MANIFOLD_GPU_TIMELINE=1 (bench/gpu/timeline_run.sh) and prints where the
 loop's time went: the seed phase (uploads, seed kernels, seed merges), the
-strips, how long 0, 1 or 2 tile kernels and 0 or 1 merges ran at once, and
-where the kernels stopped (gaps with none running, the longest kernel).
+strips, how long 0, 1 or 2 tile kernels and 0 or 1 merges ran at once,
+where the kernels stopped (gaps with none running, the longest kernel),
+and on the host the build's milestones and each copy home of the final
+step beside the loop.
     python3 bench/gpu/timeline.py FILE.json [FILE.json.xz ...]"""
 import json
 import lzma
@@ -57,6 +59,29 @@ def print_stalls(strips):
     print(f"  kernels started as tile t - 4's merge ended: {gated} of {len(strips)}")
 
 
+def print_host_side(extra):
+    """The build's host milestones and the final step's ranges beside the
+    loop, on the tiles' clock (ms since the loop's start; the build's own
+    start is negative): when each range was reported final, taken by the
+    worker, and home, and its certify and copy time on the GPU."""
+    ev = extra.get("timeline_host_events")
+    if not ev:
+        return
+    origin = ev.get("tiles_origin", 0.0)
+    print("  host (ms on the tiles' clock): " +
+          ", ".join(f"{k} {v - origin:.2f}" for k, v in sorted(ev.items(), key=lambda x: x[1]) if k != "tiles_origin"))
+    fr = extra.get("timeline_final_ranges")
+    if not fr:
+        return
+    for row in fr["ranges"]:
+        r = dict(zip(fr["fields"], row))
+        print(f"    rows {r['r0']:>8}-{r['r1']:<8} reported {r['reported'] - origin:8.2f} taken {r['woke'] - origin:8.2f} "
+              f"home {r['done'] - origin:8.2f}  certify {r['certify_ms']:6.2f} copy {r['copy_ms']:6.2f}")
+    ready = [dict(zip(fr["fields"], row))["host_ready"] for row in fr["ranges"]]
+    if ready and ready[0] > 0:
+        print(f"    result's host pages ready at {ready[0] - origin:.2f}")
+
+
 def main(paths):
     for path in paths:
         case = load(path)["cases"][0]
@@ -88,6 +113,7 @@ def main(paths):
                 print("  (kernels, merges) running at once, ms: " +
                       ", ".join(f"{k}: {v:.2f}" for k, v in sorted(acc.items()) if v > 0.005))
                 print_stalls(strips)
+            print_host_side(case["extra"])
 
 
 if __name__ == "__main__":

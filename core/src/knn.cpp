@@ -20,49 +20,75 @@ namespace manifold {
 
 namespace {
 
-/// Asks for huge pages and faults in the whole pages inside [p, p + bytes)
-/// on a few threads, before anything is written there. A hint: where the
-/// kernel refuses (older than 5.14, not Linux), the first writes fault as
-/// before. The threads are this call's own, not the loop pool: the GPU
-/// backend calls this beside its first uploads, whose staging copy takes
-/// the pool, and a copy that found the pool busy would start threads whose
-/// stacks wait on the address-space lock each populate call holds.
-void populate_pages(void* p, size_t bytes) {
+/// Asks for huge pages and faults in the pages of rows [0, n) of the two
+/// arrays (row_bytes[i] each), a piece of rows at a time in row order, on a
+/// few threads; tells `rows_ready` each time the leading rows are in. A
+/// hint: where the kernel refuses (older than 5.14, not Linux), the first
+/// writes fault as before. The threads are this call's own, not the loop
+/// pool: the GPU backend calls this beside its first uploads, whose staging
+/// copy takes the pool. Pieces of about 32 MB: each MADV_POPULATE_WRITE call
+/// holds the address space's lock, which a thread or a mapping made
+/// meanwhile waits for, so the lock is let go every few milliseconds.
+void populate_rows(int64_t n, void* const base[2], const size_t row_bytes[2],
+                   const std::function<void(int64_t)>& rows_ready) {
+  const size_t total = static_cast<size_t>(n) * (row_bytes[0] + row_bytes[1]);
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-  constexpr uintptr_t kPage = 4096, kHuge = uintptr_t{2} << 20;
-  if (bytes < (size_t{64} << 20)) return;
-  const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
-  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kPage - 1);
-  madvise(reinterpret_cast<void*>(a), e - a, MADV_HUGEPAGE);
-  const int threads = std::min(4, hardware_threads());
-  const uintptr_t chunk = ((e - a) / threads + kHuge - 1) & ~(kHuge - 1);
-  std::vector<std::thread> workers;
-  for (int t = 1; t < threads; ++t) {
-    const uintptr_t b = a + static_cast<uintptr_t>(t) * chunk;
-    if (b < e)
-      workers.emplace_back([b, e, chunk] {
-        madvise(reinterpret_cast<void*>(b), std::min(e, b + chunk) - b, MADV_POPULATE_WRITE);
-      });
+  constexpr uintptr_t kPage = 4096;
+  if (total >= (size_t{96} << 20)) {
+    for (int a = 0; a < 2; ++a) {
+      const uintptr_t p = reinterpret_cast<uintptr_t>(base[a]);
+      const uintptr_t begin = (p + kPage - 1) & ~(kPage - 1), end = (p + n * row_bytes[a]) & ~(kPage - 1);
+      if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+    }
+    const int64_t piece = std::max<int64_t>(1,
+                                            static_cast<int64_t>((size_t{32} << 20) / (row_bytes[0] + row_bytes[1])));
+    const int64_t pieces = (n + piece - 1) / piece;
+    std::atomic<int64_t> next{0};
+    std::mutex m;
+    std::vector<char> done(static_cast<size_t>(pieces), 0);
+    int64_t leading = 0;  // pieces [0, leading) are in (guarded by m)
+    auto work = [&] {
+      for (int64_t c = next++; c < pieces; c = next++) {
+        const int64_t r0 = c * piece, r1 = std::min(n, r0 + piece);
+        for (int a = 0; a < 2; ++a) {
+          // Whole pages over the rows' bytes (the neighbours' pages too:
+          // faulting a page twice is free, and every page stays inside
+          // the array's mapping).
+          const uintptr_t p = reinterpret_cast<uintptr_t>(base[a]);
+          const uintptr_t begin = (p + r0 * row_bytes[a]) & ~(kPage - 1);
+          const uintptr_t end = (p + r1 * row_bytes[a] + kPage - 1) & ~(kPage - 1);
+          madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+        }
+        std::lock_guard lock(m);
+        done[static_cast<size_t>(c)] = 1;
+        const int64_t before = leading;
+        while (leading < pieces && done[static_cast<size_t>(leading)]) ++leading;
+        if (rows_ready && leading > before) rows_ready(std::min(n, leading * piece));
+      }
+    };
+    std::vector<std::thread> workers;
+    for (int t = 1; t < std::min(4, hardware_threads()); ++t) workers.emplace_back(work);
+    work();
+    for (auto& w : workers) w.join();
+    return;
   }
-  madvise(reinterpret_cast<void*>(a), std::min(e, a + chunk) - a, MADV_POPULATE_WRITE);
-  for (auto& w : workers) w.join();
 #else
-  (void)p, (void)bytes;
+  (void)base, (void)total;
 #endif
+  if (rows_ready) rows_ready(n);
 }
 
 }  // namespace
 
-void KnnGraph::allocate_result() {
+void KnnGraph::allocate_result(const std::function<void(int64_t)>& rows_ready) {
   const size_t nk = static_cast<size_t>(n) * static_cast<size_t>(k);
   indices.clear();
   distances.clear();
-  indices.reserve(nk);
-  distances.reserve(nk);
-  populate_pages(indices.data(), nk * sizeof(int64_t));
-  populate_pages(distances.data(), nk * sizeof(float));
   indices.resize(nk);
   distances.resize(nk);
+  void* const base[2] = {indices.data(), distances.data()};
+  const size_t row_bytes[2] = {static_cast<size_t>(k) * sizeof(int64_t), static_cast<size_t>(k) * sizeof(float)};
+  populate_rows(n, base, row_bytes, rows_ready);
 }
 
 std::string to_string(Metric m) {

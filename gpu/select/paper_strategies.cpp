@@ -36,6 +36,7 @@
 #include "settings.h"
 #include "tile_plan.h"
 #include "utils/cuda_check.h"
+#include "utils/deferred_fingerprint.h"
 #include "utils/device_memory.h"
 #include "utils/format.h"
 #include "utils/resources.h"
@@ -334,7 +335,7 @@ FinishRequest finish_request(const Dataset& data, const KnnParams& params, const
   fin.dot_products = [&engine](const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t st) {
     engine.dot_products(a, m, b, ncols, c, ldc, st);
   };
-  fin.wait_host_result = [host_result] { host_result.get(); };
+  fin.host_result = host_result;
   return fin;
 }
 
@@ -394,10 +395,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
 
   KnnGraph g = empty_graph(data, params, "gpu");
   g.strategy = to_string(strategy);
-  std::future<std::string> fingerprint;
-  auto start_fingerprint = [&fingerprint, &data] {
-    if (!fingerprint.valid()) fingerprint = std::async(std::launch::async, [&data] { return data.fingerprint(); });
-  };
+  DeferredFingerprint fingerprint(data);  // started before the result's pages are faulted in
 
   progress.stage("prepare", 1, "steps");
   PreparedRows rows = prepare_rows(data, params.metric);
@@ -415,8 +413,9 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   // strategies): each strip's rows are ordered (heap, quick) and handed on
   // as soon as their lists are final. Settings::final_beside_loop = false
   // (tests) leaves it all for after the loop.
-  std::shared_future<void> host_result = std::async(std::launch::async, [&g] { g.allocate_result(); }).share();
-  FinishRequest fin = finish_request(data, params, rows, engine, dev, host_result);
+  HostResult host_result;  // started once the worker exists (final_step.h)
+  FinishRequest fin = finish_request(data, params, rows, engine, dev, host_result.ready());
+  fin.host_rows_ready = host_result.rows_ready();
   std::unique_ptr<EarlyFinish> early;
   if (plan.bytes + plan.final_bytes <= plan.budget && settings().final_beside_loop) {
     fin.device_rows = engine.resident_rows();
@@ -426,10 +425,11 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   auto rows_final = [&](int64_t r, cudaStream_t after) {
     selection.order(engine.lists(), ordered, r, after);
     ordered = r;
-    start_fingerprint();  // the uploads are done: the hash no longer competes with them
+    fingerprint.start();  // the uploads are done: the hash no longer competes with them
     if (early) early->rows_final(r, after);
   };
-  if (!early) start_fingerprint();
+  if (!early) fingerprint.start();
+  host_result.start(g);
 
   const auto t2 = std::chrono::steady_clock::now();
   std::vector<int64_t> strips(static_cast<size_t>(plan.blocks()));
@@ -470,7 +470,6 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   progress.finish();
   g.timings.emplace_back("final", seconds_since(t3));
   const auto t4 = std::chrono::steady_clock::now();
-  start_fingerprint();
   g.fingerprint = fingerprint.get();
   g.timings.emplace_back("fingerprint_wait", seconds_since(t4));
   const double total_s = seconds_since(t0);

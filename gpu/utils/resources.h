@@ -136,6 +136,13 @@ class Event {
   operator cudaEvent_t() const { return e_; }
   void record(cudaStream_t s) const { cuda_check(cudaEventRecord(e_, s), "recording an event"); }
   void synchronize(const char* what = "waiting for the GPU") const { cuda_check(cudaEventSynchronize(e_), what); }
+  /// Whether the work before the event is done (never waits).
+  bool done(const char* what = "waiting for the GPU") const {
+    const cudaError_t e = cudaEventQuery(e_);
+    if (e == cudaErrorNotReady) return false;
+    cuda_check(e, what);
+    return true;
+  }
   /// Milliseconds from `start` to this event (both completed).
   float since(const Event& start) const {
     float ms = 0;

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <mutex>
+#include <utility>
 #include <random>
 
 #include "manifold/error.h"
@@ -189,6 +191,41 @@ TEST(CpuKnn, CancelStopsTheBuild) {
   KnnParams p;
   p.k = 5;
   EXPECT_THROW(make_backend("cpu")->build(ds, p, progress), Cancelled);
+}
+
+// The result's memory (KnnGraph::allocate_result): sized n k; its rows
+// reported in, in order, ending with every row (large results -- 96 MiB and
+// more, 12 bytes an entry -- are faulted in ahead a piece at a time, on
+// several threads, so how many reports there are varies); a smaller result
+// reports every row at once. Every entry is written and read back.
+TEST(KnnGraphResult, RowsComeInInOrder) {
+  for (auto [n, k] :
+       {std::pair<int64_t, int>{1000, 7}, std::pair<int64_t, int>{100000, 100}, std::pair<int64_t, int>{80000, 100}}) {
+    KnnGraph g;
+    g.n = n, g.k = k;
+    std::vector<int64_t> reports;
+    std::mutex m;
+    g.allocate_result([&](int64_t rows) {
+      std::lock_guard lock(m);
+      reports.push_back(rows);
+    });
+    ASSERT_EQ(g.indices.size(), static_cast<size_t>(n * k));
+    ASSERT_EQ(g.distances.size(), static_cast<size_t>(n * k));
+    ASSERT_FALSE(reports.empty());
+    EXPECT_EQ(reports.back(), n) << n << " x " << k;
+    EXPECT_TRUE(std::is_sorted(reports.begin(), reports.end())) << n << " x " << k;
+    if (static_cast<size_t>(n) * k * 12 < (size_t{96} << 20)) {
+      EXPECT_EQ(reports.size(), 1u) << n << " x " << k;
+    }
+    for (size_t i = 0; i < g.indices.size(); ++i) {
+      g.indices[i] = static_cast<int64_t>(i) * 3;
+      g.distances[i] = static_cast<float>(i % 1000);
+    }
+    for (size_t i = 0; i < g.indices.size(); i += 4099) {
+      EXPECT_EQ(g.indices[i], static_cast<int64_t>(i) * 3);
+      EXPECT_EQ(g.distances[i], static_cast<float>(i % 1000));
+    }
+  }
 }
 
 TEST(CpuKnn, SlicedGraphEqualsSmallerK) {

@@ -288,14 +288,19 @@ TEST(GpuEngine, CancelsBetweenTiles) {
 
 // MANIFOLD_GPU_TIMELINE=1 (Settings::timeline): every tile's kernel and merge
 // and every block's upload by CUDA events, one row per tile in the graph's
-// JSON (bench/gpu/timeline.py reads it); nothing of it without.
+// JSON, the build's host milestones, and the final step's ranges beside the
+// loop, which cover every row once, in order (bench/gpu/timeline.py reads
+// them); nothing of it without.
 TEST(GpuEngine, TimelineRecordsEveryTile) {
   REQUIRE_GPU();
   Dataset ds = random_dataset(1500, 24, 31);
   WithSettings tile([](gpu::Settings& s) { s.tile = "128x256"; });
-  EXPECT_FALSE(build("gpu", ds, params(8)).extra["per_device"][0].contains("timeline"));
+  const KnnGraph plain = build("gpu", ds, on_one_gpu(8));
+  EXPECT_FALSE(plain.extra["per_device"][0].contains("timeline"));
+  EXPECT_FALSE(plain.extra.contains("timeline_host_events"));
+  EXPECT_FALSE(plain.extra.contains("timeline_final_ranges"));
   WithSettings on([](gpu::Settings& s) { s.timeline = true; });
-  const KnnGraph g = build("gpu", ds, params(8));
+  const KnnGraph g = build("gpu", ds, on_one_gpu(8));
   EXPECT_EQ(check_graph(g, ds, brute_force(ds, 8, Metric::Euclidean, false)), "");
   const nlohmann::json& dev = g.extra["per_device"][0];
   ASSERT_TRUE(dev.contains("timeline")) << dev.dump();
@@ -308,6 +313,23 @@ TEST(GpuEngine, TimelineRecordsEveryTile) {
     EXPECT_LE(t[9].get<double>(), t[10].get<double>()) << t.dump();  // merge start <= end
   }
   EXPECT_FALSE(tl["uploads"].empty());
+
+  const nlohmann::json& ev = g.extra["timeline_host_events"];
+  ASSERT_TRUE(ev.is_object()) << g.extra.dump();
+  EXPECT_LE(ev["final_step_started"].get<double>(), ev["loop_end"].get<double>()) << ev.dump();
+  EXPECT_LE(ev["loop_end"].get<double>(), ev["final_end"].get<double>()) << ev.dump();
+  EXPECT_LE(ev["result_allocated"].get<double>(), ev["final_end"].get<double>()) << ev.dump();
+  const nlohmann::json& fr = g.extra["timeline_final_ranges"];
+  ASSERT_EQ(fr["fields"][0], "r0");
+  ASSERT_EQ(static_cast<int>(fr["ranges"].size()), g.extra["early_ranges"].get<int>());
+  int64_t next = 0;
+  for (const nlohmann::json& r : fr["ranges"]) {
+    EXPECT_EQ(r[0].get<int64_t>(), next) << fr.dump();
+    EXPECT_GT(r[1].get<int64_t>(), next) << fr.dump();
+    EXPECT_LE(r[2].get<double>(), r[5].get<double>()) << r.dump();  // reported before it was home
+    next = r[1].get<int64_t>();
+  }
+  EXPECT_EQ(next, g.n);
 }
 
 // The same with the final step beside the loop (final_step.h EarlyFinish):
@@ -329,8 +351,10 @@ TEST(GpuEngine, CancelsWithTheFinalStepRunning) {
 // strips, and each one's rows are certified and copied home while the later
 // strips run. The graph must equal the float64 reference and, entry for
 // entry, the final step run after the loop (Settings::final_beside_loop), on
-// both dot-product paths and both merge paths; near-duplicate clusters make
-// the rescan re-rank rows already copied home.
+// both dot-product paths and both merge paths, with the worker's pieces as
+// the rule makes them (one a report here) and of 97 rows (several a report,
+// certified ahead of their copy home); near-duplicate clusters make the
+// rescan re-rank rows already copied home.
 TEST(GpuEngine, FinalStepBesideTheLoop) {
   REQUIRE_GPU();
   WithSettings tile([](gpu::Settings& s) { s.tile = "128x256"; });
@@ -345,6 +369,12 @@ TEST(GpuEngine, FinalStepBesideTheLoop) {
       ASSERT_TRUE(early.extra.contains("early_ranges")) << what;
       std::cout << "[ info ] " << what << ": " << early.extra["early_ranges"] << " ranges certified beside the loop\n";
       EXPECT_EQ(check_graph(early, ds, brute_force(ds, k, Metric::Cosine, false)), "") << what;
+      {
+        WithSettings pieces([](gpu::Settings& s) { s.final_piece_rows = 97; });
+        KnnGraph small_pieces = build("gpu", ds, on_one_gpu(k, Metric::Cosine));
+        EXPECT_GE(small_pieces.extra["early_pieces"].get<int>(), (3000 + 96) / 97) << what;
+        EXPECT_EQ(first_difference(early, small_pieces), "") << what << ", pieces of 97 rows";
+      }
       WithSettings off([](gpu::Settings& s) { s.final_beside_loop = false; });
       KnnGraph after = build("gpu", ds, on_one_gpu(k, Metric::Cosine));
       EXPECT_FALSE(after.extra.contains("early_ranges")) << what;
@@ -667,13 +697,14 @@ TEST(GpuEngine, ReadsMappedRowsWithoutCopyingThem) {
 }  // namespace
 
 // The result's way home (final_step.h download_to_host): through two small
-// pinned buffers, several threads, a size that is not a multiple of the
-// chunk, and fresh random bytes -- equal to the source byte for byte, and the
-// same as the plain copy it replaces for small results.
+// pinned buffers, several threads, sizes that are not a multiple of the
+// chunk -- the buffers' size, or a quarter of a copy under four of them --
+// and fresh random bytes: equal to the source byte for byte, and the same as
+// the plain copy it replaces for small results.
 TEST(GpuDownload, StagedCopyIsExact) {
   REQUIRE_GPU();
   std::mt19937_64 rng(20261122);
-  for (size_t bytes : {size_t{5} << 20, (size_t{37} << 20) + 12345, size_t{1000}}) {
+  for (size_t bytes : {size_t{5} << 20, (size_t{37} << 20) + 12345, (size_t{3} << 20) - 3, size_t{1000}}) {
     std::vector<unsigned char> host(bytes);
     for (auto& b : host) b = static_cast<unsigned char>(rng());  // fresh random bytes, never zeros
     void* dev = nullptr;
@@ -682,14 +713,15 @@ TEST(GpuDownload, StagedCopyIsExact) {
     cudaStream_t s = nullptr;
     ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
     void* pinned[2] = {nullptr, nullptr};
-    const size_t chunk = (size_t{1} << 20) + 4096;
-    for (auto& p : pinned) ASSERT_EQ(cudaMallocHost(&p, chunk), cudaSuccess);
+    const size_t most = size_t{8} << 20;
+    for (auto& p : pinned) ASSERT_EQ(cudaMallocHost(&p, most), cudaSuccess);
     unsigned char* staging[2] = {static_cast<unsigned char*>(pinned[0]), static_cast<unsigned char*>(pinned[1])};
-    for (int threads : {1, 3, 8}) {
-      std::vector<unsigned char> out(bytes, 0xAB);
-      gpu::download_to_host(out.data(), dev, bytes, s, staging, chunk, threads);
-      EXPECT_TRUE(out == host) << bytes << " bytes, " << threads << " threads";
-    }
+    for (size_t chunk : {(size_t{1} << 20) + 4096, most})
+      for (int threads : {1, 3, 8}) {
+        std::vector<unsigned char> out(bytes, 0xAB);
+        gpu::download_to_host(out.data(), dev, bytes, s, staging, chunk, threads);
+        EXPECT_TRUE(out == host) << bytes << " bytes, buffers of " << chunk << ", " << threads << " threads";
+      }
     std::vector<unsigned char> plain(bytes, 0xCD);
     gpu::download_to_host(plain.data(), dev, bytes, s, nullptr, 0, 4);
     EXPECT_TRUE(plain == host) << bytes << " bytes, plain copy";
@@ -699,12 +731,11 @@ TEST(GpuDownload, StagedCopyIsExact) {
   }
 }
 
-// A result large enough to come home through the staging buffers (n k x 12
-// bytes over 4 x 32 MB): the engine's graph equals the exact reference.
+// A result large enough to come home through the staging buffers in full
+// 32 MB chunks (n k x 12 bytes, 246 MB): the engine's graph equals the exact
+// reference.
 TEST(GpuDownload, LargeResultThroughStaging) {
   REQUIRE_GPU();
-  // 20000 x 1024 x 8 bytes of indices = 164 MB: staged; the distances
-  // (82 MB) take the plain copy.
   const int64_t n = 20000;
   const int k = 1024;
   Dataset ds = random_dataset(n, 24, 77);

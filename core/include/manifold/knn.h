@@ -83,12 +83,15 @@ struct KnnGraph {
   const float* row_distances(int64_t i) const { return distances.data() + i * k; }
   /// The graph restricted to its first k2 <= k neighbours (no recomputation).
   KnnGraph sliced(int k2) const;
-  /// Sizes indices and distances to n*k (n and k set). Large results are
-  /// fresh memory whose page faults dominated the GPU backend's host time
-  /// at large k (4.9 GB at n = 1e5, k = 4096); the pages are asked for as
-  /// transparent huge pages and faulted in by the kernel
-  /// (MADV_POPULATE_WRITE) before the vectors are filled, where Linux allows.
-  void allocate_result();
+  /// Sizes indices and distances to n*k (n and k set; sizing writes
+  /// nothing). Large results are fresh memory whose page faults dominated
+  /// the GPU backend's host time at large k (4.9 GB at n = 1e5, k = 4096);
+  /// the pages are asked for as transparent huge pages and faulted in by the
+  /// kernel (MADV_POPULATE_WRITE) on a few threads, in row order, where
+  /// Linux allows. `rows_ready(r)` (if given) is told each time rows [0, r)
+  /// of both arrays are in, last with r = n; a producer may write the rows
+  /// before that (they fault in as they are written).
+  void allocate_result(const std::function<void(int64_t)>& rows_ready = {});
 };
 
 class KnnBackend {
