@@ -329,9 +329,15 @@ TEST(CliRun, BlankFramesEmbedTheHitsAndCosineCountsThem) {
   EXPECT_NE(err.find(std::to_string(blanks.size()) + " points of 300 are at distance 0 from their 7-th neighbour"),
             std::string::npos)
       << err;
-  // The blanks are a piece of their own: the hits are embedded.
+  // The blanks are a piece of their own, which the warning names as such:
+  // the hits are embedded.
+  EXPECT_NE(err.find("the other is " + std::to_string(blanks.size()) +
+                     " identical images (duplicates, such as blank frames), which no k joins"),
+            std::string::npos)
+      << err;
   const Embedding e = read_embedding(t / "e");
   EXPECT_EQ(e.n, 300 - static_cast<int64_t>(blanks.size()));
+  EXPECT_EQ(e.metadata["identical_image_points"].get<int64_t>(), static_cast<int64_t>(blanks.size()));
   for (int64_t b : blanks) EXPECT_EQ(std::count(e.point_index.begin(), e.point_index.end(), b), 0) << b;
   EXPECT_EQ(run_cli("run " + (t / "p.npy") + " -k 10 --metric cosine -q -o " + (t / "c"), &err), 1);
   EXPECT_NE(err.find("row " + std::to_string(blanks[0]) + " and " + std::to_string(blanks.size() - 1) +

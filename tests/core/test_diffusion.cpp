@@ -622,9 +622,11 @@ TEST(Diffusion, DisconnectedGraphEmbedsTheLargestComponentAndSaysSo) {
   EXPECT_EQ(r.largest_graph_components, (std::vector<int64_t>{200, 120, 80}));
   ASSERT_FALSE(r.diagnostics.warnings.empty());
   EXPECT_NE(r.diagnostics.warnings[0].find("3 connected components (200, 120 and 80 points); embedded the largest "
-                                           "piece (200 of 400 points"),
+                                           "piece (200 of 400 points; point_index.npy lists them); a larger k "
+                                           "joins them"),
             std::string::npos)
       << r.diagnostics.warnings[0];
+  EXPECT_EQ(r.identical_components, 0);
   ASSERT_EQ(r.n, 200);
   ASSERT_EQ(r.point_index.size(), 200u);
   for (int64_t i = 0; i < 200; ++i) EXPECT_EQ(r.point_index[i], 120 + i);
@@ -659,6 +661,25 @@ TEST(Diffusion, DisconnectedGraphEmbedsTheLargestComponentAndSaysSo) {
   ASSERT_GT(rb.n, 100);
   for (int64_t i : rb.point_index) EXPECT_LT(i, 200);
   EXPECT_EQ(rb.weakly_joined_points, 200 - rb.n);
+  // No k joins the blanks to the blob: the warning says so.
+  EXPECT_EQ(rb.identical_components, 1);
+  EXPECT_EQ(rb.identical_component_points, 60);
+  ASSERT_FALSE(rb.diagnostics.warnings.empty());
+  EXPECT_NE(rb.diagnostics.warnings[0].find("; the other is 60 identical images (duplicates, such as blank frames), "
+                                            "which no k joins; leave them out"),
+            std::string::npos)
+      << rb.diagnostics.warnings[0];
+  // With another blob beside them, a larger k joins that one.
+  std::vector<double> mixed(with_blanks);
+  mixed.insert(mixed.end(), pts.begin() + 640, pts.end());  // the blob of 80 at x = 200
+  const DiffusionResult rm = embed(knn_graph(mixed, 340, 2, 10), held);
+  EXPECT_EQ(rm.graph_components, 3);
+  EXPECT_EQ(rm.identical_components, 1);
+  ASSERT_FALSE(rm.diagnostics.warnings.empty());
+  EXPECT_NE(rm.diagnostics.warnings[0].find("; of the others, 60 identical images (duplicates, such as blank frames), "
+                                            "which no k joins; leave them out; a larger k joins the rest"),
+            std::string::npos)
+      << rm.diagnostics.warnings[0];
 }
 
 TEST(Diffusion, NystromReproducesTrainingPoints) {

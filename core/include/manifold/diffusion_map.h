@@ -131,8 +131,13 @@ struct DiffusionMatrix {
   int64_t graph_points = 0;                       ///< rows of the input graph
   int graph_components = 1;                       ///< connected components of the symmetrised k-NN graph
   std::vector<int64_t> largest_graph_components;  ///< sizes of the largest (up to 3), descending
-  int kernel_components = 1;                      ///< components once weights below kNegligibleWeight are dropped
-  int64_t weakly_joined_points = 0;               ///< points of the graph's largest component left out for that
+  /// Components besides the largest whose every listed neighbour is at
+  /// distance 0: groups of identical images (blank frames), which no k
+  /// joins to the rest; and their points.
+  int identical_components = 0;
+  int64_t identical_component_points = 0;
+  int kernel_components = 1;         ///< components once weights below kNegligibleWeight are dropped
+  int64_t weakly_joined_points = 0;  ///< points of the graph's largest component left out for that
   /// Auto local scaling: points whose neighbour of sigma_i is a duplicate
   /// (at distance 0), scaled by their nearest distinct neighbour instead.
   int64_t duplicate_scaled_points = 0;
@@ -257,6 +262,8 @@ struct DiffusionResult {
   double epsilon = 0;                             ///< kernel width used
   int graph_components = 1;                       ///< connected components of the symmetrised graph
   std::vector<int64_t> largest_graph_components;  ///< DiffusionMatrix::largest_graph_components
+  int identical_components = 0;                   ///< DiffusionMatrix::identical_components
+  int64_t identical_component_points = 0;         ///< DiffusionMatrix::identical_component_points
   int kernel_components = 1;            ///< components once negligible kernel weights are dropped (DiffusionMatrix)
   int64_t weakly_joined_points = 0;     ///< points left out for joining only by negligible weights
   int64_t duplicate_scaled_points = 0;  ///< DiffusionMatrix::duplicate_scaled_points

@@ -61,6 +61,18 @@ std::string wider_kernel_hint(double epsilon) {
   return "try --epsilon " + number(10 * epsilon) + " (10x) or a larger --k";
 }
 
+/// What joins a disconnected graph's other components: a larger k, except
+/// for groups of identical images (blank frames), which no k joins.
+std::string joining_hint(const DiffusionResult& r) {
+  const int others = r.graph_components - 1, identical = r.identical_components;
+  if (identical == 0) return "a larger k joins them";
+  const std::string images = with_commas(r.identical_component_points) + " identical images";
+  const std::string groups = identical == 1 ? images : std::to_string(identical) + " groups of " + images;
+  const std::string why = " (duplicates, such as blank frames), which no k joins; leave them out";
+  if (identical == others) return (others == 1 ? "the other is " : "the others are ") + groups + why;
+  return "of the others, " + groups + why + "; a larger k joins the rest";
+}
+
 }  // namespace
 
 nlohmann::json EmbeddingDiagnostics::to_json() const {
@@ -95,7 +107,7 @@ EmbeddingDiagnostics diagnose(const DiffusionResult& r, const std::vector<double
     d.warnings.push_back("the k-NN graph has " + std::to_string(r.graph_components) + " connected components (" +
                          sizes(r.largest_graph_components, r.graph_components) + "); embedded the largest piece (" +
                          with_commas(r.n) + " of " + with_commas(r.graph_points) +
-                         " points; point_index.npy lists them); a larger k joins them");
+                         " points; point_index.npy lists them); " + joining_hint(r));
   if (r.duplicate_scaled_points > 0)
     d.warnings.push_back(points(r.duplicate_scaled_points) + " of " + with_commas(r.graph_points) +
                          (r.duplicate_scaled_points == 1 ? " is at distance 0 from its "

@@ -730,6 +730,8 @@ DiffusionResult finish(const DiffusionMatrix& a, const Eigenpairs& e, const Diff
   r.epsilon = a.epsilon;
   r.graph_components = a.graph_components;
   r.largest_graph_components = a.largest_graph_components;
+  r.identical_components = a.identical_components;
+  r.identical_component_points = a.identical_component_points;
   r.kernel_components = a.kernel_components;
   r.weakly_joined_points = a.weakly_joined_points;
   r.duplicate_scaled_points = a.duplicate_scaled_points;

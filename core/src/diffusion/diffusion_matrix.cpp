@@ -587,6 +587,25 @@ std::vector<int64_t> largest_sizes(std::vector<int64_t> sizes, int count) {
   return sizes;
 }
 
+/// Counts the components other than the largest (`label`, `sizes`) in which
+/// every listed neighbour of every member is at distance 0: identical
+/// images, which no k joins to the rest.
+void count_identical_components(const KnnGraph& g, int kp, const std::vector<int32_t>& label,
+                                const std::vector<int64_t>& sizes, DiffusionMatrix& a) {
+  std::vector<char> identical(sizes.size(), 1);
+  for (int64_t i = 0; i < g.n; ++i) {
+    const float* d = g.row_distances(i);
+    for (int j = 0; j < kp; ++j)
+      if (d[j] != 0) identical[static_cast<size_t>(label[static_cast<size_t>(i)])] = 0;
+  }
+  const size_t home = static_cast<size_t>(std::max_element(sizes.begin(), sizes.end()) - sizes.begin());
+  for (size_t c = 0; c < sizes.size(); ++c)
+    if (c != home && identical[c]) {
+      ++a.identical_components;
+      a.identical_component_points += sizes[c];
+    }
+}
+
 /// The rows of the largest kernel piece (`kernel` labels) inside the
 /// largest component of the k-NN graph (`graph` labels); ties: the one with
 /// the smallest member. Inside, because a kernel too narrow for the data
@@ -639,6 +658,7 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
   const std::vector<int32_t> graph_label = components(pat, &a.graph_components);
   const std::vector<int64_t> graph_sizes = piece_sizes(graph_label, a.graph_components);
   a.largest_graph_components = largest_sizes(graph_sizes, kListedComponents);
+  if (a.graph_components > 1) count_identical_components(g, kp, graph_label, graph_sizes, a);
   a.timings.emplace_back("components", seconds_since(t));
 
   // Kernel, alpha-normalisation and the symmetric conjugate; then the

@@ -402,6 +402,8 @@ nlohmann::json embedding_metadata(const DiffusionResult& r, const DiffusionParam
   j["kernel_components"] = r.kernel_components;
   j["weakly_joined_points"] = r.weakly_joined_points;
   j["largest_graph_components"] = r.largest_graph_components;
+  j["identical_image_components"] = r.identical_components;
+  j["identical_image_points"] = r.identical_component_points;
   j["duplicate_scaled_points"] = r.duplicate_scaled_points;
   j["metric"] = to_string(r.metric);
   j["kernel_distance2"] = r.metric == Metric::Euclidean ? "d^2" : "2 d (squared distance of the unit-norm rows)";
