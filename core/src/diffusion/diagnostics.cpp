@@ -68,7 +68,7 @@ std::string joining_hint(const DiffusionResult& r) {
   if (identical == 0) return "a larger k joins them";
   const std::string images = with_commas(r.identical_component_points) + " identical images";
   const std::string groups = identical == 1 ? images : std::to_string(identical) + " groups of " + images;
-  const std::string why = " (duplicates, such as blank frames), which no k joins; leave them out";
+  const std::string why = " (duplicates, such as blank frames), which no k joins";
   if (identical == others) return (others == 1 ? "the other is " : "the others are ") + groups + why;
   return "of the others, " + groups + why + "; a larger k joins the rest";
 }
