@@ -448,7 +448,7 @@ void EarlyFinish::resident_work() {
       taken = rows;
     }
     if (certified.empty()) continue;
-    const int64_t host_rows = host_rows_ready();
+    const int64_t host_rows = in_.host_result ? in_.host_result->rows_in(g_.n) : g_.n;
     if (host_rows < certified.front().r1) {
       // Its host pages are not in yet: certify what the loop reports meanwhile.
       std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -458,13 +458,12 @@ void EarlyFinish::resident_work() {
   }
 }
 
-int64_t EarlyFinish::host_rows_ready() const {
-  if (!in_.host_result.valid()) return g_.n;
-  if (in_.host_result.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-    in_.host_result.get();  // its error, if it failed
-    return g_.n;
+int64_t HostResult::rows_in(int64_t n) const {
+  if (ready_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    ready_.get();  // its error, if it failed
+    return n;
   }
-  return in_.host_rows_ready ? in_.host_rows_ready->load(std::memory_order_acquire) : 0;
+  return rows_ready_.load(std::memory_order_acquire);
 }
 
 void EarlyFinish::copy_pieces_home(std::deque<Piece>& certified, int64_t host_rows) {
@@ -499,7 +498,7 @@ void EarlyFinish::streamed_range(int64_t done, int64_t rows, bool& host_ready) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!host_ready) {
     streamed_->prepare(stream_);
-    if (in_.host_result.valid()) in_.host_result.get();
+    if (in_.host_result) in_.host_result->wait_ready();
     host_ready = true;
     host_ready_ms_ = since_origin();
   }
@@ -634,7 +633,7 @@ class Finisher {
   /// certificate and the rescan overlap it.
   void wait_host_result() {
     const auto tw = std::chrono::steady_clock::now();
-    if (in_.host_result.valid()) in_.host_result.get();
+    if (in_.host_result) in_.host_result->wait_ready();
     g_.timings.emplace_back("result_wait", seconds_since(tw));
   }
 

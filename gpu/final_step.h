@@ -59,6 +59,36 @@ int list_capacity(int k, int64_t n, bool keep_self, bool tensor, int64_t d = 0);
 using DotProducts =
     std::function<void(const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t s)>;
 
+/// The result's host pages (KnnGraph::allocate_result) faulted in on a
+/// thread of its own while the GPU computes. Start it last, once the final
+/// step's worker exists: a thread or stream made while the pages are being
+/// faulted in waits for the address space's lock (bench/gpu/RESULTS.md,
+/// "The worker's pieces").
+class HostResult {
+ public:
+  HostResult() : ready_(promise_.get_future().share()) {}
+  ~HostResult() { wait(); }
+  HostResult(const HostResult&) = delete;
+  HostResult& operator=(const HostResult&) = delete;
+  /// Waits until every page is in (rethrows the faulting's error).
+  void wait_ready() const { ready_.get(); }
+  /// r: rows [0, r) of the n are in, n once all are (never waits; rethrows
+  /// the faulting's error).
+  int64_t rows_in(int64_t n) const;
+  /// Starts faulting in g's result; `then` runs on that thread afterwards.
+  void start(KnnGraph& g, std::function<void()> then = {});
+  /// Waits for the thread (if it was started).
+  void wait() {
+    if (task_.valid()) task_.wait();
+  }
+
+ private:
+  std::promise<void> promise_;
+  std::shared_future<void> ready_;
+  std::atomic<int64_t> rows_ready_{0};
+  std::future<void> task_;
+};
+
 /// What certify_and_finish works on.
 struct FinishRequest {
   const Dataset* data = nullptr;  ///< for messages (its source)
@@ -75,10 +105,8 @@ struct FinishRequest {
   std::optional<double> merge_devices_ms;
   /// The result's host memory being faulted in meanwhile (g.indices and
   /// g.distances resized to n*k); waited for before they are written --
-  /// beside the loop, only up to the rows copied (host_rows_ready: rows
-  /// [0, r) are in; null: wait for all).
-  std::shared_future<void> host_result;
-  const std::atomic<int64_t>* host_rows_ready = nullptr;
+  /// beside the loop, only up to the rows copied. Null: already in.
+  const HostResult* host_result = nullptr;
   /// Two pinned host buffers of staging_bytes each, free for the final step:
   /// the result goes to host memory through them (DMA into one while host
   /// threads copy out of the other). Null: a plain pageable copy.
@@ -88,35 +116,6 @@ struct FinishRequest {
   /// MANIFOLD_GPU_TIMELINE=1: the worker's ranges go into g.extra's
   /// "timeline_final_ranges", in ms since this time (the build's start).
   std::optional<std::chrono::steady_clock::time_point> timeline_origin;
-};
-
-/// The result's host pages (KnnGraph::allocate_result) faulted in on a
-/// thread of its own while the GPU computes. Start it last, once the final
-/// step's worker exists: a thread or stream made while the pages are being
-/// faulted in waits for the address space's lock (bench/gpu/RESULTS.md,
-/// "The worker's pieces").
-class HostResult {
- public:
-  HostResult() : ready_(promise_.get_future().share()) {}
-  ~HostResult() { wait(); }
-  HostResult(const HostResult&) = delete;
-  HostResult& operator=(const HostResult&) = delete;
-  /// Ready once the pages are in (FinishRequest::host_result).
-  std::shared_future<void> ready() const { return ready_; }
-  /// Rows [0, r) of the result are in (FinishRequest::host_rows_ready).
-  const std::atomic<int64_t>* rows_ready() const { return &rows_ready_; }
-  /// Starts faulting in g's result; `then` runs on that thread afterwards.
-  void start(KnnGraph& g, std::function<void()> then = {});
-  /// Waits for the thread (if it was started).
-  void wait() {
-    if (task_.valid()) task_.wait();
-  }
-
- private:
-  std::promise<void> promise_;
-  std::shared_future<void> ready_;
-  std::atomic<int64_t> rows_ready_{0};
-  std::future<void> task_;
 };
 
 /// Copies `bytes` from device memory to pageable host memory through the two
@@ -189,8 +188,6 @@ class EarlyFinish {
   /// later one already certified and with its pages in, in one copy.
   void resident_work();
   int64_t piece_rows() const;
-  /// Rows [0, r) of the result's host memory are in (rethrows its error).
-  int64_t host_rows_ready() const;
   void copy_pieces_home(std::deque<Piece>& certified, int64_t host_rows);
   /// Streamed rows: each report's rows come home and are certified on the host.
   void streamed_work();

@@ -329,8 +329,7 @@ class EngineBuild {
     fin_.dot_products = [&main](const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t st) {
       main.dot_products(a, m, b, ncols, c, ldc, st);
     };
-    fin_.host_result = host_result_.ready();
-    fin_.host_rows_ready = host_result_.rows_ready();
+    fin_.host_result = &host_result_;
     const TilePlan& plan = stats_.plan;
     // Streamed rows are certified on the host, which needs no device memory.
     if (engines_.size() == 1 && (!plan.resident || plan.bytes + plan.final_bytes <= plan.budget) &&

@@ -328,14 +328,14 @@ TilePlan plan_strategy(Select strategy, const KnnParams& params, int64_t n, int6
 /// The final step's request for the engine's lists and rows (FinishRequest);
 /// the result's memory is being faulted in by `host_result`.
 FinishRequest finish_request(const Dataset& data, const KnnParams& params, const PreparedRows& rows,
-                             DeviceEngine& engine, int dev, std::shared_future<void> host_result) {
+                             DeviceEngine& engine, int dev, const HostResult& host_result) {
   FinishRequest fin;
   fin.data = &data, fin.params = &params, fin.rows = &rows, fin.lists = engine.lists();
   fin.norms = engine.norms(), fin.stream = engine.stream(), fin.tensor = false, fin.device = dev;
   fin.dot_products = [&engine](const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t st) {
     engine.dot_products(a, m, b, ncols, c, ldc, st);
   };
-  fin.host_result = host_result;
+  fin.host_result = &host_result;
   return fin;
 }
 
@@ -414,8 +414,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   // as soon as their lists are final. Settings::final_beside_loop = false
   // (tests) leaves it all for after the loop.
   HostResult host_result;  // started once the worker exists (final_step.h)
-  FinishRequest fin = finish_request(data, params, rows, engine, dev, host_result.ready());
-  fin.host_rows_ready = host_result.rows_ready();
+  FinishRequest fin = finish_request(data, params, rows, engine, dev, host_result);
   std::unique_ptr<EarlyFinish> early;
   if (plan.bytes + plan.final_bytes <= plan.budget && settings().final_beside_loop) {
     fin.device_rows = engine.resident_rows();

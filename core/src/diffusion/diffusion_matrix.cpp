@@ -587,42 +587,42 @@ std::vector<int64_t> largest_sizes(std::vector<int64_t> sizes, int count) {
   return sizes;
 }
 
-/// Counts the components other than the largest (`label`, `sizes`) in which
+/// The largest labelled piece; ties: the one with the smallest member
+/// (labels follow the smallest member, so max_element breaks ties toward it).
+int32_t largest_piece(const std::vector<int64_t>& sizes) {
+  return static_cast<int32_t>(std::max_element(sizes.begin(), sizes.end()) - sizes.begin());
+}
+
+/// Counts the components other than `home` (`label`, `sizes`) in which
 /// every listed neighbour of every member is at distance 0: identical
 /// images, which no k joins to the rest.
 void count_identical_components(const KnnGraph& g, int kp, const std::vector<int32_t>& label,
-                                const std::vector<int64_t>& sizes, DiffusionMatrix& a) {
+                                const std::vector<int64_t>& sizes, int32_t home, DiffusionMatrix& a) {
   std::vector<char> identical(sizes.size(), 1);
   for (int64_t i = 0; i < g.n; ++i) {
     const float* d = g.row_distances(i);
     for (int j = 0; j < kp; ++j)
       if (d[j] != 0) identical[static_cast<size_t>(label[static_cast<size_t>(i)])] = 0;
   }
-  const size_t home = static_cast<size_t>(std::max_element(sizes.begin(), sizes.end()) - sizes.begin());
   for (size_t c = 0; c < sizes.size(); ++c)
-    if (c != home && identical[c]) {
+    if (c != static_cast<size_t>(home) && identical[c]) {
       ++a.identical_components;
       a.identical_component_points += sizes[c];
     }
 }
 
 /// The rows of the largest kernel piece (`kernel` labels) inside the
-/// largest component of the k-NN graph (`graph` labels); ties: the one with
-/// the smallest member. Inside, because a kernel too narrow for the data
-/// shreds the graph's main component into small pieces, and a smaller
+/// largest component `home` of the k-NN graph (`graph` labels); ties: the
+/// one with the smallest member. Inside, because a kernel too narrow for
+/// the data shreds the graph's main component into small pieces, and a smaller
 /// component of duplicates (blank frames, weight 1 at any epsilon) would
 /// otherwise be embedded in its place, with no word of the points left out.
-std::vector<int64_t> largest_kernel_piece(const std::vector<int32_t>& graph, const std::vector<int64_t>& graph_sizes,
+std::vector<int64_t> largest_kernel_piece(const std::vector<int32_t>& graph, int32_t home,
                                           const std::vector<int32_t>& kernel, int kernel_count) {
-  // Labels follow the smallest member, so max_element breaks ties toward it.
-  auto largest = [](const std::vector<int64_t>& size) {
-    return static_cast<int32_t>(std::max_element(size.begin(), size.end()) - size.begin());
-  };
-  const int32_t home = largest(graph_sizes);
   std::vector<int64_t> size(static_cast<size_t>(kernel_count), 0);
   for (size_t i = 0; i < kernel.size(); ++i)
     if (graph[i] == home) ++size[static_cast<size_t>(kernel[i])];
-  const int32_t big = largest(size);
+  const int32_t big = largest_piece(size);
   std::vector<int64_t> rows;
   for (size_t i = 0; i < kernel.size(); ++i)
     if (kernel[i] == big) rows.push_back(static_cast<int64_t>(i));
@@ -658,7 +658,8 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
   const std::vector<int32_t> graph_label = components(pat, &a.graph_components);
   const std::vector<int64_t> graph_sizes = piece_sizes(graph_label, a.graph_components);
   a.largest_graph_components = largest_sizes(graph_sizes, kListedComponents);
-  if (a.graph_components > 1) count_identical_components(g, kp, graph_label, graph_sizes, a);
+  const int32_t home = largest_piece(graph_sizes);
+  if (a.graph_components > 1) count_identical_components(g, kp, graph_label, graph_sizes, home, a);
   a.timings.emplace_back("components", seconds_since(t));
 
   // Kernel, alpha-normalisation and the symmetric conjugate; then the
@@ -668,11 +669,9 @@ DiffusionMatrix diffusion_matrix(const KnnGraph& g, const DiffusionParams& p, Pr
   normalise(pat, a.epsilon, p.alpha, sym, threads, progress, a);
   std::vector<int32_t> label = components(pat, &a.kernel_components, a.val.data(), kNegligibleWeight);
   if (a.kernel_components > 1) {
-    a.point_index = largest_kernel_piece(graph_label, graph_sizes, label, a.kernel_components);
+    a.point_index = largest_kernel_piece(graph_label, home, label, a.kernel_components);
     // The points of the embedded piece's graph component that the kernel leaves out.
-    const int32_t home = graph_label[static_cast<size_t>(a.point_index.front())];
-    for (int32_t c : graph_label) a.weakly_joined_points += c == home ? 1 : 0;
-    a.weakly_joined_points -= static_cast<int64_t>(a.point_index.size());
+    a.weakly_joined_points = graph_sizes[static_cast<size_t>(home)] - static_cast<int64_t>(a.point_index.size());
     pat = restrict(pat, a.point_index);
     if (!sigma.empty()) {
       std::vector<double> s2;
