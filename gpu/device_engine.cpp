@@ -78,6 +78,12 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
   list_index_.reset(nk, "allocating the neighbour lists");
   fill_.reset(static_cast<size_t>(n), "allocating the neighbour lists");
   thr_.reset(static_cast<size_t>(n), "allocating the neighbour lists");
+  if (plan.pending > 0 && !selection) {
+    const size_t room = static_cast<size_t>(n) * static_cast<size_t>(plan.pending);
+    pend_dist_.reset(room, "allocating the lists' pending room");
+    pend_index_.reset(room, "allocating the lists' pending room");
+    pend_fill_.reset(static_cast<size_t>(n), "allocating the lists' pending room");
+  }
 
   const int64_t nb = plan.blocks();
   // Streaming: the two column windows, then the panel.
@@ -145,6 +151,12 @@ ListsView DeviceEngine::lists() const {
   l.thr = thr_.data();
   l.n = plan_.n;
   l.k = plan_.k;
+  if (pend_fill_.data()) {
+    l.pend_dist = pend_dist_.data();
+    l.pend_index = pend_index_.data();
+    l.pend_fill = pend_fill_.data();
+    l.pend_cap = plan_.pending;
+  }
   return l;
 }
 
@@ -653,6 +665,14 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   }
   Event seeds_end;
   seeds_end.record(ctx_.select);
+  // Rows [0, flushed) have merged their pending entries: each time leading
+  // rows are final, theirs are merged before they are reported.
+  int64_t flushed = 0;
+  auto report_final = [&](int64_t rows) {
+    launch_flush_pending(lists(), flushed, rows, ctx_.select);
+    flushed = rows;
+    rows_final(rows, ctx_.select);
+  };
   if (plan_.resident) {
     int64_t final_blocks = 0;  // strips 0 .. final_blocks - 1 all issued here
     for (int64_t I : strips) {
@@ -660,7 +680,7 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
       for (int64_t c0 = first; c0 < n; c0 += plan_.W) next(I, c0, std::min<int64_t>(plan_.W, n - c0), false, nullptr);
       // Later strips' tiles hold only later rows (their columns start after
       // their row block), so rows of blocks 0..I are done.
-      if (rows_final && I == final_blocks) rows_final(std::min(n, ++final_blocks * T), ctx_.select);
+      if (rows_final && I == final_blocks) report_final(std::min(n, ++final_blocks * T));
     }
   } else {
     // Panels: `panel` row blocks of this device stay in their slots while
@@ -692,9 +712,12 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
       // Later panels' tiles hold only later rows: where this device's strips
       // are every block up to this panel's last, those rows are done.
       if (rows_final && strips[p1 - 1] == static_cast<int64_t>(p1) - 1)
-        rows_final(std::min(n, static_cast<int64_t>(p1) * T), ctx_.select);
+        report_final(std::min(n, static_cast<int64_t>(p1) * T));
     }
   }
+  // Every other row's pending entries (the rows of later blocks, and those
+  // of other devices' blocks, which this device's tiles fed as columns).
+  launch_flush_pending(lists(), flushed, n, ctx_.select);
   for (uint64_t u = t >= R ? t - R : 0; u < t; ++u) complete(u, progress, stop);
   ctx_.loop_end.record(ctx_.select);
   ctx_.loop_end.synchronize("finishing the tiles");
@@ -729,6 +752,9 @@ void DeviceEngine::release_loop_buffers() {
   // step might not fit beside the loop's buffers.
   if (plan_.resident && plan_.bytes + plan_.final_bytes <= plan_.budget) return;
   for (auto& t : tiles_) t.release();
+  pend_dist_.release();
+  pend_index_.release();
+  pend_fill_.release();
   for (int i = 0; i < kMaxSets; ++i) {
     cand_dist_[i].release();
     cand_index_[i].release();

@@ -239,6 +239,9 @@ class DeviceEngine {
 
   DeviceBuffer<float> list_dist_, thr_;
   DeviceBuffer<int> list_index_, fill_;
+  // Each row's pending room (plan.pending entries; ListsView), and its fill.
+  DeviceBuffer<float> pend_dist_;
+  DeviceBuffer<int> pend_index_, pend_fill_;
   DeviceBuffer<float> rows_, norms_;  // resident: all rows; streaming: `slots` blocks
   DeviceBuffer<float> rows_t_;        // fused kernel: each slot's block transposed, dpad x T
   DeviceBuffer<float> all_norms_;     // streaming: the norms of every row, kept for the final step

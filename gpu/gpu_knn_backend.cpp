@@ -179,6 +179,7 @@ struct EngineBuildStats {
     }
     j["rows_on_device_bytes"] = plan.row_bytes;
     j["list_bytes"] = plan.list_bytes;
+    j["pending_room"] = plan.pending;
     j["loop_bytes"] = plan.loop_bytes;
     j["workspace_bytes"] = plan.workspace;
     j["budget_bytes"] = plan.budget;
@@ -296,6 +297,10 @@ class EngineBuild {
     req.fused = !stats_.tensor && use_fused(rows_.cols);
     req.shared_memory = shared;
     req.tile_override = settings().tile;
+    // Pending room only where every merge takes the block path (the warp
+    // path's merges are small, and they ignore it).
+    if (force_block_ || cap_ > kWarpMergeMaxK)
+      req.pending = settings().pending_room >= 0 ? settings().pending_room : kPendingRoom;
     TilePlan& plan = stats_.plan;
     for (int attempt = 0;; ++attempt) {
       req.budget = budget;

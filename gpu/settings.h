@@ -53,6 +53,9 @@ struct Settings {
   /// rescan and the exact scan must rank).
   int prior_sample = -1;
   int prior_rank = -1;
+  /// Block-path lists' pending room (ListsView): entries a row keeps aside
+  /// between merges, -1 the default (kPendingRoom), 0 none.
+  int pending_room = -1;
   bool spmm_cusparse = false;  ///< true: cuSPARSE's SpMM (CSR_ALG2) for every block width
 };
 

@@ -48,6 +48,11 @@ uint64_t list_bytes(int64_t n, int k) {
   return static_cast<uint64_t>(n) * static_cast<uint64_t>(k) * 8 + static_cast<uint64_t>(n) * 8;
 }
 
+uint64_t pending_bytes(int64_t n, int room) {
+  if (room <= 0) return 0;
+  return static_cast<uint64_t>(n) * static_cast<uint64_t>(room) * 8 + static_cast<uint64_t>(n) * 4;
+}
+
 namespace {
 
 /// A "TxW" tile override (Settings::tile, tests): T a multiple of 128, W a
@@ -128,7 +133,9 @@ std::optional<TilePlan> plan_of_shape(const PlanRequest& r, const FixedBytes& f,
   const uint64_t tposed = r.fused ? static_cast<uint64_t>(T) * static_cast<uint64_t>(fused_dpad(r.d)) * 4 : 0;
   const uint64_t blocks_all = (n + T - 1) / T;
   const uint64_t data = resident ? n * d * 4 + n * 4 + blocks_all * tposed : n * 4;
-  const uint64_t loop = loop_bytes(T, W, r.fused, p.sets);
+  // The pending room is the loop's (freed with its buffers), resident only.
+  p.pending = resident ? r.pending : 0;
+  const uint64_t loop = loop_bytes(T, W, r.fused, p.sets) + pending_bytes(r.n, p.pending);
   const uint64_t slot_bytes = static_cast<uint64_t>(T) * (d + 1) * 4 + tposed;
   uint64_t slots = 0;
   if (!resident) {
@@ -206,11 +213,17 @@ TilePlan plan_tiles(const PlanRequest& r) {
   const FixedBytes f = fixed_bytes(r);
   for (auto [T, W] : shapes)
     if (auto p = plan_of_shape(r, f, T, W, true)) return *p;
+  // Resident without the pending room before streaming the rows.
+  PlanRequest bare = r;
+  bare.pending = 0;
+  if (r.pending > 0)
+    for (auto [T, W] : shapes)
+      if (auto p = plan_of_shape(bare, f, T, W, true)) return *p;
   // Streaming: an override that fits, else the best streamed plan.
   if (tile_override.first > 0)
-    if (auto p = plan_of_shape(r, f, tile_override.first, tile_override.second, false)) return *p;
-  if (auto p = best_streamed_plan(r, f, shapes)) return *p;
-  throw budget_too_small(r, f);
+    if (auto p = plan_of_shape(bare, f, tile_override.first, tile_override.second, false)) return *p;
+  if (auto p = best_streamed_plan(bare, f, shapes)) return *p;
+  throw budget_too_small(bare, f);
 }
 
 TilePlan plan_selection_tiles(const PlanRequest& r, int T, int W, uint64_t selection_bytes) {

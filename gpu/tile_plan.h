@@ -26,17 +26,22 @@ struct TilePlan {
   int panel() const { return slots - 2; }  ///< streaming: row blocks the panel holds
   int64_t n = 0, d = 0;
   int k = 0;                                               ///< list capacity per row
+  int pending = 0;                                         ///< each row's pending room (ListsView); 0: none
   uint64_t list_bytes = 0, loop_bytes = 0, row_bytes = 0;  ///< parts of `bytes`, for reports
 };
 
 struct PlanRequest {
   int64_t n = 0, d = 0;
-  int k = 0;                  ///< list capacity per row (candidates kept; >= the k asked for)
-  int k_out = 0;              ///< neighbours in the result (0: k)
-  uint64_t budget = 0;        ///< bytes allowed per device
-  int devices = 1;            ///< devices sharing the work (device 0 merges their lists)
-  bool fused = false;         ///< the fused kernel computes the dot products (no tile buffers)
-  size_t shared_memory = 0;   ///< the device's opt-in shared memory per block
+  int k = 0;                 ///< list capacity per row (candidates kept; >= the k asked for)
+  int k_out = 0;             ///< neighbours in the result (0: k)
+  uint64_t budget = 0;       ///< bytes allowed per device
+  int devices = 1;           ///< devices sharing the work (device 0 merges their lists)
+  bool fused = false;        ///< the fused kernel computes the dot products (no tile buffers)
+  size_t shared_memory = 0;  ///< the device's opt-in shared memory per block
+  /// Each row's pending room asked for (block-path merges): granted with the
+  /// rows resident where it fits, else none (the loop's memory goes to the
+  /// tiles, or the rows).
+  int pending = 0;
   std::string tile_override;  ///< "TxW" (Settings::tile, tests), honoured when it fits
 };
 
@@ -53,5 +58,7 @@ TilePlan plan_selection_tiles(const PlanRequest& r, int T, int W, uint64_t selec
 
 /// Bytes of the per-row lists: dist + index per entry, fill + bound per row.
 uint64_t list_bytes(int64_t n, int k);
+/// Bytes of the rows' pending room: dist + index per entry, fill per row.
+uint64_t pending_bytes(int64_t n, int room);
 
 }  // namespace manifold::gpu

@@ -14,6 +14,12 @@ namespace manifold::gpu {
 /// Per-row neighbour lists on the device, each ascending by (distance, index):
 /// row g holds fill[g] <= k entries at dist/index + g*k; thr[g] is its k-th
 /// distance once full (+inf before), the bound a new candidate must meet.
+/// With pending room (block-path merges, pend_cap > 0), a row keeps a tile's
+/// candidates aside -- pend_fill[g] of them, unsorted, at pend_dist /
+/// pend_index + g * pend_cap, each within its bound (and below a full list's
+/// last entry) -- and merges them with a later tile's or at
+/// launch_flush_pending: a row's nearest are its list and its pending
+/// entries together until then.
 struct ListsView {
   float* dist = nullptr;
   int* index = nullptr;
@@ -21,6 +27,10 @@ struct ListsView {
   float* thr = nullptr;
   int64_t n = 0;
   int k = 0;
+  float* pend_dist = nullptr;
+  int* pend_index = nullptr;
+  int* pend_fill = nullptr;
+  int pend_cap = 0;
 };
 
 /// One distance tile: dot products of rows [r0, r0+rows) with rows
@@ -90,7 +100,7 @@ constexpr int64_t kFusedMaxD = 256;
 
 /// Squared row norms in float64, rounded to float (as the CPU backend does).
 void launch_row_norms(const float* rows, int64_t n, int64_t d, float* norms, cudaStream_t s);
-/// Empty lists: fill 0, thr +inf.
+/// Empty lists: fill 0, thr +inf, no pending entries.
 void launch_init_lists(ListsView lists, cudaStream_t s);
 /// Fused distance + bound filter over one tile of cuBLAS dot products, for
 /// its rows and columns.
@@ -102,6 +112,8 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
 void launch_transpose_block(const float* rows, int count, int64_t d, float* out, int ld, cudaStream_t s);
 /// Merges the tile's candidates into the lists (rows of the dirty slots) and
 /// tightens the bounds; clears dirty counter reset_counter for a later tile.
+/// With pending room, a row whose room takes the tile's candidates appends
+/// them there instead (no merge).
 /// `seed`: a dense diagonal tile whose rows' lists are all empty (a warp
 /// selects each row's k directly when k <= kWarpMergeMaxK and not force_block).
 void launch_merge_tile(ListsView lists, CandidatesView c, int counter, int reset_counter, int r0, int c0,
@@ -112,6 +124,9 @@ void launch_merge_tile(ListsView lists, CandidatesView c, int counter, int reset
 /// Clears c.n_dirty[reset_counter] for a later tile.
 void launch_merge_seeds(ListsView lists, CandidatesView c, int reset_counter, int r0, int rows, int T, bool keep_self,
                         bool force_block, cudaStream_t s);
+/// Merges the pending entries of rows [r0, r1) into their lists (nothing
+/// without pending room): before rows are reported final and after the loop.
+void launch_flush_pending(ListsView lists, int64_t r0, int64_t r1, cudaStream_t s);
 /// Merges another device's lists (rows [0,n), candidates other[g][from, from+len)) into `lists`.
 void launch_merge_lists(ListsView lists, const float* other_dist, const int* other_index, const int* other_fill,
                         int from, int len, cudaStream_t s);

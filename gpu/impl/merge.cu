@@ -10,6 +10,11 @@
 //    shared-memory copy of the list, keeping the lower k -- the truncated
 //    merge of sorted chunks (Li & Amenta), which is what reaches k in the
 //    thousands.
+// With pending room (block path, ListsView::pend_cap), a row's candidates
+// wait unsorted beside its list, appended by a warp, until they would
+// overflow the room (then the block merge takes them with the tile's) or
+// the row is final (launch_flush_pending): most tiles bring a row a few
+// candidates, and a merge copies and rewrites its whole list.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -43,6 +48,7 @@ struct Item {
 
 // Candidates of one tile, listed by the filter kernel in `dirty`.
 struct TileSource {
+  static constexpr bool kAppends = true;
   CandidatesView c;
   int counter, reset_counter, r0, c0;
   __device__ int items() const { return c.n_dirty[counter]; }
@@ -62,6 +68,7 @@ struct TileSource {
     x.count = c.count[x.slot];
     return x;
   }
+  __device__ bool wanted(const ListsView&, const Item& x) const { return x.count > 0; }
   __device__ void done(const Item& x) const { c.count[x.slot] = 0; }
   __device__ void finish() const { c.n_dirty[reset_counter] = 0; }
 };
@@ -69,6 +76,7 @@ struct TileSource {
 // Dense seed tiles of consecutive blocks: batch row i holds the other rows
 // of its block (T rows, the last block shorter) at i * stride.
 struct SeedSource {
+  static constexpr bool kAppends = false;
   const float* dist;
   const int* index;
   int* n_dirty;
@@ -84,12 +92,14 @@ struct SeedSource {
     x.count = min(T, rows - z * T) - (keep_self ? 0 : 1);
     return x;
   }
+  __device__ bool wanted(const ListsView&, const Item& x) const { return x.count > 0; }
   __device__ void done(const Item&) const {}
   __device__ void finish() const { n_dirty[reset_counter] = 0; }
 };
 
 // A chunk [from, from+len) of another device's lists, row by row.
 struct ListSource {
+  static constexpr bool kAppends = false;
   const float* dist;
   const int* index;
   const int* fill;
@@ -105,6 +115,24 @@ struct ListSource {
     x.count = max(0, min(len, fill[it] - from));
     return x;
   }
+  __device__ bool wanted(const ListsView&, const Item& x) const { return x.count > 0; }
+  __device__ void done(const Item&) const {}
+  __device__ void finish() const {}
+};
+
+// Rows [r0, r0 + rows) with pending entries: no new candidates, the merge
+// takes the pending ones.
+struct PendingSource {
+  static constexpr bool kAppends = false;
+  int64_t r0;
+  int rows;
+  __device__ int items() const { return rows; }
+  __device__ Item item(int it) const {
+    Item x;
+    x.row = static_cast<int>(r0 + it);
+    return x;
+  }
+  __device__ bool wanted(const ListsView& l, const Item& x) const { return l.pend_fill[x.row] > 0; }
   __device__ void done(const Item&) const {}
   __device__ void finish() const {}
 };
@@ -331,8 +359,13 @@ __device__ void block_merge(const ListsView& l, const Source& src, const Item& x
   float* ld = l.dist + static_cast<size_t>(x.row) * k;
   int* li = l.index + static_cast<size_t>(x.row) * k;
   int f = l.fill[x.row];
-  for (int from = 0; from < x.count; from += chunk) {
-    const int len = min(chunk, x.count - from);
+  // The row's pending entries come first, then the source's candidates.
+  const int pc = l.pend_cap > 0 ? l.pend_fill[x.row] : 0;
+  const float* pd = pc ? l.pend_dist + static_cast<size_t>(x.row) * l.pend_cap : nullptr;
+  const int* pi = pc ? l.pend_index + static_cast<size_t>(x.row) * l.pend_cap : nullptr;
+  const int total = pc + x.count;
+  for (int from = 0; from < total; from += chunk) {
+    const int len = min(chunk, total - from);
     if (threadIdx.x == 0) kept = 0;
     copy_list(ld, li, f, sd, si);
     __syncthreads();
@@ -352,7 +385,10 @@ __device__ void block_merge(const ListsView& l, const Source& src, const Item& x
       int cindex = INT_MAX;
       bool keep = false;
       if (b < len) {
-        cdist = x.dist[from + b], cindex = x.index[from + b];
+        const int e = from + b;
+        if (e < pc) cdist = pd[e], cindex = pi[e];
+        else
+          cdist = x.dist[e - pc], cindex = x.index[e - pc];
         keep = cdist <= bound && (!full || key_less(cdist, cindex, last_d, last_i));
       }
       const unsigned mask = __ballot_sync(kFullMask, keep);
@@ -383,10 +419,79 @@ __device__ void block_merge(const ListsView& l, const Source& src, const Item& x
     __syncthreads();  // the block's writes to the list are seen by the next chunk's copy and by publish
   }
   if (threadIdx.x == 0) {
+    if (pc) l.pend_fill[x.row] = 0;
     publish(l, x.row, f, ld);
     src.done(x);
   }
   __syncthreads();
+}
+
+// A row whose pending room takes all of a tile's candidates appends those
+// that can still rank (within its bound and, for a full list, below its
+// last entry, as the merge would keep them), one warp; false (nothing
+// done) where they would overflow the room. The list, and so the filter
+// each later candidate met, is the same as when the earlier pending entries
+// were appended: they all still rank.
+template <class Source>
+__device__ bool append_to_pending(const ListsView& l, const Source& src, const Item& x, int lane) {
+  const int have = l.pend_fill[x.row];
+  if (have + x.count > l.pend_cap) return false;
+  // A list short of k (a prior bound holds most rows there for much of the
+  // loop) keeps every candidate within its bound.
+  const bool full = l.fill[x.row] == l.k;
+  const size_t last = static_cast<size_t>(x.row) * l.k + l.k - 1;
+  const float last_d = full ? l.dist[last] : INFINITY, bound = l.thr[x.row];
+  const int last_i = full ? l.index[last] : INT_MAX;
+  float* pd = l.pend_dist + static_cast<size_t>(x.row) * l.pend_cap;
+  int* pi = l.pend_index + static_cast<size_t>(x.row) * l.pend_cap;
+  int at = have;
+  for (int b0 = 0; b0 < x.count; b0 += 32) {
+    const int b = b0 + lane;
+    float cdist = INFINITY;
+    int cindex = INT_MAX;
+    bool keep = false;
+    if (b < x.count) {
+      cdist = x.dist[b], cindex = x.index[b];
+      keep = cdist <= bound && key_less(cdist, cindex, last_d, last_i);
+    }
+    const unsigned mask = __ballot_sync(kFullMask, keep);
+    if (keep) {
+      const int o = at + __popc(mask & ((1u << lane) - 1u));
+      pd[o] = cdist, pi[o] = cindex;
+    }
+    at += __popc(mask);
+  }
+  if (lane == 0) {
+    l.pend_fill[x.row] = at;
+    src.done(x);
+  }
+  __syncwarp();
+  return true;
+}
+
+// The block path with pending room: a block takes its items a round at a
+// time; its warps append each item's candidates where they fit the row's
+// room and queue the others, which the whole block then merges.
+template <class Source>
+__device__ void append_or_merge(const ListsView& l, const Source& src, int n_items, float* smem, int chunk) {
+  constexpr int kRound = 32;
+  __shared__ int queued[kRound];
+  __shared__ int n_queued;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  for (int first = blockIdx.x; first < n_items; first += kRound * gridDim.x) {
+    if (threadIdx.x == 0) n_queued = 0;
+    __syncthreads();
+    for (int j = warp; j < kRound; j += warps) {
+      const int it = first + j * gridDim.x;
+      if (it >= n_items) break;
+      const Item x = src.item(it);
+      if (!src.wanted(l, x) || append_to_pending(l, src, x, lane)) continue;
+      if (lane == 0) queued[atomicAdd(&n_queued, 1)] = it;
+    }
+    __syncthreads();
+    for (int q = 0; q < n_queued; ++q) block_merge(l, src, src.item(queued[q]), smem, chunk);
+    __syncthreads();  // every thread has read n_queued before the next round resets it
+  }
 }
 
 template <class Source>
@@ -417,10 +522,15 @@ __global__ __launch_bounds__(kBlockThreads) void merge_kernel(ListsView l, Sourc
     }
     __syncthreads();
   }
+  if (Source::kAppends && l.pend_cap > 0 && !seed) {
+    append_or_merge(l, src, n_items, smem, chunk);
+    if (blockIdx.x == 0 && threadIdx.x == 0) src.finish();
+    return;
+  }
   for (int it = blockIdx.x; it < n_items; it += gridDim.x) {
     const Item x = src.item(it);
     // A count read as 0 here was merged by a warp above (or had nothing).
-    if (x.count == 0 || (warp_path && x.count <= kWarpMergeMaxC)) continue;
+    if (!src.wanted(l, x) || (warp_path && x.count <= kWarpMergeMaxC)) continue;
     block_merge(l, src, x, smem, chunk);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) src.finish();
@@ -467,6 +577,11 @@ void launch_merge(ListsView l, Source src, bool force_block, int max_candidates,
 void launch_merge_tile(ListsView lists, CandidatesView c, int counter, int reset_counter, int r0, int c0,
                        bool force_block, int max_candidates, cudaStream_t s, bool seed) {
   launch_merge(lists, TileSource{c, counter, reset_counter, r0, c0}, force_block, max_candidates, s, seed);
+}
+
+void launch_flush_pending(ListsView lists, int64_t r0, int64_t r1, cudaStream_t s) {
+  if (lists.pend_cap == 0 || r1 <= r0) return;
+  launch_merge(lists, PendingSource{r0, static_cast<int>(r1 - r0)}, true, lists.pend_cap, s);
 }
 
 void launch_merge_seeds(ListsView lists, CandidatesView c, int reset_counter, int r0, int rows, int T, bool keep_self,

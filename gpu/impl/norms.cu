@@ -32,6 +32,7 @@ __global__ void init_lists_kernel(ListsView l) {
        g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     l.fill[g] = 0;
     l.thr[g] = INFINITY;
+    if (l.pend_fill) l.pend_fill[g] = 0;
   }
 }
 

@@ -36,6 +36,12 @@ constexpr int kMaxNeighbours = 16384;
 constexpr int kSharedSortEntries = 16384;
 /// Candidates a block-path merge sorts at a time.
 constexpr int kMergeChunk = 4096;
+/// Candidates a row keeps aside between block-path merges (ListsView's
+/// pending room): a merge copies and rewrites the row's whole list whatever
+/// it brings, and late in the loop a row gains a few candidates a tile, so
+/// they wait here, unsorted, until the room would overflow or the row is
+/// final (bench/gpu/RESULTS.md, "Candidates kept aside").
+constexpr int kPendingRoom = 256;
 
 /// Threads of a merge block, and the shared memory of each of its warps: the
 /// warp merge's output list and candidates, or the seed selection's 256

@@ -124,4 +124,39 @@ TEST(TilePlan, StreamedTilesTakeTheLargestWithinTwiceTheFewestPasses) {
   }
 }
 
+// The lists' pending room (block-path merges keep candidates aside between
+// merges): granted with the rows resident, counted in the loop's bytes; a
+// budget that holds the resident plan only without it drops the room rather
+// than stream the rows; streamed plans take none.
+TEST(TilePlan, PendingRoomIsTheLoopsWhereItFits) {
+  PlanRequest r = request(1000000, 64, true, 64 * kGiB);
+  r.k = 1152, r.k_out = 1000;
+  const TilePlan bare = plan_tiles(r);
+  r.pending = 256;
+  const TilePlan with_room = plan_tiles(r);
+  ASSERT_TRUE(with_room.resident);
+  EXPECT_EQ(with_room.pending, 256);
+  EXPECT_EQ(pending_bytes(1000000, 256), uint64_t{1000000} * 256 * 8 + 1000000 * 4);
+  EXPECT_EQ(with_room.T, bare.T);
+  EXPECT_EQ(with_room.W, bare.W);
+  EXPECT_EQ(with_room.loop_bytes, bare.loop_bytes + pending_bytes(1000000, 256));
+  EXPECT_EQ(with_room.bytes, bare.bytes + pending_bytes(1000000, 256));
+  EXPECT_LE(std::max(with_room.bytes, with_room.final_bytes), with_room.budget);
+  // Room for the widest resident plan, not for any resident plan and a
+  // pending room of 4096 entries a row (33 GB).
+  r.budget = std::max(bare.bytes, bare.final_bytes);
+  r.pending = 4096;
+  const TilePlan tight = plan_tiles(r);
+  EXPECT_EQ(tight.W, bare.W);
+  EXPECT_TRUE(tight.resident);
+  EXPECT_EQ(tight.pending, 0);
+  EXPECT_LE(std::max(tight.bytes, tight.final_bytes), tight.budget);
+  // Less than the rows: streamed, no room.
+  r.budget = bare.list_bytes + bare.row_bytes / 2 + kGiB;
+  const TilePlan streamed = plan_tiles(r);
+  EXPECT_FALSE(streamed.resident);
+  EXPECT_EQ(streamed.pending, 0);
+  EXPECT_EQ(pending_bytes(1000000, 0), 0u);
+}
+
 }  // namespace

@@ -583,3 +583,71 @@ TEST(GpuLargeKPrior, TwoDevicesAtLargeK) {
     EXPECT_EQ(prior_rank_of(g), 0) << "no prior bound with two devices";
   }
 }
+
+// The lists' pending room (gpu/impl/kernels.h ListsView): a full row keeps
+// a tile's candidates aside until its room would overflow or it is final.
+// Against the CPU backend, byte for byte, on random rows with clusters of
+// near-duplicates (a fresh seed per run): rooms of 1 and 7 entries (a merge
+// nearly every tile, appends between) and 64, the default, and none; small
+// tiles (256 x 512: ~50 tiles a row, so rows append, overflow and are
+// flushed many times); the final step beside the loop (each strip's rows
+// flushed before they are reported) and after it (one flush at the end);
+// k = 20 through the block merge (select=merge) and k = 1024; both kernels.
+// The build must report the room it planned (graph.json's pending_room).
+TEST(GpuPendingRoom, MatchesCpuAtEveryRoom) {
+  REQUIRE_GPU();
+  const Dataset ds = near_duplicates(12000, 32, fresh_seed("GpuPendingRoom.MatchesCpuAtEveryRoom"), 60, 12, 1e-6f);
+  for (int k : {20, 1024}) {
+    const KnnGraph cpu = build("cpu", ds, params(k));
+    for (int room : {1, 7, 64, -1, 0}) {
+      for (gpu::GemmPath path : {gpu::GemmPath::Fused, gpu::GemmPath::Cublas}) {
+        for (bool beside : {true, false}) {
+          if (path == gpu::GemmPath::Cublas && !beside) continue;
+          WithSettings s([=](gpu::Settings& x) {
+            x.pending_room = room, x.gemm = path, x.final_beside_loop = beside, x.tile = "256x512";
+          });
+          const std::string what = "room " + std::to_string(room) +
+                                   (path == gpu::GemmPath::Fused ? ", fused" : ", cuBLAS") +
+                                   (beside ? "" : ", final step after the loop");
+          const KnnGraph g = expect_same_as_cpu(ds, with(Select::Merge, k), cpu, what);
+          EXPECT_EQ(g.extra["pending_room"].get<int>(), room < 0 ? gpu::kPendingRoom : room)
+              << where(what, with(Select::Merge, k));
+        }
+      }
+    }
+  }
+}
+
+// The warp merge (k up to kWarpMergeMaxK, `auto`) takes no pending room,
+// and two GPUs flush every row before their lists are merged (skipped on
+// one GPU); both against the CPU backend.
+TEST(GpuPendingRoom, WarpPathAndTwoDevices) {
+  REQUIRE_GPU();
+  const Dataset ds = near_duplicates(9000, 24, fresh_seed("GpuPendingRoom.WarpPathAndTwoDevices"), 40, 10, 1e-6f);
+  {
+    const KnnGraph cpu = build("cpu", ds, params(100));
+    const KnnGraph g = expect_same_as_cpu(ds, params(100), cpu, "warp merge");
+    EXPECT_EQ(g.extra["pending_room"].get<int>(), 0);
+  }
+  if (gpu::device_count() < 2) GTEST_SKIP() << "fewer than 2 CUDA devices: the two-device half skipped";
+  WithSettings s([](gpu::Settings& x) { x.pending_room = 7, x.tile = "256x512"; });
+  const KnnGraph cpu = build("cpu", ds, params(600));
+  KnnParams p = with(Select::Merge, 600);
+  p.devices = {0, 1};
+  const KnnGraph g = expect_same_as_cpu(ds, p, cpu, "two devices, room 7");
+  EXPECT_EQ(g.extra["pending_room"].get<int>(), 7);
+}
+
+// A small build with pending rooms of 7 entries, for compute-sanitizer
+// (memcheck and racecheck of the append kernel, the merges that take the
+// pending entries and the flushes): both kernels.
+TEST(GpuPendingRoom, TinyMatchesCpu) {
+  REQUIRE_GPU();
+  const Dataset ds = near_duplicates(1500, 8, fresh_seed("GpuPendingRoom.TinyMatchesCpu"), 10, 8, 1e-6f);
+  const KnnGraph cpu = build("cpu", ds, params(300));
+  for (gpu::GemmPath path : {gpu::GemmPath::Fused, gpu::GemmPath::Cublas}) {
+    WithSettings s([path](gpu::Settings& x) { x.pending_room = 7, x.gemm = path, x.tile = "128x256"; });
+    expect_same_as_cpu(ds, with(Select::Merge, 300), cpu,
+                       path == gpu::GemmPath::Fused ? "room 7, fused" : "room 7, cuBLAS");
+  }
+}
