@@ -55,6 +55,7 @@ int cmd_embed(int argc, char** argv) {
   StepClock clock;
   progress.stage("load graph", 1, "files");
   KnnGraph g = read_graph(graph_dir);
+  if (!a.has("--components")) p.components = default_components_for(p.components, g.n);
   progress.finish();
   clock.lap("load graph");
   const std::string data = data_of_graph_dir(graph_dir, g);

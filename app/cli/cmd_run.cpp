@@ -119,8 +119,11 @@ Session session_record(const Session& s, const DetectorMask& mask) {
   return record;
 }
 
-int run_session(const Session& s, const std::string& out, const OutputOptions& output, bool quiet,
-                const std::string& session_origin, const std::vector<std::string>& metadata_specs) {
+/// `components_given`: false where --components was not given (the
+/// default then fits the loaded points: default_components_for).
+int run_session(Session s, const std::string& out, const OutputOptions& output, bool quiet,
+                const std::string& session_origin, const std::vector<std::string>& metadata_specs,
+                bool components_given) {
   check_output_dir(out, run_files(false), output);
   TerminalProgress sink(stderr, quiet);
   install_cancel_on_signal();
@@ -129,6 +132,7 @@ int run_session(const Session& s, const std::string& out, const OutputOptions& o
   const GraphInput input = load_with_transform(s, progress, clock);
   clock.lap("transform");
   const Dataset& ds = input.features;
+  if (!components_given) s.diffusion.components = default_components_for(s.diffusion.components, ds.rows());
   const MetadataTable metadata = load_metadata_for(metadata_specs, ds.rows(), s.data);  // before the long work
   clock.lap("metadata");
   double knn_s = 0;
@@ -225,7 +229,7 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
   KnnParams kp = knn_params_from(a);
   if (!a.has("-k")) kp.k = 20;
   DiffusionParams dp = diffusion_params_from(a, "--embed-k");
-  if (!a.has("--components")) dp.components = 4;
+  if (!a.has("--components")) dp.components = default_components_for(4, sp.count);
   const std::string backend = a.str("--backend", "auto");
   const std::string pdb = a.has("--pdb") ? a.str("--pdb") : find_packaged_pdb("1ubq");
   Molecule mol = read_pdb(pdb);
@@ -342,7 +346,7 @@ int cmd_run(int argc, char** argv) {
     std::string out = a.str("-o", s.output);
     if (out.empty()) throw UsageError("run --session: the session names no output folder; give -o OUTDIR");
     return run_session(s, out, {.overwrite = a.has("--overwrite")}, a.has("--quiet"),
-                       fs::absolute(path).lexically_normal().string(), metadata_specs);
+                       fs::absolute(path).lexically_normal().string(), metadata_specs, true);
   }
   Session s;
   s.data = a.one_positional("DATA");
@@ -355,7 +359,8 @@ int cmd_run(int argc, char** argv) {
   s.backend = a.str("--backend", "auto");
   s.knn = knn_params_from(a);
   s.diffusion = diffusion_params_from(a, "--embed-k");
-  return run_session(s, a.str("-o"), {.overwrite = a.has("--overwrite")}, a.has("--quiet"), "", metadata_specs);
+  return run_session(s, a.str("-o"), {.overwrite = a.has("--overwrite")}, a.has("--quiet"), "", metadata_specs,
+                     a.has("--components"));
 }
 
 }  // namespace manifold::cli

@@ -1,5 +1,6 @@
 #include "cli/embed_common.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "manifold/embedding_io.h"
@@ -67,6 +68,10 @@ DiffusionParams diffusion_params_from(const Args& a, const std::string& k_option
   p.eigensolver = a.str("--eigensolver", p.eigensolver);
   p.threads = static_cast<int>(a.integer("--threads", p.threads, 0, 4096));
   return p;
+}
+
+int default_components_for(int default_components, int64_t n) {
+  return static_cast<int>(std::clamp<int64_t>(n - 2, 1, default_components));
 }
 
 void report_warnings(const DiffusionResult& r) {

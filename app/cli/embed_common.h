@@ -14,6 +14,10 @@ namespace manifold::cli {
 /// `k_option` is --k in embed and --embed-k in run (where -k/--k is the graph's k).
 std::vector<OptionSpec> diffusion_option_specs(const std::string& k_option);
 DiffusionParams diffusion_params_from(const Args& a, const std::string& k_option, DiffusionParams p = {});
+/// The default number of coordinates (--components not given) for `n`
+/// points: at most N - 2, the eigensolver's limit, so a handful of images
+/// embeds in fewer coordinates instead of failing on an option nobody set.
+int default_components_for(int default_components, int64_t n);
 
 /// The --metadata columns, then those found beside `data` (when given); a
 /// discovered file that does not fit is a warning, an explicit one an error.

@@ -244,6 +244,38 @@ TEST(CliRun, DataSessionAndReproduction) {
   EXPECT_FALSE(fs::exists(t / "x"));
 }
 
+// A handful of images: without --components the coordinates fit the
+// points (at most N - 2, the eigensolver's limit) in run and embed, and
+// the session records the number taken; asked for by name, too many is
+// still a one-line error.
+TEST(CliRun, DefaultComponentsFitAFewPoints) {
+  REQUIRE_CLI();
+  TempDir t;
+  const std::string data = write_circle(t, 8);
+  std::string err;
+  ASSERT_EQ(run_cli("run " + data + " -k 3 --backend cpu -q -o " + (t / "r"), &err), 0) << err;
+  EXPECT_EQ(read_embedding(t / "r").m, 6);
+  std::ifstream session(t / "r/session.json");
+  const nlohmann::json s = nlohmann::json::parse(session);
+  EXPECT_EQ(s["diffusion"]["components"], 6);
+  ASSERT_EQ(run_cli("embed " + (t / "r") + " -q -o " + (t / "e"), &err), 0) << err;
+  EXPECT_EQ(read_embedding(t / "e").m, 6);
+  EXPECT_EQ(run_cli("run " + data + " -k 3 --backend cpu --components 10 -q -o " + (t / "x"), &err), 2);
+  EXPECT_EQ(count_lines(err), 1) << err;
+  EXPECT_NE(err.find("--components 10: must be between 1 and N - 2 = 6 for 8 points"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(t / "x"));
+}
+
+// The demo's default of 4 coordinates fits 5 simulated images too.
+TEST(CliRun, DemoDefaultComponentsFitAFewImages) {
+  REQUIRE_CLI();
+  REQUIRE_UBIQUITIN();
+  TempDir t;
+  std::string err;
+  ASSERT_EQ(run_cli("run --demo --count 5 --size 8 -k 3 --backend cpu -q -o " + (t / "d"), &err), 0) << err;
+  EXPECT_EQ(read_embedding(t / "d").m, 3);
+}
+
 // The run's breakdown: the steps line adds up to its total, and
 // embedding.json has each step known when it is written and each output
 // file's own write time.
