@@ -11,7 +11,9 @@
 //    both precisions, every strategy that takes the k;
 //  - the one-line refusals: bitonic at k = 16384, everyone at k = 16385;
 //  - the block merge of the tile loop on its own against a host merge.
-// Beside them, fast-exact's list slack, which grows with d.
+// Beside them, fast-exact's list slack, which grows with d, the prior
+// bound of large-k lists and the lists' pending room (whole graphs against
+// the CPU backend).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -618,18 +620,22 @@ TEST(GpuPendingRoom, MatchesCpuAtEveryRoom) {
   }
 }
 
-// The warp merge (k up to kWarpMergeMaxK, `auto`) takes no pending room,
-// and two GPUs flush every row before their lists are merged (skipped on
-// one GPU); both against the CPU backend.
-TEST(GpuPendingRoom, WarpPathAndTwoDevices) {
+// The warp merge (k up to kWarpMergeMaxK, `auto`) takes no pending room.
+TEST(GpuPendingRoom, WarpPathTakesNone) {
   REQUIRE_GPU();
-  const Dataset ds = near_duplicates(9000, 24, fresh_seed("GpuPendingRoom.WarpPathAndTwoDevices"), 40, 10, 1e-6f);
-  {
-    const KnnGraph cpu = build("cpu", ds, params(100));
-    const KnnGraph g = expect_same_as_cpu(ds, params(100), cpu, "warp merge");
-    EXPECT_EQ(g.extra["pending_room"].get<int>(), 0);
-  }
-  if (gpu::device_count() < 2) GTEST_SKIP() << "fewer than 2 CUDA devices: the two-device half skipped";
+  const Dataset ds = near_duplicates(9000, 24, fresh_seed("GpuPendingRoom.WarpPathTakesNone"), 40, 10, 1e-6f);
+  const KnnGraph cpu = build("cpu", ds, params(100));
+  const KnnGraph g = expect_same_as_cpu(ds, params(100), cpu, "warp merge");
+  EXPECT_EQ(g.extra["pending_room"].get<int>(), 0);
+}
+
+// Two GPUs flush every row's pending entries before their lists are merged
+// on device 0: the same graph as the CPU backend's.
+TEST(GpuPendingRoom, TwoDevicesFlushBeforeTheirListsMerge) {
+  REQUIRE_GPU();
+  if (gpu::device_count() < 2) GTEST_SKIP() << "fewer than 2 CUDA devices: multi-GPU test skipped";
+  const Dataset ds = near_duplicates(9000, 24, fresh_seed("GpuPendingRoom.TwoDevicesFlushBeforeTheirListsMerge"), 40,
+                                     10, 1e-6f);
   WithSettings s([](gpu::Settings& x) { x.pending_room = 7, x.tile = "256x512"; });
   const KnnGraph cpu = build("cpu", ds, params(600));
   KnnParams p = with(Select::Merge, 600);
