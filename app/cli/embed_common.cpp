@@ -28,7 +28,7 @@ std::vector<OptionSpec> diffusion_option_specs(const std::string& k_option) {
                 "alpha-normalisation in [0, 1]: 0 graph Laplacian, 0.5 Fokker-Planck, "
                 "1 Laplace-Beltrami",
                 "1"),
-          value("--components", "M", "diffusion coordinates to compute", "10"),
+          value("--components", "M", "diffusion coordinates to compute (at most N - 2 by default)", "10"),
           value("--t", "T", "diffusion time, >= 0", "1"),
           value("--symmetrize", "or|and|average",
                 "an edge where either, both or (weighted) one of the two "
