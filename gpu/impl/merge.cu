@@ -474,6 +474,9 @@ __device__ bool append_to_pending(const ListsView& l, const Source& src, const I
 // room and queue the others, which the whole block then merges.
 template <class Source>
 __device__ void append_or_merge(const ListsView& l, const Source& src, int n_items, float* smem, int chunk) {
+  // Items a round: four a warp of a block-path block (eight warps), so
+  // most warps have an append in flight while the block's merges wait for
+  // the round's queue (not tuned: bench/gpu/RESULTS.md tried rooms only).
   constexpr int kRound = 32;
   __shared__ int queued[kRound];
   __shared__ int n_queued;
