@@ -38,9 +38,10 @@ struct PlanRequest {
   int devices = 1;           ///< devices sharing the work (device 0 merges their lists)
   bool fused = false;        ///< the fused kernel computes the dot products (no tile buffers)
   size_t shared_memory = 0;  ///< the device's opt-in shared memory per block
-  /// Each row's pending room asked for (block-path merges): granted with the
-  /// rows resident where it fits, else none (the loop's memory goes to the
-  /// tiles, or the rows).
+  /// Each row's pending room asked for (block-path merges): granted where a
+  /// resident plan of any tile shape fits with it (every shape is tried with
+  /// it before any without it); resident plans that fit only without it,
+  /// and streamed plans, take none.
   int pending = 0;
   std::string tile_override;  ///< "TxW" (Settings::tile, tests), honoured when it fits
 };
