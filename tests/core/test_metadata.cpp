@@ -291,6 +291,39 @@ TEST(Metadata, CxiDatasetsByPath) {
             std::string::npos);
 }
 
+// A 1-D float64 dataset of `n` values at `path`, with its parent groups.
+void add_column(hid_t file, const std::string& path, hsize_t n) {
+  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  hid_t space = H5Screate_simple(1, &n, nullptr);
+  hid_t d = H5Dcreate2(file, path.c_str(), H5T_IEEE_F64LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  EXPECT_GE(d, 0) << path;
+  const std::vector<double> v(n, 0.5);
+  EXPECT_GE(H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0) << path;
+  H5Dclose(d), H5Sclose(space), H5Pclose(lcpl);
+}
+
+// The search for columns of N rows goes down nested groups, lists a group
+// that hard links make its own descendant once, and follows no soft or
+// external link (a dangling one is no error).
+TEST(Metadata, Hdf5DatasetsOfLengthInNestedGroups) {
+  TempDir t;
+  const std::string path = t / "nested.h5";
+  hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  add_column(f, "/top", 5);
+  add_column(f, "/x/y/z/angle", 5);
+  add_column(f, "/x/y/z/other", 4);
+  EXPECT_GE(H5Lcreate_hard(f, "/x", f, "/x/y/back", H5P_DEFAULT, H5P_DEFAULT), 0);
+  EXPECT_GE(H5Lcreate_soft("/x/y/z/angle", f, "/x/alias", H5P_DEFAULT, H5P_DEFAULT), 0);
+  EXPECT_GE(H5Lcreate_soft("/nowhere", f, "/x/dangling", H5P_DEFAULT, H5P_DEFAULT), 0);
+  EXPECT_GE(H5Lcreate_external("missing.h5", "/angle", f, "/x/missing", H5P_DEFAULT, H5P_DEFAULT), 0);
+  H5Fclose(f);
+  EXPECT_EQ(hdf5_datasets_of_length(path, 5), (std::vector<std::string>{"/top", "/x/y/z/angle"}));
+  EXPECT_EQ(hdf5_datasets_of_length(path, 4), (std::vector<std::string>{"/x/y/z/other"}));
+  EXPECT_TRUE(hdf5_datasets_of_length(path, 3).empty());
+}
+
 TEST(Metadata, IdxLabelsSynthetic) {
   TempDir t;
   const std::string path = t / "x-labels-idx1-ubyte.gz";

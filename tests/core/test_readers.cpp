@@ -894,6 +894,7 @@ class H5Writer {
     file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   }
   ~H5Writer() { H5Fclose(file_); }
+  hid_t file() const { return file_; }
   // `data` holds native values of mem_type; file_type is how they are stored.
   void add(const std::string& name, hid_t mem_type, hid_t file_type, const std::vector<hsize_t>& dims, const void* data,
            bool chunked = false) {
@@ -1026,6 +1027,88 @@ TEST(Hdf5, BadInputs) {
   expect_error(dir / "cut.h5", "cannot open as HDF5", o);
   write_file(dir / "garbage.cxi", std::vector<unsigned char>(3000, 0x33));
   expect_error(dir / "garbage.cxi", "cannot open as HDF5");
+}
+
+// The "no dataset" message lists the 2-D/3-D datasets of the whole file by
+// their full paths: group by group, each group's links in name order.
+TEST(Hdf5, SuggestionsNameNestedDatasetsInNameOrder) {
+  TempDir dir;
+  const std::string path = dir / "nested.h5";
+  const std::vector<float> v(60, 1.0f);
+  {
+    H5Writer w(path);
+    w.add("/b/w", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, {2, 2}, v.data());
+    w.add("/a/b/x", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, {3, 4, 5}, v.data());
+    w.add("/a/b/c/z", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, {2, 3}, v.data());
+    w.add("/a/b/c/y", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, {2, 3}, v.data());
+    w.add("/a/flat", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, {6}, v.data());  // 1-D: not a candidate
+  }
+  expect_error(path,
+               "no dataset '/entry_1/data_1/data'; 2-D/3-D datasets in the file: /a/b/c/y (2x3), /a/b/c/z (2x3), "
+               "/a/b/x (3x4x5), /b/w (2x2) (choose one with --dataset)");
+  // Past six, the rest are counted.
+  {
+    H5Writer w(path);
+    for (int i = 0; i < 8; ++i) w.add("/g/d" + std::to_string(i), H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, {2, 3}, v.data());
+  }
+  expect_error(path,
+               ": /g/d0 (2x3), /g/d1 (2x3), /g/d2 (2x3), /g/d3 (2x3), /g/d4 (2x3), /g/d5 (2x3) and 2 more "
+               "(choose one with --dataset)");
+}
+
+// Hard links can make a group its own descendant: each group is listed once.
+TEST(Hdf5, SuggestionsListAHardLinkCycleOnce) {
+  TempDir dir;
+  const std::string path = dir / "cycle.h5";
+  const std::vector<float> v(6, 1.0f);
+  {
+    H5Writer w(path);
+    w.add("/loop/inner/data", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, {2, 3}, v.data());
+    ASSERT_GE(H5Lcreate_hard(w.file(), "/loop", w.file(), "/loop/inner/back", H5P_DEFAULT, H5P_DEFAULT), 0);
+    ASSERT_GE(H5Lcreate_hard(w.file(), "/", w.file(), "/loop/inner/root", H5P_DEFAULT, H5P_DEFAULT), 0);
+  }
+  expect_error(path, "; 2-D/3-D datasets in the file: /loop/inner/data (2x3) (choose one with --dataset)");
+}
+
+// Groups nested deeper than the walk goes are left out, and the message says so.
+TEST(Hdf5, SuggestionsStopAtTheirDepthLimit) {
+  TempDir dir;
+  const std::string path = dir / "deep.h5";
+  const std::vector<float> v(6, 1.0f);
+  std::string deep;
+  for (int i = 0; i < 40; ++i) deep += "/g";
+  {
+    H5Writer w(path);
+    w.add("/top", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, {2, 3}, v.data());
+    w.add(deep + "/data", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, {2, 3}, v.data());
+  }
+  expect_error(path,
+               "; 2-D/3-D datasets in the file: /top (2x3) (the listing stopped at its limit) (choose one with "
+               "--dataset)");
+}
+
+// Soft and external links are not followed: a dangling one is no error, and
+// what one names elsewhere (in this file or another) is not listed through it.
+TEST(Hdf5, SuggestionsFollowNeitherSoftNorExternalLinks) {
+  TempDir dir;
+  const std::vector<float> v(6, 1.0f);
+  {
+    H5Writer other(dir / "other.h5");
+    other.add("/secret", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, {2, 3}, v.data());
+  }
+  const std::string path = dir / "links.h5";
+  {
+    H5Writer w(path);
+    w.add("/real/data", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, {2, 3}, v.data());
+    const hid_t f = w.file();
+    ASSERT_GE(H5Lcreate_soft("/nowhere", f, "/dangling", H5P_DEFAULT, H5P_DEFAULT), 0);
+    ASSERT_GE(H5Lcreate_soft("/real", f, "/alias", H5P_DEFAULT, H5P_DEFAULT), 0);
+    ASSERT_GE(H5Lcreate_external("missing.h5", "/data", f, "/missing", H5P_DEFAULT, H5P_DEFAULT), 0);
+    ASSERT_GE(H5Lcreate_external("other.h5", "/", f, "/elsewhere", H5P_DEFAULT, H5P_DEFAULT), 0);
+  }
+  expect_error(path,
+               "no dataset '/entry_1/data_1/data'; 2-D/3-D datasets in the file: /real/data (2x3) (choose "
+               "one with --dataset)");
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 #include <hdf5.h>
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 
+#include "hdf5_walk.h"
 #include "readers.h"
 
 namespace manifold::io {
@@ -84,47 +84,35 @@ std::vector<hsize_t> dataset_dims(hid_t dset) {
 struct Candidates {
   std::vector<std::string> found;
   size_t more = 0;
-  size_t visited = 0;
-  bool cut = false;  // the listing stopped at a limit below
 };
 
-// A corrupt group can list itself, and libhdf5 then visits ever longer paths
-// without end: the suggestions stop after this many links or at a path this
-// long (real files' paths are a few levels deep).
-constexpr size_t kMaxLinksListed = 10000;
-constexpr size_t kMaxPathListed = 1024;
-
-herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t* info, void* data) {
-  auto* c = static_cast<Candidates*>(data);
-  if (++c->visited > kMaxLinksListed || std::strlen(name) > kMaxPathListed) {
-    c->cut = true;
-    return 1;  // a positive value ends H5Lvisit early, without an error
-  }
-  if (info->type != H5L_TYPE_HARD) return 0;
-  Handle d(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);  // fails quietly on groups
-  if (!d.ok()) return 0;
-  Handle type(H5Dget_type(d.get()), H5Tclose);
+// Adds `object` at `path` when it is a 2-D or 3-D dataset of numbers.
+void add_candidate(Candidates& c, const std::string& path, hid_t object) {
+  if (H5Iget_type(object) != H5I_DATASET) return;
+  Handle type(H5Dget_type(object), H5Tclose);
   const H5T_class_t cls = H5Tget_class(type.get());
-  if (cls != H5T_INTEGER && cls != H5T_FLOAT) return 0;
-  const auto dims = dataset_dims(d.get());
-  if (dims.size() != 2 && dims.size() != 3) return 0;
-  if (c->found.size() < 6) c->found.push_back("/" + std::string(name) + " (" + dims_text(dims) + ")");
+  if (cls != H5T_INTEGER && cls != H5T_FLOAT) return;
+  const auto dims = dataset_dims(object);
+  if (dims.size() != 2 && dims.size() != 3) return;
+  if (c.found.size() < 6) c.found.push_back(path + " (" + dims_text(dims) + ")");
   else
-    ++c->more;
-  return 0;
+    ++c.more;
 }
 
 // Names the datasets the user may have meant, for the "not found" message.
 std::string suggestions(hid_t file) {
   Candidates c;
-  H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &c);
-  if (c.found.empty() && c.cut)
+  const bool cut = walk_hdf5(file, [&](const std::string& path, hid_t object) {
+                     add_candidate(c, path, object);
+                     return true;
+                   }) == Hdf5WalkEnd::cut;
+  if (c.found.empty() && cut)
     return "; no 2-D or 3-D dataset among the links listed (the listing stopped at its limit)";
   if (c.found.empty()) return "; the file holds no 2-D or 3-D dataset";
   std::string s = "; 2-D/3-D datasets in the file: ";
   for (size_t i = 0; i < c.found.size(); ++i) s += (i ? ", " : "") + c.found[i];
   if (c.more) s += " and " + std::to_string(c.more) + " more";
-  if (c.cut) s += " (the listing stopped at its limit)";
+  if (cut) s += " (the listing stopped at its limit)";
   return s + " (choose one with --dataset)";
 }
 

@@ -16,6 +16,7 @@
 #include "manifold/error.h"
 #include "manifold/metadata.h"
 #include "manifold/npy.h"
+#include "../io/hdf5_walk.h"
 
 namespace fs = std::filesystem;
 
@@ -535,25 +536,15 @@ std::vector<std::string> hdf5_datasets_in(const std::string& path, const std::st
 
 namespace {
 
-struct LengthSearch {
-  hsize_t rows;
-  std::vector<std::string> paths;
-};
-
-/// H5Lvisit's callback: `name` (a path below the root) when it is a 1-D or
-/// 2-D dataset of `rows` rows.
-herr_t collect_dataset_of_length(hid_t root, const char* name, const H5L_info_t* info, void* out) {
-  if (info->type != H5L_TYPE_HARD) return 0;  // a soft or external link names a dataset found elsewhere
-  auto* search = static_cast<LengthSearch*>(out);
-  H5Handle object(H5Oopen(root, name, H5P_DEFAULT), H5Oclose);
-  if (!object.ok() || H5Iget_type(object.get()) != H5I_DATASET) return 0;
-  H5Handle space(H5Dget_space(object.get()), H5Sclose);
+/// True for a 1-D or 2-D dataset of `rows` rows.
+bool is_column_of_length(hid_t object, hsize_t rows) {
+  if (H5Iget_type(object) != H5I_DATASET) return false;
+  H5Handle space(H5Dget_space(object), H5Sclose);
   const int nd = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
-  if (nd != 1 && nd != 2) return 0;
+  if (nd != 1 && nd != 2) return false;
   hsize_t dims[2] = {0, 0};
   H5Sget_simple_extent_dims(space.get(), dims, nullptr);
-  if (dims[0] == search->rows) search->paths.push_back(std::string("/") + name);
-  return 0;
+  return dims[0] == rows;
 }
 
 }  // namespace
@@ -562,9 +553,12 @@ std::vector<std::string> hdf5_datasets_of_length(const std::string& path, int64_
   QuietHdf5 quiet;
   H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(path, "cannot open as HDF5");
-  LengthSearch search{static_cast<hsize_t>(rows), {}};
-  H5Lvisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset_of_length, &search);
-  return search.paths;
+  std::vector<std::string> found;
+  io::walk_hdf5(file.get(), [&](const std::string& name, hid_t object) {
+    if (is_column_of_length(object, static_cast<hsize_t>(rows))) found.push_back(name);
+    return true;
+  });
+  return found;
 }
 
 std::vector<MetadataColumn> load_metadata_file(const MetadataSpec& spec) {
