@@ -32,6 +32,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <cooperative_groups.h>
+
 #include "impl/kernels.h"
 #include "utils/cuda_check.h"
 #include "utils/keys.cuh"
@@ -39,6 +41,8 @@
 namespace manifold::gpu {
 
 namespace {
+
+namespace cg = cooperative_groups;
 
 constexpr int BM = 128, BN = 128;
 
@@ -56,20 +60,22 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// The rare entry that passes a bound: appended to its row's and/or its
-// column's candidates. Out of line, so the unrolled epilogue stays a few
-// instructions per entry (the kernel's code must fit the instruction cache).
-__device__ __noinline__ void push_candidate(float* cdist, int* cindex, int* count, int* dirty, int* n_dirty, int T,
-                                            int W, int r0, int c0, int rows, int cols, bool keep_self, int li, int lj,
-                                            float dist, bool row_role, bool col_role, unsigned* pushed) {
+// A candidate to its row's slot (row role) or its column's slot (column
+// role): a place by one global atomic on the slot's count, the slot listed
+// as dirty by the first. Entries outside the tile, and self pairs unless
+// kept, are not candidates. Returns the candidates written.
+__device__ __forceinline__ unsigned push_to_slots(float* cdist, int* cindex, int* count, int* dirty, int* n_dirty,
+                                                  int T, int W, int r0, int c0, int rows, int cols, bool keep_self,
+                                                  int li, int lj, float dist, bool row_role, bool col_role) {
   const int gi = r0 + li, gj = c0 + lj;
+  unsigned pushed = 0;
   if (row_role && lj < cols && (keep_self || gi != gj)) {
     const int pos = atomicAdd(count + li, 1);
     if (pos == 0) dirty[atomicAdd(n_dirty, 1)] = li;
     const size_t at = static_cast<size_t>(li) * W + pos;
     cdist[at] = dist;
     cindex[at] = gj;
-    ++*pushed;
+    ++pushed;
   }
   if (col_role && li < rows) {
     const int slot = T + lj;
@@ -78,8 +84,68 @@ __device__ __noinline__ void push_candidate(float* cdist, int* cindex, int* coun
     const size_t at = static_cast<size_t>(T) * W + static_cast<size_t>(lj) * T + pos;
     cdist[at] = dist;
     cindex[at] = gi;
-    ++*pushed;
+    ++pushed;
   }
+  return pushed;
+}
+
+/// A strip block's candidates, staged in shared memory while the block
+/// filters its entries and sent to their slots by all its threads after it.
+/// Pushed where they pass, each candidate's global atomic is a round trip
+/// its warp waits for, one passing lane after another: at k = 1000 that
+/// made the strip kernel half as slow again as at k = 20. Staged, a
+/// candidate costs one shared-memory atomic per passing group of lanes, and
+/// the global atomics of the block's candidates are in flight together.
+/// A candidate is its distance and its place in the block and roles, packed
+/// in 16 bits (pack_where).
+constexpr int kStagedCap = 2048;
+struct StagedCandidates {
+  float dist[kStagedCap];
+  unsigned where[kStagedCap];
+  int n;
+};
+
+/// Block row bi and column bj (each < 128) and the roles.
+__device__ __forceinline__ unsigned pack_where(int bi, int bj, bool row_role, bool col_role) {
+  static_assert(BM <= 128 && BN <= 128, "a block's row and column take 7 bits each");
+  return static_cast<unsigned>(bi) | static_cast<unsigned>(bj) << 7 | static_cast<unsigned>(row_role) << 14 |
+         static_cast<unsigned>(col_role) << 15;
+}
+
+// The rare entry that passes a bound: staged, or pushed at once when the
+// stage is full. Out of line, so the unrolled epilogue stays a few
+// instructions per entry (the kernel's code must fit the instruction cache).
+__device__ __noinline__ unsigned stage_candidate(StagedCandidates* staged, float* cdist, int* cindex, int* count,
+                                                 int* dirty, int* n_dirty, int T, int W, int r0, int c0, int rows,
+                                                 int cols, bool keep_self, int li, int lj, float dist, bool row_role,
+                                                 bool col_role) {
+  // The lanes here together take consecutive places by one atomic.
+  const cg::coalesced_group group = cg::coalesced_threads();
+  int first = 0;
+  if (group.thread_rank() == 0) first = atomicAdd(&staged->n, static_cast<int>(group.size()));
+  const int at = group.shfl(first, 0) + static_cast<int>(group.thread_rank());
+  if (at < kStagedCap) {
+    staged->dist[at] = dist;
+    staged->where[at] = pack_where(li % BM, lj % BN, row_role, col_role);
+    return 0;
+  }
+  return push_to_slots(cdist, cindex, count, dirty, n_dirty, T, W, r0, c0, rows, cols, keep_self, li, lj, dist,
+                       row_role, col_role);
+}
+
+/// The staged candidates to their slots, all threads of the block in turn.
+__device__ __forceinline__ unsigned push_staged(const FusedTileArgs& f, const CandidatesView& c, int* n_dirty,
+                                                const StagedCandidates* staged, int i_base, int j_base, int t,
+                                                int threads) {
+  const int n = min(staged->n, kStagedCap);
+  unsigned pushed = 0;
+  for (int e = t; e < n; e += threads) {
+    const unsigned w = staged->where[e];
+    pushed += push_to_slots(c.dist, c.index, c.count, c.dirty, n_dirty, c.T, c.W, f.r0, f.c0, f.rows, f.cols,
+                            f.keep_self, i_base + (w & 127), j_base + (w >> 7 & 127), staged->dist[e],
+                            w >> 14 & 1, w >> 15 & 1);
+  }
+  return pushed;
 }
 
 // ---- Epilogue: the block's entries to distances ------------------------------
@@ -248,13 +314,15 @@ __device__ __forceinline__ void fetch_edges(const FusedTileArgs& f, int i_base, 
 }
 
 /// Strip tiles: each entry filtered against its row's and its column's
-/// bounds (from fetch_edges); the rare one that passes goes out through
-/// push_candidate.
+/// bounds (from fetch_edges); the rare one that passes is staged
+/// (stage_candidate), and the block sends the staged ones to their slots
+/// once every warp has filtered its entries.
 template <int TN>
 __device__ __forceinline__ void filter_epilogue(const FusedTileArgs& f, const CandidatesView& c, int counter,
                                                 const float (&acc)[8][TN], int i_base, int j_base, int wm, int wn,
-                                                int lane, const float (*edge)[BM]) {
+                                                int t, int lane, const float (*edge)[BM], StagedCandidates* staged) {
   const int row_at[2] = {wm, wm + 32};
+  int* n_dirty = c.n_dirty + counter;
   unsigned pushed = 0;
   float nj[TN], tc[TN];
 #pragma unroll
@@ -273,21 +341,27 @@ __device__ __forceinline__ void filter_epilogue(const FusedTileArgs& f, const Ca
       const float dist = fmaf(-2.f, acc[r][q], ni + nj[q]);
       const bool pr = dist <= tr, pc = dist <= tc[q];
       if (pr || pc)
-        push_candidate(c.dist, c.index, c.count, c.dirty, c.n_dirty + counter, c.T, c.W, f.r0, f.c0, f.rows, f.cols,
-                       f.keep_self, i_base + e, j_base + wn + 16 * (q >> 2) + (q & 3), dist, pr, pc, &pushed);
+        pushed += stage_candidate(staged, c.dist, c.index, c.count, c.dirty, n_dirty, c.T, c.W, f.r0, f.c0, f.rows,
+                                  f.cols, f.keep_self, i_base + e, j_base + wn + 16 * (q >> 2) + (q & 3), dist, pr,
+                                  pc);
     }
   }
+  __syncthreads();  // every warp's candidates are staged
+  pushed += push_staged(f, c, n_dirty, staged, i_base, j_base, t, 128 * 16 / TN);
   for (int off = 16; off > 0; off >>= 1) pushed += __shfl_down_sync(kFullMask, pushed, off);
   if (lane == 0 && pushed) atomicAdd(c.total, static_cast<unsigned long long>(pushed));
 }
 
 /// A kernel shape's block size and dynamic shared memory: the A and B
-/// slabs, then (strips) the block's edges (fetch_edges).
+/// slabs, then (strips) the block's edges (fetch_edges) and its staged
+/// candidates.
 template <int TN, int BK, int kStages, bool Dense>
 struct FusedShape {
   static constexpr int kThreads = 128 * 16 / TN;
   static constexpr size_t kSlabFloats = static_cast<size_t>(kStages) * BK * BM;
-  static constexpr size_t kSharedBytes = (2 * kSlabFloats + (Dense ? 0 : 4 * BM)) * sizeof(float);
+  static constexpr size_t kEdgeBytes = 4 * BM * sizeof(float);
+  static constexpr size_t kSharedBytes =
+      2 * kSlabFloats * sizeof(float) + (Dense ? 0 : kEdgeBytes + sizeof(StagedCandidates));
 };
 
 // TN: columns per thread (16: 128 threads, warps of 64 x 64; 8: 256 threads,
@@ -306,6 +380,7 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
   auto as = reinterpret_cast<float(*)[BK][BM]>(smem);
   auto bs = reinterpret_cast<float(*)[BK][BN]>(smem + Shape::kSlabFloats);
   auto edge = reinterpret_cast<float(*)[BM]>(smem + 2 * Shape::kSlabFloats);
+  auto staged = reinterpret_cast<StagedCandidates*>(smem + 2 * Shape::kSlabFloats + 4 * BM);
   static_assert(!Dense || 32 * (BN + 1) <= kStages * BK * BM, "the seed epilogue stages 32 rows in the A slabs");
   const int t = threadIdx.x;
   // Seed tiles are symmetric: blocks below the diagonal have nothing to do
@@ -351,8 +426,12 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
 #pragma unroll
     for (int q = 0; q < TN; ++q) acc[r][q] = 0.f;
 
-  // The edges join the first slab's copy group (waited for with it).
-  if constexpr (!Dense) fetch_edges(f, i_base, j_base, t, edge);
+  // The edges join the first slab's copy group (waited for with it); the
+  // main loop's first barrier publishes the empty stage.
+  if constexpr (!Dense) {
+    fetch_edges(f, i_base, j_base, t, edge);
+    if (t == 0) staged->n = 0;
+  }
   const int nk = f.dpad / BK;  // dpad: a multiple of 16 (fused_dpad)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -388,7 +467,7 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
   cp_async_wait<0>();
   if constexpr (Dense) seed_epilogue<TN>(f, c, acc, i_base, j_base, wm, wn, t, lane, &as[0][0][0]);
   else
-    filter_epilogue<TN>(f, c, counter, acc, i_base, j_base, wm, wn, lane, edge);
+    filter_epilogue<TN>(f, c, counter, acc, i_base, j_base, wm, wn, t, lane, edge, staged);
 }
 
 template <int TN, int KU, int BK, int kStages, bool Dense>
