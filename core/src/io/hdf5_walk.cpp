@@ -14,15 +14,11 @@ constexpr size_t kMaxLinks = 10000;
 constexpr size_t kMaxPath = 1024;
 constexpr int kMaxDepth = 32;
 
-// A hard link's target is opened by its place in the file, not by the link's
-// name: looking a name up again could meet another link of the same name in
-// a corrupt group, a soft or external one. The same place recognises a group
-// reached twice. HDF5 1.12 names that place a token, 1.10 an address.
+// A group reached twice is recognised by its place in the file: a token in
+// HDF5 1.12 and later, an address in 1.10.
 #if H5_VERSION_GE(1, 12, 0)
 using LinkInfo = H5L_info2_t;
 using Place = H5O_token_t;
-Place target_of(const LinkInfo& link) { return link.u.token; }
-hid_t open_at(hid_t file, const Place& place) { return H5Oopen_by_token(file, place); }
 bool place_of(hid_t object, Place* place) {
   H5O_info2_t info;
   if (H5Oget_info3(object, &info, H5O_INFO_BASIC) < 0) return false;
@@ -43,8 +39,6 @@ herr_t list_links(hid_t group, H5L_iterate2_t op, void* data) {
 #else
 using LinkInfo = H5L_info_t;
 using Place = haddr_t;
-Place target_of(const LinkInfo& link) { return link.u.address; }
-hid_t open_at(hid_t file, const Place& place) { return H5Oopen_by_addr(file, place); }
 bool place_of(hid_t object, Place* place) {
   H5O_info_t info;
   if (H5Oget_info2(object, &info, H5O_INFO_BASIC) < 0) return false;
@@ -60,22 +54,40 @@ herr_t list_links(hid_t group, H5L_iterate_t op, void* data) {
 }
 #endif
 
-class OpenObject {
+class Id {
  public:
-  explicit OpenObject(hid_t id) : id_(id) {}
-  ~OpenObject() {
-    if (id_ >= 0) H5Oclose(id_);
+  Id(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  ~Id() {
+    if (id_ >= 0) close_(id_);
   }
-  OpenObject(const OpenObject&) = delete;
-  OpenObject& operator=(const OpenObject&) = delete;
+  Id(const Id&) = delete;
+  Id& operator=(const Id&) = delete;
   hid_t get() const { return id_; }
 
  private:
   hid_t id_;
+  herr_t (*close_)(hid_t);
 };
 
+herr_t refuse_external_link(const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) { return -1; }
+
+// Link access for opening a hard link's target by its name. Opening by name
+// lets libhdf5 check a group as it does on every lookup: opened by address, a
+// group that fails those checks crashes H5Literate in libhdf5 1.10.8
+// (tests/fuzz/corpus/hdf5/regression-huge-local-heap.h5). The name is looked
+// up anew, and a corrupt group may hold another link of that name: an
+// external one must not open another file.
+hid_t link_access() {
+  const hid_t lapl = H5Pcreate(H5P_LINK_ACCESS);
+  if (lapl >= 0 && H5Pset_elink_cb(lapl, refuse_external_link, nullptr) < 0) {
+    H5Pclose(lapl);
+    return -1;
+  }
+  return lapl;
+}
+
 struct Walk {
-  hid_t file;
+  hid_t lapl;
   const Hdf5Visitor& visit;
   std::set<Place, PlaceLess> listed;  // the groups whose links were listed
   std::string path;                   // of the group being listed; "" for the root
@@ -111,29 +123,31 @@ herr_t list_group(Walk& w, hid_t group, const Place& place, const std::string& p
   return result > 0 ? result : 0;
 }
 
-herr_t on_link(hid_t, const char* name, const LinkInfo* info, void* data) {
+herr_t on_link(hid_t group, const char* name, const LinkInfo* info, void* data) {
   auto& w = *static_cast<Walk*>(data);
   if (++w.links > kMaxLinks) return w.stop(Hdf5WalkEnd::cut);
-  if (info->type != H5L_TYPE_HARD) return 0;
+  // A name holding '/' would be looked up as a path, through links of any kind.
+  if (info->type != H5L_TYPE_HARD || std::strchr(name, '/')) return 0;
   if (w.path.size() + 1 + std::strlen(name) > kMaxPath) {
     w.cut();
     return 0;
   }
   const std::string path = w.path + "/" + name;
-  const Place place = target_of(*info);
-  OpenObject object(open_at(w.file, place));
+  Id object(H5Oopen(group, name, w.lapl), H5Oclose);
   if (object.get() < 0) return 0;  // unreadable: the walk goes on without it
   if (!w.visit(path, object.get())) return w.stop(Hdf5WalkEnd::stopped);
-  if (H5Iget_type(object.get()) != H5I_GROUP) return 0;
+  Place place;
+  if (H5Iget_type(object.get()) != H5I_GROUP || !place_of(object.get(), &place)) return 0;
   return list_group(w, object.get(), place, path);
 }
 
 }  // namespace
 
 Hdf5WalkEnd walk_hdf5(hid_t file, const Hdf5Visitor& visit) {
-  Walk w{file, visit, std::set<Place, PlaceLess>(PlaceLess{file}), {}};
+  Id lapl(link_access(), H5Pclose);
   Place root;
-  if (!place_of(file, &root)) return Hdf5WalkEnd::complete;  // no readable root group: nothing below it
+  if (lapl.get() < 0 || !place_of(file, &root)) return Hdf5WalkEnd::complete;  // nothing that can be walked
+  Walk w{lapl.get(), visit, std::set<Place, PlaceLess>(PlaceLess{file}), {}};
   list_group(w, file, root, "");
   return w.end;
 }
