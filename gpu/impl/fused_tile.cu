@@ -142,8 +142,8 @@ __device__ __forceinline__ unsigned push_staged(const FusedTileArgs& f, const Ca
   for (int e = t; e < n; e += threads) {
     const unsigned w = staged->where[e];
     pushed += push_to_slots(c.dist, c.index, c.count, c.dirty, n_dirty, c.T, c.W, f.r0, f.c0, f.rows, f.cols,
-                            f.keep_self, i_base + (w & 127), j_base + (w >> 7 & 127), staged->dist[e],
-                            w >> 14 & 1, w >> 15 & 1);
+                            f.keep_self, i_base + (w & 127), j_base + (w >> 7 & 127), staged->dist[e], w >> 14 & 1,
+                            w >> 15 & 1);
   }
   return pushed;
 }
@@ -342,8 +342,7 @@ __device__ __forceinline__ void filter_epilogue(const FusedTileArgs& f, const Ca
       const bool pr = dist <= tr, pc = dist <= tc[q];
       if (pr || pc)
         pushed += stage_candidate(staged, c.dist, c.index, c.count, c.dirty, n_dirty, c.T, c.W, f.r0, f.c0, f.rows,
-                                  f.cols, f.keep_self, i_base + e, j_base + wn + 16 * (q >> 2) + (q & 3), dist, pr,
-                                  pc);
+                                  f.cols, f.keep_self, i_base + e, j_base + wn + 16 * (q >> 2) + (q & 3), dist, pr, pc);
     }
   }
   __syncthreads();  // every warp's candidates are staged
@@ -360,8 +359,8 @@ struct FusedShape {
   static constexpr int kThreads = 128 * 16 / TN;
   static constexpr size_t kSlabFloats = static_cast<size_t>(kStages) * BK * BM;
   static constexpr size_t kEdgeBytes = 4 * BM * sizeof(float);
-  static constexpr size_t kSharedBytes =
-      2 * kSlabFloats * sizeof(float) + (Dense ? 0 : kEdgeBytes + sizeof(StagedCandidates));
+  static constexpr size_t kSharedBytes = 2 * kSlabFloats * sizeof(float) +
+                                         (Dense ? 0 : kEdgeBytes + sizeof(StagedCandidates));
 };
 
 // TN: columns per thread (16: 128 threads, warps of 64 x 64; 8: 256 threads,

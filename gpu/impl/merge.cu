@@ -338,6 +338,13 @@ __device__ __forceinline__ void move_list_entries(const float* sd, const int* si
   }
 }
 
+// A candidate that can still rank in its row: within the row's bound (the
+// filter's test, which seed entries and entries filtered before the bound
+// tightened have not met) and, for a full list, ahead of its last entry.
+__device__ __forceinline__ bool may_rank(float cdist, int cindex, float bound, bool full, float last_d, int last_i) {
+  return cdist <= bound && (!full || key_less(cdist, cindex, last_d, last_i));
+}
+
 // Candidates are taken kMergeChunk at a time. For each chunk the row's list
 // is copied into shared memory, and of the chunk only the candidates that
 // rank below a full list's last entry are kept (the others would land at
@@ -389,7 +396,7 @@ __device__ void block_merge(const ListsView& l, const Source& src, const Item& x
         if (e < pc) cdist = pd[e], cindex = pi[e];
         else
           cdist = x.dist[e - pc], cindex = x.index[e - pc];
-        keep = cdist <= bound && (!full || key_less(cdist, cindex, last_d, last_i));
+        keep = may_rank(cdist, cindex, bound, full, last_d, last_i);
       }
       const unsigned mask = __ballot_sync(kFullMask, keep);
       int base = 0;
@@ -452,7 +459,7 @@ __device__ bool append_to_pending(const ListsView& l, const Source& src, const I
     bool keep = false;
     if (b < x.count) {
       cdist = x.dist[b], cindex = x.index[b];
-      keep = cdist <= bound && key_less(cdist, cindex, last_d, last_i);
+      keep = may_rank(cdist, cindex, bound, full, last_d, last_i);
     }
     const unsigned mask = __ballot_sync(kFullMask, keep);
     if (keep) {
@@ -525,10 +532,12 @@ __global__ __launch_bounds__(kBlockThreads) void merge_kernel(ListsView l, Sourc
     }
     __syncthreads();
   }
-  if (Source::kAppends && l.pend_cap > 0 && !seed) {
-    append_or_merge(l, src, n_items, smem, chunk);
-    if (blockIdx.x == 0 && threadIdx.x == 0) src.finish();
-    return;
+  if constexpr (Source::kAppends) {
+    if (l.pend_cap > 0 && !seed) {
+      append_or_merge(l, src, n_items, smem, chunk);
+      if (blockIdx.x == 0 && threadIdx.x == 0) src.finish();
+      return;
+    }
   }
   for (int it = blockIdx.x; it < n_items; it += gridDim.x) {
     const Item x = src.item(it);
