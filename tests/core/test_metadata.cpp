@@ -324,6 +324,39 @@ TEST(Metadata, Hdf5DatasetsOfLengthInNestedGroups) {
   EXPECT_TRUE(hdf5_datasets_of_length(path, 3).empty());
 }
 
+// A metadata file cannot make us open another file: a dataset named through
+// an external link is refused in one line (whether or not its target
+// exists), a soft link inside the file is followed, and a CXI file's
+// /entry_1/sample_1 offers only its datasets by hard link.
+TEST(Metadata, Hdf5ExternalLinksAreRefused) {
+  TempDir t;
+  const std::string other = t / "other.h5", path = t / "s.cxi";
+  hid_t f = H5Fcreate(other.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  add_column(f, "/angle", 5);
+  H5Fclose(f);
+  f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  add_column(f, "/entry_1/sample_1/own", 5);
+  EXPECT_GE(H5Lcreate_external(other.c_str(), "/angle", f, "/entry_1/sample_1/theirs", H5P_DEFAULT, H5P_DEFAULT), 0);
+  EXPECT_GE(H5Lcreate_external("missing.h5", "/angle", f, "/entry_1/sample_1/missing", H5P_DEFAULT, H5P_DEFAULT), 0);
+  EXPECT_GE(H5Lcreate_soft("/entry_1/sample_1/own", f, "/entry_1/sample_1/alias", H5P_DEFAULT, H5P_DEFAULT), 0);
+  EXPECT_GE(H5Lcreate_external(other.c_str(), "/", f, "/far", H5P_DEFAULT, H5P_DEFAULT), 0);
+  H5Fclose(f);
+  for (const char* name : {"/entry_1/sample_1/theirs", "/entry_1/sample_1/missing", "/far/angle"}) {
+    const std::string msg = message_of([&] { load(path + ":" + name); });
+    EXPECT_EQ(msg, path + ": '" + name +
+                       "' leads through an external link to another file; refused (copy the data into this file)")
+        << name;
+  }
+  const auto alias = load(path + ":/entry_1/sample_1/alias");
+  ASSERT_EQ(alias.size(), 1u);
+  EXPECT_EQ(alias[0].values, std::vector<double>(5, 0.5));
+  const auto found = discover_metadata(path);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].column, "/entry_1/sample_1/own");
+}
+
 TEST(Metadata, IdxLabelsSynthetic) {
   TempDir t;
   const std::string path = t / "x-labels-idx1-ubyte.gz";

@@ -8,6 +8,12 @@ namespace manifold::io {
 
 namespace {
 
+// Following an external link fails; `seen`, where given, records that one was met.
+herr_t refuse_external_link(const char*, const char*, const char*, const char*, unsigned*, hid_t, void* seen) {
+  if (seen) *static_cast<bool*>(seen) = true;
+  return -1;
+}
+
 // A corrupt file may hold any number of links, names of any length and
 // groups nested without end; real files' paths are a few levels deep.
 constexpr size_t kMaxLinks = 10000;
@@ -69,22 +75,13 @@ class Id {
   herr_t (*close_)(hid_t);
 };
 
-herr_t refuse_external_link(const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) { return -1; }
-
 // Link access for opening a hard link's target by its name. Opening by name
 // lets libhdf5 check a group as it does on every lookup: opened by address, a
 // group that fails those checks crashes H5Literate in libhdf5 1.10.8
 // (tests/fuzz/corpus/hdf5/regression-huge-local-heap.h5). The name is looked
 // up anew, and a corrupt group may hold another link of that name: an
 // external one must not open another file.
-hid_t link_access() {
-  const hid_t lapl = H5Pcreate(H5P_LINK_ACCESS);
-  if (lapl >= 0 && H5Pset_elink_cb(lapl, refuse_external_link, nullptr) < 0) {
-    H5Pclose(lapl);
-    return -1;
-  }
-  return lapl;
-}
+hid_t link_access() { return hdf5_access_refusing_external_links(H5P_LINK_ACCESS); }
 
 struct Walk {
   hid_t lapl;
@@ -142,6 +139,15 @@ herr_t on_link(hid_t group, const char* name, const LinkInfo* info, void* data) 
 }
 
 }  // namespace
+
+hid_t hdf5_access_refusing_external_links(hid_t plist_class, bool* refused) {
+  const hid_t plist = H5Pcreate(plist_class);
+  if (plist >= 0 && H5Pset_elink_cb(plist, refuse_external_link, refused) < 0) {
+    H5Pclose(plist);
+    return -1;
+  }
+  return plist;
+}
 
 Hdf5WalkEnd walk_hdf5(hid_t file, const Hdf5Visitor& visit) {
   Id lapl(link_access(), H5Pclose);

@@ -31,4 +31,10 @@ enum class Hdf5WalkEnd {
 /// Bounded: at most 10000 links, paths of at most 1024 characters, 32 levels.
 Hdf5WalkEnd walk_hdf5(hid_t file, const Hdf5Visitor& visit);
 
+/// A property list of class `plist_class` (H5P_LINK_ACCESS, or
+/// H5P_DATASET_ACCESS for H5Dopen2) on which following an external link
+/// fails, setting `*refused` where given: a file handed to us must not make
+/// us open another file named inside it. -1 where it cannot be made.
+hid_t hdf5_access_refusing_external_links(hid_t plist_class, bool* refused = nullptr);
+
 }  // namespace manifold::io

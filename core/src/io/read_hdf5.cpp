@@ -130,13 +130,6 @@ bool path_exists(hid_t file, hid_t lapl, const std::string& name) {
   return H5Oexists_by_name(file, name.c_str(), lapl) > 0;
 }
 
-// External links and external or virtual storage make a file read other
-// files named inside it: a file handed to us must not reach elsewhere.
-herr_t refuse_external_link(const char*, const char*, const char*, const char*, unsigned*, hid_t, void* seen) {
-  *static_cast<bool*>(seen) = true;
-  return -1;
-}
-
 // The first link on the way to `name` that is an external link, or "".
 std::string external_link_on(hid_t file, hid_t lapl, const std::string& name) {
   size_t pos = 0;
@@ -233,11 +226,10 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
   if (!file.ok()) fail(path, "cannot open as HDF5" + last_error());
   // Link traversal (lapl) and opening the dataset (dapl, which carries the
   // same link properties) both refuse external links.
-  Handle lapl(H5Pcreate(H5P_LINK_ACCESS), H5Pclose), dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
   bool external = false;
-  if (!lapl.ok() || !dapl.ok() || H5Pset_elink_cb(lapl.get(), refuse_external_link, &external) < 0 ||
-      H5Pset_elink_cb(dapl.get(), refuse_external_link, &external) < 0)
-    fail(path, "cannot set up HDF5 link access" + last_error());
+  Handle lapl(hdf5_access_refusing_external_links(H5P_LINK_ACCESS, &external), H5Pclose),
+      dapl(hdf5_access_refusing_external_links(H5P_DATASET_ACCESS, &external), H5Pclose);
+  if (!lapl.ok() || !dapl.ok()) fail(path, "cannot set up HDF5 link access" + last_error());
   if (const std::string link = external_link_on(file.get(), lapl.get(), name); !link.empty())
     fail(path, "'" + link + "' is an external link to another file; refused (copy the data into this file)");
   const bool exists = path_exists(file.get(), lapl.get(), name);
@@ -295,10 +287,9 @@ bool read_cxi_mask(const std::string& path, CxiMask* out) {
   QuietErrors quiet;
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(path, "cannot open as HDF5" + last_error());
-  Handle lapl(H5Pcreate(H5P_LINK_ACCESS), H5Pclose);
   bool external = false;
-  if (!lapl.ok() || H5Pset_elink_cb(lapl.get(), refuse_external_link, &external) < 0)
-    fail(path, "cannot set up HDF5 link access" + last_error());
+  Handle lapl(hdf5_access_refusing_external_links(H5P_LINK_ACCESS, &external), H5Pclose);
+  if (!lapl.ok()) fail(path, "cannot set up HDF5 link access" + last_error());
   // The CXI places of a detector's mask, in the order CXI readers look.
   std::string name;
   for (const char* candidate : {"/entry_1/data_1/mask", "/entry_1/instrument_1/detector_1/mask"}) {

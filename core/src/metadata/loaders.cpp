@@ -440,11 +440,21 @@ std::vector<MetadataColumn> load_hdf5(const MetadataSpec& spec) {
   QuietHdf5 quiet;
   H5Handle file(H5Fopen(spec.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(spec.file, "not an HDF5 file or unreadable");
-  if (H5Lexists(file.get(), spec.column.c_str(), H5P_DEFAULT) <= 0 ||
-      H5Oexists_by_name(file.get(), spec.column.c_str(), H5P_DEFAULT) <= 0)
-    fail(spec.file, "no dataset '" + spec.column + "'");
-  H5Handle dset(H5Dopen2(file.get(), spec.column.c_str(), H5P_DEFAULT), H5Dclose);
-  if (!dset.ok()) fail(spec.file, "'" + spec.column + "' is not a dataset");
+  // As the dataset reader: the file must not make us open another one.
+  bool external = false;
+  H5Handle lapl(io::hdf5_access_refusing_external_links(H5P_LINK_ACCESS, &external), H5Pclose);
+  if (!lapl.ok()) fail(spec.file, "cannot set up HDF5 link access");
+  const bool exists = H5Lexists(file.get(), spec.column.c_str(), lapl.get()) > 0 &&
+                      H5Oexists_by_name(file.get(), spec.column.c_str(), lapl.get()) > 0;
+  const std::string through = "'" + spec.column + "' leads through an external link to another file";
+  const auto refuse_external = [&] {
+    if (external) fail(spec.file, through + "; refused (copy the data into this file)");
+  };
+  refuse_external();
+  if (!exists) fail(spec.file, "no dataset '" + spec.column + "'");
+  H5Handle dset(H5Oopen(file.get(), spec.column.c_str(), lapl.get()), H5Oclose);
+  refuse_external();
+  if (!dset.ok() || H5Iget_type(dset.get()) != H5I_DATASET) fail(spec.file, "'" + spec.column + "' is not a dataset");
   H5Handle space(H5Dget_space(dset.get()), H5Sclose);
   const int nd = H5Sget_simple_extent_ndims(space.get());
   if (nd < 1 || nd > 2) fail(where, "expected N or N x m values (found " + std::to_string(nd) + " dimensions)");
@@ -473,7 +483,10 @@ std::vector<MetadataColumn> load_hdf5(const MetadataSpec& spec) {
   return out;
 }
 
-herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t*, void* out) {
+// A group's 1-D and 2-D datasets by hard link (a soft or external link may
+// lead anywhere, another file included).
+herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t* info, void* out) {
+  if (info->type != H5L_TYPE_HARD) return 0;
   H5Handle object(H5Oopen(group, name, H5P_DEFAULT), H5Oclose);
   if (!object.ok() || H5Iget_type(object.get()) != H5I_DATASET) return 0;
   H5Handle space(H5Dget_space(object.get()), H5Sclose);
