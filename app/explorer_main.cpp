@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "backends/backends.h"
+#include "manifold/fatal_signal.h"
 #include "manifold/ui/main_window.h"
 
 int main(int argc, char** argv) {
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  manifold::install_fatal_signal_notes("manifold-explorer");
   manifold::register_all_backends();
   manifold::ui::MainWindow window;
   window.resize(1440, 900);

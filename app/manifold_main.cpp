@@ -8,6 +8,7 @@
 #include "backends/backends.h"
 #include "cli/commands.h"
 #include "manifold/error.h"
+#include "manifold/fatal_signal.h"
 
 namespace {
 
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  install_fatal_signal_notes("manifold");
   try {
     register_all_backends();
     if (cmd == "info") return cli::cmd_info(argc, argv);

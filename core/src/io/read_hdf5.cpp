@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "hdf5_walk.h"
+#include "manifold/fatal_signal.h"
 #include "readers.h"
 
 namespace manifold::io {
@@ -219,6 +220,7 @@ std::string type_name(hid_t type, bool* numeric) {
 
 Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
   QuietErrors quiet;
+  const FatalSignalNote note(hdf5_crash_note(path));
   std::string name = opt.hdf5_dataset.empty() ? kDefaultDataset : opt.hdf5_dataset;
   if (name[0] != '/') name = "/" + name;
 
@@ -285,6 +287,7 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
 
 bool read_cxi_mask(const std::string& path, CxiMask* out) {
   QuietErrors quiet;
+  const FatalSignalNote note(hdf5_crash_note(path));
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(path, "cannot open as HDF5" + last_error());
   bool external = false;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "manifold/error.h"
+#include "manifold/fatal_signal.h"
 #include "manifold/metadata.h"
 #include "manifold/npy.h"
 #include "../io/hdf5_walk.h"
@@ -438,6 +439,7 @@ std::vector<MetadataColumn> load_hdf5(const MetadataSpec& spec) {
     fail(spec.file, "name the dataset inside the HDF5 file (" + spec.file + ":/entry_1/sample_1/...)");
   const std::string where = source_of(spec.file, spec.column);
   QuietHdf5 quiet;
+  const FatalSignalNote note(hdf5_crash_note(spec.file));
   H5Handle file(H5Fopen(spec.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(spec.file, "not an HDF5 file or unreadable");
   // As the dataset reader: the file must not make us open another one.
@@ -535,6 +537,7 @@ MetadataColumn read_idx_labels(const std::string& path, const std::string& class
 
 std::vector<std::string> hdf5_datasets_in(const std::string& path, const std::string& group) {
   QuietHdf5 quiet;
+  const FatalSignalNote note(hdf5_crash_note(path));
   std::vector<std::string> names;
   H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok() || H5Lexists(file.get(), "/entry_1", H5P_DEFAULT) <= 0 ||
@@ -564,6 +567,7 @@ bool is_column_of_length(hid_t object, hsize_t rows) {
 
 std::vector<std::string> hdf5_datasets_of_length(const std::string& path, int64_t rows) {
   QuietHdf5 quiet;
+  const FatalSignalNote note(hdf5_crash_note(path));
   H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(path, "cannot open as HDF5");
   std::vector<std::string> found;
