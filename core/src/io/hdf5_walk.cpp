@@ -4,6 +4,8 @@
 #include <set>
 #include <utility>
 
+#include "hdf5_handle.h"
+
 namespace manifold::io {
 
 namespace {
@@ -60,21 +62,6 @@ herr_t list_links(hid_t group, H5L_iterate_t op, void* data) {
 }
 #endif
 
-class Id {
- public:
-  Id(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  ~Id() {
-    if (id_ >= 0) close_(id_);
-  }
-  Id(const Id&) = delete;
-  Id& operator=(const Id&) = delete;
-  hid_t get() const { return id_; }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
-
 // Link access for opening a hard link's target by its name. Opening by name
 // lets libhdf5 check a group as it does on every lookup: opened by address, a
 // group that fails those checks crashes H5Literate in libhdf5 1.10.8
@@ -130,7 +117,7 @@ herr_t on_link(hid_t group, const char* name, const LinkInfo* info, void* data) 
     return 0;
   }
   const std::string path = w.path + "/" + name;
-  Id object(H5Oopen(group, name, w.lapl), H5Oclose);
+  Hdf5Handle object(H5Oopen(group, name, w.lapl), H5Oclose);
   if (object.get() < 0) return 0;  // unreadable: the walk goes on without it
   if (!w.visit(path, object.get())) return w.stop(Hdf5WalkEnd::stopped);
   Place place;
@@ -150,7 +137,7 @@ hid_t hdf5_access_refusing_external_links(hid_t plist_class, bool* refused) {
 }
 
 Hdf5WalkEnd walk_hdf5(hid_t file, const Hdf5Visitor& visit) {
-  Id lapl(link_access(), H5Pclose);
+  Hdf5Handle lapl(link_access(), H5Pclose);
   Place root;
   if (lapl.get() < 0 || !place_of(file, &root)) return Hdf5WalkEnd::complete;  // nothing that can be walked
   Walk w{lapl.get(), visit, std::set<Place, PlaceLess>(PlaceLess{file}), {}};

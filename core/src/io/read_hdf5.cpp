@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "hdf5_handle.h"
 #include "hdf5_walk.h"
 #include "manifold/fatal_signal.h"
 #include "readers.h"
@@ -50,22 +51,6 @@ std::string last_error() {
   return msg.empty() ? "" : " (" + msg + ")";
 }
 
-class Handle {
- public:
-  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  ~Handle() {
-    if (id_ >= 0) close_(id_);
-  }
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  hid_t get() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
-
 std::string dims_text(const std::vector<hsize_t>& dims) {
   std::string s;
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
@@ -73,7 +58,7 @@ std::string dims_text(const std::vector<hsize_t>& dims) {
 }
 
 std::vector<hsize_t> dataset_dims(hid_t dset) {
-  Handle space(H5Dget_space(dset), H5Sclose);
+  Hdf5Handle space(H5Dget_space(dset), H5Sclose);
   if (!space.ok()) return {};
   const int nd = H5Sget_simple_extent_ndims(space.get());
   if (nd <= 0) return {};
@@ -90,7 +75,7 @@ struct Candidates {
 // Adds `object` at `path` when it is a 2-D or 3-D dataset of numbers.
 void add_candidate(Candidates& c, const std::string& path, hid_t object) {
   if (H5Iget_type(object) != H5I_DATASET) return;
-  Handle type(H5Dget_type(object), H5Tclose);
+  Hdf5Handle type(H5Dget_type(object), H5Tclose);
   const H5T_class_t cls = H5Tget_class(type.get());
   if (cls != H5T_INTEGER && cls != H5T_FLOAT) return;
   const auto dims = dataset_dims(object);
@@ -154,7 +139,7 @@ std::string external_link_on(hid_t file, hid_t lapl, const std::string& name) {
 void check_storage(const std::string& path, const std::string& name, hid_t dset, hid_t fspace, uint64_t needed) {
   std::error_code ec;
   const uint64_t file_size = std::filesystem::file_size(path, ec);
-  Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
+  Hdf5Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
   if (!dcpl.ok()) fail(path, "cannot read the layout of dataset '" + name + "'" + last_error());
   const H5D_layout_t layout = H5Pget_layout(dcpl.get());
   if (layout == H5D_VIRTUAL) fail(path, "dataset '" + name + "' is a virtual dataset (it maps other files); refused");
@@ -224,12 +209,12 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
   std::string name = opt.hdf5_dataset.empty() ? kDefaultDataset : opt.hdf5_dataset;
   if (name[0] != '/') name = "/" + name;
 
-  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(path, "cannot open as HDF5" + last_error());
   // Link traversal (lapl) and opening the dataset (dapl, which carries the
   // same link properties) both refuse external links.
   bool external = false;
-  Handle lapl(hdf5_access_refusing_external_links(H5P_LINK_ACCESS, &external), H5Pclose),
+  Hdf5Handle lapl(hdf5_access_refusing_external_links(H5P_LINK_ACCESS, &external), H5Pclose),
       dapl(hdf5_access_refusing_external_links(H5P_DATASET_ACCESS, &external), H5Pclose);
   if (!lapl.ok() || !dapl.ok()) fail(path, "cannot set up HDF5 link access" + last_error());
   if (const std::string link = external_link_on(file.get(), lapl.get(), name); !link.empty())
@@ -237,16 +222,16 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
   const bool exists = path_exists(file.get(), lapl.get(), name);
   if (external) fail(path, "'" + name + "' leads through an external link to another file; refused");
   if (!exists) fail(path, "no dataset '" + name + "'" + suggestions(file.get()));
-  Handle object(H5Oopen(file.get(), name.c_str(), lapl.get()), H5Oclose);
+  Hdf5Handle object(H5Oopen(file.get(), name.c_str(), lapl.get()), H5Oclose);
   if (external) fail(path, "'" + name + "' leads through an external link to another file; refused");
   if (!object.ok()) fail(path, "cannot open '" + name + "'" + last_error());
   if (H5Iget_type(object.get()) != H5I_DATASET)
     fail(path, "'" + name + "' is a group, not a dataset" + suggestions(file.get()));
 
-  Handle dset(H5Dopen2(file.get(), name.c_str(), dapl.get()), H5Dclose);
+  Hdf5Handle dset(H5Dopen2(file.get(), name.c_str(), dapl.get()), H5Dclose);
   if (external) fail(path, "'" + name + "' leads through an external link to another file; refused");
   if (!dset.ok()) fail(path, "cannot open dataset '" + name + "'" + last_error());
-  Handle type(H5Dget_type(dset.get()), H5Tclose);
+  Hdf5Handle type(H5Dget_type(dset.get()), H5Tclose);
   bool numeric = false;
   const std::string dtype = type_name(type.get(), &numeric);
   if (!numeric) fail(path, "dataset '" + name + "' holds " + dtype + " values; expected integers or floats");
@@ -268,8 +253,8 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
   if (n > 0) {
     std::vector<hsize_t> start(dims.size(), 0), count(dims);
     count[0] = static_cast<hsize_t>(n);
-    Handle fspace(H5Dget_space(dset.get()), H5Sclose);
-    Handle mspace(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose);
+    Hdf5Handle fspace(H5Dget_space(dset.get()), H5Sclose);
+    Hdf5Handle mspace(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose);
     if (!fspace.ok() || !mspace.ok() ||
         H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0)
       fail(path, "cannot select rows of dataset '" + name + "'" + last_error());
@@ -288,10 +273,10 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
 bool read_cxi_mask(const std::string& path, CxiMask* out) {
   QuietErrors quiet;
   const FatalSignalNote note(hdf5_crash_note(path));
-  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(path, "cannot open as HDF5" + last_error());
   bool external = false;
-  Handle lapl(hdf5_access_refusing_external_links(H5P_LINK_ACCESS, &external), H5Pclose);
+  Hdf5Handle lapl(hdf5_access_refusing_external_links(H5P_LINK_ACCESS, &external), H5Pclose);
   if (!lapl.ok()) fail(path, "cannot set up HDF5 link access" + last_error());
   // The CXI places of a detector's mask, in the order CXI readers look.
   std::string name;
@@ -305,9 +290,9 @@ bool read_cxi_mask(const std::string& path, CxiMask* out) {
   }
   if (external) fail(path, "the mask leads through an external link to another file; refused");
   if (name.empty()) return false;
-  Handle dset(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  Hdf5Handle dset(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!dset.ok()) fail(path, "cannot open the mask '" + name + "'" + last_error());
-  Handle type(H5Dget_type(dset.get()), H5Tclose);
+  Hdf5Handle type(H5Dget_type(dset.get()), H5Tclose);
   if (H5Tget_class(type.get()) != H5T_INTEGER) {
     bool numeric = false;
     fail(path, "the mask '" + name + "' holds " + type_name(type.get(), &numeric) +
@@ -319,7 +304,7 @@ bool read_cxi_mask(const std::string& path, CxiMask* out) {
                    "; expected h x w (every frame) or N x h x w (per frame)");
   std::vector<int64_t> sdims(dims.begin(), dims.end());
   const int64_t count = checked_count(path, sdims, sizeof(uint32_t));
-  Handle fspace(H5Dget_space(dset.get()), H5Sclose);
+  Hdf5Handle fspace(H5Dget_space(dset.get()), H5Sclose);
   if (!fspace.ok() || H5Sselect_all(fspace.get()) < 0)
     fail(path, "cannot select the mask '" + name + "'" + last_error());
   check_storage(path, name, dset.get(), fspace.get(), static_cast<uint64_t>(count) * H5Tget_size(type.get()));

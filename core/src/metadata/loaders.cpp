@@ -17,6 +17,7 @@
 #include "manifold/fatal_signal.h"
 #include "manifold/metadata.h"
 #include "manifold/npy.h"
+#include "../io/hdf5_handle.h"
 #include "../io/hdf5_walk.h"
 
 namespace fs = std::filesystem;
@@ -377,22 +378,6 @@ std::vector<MetadataColumn> load_delimited(const MetadataSpec& spec, char sep) {
 
 // ---- HDF5 / CXI ------------------------------------------------------------------------
 
-class H5Handle {
- public:
-  H5Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  ~H5Handle() {
-    if (id_ >= 0) close_(id_);
-  }
-  H5Handle(const H5Handle&) = delete;
-  H5Handle& operator=(const H5Handle&) = delete;
-  hid_t get() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
-
 /// HDF5 prints its error stack by default; the Error says it in one line.
 class QuietHdf5 {
  public:
@@ -411,16 +396,16 @@ std::vector<std::string> read_hdf5_strings(hid_t dset, hid_t type, hsize_t n, co
   std::vector<std::string> out;
   out.reserve(n);
   if (H5Tis_variable_str(type) > 0) {
-    H5Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    io::Hdf5Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(mem.get(), H5T_VARIABLE);
     std::vector<char*> p(n, nullptr);
     if (H5Dread(dset, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, p.data()) < 0) fail(where, "cannot read the strings");
     for (char* s : p) out.emplace_back(s ? s : "");
-    H5Handle space(H5Dget_space(dset), H5Sclose);
+    io::Hdf5Handle space(H5Dget_space(dset), H5Sclose);
     H5Dvlen_reclaim(mem.get(), space.get(), H5P_DEFAULT, p.data());
   } else {
     const size_t size = H5Tget_size(type);
-    H5Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    io::Hdf5Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(mem.get(), size);
     std::vector<char> buf(n * size);
     if (H5Dread(dset, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0) fail(where, "cannot read the strings");
@@ -440,11 +425,11 @@ std::vector<MetadataColumn> load_hdf5(const MetadataSpec& spec) {
   const std::string where = source_of(spec.file, spec.column);
   QuietHdf5 quiet;
   const FatalSignalNote note(hdf5_crash_note(spec.file));
-  H5Handle file(H5Fopen(spec.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  io::Hdf5Handle file(H5Fopen(spec.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(spec.file, "not an HDF5 file or unreadable");
   // As the dataset reader: the file must not make us open another one.
   bool external = false;
-  H5Handle lapl(io::hdf5_access_refusing_external_links(H5P_LINK_ACCESS, &external), H5Pclose);
+  io::Hdf5Handle lapl(io::hdf5_access_refusing_external_links(H5P_LINK_ACCESS, &external), H5Pclose);
   if (!lapl.ok()) fail(spec.file, "cannot set up HDF5 link access");
   const bool exists = H5Lexists(file.get(), spec.column.c_str(), lapl.get()) > 0 &&
                       H5Oexists_by_name(file.get(), spec.column.c_str(), lapl.get()) > 0;
@@ -454,16 +439,16 @@ std::vector<MetadataColumn> load_hdf5(const MetadataSpec& spec) {
   };
   refuse_external();
   if (!exists) fail(spec.file, "no dataset '" + spec.column + "'");
-  H5Handle dset(H5Oopen(file.get(), spec.column.c_str(), lapl.get()), H5Oclose);
+  io::Hdf5Handle dset(H5Oopen(file.get(), spec.column.c_str(), lapl.get()), H5Oclose);
   refuse_external();
   if (!dset.ok() || H5Iget_type(dset.get()) != H5I_DATASET) fail(spec.file, "'" + spec.column + "' is not a dataset");
-  H5Handle space(H5Dget_space(dset.get()), H5Sclose);
+  io::Hdf5Handle space(H5Dget_space(dset.get()), H5Sclose);
   const int nd = H5Sget_simple_extent_ndims(space.get());
   if (nd < 1 || nd > 2) fail(where, "expected N or N x m values (found " + std::to_string(nd) + " dimensions)");
   hsize_t dims[2] = {0, 1};
   H5Sget_simple_extent_dims(space.get(), dims, nullptr);
   const hsize_t n = dims[0], m = nd == 2 ? dims[1] : 1;
-  H5Handle type(H5Dget_type(dset.get()), H5Tclose);
+  io::Hdf5Handle type(H5Dget_type(dset.get()), H5Tclose);
   const H5T_class_t cls = H5Tget_class(type.get());
   std::string name = spec.column;
   if (auto slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);
@@ -489,9 +474,9 @@ std::vector<MetadataColumn> load_hdf5(const MetadataSpec& spec) {
 // lead anywhere, another file included).
 herr_t collect_dataset(hid_t group, const char* name, const H5L_info_t* info, void* out) {
   if (info->type != H5L_TYPE_HARD) return 0;
-  H5Handle object(H5Oopen(group, name, H5P_DEFAULT), H5Oclose);
+  io::Hdf5Handle object(H5Oopen(group, name, H5P_DEFAULT), H5Oclose);
   if (!object.ok() || H5Iget_type(object.get()) != H5I_DATASET) return 0;
-  H5Handle space(H5Dget_space(object.get()), H5Sclose);
+  io::Hdf5Handle space(H5Dget_space(object.get()), H5Sclose);
   const int nd = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (nd == 1 || nd == 2) static_cast<std::vector<std::string>*>(out)->push_back(name);
   return 0;
@@ -539,11 +524,11 @@ std::vector<std::string> hdf5_datasets_in(const std::string& path, const std::st
   QuietHdf5 quiet;
   const FatalSignalNote note(hdf5_crash_note(path));
   std::vector<std::string> names;
-  H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  io::Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok() || H5Lexists(file.get(), "/entry_1", H5P_DEFAULT) <= 0 ||
       H5Lexists(file.get(), group.c_str(), H5P_DEFAULT) <= 0)
     return names;
-  H5Handle g(H5Gopen2(file.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
+  io::Hdf5Handle g(H5Gopen2(file.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
   if (!g.ok()) return names;
   H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_dataset, &names);
   for (auto& n : names) n = group + "/" + n;
@@ -555,7 +540,7 @@ namespace {
 /// True for a 1-D or 2-D dataset of `rows` rows.
 bool is_column_of_length(hid_t object, hsize_t rows) {
   if (H5Iget_type(object) != H5I_DATASET) return false;
-  H5Handle space(H5Dget_space(object), H5Sclose);
+  io::Hdf5Handle space(H5Dget_space(object), H5Sclose);
   const int nd = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (nd != 1 && nd != 2) return false;
   hsize_t dims[2] = {0, 0};
@@ -568,7 +553,7 @@ bool is_column_of_length(hid_t object, hsize_t rows) {
 std::vector<std::string> hdf5_datasets_of_length(const std::string& path, int64_t rows) {
   QuietHdf5 quiet;
   const FatalSignalNote note(hdf5_crash_note(path));
-  H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  io::Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(path, "cannot open as HDF5");
   std::vector<std::string> found;
   io::walk_hdf5(file.get(), [&](const std::string& name, hid_t object) {

@@ -12,6 +12,7 @@
 #include "manifold/output.h"
 #include "manifold/settings.h"
 #include "manifold/simulate.h"
+#include "../io/hdf5_handle.h"
 
 namespace fs = std::filesystem;
 
@@ -27,23 +28,11 @@ std::string stem_of(const std::string& path, const std::string& ext) {
   return path.substr(0, path.size() - ext.size());
 }
 
-/// An hid_t closed by its own close function.
-class H5 {
- public:
-  H5(hid_t id, herr_t (*close)(hid_t), const std::string& what, const std::string& path) : id_(id), close_(close) {
-    if (id_ < 0) throw Error(path + ": HDF5 cannot create " + what);
-  }
-  ~H5() {
-    if (id_ >= 0) close_(id_);
-  }
-  H5(const H5&) = delete;
-  H5& operator=(const H5&) = delete;
-  hid_t get() const { return id_; }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
+/// A handle on an HDF5 object just created; a failure is an Error naming it.
+io::Hdf5Handle created(hid_t id, herr_t (*close)(hid_t), const std::string& what, const std::string& path) {
+  if (id < 0) throw Error(path + ": HDF5 cannot create " + what);
+  return io::Hdf5Handle(id, close);
+}
 
 void check(herr_t status, const std::string& what, const std::string& path) {
   if (status < 0) throw Error(path + ": HDF5 failed to write " + what + " (disk full?)");
@@ -51,40 +40,45 @@ void check(herr_t status, const std::string& what, const std::string& path) {
 
 void write_dataset(hid_t parent, const char* name, hid_t type, const std::vector<hsize_t>& dims, const void* data,
                    const std::string& path) {
-  H5 space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose, "dataspace", path);
-  H5 dset(H5Dcreate2(parent, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose, name, path);
+  const io::Hdf5Handle space = created(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
+                                       "dataspace", path);
+  const io::Hdf5Handle dset = created(H5Dcreate2(parent, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                                                 H5P_DEFAULT),
+                                      H5Dclose, name, path);
   check(H5Dwrite(dset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), name, path);
 }
 
 void write_string(hid_t parent, const char* name, const std::string& value, const std::string& path) {
-  H5 type(H5Tcopy(H5T_C_S1), H5Tclose, "string type", path);
+  const io::Hdf5Handle type = created(H5Tcopy(H5T_C_S1), H5Tclose, "string type", path);
   check(H5Tset_size(type.get(), std::max<size_t>(1, value.size())), "string type", path);
-  H5 space(H5Screate(H5S_SCALAR), H5Sclose, "dataspace", path);
-  H5 dset(H5Dcreate2(parent, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose, name,
-          path);
+  const io::Hdf5Handle space = created(H5Screate(H5S_SCALAR), H5Sclose, "dataspace", path);
+  const io::Hdf5Handle dset = created(H5Dcreate2(parent, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                                                 H5P_DEFAULT),
+                                      H5Dclose, name, path);
   check(H5Dwrite(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, value.c_str()), name, path);
 }
 
-H5 group(hid_t parent, const char* name, const std::string& path) {
-  return H5(H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, name, path);
+io::Hdf5Handle group(hid_t parent, const char* name, const std::string& path) {
+  return created(H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, name, path);
 }
 
 void write_cxi(const std::string& target, const std::string& tmp, const DiffractionImages& d) {
   // HDF5 would print its own error stack to stderr; the Error below says it in one line.
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   {
-    H5 file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose, "the file", target);
+    const io::Hdf5Handle file = created(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
+                                        "the file", target);
     const int version = 150;
     write_dataset(file.get(), "cxi_version", H5T_NATIVE_INT, {1}, &version, target);
-    H5 entry = group(file.get(), "entry_1", target);
-    H5 data = group(entry.get(), "data_1", target);
+    const io::Hdf5Handle entry = group(file.get(), "entry_1", target);
+    const io::Hdf5Handle data = group(entry.get(), "data_1", target);
     const hsize_t n = static_cast<hsize_t>(d.count), s = static_cast<hsize_t>(d.size);
     write_dataset(data.get(), "data", H5T_NATIVE_FLOAT, {n, s, s}, d.images.data(), target);
     if (!d.pixel_mask.empty())  // CXI pixel-mask bits, one mask for every frame
       write_dataset(data.get(), "mask", H5T_NATIVE_UINT32, {s, s}, d.pixel_mask.data(), target);
     {
-      H5 inst = group(entry.get(), "instrument_1", target);
-      H5 det = group(inst.get(), "detector_1", target);
+      const io::Hdf5Handle inst = group(entry.get(), "instrument_1", target);
+      const io::Hdf5Handle det = group(inst.get(), "detector_1", target);
       // CXI readers look for the frames (and the mask) under the detector too; a hard link shares the data.
       check(H5Lcreate_hard(file.get(), "/entry_1/data_1/data", det.get(), "data", H5P_DEFAULT, H5P_DEFAULT),
             "detector link", target);
@@ -92,7 +86,7 @@ void write_cxi(const std::string& target, const std::string& tmp, const Diffract
         check(H5Lcreate_hard(file.get(), "/entry_1/data_1/mask", det.get(), "mask", H5P_DEFAULT, H5P_DEFAULT),
               "detector mask link", target);
     }
-    H5 sample = group(entry.get(), "sample_1", target);
+    const io::Hdf5Handle sample = group(entry.get(), "sample_1", target);
     write_string(sample.get(), "name", d.metadata.value("pdb_id", std::string("molecule")), target);
     write_dataset(sample.get(), "orientation_quaternion", H5T_NATIVE_DOUBLE, {n, 4}, d.quaternions.data(), target);
     if (!d.angles.empty()) {

@@ -1,0 +1,26 @@
+#pragma once
+// An HDF5 identifier closed by its own close function (H5Fclose, H5Dclose,
+// ...) when the handle goes: every path out of a reader or writer, errors
+// included, releases what it opened.
+#include <hdf5.h>
+
+namespace manifold::io {
+
+class Hdf5Handle {
+ public:
+  Hdf5Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  ~Hdf5Handle() {
+    if (id_ >= 0) close_(id_);
+  }
+  Hdf5Handle(const Hdf5Handle&) = delete;
+  Hdf5Handle& operator=(const Hdf5Handle&) = delete;
+
+  hid_t get() const { return id_; }
+  bool ok() const { return id_ >= 0; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+}  // namespace manifold::io
