@@ -1,8 +1,14 @@
 #pragma once
-// An HDF5 identifier closed by its own close function (H5Fclose, H5Dclose,
-// ...) when the handle goes: every path out of a reader or writer, errors
-// included, releases what it opened.
+// What every reader of HDF5 files holds: handles closed by their own close
+// function (H5Fclose, H5Dclose, ...) when they go, so every path out of a
+// reader or writer, errors included, releases what it opened; and, while it
+// reads a file, the guard that keeps libhdf5 quiet and names the file should
+// libhdf5 crash on it.
 #include <hdf5.h>
+
+#include <string>
+
+#include "manifold/fatal_signal.h"
 
 namespace manifold::io {
 
@@ -21,6 +27,25 @@ class Hdf5Handle {
  private:
   hid_t id_;
   herr_t (*close_)(hid_t);
+};
+
+/// While alive: libhdf5 prints nothing (its errors reach users as the
+/// readers' one-line messages), and a crash inside it ends the process with
+/// one line naming `path` (FatalSignalNote, hdf5_crash_note).
+class Hdf5Reading {
+ public:
+  explicit Hdf5Reading(const std::string& path) : note_(hdf5_crash_note(path)) {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~Hdf5Reading() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+  Hdf5Reading(const Hdf5Reading&) = delete;
+  Hdf5Reading& operator=(const Hdf5Reading&) = delete;
+
+ private:
+  FatalSignalNote note_;
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
 };
 
 }  // namespace manifold::io

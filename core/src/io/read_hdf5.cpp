@@ -8,7 +8,6 @@
 
 #include "hdf5_handle.h"
 #include "hdf5_walk.h"
-#include "manifold/fatal_signal.h"
 #include "readers.h"
 
 namespace manifold::io {
@@ -16,23 +15,6 @@ namespace manifold::io {
 namespace {
 
 const char* kDefaultDataset = "/entry_1/data_1/data";
-
-// HDF5 prints its error stack to stderr by default; we report one line
-// instead, so printing is off while a reader runs.
-class QuietErrors {
- public:
-  QuietErrors() {
-    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
-  QuietErrors(const QuietErrors&) = delete;
-  QuietErrors& operator=(const QuietErrors&) = delete;
-
- private:
-  H5E_auto2_t func_ = nullptr;
-  void* data_ = nullptr;
-};
 
 herr_t keep_innermost(unsigned n, const H5E_error2_t* e, void* out) {
   if (n == 0 && e && e->desc) *static_cast<std::string*>(out) = e->desc;
@@ -204,8 +186,7 @@ std::string type_name(hid_t type, bool* numeric) {
 }  // namespace
 
 Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
-  QuietErrors quiet;
-  const FatalSignalNote note(hdf5_crash_note(path));
+  const Hdf5Reading reading(path);
   std::string name = opt.hdf5_dataset.empty() ? kDefaultDataset : opt.hdf5_dataset;
   if (name[0] != '/') name = "/" + name;
 
@@ -271,8 +252,7 @@ Dataset read_hdf5(const std::string& path, const ReadOptions& opt) {
 }
 
 bool read_cxi_mask(const std::string& path, CxiMask* out) {
-  QuietErrors quiet;
-  const FatalSignalNote note(hdf5_crash_note(path));
+  const Hdf5Reading reading(path);
   Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(path, "cannot open as HDF5" + last_error());
   bool external = false;

@@ -14,7 +14,6 @@
 #include <sstream>
 
 #include "manifold/error.h"
-#include "manifold/fatal_signal.h"
 #include "manifold/metadata.h"
 #include "manifold/npy.h"
 #include "../io/hdf5_handle.h"
@@ -378,20 +377,6 @@ std::vector<MetadataColumn> load_delimited(const MetadataSpec& spec, char sep) {
 
 // ---- HDF5 / CXI ------------------------------------------------------------------------
 
-/// HDF5 prints its error stack by default; the Error says it in one line.
-class QuietHdf5 {
- public:
-  QuietHdf5() {
-    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietHdf5() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
-
- private:
-  H5E_auto2_t func_ = nullptr;
-  void* data_ = nullptr;
-};
-
 std::vector<std::string> read_hdf5_strings(hid_t dset, hid_t type, hsize_t n, const std::string& where) {
   std::vector<std::string> out;
   out.reserve(n);
@@ -423,8 +408,7 @@ std::vector<MetadataColumn> load_hdf5(const MetadataSpec& spec) {
   if (spec.column.empty())
     fail(spec.file, "name the dataset inside the HDF5 file (" + spec.file + ":/entry_1/sample_1/...)");
   const std::string where = source_of(spec.file, spec.column);
-  QuietHdf5 quiet;
-  const FatalSignalNote note(hdf5_crash_note(spec.file));
+  const io::Hdf5Reading reading(spec.file);
   io::Hdf5Handle file(H5Fopen(spec.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(spec.file, "not an HDF5 file or unreadable");
   // As the dataset reader: the file must not make us open another one.
@@ -521,8 +505,7 @@ MetadataColumn read_idx_labels(const std::string& path, const std::string& class
 }
 
 std::vector<std::string> hdf5_datasets_in(const std::string& path, const std::string& group) {
-  QuietHdf5 quiet;
-  const FatalSignalNote note(hdf5_crash_note(path));
+  const io::Hdf5Reading reading(path);
   std::vector<std::string> names;
   io::Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok() || H5Lexists(file.get(), "/entry_1", H5P_DEFAULT) <= 0 ||
@@ -551,8 +534,7 @@ bool is_column_of_length(hid_t object, hsize_t rows) {
 }  // namespace
 
 std::vector<std::string> hdf5_datasets_of_length(const std::string& path, int64_t rows) {
-  QuietHdf5 quiet;
-  const FatalSignalNote note(hdf5_crash_note(path));
+  const io::Hdf5Reading reading(path);
   io::Hdf5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) fail(path, "cannot open as HDF5");
   std::vector<std::string> found;
