@@ -21,7 +21,7 @@ DeviceContext& context_on(int device) {
 
 }  // namespace
 
-PriorBoundPlan prior_bound_plan(const TilePlan& plan) {
+PriorBoundPlan prior_bound_plan(const TilePlan& plan, size_t shared_optin) {
   const Settings& set = settings();
   PriorBoundPlan pp;
   const int64_t n = plan.n;
@@ -29,16 +29,22 @@ PriorBoundPlan prior_bound_plan(const TilePlan& plan) {
   // A list that holds every other point needs no bound.
   if (set.prior_sample == 0 || n < 2 || cap >= n - 1) return pp;
   if (set.prior_sample < 0 && cap <= kWarpMergeMaxK) return pp;
-  // The sample's dot products and its rows fit a candidate set (2 T W
-  // floats); its distances a block's shared memory (8192: 32 KB).
-  constexpr int64_t kMaxSample = 8192;
-  const int64_t room = 2 * static_cast<int64_t>(plan.T) * plan.W;
-  int64_t m = set.prior_sample > 0 ? set.prior_sample : n / 4;
-  m = std::min({m, kMaxSample, n, room / std::max<int64_t>(1, plan.d)});
-  if (m < 64) return pp;
   // Points at or below a row's capacity-th distance, the row included: each
   // sample column is one with probability p.
   const double p = std::min(1.0, static_cast<double>(cap + 1) / static_cast<double>(n));
+  // Enough columns that kPriorSampleMean of them are expected below the
+  // capacity-th distance (the rank's margin, four standard deviations, is
+  // then a smaller part of it), within [kPriorMinSample, kPriorMaxSample];
+  // at most a quarter of the rows, what a block's shared memory holds, and
+  // what fits a candidate set (the sample's dot products and rows: 2 T W
+  // floats).
+  const int64_t room = 2 * static_cast<int64_t>(plan.T) * plan.W;
+  const int64_t wanted = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(kPriorSampleMean / p)), kPriorMinSample,
+                                             kPriorMaxSample);
+  int64_t m = set.prior_sample > 0 ? set.prior_sample : std::min(wanted, n / 4);
+  m = std::min({m, static_cast<int64_t>(prior_bound_max_sample(shared_optin)), n, room / std::max<int64_t>(1, plan.d)});
+  m &= ~int64_t{3};  // whole float4 loads of the sample's distances
+  if (m < 64) return pp;
   const double mean = static_cast<double>(m) * p, sd = std::sqrt(static_cast<double>(m) * p * (1 - p));
   int64_t rank = set.prior_rank > 0 ? set.prior_rank : static_cast<int64_t>(std::ceil(mean + 4 * sd)) + 1;
   // Near the median the seed's bound is about as good: not worth the GEMM.
@@ -629,7 +635,7 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   stats_.prior_sample = stats_.prior_rank = 0;
   stats_.prior_ms = 0;
   if (plan_.resident && !selection_ && static_cast<int64_t>(owned.size()) == nb)
-    if (const PriorBoundPlan pp = prior_bound_plan(plan_); pp.sample > 0) prior_bounds(pp);
+    if (const PriorBoundPlan pp = prior_bound_plan(plan_, ctx_.shared_optin); pp.sample > 0) prior_bounds(pp);
   const int64_t batch = seed_batch(plan_);
   int w = 0;  // streaming: the window the next blocks go to
   for (int64_t b0 = 0; b0 < nb; b0 += batch) {

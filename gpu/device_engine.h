@@ -95,12 +95,21 @@ struct PriorBoundPlan {
   int sample = 0;  ///< 0: no prior bound
   int rank = 0;
 };
-/// The rule: lists past the warp merge's size (large k), at least 64 sample
-/// columns (at most 8192, a quarter of the rows) and a rank below half of
-/// them; Settings::prior_sample / prior_rank override. Only where one device
-/// holds every row and runs every strip (run() checks), with the engine's
-/// own filter and merge.
-PriorBoundPlan prior_bound_plan(const TilePlan& plan);
+/// The rule: lists past the warp merge's size (large k); sample columns
+/// enough that kPriorSampleMean of them are expected within the capacity-th
+/// distance, within [kPriorMinSample, kPriorMaxSample], at most a quarter of
+/// the rows and what the rank selection's shared memory holds
+/// (`shared_optin`, the device's opt-in bytes a block), and at least 64; a
+/// rank below half of them. A larger sample costs a GEMM of N x m and its
+/// selection and saves candidates: at Li-Amenta's case (1M x 64, k = 1000)
+/// 16384 columns beat 8192 and 24576 (bench/gpu/RESULTS.md, "A larger
+/// sample for the prior bound"). Settings::prior_sample / prior_rank
+/// override. Only where one device holds every row and runs every strip
+/// (run() checks), with the engine's own filter and merge.
+constexpr double kPriorSampleMean = 18;
+constexpr int64_t kPriorMinSample = 8192;
+constexpr int64_t kPriorMaxSample = 16384;
+PriorBoundPlan prior_bound_plan(const TilePlan& plan, size_t shared_optin);
 
 class DeviceEngine {
  public:

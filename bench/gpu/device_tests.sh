@@ -36,7 +36,7 @@ for tool in memcheck racecheck; do
   # Large k's block merge, prior bound and pending room (both kernels inside each test).
   if [ -x "$bundle/bin/test_gpu_large_k" ]; then
     compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/bin/test_gpu_large_k" \
-      --gtest_filter='GpuLargeK.BlockMerge*:GpuLargeKPrior.Tiny*:GpuPendingRoom.Tiny*' --gtest_color=no \
+      --gtest_filter='GpuLargeK.BlockMerge*:GpuLargeKPrior.Tiny*:GpuLargeKPrior.RankSelection*:GpuPendingRoom.Tiny*' --gtest_color=no \
       >> "$out/sanitizer_$tool.log" 2>&1 || status=1
   fi
   echo "compute-sanitizer $tool (fused, cublas; large k): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.log" | tr '\n' ' ')"

@@ -200,9 +200,9 @@ void launch_gather_sample(const float* rows, const float* norms, int64_t n, int6
                           float* out_norms, cudaStream_t s);
 /// Rows [r0, r0 + count): each one's squared distances to the m sample rows
 /// (|x|^2 + |y|^2 - 2 x.y from `dots`, column-major m x count, leading
-/// dimension m), and thr[row] lowered to a sample distance with at least
-/// `rank` of them at or below it (left as it is where fewer than `rank` are
-/// finite).
+/// dimension m; m a multiple of 4, `dots` and `sample_norms` 16-byte
+/// aligned), and thr[row] lowered to a sample distance with at least `rank`
+/// of them at or below it (left as it is where fewer than `rank` are finite).
 struct PriorBoundArgs {
   const float* dots = nullptr;
   int m = 0, count = 0;
@@ -215,6 +215,10 @@ struct PriorBoundArgs {
 void launch_prior_bound(const PriorBoundArgs& a, cudaStream_t s);
 /// Shared memory of launch_prior_bound for m sample columns.
 size_t prior_bound_shared_bytes(int m);
+/// The most sample columns launch_prior_bound takes on a device with this
+/// opt-in shared memory per block (a multiple of 1024; the row's distances
+/// are held in shared memory).
+int prior_bound_max_sample(size_t shared_optin);
 
 /// Deterministic pseudo-random values in [-1, 1) (never all zero), for the SGEMM rate.
 void launch_fill_random(float* x, int64_t count, uint64_t seed, cudaStream_t s);

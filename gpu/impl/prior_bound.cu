@@ -14,9 +14,16 @@ namespace manifold::gpu {
 
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kBins = 1024;
 constexpr int kLevels = 2;
+// Threads of a row's block: 256 up to kWideSample sample columns (six
+// blocks an SM), 512 above (two blocks an SM where their distances fit).
+constexpr int kNarrowThreads = 256;
+constexpr int kWideThreads = 512;
+constexpr int kWideSample = 8192;
+// Shared memory besides the row's distances: the histogram, the block
+// reduction's scratch and the chosen bin.
+constexpr size_t kStaticShared = (kBins + kWideThreads / 32 + 4) * sizeof(int);
 
 // Sample column j of m: rows spread evenly over [0, n), whatever their
 // order in the file.
@@ -33,6 +40,7 @@ __global__ void gather_sample_kernel(const float* rows, const float* norms, int6
   }
 }
 
+template <int kThreads>
 __device__ __forceinline__ float block_reduce(float v, bool take_max, float* scratch) {
   for (int off = 16; off > 0; off >>= 1) {
     const float o = __shfl_xor_sync(0xffffffffu, v, off);
@@ -47,42 +55,79 @@ __device__ __forceinline__ float block_reduce(float v, bool take_max, float* scr
   return v;
 }
 
+// The first bin where the running count of hist reaches `want`, by the
+// first warp: each lane sums 32 consecutive bins, a warp scan finds the lane
+// whose bins hold it, and that lane walks its own. Writes the bin (-1:
+// fewer than `want` in all) to chosen[0] and the count of the bins before
+// it to chosen[1].
+__device__ __forceinline__ void find_bin(const int* hist, int want, int* chosen) {
+  static_assert(kBins == 32 * 32, "a lane sums 32 bins");
+  const int lane = threadIdx.x;
+  int own = 0;
+  for (int b = 0; b < 32; ++b) own += hist[lane * 32 + b];
+  int run = own;  // inclusive prefix over the lanes
+  for (int off = 1; off < 32; off <<= 1) {
+    const int o = __shfl_up_sync(0xffffffffu, run, off);
+    if (lane >= off) run += o;
+  }
+  const unsigned reach = __ballot_sync(0xffffffffu, run >= want);
+  if (reach == 0) {
+    if (lane == 0) chosen[0] = -1;
+    return;
+  }
+  if (lane == __ffs(reach) - 1) {
+    int before = run - own, b = lane * 32;
+    for (; before + hist[b] < want; ++b) before += hist[b];
+    chosen[0] = b, chosen[1] = before;
+  }
+}
+
 // One block a row: the row's m sample distances into shared memory (NaN as
-// +inf), then the rank-th smallest bracketed by histograms: each level
-// counts the values still in play in kBins equal bins between their least
-// and largest and keeps the bin holding the rank-th; the bound is the
-// largest value of the last bin kept, so at least `rank` sample values lie
-// at or below it. Bins are a monotone function of the value, so every value
-// of an earlier bin lies below every value of the kept one.
-__global__ __launch_bounds__(kThreads) void prior_bound_kernel(PriorBoundArgs a) {
-  extern __shared__ float vals[];
+// +inf; their least, largest and finite count on the way), then the
+// rank-th smallest bracketed by histograms: each level counts the values
+// still in play in kBins equal bins between their least and largest and
+// keeps the bin holding the rank-th; the bound is the largest value of the
+// last bin kept, so at least `rank` sample values lie at or below it. Bins
+// are a monotone function of the value, so every value of an earlier bin
+// lies below every value of the kept one. m is a multiple of 4 (whole
+// float4 loads of the row's dot products).
+template <int kThreads>
+__global__ __launch_bounds__(kThreads, kThreads == kWideThreads ? 2 : 6) void prior_bound_kernel(PriorBoundArgs a) {
+  extern __shared__ float4 vals4[];
+  float* vals = reinterpret_cast<float*>(vals4);
   __shared__ int hist[kBins];
   __shared__ float scratch[kThreads / 32];
-  __shared__ int chosen;
+  __shared__ int chosen[2];
+  const int m4 = a.m / 4;
+  const float4* norms4 = reinterpret_cast<const float4*>(a.sample_norms);
   for (int i = blockIdx.x; i < a.count; i += gridDim.x) {
     const int64_t g = a.r0 + i;
     const float ni = a.row_norms[g];
-    const float* dots = a.dots + static_cast<int64_t>(i) * a.m;
-    for (int j = threadIdx.x; j < a.m; j += kThreads) {
-      const float v = fmaf(-2.f, dots[j], ni + a.sample_norms[j]);
-      vals[j] = v == v ? v : INFINITY;
+    const float4* dots4 = reinterpret_cast<const float4*>(a.dots + static_cast<int64_t>(i) * a.m);
+    float lo = INFINITY, hi = -INFINITY;
+    int finite = 0;
+    auto distance = [&](float dot, float norm) {
+      const float v = fmaf(-2.f, dot, ni + norm);
+      if (!(v < INFINITY)) return INFINITY;  // NaN and +inf
+      lo = fminf(lo, v), hi = fmaxf(hi, v), ++finite;
+      return v;
+    };
+#pragma unroll 4
+    for (int j = threadIdx.x; j < m4; j += kThreads) {
+      const float4 dot = dots4[j], norm = norms4[j];
+      vals4[j] = make_float4(distance(dot.x, norm.x), distance(dot.y, norm.y), distance(dot.z, norm.z),
+                             distance(dot.w, norm.w));
     }
-    __syncthreads();
     // Values in play: finite, within [lo, hi], and in the bins kept so far
     // (marked by setting the others to -inf below / +inf above).
     int want = a.rank;
-    float lo = INFINITY, hi = -INFINITY;
-    for (int j = threadIdx.x; j < a.m; j += kThreads)
-      if (vals[j] < INFINITY) lo = fminf(lo, vals[j]), hi = fmaxf(hi, vals[j]);
-    lo = block_reduce(lo, false, scratch);
-    hi = block_reduce(hi, true, scratch);
-    if (threadIdx.x == 0) chosen = 0;
+    lo = block_reduce<kThreads>(lo, false, scratch);
+    hi = block_reduce<kThreads>(hi, true, scratch);
+    if (threadIdx.x == 0) chosen[0] = 0;
     __syncthreads();
-    int mine = 0;
-    for (int j = threadIdx.x; j < a.m; j += kThreads) mine += vals[j] < INFINITY;
-    atomicAdd(&chosen, mine);
+    atomicAdd(&chosen[0], finite);
     __syncthreads();
-    if (chosen < want) lo = INFINITY;  // fewer finite distances than the rank: no bound
+    if (chosen[0] < want) lo = INFINITY;  // fewer finite distances than the rank: no bound
     __syncthreads();
     for (int level = 0; level < kLevels && lo < hi; ++level) {
       for (int b = threadIdx.x; b < kBins; b += kThreads) hist[b] = 0;
@@ -96,17 +141,9 @@ __global__ __launch_bounds__(kThreads) void prior_bound_kernel(PriorBoundArgs a)
         }
       }
       __syncthreads();
-      if (threadIdx.x == 0) {
-        int run = 0, b = 0;
-        for (; b < kBins; ++b) {
-          if (run + hist[b] >= want) break;
-          run += hist[b];
-        }
-        chosen = b < kBins ? b : -1;
-        hist[0] = run;  // values of the earlier bins
-      }
+      if (threadIdx.x < 32) find_bin(hist, want, chosen);
       __syncthreads();
-      const int b = chosen, before = hist[0];
+      const int b = chosen[0], before = chosen[1];
       __syncthreads();
       if (b < 0) {
         lo = INFINITY;  // fewer than `want` values in play: no bound
@@ -126,12 +163,23 @@ __global__ __launch_bounds__(kThreads) void prior_bound_kernel(PriorBoundArgs a)
         else
           nlo = fminf(nlo, v), nhi = fmaxf(nhi, v);
       }
-      lo = block_reduce(nlo, false, scratch);
-      hi = block_reduce(nhi, true, scratch);
+      lo = block_reduce<kThreads>(nlo, false, scratch);
+      hi = block_reduce<kThreads>(nhi, true, scratch);
     }
     if (threadIdx.x == 0 && lo <= hi && hi < INFINITY) a.thr[g] = fminf(a.thr[g], hi);
     __syncthreads();  // vals is rewritten by the next row
   }
+}
+
+template <int kThreads>
+void launch_prior_bound_with(const PriorBoundArgs& a, cudaStream_t s) {
+  const size_t smem = prior_bound_shared_bytes(a.m);
+  if (smem > 48 * 1024)
+    cuda_check(cudaFuncSetAttribute(prior_bound_kernel<kThreads>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(smem)),
+               "raising the prior bound kernel's shared memory limit");
+  prior_bound_kernel<kThreads><<<std::min(a.count, 65535), kThreads, smem, s>>>(a);
+  launch_check("prior bound kernel");
 }
 
 }  // namespace
@@ -144,14 +192,16 @@ void launch_gather_sample(const float* rows, const float* norms, int64_t n, int6
 
 size_t prior_bound_shared_bytes(int m) { return static_cast<size_t>(m) * sizeof(float); }
 
+int prior_bound_max_sample(size_t shared_optin) {
+  if (shared_optin <= kStaticShared) return 0;
+  return static_cast<int>((shared_optin - kStaticShared) / sizeof(float)) / 1024 * 1024;
+}
+
 void launch_prior_bound(const PriorBoundArgs& a, cudaStream_t s) {
-  const size_t smem = prior_bound_shared_bytes(a.m);
-  if (smem > 48 * 1024)
-    cuda_check(cudaFuncSetAttribute(prior_bound_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(smem)),
-               "raising the prior bound kernel's shared memory limit");
-  prior_bound_kernel<<<std::min(a.count, 65535), kThreads, smem, s>>>(a);
-  launch_check("prior bound kernel");
+  if (a.m % 4 != 0) throw Error("the prior bound's sample must be a multiple of 4 columns");
+  if (a.m > kWideSample) launch_prior_bound_with<kWideThreads>(a, s);
+  else
+    launch_prior_bound_with<kNarrowThreads>(a, s);
 }
 
 }  // namespace manifold::gpu

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "device_engine.h"
 #include "final_step.h"
 #include "gpu_test_util.h"
 #include "impl/kernels.h"
@@ -476,6 +477,126 @@ TEST(GpuLargeKPrior, MatchesCpuOnNearDuplicates) {
   const KnnGraph cpu = build("cpu", wide, params(1024));
   const KnnGraph g = expect_same_as_cpu(wide, with(Select::Merge, 1024), cpu, "near-duplicates, d = 300");
   EXPECT_GT(prior_rank_of(g), 0);
+}
+
+// The prior bound's rank selection (impl/prior_bound.cu) on its own, both
+// of its kernels (a 256-thread block a row up to 8192 sample columns, 512
+// threads above, up to the device's shared memory): against the sorted
+// distances on the host (the same fmaf), each row's bound is one of its
+// sample distances with at least `rank` at or below it, within a few ranks
+// of the rank-th (two histogram levels), and only lowers thr; a row with
+// fewer finite distances than the rank (NaN dots) keeps its thr. Random
+// values with repeats, fresh per run.
+TEST(GpuLargeKPrior, RankSelectionMatchesSortedDistances) {
+  REQUIRE_GPU();
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  const int widest = gpu::prior_bound_max_sample(prop.sharedMemPerBlockOptin);
+  ASSERT_GE(widest, 32768) << "a Hopper block holds 32768 sample distances";
+  std::mt19937_64 rng(fresh_seed("GpuLargeKPrior.RankSelectionMatchesSortedDistances"));
+  for (int m : {64, 1500, 8192, 8196, 32768, widest}) {
+    const int count = 40;
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    std::vector<float> dots(static_cast<size_t>(m) * count), norms(m), row_norms(count + 3), thr(count + 3);
+    for (float& x : dots) x = (rng() % 7 == 0) ? 0.25f : u(rng);  // repeats among the distances
+    for (float& x : norms) x = 2.f + u(rng);
+    for (float& x : row_norms) x = 2.f + u(rng);
+    for (int i = 0; i < count; ++i) {
+      thr[i + 3] = (i % 5 == 1) ? 0.5f : std::numeric_limits<float>::infinity();  // bounds already lower
+      if (i % 9 == 4)
+        for (int j = 0; j < m; j += 2) dots[static_cast<size_t>(i) * m + j] = std::numeric_limits<float>::quiet_NaN();
+    }
+    for (int rank : {1, 23, m / 2, m}) {
+      Device<float> d_dots(dots), d_norms(norms), d_row_norms(row_norms), d_thr(thr);
+      gpu::PriorBoundArgs a;
+      a.dots = d_dots.p, a.m = m, a.count = count, a.r0 = 3;
+      a.row_norms = d_row_norms.p, a.sample_norms = d_norms.p, a.rank = rank, a.thr = d_thr.p;
+      gpu::launch_prior_bound(a, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<float> got = d_thr.get();
+      for (int i = 0; i < count; ++i) {
+        const std::string what = "m " + std::to_string(m) + ", rank " + std::to_string(rank) + ", row " +
+                                 std::to_string(i);
+        std::vector<float> v;
+        for (int j = 0; j < m; ++j) {
+          const float x = std::fmaf(-2.f, dots[static_cast<size_t>(i) * m + j], row_norms[i + 3] + norms[j]);
+          if (x < std::numeric_limits<float>::infinity()) v.push_back(x);
+        }
+        std::sort(v.begin(), v.end());
+        const float before = thr[i + 3], bound = got[i + 3];
+        if (static_cast<int>(v.size()) < rank) {
+          EXPECT_EQ(bound, before) << what << ": fewer finite distances than the rank";
+          continue;
+        }
+        // The selected distance hi: one of the row's, at or above the
+        // rank-th, with fewer than rank + 8 strictly below it; thr becomes
+        // min(thr, hi).
+        const auto below = [&v](float x) { return std::lower_bound(v.begin(), v.end(), x) - v.begin(); };
+        EXPECT_LE(bound, before) << what;
+        if (bound < before) {
+          EXPECT_TRUE(std::binary_search(v.begin(), v.end(), bound)) << what << ": " << bound;
+          EXPECT_GE(bound, v[rank - 1]) << what;
+          EXPECT_LT(below(bound), rank + 8) << what << ": bound " << bound << " against the rank-th " << v[rank - 1];
+        } else {
+          // hi at or above the bound already there.
+          EXPECT_LT(before, std::numeric_limits<float>::infinity()) << what;
+          EXPECT_LT(below(before), rank + 8) << what;
+        }
+      }
+    }
+  }
+  gpu::PriorBoundArgs odd;
+  odd.m = 1502;
+  EXPECT_THROW(gpu::launch_prior_bound(odd, nullptr), Error);
+}
+
+// The prior bound's rule (device_engine.h): at Li-Amenta's case enough
+// sample columns that kPriorSampleMean are expected within the capacity-th
+// distance, and the rank four standard deviations above that; never more
+// than the shared memory, a quarter of the rows or a candidate set holds;
+// none for small capacities or lists of nearly every row.
+TEST(GpuLargeKPrior, PlanFollowsTheRule) {
+  gpu::TilePlan plan;
+  plan.n = 1000000, plan.d = 64, plan.k = 1125, plan.T = 2048, plan.W = 32768;
+  const size_t hopper = 232448;
+  const int widest = gpu::prior_bound_max_sample(hopper);
+  const gpu::PriorBoundPlan la = gpu::prior_bound_plan(plan, hopper);
+  const double p = 1126.0 / 1e6;
+  const int64_t wanted = std::clamp<int64_t>(std::ceil(gpu::kPriorSampleMean / p), gpu::kPriorMinSample,
+                                             gpu::kPriorMaxSample);
+  EXPECT_EQ(la.sample, std::min<int64_t>(widest, wanted) / 4 * 4);
+  EXPECT_GT(la.sample, gpu::kPriorMinSample) << "Li-Amenta's case samples more than the least";
+  EXPECT_EQ(la.sample % 4, 0);
+  const double mean = la.sample * p, sd = std::sqrt(la.sample * p * (1 - p));
+  EXPECT_EQ(la.rank, static_cast<int>(std::ceil(mean + 4 * sd)) + 1);
+  // A smaller capacity wants more columns than the most taken.
+  plan.k = 337;
+  EXPECT_EQ(gpu::prior_bound_plan(plan, hopper).sample, gpu::kPriorMaxSample);
+  plan.k = 1125;
+  // A device of little shared memory: what it holds.
+  ASSERT_LT(gpu::prior_bound_max_sample(16384), gpu::kPriorMinSample);
+  EXPECT_EQ(gpu::prior_bound_plan(plan, 16384).sample, gpu::prior_bound_max_sample(16384));
+  // 100k rows at k = 1024: the least sample already expects more than the mean.
+  plan.n = 100000, plan.d = 256, plan.k = 1152, plan.W = 8192;
+  EXPECT_EQ(gpu::prior_bound_plan(plan, hopper).sample, gpu::kPriorMinSample);
+  // A quarter of the rows at most.
+  plan.n = 20000;
+  EXPECT_EQ(gpu::prior_bound_plan(plan, hopper).sample, 5000);
+  // No bound: lists of the warp merge, or of nearly every row.
+  plan.n = 100000, plan.k = 100;
+  EXPECT_EQ(gpu::prior_bound_plan(plan, hopper).sample, 0);
+  plan.n = 1200, plan.k = 1199;
+  EXPECT_EQ(gpu::prior_bound_plan(plan, hopper).sample, 0);
+}
+
+// A sample past 8192 columns (the 512-thread kernel) on a whole graph.
+TEST(GpuLargeKPrior, WideSampleMatchesCpu) {
+  REQUIRE_GPU();
+  const Dataset ds = near_duplicates(20000, 16, fresh_seed("GpuLargeKPrior.WideSampleMatchesCpu"), 40, 12, 1e-6f);
+  const KnnGraph cpu = build("cpu", ds, params(1024));
+  WithSettings wide([](gpu::Settings& s) { s.prior_sample = 16384; });
+  const KnnGraph g = expect_same_as_cpu(ds, with(Select::Merge, 1024), cpu, "near-duplicates, 16384 sampled");
+  EXPECT_EQ(g.extra["per_device"][0]["prior_bound"]["sample"].get<int>(), 16384);
 }
 
 // A prior bound too tight (Settings::prior_rank forces a small rank) leaves
