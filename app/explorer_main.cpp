@@ -7,12 +7,19 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <cstring>
 
 #include "backends/backends.h"
 #include "manifold/fatal_signal.h"
+#include "manifold/ui/file_check.h"
 #include "manifold/ui/main_window.h"
 
 int main(int argc, char** argv) {
+  // A child that reads an HDF5 file before the window does (file_check.h).
+  if (argc >= 2 && std::strcmp(argv[1], manifold::ui::kFileCheckOption) == 0) {
+    QCoreApplication app(argc, argv);
+    return manifold::ui::runFileCheck(QCoreApplication::arguments().mid(2));
+  }
   // Debian's VTK opens its OpenGL context through GLX on the X display; Qt
   // under native Wayland would still work, but xcb keeps both on one server.
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && !qEnvironmentVariableIsEmpty("DISPLAY"))
@@ -48,6 +55,7 @@ int main(int argc, char** argv) {
   }
 
   manifold::install_fatal_signal_notes("manifold-explorer");
+  manifold::ui::setFileCheckProgram(QCoreApplication::applicationFilePath());
   manifold::register_all_backends();
   manifold::ui::MainWindow window;
   window.resize(1440, 900);

@@ -943,6 +943,32 @@ TEST(Hdf5, CxiDefaultPath3D) {
   expect_values(ds, v);
 }
 
+// What the explorer checks in a child before libhdf5 reads a file
+// (ui/file_check.h): HDF5 names, HDF5 contents under a name that says
+// nothing, and never other formats, folders, missing or empty files.
+TEST(Hdf5, ReadByLibhdf5FollowsTheReadersChoice) {
+  TempDir dir;
+  const std::vector<unsigned char> one = {1, 2, 3, 4};
+  {
+    H5Writer w(dir / "shots.cxi");
+    w.add("/entry_1/data_1/data", H5T_NATIVE_UINT8, H5T_STD_U8LE, {2, 2}, one.data());
+  }
+  EXPECT_TRUE(read_by_libhdf5(dir / "shots.cxi"));
+  std::filesystem::copy_file(dir / "shots.cxi", dir / "shots");
+  EXPECT_TRUE(read_by_libhdf5(dir / "shots")) << "HDF5 by its signature";
+  EXPECT_EQ(load_dataset(dir / "shots").format, "hdf5");
+  std::filesystem::copy_file(dir / "shots.cxi", dir / "shots.npy");
+  EXPECT_FALSE(read_by_libhdf5(dir / "shots.npy")) << "the name decides first, as for load_dataset";
+  write_file(dir / "notes.h5", {'h', 'i'});
+  EXPECT_TRUE(read_by_libhdf5(dir / "notes.h5")) << "an HDF5 name goes to libhdf5 whatever it holds";
+  write_npy(dir / "noext", "|u1", {2, 2}, one);
+  EXPECT_FALSE(read_by_libhdf5(dir / "noext"));
+  write_file(dir / "empty", {});
+  EXPECT_FALSE(read_by_libhdf5(dir / "empty"));
+  EXPECT_FALSE(read_by_libhdf5(dir / "missing.h5"));
+  EXPECT_FALSE(read_by_libhdf5(dir.path));
+}
+
 TEST(Hdf5, TypesPathsAndHyperslab) {
   TempDir dir;
   const std::string path = dir / "mixed.h5";

@@ -1,4 +1,5 @@
 #include "manifold/ui/loaded_dataset.h"
+#include "manifold/ui/file_check.h"
 
 #include <QFileInfo>
 #include <QLocale>
@@ -141,6 +142,7 @@ std::string LoadedDataset::maskOption() const {
 std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const OpenOptions& options) {
   const QFileInfo info(path);
   if (!info.exists()) throw Error(path.toStdString() + ": no such file or folder");
+  checkDatasetInChild(path, options);
   ReadOptions ro;
   ro.hdf5_dataset = options.hdf5_dataset;
   Dataset data = load_dataset(path.toStdString(), ro);

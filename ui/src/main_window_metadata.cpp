@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "manifold/error.h"
+#include "manifold/ui/file_check.h"
 #include "manifold/ui/file_dialogs.h"
 #include "manifold/ui/main_window.h"
 
@@ -29,7 +30,8 @@ const QString kClusterColumn = QStringLiteral("cluster");
 
 bool is_hdf5(const QString& file) {
   const QString suffix = QFileInfo(file).suffix().toLower();
-  return suffix == "h5" || suffix == "hdf5" || suffix == "hdf" || suffix == "cxi";
+  return suffix == "h5" || suffix == "hdf5" || suffix == "hdf" || suffix == "cxi" ||
+         read_by_libhdf5(file.toStdString());
 }
 
 // `name`, or name_2, name_3, ... when a column has it already.
@@ -45,6 +47,7 @@ QString unique_name(const QString& name, const std::vector<PointMetadata>& colum
 // The columns of one metadata file, each of `rows` values. Throws Error
 // naming the file (a bad file, or a column of another length).
 std::vector<PointMetadata> read_columns(const QString& file, const QString& column, int64_t rows) {
+  if (is_hdf5(file)) checkMetadataInChild(file, column, rows);
   MetadataTable checked(rows);  // add() refuses a column of another length, naming its file
   for (MetadataColumn& c : load_metadata_file({file.toStdString(), column.toStdString()})) checked.add(std::move(c));
   std::vector<PointMetadata> out;
@@ -153,6 +156,7 @@ void MainWindow::chooseMetadataFile() {
     // An HDF5 file holds many datasets: the user picks one of N rows.
     QStringList candidates;
     try {
+      checkMetadataInChild(file, QString(), dataset_->rows());
       for (const std::string& p : hdf5_datasets_of_length(file.toStdString(), dataset_->rows()))
         candidates << QString::fromStdString(p);
     } catch (const std::exception& e) {

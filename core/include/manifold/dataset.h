@@ -51,6 +51,12 @@ struct ReadOptions {
   int64_t max_rows = -1;     ///< read only the first rows (-1 = all)
 };
 
+/// True where load_dataset would hand `path` to libhdf5: a regular file with
+/// an HDF5 name (.h5, .hdf5, .hdf, .cxi, .nxs, .he5) or, with no name it
+/// knows, HDF5's signature. False for anything else, and where the file
+/// cannot be read.
+bool read_by_libhdf5(const std::string& path);
+
 /// Reads any supported dataset: .npy, MNIST IDX (optionally .gz), a folder of
 /// same-sized PNG/TIFF images, a (multi-page) TIFF, MRC/MRCS, HDF5/CXI.
 /// Throws manifold::Error with one line naming the file and the problem.

@@ -103,6 +103,18 @@ Dataset read_any(const std::string& path, const ReadOptions& opt) {
 
 }  // namespace
 
+bool read_by_libhdf5(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
+  const Format f = from_name(path);
+  if (f != Format::unknown) return f == Format::hdf5;
+  try {
+    return from_contents(path) == Format::hdf5;
+  } catch (const Error&) {
+    return false;  // unreadable or empty: load_dataset refuses it before any library
+  }
+}
+
 Dataset load_dataset(const std::string& path, const ReadOptions& opt) {
   if (path.empty()) throw Error("no dataset path given");
   Dataset ds;
