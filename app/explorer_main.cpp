@@ -22,8 +22,11 @@ int main(int argc, char** argv) {
   }
   // Debian's VTK opens its OpenGL context through GLX on the X display; Qt
   // under native Wayland would still work, but xcb keeps both on one server.
-  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && !qEnvironmentVariableIsEmpty("DISPLAY"))
-    qputenv("QT_QPA_PLATFORM", "xcb");
+  // Without a display, Qt's own platform would abort before --help or
+  // --version could answer: those take the offscreen one, and the window's
+  // need of a display is said in one line below.
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+    qputenv("QT_QPA_PLATFORM", qEnvironmentVariableIsEmpty("DISPLAY") ? "offscreen" : "xcb");
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("ManifoldExplorer"));
   QApplication::setApplicationName(QStringLiteral("Manifold Explorer"));
@@ -42,7 +45,7 @@ int main(int argc, char** argv) {
                              QStringLiteral("FILE"));
   QCommandLineOption run(QStringLiteral("run"), QStringLiteral("run at once with the default parameters"));
   QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                QStringLiteral("after the first embedding, save the window as a PNG and quit"),
+                                QStringLiteral("run, and after the first embedding save the window as a PNG and quit"),
                                 QStringLiteral("FILE"));
   parser.addOptions({demo, session, run, screenshot});
   parser.process(app);
@@ -84,7 +87,8 @@ int main(int argc, char** argv) {
   } else if (parser.isSet(demo)) {
     window.openDemo(true);
   } else if (!args.isEmpty()) {
-    if (parser.isSet(run))
+    // A screenshot waits for the first embedding: it runs as --run does.
+    if (parser.isSet(run) || parser.isSet(screenshot))
       QObject::connect(
           &window, &manifold::ui::MainWindow::datasetOpened, &window, [&window] { window.runNow(); },
           Qt::SingleShotConnection);

@@ -15,6 +15,8 @@
 #include "manifold/knn.h"
 #include "manifold/npy.h"
 #include "manifold/session.h"
+#include "manifold/ui/image_render.h"
+#include "manifold/ui/loaded_dataset.h"
 #include "manifold/ui/main_window.h"
 #include "ui_test_support.h"
 
@@ -141,6 +143,34 @@ class TestGuiMask : public QObject {
     QVERIFY(QFileInfo::exists(path("selection.data.mask.npy")));
     QVERIFY(cli({"run", "--session", selection_session, "-o", path("cli-selection"), "--quiet"}));
     QCOMPARE(cli_graph("cli-selection"), w.outcome()->graph->indices);
+  }
+
+  // Thumbnails and hover images: the masked pixels (hot pixels far above
+  // the patterns, the gap) are black and set no contrast, so the pattern
+  // shows; with the mask dropped the hot pixels stretch it to near black.
+  void imagesLeaveMaskedPixelsOut() {
+    const auto ds = loadDataset(data_);
+    QCOMPARE(ds->mask.pixels(), int64_t(kSize * kSize));
+    LoadedDataset unmasked = *ds;
+    unmasked.mask = DetectorMask{};
+    double masked_mean = 0, unmasked_mean = 0;
+    for (int64_t row = 0; row < ds->rows(); row += 50) {
+      const QImage a = renderRow(*ds, row, 0, false), b = renderRow(unmasked, row, 0, false);
+      QCOMPARE(a.size(), QSize(kSize, kSize));
+      int brightest = 0;
+      for (int i = 0; i < kSize * kSize; ++i) {
+        const int ga = qGray(a.pixel(i % kSize, i / kSize)), gb = qGray(b.pixel(i % kSize, i / kSize));
+        if (!ds->mask.valid[static_cast<size_t>(i)]) {
+          QCOMPARE(ga, 0);
+          continue;
+        }
+        brightest = std::max(brightest, ga);
+        masked_mean += ga, unmasked_mean += gb;
+      }
+      QCOMPARE(brightest, 255);  // the valid pixels span the whole grey range
+    }
+    QVERIFY2(masked_mean > 4 * unmasked_mean,
+             qPrintable(QStringLiteral("mean grey %1 masked, %2 unmasked").arg(masked_mean).arg(unmasked_mean)));
   }
 
   void sessionMaskIsApplied() {

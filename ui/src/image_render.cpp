@@ -39,6 +39,10 @@ QImage renderRow(const LoadedDataset& ds, int64_t row, int max_side, bool log_sc
   const int h = ds.image_height, w = ds.image_width;
   const int64_t cols = ds.data.cols();
   const float* v = ds.data.row(row);
+  // Pixels the detector mask leaves out (hot pixels, gaps) are drawn black
+  // and set no contrast: one hot pixel would otherwise stretch every frame
+  // to black.
+  const uint8_t* usable = ds.mask.pixels() == cols ? ds.mask.valid.data() : nullptr;
   const int longest = std::max(h, w);
   const int step = max_side > 0 ? std::max(1, (longest + max_side - 1) / max_side) : 1;
   const int oh = (h + step - 1) / step, ow = (w + step - 1) / step;
@@ -56,6 +60,7 @@ QImage renderRow(const LoadedDataset& ds, int64_t row, int max_side, bool log_sc
           if (y >= h || x >= w) continue;
           const int64_t idx = static_cast<int64_t>(y) * w + x;
           if (idx >= cols) continue;  // padding of a feature vector drawn as an image
+          if (usable && !usable[idx]) continue;
           sum += v[idx];
           ++count;
         }

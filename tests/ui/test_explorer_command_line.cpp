@@ -1,0 +1,85 @@
+// The explorer's command line, as a user runs it: --help and --version
+// answer without a display, the window without one is refused in one line,
+// and --screenshot on a dataset runs it and saves the window (it waited
+// forever for an embedding nobody started).
+#include <QImage>
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "ui_test_support.h"
+
+namespace t = manifold::ui::test;
+
+class TestExplorerCommandLine : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  QString explorer_;
+
+  struct Ran {
+    bool finished = false;
+    int status = -1;
+    QString out, err;
+  };
+
+  Ran run(const QStringList& args, const QProcessEnvironment& env, int timeout_ms = 120000) {
+    QProcess p;
+    p.setProcessEnvironment(env);
+    p.start(explorer_, args);
+    Ran r;
+    r.finished = p.waitForFinished(timeout_ms);
+    if (!r.finished) p.kill(), p.waitForFinished();
+    r.status = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = QString::fromLocal8Bit(p.readAllStandardOutput());
+    r.err = QString::fromLocal8Bit(p.readAllStandardError());
+    return r;
+  }
+
+  static QProcessEnvironment without_display() {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.remove(QStringLiteral("DISPLAY"));
+    env.remove(QStringLiteral("WAYLAND_DISPLAY"));
+    env.remove(QStringLiteral("QT_QPA_PLATFORM"));
+    return env;
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    t::start_gui_tests();
+    QVERIFY(dir_.isValid());
+    explorer_ = qEnvironmentVariable("MANIFOLD_EXPLORER");
+    if (explorer_.isEmpty()) QSKIP("MANIFOLD_EXPLORER is not set (ctest sets it)");
+  }
+
+  void helpAndVersionWithoutADisplay() {
+    const Ran help = run({"--help"}, without_display());
+    QVERIFY2(help.finished && help.status == 0, qPrintable(help.err));
+    QVERIFY2(help.out.contains("--screenshot") && help.out.contains("DATA"), qPrintable(help.out));
+    const Ran version = run({"--version"}, without_display());
+    QVERIFY2(version.finished && version.status == 0, qPrintable(version.err));
+    QVERIFY2(version.out.contains("0."), qPrintable(version.out));
+    // The window itself needs a display: one line saying so.
+    const Ran window = run({"--demo"}, without_display());
+    QVERIFY(window.finished);
+    QCOMPARE(window.status, 1);
+    // (Qt may add its own notes, such as a missing XDG_RUNTIME_DIR.)
+    const QStringList ours = window.err.split('\n').filter(QStringLiteral("manifold-explorer:"));
+    QVERIFY2(ours.size() == 1 && ours[0].contains("no X display"), qPrintable(window.err));
+  }
+
+  void screenshotRunsTheDataset() {
+    const QString data = t::write_rotating_spot_npy(dir_.filePath("spots.npy"), 200, 12, 12);
+    const QString png = dir_.filePath("window.png");
+    const Ran shot = run({data, "--screenshot", png}, QProcessEnvironment::systemEnvironment());
+    QVERIFY2(shot.finished, "--screenshot without --run did not finish");
+    QVERIFY2(shot.status == 0, qPrintable(shot.err));
+    const QImage image(png);
+    QVERIFY(!image.isNull());
+    QVERIFY(image.width() > 400 && image.height() > 300);
+  }
+};
+
+QTEST_MAIN(TestExplorerCommandLine)
+#include "test_explorer_command_line.moc"
