@@ -115,6 +115,10 @@ Session session_record(const Session& s, const DetectorMask& mask) {
   Session record = s;
   record.data = fs::absolute(s.data).lexically_normal().string();
   if (!mask.empty()) record.mask = fs::absolute(mask.file).lexically_normal().string();
+  for (std::string& spec : record.metadata) {
+    const MetadataSpec m = parse_metadata_spec(spec);
+    spec = fs::absolute(m.file).lexically_normal().string() + (m.column.empty() ? "" : ":" + m.column);
+  }
   record.output.clear();
   return record;
 }
@@ -122,8 +126,7 @@ Session session_record(const Session& s, const DetectorMask& mask) {
 /// `components_given`: false where --components was not given (the
 /// default then fits the loaded points: default_components_for).
 int run_session(Session s, const std::string& out, const OutputOptions& output, bool quiet,
-                const std::string& session_origin, const std::vector<std::string>& metadata_specs,
-                bool components_given) {
+                const std::string& session_origin, bool components_given) {
   check_output_dir(out, run_files(false), output);
   TerminalProgress sink(stderr, quiet);
   install_cancel_on_signal();
@@ -133,7 +136,7 @@ int run_session(Session s, const std::string& out, const OutputOptions& output, 
   clock.lap("transform");
   const Dataset& ds = input.features;
   if (!components_given) s.diffusion.components = default_components_for(s.diffusion.components, ds.rows());
-  const MetadataTable metadata = load_metadata_for(metadata_specs, ds.rows(), s.data);  // before the long work
+  const MetadataTable metadata = load_metadata_for(s.metadata, ds.rows(), s.data);  // before the long work
   clock.lap("metadata");
   double knn_s = 0;
   KnnGraph graph = build_graph(ds, s.knn, s.backend, s.diffusion, progress, clock, knn_s);
@@ -345,8 +348,9 @@ int cmd_run(int argc, char** argv) {
     Session s = read_session(path);
     std::string out = a.str("-o", s.output);
     if (out.empty()) throw UsageError("run --session: the session names no output folder; give -o OUTDIR");
+    s.metadata.insert(s.metadata.end(), metadata_specs.begin(), metadata_specs.end());
     return run_session(s, out, {.overwrite = a.has("--overwrite")}, a.has("--quiet"),
-                       fs::absolute(path).lexically_normal().string(), metadata_specs, true);
+                       fs::absolute(path).lexically_normal().string(), true);
   }
   Session s;
   s.data = a.one_positional("DATA");
@@ -359,8 +363,8 @@ int cmd_run(int argc, char** argv) {
   s.backend = a.str("--backend", "auto");
   s.knn = knn_params_from(a);
   s.diffusion = diffusion_params_from(a, "--embed-k");
-  return run_session(s, a.str("-o"), {.overwrite = a.has("--overwrite")}, a.has("--quiet"), "", metadata_specs,
-                     a.has("--components"));
+  s.metadata = metadata_specs;
+  return run_session(s, a.str("-o"), {.overwrite = a.has("--overwrite")}, a.has("--quiet"), "", a.has("--components"));
 }
 
 }  // namespace manifold::cli

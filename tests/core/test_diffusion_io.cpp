@@ -315,9 +315,14 @@ TEST(Session, RoundTripsAndResolvesPaths) {
   s.diffusion.local_scaling = 4;
   s.output = "run1";
   s.view = {{"axes", {1, 2, 3}}};
+  s.metadata = {"labels.npy:class", "/elsewhere/facts.cxi:/entry_1/sample_1/rotation_angle"};
   fs::create_directories(t / "sessions");
   write_session(t / "sessions/a.json", s);
   Session b = read_session(t / "sessions/a.json");
+  // Metadata files relative like "data" (the column after the file untouched).
+  ASSERT_EQ(b.metadata.size(), 2u);
+  EXPECT_EQ(b.metadata[0], (fs::path(t / "sessions") / "labels.npy").string() + ":class");
+  EXPECT_EQ(b.metadata[1], s.metadata[1]);
   EXPECT_EQ(b.data, (fs::path(t / "sessions") / "images/stack.npy").lexically_normal().string());
   EXPECT_EQ(b.output, (fs::path(t / "sessions") / "run1").lexically_normal().string());
   EXPECT_EQ(b.transform, "anscombe");
@@ -369,6 +374,12 @@ TEST(Session, RoundTripsAndResolvesPaths) {
   bad = j;
   bad["diffusion"]["alpha"] = "one";
   EXPECT_NE(msg(bad).find("\"diffusion.alpha\" must be a finite number"), std::string::npos) << msg(bad);
+  for (nlohmann::json m : {nlohmann::json(3), nlohmann::json::array({""}), nlohmann::json::array({1})}) {
+    bad = j;
+    bad["metadata"] = m;
+    EXPECT_NE(msg(bad).find("x.json: \"metadata\" must be a list of FILE or FILE:COLUMN"), std::string::npos)
+        << msg(bad);
+  }
   bad = j;
   nlohmann::json deep = 1;
   for (int i = 0; i < 100000; ++i) deep = nlohmann::json::array({std::move(deep)});

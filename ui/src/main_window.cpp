@@ -673,7 +673,7 @@ bool MainWindow::saveSession(const QString& path) {
   s.transform = dataset_->transform;
   s.mask = dataset_->maskOption();  // the mask applied ("none" too), so a replay builds the same graph
   s.view = view_settings();
-  save_user_columns(s.view);
+  save_user_columns(s);
   s.view["fingerprint"] = dataset_->fingerprint;
   if (p.backend == "cluster") s.view["cluster_profile"] = p.cluster_profile;
   try {

@@ -100,7 +100,7 @@ void MainWindow::build_metadata_dock(QDockWidget* beside) {
   // before its view settings apply (they may colour by one).
   connect(this, &MainWindow::datasetOpened, this, [this] {
     reset_user_columns();
-    if (pending_session_) restore_user_columns(pending_session_->view);
+    if (pending_session_) restore_user_columns(*pending_session_);
   });
   connect(this, &MainWindow::embeddingShown, this, [this] { cluster_panel_->setEmbedding(outcome_); });
 
@@ -315,10 +315,10 @@ void MainWindow::reset_user_columns() {
 
 // ---- sessions -------------------------------------------------------------------
 
-void MainWindow::save_user_columns(nlohmann::json& view) const {
-  nlohmann::json files = nlohmann::json::array();
-  for (const QString& spec : loaded_metadata_) files.push_back(spec.toStdString());
-  view["metadata_files"] = files;
+void MainWindow::save_user_columns(Session& s) const {
+  // The files as `run --metadata` takes them, so the CLI's replay has them too.
+  for (const QString& spec : loaded_metadata_) s.metadata.push_back(spec.toStdString());
+  nlohmann::json& view = s.view;
   if (!dataset_) return;
   for (const PointMetadata& m : dataset_->metadata)
     if (m.name == kClusterColumn) {
@@ -332,22 +332,31 @@ void MainWindow::save_user_columns(nlohmann::json& view) const {
     }
 }
 
-void MainWindow::restore_user_columns(const nlohmann::json& view) {
-  if (!view.is_object() || !dataset_) return;
+void MainWindow::restore_user_columns(const Session& session) {
+  if (!dataset_) return;
+  const nlohmann::json& view = session.view;
+  // The session's metadata files; sessions of earlier versions kept them
+  // in the view ("metadata_files").
+  std::vector<std::string> specs = session.metadata;
+  if (view.is_object() && view.contains("metadata_files") && view["metadata_files"].is_array())
+    for (const nlohmann::json& spec : view["metadata_files"])
+      if (spec.is_string()) specs.push_back(spec.get<std::string>());
   QStringList failed;
-  if (view.contains("metadata_files") && view["metadata_files"].is_array())
-    for (const nlohmann::json& spec : view["metadata_files"]) {
-      if (!spec.is_string()) continue;
-      const MetadataSpec s = parse_metadata_spec(spec.get<std::string>());
-      try {
-        std::vector<PointMetadata> columns = read_columns(QString::fromStdString(s.file),
-                                                          QString::fromStdString(s.column), dataset_->rows());
-        loaded_metadata_ << QString::fromStdString(spec.get<std::string>());
-        add_columns(std::move(columns));
-      } catch (const std::exception& e) {
-        failed << QString::fromStdString(e.what());
-      }
+  for (const std::string& text : specs) {
+    try {
+      const MetadataSpec s = parse_metadata_spec(text);
+      std::vector<PointMetadata> columns = read_columns(QString::fromStdString(s.file),
+                                                        QString::fromStdString(s.column), dataset_->rows());
+      loaded_metadata_ << QString::fromStdString(text);
+      add_columns(std::move(columns));
+    } catch (const std::exception& e) {
+      failed << QString::fromStdString(e.what());
     }
+  }
+  if (!view.is_object()) {
+    if (!failed.isEmpty()) show_notice(failed.join(QLatin1Char(' ')));
+    return;
+  }
   if (view.contains("clusters") && view["clusters"].is_object()) {
     const nlohmann::json& c = view["clusters"];
     const nlohmann::json labels = c.value("labels", nlohmann::json::array());

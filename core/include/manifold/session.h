@@ -11,6 +11,8 @@
 //     "transform": "none",                    optional: as run --transform (none, anscombe, binB, steps joined by +)
 //     "mask": "det.mask.npy",                 optional: as run --mask (a file, relative like "data"; "none";
 //                                             absent = the mask found with the data, see mask.h)
+//     "metadata": ["labels.npy:class"],       optional: as run --metadata, FILE or FILE:COLUMN each (files
+//                                             relative like "data"); run --session adds its --metadata
 //     "knn": {                                optional object, every key optional (defaults of KnnParams):
 //       "k": 10, "metric": "euclidean", "backend": "auto", "select": "auto",
 //       "keep_self": false, "devices": [], "gpu_memory": 0, "threads": 0, "precision": "exact" },
@@ -24,6 +26,7 @@
 // "epsilon" may also be written as a number. Unknown keys inside "knn" and
 // "diffusion" are errors (a typo must not silently change a run).
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -33,11 +36,12 @@
 namespace manifold {
 
 struct Session {
-  std::string data;                ///< dataset path (absolute after read_session resolves it)
-  std::string dataset;             ///< HDF5 dataset path, "" = default
-  std::string transform = "none";  ///< as run --transform: none, anscombe, binB, steps joined by +
-  std::string mask;                ///< as run --mask: a file, "none", or "" = the mask found with the data
-  std::string backend = "auto";    ///< k-NN backend name
+  std::string data;                   ///< dataset path (absolute after read_session resolves it)
+  std::string dataset;                ///< HDF5 dataset path, "" = default
+  std::string transform = "none";     ///< as run --transform: none, anscombe, binB, steps joined by +
+  std::string mask;                   ///< as run --mask: a file, "none", or "" = the mask found with the data
+  std::vector<std::string> metadata;  ///< as run --metadata: FILE or FILE:COLUMN (absolute after read_session)
+  std::string backend = "auto";       ///< k-NN backend name
   KnnParams knn;
   DiffusionParams diffusion;
   std::string output;   ///< "" = not given

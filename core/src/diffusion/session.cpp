@@ -27,6 +27,7 @@ nlohmann::json session_to_json(const Session& s) {
   if (!s.dataset.empty()) j["dataset"] = s.dataset;
   j["transform"] = s.transform;
   if (!s.mask.empty()) j["mask"] = s.mask;
+  if (!s.metadata.empty()) j["metadata"] = s.metadata;
   j["knn"] = {{"k", s.knn.k},
               {"metric", to_string(s.knn.metric)},
               {"backend", s.backend},
@@ -145,6 +146,19 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
         fail("\"mask\" must name a mask file, or be \"none\"");
       const std::string mask = j["mask"].get<std::string>();
       s.mask = mask == "none" ? mask : resolve(mask);
+    }
+    if (j.contains("metadata")) {
+      // FILE or FILE:COLUMN, the file relative like "data": the base goes
+      // in front of the text (a column holds '/' that a path must not see).
+      const auto& m = j["metadata"];
+      if (!m.is_array()) fail("\"metadata\" must be a list of FILE or FILE:COLUMN");
+      for (const auto& spec : m) {
+        if (!spec.is_string() || spec.get<std::string>().empty())
+          fail("\"metadata\" must be a list of FILE or FILE:COLUMN");
+        const std::string text = spec.get<std::string>();
+        const bool relative = !base_dir.empty() && !fs::path(text).is_absolute();
+        s.metadata.push_back(relative ? (fs::path(base_dir) / "").string() + text : text);
+      }
     }
     s.output = output_below(j.value("output", std::string()), base_dir, fail);
     if (j.contains("view")) {

@@ -242,8 +242,8 @@ class MainWindow : public QMainWindow {
   /// A new dataset: no loaded files, no clusters.
   void reset_user_columns();
   /// The session's "metadata_files" and "clusters" (see docs/ui.md).
-  void save_user_columns(nlohmann::json& view) const;
-  void restore_user_columns(const nlohmann::json& view);
+  void save_user_columns(Session& session) const;
+  void restore_user_columns(const Session& session);
   void start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what, bool run);
   void on_loaded();
   void show_error(const QString& message);
