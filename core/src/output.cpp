@@ -13,11 +13,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "manifold/error.h"
 
@@ -59,11 +63,15 @@ std::vector<std::string> entries_of(const fs::path& dir) {
 }
 
 // The existing files a result keeps: an embedding written without a graph
-// of its own keeps the graph it was computed from.
-std::vector<std::string> kept_files(const fs::path& dir, const std::vector<std::string>& names) {
+// of its own keeps the graph it was computed from (when the caller names
+// that graph, only that one).
+std::vector<std::string> kept_files(const fs::path& dir, const std::vector<std::string>& names,
+                                    const std::string& source_graph) {
   std::vector<std::string> keep;
   if (contains(names, "graph.json") || !contains(names, "embedding.json")) return keep;
   std::error_code ec;
+  if (!source_graph.empty() && fs::exists(dir / "graph.json", ec) && !same_graph(dir.string(), source_graph))
+    return keep;
   for (const auto& f : kGraphFiles)
     if (fs::is_regular_file(dir / f, ec)) keep.push_back(f);
   return keep;
@@ -72,8 +80,9 @@ std::vector<std::string> kept_files(const fs::path& dir, const std::vector<std::
 // What in `dir` the result `names` would mix with or silently drop: files it
 // neither writes nor keeps, and descriptions of a result of another kind
 // (a k-NN graph folder is not a previous `run`, whose files it lacks).
-std::vector<std::string> foreign_entries(const fs::path& dir, const std::vector<std::string>& names) {
-  const std::vector<std::string> keep = kept_files(dir, names);
+std::vector<std::string> foreign_entries(const fs::path& dir, const std::vector<std::string>& names,
+                                         const std::string& source_graph) {
+  const std::vector<std::string> keep = kept_files(dir, names, source_graph);
   std::vector<std::string> foreign, old_kind, new_kind;
   for (const auto& e : entries_of(dir)) {
     if (contains(keep, e)) continue;
@@ -89,12 +98,51 @@ std::vector<std::string> foreign_entries(const fs::path& dir, const std::vector<
   return foreign;
 }
 
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// graph.json of a graph folder; null when missing or not JSON.
+nlohmann::json graph_json(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_regular_file(dir / "graph.json", ec)) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(slurp(dir / "graph.json"), nullptr, false);
+  return j.is_object() ? j : nlohmann::json();
+}
+
+/// "2000 points, k=10, cosine" from graph.json (what tells two graphs apart
+/// at a glance).
+std::string graph_summary(const fs::path& dir) {
+  const nlohmann::json j = graph_json(dir);
+  if (j.is_null()) return "unreadable graph.json";
+  auto field = [&](const char* key) { return j.contains(key) ? j[key].dump() : std::string("?"); };
+  return field("n") + " points, k=" + field("k") + ", " + j.value("metric", std::string("?"));
+}
+
 void refuse_foreign(const std::string& dir, const std::vector<std::string>& foreign) {
   std::string list;
   for (size_t i = 0; i < foreign.size() && i < 4; ++i) list += (i ? ", " : "") + foreign[i];
   if (foreign.size() > 4) list += " and " + std::to_string(foreign.size() - 4) + " more";
   throw UsageError(dir + ": folder holds files that are not a previous result of this command (" + list +
                    "); choose another folder or pass --overwrite to replace it");
+}
+
+// An embedding beside another graph than its own: refused by name before
+// the generic list of files, which would not say why the graph is foreign.
+void refuse_other_graph(const std::string& dir, const fs::path& target, const std::vector<std::string>& names,
+                        const OutputOptions& options, const std::string& source_graph) {
+  std::error_code ec;
+  if (options.overwrite || source_graph.empty() || contains(names, "graph.json") ||
+      !contains(names, "embedding.json") || !fs::exists(target / "graph.json", ec) ||
+      same_graph(target.string(), source_graph))
+    return;
+  throw UsageError(dir + ": holds another k-NN graph (" + graph_summary(target) + ") than " + source_graph + " (" +
+                   graph_summary(source_graph) +
+                   "); the embedding would sit beside a graph it was not computed from: choose another folder "
+                   "or pass --overwrite to replace it");
 }
 
 // The folder as one absolute path without a trailing separator ("." and
@@ -134,6 +182,12 @@ void refuse_folder_above_working_directory(const std::string& dir, const fs::pat
                      "(choose another folder, or write into the current folder itself)");
 }
 
+// "" names no folder: a usage error, where it failed later as an unwritable
+// folder with an empty name in the message.
+void refuse_empty(const std::string& dir) {
+  if (dir.empty()) throw UsageError("-o: the output path is empty; name a folder");
+}
+
 void (*g_fault_hook)(const char*) = nullptr;
 void fault_point(const char* step) {
   if (g_fault_hook) g_fault_hook(step);
@@ -166,11 +220,22 @@ int take_lock(const std::string& path, const std::string& dir) {
   throw Error(dir + ": cannot lock the output folder (its lock file keeps changing)");
 }
 
-// A new private folder `prefix` + 6 random characters; "" when it cannot be made.
+// A new folder `prefix` + 12 random characters, made by mkdir(0777) so that
+// the umask (and a default ACL) applies as to any folder: it becomes the
+// result folder by rename, and mkdtemp's 0700 then kept colleagues out of
+// every result. "" (errno set) when it cannot be made.
 std::string make_staging(const fs::path& prefix) {
-  std::string t = prefix.string() + "XXXXXX";
-  if (!::mkdtemp(t.data())) return {};
-  return t;
+  static std::atomic<uint64_t> counter{0};
+  std::random_device device;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, "%08x%04x", static_cast<unsigned>(device()),
+                  static_cast<unsigned>(counter++ & 0xffff));
+    const std::string path = prefix.string() + suffix;
+    if (::mkdir(path.c_str(), 0777) == 0) return path;
+    if (errno != EEXIST) return {};
+  }
+  return {};
 }
 
 // Moves a file by rename, or by copy where `from` and `to` lie on different
@@ -189,6 +254,18 @@ void move_file(const fs::path& from, const fs::path& to, const std::string& show
 
 void set_output_fault_hook(void (*hook)(const char* step)) { g_fault_hook = hook; }
 
+bool same_graph(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (fs::equivalent(a, b, ec)) return true;
+  const nlohmann::json ja = graph_json(a), jb = graph_json(b);
+  if (ja.is_null() || jb.is_null()) return false;
+  if (ja.value("fingerprint", std::string()).empty() || jb.value("fingerprint", std::string()).empty())
+    return slurp(fs::path(a) / "graph.json") == slurp(fs::path(b) / "graph.json");
+  for (const char* key : {"fingerprint", "n", "d", "k", "metric", "keep_self"})
+    if (ja.value(key, nlohmann::json()) != jb.value(key, nlohmann::json())) return false;
+  return true;
+}
+
 std::string output_display_path(const std::string& path) {
   std::lock_guard<std::mutex> lock(g_staging_mutex);
   for (const auto& [staging, dir] : g_staging)
@@ -203,7 +280,9 @@ std::string output_display_path(const std::string& path) {
   return path;
 }
 
-OutputTransaction::OutputTransaction(std::string dir, OutputOptions options) : dir_(std::move(dir)), options_(options) {
+OutputTransaction::OutputTransaction(std::string dir, OutputOptions options, std::string source_graph)
+    : dir_(std::move(dir)), options_(options), source_graph_(std::move(source_graph)) {
+  refuse_empty(dir_);
   const fs::path target = target_of(dir_);
   std::error_code ec;
   const bool exists = fs::exists(target, ec);
@@ -299,9 +378,12 @@ void OutputTransaction::commit() {
     for (const auto& n : names_) move_file(staging / n, target / n, (fs::path(dir_) / n).string());
   } else {
     refuse_folder_above_working_directory(dir_, target);
-    const std::vector<std::string> keep = exists ? kept_files(target, names_) : std::vector<std::string>{};
+    const std::vector<std::string> keep = exists ? kept_files(target, names_, source_graph_)
+                                                 : std::vector<std::string>{};
+    if (exists) refuse_other_graph(dir_, target, names_, options_, source_graph_);
     if (exists && !options_.overwrite)
-      if (const auto foreign = foreign_entries(target, names_); !foreign.empty()) refuse_foreign(dir_, foreign);
+      if (const auto foreign = foreign_entries(target, names_, source_graph_); !foreign.empty())
+        refuse_foreign(dir_, foreign);
     // The new folder is completed first: the graph an embedding keeps is
     // linked (copied where links are refused) into it.
     for (const auto& k : keep) {
@@ -331,6 +413,7 @@ void OutputTransaction::commit() {
 }
 
 void check_output_dir(const std::string& dir) {
+  refuse_empty(dir);
   std::error_code ec;
   fs::path p(dir);
   if (fs::exists(p, ec)) {
@@ -345,12 +428,16 @@ void check_output_dir(const std::string& dir) {
     throw Error(dir + ": cannot create output directory here (" + parent.string() + " is not writable)");
 }
 
-void check_output_dir(const std::string& dir, const std::vector<std::string>& names, const OutputOptions& options) {
+void check_output_dir(const std::string& dir, const std::vector<std::string>& names, const OutputOptions& options,
+                      const std::string& source_graph) {
   check_output_dir(dir);
   std::error_code ec;
   if (is_result(names)) refuse_folder_above_working_directory(dir, target_of(dir));
-  if (options.overwrite || !is_result(names) || !fs::is_directory(dir, ec)) return;
-  if (const auto foreign = foreign_entries(target_of(dir), names); !foreign.empty()) refuse_foreign(dir, foreign);
+  if (!is_result(names) || !fs::is_directory(dir, ec)) return;
+  refuse_other_graph(dir, target_of(dir), names, options, source_graph);
+  if (options.overwrite) return;
+  if (const auto foreign = foreign_entries(target_of(dir), names, source_graph); !foreign.empty())
+    refuse_foreign(dir, foreign);
 }
 
 void write_text_file(const std::string& path, const std::string& text) {

@@ -38,6 +38,7 @@
 #include "test_support.h"
 
 using namespace manifold;
+using testing_support::message_of;
 using testing_support::random_dataset;
 using testing_support::run_cli;
 using testing_support::TempDir;
@@ -135,6 +136,86 @@ TEST(OutputFolder, AnEmbeddingKeepsTheGraphBesideIt) {
   // it was not computed from.
   EXPECT_THROW(write_graph_files(t / "g", 8, 3), UsageError);
   EXPECT_EQ(first_index(t / "g"), 7);
+}
+
+// A graph.json as knn writes it, with only the fields that tell graphs apart
+// and a timing that differs between two runs of the same graph.
+void write_graph_json(const std::string& dir, const std::string& fingerprint, int k, double seconds) {
+  fs::create_directories(dir);
+  std::ofstream(dir + "/graph.json") << "{\"fingerprint\": \"" << fingerprint << "\", \"n\": 4, \"d\": 3, \"k\": " << k
+                                     << ", \"metric\": \"euclidean\", \"keep_self\": false, \"timings_s\": {\"total\": "
+                                     << seconds << "}}\n";
+}
+
+TEST(OutputFolder, SameGraphIsTheSameDataAndParametersNotTheSameTimings) {
+  TempDir t;
+  write_graph_json(t / "a", "0123", 5, 0.5);
+  write_graph_json(t / "b", "0123", 5, 0.7);  // the same graph computed again
+  write_graph_json(t / "c", "0123", 6, 0.5);
+  write_graph_json(t / "d", "4567", 5, 0.5);
+  EXPECT_TRUE(same_graph(t / "a", t / "a"));
+  EXPECT_TRUE(same_graph(t / "a", t / "b"));
+  EXPECT_FALSE(same_graph(t / "a", t / "c"));
+  EXPECT_FALSE(same_graph(t / "a", t / "d"));
+  EXPECT_FALSE(same_graph(t / "a", t / "nowhere"));
+}
+
+// An embedding beside another graph would be read (cluster, trajectory, the
+// explorer) as the embedding of that graph.
+TEST(OutputFolder, AnEmbeddingKeepsOnlyTheGraphItWasComputedFrom) {
+  TempDir t;
+  write_graph_files(t / "mine", 7, 5);
+  write_graph_files(t / "other", 8, 9);
+  fs::copy(t / "mine", t / "copy");
+  const std::vector<std::string> embedding = {"embedding.json", "embedding.csv"};
+  auto write_embedding_into = [&](const std::string& dir, OutputOptions options) {
+    OutputTransaction tx(dir, options, t / "mine");
+    write_text_file(tx.path("embedding.json"), "{}\n");
+    write_text_file(tx.path("embedding.csv"), "x\n");
+    tx.commit();
+  };
+  const std::string refused = message_of([&] { check_output_dir(t / "other", embedding, {}, t / "mine"); });
+  EXPECT_EQ(refused.rfind(t / "other" + ": holds another k-NN graph", 0), 0u) << refused;
+  EXPECT_NE(refused.find("--overwrite"), std::string::npos) << refused;
+  EXPECT_EQ(lines(refused), 0) << refused;
+  EXPECT_THROW(write_embedding_into(t / "other", {}), UsageError);
+  EXPECT_EQ(entries(t / "other"), (std::set<std::string>{"indices.npy", "distances.npy", "graph.json"}));
+  EXPECT_EQ(first_index(t / "other"), 8);
+  // Its own folder and a copy of its graph keep the graph.
+  for (const std::string& dir : {t / "mine", t / "copy"}) {
+    EXPECT_NO_THROW(check_output_dir(dir, embedding, {}, t / "mine"));
+    write_embedding_into(dir, {});
+    EXPECT_EQ(entries(dir),
+              (std::set<std::string>{"indices.npy", "distances.npy", "graph.json", "embedding.json", "embedding.csv"}));
+    EXPECT_EQ(first_index(dir), 7);
+  }
+  // Replacing the other folder drops its graph rather than keeping it.
+  EXPECT_NO_THROW(check_output_dir(t / "other", embedding, {.overwrite = true}, t / "mine"));
+  write_embedding_into(t / "other", {.overwrite = true});
+  EXPECT_EQ(entries(t / "other"), (std::set<std::string>{"embedding.json", "embedding.csv"}));
+}
+
+// The staging folder becomes the result by rename: it must be made like any
+// folder (mode 0777 less the umask), not private (mkdtemp's 0700).
+TEST(OutputFolder, AResultFolderHonoursTheUmask) {
+  TempDir t;
+  for (const mode_t mask : {mode_t{022}, mode_t{002}, mode_t{077}}) {
+    const mode_t before = ::umask(mask);
+    const std::string dir = t / ("g" + std::to_string(mask));
+    write_graph_files(dir, 1, 2);
+    write_graph_files(dir, 2, 3);  // swapped over a previous result
+    ::umask(before);
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0777 & ~mask) << dir;
+  }
+}
+
+TEST(OutputFolder, AnEmptyPathIsABadArgument) {
+  const std::string m = message_of([] { check_output_dir(""); });
+  EXPECT_NE(m.find("-o: the output path is empty"), std::string::npos) << m;
+  EXPECT_THROW(check_output_dir("", {"graph.json"}, {}), UsageError);
+  EXPECT_THROW(OutputTransaction tx(""), UsageError);
 }
 
 TEST(OutputFolder, SecondWriterOfTheSameFolderFails) {
@@ -376,6 +457,42 @@ TEST(CliOutput, KnnIntoAnotherCommandsFolderIsRefusedUnlessOverwrite) {
   std::ofstream(t / "file") << "x";
   EXPECT_EQ(run_cli("knn " + (t / "a.npy") + " -k 4 -q -o " + (t / "file"), &err), 2);
   EXPECT_EQ(lines(err), 1) << err;
+}
+
+// Colleagues on shared storage read the results: each command's folder gets
+// the umask's mode, as mkdir would make it.
+TEST(CliOutput, ResultFoldersHonourTheUmask) {
+  REQUIRE_CLI();
+  TempDir t;
+  save(random_dataset(40, 4, 1), t / "a.npy");
+  const mode_t before = ::umask(022);  // the child inherits it
+  std::string err;
+  const int knn = run_cli("knn " + (t / "a.npy") + " -k 5 -q -o " + (t / "g"), &err);
+  const int embed = run_cli("embed " + (t / "g") + " --components 2 -q -o " + (t / "e"), &err);
+  const int run = run_cli("run " + (t / "a.npy") + " -k 5 --components 2 -q -o " + (t / "r"), &err);
+  ::umask(before);
+  ASSERT_EQ(knn, 0);
+  ASSERT_EQ(embed, 0);
+  ASSERT_EQ(run, 0) << err;
+  for (const std::string& dir : {t / "g", t / "e", t / "r"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.c_str(), &st), 0) << dir;
+    EXPECT_EQ(st.st_mode & 0777, 0755u) << dir;
+  }
+}
+
+TEST(CliOutput, AnEmptyOutputIsAUsageError) {
+  REQUIRE_CLI();
+  TempDir t;
+  save(random_dataset(20, 4, 1), t / "a.npy");
+  std::string err;
+  ASSERT_EQ(run_cli("knn " + (t / "a.npy") + " -k 3 -q -o " + (t / "g"), &err), 0) << err;
+  for (const std::string& args :
+       {"knn " + (t / "a.npy") + " -k 3", "run " + (t / "a.npy") + " -k 3", "embed " + (t / "g") + " --components 2"}) {
+    EXPECT_EQ(run_cli(args + " -q -o ''", &err), 2) << args;
+    EXPECT_EQ(lines(err), 1) << args << ": " << err;
+    EXPECT_NE(err.find("-o: the output path is empty"), std::string::npos) << args << ": " << err;
+  }
 }
 
 // Runs the CLI from the folder `cwd` (the child inherits the working directory).

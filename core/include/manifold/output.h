@@ -27,12 +27,25 @@ struct OutputOptions {
   bool overwrite = false;
 };
 
+/// Whether the graph folders `a` and `b` hold the same k-NN graph: the same
+/// folder, or graph.json files naming the same data (fingerprint), n, d, k,
+/// metric and keep_self (the graph is exact, so these determine it); without
+/// a fingerprint, byte-identical graph.json files.
+bool same_graph(const std::string& a, const std::string& b);
+
 class OutputTransaction {
  public:
   /// Creates the missing parent folders and takes the lock. Throws
-  /// UsageError when `dir` is an existing file, Error when another process
+  /// UsageError when `dir` is empty or an existing file, Error when another process
   /// holds the lock or the folder cannot be made.
-  explicit OutputTransaction(std::string dir, OutputOptions options = {});
+  ///
+  /// `source_graph`, for an embedding: the k-NN graph folder it was computed
+  /// from. A graph already in `dir` is kept beside the embedding only when it
+  /// is that graph (same_graph()); another graph there is refused like any
+  /// foreign file (replaced with options.overwrite): cluster, trajectory and
+  /// the explorer read a graph and the embedding beside it as one. Empty: a
+  /// graph there is kept as it is.
+  explicit OutputTransaction(std::string dir, OutputOptions options = {}, std::string source_graph = {});
   ~OutputTransaction();
   OutputTransaction(const OutputTransaction&) = delete;
   OutputTransaction& operator=(const OutputTransaction&) = delete;
@@ -42,7 +55,8 @@ class OutputTransaction {
   /// Puts the written files in place. For a result folder: refuses (UsageError)
   /// a folder holding anything but a previous result of the same kind unless
   /// options.overwrite, and a folder above the working directory; an
-  /// embedding written beside a graph keeps the graph.
+  /// embedding written beside a graph keeps the graph (only source_graph's,
+  /// when named).
   void commit();
   const std::string& dir() const { return dir_; }
 
@@ -52,6 +66,7 @@ class OutputTransaction {
 
   std::string dir_;
   OutputOptions options_;
+  std::string source_graph_;
   std::vector<std::string> created_;  // parent folders made here, outermost first
   std::string lock_path_;
   int lock_fd_ = -1;
@@ -62,12 +77,15 @@ class OutputTransaction {
 };
 
 /// Fails early (before long work) when `dir` cannot become an output
-/// directory: it exists as a non-directory (UsageError), or its parent is not writable.
+/// directory: it is empty or exists as a non-directory (UsageError), or its
+/// parent is not writable.
 void check_output_dir(const std::string& dir);
 /// The same, and for a result made of the files `names`: refuses (UsageError,
-/// one line) a folder that holds anything else unless options.overwrite, and
+/// one line) a folder that holds anything else unless options.overwrite
+/// (a graph other than `source_graph` among it, see OutputTransaction), and
 /// a folder above the working directory.
-void check_output_dir(const std::string& dir, const std::vector<std::string>& names, const OutputOptions& options);
+void check_output_dir(const std::string& dir, const std::vector<std::string>& names, const OutputOptions& options,
+                      const std::string& source_graph = "");
 
 /// The path a message should name for `path`: a file being written by a live
 /// OutputTransaction is named by where it will end up (OUT/indices.npy), not
