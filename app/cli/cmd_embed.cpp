@@ -8,6 +8,7 @@
 #include "manifold/embedding_io.h"
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
+#include "manifold/output.h"
 #include "manifold/session.h"
 #include "manifold/step_clock.h"
 #include "manifold/terminal_progress.h"
@@ -35,12 +36,32 @@ std::string data_of_graph_dir(const std::string& graph_dir, const KnnGraph& grap
   return data != graph.extra.end() && data->is_string() ? data->get<std::string>() : std::string();
 }
 
+/// Every file an embedding folder gets (write_embedding_files): a folder
+/// holding anything else, another graph among it, is refused before the
+/// eigensolve, unless --overwrite.
+const std::vector<std::string> kEmbeddingFiles = {"eigenvalues.npy", "embedding.npy", "point_index.npy",
+                                                  "embedding.csv",   "embedding.vtp", "embedding.json"};
+
+/// The embedding's files, in place whole or not at all; `steps` gets
+/// write_embedding_files's steps, then "commit".
+void write_embedding_folder(const std::string& out, const OutputOptions& output, const std::string& graph_dir,
+                            const DiffusionResult& r, const DiffusionParams& p, const KnnGraph& g,
+                            const nlohmann::json& extra, const MetadataTable& metadata, StepClock& clock) {
+  OutputTransaction tx(out, output, graph_dir);
+  Timings written;
+  write_embedding_files(tx, r, p, graph_metadata(g), extra, &metadata, &written);
+  clock.add(written);
+  tx.commit();
+  clock.lap("commit");
+}
+
 }  // namespace
 
 int cmd_embed(int argc, char** argv) {
   auto specs = diffusion_option_specs("--k");
   specs.insert(specs.end(), {value("--threads", "T", "CPU threads (0: every core)", "0"),
                              value("-o,--output", "OUTDIR", "where to write the embedding", "GRAPHDIR"),
+                             flag("--overwrite", "replace what the output folder holds (another graph too)"),
                              flag("--quiet,-q", "no progress and no summary")});
   Args a("embed", "The diffusion map of a k-NN graph folder (as knn or run write it).", specs, argc, argv, 2,
          {{"GRAPHDIR", "the k-NN graph folder"}});
@@ -55,6 +76,11 @@ int cmd_embed(int argc, char** argv) {
   StepClock clock;
   progress.stage("load graph", 1, "files");
   KnnGraph g = read_graph(graph_dir);
+  // The folder is checked before the eigensolve (a missing graph is named
+  // first); the graph kept beside the embedding must be the one it is
+  // computed from.
+  const OutputOptions output{.overwrite = a.has("--overwrite")};
+  check_output_dir(out, kEmbeddingFiles, output, graph_dir);
   if (!a.has("--components")) p.components = default_components_for(p.components, g.n);
   progress.finish();
   clock.lap("load graph");
@@ -67,9 +93,7 @@ int cmd_embed(int argc, char** argv) {
   nlohmann::json extra = {{"graph_dir", fs::absolute(graph_dir).lexically_normal().string()}};
   if (!data.empty()) extra["data"] = data;  // trajectory reads the images from it
   extra["command_timings_s"] = clock.json();
-  Timings written;
-  write_embedding(out, r, p, graph_metadata(g), extra, &metadata, &written);
-  clock.add(written);
+  write_embedding_folder(out, output, graph_dir, r, p, g, extra, metadata, clock);
   report_warnings(r);
   if (!quiet) {
     print_summary(r, p, out);

@@ -130,6 +130,47 @@ TEST(CliEmbed, DegenerateEmbeddingWarnsAndRecordsWhy) {
   EXPECT_EQ(err, "");
 }
 
+// An embedding written beside another graph than its own would be read by
+// cluster, trajectory and the explorer as that graph's; a folder that cannot
+// take the result is refused before the eigensolve (a solve that cannot
+// converge in the budget shows it: the folder's message comes, not its).
+TEST(CliEmbed, AFolderHoldingAnotherGraphIsRefusedBeforeTheEigensolveUnlessOverwrite) {
+  REQUIRE_CLI();
+  TempDir t;
+  const std::string data = write_circle(t, 200);
+  std::string err;
+  ASSERT_EQ(run_cli("knn " + data + " -k 10 -q -o " + (t / "g10"), &err), 0) << err;
+  ASSERT_EQ(run_cli("knn " + data + " -k 6 -q -o " + (t / "g6"), &err), 0) << err;
+  fs::create_directories(t / "mine");
+  { std::ofstream(t / "mine/notes.txt") << "the user's own file\n"; }
+  const std::string g10 = testing_support::slurp(t / "g10/graph.json");
+  struct Case {
+    std::string out, says;
+  };
+  for (const Case& c : {Case{t / "g10", "holds another k-NN graph"}, Case{t / "mine", "notes.txt"}}) {
+    for (const std::string budget : {"", " --max-matvecs 5"}) {
+      EXPECT_EQ(run_cli("embed " + (t / "g6") + " --components 2" + budget + " -q -o " + c.out, &err), 2) << budget;
+      EXPECT_EQ(count_lines(err), 1) << err;
+      EXPECT_NE(err.find(c.says), std::string::npos) << err;
+      EXPECT_NE(err.find("--overwrite"), std::string::npos) << err;
+      EXPECT_FALSE(fs::exists(c.out + "/embedding.json")) << c.out;
+    }
+  }
+  EXPECT_EQ(testing_support::slurp(t / "g10/graph.json"), g10);
+  // Its own graph, or a copy of it, stays beside the embedding.
+  fs::copy(t / "g6", t / "copy");
+  ASSERT_EQ(run_cli("embed " + (t / "g6") + " --components 2 -q -o " + (t / "copy"), &err), 0) << err;
+  EXPECT_TRUE(fs::exists(t / "copy/graph.json") && fs::exists(t / "copy/embedding.json"));
+  // --overwrite replaces the other graph: the folder then holds the embedding
+  // alone, which cluster reads without a graph that does not fit.
+  ASSERT_EQ(run_cli("embed " + (t / "g6") + " --components 2 -q --overwrite -o " + (t / "g10"), &err), 0) << err;
+  EXPECT_FALSE(fs::exists(t / "g10/graph.json"));
+  EXPECT_EQ(read_embedding(t / "g10").n, 200);
+  EXPECT_EQ(run_cli("cluster " + (t / "g10") + " --clusters 2 -q -o " + (t / "c.npy"), &err), 0) << err;
+  ASSERT_EQ(run_cli("embed " + (t / "g6") + " --components 2 -q --overwrite -o " + (t / "mine"), &err), 0) << err;
+  EXPECT_FALSE(fs::exists(t / "mine/notes.txt"));
+}
+
 TEST(CliEmbed, BadInputGivesOneLineAndNoOutput) {
   REQUIRE_CLI();
   TempDir t;
