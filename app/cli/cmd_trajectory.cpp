@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -84,6 +85,14 @@ std::vector<int> integer_list(const std::string& option, const std::string& text
   return out;
 }
 
+/// --tube as PathOptions takes it: 0 is every point (as the help says; core's
+/// 0 is the explorer's automatic tube, asked for here by "auto").
+double tube_from(const Args& a) {
+  if (a.str("--tube", "0") == "auto") return 0;
+  const double tube = a.real("--tube", 0);
+  return tube == 0 ? std::numeric_limits<double>::infinity() : tube;
+}
+
 /// The order the options ask for (default: along dc1).
 TrajectoryOrder order_from(const Args& a, const EmbeddedPoints& points) {
   const int chosen = a.has("--coordinate") + a.has("--phase") + a.has("--path");
@@ -103,7 +112,7 @@ TrajectoryOrder order_from(const Args& a, const EmbeddedPoints& points) {
     if (shape.size() != 2) throw UsageError("--path " + file + ": must be a P x q array (a polyline of P vertices)");
     PathOptions options;
     if (a.has("--axes")) options.axes = integer_list("--axes", a.str("--axes"));
-    options.tube = a.real("--tube", 0);
+    options.tube = tube_from(a);
     return order_along_path(points, path, static_cast<int>(shape[1]), options);
   }
   return order_by_coordinate(points, static_cast<int>(a.integer("--coordinate", 1, INT32_MIN, INT32_MAX)));
@@ -117,14 +126,17 @@ int cmd_trajectory(int argc, char** argv) {
           value("--phase", "A,B", "order around the phase atan2(dc B, dc A)"),
           value("--path", "FILE.npy", "order along a P x q polyline in embedding space"),
           value("--axes", "LIST", "--path: the coordinates its columns are (default: 1..q)"),
-          value("--tube", "R", "--path: only the points within R of it (0: all)", "0"),
+          value("--tube", "R|auto",
+                "--path: only the points within R of it (0: all; auto: 0.1 of the points' largest extent, "
+                "as the explorer)",
+                "0"),
           value("--bins", "B", "frames, each the mean of an equal share of the points", "50"),
           value("--fps", "F", "frames per second", "10"),
           value("--scale", "S", "enlarge by whole pixels (0: to 256 or more)", "0"),
           flag("--log", "contrast on log(1 + v - min)"),
           value("--data", "FILE", "the images (default: the data the folder's session.json or embedding.json names)"),
           value("--dataset", "PATH", "the dataset inside an HDF5/CXI file"),
-          value("--threads", "T", "CPU threads (0: every core)", "0"), flag("--quiet", "no progress and no summary"),
+          value("--threads", "T", "CPU threads (0: every core)", "0"), flag("--quiet,-q", "no progress and no summary"),
           value("-o", "movie.gif|movie.mp4|FOLDER", "the movie, or a new folder of PNG frames")},
          argc, argv, 2, {{"EMBEDDINGDIR", "the embedding folder"}});
   const std::string dir = a.one_positional("EMBEDDINGDIR");
@@ -176,6 +188,10 @@ int cmd_trajectory(int argc, char** argv) {
   progress.check_cancel();
   const std::string codec = write_movie(out, format, grey, movie.fps, trajectory_metadata(frames, grey, movie.fps));
   if (!quiet) {
+    // A tube that leaves points out says so: the movie is then not the whole data.
+    if (order.points.size() < static_cast<size_t>(e.n))
+      std::printf("trajectory: %zu of %lld points lie within the --tube of the path; the others are left out\n",
+                  order.points.size(), static_cast<long long>(e.n));
     size_t fewest = SIZE_MAX, most = 0;
     for (const TrajectoryBin& b : frames.bins) {
       fewest = std::min(fewest, b.rows.size());

@@ -137,6 +137,48 @@ TEST(CliTrajectory, PathFromAFile) {
   EXPECT_EQ(meta["frames"], 10);
 }
 
+// --tube 0 is every point, as the help says; a tube that leaves points out
+// (auto: the explorer's, 0.1 of the points' extent) says how many it kept.
+// -q is --quiet, as in every other subcommand.
+TEST(CliTrajectory, TubeZeroKeepsEveryPointAndATubeThatDropsSomeSaysSo) {
+  REQUIRE_CLI();
+  ASSERT_FALSE(demo_dir().empty());
+  TempDir t;
+  // A line across the loop in dc1, dc2 (its radius is about 1.4): most of
+  // the loop lies far from it.
+  const std::vector<double> path = {-3, 0, 3, 0};
+  npy::write(t / "line.npy", path.data(), {2, 2});
+  std::ifstream embedding_json(demo_dir() + "/embedding.json");
+  const int64_t embedded = nlohmann::json::parse(embedding_json)["points_embedded"];
+  auto points_in = [&](const std::string& frames) {
+    std::ifstream in(frames + "/trajectory.json");
+    const auto meta = nlohmann::json::parse(in);
+    int64_t sum = 0;
+    for (const auto& b : meta["bins"]) sum += b["count"].get<int64_t>();
+    return sum;
+  };
+  std::string err, out;
+  for (const std::string tube : {"", " --tube 0"}) {
+    const std::string frames = t / ("all" + std::to_string(tube.size()));
+    ASSERT_EQ(run_cli("trajectory " + demo_dir() + " --path " + (t / "line.npy") + tube + " --bins 10 -q -o " + frames,
+                      &err, &out),
+              0)
+        << tube << ": " << err;
+    EXPECT_TRUE(out.empty()) << out;
+    EXPECT_EQ(points_in(frames), embedded) << tube;
+  }
+  ASSERT_EQ(run_cli("trajectory " + demo_dir() + " --path " + (t / "line.npy") + " --tube auto --bins 10 -o " +
+                        (t / "auto"),
+                    &err, &out),
+            0)
+      << err;
+  const int64_t kept = points_in(t / "auto");
+  EXPECT_LT(kept, embedded);
+  EXPECT_NE(out.find(std::to_string(kept) + " of " + std::to_string(embedded) + " points lie within the --tube"),
+            std::string::npos)
+      << out;
+}
+
 TEST(CliTrajectory, BadInputGivesOneLineAndExitTwo) {
   REQUIRE_CLI();
   ASSERT_FALSE(demo_dir().empty());

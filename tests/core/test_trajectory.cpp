@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -257,9 +258,20 @@ TEST(Trajectory, PathOrderFollowsArcLengthWithinTheTube) {
   opt.tube = 0;
   EXPECT_NEAR(automatic_tube(p, opt.axes), 0.5, 0.01);
   EXPECT_EQ(order_along_path(p, path, 2, opt).points.size(), 7u);
-  // A tube that holds every point.
+  // A tube that holds every point; an infinite one (the CLI's --tube 0)
+  // holds every point however far.
   opt.tube = 10;
   EXPECT_EQ(order_along_path(p, path, 2, opt).points.size(), 9u);
+  opt.tube = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(order_along_path(p, path, 2, opt).points.size(), 9u);
+  opt.tube = -1;
+  EXPECT_THROW(order_along_path(p, path, 2, opt), UsageError);
+  opt.tube = std::nan("");
+  EXPECT_THROW(order_along_path(p, path, 2, opt), UsageError);
+  // A tiny tube is named as given, not rounded to 0.000000.
+  opt.tube = 1e-9;
+  const std::string none = testing_support::message_of([&] { order_along_path(p, {50, 50, 60, 60}, 2, opt); });
+  EXPECT_NE(none.find("within 1e-09 of the path"), std::string::npos) << none;
   // Errors.
   opt.tube = 0.2;
   EXPECT_THROW(order_along_path(p, {0, 0}, 2, opt), UsageError);     // one vertex

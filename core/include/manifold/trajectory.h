@@ -50,7 +50,8 @@ struct PathOptions {
   /// 1-based coordinates of the path's columns; empty = 1..q (q = its columns).
   std::vector<int> axes;
   /// Points farther than this from the path are left out; 0 = automatic:
-  /// 0.1 x the largest extent (max - min) of the points along the axes.
+  /// 0.1 x the largest extent (max - min) of the points along the axes (the
+  /// explorer's); infinity = every point (the CLI's --tube 0).
   double tube = 0;
 };
 

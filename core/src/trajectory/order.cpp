@@ -2,6 +2,7 @@
 // bins of equal count (see trajectory.h for the rules).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 
@@ -108,7 +109,7 @@ TrajectoryOrder order_along_path(const EmbeddedPoints& p, const std::vector<doub
   for (int c : axes)
     if (c < 1 || c > p.m)
       throw UsageError("--axes: " + dc(c) + " is not in the embedding (dc1..dc" + std::to_string(p.m) + ")");
-  if (!(options.tube >= 0) || !std::isfinite(options.tube)) throw UsageError("--tube: must be a number >= 0");
+  if (!(options.tube >= 0)) throw UsageError("--tube: must be a number >= 0");
   const double tube = options.tube > 0 ? options.tube : automatic_tube(p, axes);
 
   // Arc length at each vertex.
@@ -143,7 +144,11 @@ TrajectoryOrder order_along_path(const EmbeddedPoints& p, const std::vector<doub
       key.push_back(best_arc);
     }
   }
-  if (kept.empty()) throw UsageError("--path: no point lies within " + std::to_string(tube) + " of the path (--tube)");
+  if (kept.empty()) {
+    char within[32];
+    std::snprintf(within, sizeof within, "%.6g", tube);  // 1e-9, not to_string's 0.000000
+    throw UsageError("--path: no point lies within " + std::string(within) + " of the path (--tube)");
+  }
   TrajectoryOrder o = sorted_by(key, "path of " + std::to_string(vertices) + " vertices in " + axes_text(axes));
   for (int64_t& i : o.points) i = kept[static_cast<size_t>(i)];
   return o;
