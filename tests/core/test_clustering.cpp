@@ -2,8 +2,10 @@
 // the manifold cluster command on well-separated synthetic mixes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -125,4 +127,39 @@ TEST(Clustering, CliClustersSeparatedPiecesAndSplitsOneByKMeans) {
   EXPECT_GE(cluster_agreement(classes, labels).accuracy, 0.98);
   EXPECT_EQ(run_cli("cluster " + (t / "e2") + " --coordinates 9 -o " + (t / "c9.npy"), &err), 2);
   EXPECT_NE(err.find("--coordinates 9"), std::string::npos) << err;
+  // A K whose default coordinates (K - 1) the embedding lacks: K's fault,
+  // with its limit (4 coordinates, one component: at most 5).
+  EXPECT_EQ(run_cli("cluster " + (t / "e2") + " --clusters 200 -o " + (t / "c200.npy"), &err), 2);
+  EXPECT_EQ(testing_support::count_lines(err), 1) << err;
+  EXPECT_EQ(err.find("--coordinates 199"), std::string::npos) << err;
+  EXPECT_NE(err.find("--clusters 200: k-means would use dc1..dc199"), std::string::npos) << err;
+  EXPECT_NE(err.find("at most --clusters 5"), std::string::npos) << err;
+  EXPECT_EQ(run_cli("cluster " + (t / "e2") + " --clusters 5 -q -o " + (t / "c5.npy"), &err), 0) << err;
+}
+
+TEST(Clustering, ATooLargeKNamesClustersAndItsLimit) {
+  // Two components and a 3-coordinate embedding of the larger: K - 2
+  // coordinates by default, so K = 5 fits and K = 6 does not.
+  std::vector<int32_t> classes;
+  const auto x = blobs({{0, 0, 0}, {10, 0, 0}, {0, 10, 0}, {0, 0, 10}}, 10, 0.5, 2, &classes);
+  std::vector<int64_t> index(40);
+  std::iota(index.begin(), index.end(), 0);
+  const std::vector<int32_t> components(41, 0);  // 40 embedded points and one point alone
+  std::vector<int32_t> two = components;
+  two[40] = 1;
+  EmbeddingClusteringParams p;
+  p.clusters = 5;
+  EXPECT_EQ(cluster_embedding(x.data(), 40, 3, index.data(), {1, 0.9, 0.8, 0.7}, two, 41, p).clusters, 5);
+  p.clusters = 6;
+  const std::string m = testing_support::message_of([&] {
+    cluster_embedding(x.data(), 40, 3, index.data(), {1, 0.9, 0.8, 0.7}, two, 41, p);
+  });
+  EXPECT_EQ(m.rfind("--clusters 6: k-means would use dc1..dc4", 0), 0u) << m;
+  EXPECT_NE(m.find("at most --clusters 5"), std::string::npos) << m;
+  // A --coordinates given is named as given.
+  p.coordinates = 4;
+  const std::string given = testing_support::message_of([&] {
+    cluster_embedding(x.data(), 40, 3, index.data(), {1, 0.9, 0.8, 0.7}, two, 41, p);
+  });
+  EXPECT_EQ(given.rfind("--coordinates 4", 0), 0u) << given;
 }

@@ -41,6 +41,15 @@ EmbeddingClustering cluster_embedding(const double* coordinates, int64_t n, int 
   out.clusters = cluster_count(params, out.graph_components, eigenvalues, &out.clusters_from);
   out.kmeans_clusters = out.clusters - out.graph_components + 1;
   out.coordinates = params.coordinates > 0 ? params.coordinates : std::max(1, out.kmeans_clusters - 1);
+  // The default m follows K: a K too large for the embedding is K's fault,
+  // named as such (the user gave no --coordinates).
+  if (params.coordinates == 0 && out.coordinates > m_all)
+    throw UsageError("--clusters " + std::to_string(out.clusters) + ": k-means would use dc1..dc" +
+                     std::to_string(out.coordinates) + " (--coordinates defaults to K - 1" +
+                     (out.graph_components > 1 ? " less the other graph components" : "") +
+                     ") and the embedding holds " + std::to_string(m_all) + ": at most --clusters " +
+                     std::to_string(m_all + out.graph_components) + ", or give --coordinates " + std::to_string(m_all) +
+                     " or fewer");
   if (out.coordinates > m_all)
     throw UsageError("--coordinates " + std::to_string(out.coordinates) + ": the embedding holds " +
                      std::to_string(m_all) + " coordinates");
