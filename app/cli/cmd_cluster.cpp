@@ -28,6 +28,75 @@ int64_t total_points(const Embedding& e) {
   return n;
 }
 
+/// The graph the embedding's kernel was built on: each point's first K'
+/// neighbours (embedding.json's parameters.k) and, under --symmetrize and,
+/// only the pairs that list each other (a one-sided entry becomes -1, which
+/// joins nothing). Its components are the ones embed counted and embedded
+/// the largest of; the full k-NN graph joins pieces the embedding kept apart.
+KnnGraph embedded_graph(KnnGraph g, const Embedding& e) {
+  const nlohmann::json parameters = e.metadata.value("parameters", nlohmann::json::object());
+  const int k = parameters.value("k", 0);
+  if (k > 0 && k < g.k) g = g.sliced(k);
+  if (parameters.value("symmetrize", std::string("or")) != "and") return g;
+  const size_t k_used = static_cast<size_t>(g.k);
+  std::vector<int64_t> sorted(g.indices.begin(), g.indices.end());
+  for (int64_t i = 0; i < g.n; ++i)
+    std::sort(sorted.begin() + static_cast<ptrdiff_t>(i * g.k), sorted.begin() + static_cast<ptrdiff_t>((i + 1) * g.k));
+  auto lists = [&](int64_t i, int64_t j) {
+    const auto row = sorted.begin() + static_cast<ptrdiff_t>(i * g.k);
+    return std::binary_search(row, row + static_cast<ptrdiff_t>(k_used), j);
+  };
+  for (int64_t i = 0; i < g.n; ++i)
+    for (size_t j = 0; j < k_used; ++j) {
+      int64_t& nb = g.indices[static_cast<size_t>(i) * k_used + j];
+      if (nb >= 0 && nb < g.n && !lists(nb, i)) nb = -1;
+    }
+  return g;
+}
+
+/// Whether `g` is the graph embedding.json's "graph" describes: the same
+/// data (fingerprint), n, d, k, metric and keep_self. An embedding without
+/// that record is taken at its word.
+bool is_graph_of(const KnnGraph& g, const Embedding& e) {
+  const nlohmann::json recorded = e.metadata.value("graph", nlohmann::json());
+  if (!recorded.is_object()) return true;
+  const nlohmann::json actual = graph_metadata(g);
+  for (const char* key : {"fingerprint", "n", "d", "k", "metric", "keep_self"})
+    if (recorded.contains(key) && recorded[key] != actual.value(key, nlohmann::json())) return false;
+  return true;
+}
+
+/// The components, as the embedding used them, of the graph it was computed
+/// from: the graph kept beside it, else the folder embedding.json names
+/// (graph_dir: embed -o elsewhere); empty when neither holds it. A graph
+/// beside it that is not its graph is an inconsistent folder (Error); a
+/// graph_dir that no longer holds it is a warning, and the points outside
+/// the embedding are then left out.
+std::vector<int32_t> embedded_components(const std::string& dir, const Embedding& e, int64_t n) {
+  std::string graph_dir = dir;
+  const bool beside = fs::exists(fs::path(dir) / "graph.json");
+  if (!beside) {
+    graph_dir = e.metadata.value("graph_dir", std::string());
+    if (graph_dir.empty() || !fs::exists(fs::path(graph_dir) / "graph.json")) return {};
+  }
+  const KnnGraph g = read_graph(graph_dir);
+  if (!is_graph_of(g, e)) {
+    const std::string why = graph_dir + " holds another graph (" + std::to_string(g.n) +
+                            " points, k=" + std::to_string(g.k) + ") than the embedding was computed from";
+    if (beside) throw Error(why + " (the folder mixes two results; embed it again)");
+    std::fprintf(stderr, "manifold: warning: %s; points outside the embedding are left out (-1)\n", why.c_str());
+    return {};
+  }
+  const std::vector<int32_t> components = graph_components(embedded_graph(g, e));
+  const int count = 1 + *std::max_element(components.begin(), components.end());
+  bool inside = static_cast<int64_t>(components.size()) == n && count == e.metadata.value("graph_components", count);
+  for (int64_t i : e.point_index) inside = inside && i < n && components[static_cast<size_t>(i)] == 0;
+  if (!inside)
+    throw Error(dir + ": the components of " + graph_dir + " (" + std::to_string(count) +
+                ") are not those the embedding was computed on");
+  return components;
+}
+
 }  // namespace
 
 int cmd_cluster(int argc, char** argv) {
@@ -55,16 +124,11 @@ int cmd_cluster(int argc, char** argv) {
   cp.seed = static_cast<uint64_t>(a.integer("--seed", 1, 0, INT64_MAX));
   const Embedding e = read_embedding(dir);
 
-  // The graph kept beside the embedding: its connected components are
-  // clusters already (the diffusion map embeds only the largest).
+  // The graph kept beside the embedding: its connected components, as the
+  // kernel saw them, are clusters already (the diffusion map embeds only
+  // the largest).
   const int64_t n = total_points(e);
-  std::vector<int32_t> components;
-  if (fs::exists(fs::path(dir) / "graph.json")) {
-    components = graph_components(read_graph(dir));
-    if (static_cast<int64_t>(components.size()) != n)
-      throw Error(dir + ": the graph holds " + std::to_string(components.size()) + " points, the embedding " +
-                  std::to_string(n));
-  }
+  const std::vector<int32_t> components = embedded_components(dir, e, n);
   EmbeddingClustering c;
   try {
     c = cluster_embedding(e.coordinates.data(), e.n, e.m, e.point_index.data(), e.eigenvalues, components, n, cp);
@@ -75,6 +139,7 @@ int cmd_cluster(int argc, char** argv) {
   const std::vector<int32_t>& labels = c.labels;
   const std::vector<int64_t>& sizes = c.sizes;
   const int total = c.clusters, separate = c.graph_components, m = c.coordinates;
+  const int64_t left_out = std::count(labels.begin(), labels.end(), -1);
   nlohmann::json gaps = nlohmann::json::array();
   for (int k = 2; k <= std::min<int>(max_clusters, static_cast<int>(e.eigenvalues.size()) - 1); ++k)
     gaps.push_back({{"clusters", k},
@@ -96,7 +161,9 @@ int cmd_cluster(int argc, char** argv) {
                                {"sizes", sizes},
                                {"inertia", c.inertia},
                                {"points", n},
-                               {"points_clustered", e.n},
+                               {"points_embedded", e.n},
+                               {"points_clustered", n - left_out},
+                               {"points_left_out", left_out},
                                {"labels",
                                 "FILE.npy: int32 per data point; 0..K-1 (k-means clusters of the embedded "
                                 "component, then one per other graph component), -1 = left out"}};
@@ -114,6 +181,11 @@ int cmd_cluster(int argc, char** argv) {
                 static_cast<long long>(n));
     for (int64_t s : sizes) std::printf(" %lld", static_cast<long long>(s));
     if (c.kmeans_clusters > 1) std::printf("; k-means on dc1..dc%d", m);
+    // Points with no cluster (-1) are named: the sizes alone do not add up to N.
+    if (left_out > 0)
+      std::printf("; %lld left out (-1: %s)", static_cast<long long>(left_out),
+                  components.empty() ? "not embedded, and the graph it was computed from is not at hand"
+                                     : "in the embedded component, but not joined by the kernel");
     std::printf(" -> %s\n", out.c_str());
   }
   return 0;

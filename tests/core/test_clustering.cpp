@@ -163,3 +163,47 @@ TEST(Clustering, ATooLargeKNamesClustersAndItsLimit) {
   });
   EXPECT_EQ(given.rfind("--coordinates 4", 0), 0u) << given;
 }
+
+// cluster counts the components of the graph the embedding was computed on
+// (its K' and --symmetrize), as embed counted and warned about them, not of
+// the whole k-NN graph; each other component is a cluster of its own, and
+// the points with no cluster (-1) are counted in the summary.
+TEST(Clustering, CliCountsTheComponentsOfTheGraphTheEmbeddingUsed) {
+  if (!std::getenv("MANIFOLD_CLI")) GTEST_SKIP() << "MANIFOLD_CLI not set (run through ctest)";
+  TempDir t;
+  std::vector<int32_t> classes;
+  const auto x = blobs({{0, 0, 0}, {6, 0, 0}}, 150, 1.0, 6, &classes);
+  const std::vector<float> xf(x.begin(), x.end());
+  npy::write(t / "two.npy", xf.data(), {300, 3});
+  std::string err, out;
+  ASSERT_EQ(run_cli("knn " + (t / "two.npy") + " -k 15 -q -o " + (t / "g"), &err), 0) << err;
+  // Elsewhere (the graph found through embedding.json), and beside the graph.
+  struct Case {
+    std::string embed, dir;
+  };
+  for (const Case& c : {Case{"--k 2 -o " + (t / "e"), t / "e"}, Case{"--k 4 --symmetrize and", t / "g"}}) {
+    ASSERT_EQ(run_cli("embed " + (t / "g") + " " + c.embed + " --components 2 -q", &err), 0) << err;
+    std::ifstream ej(c.dir + "/embedding.json");
+    const auto e = nlohmann::json::parse(ej);
+    const int components = e["graph_components"];
+    const int64_t weak = e["weakly_joined_points"];
+    ASSERT_GT(components, 1) << c.embed << ": the test needs a graph in pieces";
+    ASSERT_EQ(run_cli("cluster " + c.dir + " -o " + (t / "c.npy"), &err, &out), 0) << err;
+    const auto labels = npy::read<int32_t>(t / "c.npy");
+    ASSERT_EQ(labels.size(), 300u);
+    std::ifstream cj(t / "c.json");
+    const auto meta = nlohmann::json::parse(cj);
+    EXPECT_EQ(meta["graph_components"], components) << c.embed;
+    EXPECT_EQ(meta["clusters"], components) << c.embed;
+    EXPECT_EQ(meta["clusters_from"], "graph components");
+    // Only the embedded component's points the kernel did not join stay -1.
+    const int64_t left_out = std::count(labels.begin(), labels.end(), -1);
+    EXPECT_EQ(left_out, weak) << c.embed;
+    EXPECT_EQ(meta["points_left_out"], left_out);
+    EXPECT_EQ(meta["points_clustered"], 300 - left_out);
+    EXPECT_EQ(*std::max_element(labels.begin(), labels.end()), components - 1);
+    EXPECT_NE(out.find(std::to_string(components) + " clusters (graph components) of 300 points"), std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("left out") != std::string::npos, left_out > 0) << out;
+  }
+}
