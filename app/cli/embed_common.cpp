@@ -54,6 +54,16 @@ std::vector<OptionSpec> diffusion_option_specs(const std::string& k_option) {
 
 DiffusionParams diffusion_params_from(const Args& a, const std::string& k_option, DiffusionParams p) {
   p.k = static_cast<int>(a.integer(k_option, p.k, 0, 1 << 20));
+  // Where the command names the graph's k too (run: -k, the kernel's K' is
+  // --embed-k), K' is checked here, by the name the user gave: the later
+  // check against the graph names embed's --k.
+  if (k_option != "--k" && a.has(k_option) && a.has("-k")) {
+    const int64_t graph_k = a.integer("-k", 0, 1, 1 << 20);
+    if (p.k > graph_k)
+      throw UsageError(k_option + " " + std::to_string(p.k) +
+                       ": must be between 0 (all of the graph's neighbours) and the graph's k = " +
+                       std::to_string(graph_k) + " (-k)");
+  }
   p.epsilon = a.str("--epsilon", p.epsilon);
   p.alpha = a.real("--alpha", p.alpha);
   p.components = static_cast<int>(a.integer("--components", p.components, 1, 1 << 20));

@@ -13,6 +13,8 @@ namespace manifold::cli {
 /// Diffusion options shared by embed and run, --metadata among them;
 /// `k_option` is --k in embed and --embed-k in run (where -k/--k is the graph's k).
 std::vector<OptionSpec> diffusion_option_specs(const std::string& k_option);
+/// The options' values; in run, an --embed-k above -k is refused here
+/// (UsageError naming --embed-k), before the graph is built.
 DiffusionParams diffusion_params_from(const Args& a, const std::string& k_option, DiffusionParams p = {});
 /// The default number of coordinates (--components not given) for `n`
 /// points: at most N - 2, the eigensolver's limit, so a handful of images

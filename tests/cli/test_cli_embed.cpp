@@ -171,6 +171,24 @@ TEST(CliEmbed, AFolderHoldingAnotherGraphIsRefusedBeforeTheEigensolveUnlessOverw
   EXPECT_FALSE(fs::exists(t / "mine/notes.txt"));
 }
 
+// K' is --k in embed and --embed-k in run (where --k is the graph's k): the
+// message names the option given, and 0 (all neighbours) is in its range.
+TEST(CliRun, AnEmbedKAboveTheGraphsKNamesEmbedK) {
+  REQUIRE_CLI();
+  TempDir t;
+  const std::string data = write_circle(t, 100);
+  std::string err;
+  EXPECT_EQ(run_cli("run " + data + " -k 15 --embed-k 20 -q -o " + (t / "r"), &err), 2);
+  EXPECT_EQ(count_lines(err), 1) << err;
+  EXPECT_NE(err.find("--embed-k 20: must be between 0"), std::string::npos) << err;
+  EXPECT_NE(err.find("graph's k = 15"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(t / "r"));
+  ASSERT_EQ(run_cli("run " + data + " -k 15 --embed-k 0 --components 2 -q -o " + (t / "r"), &err), 0) << err;
+  EXPECT_EQ(run_cli("embed " + (t / "r") + " --k 20 -q -o " + (t / "e"), &err), 2);
+  EXPECT_EQ(count_lines(err), 1) << err;
+  EXPECT_NE(err.find("--k 20: must be between 0"), std::string::npos) << err;
+}
+
 TEST(CliEmbed, BadInputGivesOneLineAndNoOutput) {
   REQUIRE_CLI();
   TempDir t;

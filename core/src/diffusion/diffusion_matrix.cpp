@@ -381,7 +381,8 @@ void validate(const DiffusionParams& p, int64_t n, int graph_k) {
     throw Error("graph has " + std::to_string(n) + " points; the diffusion map supports up to 2^31 - 1");
   if (p.k < 0 || p.k > graph_k)
     throw UsageError("--k " + std::to_string(p.k) +
-                     ": must be between 1 and the graph's k = " + std::to_string(graph_k));
+                     ": must be between 0 (all of the graph's neighbours) and the graph's k = " +
+                     std::to_string(graph_k));
   const int kp = p.k == 0 ? graph_k : p.k;
   if (epsilon_rule(p) == "value") {
     char* end = nullptr;
