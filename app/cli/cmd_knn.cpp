@@ -46,6 +46,17 @@ int cmd_info(int argc, char** argv) {
 
 namespace {
 
+// 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st, ...
+std::string ordinal(int n) {
+  const int tens = n % 100, units = n % 10;
+  const char* suffix = (tens >= 11 && tens <= 13) ? "th"
+                       : units == 1               ? "st"
+                       : units == 2               ? "nd"
+                       : units == 3               ? "rd"
+                                                  : "th";
+  return std::to_string(n) + suffix;
+}
+
 /// The files of a k-NN graph folder, as read_graph expects them.
 const std::vector<std::string> kGraphFiles = {"indices.npy", "distances.npy", "graph.json"};
 
@@ -136,7 +147,10 @@ int cmd_knn(int argc, char** argv) {
       mean_first += g.distances[i * g.k];
       mean_last += g.distances[i * g.k + g.k - 1];
     }
-    std::printf("mean distance to 1st neighbour %.6g, to %d-th %.6g\n", mean_first / g.n, g.k, mean_last / g.n);
+    if (g.k == 1) std::printf("mean distance to the neighbour %.6g\n", mean_first / g.n);
+    else
+      std::printf("mean distance to the 1st neighbour %.6g, to the %s %.6g\n", mean_first / g.n, ordinal(g.k).c_str(),
+                  mean_last / g.n);
     std::printf("%s\n", clock.summary().c_str());
   }
   return 0;

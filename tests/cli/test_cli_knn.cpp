@@ -56,6 +56,27 @@ TEST(CliKnn, WritesTheGraphItPromises) {
   for (auto& e : fs::directory_iterator(t / "g")) EXPECT_NE(e.path().filename().string()[0], '.') << e.path();
 }
 
+// The summary names the last neighbour in English: the 2nd, 3rd, 11th, 21st;
+// a graph of one neighbour has no "last" beside the first.
+TEST(CliKnn, SummaryNamesTheLastNeighbourInEnglish) {
+  TempDir t;
+  save(random_dataset(60, 4, 5), t / "x.npy");
+  for (const auto& [k, words] : std::vector<std::pair<int, std::string>>{{1, "mean distance to the neighbour "},
+                                                                         {2, ", to the 2nd "},
+                                                                         {3, ", to the 3rd "},
+                                                                         {11, ", to the 11th "},
+                                                                         {21, ", to the 21st "},
+                                                                         {22, ", to the 22nd "},
+                                                                         {40, ", to the 40th "}}) {
+    std::string err, out;
+    const std::string dir = t / ("g" + std::to_string(k));
+    ASSERT_EQ(run_cli("knn " + (t / "x.npy") + " -k " + std::to_string(k) + " --backend cpu -o " + dir, &err, &out), 0)
+        << err;
+    EXPECT_NE(out.find(words), std::string::npos) << "k = " << k << ": " << out;
+    EXPECT_EQ(out.find("-th"), std::string::npos) << out;
+  }
+}
+
 TEST(CliKnn, BadArgumentsExitTwoWithOneLine) {
   TempDir t;
   save(random_dataset(50, 4, 1), t / "x.npy");
