@@ -59,6 +59,11 @@ std::pair<double, double> angle_recovery(const DiffusionResult& r, const std::ve
 KnnGraph build_graph(const Dataset& ds, const KnnParams& kp, const std::string& backend_name, const DiffusionParams& dp,
                      Progress& progress, StepClock& clock, double& seconds) {
   validate(kp, ds.rows());
+  // run's K' is --embed-k (a session's diffusion.k): named so here, where the
+  // graph's k may be a default (the demo's) or a session's.
+  if (dp.k > kp.k)
+    throw UsageError("--embed-k " + std::to_string(dp.k) +
+                     ": must be between 0 (all of the graph's neighbours) and the graph's k = " + std::to_string(kp.k));
   validate(dp, ds.rows(), kp.k);  // before the long k-NN build, not after it
   auto backend = make_backend(backend_name);
   note_ignored_gpu_options(kp, backend->name());

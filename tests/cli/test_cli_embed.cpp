@@ -187,6 +187,12 @@ TEST(CliRun, AnEmbedKAboveTheGraphsKNamesEmbedK) {
   EXPECT_EQ(run_cli("embed " + (t / "r") + " --k 20 -q -o " + (t / "e"), &err), 2);
   EXPECT_EQ(count_lines(err), 1) << err;
   EXPECT_NE(err.find("--k 20: must be between 0"), std::string::npos) << err;
+  // The demo's graph k is its default (20): --embed-k is still the name.
+  EXPECT_EQ(run_cli("run --demo --count 60 --size 8 --embed-k 30 -q -o " + (t / "d"), &err), 2);
+  EXPECT_EQ(count_lines(err), 1) << err;
+  EXPECT_NE(err.find("--embed-k 30: must be between 0"), std::string::npos) << err;
+  EXPECT_NE(err.find("graph's k = 20"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(t / "d"));
 }
 
 TEST(CliEmbed, BadInputGivesOneLineAndNoOutput) {
