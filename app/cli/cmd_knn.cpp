@@ -34,6 +34,9 @@ int cmd_info(int argc, char** argv) {
   std::printf("type:    %s%s\n", ds.source_dtype.c_str(), ds.memory_mapped() ? " (memory-mapped)" : "");
   std::printf("range:   [%g, %g]\n", static_cast<double>(lo), static_cast<double>(hi));
   if (!ds.labels.empty()) std::printf("labels:  %zu\n", ds.labels.size());
+  if (!ds.item_names.empty())  // a folder: which file is row 0 and which the last, in the order read
+    std::printf("rows:    0 = %s ... %lld = %s (file names in natural order)\n", ds.item_names.front().c_str(),
+                static_cast<long long>(ds.rows() - 1), ds.item_names.back().c_str());
   // The mask knn and run would find with the data, or why it would be refused.
   try {
     if (const DetectorMask m = mask_for(ds.source, "", ds); !m.empty())

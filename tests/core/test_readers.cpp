@@ -23,10 +23,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 
 #include "manifold/dataset.h"
 #include "manifold/error.h"
 #include "manifold/npy.h"
+#include "manifold/simulate.h"
 #include "test_support.h"
 
 using namespace manifold;
@@ -542,6 +544,7 @@ TEST(PngFolder, Gray8SortedByNameSkippingOtherFiles) {
   std::vector<double> all;
   for (auto& i : img) all.insert(all.end(), i.begin(), i.end());
   expect_values(ds, all);
+  EXPECT_EQ(ds.item_names, (std::vector<std::string>{"img_a.png", "img_b.png", "img_c.PNG"}));
 }
 
 TEST(PngFolder, Gray16AndMaxRowsReadsOnlyThoseFiles) {
@@ -758,6 +761,37 @@ TEST(Tiff, FolderOfSinglePageTiffs) {
   expect_values(ds, all);
   write_tiff(dir / "frame9.tif", {TiffPage{4, 6, kF32, values(kF32, 24, 70)}});
   expect_error(dir.path, dir / "frame9.tif", "is 4x6 pixels but " + (dir / "frame0.tiff") + " is 6x4");
+}
+
+// Numbered files without zero padding come in the order a file browser
+// lists them (img2 before img10: runs of digits compare as numbers), and
+// every row is named by its file, a multi-page TIFF's by file and page;
+// the names follow max_rows and a transform.
+TEST(Tiff, FolderInNaturalOrderWithRowNames) {
+  TempDir dir;
+  std::map<std::string, std::vector<double>> pages;
+  int seed = 80;
+  for (const char* name : {"img10.tif", "img2.tif", "img1.tif", "img010a.tif", "img9.tif", "IMG3.tif"}) {
+    pages[name] = values(kF32, 24, seed++);
+    write_tiff(dir / name, {TiffPage{6, 4, kF32, pages[name]}});
+  }
+  const std::vector<double> p1 = values(kF32, 24, 90), p2 = values(kF32, 24, 91);
+  write_tiff(dir / "img100.tif", {TiffPage{6, 4, kF32, p1}, TiffPage{6, 4, kF32, p2}});
+  const std::vector<std::string> order = {"IMG3.tif",  "img1.tif",    "img2.tif",  "img9.tif",
+                                          "img10.tif", "img010a.tif", "img100.tif"};
+  Dataset ds = load_dataset(dir.path);
+  ASSERT_EQ(ds.rows(), 8);
+  EXPECT_EQ(ds.item_names, (std::vector<std::string>{"IMG3.tif", "img1.tif", "img2.tif", "img9.tif", "img10.tif",
+                                                     "img010a.tif", "img100.tif, page 1", "img100.tif, page 2"}));
+  std::vector<double> all;
+  for (size_t i = 0; i + 1 < order.size(); ++i) all.insert(all.end(), pages[order[i]].begin(), pages[order[i]].end());
+  all.insert(all.end(), p1.begin(), p1.end());
+  all.insert(all.end(), p2.begin(), p2.end());
+  expect_values(ds, all);
+  ReadOptions first3;
+  first3.max_rows = 3;
+  EXPECT_EQ(load_dataset(dir.path, first3).item_names, (std::vector<std::string>{"IMG3.tif", "img1.tif", "img2.tif"}));
+  EXPECT_EQ(transformed(ds, "anscombe").item_names, ds.item_names);
 }
 
 TEST(Tiff, BadInputs) {

@@ -178,6 +178,22 @@ class TestComforts : public QObject {
     panel.gammaEditor()->setValue(2);
     QVERIFY(mean_grey(panel.shownImage()) > clipped * 1.1);
   }
+
+  // Rows read from a folder's files: the caption names the image's file
+  // (escaped: a name is not markup).
+  void imagePanelNamesTheFile() {
+    Dataset d(2, 16, std::vector<float>(32, 1.f));
+    d.item_shape = {4, 4};
+    d.item_names = {"run 7 <a>.png", "stack.tif, page 2"};
+    auto ds = adoptDataset(std::move(d), "files", "test", false);
+    ImagePanel panel;
+    QVERIFY(t::show_window(panel, QSize(300, 380)));
+    panel.setDataset(ds);
+    panel.setPinned(1);
+    QTRY_VERIFY2(panel.caption().contains("stack.tif, page 2"), qPrintable(panel.caption()));
+    panel.setPinned(0);
+    QTRY_VERIFY2(panel.caption().contains("run 7 &lt;a&gt;.png"), qPrintable(panel.caption()));
+  }
 };
 
 QTEST_MAIN(TestComforts)

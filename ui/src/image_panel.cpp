@@ -151,6 +151,9 @@ void ImagePanel::refresh() {
   QString text = hovering ? tr("<b>Image %1</b> (under the cursor)").arg(row) : tr("<b>Image %1</b> (pinned)").arg(row);
   const auto& labels = dataset_->data.labels;
   if (static_cast<int64_t>(labels.size()) > row) text += tr(" \u00b7 label %1").arg(labels[row]);
+  const auto& names = dataset_->data.item_names;
+  if (static_cast<int64_t>(names.size()) > row)
+    text += QStringLiteral(" \u00b7 ") + QString::fromStdString(names[static_cast<size_t>(row)]).toHtmlEscaped();
   const QString& details = hovering ? hovered_details_ : pinned_details_;
   if (!details.isEmpty()) text += QStringLiteral("<br>") + details;
   caption_->setText(text);

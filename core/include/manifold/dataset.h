@@ -30,6 +30,9 @@ class Dataset {
   std::string source_dtype;         ///< element type on disk: "float32", "uint8", ...
   std::vector<int64_t> item_shape;  ///< shape of one item: {h, w} for images, {d} for vectors
   std::vector<int32_t> labels;      ///< per-row labels when the format has them (else empty)
+  /// Per-row names where rows come from files of a folder: "a.png", or
+  /// "stack.tif, page 3" for a page of a multi-page TIFF (else empty).
+  std::vector<std::string> item_names;
 
   /// Value range over all elements (computed once, cached).
   std::pair<float, float> value_range() const;

@@ -232,6 +232,7 @@ Dataset masked_features(const Dataset& frames, const DetectorMask& m) {
   f.source_dtype = frames.source_dtype;
   f.item_shape = {d};
   f.labels = frames.labels;
+  f.item_names = frames.item_names;
   return f;
 }
 

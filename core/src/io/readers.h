@@ -96,6 +96,9 @@ void append_tiff(const std::string& path, ImageStack& stack, bool in_folder);
 Dataset read_npy(const std::string& path, const ReadOptions& opt);
 Dataset read_idx(const std::string& path, const ReadOptions& opt);
 Dataset read_image_folder(const std::string& path, const ReadOptions& opt);
+/// The folder's order of file names: runs of digits compare as numbers
+/// (img2 before img10), the rest byte by byte.
+bool natural_less(const std::string& a, const std::string& b);
 Dataset read_png(const std::string& path, const ReadOptions& opt);
 Dataset read_tiff(const std::string& path, const ReadOptions& opt);
 Dataset read_mrc(const std::string& path, const ReadOptions& opt);

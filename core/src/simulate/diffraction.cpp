@@ -520,6 +520,7 @@ Dataset transformed(const Dataset& ds, const std::string& transform) {
   t.format = ds.format;
   t.source_dtype = ds.source_dtype;
   t.labels = ds.labels;
+  t.item_names = ds.item_names;
   return t;
 }
 
