@@ -1095,8 +1095,11 @@ TEST(Diffusion, BadInputGivesOneClearLine) {
   p.symmetrize = "xor";
   EXPECT_NE(message(p, g).find("--symmetrize"), std::string::npos);
   p = {};
-  p.alpha = 2;
-  EXPECT_NE(message(p, g).find("--alpha"), std::string::npos);
+  p.alpha = 1.5;  // echoed as the user wrote it, not 1.500000
+  EXPECT_NE(message(p, g).find("--alpha 1.5: must be in [0, 1]"), std::string::npos) << message(p, g);
+  p = {};
+  p.t = -1;
+  EXPECT_NE(message(p, g).find("--t -1: must be >= 0"), std::string::npos) << message(p, g);
   p = {};
   p.local_scaling = 9;
   EXPECT_NE(message(p, g).find("--local-scaling"), std::string::npos);

@@ -55,7 +55,8 @@ TEST(SimulateMix, ParsesFractionsAndRejectsBadOnes) {
   EXPECT_EQ(parse_mix("blank=0.3,single=0.5,double=0.2"), (std::vector<double>{0.3, 0.5, 0.2}));
   EXPECT_EQ(parse_mix("double=0.25,single=0.75"), (std::vector<double>{0, 0.75, 0.25}));
   EXPECT_EQ(parse_mix("single=1"), (std::vector<double>{0, 1, 0}));
-  EXPECT_NE(mix_error("blank=0.5,single=0.6").find("--mix: the fractions sum to 1.1"), std::string::npos);
+  EXPECT_NE(mix_error("blank=0.5,single=0.6").find("--mix: the fractions sum to 1.1, not 1"), std::string::npos)
+      << mix_error("blank=0.5,single=0.6");
   EXPECT_NE(mix_error("triple=1").find("--mix: 'triple=1' is not CLASS=FRACTION"), std::string::npos);
   EXPECT_NE(mix_error("single=0.5,single=0.5").find("--mix: single given twice"), std::string::npos);
   EXPECT_NE(mix_error("blank=-0.5,single=1.5").find("must be a number in [0, 1]"), std::string::npos);

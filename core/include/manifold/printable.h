@@ -10,4 +10,8 @@ namespace manifold {
 /// quotes with \n, \r, \t, \\, \" and \xHH for the other control bytes.
 std::string printable_path(const std::string& path);
 
+/// A number as a user would write it back in an option: 1.5, -1, 1e-09,
+/// 0.333333 (six significant digits, "%g"), not std::to_string's 1.500000.
+std::string printable_number(double v);
+
 }  // namespace manifold

@@ -10,6 +10,7 @@
 
 #include "manifold/diffusion_map.h"
 #include "manifold/error.h"
+#include "manifold/printable.h"
 #include "manifold/parallel.h"
 
 namespace manifold {
@@ -391,8 +392,8 @@ void validate(const DiffusionParams& p, int64_t n, int graph_k) {
       throw UsageError("--epsilon: '" + p.epsilon + "' is not a number, 'median' or 'auto'");
     if (!(v > 0) || !std::isfinite(v)) throw UsageError("--epsilon " + p.epsilon + ": must be positive");
   }
-  if (!(p.alpha >= 0 && p.alpha <= 1)) throw UsageError("--alpha " + std::to_string(p.alpha) + ": must be in [0, 1]");
-  if (!(p.t >= 0) || !std::isfinite(p.t)) throw UsageError("--t " + std::to_string(p.t) + ": must be >= 0");
+  if (!(p.alpha >= 0 && p.alpha <= 1)) throw UsageError("--alpha " + printable_number(p.alpha) + ": must be in [0, 1]");
+  if (!(p.t >= 0) || !std::isfinite(p.t)) throw UsageError("--t " + printable_number(p.t) + ": must be >= 0");
   if (p.components < 1 || static_cast<int64_t>(p.components) > n - 2)
     throw UsageError("--components " + std::to_string(p.components) + ": must be between 1 and N - 2 = " +
                      std::to_string(n - 2) + " for " + std::to_string(n) + " points");

@@ -33,4 +33,10 @@ std::string printable_path(const std::string& path) {
   return out + "\"";
 }
 
+std::string printable_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 }  // namespace manifold

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "manifold/error.h"
+#include "manifold/printable.h"
 #include "manifold/parallel.h"
 #include "manifold/simulate.h"
 
@@ -144,7 +145,7 @@ std::vector<double> parse_mix(const std::string& text) {
   double sum = 0;
   for (double x : f) sum += x;
   if (std::abs(sum - 1) > 1e-6)
-    throw UsageError("--mix: the fractions sum to " + std::to_string(sum) + ", not 1" + usage);
+    throw UsageError("--mix: the fractions sum to " + printable_number(sum) + ", not 1" + usage);
   return f;
 }
 
