@@ -148,6 +148,24 @@ TrajectoryFrames synthetic_frames(int count, int height, int width) {
 
 }  // namespace
 
+// Frames of images keep their shape; feature vectors become the most
+// square exact h x w (784: Fashion-MNIST's 28 x 28), a prime length a row.
+TEST(Trajectory, FrameShapeOfImagesAndVectors) {
+  auto shape_of = [](int64_t d, std::vector<int64_t> item) {
+    Dataset ds(2, d, std::vector<float>(static_cast<size_t>(2 * d), 1.f));
+    ds.item_shape = std::move(item);
+    return image_shape(ds);
+  };
+  EXPECT_EQ(shape_of(20, {4, 5}), std::make_pair(4, 5));
+  EXPECT_EQ(shape_of(20, {5, 4}), std::make_pair(5, 4));
+  EXPECT_EQ(shape_of(784, {784}), std::make_pair(28, 28));
+  EXPECT_EQ(shape_of(12, {12}), std::make_pair(3, 4));
+  EXPECT_EQ(shape_of(1000, {1000}), std::make_pair(25, 40));
+  EXPECT_EQ(shape_of(7, {7}), std::make_pair(1, 7));
+  EXPECT_EQ(shape_of(1, {1}), std::make_pair(1, 1));
+  EXPECT_EQ(shape_of(1 << 20, {}), std::make_pair(1024, 1024));
+}
+
 TEST(Trajectory, CoordinateOrderAndBinsOfEqualCount) {
   const std::vector<double> c = {5, 0, 1, 1, 3, 2, 2, 3, 4, 4, 0, 5, 6, 6, 9, 9};  // 8 points, m = 2
   const std::vector<int64_t> index = {70, 71, 72, 73, 74, 75, 76, 77};

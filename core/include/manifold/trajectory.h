@@ -83,8 +83,9 @@ struct TrajectoryFrames {
   size_t count() const { return bins.size(); }
 };
 
-/// The image shape of a dataset row: item_shape's last two dimensions, or
-/// 1 x d for vectors.
+/// The image shape of a dataset row: item_shape's last two dimensions; for
+/// vectors the most square h x w with h * w = d (784: 28 x 28; 1 x d for a
+/// prime d), so a movie of feature vectors that are images is watchable.
 std::pair<int, int> image_shape(const Dataset& data);
 
 /// Mean image of every bin, summed in float64 over its rows (read in

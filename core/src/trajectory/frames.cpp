@@ -1,6 +1,7 @@
 // Each bin's mean image, streamed from the dataset's rows.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "manifold/error.h"
 #include "manifold/parallel.h"
@@ -12,7 +13,11 @@ std::pair<int, int> image_shape(const Dataset& data) {
   const auto& s = data.item_shape;
   if (s.size() >= 2 && s[s.size() - 1] * s[s.size() - 2] == data.cols())
     return {static_cast<int>(s[s.size() - 2]), static_cast<int>(s[s.size() - 1])};
-  return {1, static_cast<int>(data.cols())};
+  const int64_t d = std::max<int64_t>(1, data.cols());
+  auto h = static_cast<int64_t>(std::sqrt(static_cast<double>(d)));
+  while (h * h > d) --h;  // sqrt's rounding
+  while (d % h != 0) --h;
+  return {static_cast<int>(h), static_cast<int>(d / h)};
 }
 
 TrajectoryFrames compute_frames(const Dataset& data, std::vector<TrajectoryBin> bins, const std::string& description,
