@@ -8,6 +8,7 @@
 #include "manifold/mask.h"
 #include "manifold/npy.h"
 #include "manifold/output.h"
+#include "manifold/printable.h"
 #include "manifold/step_clock.h"
 #include "manifold/terminal_progress.h"
 #ifdef MANIFOLD_HAVE_MPI
@@ -48,17 +49,6 @@ int cmd_info(int argc, char** argv) {
 }
 
 namespace {
-
-// 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st, ...
-std::string ordinal(int n) {
-  const int tens = n % 100, units = n % 10;
-  const char* suffix = (tens >= 11 && tens <= 13) ? "th"
-                       : units == 1               ? "st"
-                       : units == 2               ? "nd"
-                       : units == 3               ? "rd"
-                                                  : "th";
-  return std::to_string(n) + suffix;
-}
 
 /// The files of a k-NN graph folder, as read_graph expects them.
 const std::vector<std::string> kGraphFiles = {"indices.npy", "distances.npy", "graph.json"};

@@ -15,20 +15,13 @@
 #include <sstream>
 
 #include "manifold/error.h"
+#include "manifold/printable.h"
 
 namespace manifold::ui {
 namespace {
 
 /// "1st", "2nd", "3rd", "7th", "11th", "22nd".
-QString ordinal(int n) {
-  const int tens = n % 100, units = n % 10;
-  const char* suffix = (tens >= 11 && tens <= 13) ? "th"
-                       : units == 1               ? "st"
-                       : units == 2               ? "nd"
-                       : units == 3               ? "rd"
-                                                  : "th";
-  return QString::number(n) + QLatin1String(suffix);
-}
+QString ordinal(int n) { return QString::fromStdString(manifold::ordinal(n)); }
 
 }  // namespace
 

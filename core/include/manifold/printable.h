@@ -14,4 +14,7 @@ std::string printable_path(const std::string& path);
 /// 0.333333 (six significant digits, "%g"), not std::to_string's 1.500000.
 std::string printable_number(double v);
 
+/// An English ordinal: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, 22nd.
+std::string ordinal(int n);
+
 }  // namespace manifold

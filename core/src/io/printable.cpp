@@ -39,4 +39,14 @@ std::string printable_number(double v) {
   return buf;
 }
 
+std::string ordinal(int n) {
+  const int tens = n % 100, units = n % 10;
+  const char* suffix = (tens >= 11 && tens <= 13) ? "th"
+                       : units == 1               ? "st"
+                       : units == 2               ? "nd"
+                       : units == 3               ? "rd"
+                                                  : "th";
+  return std::to_string(n) + suffix;
+}
+
 }  // namespace manifold
