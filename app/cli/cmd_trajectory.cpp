@@ -66,6 +66,21 @@ DataSource find_data(const Args& a, const std::string& dir) {
   return s;
 }
 
+/// Where the graph was built from the rows as stored (no transform, no
+/// mask), their fingerprint is the graph's: rows that changed since, or came
+/// in another order, would be averaged into the wrong frames.
+void check_rows_unchanged(const Embedding& e, const Dataset& data, const DataSource& source) {
+  const nlohmann::json& m = e.metadata;
+  if (!m.contains("graph") || !m["graph"].is_object() || m.value("transform", std::string("none")) != "none") return;
+  const nlohmann::json& g = m["graph"];
+  const bool masked = g.contains("extra") && g["extra"].is_object() && g["extra"].contains("mask");
+  if (masked || !g.contains("fingerprint") || !g["fingerprint"].is_string()) return;
+  if (g["fingerprint"].get<std::string>() != data.fingerprint())
+    throw UsageError((source.recorded_in.empty() ? "--data " : source.recorded_in + ": its data ") + source.path +
+                     " holds other rows than the embedding was made from (their fingerprint differs: the data "
+                     "changed, or came in another order); give --data the data it was made from");
+}
+
 std::vector<int> integer_list(const std::string& option, const std::string& text) {
   std::vector<int> out;
   size_t start = 0;
@@ -181,6 +196,7 @@ int cmd_trajectory(int argc, char** argv) {
     throw UsageError((source.recorded_in.empty() ? "--data " : source.recorded_in + ": its data ") + source.path +
                      " has " + std::to_string(data.rows()) + " rows, the embedding was made from " +
                      std::to_string(graph_points));
+  check_rows_unchanged(e, data, source);
 
   const TrajectoryFrames frames = compute_frames(data, std::move(binned), order.description, progress,
                                                  static_cast<int>(a.integer("--threads", 0, 0, 4096)));

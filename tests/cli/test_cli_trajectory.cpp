@@ -251,6 +251,18 @@ TEST(CliTrajectory, KnnThenEmbedRecordTheDataAndAMissingOneAsksForData) {
   EXPECT_NE(err.find("give --data FILE"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(t / "frames"));
   fs::rename(t / "moved.npy", t / "points.npy");
+  // Data that changed since (two rows swapped, as a folder read in another
+  // order would be): one line, nothing written.
+  {
+    std::vector<float> swapped(pts.data(), pts.data() + 120 * 6);
+    std::swap_ranges(swapped.begin(), swapped.begin() + 6, swapped.begin() + 6);
+    npy::write(t / "swapped.npy", swapped.data(), {120, 2, 3});
+    EXPECT_EQ(run_cli("trajectory " + (t / "emb") + " --data " + (t / "swapped.npy") + " -o " + (t / "frames"), &err),
+              2);
+    EXPECT_EQ(lines(err), 1) << err;
+    EXPECT_NE(err.find("holds other rows than the embedding was made from"), std::string::npos) << err;
+    EXPECT_FALSE(fs::exists(t / "frames"));
+  }
 
   // With --data: 2 x 3 images, 12 bins of 10, enlarged x 16 (longer side 3 -> 48).
   ASSERT_EQ(run_cli("trajectory " + (t / "emb") + " --data " + (t / "points.npy") + " --bins 12 --coordinate 3 -o " +
