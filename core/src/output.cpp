@@ -66,12 +66,11 @@ std::vector<std::string> entries_of(const fs::path& dir) {
 // of its own keeps the graph it was computed from (when the caller names
 // that graph, only that one).
 std::vector<std::string> kept_files(const fs::path& dir, const std::vector<std::string>& names,
-                                    const std::string& source_graph) {
+                                    const SourceGraph& source_graph) {
   std::vector<std::string> keep;
   if (contains(names, "graph.json") || !contains(names, "embedding.json")) return keep;
   std::error_code ec;
-  if (!source_graph.empty() && fs::exists(dir / "graph.json", ec) && !same_graph(dir.string(), source_graph))
-    return keep;
+  if (!source_graph.empty() && fs::exists(dir / "graph.json", ec) && !source_graph.is_in(dir.string())) return keep;
   for (const auto& f : kGraphFiles)
     if (fs::is_regular_file(dir / f, ec)) keep.push_back(f);
   return keep;
@@ -81,7 +80,7 @@ std::vector<std::string> kept_files(const fs::path& dir, const std::vector<std::
 // neither writes nor keeps, and descriptions of a result of another kind
 // (a k-NN graph folder is not a previous `run`, whose files it lacks).
 std::vector<std::string> foreign_entries(const fs::path& dir, const std::vector<std::string>& names,
-                                         const std::string& source_graph) {
+                                         const SourceGraph& source_graph) {
   const std::vector<std::string> keep = kept_files(dir, names, source_graph);
   std::vector<std::string> foreign, old_kind, new_kind;
   for (const auto& e : entries_of(dir)) {
@@ -113,13 +112,25 @@ nlohmann::json graph_json(const fs::path& dir) {
   return j.is_object() ? j : nlohmann::json();
 }
 
+// Two graph.json objects name the same graph: the same data (fingerprint),
+// n, d, k, metric and keep_self (the graph is exact, so these determine it).
+bool same_graph_json(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.value("fingerprint", std::string()).empty() || b.value("fingerprint", std::string()).empty()) return false;
+  for (const char* key : {"fingerprint", "n", "d", "k", "metric", "keep_self"})
+    if (a.value(key, nlohmann::json()) != b.value(key, nlohmann::json())) return false;
+  return true;
+}
+
 /// "2000 points, k=10, cosine" from graph.json (what tells two graphs apart
 /// at a glance).
-std::string graph_summary(const fs::path& dir) {
-  const nlohmann::json j = graph_json(dir);
-  if (j.is_null()) return "unreadable graph.json";
+std::string summary_of(const nlohmann::json& j) {
   auto field = [&](const char* key) { return j.contains(key) ? j[key].dump() : std::string("?"); };
   return field("n") + " points, k=" + field("k") + ", " + j.value("metric", std::string("?"));
+}
+
+std::string graph_summary(const fs::path& dir) {
+  const nlohmann::json j = graph_json(dir);
+  return j.is_null() ? "unreadable graph.json" : summary_of(j);
 }
 
 void refuse_foreign(const std::string& dir, const std::vector<std::string>& foreign) {
@@ -133,15 +144,14 @@ void refuse_foreign(const std::string& dir, const std::vector<std::string>& fore
 // An embedding beside another graph than its own: refused by name before
 // the generic list of files, which would not say why the graph is foreign.
 void refuse_other_graph(const std::string& dir, const fs::path& target, const std::vector<std::string>& names,
-                        const OutputOptions& options, const std::string& source_graph) {
+                        const OutputOptions& options, const SourceGraph& source_graph) {
   std::error_code ec;
   if (options.overwrite || source_graph.empty() || contains(names, "graph.json") ||
       !contains(names, "embedding.json") || !fs::exists(target / "graph.json", ec) ||
-      same_graph(target.string(), source_graph))
+      source_graph.is_in(target.string()))
     return;
-  throw UsageError(dir + ": holds another k-NN graph (" + graph_summary(target) + ") than " + source_graph + " (" +
-                   graph_summary(source_graph) +
-                   "); the embedding would sit beside a graph it was not computed from: choose another folder "
+  throw UsageError(dir + ": holds another k-NN graph (" + graph_summary(target) + ") than " + source_graph.describe() +
+                   "; the embedding would sit beside a graph it was not computed from: choose another folder "
                    "or pass --overwrite to replace it");
 }
 
@@ -261,9 +271,24 @@ bool same_graph(const std::string& a, const std::string& b) {
   if (ja.is_null() || jb.is_null()) return false;
   if (ja.value("fingerprint", std::string()).empty() || jb.value("fingerprint", std::string()).empty())
     return slurp(fs::path(a) / "graph.json") == slurp(fs::path(b) / "graph.json");
-  for (const char* key : {"fingerprint", "n", "d", "k", "metric", "keep_self"})
-    if (ja.value(key, nlohmann::json()) != jb.value(key, nlohmann::json())) return false;
-  return true;
+  return same_graph_json(ja, jb);
+}
+
+SourceGraph SourceGraph::in_memory(nlohmann::json graph_json) {
+  SourceGraph g;
+  g.metadata = std::move(graph_json);
+  return g;
+}
+
+bool SourceGraph::is_in(const std::string& dir) const {
+  if (!folder.empty()) return same_graph(dir, folder);
+  const nlohmann::json there = graph_json(dir);
+  return !there.is_null() && same_graph_json(there, metadata);
+}
+
+std::string SourceGraph::describe() const {
+  if (!folder.empty()) return folder + " (" + graph_summary(folder) + ")";
+  return "the embedding's own (" + summary_of(metadata) + ")";
 }
 
 std::string output_display_path(const std::string& path) {
@@ -280,7 +305,7 @@ std::string output_display_path(const std::string& path) {
   return path;
 }
 
-OutputTransaction::OutputTransaction(std::string dir, OutputOptions options, std::string source_graph)
+OutputTransaction::OutputTransaction(std::string dir, OutputOptions options, SourceGraph source_graph)
     : dir_(std::move(dir)), options_(options), source_graph_(std::move(source_graph)) {
   refuse_empty(dir_);
   const fs::path target = target_of(dir_);
@@ -429,7 +454,7 @@ void check_output_dir(const std::string& dir) {
 }
 
 void check_output_dir(const std::string& dir, const std::vector<std::string>& names, const OutputOptions& options,
-                      const std::string& source_graph) {
+                      const SourceGraph& source_graph) {
   check_output_dir(dir);
   std::error_code ec;
   if (is_result(names)) refuse_folder_above_working_directory(dir, target_of(dir));

@@ -195,6 +195,58 @@ TEST(OutputFolder, AnEmbeddingKeepsOnlyTheGraphItWasComputedFrom) {
   EXPECT_EQ(entries(t / "other"), (std::set<std::string>{"embedding.json", "embedding.csv"}));
 }
 
+// The explorer's graph is in memory: its graph.json names it. A folder
+// holding that graph (same data, n, d, k, metric, keep_self) keeps it beside
+// the embedding; another graph there is refused, naming both, and replaced
+// with overwrite; a graph.json without a fingerprint is never taken for it.
+TEST(OutputFolder, AnEmbeddingOfAGraphInMemoryKeepsOnlyThatGraph) {
+  TempDir t;
+  const nlohmann::json mine = {{"fingerprint", "00ab"}, {"n", 4}, {"d", 3}, {"k", 5}, {"metric", "cosine"},
+                               {"keep_self", false}};
+  auto graph_folder = [&](const std::string& dir, const nlohmann::json& meta) {
+    OutputTransaction tx(dir, {.overwrite = true});
+    const std::vector<int64_t> idx(20, 1);
+    const std::vector<float> dist(20, 1.f);
+    npy::write(tx.path("indices.npy"), idx.data(), {4, 5});
+    npy::write(tx.path("distances.npy"), dist.data(), {4, 5});
+    write_text_file(tx.path("graph.json"), meta.dump(2) + "\n");
+    tx.commit();
+  };
+  nlohmann::json other = mine, unnamed = mine, timed = mine;
+  other["k"] = 6;
+  unnamed.erase("fingerprint");
+  timed["timings_s"] = {{"total", 1.5}};  // another build of the same graph
+  graph_folder(t / "mine", timed);
+  graph_folder(t / "other", other);
+  graph_folder(t / "unnamed", unnamed);
+  const SourceGraph source = SourceGraph::in_memory(mine);
+  EXPECT_TRUE(source.is_in(t / "mine"));
+  EXPECT_FALSE(source.is_in(t / "other"));
+  EXPECT_FALSE(source.is_in(t / "unnamed"));
+  EXPECT_FALSE(source.is_in(t / "nowhere"));
+  const std::vector<std::string> embedding = {"embedding.json", "embedding.csv"};
+  auto write_embedding_into = [&](const std::string& dir, OutputOptions options) {
+    OutputTransaction tx(dir, options, source);
+    write_text_file(tx.path("embedding.json"), "{}\n");
+    write_text_file(tx.path("embedding.csv"), "x\n");
+    tx.commit();
+  };
+  EXPECT_NO_THROW(check_output_dir(t / "mine", embedding, {}, source));
+  write_embedding_into(t / "mine", {});
+  EXPECT_EQ(entries(t / "mine"),
+            (std::set<std::string>{"indices.npy", "distances.npy", "graph.json", "embedding.json", "embedding.csv"}));
+  for (const char* name : {"other", "unnamed"}) {
+    const std::string dir = t / name;
+    const std::string refused = message_of([&] { check_output_dir(dir, embedding, {}, source); });
+    EXPECT_EQ(refused.rfind(dir + ": holds another k-NN graph", 0), 0u) << refused;
+    EXPECT_NE(refused.find("than the embedding's own (4 points, k=5, cosine)"), std::string::npos) << refused;
+    EXPECT_THROW(write_embedding_into(dir, {}), UsageError);
+    EXPECT_EQ(entries(dir), (std::set<std::string>{"indices.npy", "distances.npy", "graph.json"}));
+    write_embedding_into(dir, {.overwrite = true});
+    EXPECT_EQ(entries(dir), (std::set<std::string>{"embedding.json", "embedding.csv"}));
+  }
+}
+
 // The staging folder becomes the result by rename: it must be made like any
 // folder (mode 0777 less the umask), not private (mkdtemp's 0700).
 TEST(OutputFolder, AResultFolderHonoursTheUmask) {

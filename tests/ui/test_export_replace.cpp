@@ -42,6 +42,11 @@ class Answerer : public QObject {
   QTimer timer_;
 };
 
+QByteArray read_text(const QString& path) {
+  QFile f(path);
+  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
 void write_file(const QString& path, const QByteArray& bytes) {
   QFile f(path);
   QVERIFY(f.open(QIODevice::WriteOnly));
@@ -118,6 +123,34 @@ class TestExportReplace : public QObject {
     // A single-file export never asks.
     QVERIFY(exportInto(&MainWindow::exportEmbedding, mine + "/extra.csv", QMessageBox::Cancel, &questions));
     QCOMPARE(questions.size(), 0);
+  }
+
+  // An embedding beside a k-NN graph: its own graph (exported there first)
+  // stays without a question; another graph (of another run) is one of the
+  // folder's other files -- asked, and replaced on Replace -- so the folder
+  // never pairs an embedding with a graph it was not computed from.
+  void embeddingBesideAGraphKeepsOnlyItsOwn() {
+    const QString own = dir_.filePath("own-graph"), other = dir_.filePath("other-graph");
+    QStringList questions;
+    QVERIFY(exportInto(&MainWindow::exportGraph, own, QMessageBox::Cancel, &questions));
+    QVERIFY(exportInto(&MainWindow::exportEmbedding, own, QMessageBox::Cancel, &questions));
+    QCOMPARE(questions.size(), 0);
+    QCOMPARE(read_graph(own.toStdString()).n, int64_t(120));
+    QCOMPARE(read_embedding(own.toStdString()).n, int64_t(120));
+    // Another graph: the same files, another k.
+    QVERIFY(QDir().mkpath(other));
+    for (const char* f : {"indices.npy", "distances.npy"}) QVERIFY(QFile::copy(own + "/" + f, other + "/" + f));
+    nlohmann::json meta = nlohmann::json::parse(read_text(own + "/graph.json"));
+    meta["k"] = meta["k"].get<int>() + 1;
+    write_file(other + "/graph.json", QByteArray::fromStdString(meta.dump()));
+    QVERIFY(!exportInto(&MainWindow::exportEmbedding, other, QMessageBox::Cancel, &questions));
+    QCOMPARE(questions.size(), 1);
+    QVERIFY2(questions[0].contains("graph.json"), qPrintable(questions[0]));
+    QVERIFY(QFile::exists(other + "/graph.json"));
+    QVERIFY(!QFile::exists(other + "/embedding.json"));
+    QVERIFY(exportInto(&MainWindow::exportEmbedding, other, QMessageBox::Yes, &questions));
+    QVERIFY(!QFile::exists(other + "/graph.json"));
+    QCOMPARE(read_embedding(other.toStdString()).n, int64_t(120));
   }
 };
 

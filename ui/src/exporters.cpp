@@ -152,7 +152,8 @@ QStringList exportEmbedding(const QString& path, const DiffusionResult& r, const
     write_vtp(p, r.n, r.m, r.coordinates.data(), r.point_index.data(), names);
     return {path};
   }
-  OutputTransaction tx(p, {.overwrite = overwrite});
+  // The embedding keeps a graph already in the folder only if it is its own.
+  OutputTransaction tx(p, {.overwrite = overwrite}, SourceGraph::in_memory(graph_metadata));
   write_embedding_files(tx, r, params, graph_metadata);
   tx.commit();
   QStringList files;

@@ -21,25 +21,28 @@ namespace {
 // that are not a previous result of this kind (what --overwrite answers on
 // the command line). Any other problem (not a folder, not writable) is left
 // for the export to report.
-bool needs_overwrite(const QString& dir, const std::vector<std::string>& files) {
+bool needs_overwrite(const QString& dir, const std::vector<std::string>& files, const SourceGraph& source) {
   try {
-    check_output_dir(dir.toStdString(), files, {.overwrite = true});
+    check_output_dir(dir.toStdString(), files, {.overwrite = true}, source);
   } catch (const Error&) {
     return false;
   }
   try {
-    check_output_dir(dir.toStdString(), files, {});
+    check_output_dir(dir.toStdString(), files, {}, source);
     return false;
   } catch (const UsageError&) {
     return true;
   }
 }
 
-// Asks before an export replaces a folder of other files. Returns false when
-// the user keeps the folder; sets *overwrite when they chose to replace it.
-bool confirm_replacing(QWidget* parent, const QString& dir, const std::vector<std::string>& files, bool* overwrite) {
+// Asks before an export replaces a folder of other files (for an
+// embedding, `source` its graph: another graph there is among them).
+// Returns false when the user keeps the folder; sets *overwrite when they
+// chose to replace it.
+bool confirm_replacing(QWidget* parent, const QString& dir, const std::vector<std::string>& files, bool* overwrite,
+                       const SourceGraph& source = {}) {
   *overwrite = false;
-  if (!needs_overwrite(dir, files)) return true;
+  if (!needs_overwrite(dir, files, source)) return true;
   QStringList others;
   for (const QString& e : QDir(dir).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot, QDir::Name))
     if (std::find(files.begin(), files.end(), e.toStdString()) == files.end()) others << e;
@@ -116,7 +119,8 @@ void MainWindow::exportEmbedding(const QString& path) {
     return;
   }
   bool overwrite = false;
-  if (isEmbeddingFolderPath(path) && !confirm_replacing(this, path, embeddingFolderFiles(), &overwrite)) {
+  const SourceGraph source = SourceGraph::in_memory(graph_metadata(*outcome_->graph));
+  if (isEmbeddingFolderPath(path) && !confirm_replacing(this, path, embeddingFolderFiles(), &overwrite, source)) {
     status_->setText(tr("Export cancelled: %1 was left as it was.").arg(path));
     Q_EMIT exportFinished(false, {status_->text()});
     return;

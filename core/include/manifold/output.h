@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace manifold {
 
 struct OutputOptions {
@@ -33,6 +35,25 @@ struct OutputOptions {
 /// a fingerprint, byte-identical graph.json files.
 bool same_graph(const std::string& a, const std::string& b);
 
+/// The k-NN graph an embedding was computed from: its folder (embed), or,
+/// for a graph held in memory (the explorer's), its graph.json as
+/// graph_metadata() gives it. Empty: unknown.
+struct SourceGraph {
+  SourceGraph() = default;
+  SourceGraph(std::string graph_folder) : folder(std::move(graph_folder)) {}  // NOLINT: a folder names it
+  SourceGraph(const char* graph_folder) : folder(graph_folder) {}             // NOLINT
+  static SourceGraph in_memory(nlohmann::json graph_json);
+
+  std::string folder;
+  nlohmann::json metadata;
+
+  bool empty() const { return folder.empty() && metadata.is_null(); }
+  /// Whether the graph folder `dir` holds this graph (same_graph()'s rule).
+  bool is_in(const std::string& dir) const;
+  /// "g50 (50 points, k=5, euclidean)", or "the graph in memory (...)".
+  std::string describe() const;
+};
+
 class OutputTransaction {
  public:
   /// Creates the missing parent folders and takes the lock. Throws
@@ -45,7 +66,7 @@ class OutputTransaction {
   /// foreign file (replaced with options.overwrite): cluster, trajectory and
   /// the explorer read a graph and the embedding beside it as one. Empty: a
   /// graph there is kept as it is.
-  explicit OutputTransaction(std::string dir, OutputOptions options = {}, std::string source_graph = {});
+  explicit OutputTransaction(std::string dir, OutputOptions options = {}, SourceGraph source_graph = {});
   ~OutputTransaction();
   OutputTransaction(const OutputTransaction&) = delete;
   OutputTransaction& operator=(const OutputTransaction&) = delete;
@@ -66,7 +87,7 @@ class OutputTransaction {
 
   std::string dir_;
   OutputOptions options_;
-  std::string source_graph_;
+  SourceGraph source_graph_;
   std::vector<std::string> created_;  // parent folders made here, outermost first
   std::string lock_path_;
   int lock_fd_ = -1;
@@ -85,7 +106,7 @@ void check_output_dir(const std::string& dir);
 /// (a graph other than `source_graph` among it, see OutputTransaction), and
 /// a folder above the working directory.
 void check_output_dir(const std::string& dir, const std::vector<std::string>& names, const OutputOptions& options,
-                      const std::string& source_graph = "");
+                      const SourceGraph& source_graph = {});
 
 /// The path a message should name for `path`: a file being written by a live
 /// OutputTransaction is named by where it will end up (OUT/indices.npy), not
