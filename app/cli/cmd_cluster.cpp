@@ -28,30 +28,11 @@ int64_t total_points(const Embedding& e) {
   return n;
 }
 
-/// The graph the embedding's kernel was built on: each point's first K'
-/// neighbours (embedding.json's parameters.k) and, under --symmetrize and,
-/// only the pairs that list each other (a one-sided entry becomes -1, which
-/// joins nothing). Its components are the ones embed counted and embedded
-/// the largest of; the full k-NN graph joins pieces the embedding kept apart.
+/// The graph the embedding's kernel was built on (core's embedded_graph),
+/// by embedding.json's parameters.k and --symmetrize rule.
 KnnGraph embedded_graph(KnnGraph g, const Embedding& e) {
   const nlohmann::json parameters = e.metadata.value("parameters", nlohmann::json::object());
-  const int k = parameters.value("k", 0);
-  if (k > 0 && k < g.k) g = g.sliced(k);
-  if (parameters.value("symmetrize", std::string("or")) != "and") return g;
-  const size_t k_used = static_cast<size_t>(g.k);
-  std::vector<int64_t> sorted(g.indices.begin(), g.indices.end());
-  for (int64_t i = 0; i < g.n; ++i)
-    std::sort(sorted.begin() + static_cast<ptrdiff_t>(i * g.k), sorted.begin() + static_cast<ptrdiff_t>((i + 1) * g.k));
-  auto lists = [&](int64_t i, int64_t j) {
-    const auto row = sorted.begin() + static_cast<ptrdiff_t>(i * g.k);
-    return std::binary_search(row, row + static_cast<ptrdiff_t>(k_used), j);
-  };
-  for (int64_t i = 0; i < g.n; ++i)
-    for (size_t j = 0; j < k_used; ++j) {
-      int64_t& nb = g.indices[static_cast<size_t>(i) * k_used + j];
-      if (nb >= 0 && nb < g.n && !lists(nb, i)) nb = -1;
-    }
-  return g;
+  return embedded_graph(std::move(g), parameters.value("k", 0), parameters.value("symmetrize", std::string("or")));
 }
 
 /// Whether `g` is the graph embedding.json's "graph" describes: the same

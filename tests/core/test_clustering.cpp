@@ -83,6 +83,19 @@ TEST(Clustering, EigengapAndComponentsAndBadInput) {
   // 0-1, 2-3-4 (3 points to 2, 4 to 3), 5-6, the larger piece first.
   g.indices = {1, 0, 3, 2, 3, 6, 5};
   EXPECT_EQ(graph_components(g), (std::vector<int32_t>{1, 1, 0, 0, 0, 2, 2}));
+  // The embedding's graph: under "and" only mutual pairs join (4 -> 3 is
+  // one-sided: 3 lists 2), so 4 stands alone; "or" keeps the graph.
+  EXPECT_EQ(graph_components(embedded_graph(g, 0, "and")), (std::vector<int32_t>{0, 0, 1, 1, 3, 2, 2}));
+  EXPECT_EQ(graph_components(embedded_graph(g, 0, "or")), graph_components(g));
+  // Its first k neighbours: two neighbours each on a path 0-1-2-3, the
+  // second neighbour of 0 and 3 reaching across; one neighbour keeps pairs.
+  KnnGraph path;
+  path.n = 4;
+  path.k = 2;
+  path.indices = {1, 3, 0, 2, 3, 1, 2, 0};
+  path.distances.assign(8, 1.f);
+  EXPECT_EQ(graph_components(embedded_graph(path, 2, "or")), (std::vector<int32_t>{0, 0, 0, 0}));
+  EXPECT_EQ(graph_components(embedded_graph(path, 1, "or")), (std::vector<int32_t>{0, 0, 1, 1}));
   std::vector<double> x = {0, 1};
   KMeansParams p;
   p.clusters = 3;

@@ -20,10 +20,11 @@ namespace manifold::ui {
 EmbeddingClustering clusterOutcome(const EmbeddingOutcome& outcome, int coordinates, int clusters) {
   const DiffusionResult& r = *outcome.result;
   // The components of the graph the embedding used: a cached graph may hold
-  // more neighbours than its k, and more neighbours join more pieces.
+  // more neighbours than its k, and more neighbours join more pieces; the
+  // "and" rule keeps only mutual pairs.
   const KnnGraph& graph = *outcome.graph;
-  const std::vector<int32_t> components = r.k > 0 && r.k < graph.k ? graph_components(graph.sliced(r.k))
-                                                                   : graph_components(graph);
+  const std::vector<int32_t> components = graph_components(embedded_graph(graph, r.k,
+                                                                          outcome.params.diffusion.symmetrize));
   EmbeddingClusteringParams p;
   p.clusters = clusters;
   p.coordinates = coordinates;

@@ -43,6 +43,13 @@ KMeansResult kmeans(const double* points, int64_t n, int m, const KMeansParams& 
 /// only the largest, so clustering starts from them.
 std::vector<int32_t> graph_components(const KnnGraph& graph);
 
+/// The graph a diffusion map used of `g`: its first `k` neighbours (0: all)
+/// and, under the `symmetrize` rule "and", only the pairs that list each
+/// other (a one-sided entry becomes -1, which joins nothing). Its
+/// components are the ones the embedding counted and embedded the largest
+/// of; the full k-NN graph may join pieces the embedding kept apart.
+KnnGraph embedded_graph(KnnGraph g, int k, const std::string& symmetrize);
+
 /// The number of clusters the eigengap suggests: the K in [2, max_clusters]
 /// with the largest lambda_{K-1} - lambda_K (eigenvalues descending,
 /// lambda_0 = 1 first). Needs at least 3 eigenvalues.

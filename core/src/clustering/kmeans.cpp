@@ -142,6 +142,25 @@ KMeansResult kmeans(const double* x, int64_t n, int m, const KMeansParams& p) {
   return best;
 }
 
+KnnGraph embedded_graph(KnnGraph g, int k, const std::string& symmetrize) {
+  if (k > 0 && k < g.k) g = g.sliced(k);
+  if (symmetrize != "and") return g;
+  const size_t k_used = static_cast<size_t>(g.k);
+  std::vector<int64_t> sorted(g.indices.begin(), g.indices.end());
+  for (int64_t i = 0; i < g.n; ++i)
+    std::sort(sorted.begin() + static_cast<ptrdiff_t>(i * g.k), sorted.begin() + static_cast<ptrdiff_t>((i + 1) * g.k));
+  auto lists = [&](int64_t i, int64_t j) {
+    const auto row = sorted.begin() + static_cast<ptrdiff_t>(i * g.k);
+    return std::binary_search(row, row + static_cast<ptrdiff_t>(k_used), j);
+  };
+  for (int64_t i = 0; i < g.n; ++i)
+    for (size_t j = 0; j < k_used; ++j) {
+      int64_t& nb = g.indices[static_cast<size_t>(i) * k_used + j];
+      if (nb >= 0 && nb < g.n && !lists(nb, i)) nb = -1;
+    }
+  return g;
+}
+
 std::vector<int32_t> graph_components(const KnnGraph& g) {
   // Union-find with path halving over the n x k edges.
   std::vector<int64_t> parent(static_cast<size_t>(g.n));
