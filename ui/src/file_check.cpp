@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
-#include <string>
 
 #include "manifold/dataset.h"
 #include "manifold/error.h"
@@ -35,9 +34,10 @@ void check_in_child(const QStringList& args, const QString& file) {
   child.start(program, QStringList{QString::fromLatin1(kFileCheckOption)} + args);
   if (!child.waitForStarted(30000)) return;  // no check: the caller reads it as before
   child.waitForFinished(-1);
-  if (child.exitStatus() == QProcess::CrashExit)
-    throw Error(file.toStdString() + ": reading this file crashed a check process (signal " +
-                std::to_string(child.exitCode()) + "); it was not opened");
+  if (child.exitStatus() == QProcess::CrashExit)  // (Qt gives no signal number for a crash)
+    throw Error(file.toStdString() +
+                ": reading this file killed a check process (a crash, or out of memory); "
+                "it was not opened");
   if (child.exitCode() == 1) throw Error(hdf5_crash_note(file.toStdString()) + "; it was not opened");
 }
 
