@@ -28,11 +28,8 @@ namespace {
 
 const QString kClusterColumn = QStringLiteral("cluster");
 
-bool is_hdf5(const QString& file) {
-  const QString suffix = QFileInfo(file).suffix().toLower();
-  return suffix == "h5" || suffix == "hdf5" || suffix == "hdf" || suffix == "cxi" ||
-         read_by_libhdf5(file.toStdString());
-}
+// A file libhdf5 reads (an HDF5 name, or HDF5's signature): core's rule.
+bool is_hdf5(const QString& file) { return read_by_libhdf5(file.toStdString()); }
 
 // `name`, or name_2, name_3, ... when a column has it already.
 QString unique_name(const QString& name, const std::vector<PointMetadata>& columns) {
