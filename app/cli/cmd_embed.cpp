@@ -5,10 +5,12 @@
 
 #include "cli/commands.h"
 #include "cli/embed_common.h"
+#include "manifold/dataset.h"
 #include "manifold/embedding_io.h"
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
 #include "manifold/output.h"
+#include "manifold/printable.h"
 #include "manifold/session.h"
 #include "manifold/step_clock.h"
 #include "manifold/terminal_progress.h"
@@ -36,6 +38,29 @@ std::string data_of_graph_dir(const std::string& graph_dir, const KnnGraph& grap
   return data != graph.extra.end() && data->is_string() ? data->get<std::string>() : std::string();
 }
 
+/// The names of the graph's `n` rows: those of the dataset it was built
+/// from (item_names_of: an image folder's files, listed, not decoded), or
+/// none where the data names no rows or is gone. A folder that cannot be
+/// listed, or no longer holds one image per point, gives none with a
+/// warning: a name beside the wrong point is worse than no name.
+std::vector<std::string> row_names_of(const std::string& data, int64_t n) {
+  if (data.empty()) return {};
+  const char* without = "; embedding.csv and embedding.vtp get no file names";
+  std::vector<std::string> names;
+  try {
+    names = item_names_of(data);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "manifold: warning: %s%s\n", e.what(), without);
+    return {};
+  }
+  if (!names.empty() && static_cast<int64_t>(names.size()) != n) {
+    std::fprintf(stderr, "manifold: warning: %s holds %zu images now, the graph %lld points%s\n",
+                 printable_path(data).c_str(), names.size(), static_cast<long long>(n), without);
+    return {};
+  }
+  return names;
+}
+
 /// Every file an embedding folder gets (write_embedding_files): a folder
 /// holding anything else, another graph among it, is refused before the
 /// eigensolve, unless --overwrite.
@@ -46,10 +71,11 @@ const std::vector<std::string> kEmbeddingFiles = {"eigenvalues.npy", "embedding.
 /// write_embedding_files's steps, then "commit".
 void write_embedding_folder(const std::string& out, const OutputOptions& output, const std::string& graph_dir,
                             const DiffusionResult& r, const DiffusionParams& p, const KnnGraph& g,
-                            const nlohmann::json& extra, const MetadataTable& metadata, StepClock& clock) {
+                            const nlohmann::json& extra, const MetadataTable& metadata,
+                            const std::vector<std::string>& row_names, StepClock& clock) {
   OutputTransaction tx(out, output, graph_dir);
   Timings written;
-  write_embedding_files(tx, r, p, graph_metadata(g), extra, &metadata, &written);
+  write_embedding_files(tx, r, p, graph_metadata(g), extra, &metadata, &row_names, &written);
   clock.add(written);
   tx.commit();
   clock.lap("commit");
@@ -86,6 +112,7 @@ int cmd_embed(int argc, char** argv) {
   clock.lap("load graph");
   const std::string data = data_of_graph_dir(graph_dir, g);
   const MetadataTable metadata = load_metadata_for(metadata_specs, g.n, data);
+  const std::vector<std::string> row_names = row_names_of(data, g.n);
   clock.lap("metadata");
   DiffusionResult r = diffusion_map(g, p, progress);
   progress.check_cancel();
@@ -93,7 +120,7 @@ int cmd_embed(int argc, char** argv) {
   nlohmann::json extra = {{"graph_dir", fs::absolute(graph_dir).lexically_normal().string()}};
   if (!data.empty()) extra["data"] = data;  // trajectory reads the images from it
   extra["command_timings_s"] = clock.json();
-  write_embedding_folder(out, output, graph_dir, r, p, g, extra, metadata, clock);
+  write_embedding_folder(out, output, graph_dir, r, p, g, extra, metadata, row_names, clock);
   report_warnings(r);
   if (!quiet) {
     print_summary(r, p, out);

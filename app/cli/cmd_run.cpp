@@ -167,7 +167,8 @@ int run_session(Session s, const std::string& out, const OutputOptions& output, 
   extra["output_files_s"] = files_json(graph_written.files);
   extra["output_files_s"]["session.json"] = clock.steps().back().second;
   Timings written;
-  write_embedding_files(*tx, embedding, s.diffusion, graph_metadata(graph), extra, &metadata, &written);
+  // An image folder's rows keep their file names in the CSV and the VTP.
+  write_embedding_files(*tx, embedding, s.diffusion, graph_metadata(graph), extra, &metadata, &ds.item_names, &written);
   clock.add(written);
   tx->commit();
   clock.lap("commit");
@@ -293,7 +294,7 @@ int run_demo(const Args& a, const std::vector<std::string>& metadata_specs) {
                          {"demo", demo},
                          {"command_timings_s", clock.json()},
                          {"output_files_s", files}},
-                        &metadata, &written);
+                        &metadata, nullptr, &written);
   clock.add(written);
   tx.commit();
   clock.lap("commit");

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <sys/wait.h>
 
+#include <png.h>
+
 #include "manifold/embedding_io.h"
 #include "manifold/graph_io.h"
 #include "manifold/npy.h"
@@ -758,6 +760,100 @@ TEST(CliMetadata, EmbedMetadataFollowsPointIndex) {
             0);
   EXPECT_EQ(read_embedding(t / "plain").coordinates, e.coordinates);
   EXPECT_FALSE(read_embedding(t / "plain").metadata.contains("metadata_correlation"));
+}
+
+namespace {
+
+/// An 8-bit grey PNG of w x h `pixels`, through libpng.
+void write_grey_png(const std::string& path, int w, int h, const std::vector<uint8_t>& pixels) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << path;
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(png);
+  png_init_io(png, f);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(w), static_cast<png_uint_32>(h), 8, PNG_COLOR_TYPE_GRAY,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (int y = 0; y < h; ++y) png_write_row(png, const_cast<png_bytep>(pixels.data() + static_cast<size_t>(y) * w));
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+  std::fclose(f);
+}
+
+/// n PNGs of a bright bar turning through half a turn (a closed curve), named
+/// with commas, quotes and outer spaces; returns the names in folder order.
+std::vector<std::string> write_bar_folder(const std::string& dir, int n) {
+  fs::create_directories(dir);
+  const std::vector<std::string> kinds = {"bar %02d.png", "bar, %02d.png", "bar \"%02d\".png", " bar %02d .png"};
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) {
+    const double a = M_PI * i / n, c = std::cos(a), s = std::sin(a);
+    std::vector<uint8_t> px(16 * 16);
+    for (int y = 0; y < 16; ++y)
+      for (int x = 0; x < 16; ++x) {
+        const double u = c * (x - 7.5) + s * (y - 7.5), v = -s * (x - 7.5) + c * (y - 7.5);
+        px[static_cast<size_t>(y * 16 + x)] = static_cast<uint8_t>(20 + 200 * std::exp(-u * u / 32 - v * v / 3));
+      }
+    char name[64];
+    std::snprintf(name, sizeof name, kinds[static_cast<size_t>(i) % kinds.size()].c_str(), i);
+    names.push_back(name);
+    write_grey_png(dir + "/" + name, 16, 16, px);
+  }
+  // The folder's order: by name, byte by byte here (the numbers are zero-padded).
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/// The file column of an embedding folder's CSV and VTP, checked against
+/// `names` in point_index order.
+void expect_file_names(const std::string& dir, const std::vector<std::string>& names) {
+  const Embedding e = read_embedding(dir);
+  std::ifstream in(dir + "/embedding.csv");
+  std::string line;
+  std::getline(in, line);
+  EXPECT_TRUE(line.ends_with(",file")) << line;
+  std::string in_vtp;
+  for (int64_t p = 0; p < e.n; ++p) {
+    ASSERT_TRUE(std::getline(in, line));
+    const std::string& name = names[static_cast<size_t>(e.point_index[p])];
+    const bool quoted = name.find_first_of(",\"") != std::string::npos || name.front() == ' ' || name.back() == ' ';
+    std::string field = name;
+    for (size_t q = field.find('"'); q != std::string::npos; q = field.find('"', q + 2)) field.insert(q, 1, '"');
+    if (quoted) field = '"' + field + '"';
+    EXPECT_TRUE(line.ends_with("," + field)) << line << " should end with " << field;
+    in_vtp += name + '\0';
+  }
+  std::string type;
+  EXPECT_EQ(vtp_array(read_text(dir + "/embedding.vtp"), "file", &type), in_vtp);
+  EXPECT_EQ(type, "String");
+}
+
+}  // namespace
+
+// QA: an image folder's file names go into the CSV and the VTP, from run
+// (the loaded rows) and from embed (the folder the graph records, listed
+// again); a folder that has changed since the graph gives a warning and no
+// names rather than names beside the wrong points.
+TEST(CliRun, AnImageFoldersFileNamesNameEachPoint) {
+  REQUIRE_CLI();
+  TempDir t;
+  const std::vector<std::string> names = write_bar_folder(t / "bars", 32);
+  std::string err, out;
+  ASSERT_EQ(run_cli("run " + (t / "bars") + " -k 6 --components 2 -q -o " + (t / "r"), &err), 0) << err;
+  expect_file_names(t / "r", names);
+  ASSERT_EQ(run_cli("knn " + (t / "bars") + " -k 6 -q -o " + (t / "g"), &err), 0) << err;
+  ASSERT_EQ(run_cli("embed " + (t / "g") + " --components 2 -q", &err), 0) << err;
+  EXPECT_EQ(err, "");
+  expect_file_names(t / "g", names);
+
+  fs::copy_file(t / ("bars/" + names[0]), t / "bars/zz extra.png");
+  ASSERT_EQ(run_cli("embed " + (t / "g") + " --components 2 -q -o " + (t / "e"), &err), 0) << err;
+  EXPECT_EQ(count_lines(err), 1) << err;
+  EXPECT_NE(err.find("bars holds 33 images now, the graph 32 points; embedding.csv and embedding.vtp get no file "
+                     "names"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(read_text(t / "e/embedding.csv").find("file"), std::string::npos);
 }
 
 TEST(CliMetadata, BadMetadataGivesOneLineAndNoOutput) {

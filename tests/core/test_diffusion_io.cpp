@@ -3,6 +3,7 @@
 // output is all-or-nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -83,12 +84,14 @@ std::string attribute(const std::string& tag, const std::string& key) {
 }
 
 // Scanned by hand: std::regex recurses once per character of the base64
-// text, which overflows the stack under AddressSanitizer.
-std::vector<VtpArray> parse_vtp(const std::string& text) {
+// text, which overflows the stack under AddressSanitizer. `element`:
+// "DataArray" (numbers) or "Array" (VTK's String arrays).
+std::vector<VtpArray> parse_vtp(const std::string& text, const std::string& element = "DataArray") {
   std::vector<VtpArray> out;
-  for (size_t at = text.find("<DataArray "); at != std::string::npos; at = text.find("<DataArray ", at + 1)) {
+  const std::string open = "<" + element + " ", end = "</" + element + ">";
+  for (size_t at = text.find(open); at != std::string::npos; at = text.find(open, at + 1)) {
     const size_t tag_end = text.find('>', at);
-    const size_t close = tag_end == std::string::npos ? tag_end : text.find("</DataArray>", tag_end);
+    const size_t close = tag_end == std::string::npos ? tag_end : text.find(end, tag_end);
     if (close == std::string::npos) break;
     const std::string tag = text.substr(at, tag_end - at);
     if (attribute(tag, "format") != "binary" || attribute(tag, "NumberOfComponents").empty()) continue;
@@ -516,6 +519,102 @@ TEST(EmbeddingIo, MetadataColumnsFollowPointIndex) {
   EXPECT_EQ(cols[0]["name"], "index_2");
   EXPECT_EQ(cols[0]["rows_used"].get<int64_t>(), r.n - (r.n + 4) / 5);  // rows 0, 10, 20, ... have no value
   EXPECT_EQ(cols[2]["statistic"], "correlation_ratio");
+}
+
+/// The records of an RFC 4180 text: quoted fields may hold commas, line
+/// breaks and doubled quotes. Written here from the RFC, not from the writer.
+std::vector<std::vector<std::string>> csv_records(const std::string& text) {
+  std::vector<std::vector<std::string>> records(1, std::vector<std::string>(1));
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    std::string& field = records.back().back();
+    if (quoted) {
+      if (c != '"') field += c;
+      else if (i + 1 < text.size() && text[i + 1] == '"')
+        field += '"', ++i;
+      else
+        quoted = false;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      records.back().emplace_back();
+    } else if (c == '\n') {
+      records.emplace_back(1);
+    } else {
+      field += c;
+    }
+  }
+  if (records.back() == std::vector<std::string>(1)) records.pop_back();  // after the last line break
+  return records;
+}
+
+// Rows of an image folder keep their file names (QA): the CSV's last column
+// "file", quoted as RFC 4180 wants where a name holds a comma, a quote, a
+// line break or outer spaces, and a String point-data array "file" in the
+// VTP, both in point_index order; a metadata column named "file" becomes
+// file_2.
+TEST(EmbeddingIo, ItemNamesNameEveryPointInCsvAndVtp) {
+  DiffusionResult r = small_result();
+  r.point_index = {};
+  for (int64_t e = 0; e < r.n; ++e) r.point_index.push_back(2 * e + 1);  // rows 1, 3, 5, ... of 2n
+  r.graph_points = 2 * r.n;
+  const std::vector<std::string> awkward = {
+      "a, b.png", "say \"hi\".png", " lead.png", "trail .png", "two\nlines.png", "plain.png", "\xc3\xbcn\xc3\xaf.png"};
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < 2 * r.n; ++i)
+    names.push_back(std::to_string(i) + awkward[static_cast<size_t>(i) % awkward.size()]);
+  MetadataTable t(2 * r.n);
+  MetadataColumn file;
+  file.name = "file";
+  for (int64_t i = 0; i < 2 * r.n; ++i) file.values.push_back(static_cast<double>(i));
+  t.add(file);
+  TempDir dir;
+  write_embedding(dir.path, r, DiffusionParams{}, nullptr, nullptr, &t, &names);
+
+  const auto records = csv_records(slurp(dir / "embedding.csv"));
+  ASSERT_EQ(static_cast<int64_t>(records.size()), r.n + 1);
+  EXPECT_EQ(records[0], (std::vector<std::string>{"index", "dc1", "dc2", "dc3", "dc4", "dc5", "file_2", "file"}));
+  for (int64_t e = 0; e < r.n; ++e) {
+    const auto& record = records[static_cast<size_t>(e + 1)];
+    ASSERT_EQ(record.size(), 8u) << e;
+    const int64_t row = r.point_index[static_cast<size_t>(e)];
+    ASSERT_EQ(record[0], std::to_string(row));
+    ASSERT_EQ(std::stod(record[6]), static_cast<double>(row));
+    ASSERT_EQ(record[7], names[static_cast<size_t>(row)]);
+  }
+
+  const std::string vtp = slurp(dir / "embedding.vtp");
+  std::vector<std::string> in_vtp;
+  for (const VtpArray& a : parse_vtp(vtp, "Array"))
+    if (a.name == "file") {
+      EXPECT_EQ(a.type, "String");
+      std::string s;
+      for (uint8_t b : a.bytes)
+        if (b) s += static_cast<char>(b);
+        else
+          in_vtp.push_back(s), s.clear();
+    }
+  ASSERT_EQ(static_cast<int64_t>(in_vtp.size()), r.n);
+  for (int64_t e = 0; e < r.n; ++e)
+    ASSERT_EQ(in_vtp[static_cast<size_t>(e)], names[static_cast<size_t>(r.point_index[static_cast<size_t>(e)])]);
+  // In point data, beside the coordinates, where ParaView lists a point's arrays.
+  const size_t point_data = vtp.find("<PointData"), array = vtp.find("<Array type=\"String\" Name=\"file\"");
+  EXPECT_LT(point_data, array);
+  EXPECT_LT(array, vtp.find("</PointData>"));
+
+  // Without names, no column and no array; names that miss a row are refused.
+  TempDir plain;
+  write_embedding(plain.path, r, DiffusionParams{});
+  EXPECT_EQ(csv_records(slurp(plain / "embedding.csv"))[0].back(), "dc5");
+  EXPECT_EQ(slurp(plain / "embedding.vtp").find("Name=\"file\""), std::string::npos);
+  const std::vector<std::string> short_names(names.begin(), names.begin() + r.n);
+  const int64_t beyond = *std::find_if(r.point_index.begin(), r.point_index.end(), [&](int64_t i) { return i >= r.n; });
+  EXPECT_EQ(testing_support::message_of([&] {
+              write_embedding(dir / "short", r, DiffusionParams{}, nullptr, nullptr, nullptr, &short_names);
+            }),
+            "item names: point index " + std::to_string(beyond) + " is beyond its " + std::to_string(r.n) + " names");
+  EXPECT_FALSE(fs::exists(dir / "short"));
 }
 
 // The CSV and VTP writers, which the GUI's export calls on a path the user

@@ -232,7 +232,7 @@ TEST(EmbeddingIoParallel, EmbeddingJsonRecordsTheWriteSteps) {
   Timings steps;
   write_embedding(t.path, r, DiffusionParams{}, nullptr,
                   {{"command_timings_s", {{"load", 1.5}}}, {"output_files_s", {{"indices.npy", 0.5}}}}, &metadata,
-                  &steps);
+                  nullptr, &steps);
   std::vector<std::string> names;
   for (const auto& [name, seconds] : steps) {
     names.push_back(name);

@@ -794,6 +794,29 @@ TEST(Tiff, FolderInNaturalOrderWithRowNames) {
   EXPECT_EQ(transformed(ds, "anscombe").item_names, ds.item_names);
 }
 
+// item_names_of gives the reader's names from the listing and the page
+// headers alone: a thumbnail page (reduced resolution) names no row, a PNG
+// among TIFFs is one row, and no image is decoded (a file that is no image
+// but has a PNG name still names its row, where the reader would refuse it).
+TEST(Tiff, ItemNamesOfAFolderWithoutReadingIt) {
+  TempDir dir;
+  TiffPage thumb{3, 2, kU8, values(kU8, 6, 2)};
+  thumb.subfile = FILETYPE_REDUCEDIMAGE;
+  write_tiff(dir / "b2.tif", {TiffPage{6, 4, kU8, values(kU8, 24, 1)}, thumb, TiffPage{6, 4, kU8, values(kU8, 24, 3)}});
+  write_tiff(dir / "b10.tif", {TiffPage{6, 4, kU8, values(kU8, 24, 4)}});
+  write_png(dir / "a, \"quoted\" .png", 6, 4, PNG_COLOR_TYPE_GRAY, 8, int_samples(kU8, 24, 5));
+  const std::vector<std::string> expected = {"a, \"quoted\" .png", "b2.tif, page 1", "b2.tif, page 2", "b10.tif"};
+  EXPECT_EQ(load_dataset(dir.path).item_names, expected);
+  EXPECT_EQ(item_names_of(dir.path), expected);
+  write_file(dir / "c.png", {'n', 'o', 't', ' ', 'p', 'n', 'g'});
+  EXPECT_EQ(item_names_of(dir.path).back(), "c.png");
+  // A file names no rows; a folder without images is load_dataset's error.
+  EXPECT_TRUE(item_names_of(dir / "b10.tif").empty());
+  TempDir empty;
+  EXPECT_NE(testing_support::message_of([&] { item_names_of(empty.path); }).find("holds no PNG or TIFF images"),
+            std::string::npos);
+}
+
 TEST(Tiff, BadInputs) {
   TempDir dir;
   write_tiff(dir / "sizes.tif", {TiffPage{5, 5, kU8, values(kU8, 25, 1)}, TiffPage{5, 5, kU8, values(kU8, 25, 2)},

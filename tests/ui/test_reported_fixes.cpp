@@ -4,16 +4,25 @@
 // image's coordinates, category colours against the selection colour, and
 // the smaller ones (gallery scroll, placeholder, status and progress lines,
 // axis titles, colour-bar labels, the BGH plot's width, the demo's colour,
-// the core's option names in GUI messages).
+// the core's option names in GUI messages) and a folder's file names in the
+// exports.
 #include <QAction>
 #include <QDockWidget>
+#include <QFile>
 #include <QImage>
 #include <QScrollBar>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
+
+#include <vtkNew.h>
+#include <vtkPointData.h>
+#include <vtkPolyData.h>
+#include <vtkStringArray.h>
+#include <vtkXMLPolyDataReader.h>
 
 #include "manifold/ui/gui_words.h"
 #include "manifold/ui/main_window.h"
@@ -377,6 +386,65 @@ class TestReportedFixes : public QObject {
              QStringLiteral("give an \u03b5 value or fewer Components"));
     QCOMPARE(guiWords("--local-scaling 40: must be at most k"), QStringLiteral("Local scaling 40: must be at most k"));
     QCOMPARE(guiWords("plain text with a -- dash"), QStringLiteral("plain text with a -- dash"));
+  }
+
+  // QA: an image folder's file names reach the exported .csv (last column
+  // "file", RFC 4180 quotes) and .vtp (a String point-data array VTK's own
+  // reader returns as a vtkStringArray), one per point in point order.
+  void exportsNameEachPointsFile() {
+    QDir folder(dir_.filePath("named"));
+    QVERIFY(folder.mkpath("."));
+    const int n = 40;
+    const std::vector<float> spots = t::rotating_spot_images(n, 16, 16);
+    const QStringList kinds = {"spot %1.png", "spot, %1.png", "spot \"%1\".png", " spot %1 .png"};
+    QStringList names;
+    for (int i = 0; i < n; ++i) {
+      QImage img(16, 16, QImage::Format_Grayscale8);
+      for (int p = 0; p < 256; ++p)
+        img.setPixel(p % 16, p / 16, static_cast<uint>(std::clamp(spots[i * 256 + p] * 200.f + 20.f, 0.f, 255.f)));
+      // The index is zero-padded so the folder's order (by name) is the spots' order.
+      names << kinds[i % kinds.size()].arg(i, 2, 10, QChar('0'));
+      QVERIFY(img.save(folder.filePath(names.back()), "PNG"));
+    }
+    MainWindow w;
+    QVERIFY(t::open_file(w, folder.path(), 20000));
+    t::use_cpu(w, 6, 2);
+    QVERIFY(t::run_now(w, 60000));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.runner()->busy(), 20000);
+    const auto& loaded = w.dataset()->data.item_names;
+    QCOMPARE(static_cast<int>(loaded.size()), n);
+    const std::vector<int64_t> index = w.outcome()->result->point_index;
+    QVERIFY(!index.empty());
+
+    const QString vtp = dir_.filePath("named.vtp"), csv = dir_.filePath("named.csv");
+    for (const QString& path : {vtp, csv}) {
+      QSignalSpy exported(&w, &MainWindow::exportFinished);
+      w.exportEmbedding(path);
+      QVERIFY(wait_for(exported));
+      QVERIFY2(exported.last().at(0).toBool(), qPrintable(exported.last().at(1).toStringList().join(' ')));
+    }
+    vtkNew<vtkXMLPolyDataReader> reader;
+    reader->SetFileName(vtp.toStdString().c_str());
+    reader->Update();
+    auto* files = vtkStringArray::SafeDownCast(reader->GetOutput()->GetPointData()->GetAbstractArray("file"));
+    QVERIFY(files);
+    QCOMPARE(static_cast<size_t>(files->GetNumberOfValues()), index.size());
+    for (size_t e = 0; e < index.size(); ++e)
+      QCOMPARE(QString::fromStdString(files->GetValue(static_cast<vtkIdType>(e))),
+               QString::fromStdString(loaded[static_cast<size_t>(index[e])]));
+
+    QFile text(csv);
+    QVERIFY(text.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(text.readAll()).split('\n', Qt::SkipEmptyParts);
+    QVERIFY2(lines[0].endsWith(",file"), qPrintable(lines[0]));
+    QCOMPARE(lines.size(), static_cast<int>(index.size()) + 1);
+    for (size_t e = 0; e < index.size(); ++e) {
+      // The file field after the last coordinate: quoted where it must be.
+      const QString name = QString::fromStdString(loaded[static_cast<size_t>(index[e])]);
+      const bool quoted = name.contains(',') || name.contains('"') || name.startsWith(' ') || name.endsWith(' ');
+      const QString field = quoted ? '"' + QString(name).replace("\"", "\"\"") + '"' : name;
+      QVERIFY2(lines[static_cast<int>(e) + 1].endsWith(',' + field), qPrintable(lines[static_cast<int>(e) + 1]));
+    }
   }
 };
 

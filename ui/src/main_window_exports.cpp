@@ -126,11 +126,16 @@ void MainWindow::exportEmbedding(const QString& path) {
     return;
   }
   auto outcome = outcome_;
-  start_export(tr("the embedding"), [outcome, path, overwrite] {
+  // The dataset the embedding was computed from (opening another one drops
+  // the embedding): an image folder's file names go into the .csv and .vtp.
+  auto ds = dataset_;
+  start_export(tr("the embedding"), [outcome, ds, path, overwrite] {
     DiffusionParams dp = outcome->params.diffusion;
     dp.k = outcome->result->k;
     nlohmann::json graph_meta = graph_metadata(*outcome->graph);
-    return ui::exportEmbedding(path, *outcome->result, dp, graph_meta, overwrite);
+    const std::vector<std::string>* names = nullptr;
+    if (ds && static_cast<int64_t>(ds->data.item_names.size()) == outcome->graph->n) names = &ds->data.item_names;
+    return ui::exportEmbedding(path, *outcome->result, dp, graph_meta, overwrite, names);
   });
 }
 

@@ -60,6 +60,13 @@ struct ReadOptions {
 /// cannot be read.
 bool read_by_libhdf5(const std::string& path);
 
+/// The Dataset::item_names load_dataset gives the rows of `path`, found
+/// without decoding an image (a folder's listing, its TIFFs' page headers),
+/// so a command that needs only the names does not read the images: empty
+/// for a path that names no rows (not a folder). Throws Error naming the
+/// folder or file where load_dataset would fail to list it or open a TIFF.
+std::vector<std::string> item_names_of(const std::string& path);
+
 /// Reads any supported dataset: .npy, MNIST IDX (optionally .gz), a folder of
 /// same-sized PNG/TIFF images, a (multi-page) TIFF, MRC/MRCS, HDF5/CXI.
 /// Throws manifold::Error with one line naming the file and the problem.

@@ -190,14 +190,20 @@ void data_array(std::FILE* f, const char* type, const std::string& name, int com
   std::fputs("\n        </DataArray>\n", f);
 }
 
-/// VTK's String array: the strings one after another, each ended by a NUL.
-void string_array(std::FILE* f, const std::string& name, const std::vector<std::string>& strings) {
+/// VTK's String array of `count` strings, string(i) the i-th: the strings
+/// one after another, each ended by a NUL (the tag VTK's own writer gives a
+/// vtkStringArray, in field data and in point data alike).
+template <class String>
+void string_array(std::FILE* f, const std::string& name, int64_t count, String&& string) {
   std::string bytes;
-  for (const auto& s : strings) bytes.append(s.c_str(), std::strlen(s.c_str())).push_back('\0');
+  for (int64_t i = 0; i < count; ++i) {
+    const std::string& s = string(i);
+    bytes.append(s.c_str(), std::strlen(s.c_str())).push_back('\0');
+  }
   std::fprintf(f,
-               "        <Array type=\"String\" Name=\"%s\" NumberOfTuples=\"%zu\" NumberOfComponents=\"1\" "
+               "        <Array type=\"String\" Name=\"%s\" NumberOfTuples=\"%lld\" NumberOfComponents=\"1\" "
                "format=\"binary\">\n          ",
-               xml_escaped(name).c_str(), strings.size());
+               xml_escaped(name).c_str(), static_cast<long long>(count));
   vtk_binary<char>(f, static_cast<int64_t>(bytes.size()), [&](int64_t first, int64_t count, char* out) {
     std::memcpy(out, bytes.data() + first, static_cast<size_t>(count));
   });
@@ -259,6 +265,21 @@ void check_metadata_rows(const MetadataTable* metadata, int64_t n, const int64_t
                   std::to_string(metadata->rows()) + " rows");
 }
 
+/// The same for the item names: one per input row.
+void check_item_names(const std::vector<std::string>* item_names, int64_t n, const int64_t* index) {
+  if (!item_names || item_names->empty()) return;
+  const int64_t rows = static_cast<int64_t>(item_names->size());
+  for (int64_t i = 0; i < n; ++i)
+    if (index[i] < 0 || index[i] >= rows)
+      throw Error("item names: point index " + std::to_string(index[i]) + " is beyond its " + std::to_string(rows) +
+                  " names");
+}
+
+/// A null or empty list of names: none (no file column, no array).
+const std::vector<std::string>* names_or_null(const std::vector<std::string>* item_names) {
+  return item_names && !item_names->empty() ? item_names : nullptr;
+}
+
 std::string join(const fs::path& dir, const char* name) { return (dir / name).string(); }
 
 }  // namespace
@@ -270,8 +291,11 @@ std::vector<std::string> coordinate_names(int m) {
 }
 
 void write_vtp(const std::string& path, int64_t n, int m, const double* x, const int64_t* index,
-               const std::vector<std::string>& names, const MetadataTable* metadata) {
+               const std::vector<std::string>& names, const MetadataTable* metadata,
+               const std::vector<std::string>* item_names) {
   check_metadata_rows(metadata, n, index);
+  item_names = names_or_null(item_names);
+  check_item_names(item_names, n, index);
   AtomicFile out(path);
   std::FILE* f = out.get();
   std::fputs("<?xml version=\"1.0\"?>\n", f);
@@ -283,7 +307,9 @@ void write_vtp(const std::string& path, int64_t n, int m, const double* x, const
     if (any) {
       std::fputs("    <FieldData>\n", f);
       for (const MetadataColumn& c : metadata->columns())
-        if (c.kind == MetadataKind::Categorical) string_array(f, c.name + "_categories", c.categories);
+        if (c.kind == MetadataKind::Categorical)
+          string_array(f, c.name + "_categories", static_cast<int64_t>(c.categories.size()),
+                       [&](int64_t i) -> const std::string& { return c.categories[static_cast<size_t>(i)]; });
       std::fputs("    </FieldData>\n", f);
     }
   }
@@ -300,6 +326,9 @@ void write_vtp(const std::string& path, int64_t n, int m, const double* x, const
     std::memcpy(v, index + first, static_cast<size_t>(count) * sizeof *v);
   });
   if (metadata) metadata_arrays(f, n, index, *metadata);
+  if (item_names)
+    string_array(f, "file", n,
+                 [&](int64_t i) -> const std::string& { return (*item_names)[static_cast<size_t>(index[i])]; });
   std::fputs("      </PointData>\n      <Points>\n", f);
   // (dc1, dc2, dc3), 0 for the axes an embedding of fewer coordinates lacks.
   data_array<double>(f, "Float64", "Points", 3, 3 * n, [&](int64_t first, int64_t count, double* v) {
@@ -317,8 +346,11 @@ void write_vtp(const std::string& path, int64_t n, int m, const double* x, const
 }
 
 void write_csv(const std::string& path, int64_t n, int m, const double* x, const int64_t* index,
-               const std::vector<std::string>& names, const MetadataTable* metadata) {
+               const std::vector<std::string>& names, const MetadataTable* metadata,
+               const std::vector<std::string>* item_names) {
   check_metadata_rows(metadata, n, index);
+  item_names = names_or_null(item_names);
+  check_item_names(item_names, n, index);
   static const MetadataTable kNone;
   const auto& columns = (metadata ? *metadata : kNone).columns();
   // Each category's field once, quoted as it needs.
@@ -333,6 +365,15 @@ void write_csv(const std::string& path, int64_t n, int m, const double* x, const
   std::string header = "index";
   for (int c = 0; c < m; ++c) header += "," + names[static_cast<size_t>(c)];
   for (const MetadataColumn& c : columns) header += "," + csv_field(c.name);
+  // The names go last: the column most likely to hold commas, so a reader
+  // that splits every line on commas (numpy.genfromtxt, which knows no
+  // quotes) still finds every other column in its place.
+  std::vector<std::string> name_fields;
+  if (item_names) {
+    header += ",file";
+    name_fields.reserve(item_names->size());
+    for (const std::string& name : *item_names) name_fields.push_back(csv_field(name));
+  }
   header += '\n';
   std::fputs(header.c_str(), f);
   // The longest a row can be: an int64, m doubles and the metadata fields,
@@ -345,6 +386,9 @@ void write_csv(const std::string& path, int64_t n, int m, const double* x, const
     for (const std::string& field : fields) longest = std::max(longest, field.size());
     row_bound += longest + 1;
   }
+  size_t longest_name = 0;
+  for (const std::string& field : name_fields) longest_name = std::max(longest_name, field.size());
+  if (item_names) row_bound += longest_name + 1;
   // Rows in chunks of about a megabyte of text, formatted in parallel.
   const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>((size_t{1} << 20) / row_bound));
   write_in_parallel(f, (n + rows_per_chunk - 1) / rows_per_chunk, [&](int64_t chunk, std::string& text) {
@@ -369,6 +413,10 @@ void write_csv(const std::string& path, int64_t n, int m, const double* x, const
         } else if (!std::isnan(c.values[row])) {
           p = std::to_chars(p, p + kNumber, c.values[row]).ptr;
         }
+      }
+      if (item_names) {
+        *p++ = ',';
+        p = std::copy(name_fields[row].begin(), name_fields[row].end(), p);
       }
       *p++ = '\n';
     }
@@ -432,16 +480,19 @@ std::vector<MetadataCorrelation> metadata_correlations(const DiffusionResult& r,
 
 void write_embedding_files(OutputTransaction& tx, const DiffusionResult& r, const DiffusionParams& p,
                            const nlohmann::json& graph, const nlohmann::json& extra, const MetadataTable* metadata,
-                           Timings* steps) {
+                           const std::vector<std::string>* item_names, Timings* steps) {
   if (r.coordinates.size() != static_cast<size_t>(r.n * r.m) || r.point_index.size() != static_cast<size_t>(r.n))
     throw Error("embedding: result arrays do not match " + std::to_string(r.n) + " x " + std::to_string(r.m));
   const auto names = coordinate_names(r.m);
   if (metadata && metadata->empty()) metadata = nullptr;
+  item_names = names_or_null(item_names);
   std::vector<std::string> reserved = names;
   reserved.push_back("index");
+  if (item_names) reserved.push_back("file");
   const MetadataTable renamed = metadata ? without_clashes(*metadata, reserved) : MetadataTable();
   if (metadata) metadata = &renamed;
   check_metadata_rows(metadata, r.n, r.point_index.data());
+  check_item_names(item_names, r.n, r.point_index.data());
   Timings written;
   auto timed = [&](const char* step, auto&& work) {
     const auto start = std::chrono::steady_clock::now();
@@ -461,10 +512,12 @@ void write_embedding_files(OutputTransaction& tx, const DiffusionResult& r, cons
   });
   writes.start("write embedding .npy", "point_index.npy",
                [&] { npy::write(point_index, r.point_index.data(), {r.n}); });
-  writes.start("write CSV", "embedding.csv",
-               [&] { write_csv(csv, r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata); });
-  writes.start("write VTP", "embedding.vtp",
-               [&] { write_vtp(vtp, r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata); });
+  writes.start("write CSV", "embedding.csv", [&] {
+    write_csv(csv, r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata, item_names);
+  });
+  writes.start("write VTP", "embedding.vtp", [&] {
+    write_vtp(vtp, r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata, item_names);
+  });
   nlohmann::json j = embedding_metadata(r, p, graph);
   if (extra.is_object()) j.update(extra);
   if (metadata)
@@ -486,9 +539,9 @@ void write_embedding_files(OutputTransaction& tx, const DiffusionResult& r, cons
 
 void write_embedding(const std::string& dir, const DiffusionResult& r, const DiffusionParams& p,
                      const nlohmann::json& graph, const nlohmann::json& extra, const MetadataTable* metadata,
-                     Timings* steps) {
+                     const std::vector<std::string>* item_names, Timings* steps) {
   OutputTransaction tx(dir);
-  write_embedding_files(tx, r, p, graph, extra, metadata, steps);
+  write_embedding_files(tx, r, p, graph, extra, metadata, item_names, steps);
   const auto start = std::chrono::steady_clock::now();
   tx.commit();
   if (steps)

@@ -115,6 +115,12 @@ bool read_by_libhdf5(const std::string& path) {
   }
 }
 
+std::vector<std::string> item_names_of(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return {};
+  return io::image_folder_item_names(path);
+}
+
 Dataset load_dataset(const std::string& path, const ReadOptions& opt) {
   if (path.empty()) throw Error("no dataset path given");
   Dataset ds;

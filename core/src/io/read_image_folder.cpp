@@ -49,7 +49,11 @@ bool natural_less(const std::string& a, const std::string& b) {
   return a < b;  // equal as numbers ("a01" and "a1"): byte order decides
 }
 
-Dataset read_image_folder(const std::string& path, const ReadOptions& opt) {
+namespace {
+
+/// The folder's images: every PNG and TIFF file (hidden files and
+/// subfolders skipped), in the natural order of their names.
+std::vector<fs::path> image_files(const std::string& path) {
   std::vector<fs::path> files;
   std::error_code ec;
   fs::directory_iterator it(path, ec);
@@ -67,7 +71,21 @@ Dataset read_image_folder(const std::string& path, const ReadOptions& opt) {
   std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
     return natural_less(a.filename().string(), b.filename().string());
   });
+  return files;
+}
 
+/// The names of the `images` rows one file gives: the file's name, or
+/// "NAME, page P" for each page of a multi-page TIFF.
+void append_names(std::vector<std::string>& names, const fs::path& file, int64_t images) {
+  const std::string name = file.filename().string();
+  for (int64_t page = 0; page < images; ++page)
+    names.push_back(images == 1 ? name : name + ", page " + std::to_string(page + 1));
+}
+
+}  // namespace
+
+Dataset read_image_folder(const std::string& path, const ReadOptions& opt) {
+  const std::vector<fs::path> files = image_files(path);
   ImageStack stack;
   stack.max_images = opt.max_rows;
   stack.expected = static_cast<int64_t>(files.size());
@@ -83,14 +101,19 @@ Dataset read_image_folder(const std::string& path, const ReadOptions& opt) {
       append_tiff(f.string(), stack, true);
       tiff = true;
     }
-    const std::string name = f.filename().string();
-    for (int64_t page = 0; page < stack.count - before; ++page)
-      names.push_back(stack.count - before == 1 ? name : name + ", page " + std::to_string(page + 1));
+    append_names(names, f, stack.count - before);
   }
   Dataset ds = std::move(stack).finish(png && tiff ? "png+tiff" : png ? "png" : "tiff");
   names.resize(static_cast<size_t>(ds.rows()));
   ds.item_names = std::move(names);
   return ds;
+}
+
+std::vector<std::string> image_folder_item_names(const std::string& path) {
+  std::vector<std::string> names;
+  for (const auto& f : image_files(path))
+    append_names(names, f, lower_extension(f) == ".png" ? 1 : tiff_image_count(f.string()));
+  return names;
 }
 
 }  // namespace manifold::io

@@ -218,6 +218,24 @@ void append_tiff(const std::string& path, ImageStack& stack, bool in_folder) {
   if (!messages.first_error.empty()) fail(path, "corrupt TIFF" + why());
 }
 
+int64_t tiff_image_count(const std::string& path) {
+  check_magic(path);
+  TiffMessages messages;
+  std::unique_ptr<TIFFOpenOptions, void (*)(TIFFOpenOptions*)> options(TIFFOpenOptionsAlloc(), &TIFFOpenOptionsFree);
+  TIFFOpenOptionsSetErrorHandlerExtR(options.get(), on_tiff_error, &messages);
+  TIFFOpenOptionsSetWarningHandlerExtR(options.get(), on_tiff_warning, nullptr);
+  std::unique_ptr<TIFF, TiffCloser> tif(TIFFOpenExt(path.c_str(), "r", options.get()));
+  if (!tif) fail(path, "corrupt TIFF" + (messages.first_error.empty() ? "" : " (" + messages.first_error + ")"));
+  // append_tiff's rule: every page but the reduced-resolution ones.
+  int64_t images = 0;
+  do {
+    uint32_t subfile = 0;
+    TIFFGetField(tif.get(), TIFFTAG_SUBFILETYPE, &subfile);
+    images += (subfile & FILETYPE_REDUCEDIMAGE) ? 0 : 1;
+  } while (TIFFReadDirectory(tif.get()));
+  return images;
+}
+
 Dataset read_tiff(const std::string& path, const ReadOptions& opt) {
   ImageStack stack;
   stack.max_images = opt.max_rows;

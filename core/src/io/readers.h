@@ -93,9 +93,16 @@ void append_png(const std::string& path, ImageStack& stack);
 /// `in_folder` words the messages for a file among others ("page 2 of dir/a.tif").
 void append_tiff(const std::string& path, ImageStack& stack, bool in_folder);
 
+/// How many images append_tiff takes from the file (its pages but the
+/// reduced-resolution ones), counted from the page headers alone.
+int64_t tiff_image_count(const std::string& path);
+
 Dataset read_npy(const std::string& path, const ReadOptions& opt);
 Dataset read_idx(const std::string& path, const ReadOptions& opt);
 Dataset read_image_folder(const std::string& path, const ReadOptions& opt);
+/// The item_names read_image_folder gives the folder's rows, found without
+/// decoding an image.
+std::vector<std::string> image_folder_item_names(const std::string& path);
 /// The folder's order of file names: runs of digits compare as numbers
 /// (img2 before img10), the rest byte by byte.
 bool natural_less(const std::string& a, const std::string& b);

@@ -43,9 +43,12 @@ SparseTriplets readMatrixMarket(const QString& path);
 /// to <name>.point_index.npy beside it), .csv or .vtp. A path without one of
 /// these suffixes is taken as a folder and receives every file of
 /// `manifold embed` (a folder of other files only when `overwrite`).
-/// Returns the files written.
+/// `item_names` (one per graph point, may be null): the .csv and .vtp name
+/// each point's file, as `manifold run` writes them. Returns the files
+/// written.
 QStringList exportEmbedding(const QString& path, const DiffusionResult& result, const DiffusionParams& params,
-                            const nlohmann::json& graph_metadata, bool overwrite = false);
+                            const nlohmann::json& graph_metadata, bool overwrite = false,
+                            const std::vector<std::string>* item_names = nullptr);
 /// Whether `path` names an embedding folder rather than one file.
 bool isEmbeddingFolderPath(const QString& path);
 
