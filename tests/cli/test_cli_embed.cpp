@@ -132,6 +132,31 @@ TEST(CliEmbed, DegenerateEmbeddingWarnsAndRecordsWhy) {
   EXPECT_EQ(err, "");
 }
 
+// QA 15: a disconnected graph's line names the file that lists the points
+// embedded, which embed writes beside it (the explorer's banner says
+// otherwise: core's test_diffusion, the GUI's test_reported_fixes).
+TEST(CliEmbed, ADisconnectedGraphNamesPointIndex) {
+  REQUIRE_CLI();
+  TempDir t;
+  std::vector<float> v;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> g(0, 0.05f);
+  for (int i = 0; i < 300; ++i) {
+    const double a = 2 * M_PI * i / 240, far = i < 240 ? 0 : 100;  // 240 on a circle, 60 in a blob far away
+    v.insert(v.end(), {static_cast<float>(i < 240 ? std::cos(a) : 0) + g(rng) + static_cast<float>(far),
+                       static_cast<float>(i < 240 ? std::sin(a) : 0) + g(rng), g(rng)});
+  }
+  npy::write(t / "two.npy", v.data(), {300, 3});
+  ASSERT_EQ(run_cli("knn " + (t / "two.npy") + " -k 8 -q -o " + (t / "g")), 0);
+  std::string err;
+  ASSERT_EQ(run_cli("embed " + (t / "g") + " --components 2 -q", &err), 0) << err;
+  EXPECT_NE(err.find("manifold: warning: the k-NN graph has 2 connected components (240 and 60 points); embedded "
+                     "the largest piece (240 of 300 points; point_index.npy lists them); a larger k joins them"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(read_embedding(t / "g").point_index.size(), 240u);
+}
+
 // An embedding written beside another graph than its own would be read by
 // cluster, trajectory and the explorer as that graph's; a folder that cannot
 // take the result is refused before the eigensolve (a solve that cannot

@@ -626,6 +626,16 @@ TEST(Diffusion, DisconnectedGraphEmbedsTheLargestComponentAndSaysSo) {
                                            "joins them"),
             std::string::npos)
       << r.diagnostics.warnings[0];
+  // The explorer's banner (QA 15): the view draws only the embedded piece,
+  // and no point_index.npy exists before an export.
+  const auto shown = diagnostic_warnings(r, r.diagnostics, EmbeddedPointsShown::DrawnInView);
+  ASSERT_EQ(shown.size(), r.diagnostics.warnings.size());
+  EXPECT_NE(shown[0].find("3 connected components (200, 120 and 80 points); embedded the largest piece (200 of 400 "
+                          "points; the other 200 are not drawn); a larger k joins them"),
+            std::string::npos)
+      << shown[0];
+  EXPECT_EQ(shown[0].find("point_index"), std::string::npos) << shown[0];
+  for (size_t i = 1; i < shown.size(); ++i) EXPECT_EQ(shown[i], r.diagnostics.warnings[i]);
   EXPECT_EQ(r.identical_components, 0);
   ASSERT_EQ(r.n, 200);
   ASSERT_EQ(r.point_index.size(), 200u);

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include <vtkNew.h>
 #include <vtkPointData.h>
@@ -24,6 +25,7 @@
 #include <vtkStringArray.h>
 #include <vtkXMLPolyDataReader.h>
 
+#include "manifold/npy.h"
 #include "manifold/ui/gui_words.h"
 #include "manifold/ui/main_window.h"
 #include "manifold/ui/palette.h"
@@ -386,6 +388,26 @@ class TestReportedFixes : public QObject {
              QStringLiteral("give an \u03b5 value or fewer Components"));
     QCOMPARE(guiWords("--local-scaling 40: must be at most k"), QStringLiteral("Local scaling 40: must be at most k"));
     QCOMPARE(guiWords("plain text with a -- dash"), QStringLiteral("plain text with a -- dash"));
+  }
+
+  // QA 15: the banner of a disconnected graph says the points left out are
+  // not drawn; no point_index.npy is in sight before an export.
+  void disconnectedGraphBannerSpeaksOfTheView() {
+    std::vector<float> v = t::rotating_spot_images(240, 16, 16);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> noise(0.f, 0.02f);
+    for (int i = 0; i < 60 * 256; ++i) v.push_back(5.f + noise(rng));  // 60 bright frames, far from every spot
+    const QString path = dir_.filePath("two_pieces.npy");
+    npy::write(path.toStdString(), v.data(), {300, 16, 16});
+    MainWindow w;
+    QVERIFY(t::open_file(w, path, 20000));
+    t::use_cpu(w, 8, 2);
+    QVERIFY(t::run_now(w, 60000));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.runner()->busy(), 20000);
+    const QString text = w.warningText();
+    QVERIFY2(text.contains("embedded the largest piece (240 of 300 points; the other 60 are not drawn)"),
+             qPrintable(text));
+    QVERIFY2(!text.contains("point_index"), qPrintable(text));
   }
 
   // QA: an image folder's file names reach the exported .csv (last column

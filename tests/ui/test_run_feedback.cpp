@@ -47,11 +47,11 @@ bool view_draws(const EmbeddingView& view, const DiffusionResult& r) {
   return true;
 }
 
-/// The warning line a result calls for: its diagnostics' lines, in order,
-/// in the panel's words (guiWords).
+/// The warning line a result calls for: its diagnostics' lines for the
+/// view, in order, in the panel's words (guiWords).
 bool warning_line_shows(const MainWindow& w, const DiffusionResult& r) {
   const QString text = w.warningText();
-  const auto& warnings = r.diagnostics.warnings;
+  const auto warnings = diagnostic_warnings(r, r.diagnostics, EmbeddedPointsShown::DrawnInView);
   if (warnings.empty()) return text.isEmpty();
   const QStringList lines = text.split('\n');
   if (lines.size() != static_cast<int>(warnings.size())) return false;

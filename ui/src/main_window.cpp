@@ -856,7 +856,9 @@ void MainWindow::show_outcome(std::shared_ptr<const EmbeddingOutcome> outcome) {
 void MainWindow::show_diagnostics() {
   const EmbeddingDiagnostics& d = outcome_->result->diagnostics;
   QStringList lines;
-  for (const std::string& w : d.warnings) lines << QStringLiteral("\u26a0 ") + guiWords(QString::fromStdString(w));
+  // The view draws only the embedded points; no point_index.npy is in sight.
+  for (const std::string& w : diagnostic_warnings(*outcome_->result, d, EmbeddedPointsShown::DrawnInView))
+    lines << QStringLiteral("\u26a0 ") + guiWords(QString::fromStdString(w));
   warning_text_->setText(lines.join('\n'));
   warning_bar_->setVisible(!lines.isEmpty());
   QStringList localised;

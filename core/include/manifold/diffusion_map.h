@@ -247,7 +247,7 @@ struct EmbeddingDiagnostics {
   std::vector<int> localised;  ///< coordinates (1-based) with participation below localised_below
   double localised_below = 0;  ///< max(10, 0.2% of the points)
   std::vector<int> near_one;   ///< coordinates with 1 - lambda < kNearOne
-  std::vector<std::string> warnings;  ///< one line each, for the CLI and the GUI
+  std::vector<std::string> warnings;  ///< one line each, as the CLI and embedding.json give them (diagnostic_warnings)
   nlohmann::json to_json() const;
 };
 /// 1 - lambda below this: the coordinate is a nearly separate piece of the graph.
@@ -363,6 +363,24 @@ std::vector<double> nystrom_extend(const DiffusionResult& result, const Diffusio
 /// degrees `degree`), with one warning line per finding, including the
 /// points left out (graph components, weakly joined points).
 EmbeddingDiagnostics diagnose(const DiffusionResult& r, const std::vector<double>& degree);
+
+/// Where the reader of the warnings learns which points were embedded, which
+/// the line about a disconnected graph says: only the caller knows.
+enum class EmbeddedPointsShown {
+  /// point_index.npy beside the files lists them (the CLI's lines, embedding.json).
+  ListedInPointIndex,
+  /// The explorer's view draws only them; its banner shows before any export
+  /// has written a point_index.npy.
+  DrawnInView,
+};
+
+/// The warning lines of `d`, the diagnostics of `r`, one per finding (points
+/// left out, duplicates scaled, weakly joined points, eigenvalues at 1,
+/// localised coordinates), the left-out points worded for `where`.
+/// diagnose() fills EmbeddingDiagnostics::warnings with those for
+/// ListedInPointIndex.
+std::vector<std::string> diagnostic_warnings(const DiffusionResult& r, const EmbeddingDiagnostics& d,
+                                             EmbeddedPointsShown where);
 
 /// Fisher-Lee circular correlation of two angle samples (radians), in
 /// [-1, 1]; +-1 when b = +-a + constant. Needs no mean direction, so it is

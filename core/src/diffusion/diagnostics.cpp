@@ -73,6 +73,15 @@ std::string joining_hint(const DiffusionResult& r) {
   return "of the others, " + groups + why + "; a larger k joins the rest";
 }
 
+/// Where the points embedded are to be seen, for the line about a
+/// disconnected graph: "point_index.npy lists them" beside the files, "the
+/// other 60 are not drawn" in the view.
+std::string embedded_points_note(const DiffusionResult& r, EmbeddedPointsShown where) {
+  if (where == EmbeddedPointsShown::ListedInPointIndex) return "point_index.npy lists them";
+  const int64_t others = r.graph_points - r.n;
+  return others == 1 ? "the other point is not drawn" : "the other " + with_commas(others) + " are not drawn";
+}
+
 }  // namespace
 
 nlohmann::json EmbeddingDiagnostics::to_json() const {
@@ -103,43 +112,51 @@ EmbeddingDiagnostics diagnose(const DiffusionResult& r, const std::vector<double
     if (1 - r.eigenvalues[static_cast<size_t>(c)] < kNearOne) d.near_one.push_back(c);
   }
 
-  if (r.graph_components > 1)
-    d.warnings.push_back("the k-NN graph has " + std::to_string(r.graph_components) + " connected components (" +
-                         sizes(r.largest_graph_components, r.graph_components) + "); embedded the largest piece (" +
-                         with_commas(r.n) + " of " + with_commas(r.graph_points) +
-                         " points; point_index.npy lists them); " + joining_hint(r));
+  d.warnings = diagnostic_warnings(r, d, EmbeddedPointsShown::ListedInPointIndex);
+  return d;
+}
+
+std::vector<std::string> diagnostic_warnings(const DiffusionResult& r, const EmbeddingDiagnostics& d,
+                                             EmbeddedPointsShown where) {
+  std::vector<std::string> warnings;
+  if (r.graph_components > 1) {
+    warnings.push_back("the k-NN graph has " + std::to_string(r.graph_components) + " connected components (" +
+                       sizes(r.largest_graph_components, r.graph_components) + "); embedded the largest piece (" +
+                       with_commas(r.n) + " of " + with_commas(r.graph_points) + " points; " +
+                       embedded_points_note(r, where) + "); " + joining_hint(r));
+  }
   if (r.duplicate_scaled_points > 0)
-    d.warnings.push_back(points(r.duplicate_scaled_points) + " of " + with_commas(r.graph_points) +
-                         (r.duplicate_scaled_points == 1 ? " is at distance 0 from its "
-                                                         : " are at distance 0 from their ") +
-                         std::to_string(r.local_scaling) +
-                         "-th neighbour (duplicate images): local scaling took the distance to the nearest "
-                         "distinct neighbour instead");
+    warnings.push_back(points(r.duplicate_scaled_points) + " of " + with_commas(r.graph_points) +
+                       (r.duplicate_scaled_points == 1 ? " is at distance 0 from its "
+                                                       : " are at distance 0 from their ") +
+                       std::to_string(r.local_scaling) +
+                       "-th neighbour (duplicate images): local scaling took the distance to the nearest "
+                       "distinct neighbour instead");
   if (r.weakly_joined_points > 0)
-    d.warnings.push_back("at epsilon = " + number(r.epsilon) + ", " + points(r.weakly_joined_points) +
-                         (r.weakly_joined_points == 1 ? " is" : " are") +
-                         " joined to the rest only by kernel weights below " + number(kNegligibleWeight) +
-                         " and were left out (" + with_commas(r.n) + " of " + with_commas(r.graph_points) +
-                         " embedded); " + wider_kernel_hint(r.epsilon));
+    warnings.push_back("at epsilon = " + number(r.epsilon) + ", " + points(r.weakly_joined_points) +
+                       (r.weakly_joined_points == 1 ? " is" : " are") +
+                       " joined to the rest only by kernel weights below " + number(kNegligibleWeight) +
+                       " and were left out (" + with_commas(r.n) + " of " + with_commas(r.graph_points) +
+                       " embedded); " + wider_kernel_hint(r.epsilon));
   if (!d.near_one.empty())
-    d.warnings.push_back("eigenvalues of coordinates " + list(d.near_one) + " lie within " + number(kNearOne) +
-                         " of 1: the kernel graph is nearly disconnected at epsilon = " + number(r.epsilon) + "; " +
-                         wider_kernel_hint(r.epsilon));
+    warnings.push_back("eigenvalues of coordinates " + list(d.near_one) + " lie within " + number(kNearOne) +
+                       " of 1: the kernel graph is nearly disconnected at epsilon = " + number(r.epsilon) + "; " +
+                       wider_kernel_hint(r.epsilon));
   if (!d.localised.empty()) {
     std::string carried;
     for (int c : d.localised)
       carried += (carried.empty() ? "" : ", ") +
                  std::to_string(static_cast<int64_t>(std::lround(d.participation[static_cast<size_t>(c - 1)])));
     const bool one = d.localised.size() == 1;
-    d.warnings.push_back(std::string(one ? "coordinate " : "coordinates ") + list(d.localised) +
-                         (one ? " is" : " are") + " localised (carried by about " + carried + " of " +
-                         with_commas(r.n) + " points, fewer than " + number(d.localised_below) + "): " +
-                         (one ? "it singles" : "they single") + " out a few images, not the shape of the data; " +
-                         (r.local_scaling > 0
-                              ? wider_kernel_hint(r.epsilon)
-                              : "try --local-scaling auto, or " + wider_kernel_hint(r.epsilon).substr(4)));
+    warnings.push_back(std::string(one ? "coordinate " : "coordinates ") + list(d.localised) + (one ? " is" : " are") +
+                       " localised (carried by about " + carried + " of " + with_commas(r.n) + " points, fewer than " +
+                       number(d.localised_below) + "): " + (one ? "it singles" : "they single") +
+                       " out a few images, not the shape of the data; " +
+                       (r.local_scaling > 0
+                            ? wider_kernel_hint(r.epsilon)
+                            : "try --local-scaling auto, or " + wider_kernel_hint(r.epsilon).substr(4)));
   }
-  return d;
+  return warnings;
 }
 
 std::string budget_message(const DiffusionMatrix& a, int64_t matvecs, double seconds, const EigenOptions& o) {
