@@ -390,6 +390,37 @@ class TestReportedFixes : public QObject {
     QCOMPARE(guiWords("plain text with a -- dash"), QStringLiteral("plain text with a -- dash"));
   }
 
+  // QA 16: three images embed in one coordinate, a line of points along X
+  // at y = 0. They stood on the view's left and right edges, on the X axis
+  // line; now they stand inside the view, above the axis, with no Y axis.
+  void oneCoordinateStandsInsideTheView() {
+    const std::vector<float> three = t::rotating_spot_images(3, 16, 16);
+    const QString path = dir_.filePath("three.npy");
+    npy::write(path.toStdString(), three.data(), {3, 16, 16});
+    MainWindow w;
+    QVERIFY(t::show_window(w));
+    QVERIFY(t::open_file(w, path, 20000));
+    t::use_cpu(w, 2, 0);
+    QVERIFY(t::run_now(w, 60000));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.runner()->busy(), 20000);
+    QCOMPARE(w.outcome()->result->m, 1);
+    EmbeddingView& view = *w.view();
+    QCOMPARE(view.axisTitles(), QStringList{QStringLiteral("\u03c8"
+                                                           "1")});
+    const QRectF area = view.plotArea();
+    for (int64_t i = 0; i < view.pointCount(); ++i) {
+      const QPointF p = view.projectedPosition(i);
+      QVERIFY2(p.x() > area.left() + 0.05 * area.width() && p.x() < area.right() - 0.05 * area.width(),
+               qPrintable(QString("point %1 at x = %2 of %3").arg(i).arg(p.x()).arg(area.width())));
+    }
+    // Reset view frames it the same way.
+    view.resetCamera();
+    const QRectF extent = drawn_extent(view);
+    QVERIFY2(extent.left() > area.left() + 0.05 * area.width() && extent.right() < area.right() - 0.05 * area.width(),
+             qPrintable(QString("%1 .. %2 of %3").arg(extent.left()).arg(extent.right()).arg(area.width())));
+    w.grab().save(QDir(t::output_dir()).filePath("one_coordinate.png"));  // to look at, not asserted
+  }
+
   // QA 15: the banner of a disconnected graph says the points left out are
   // not drawn; no point_index.npy is in sight before an export.
   void disconnectedGraphBannerSpeaksOfTheView() {

@@ -278,6 +278,9 @@ struct EmbeddingView::Impl {
 
   int64_t n = 0;
   bool planar = false;
+  // One coordinate (setPoints with one axis title): the points lie along X
+  // at y = 0, and there is no Y axis.
+  bool line = false;
   Bounds bounds;  // of the points drawn: a re-embedding far from them re-frames the view
   QString placeholder = QObject::tr("Open a dataset (or the demo) and press Run to see its diffusion map.");
   QStringList axis_titles;
@@ -340,6 +343,9 @@ struct EmbeddingView::Impl {
   }
   void update_marks();
   void update_axes();
+  /// Points the camera at every point, fitted to the viewport (Reset view,
+  /// a re-framing), keeping its direction of projection.
+  void frame_points();
   /// Lays the colour bar out for the widget's size and fits the renderers
   /// (and the camera, while it is framed) into the area left of it.
   void sync_viewport();
@@ -576,8 +582,24 @@ void EmbeddingView::Impl::sync_viewport() {
   layout_size = size;
   renderer->SetViewport(0, 0, right, 1);
   overlay->SetViewport(0, 0, right, 1);
-  if (framed && n > 0) renderer->ResetCamera();
+  if (framed && n > 0) frame_points();
   renderer->ResetCameraClippingRange();
+}
+
+// A line of points has a flat box, whose bounding sphere, which VTK fits to
+// the viewport, is exactly as wide as the points: the two at its ends stood
+// on the view's left and right edges, and the X axis ran through them all
+// (QA 16). So a line is framed with a band a third of its length above and
+// below it (the sphere's radius is then 0.6 of the length: a tenth of it
+// to spare at either end) and its X axis drawn below it (update_axes).
+void EmbeddingView::Impl::frame_points() {
+  if (!line || bounds.empty) {
+    renderer->ResetCamera();
+    return;
+  }
+  const double length = bounds.hi[0] > bounds.lo[0] ? bounds.hi[0] - bounds.lo[0] : 1.0;
+  double box[6] = {bounds.lo[0], bounds.hi[0], bounds.lo[1] - length / 3, bounds.hi[1] + length / 3, 0, 0};
+  renderer->ResetCamera(box);
 }
 
 void EmbeddingView::Impl::paint_legend(QPainter& p) const {
@@ -623,7 +645,11 @@ void EmbeddingView::Impl::update_axes() {
   double b[6];
   cloud->GetBounds(b);
   if (planar) b[4] = b[5] = 0;
+  // A line's X axis runs a tenth of its length below it (frame_points), not
+  // through the points.
+  if (line) b[2] = b[3] = b[2] - (b[1] > b[0] ? b[1] - b[0] : 1.0) / 10;
   axes->SetBounds(b);
+  axes->SetYAxisVisibility(!line);
   axes->SetZAxisVisibility(!planar);
   axes->SetUse2DMode(planar ? 1 : 0);
   axes->VisibilityOn();
@@ -701,6 +727,7 @@ void EmbeddingView::setPoints(std::vector<float> xyz, bool planar, const QString
   const bool was_empty = d_->n == 0;
   d_->n = n;
   d_->planar = planar;
+  d_->line = planar && axis_titles.size() == 1;
   vtkNew<vtkFloatArray> coords;
   coords->SetNumberOfComponents(3);
   coords->SetNumberOfTuples(n);
@@ -948,12 +975,12 @@ void EmbeddingView::resetCamera() {
   camera->SetPosition(0, 0, 1);
   camera->SetViewUp(0, 1, 0);
   camera->SetParallelProjection(d_->planar);
-  d_->renderer->ResetCamera();
+  d_->frame_points();
   if (!d_->planar) {
     camera->Azimuth(30);
     camera->Elevation(20);
     camera->OrthogonalizeViewUp();
-    d_->renderer->ResetCamera();
+    d_->frame_points();
   }
   d_->renderer->ResetCameraClippingRange();
   d_->request_render();
@@ -964,7 +991,7 @@ void EmbeddingView::reframe() {
   // up: the points fill the view again, seen from where the user turned them.
   d_->sync_viewport();
   d_->framed = true;
-  d_->renderer->ResetCamera();
+  d_->frame_points();
   d_->renderer->ResetCameraClippingRange();
   d_->request_render();
 }

@@ -122,7 +122,8 @@ void MainWindow::update_view(bool reset_camera) {
   QStringList titles;
   for (int i = 0; i < 3; ++i) {
     ax[i] = std::clamp(axis_[i]->currentData().toInt(), 1, r.m);
-    titles << QStringLiteral("\u03c8%1").arg(ax[i]);
+    // One coordinate offered: a line along X, whose y = 0 is no coordinate.
+    if (i == 0 || choices > 1) titles << QStringLiteral("\u03c8%1").arg(ax[i]);
   }
   std::vector<float> xyz(static_cast<size_t>(r.n) * 3);
   for (int64_t e = 0; e < r.n; ++e) {

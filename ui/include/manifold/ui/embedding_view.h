@@ -59,7 +59,9 @@ class EmbeddingView : public QWidget {
   /// kept unless `reset_camera` (so re-embedding does not lose the user's
   /// view); when the points' extent changes materially (more than 1.5-fold,
   /// or the centre moves by a quarter of it) the view is re-framed, keeping
-  /// the user's rotation.
+  /// the user's rotation. `axis_titles`: one per axis drawn; a single one
+  /// (a one-coordinate embedding, planar, y = 0) draws the points as a line
+  /// along X with the X axis below it and no Y axis.
   void setPoints(std::vector<float> xyz, bool planar, const QStringList& axis_titles, bool reset_camera);
   void clearPoints();
   void setColours(const PointColours& colours);
