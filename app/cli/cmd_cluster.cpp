@@ -93,8 +93,7 @@ int cmd_cluster(int argc, char** argv) {
   const std::string dir = a.one_positional("EMBEDDINGDIR");
   if (!a.has("-o")) throw UsageError("cluster: missing -o FILE.npy");
   const std::string out = a.str("-o");
-  if (!(out.size() > 4 && out.ends_with(".npy"))) throw UsageError("-o " + out + ": the output must end in .npy");
-  if (fs::is_directory(out)) throw UsageError("-o " + out + ": is a directory");
+  check_output_file(out, {".npy"});  // before the work: a folder that takes no file fails now
   // The options first: a bad one fails before the embedding is read.
   EmbeddingClusteringParams cp;
   const int max_clusters = static_cast<int>(a.integer("--max-clusters", 10, 2, 1000));

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "manifold/error.h"
+#include "manifold/output.h"
 #include "manifold/pdb.h"
 #include "manifold/simulate.h"
 #include "manifold/terminal_progress.h"
@@ -59,10 +60,7 @@ int cmd_simulate(int argc, char** argv) {
   if (!a.has("--count")) throw UsageError("simulate diffraction: missing --count N");
   if (!a.has("-o")) throw UsageError("simulate diffraction: missing -o FILE.npy|FILE.cxi");
   const std::string out = a.str("-o");
-  if (!(out.size() > 4 && (out.ends_with(".npy") || out.ends_with(".cxi"))))
-    throw UsageError("-o " + out + ": the output must end in .npy or .cxi");
-  if (std::filesystem::is_directory(out))
-    throw UsageError(out + ": is a folder (-o names the .npy or .cxi file to write)");
+  check_output_file(out, {".npy", ".cxi"});  // before the simulation: a folder that takes no file fails now
   DiffractionParams p;
   p.count = a.integer("--count", 0, 1, INT64_MAX);
   p.size = static_cast<int>(a.integer("--size", p.size, 2, 4096));

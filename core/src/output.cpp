@@ -198,6 +198,42 @@ void refuse_empty(const std::string& dir) {
   if (dir.empty()) throw UsageError("-o: the output path is empty; name a folder");
 }
 
+// Why a new file cannot be made in the folder `dir`, or "" when one can: a
+// file is created there (O_EXCL, a name no result uses) and removed again.
+// access(W_OK) asks the permission bits alone, and as root says yes for
+// every folder: /proc, where a file cannot be made, passed, and the command
+// failed only when it moved its result into place, after the work.
+std::string cannot_create_file_in(const fs::path& dir) {
+  static std::atomic<uint64_t> counter{0};
+  std::random_device device;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    char name[48];
+    std::snprintf(name, sizeof name, ".manifold-probe-%08x%04x", static_cast<unsigned>(device()),
+                  static_cast<unsigned>(counter++ & 0xffff));
+    const std::string probe = (dir / name).string();
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(probe.c_str());
+      return {};
+    }
+    if (errno != EEXIST) return std::strerror(errno);
+  }
+  return "no free name for a file there";
+}
+
+// The folder a new path would be made in: the nearest existing folder at or
+// above `p` (absolute); empty when none exists.
+fs::path nearest_existing(const fs::path& p) {
+  std::error_code ec;
+  fs::path at = fs::absolute(p, ec);
+  while (!at.empty() && !fs::exists(at, ec)) {
+    if (at == at.parent_path()) return {};
+    at = at.parent_path();
+  }
+  return at;
+}
+
 void (*g_fault_hook)(const char*) = nullptr;
 void fault_point(const char* step) {
   if (g_fault_hook) g_fault_hook(step);
@@ -443,14 +479,39 @@ void check_output_dir(const std::string& dir) {
   fs::path p(dir);
   if (fs::exists(p, ec)) {
     if (!fs::is_directory(p, ec)) throw UsageError(dir + ": exists and is not a folder (the output must be a folder)");
-    if (::access(dir.c_str(), W_OK) != 0) throw Error(dir + ": output directory is not writable");
+    if (const std::string why = cannot_create_file_in(p); !why.empty())
+      throw Error(dir + ": output directory is not writable (" + why + ")");
     return;
   }
-  // The nearest existing ancestor must be a writable directory.
-  fs::path parent = fs::absolute(p, ec).parent_path();
-  while (!parent.empty() && !fs::exists(parent, ec)) parent = parent.parent_path();
-  if (parent.empty() || !fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK) != 0)
-    throw Error(dir + ": cannot create output directory here (" + parent.string() + " is not writable)");
+  // The folders it needs are made in the nearest existing one.
+  const fs::path parent = nearest_existing(fs::absolute(p, ec).parent_path());
+  if (parent.empty() || !fs::is_directory(parent, ec))
+    throw Error(dir + ": cannot create output directory here (no folder above it)");
+  if (const std::string why = cannot_create_file_in(parent); !why.empty())
+    throw Error(dir + ": cannot create output directory here (" + parent.string() + " is not writable: " + why + ")");
+}
+
+void check_output_file(const std::string& path, const std::vector<std::string>& suffixes) {
+  std::string wanted;  // "FILE.npy or FILE.cxi"
+  for (const std::string& s : suffixes) wanted += (wanted.empty() ? "FILE" : " or FILE") + s;
+  if (path.empty()) throw UsageError("-o: the output path is empty; name a " + (wanted.empty() ? "file" : wanted));
+  const bool suffix_ok = suffixes.empty() || std::any_of(suffixes.begin(), suffixes.end(), [&](const std::string& s) {
+                           return path.size() > s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0;
+                         });
+  if (!suffix_ok) {
+    std::string list;
+    for (const std::string& s : suffixes) list += (list.empty() ? "" : " or ") + s;
+    throw UsageError("-o " + path + ": the output must end in " + list);
+  }
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw UsageError("-o " + path + ": is a folder; -o names the file to write");
+  // The file goes into its folder, made first where missing (OutputTransaction).
+  const fs::path folder = nearest_existing(fs::absolute(path, ec).parent_path());
+  if (folder.empty() || !fs::is_directory(folder, ec))
+    throw Error(path + ": cannot write it (" +
+                (folder.empty() ? "no folder above it" : folder.string() + " is a file") + ")");
+  if (const std::string why = cannot_create_file_in(folder); !why.empty())
+    throw Error(path + ": cannot write a file in " + folder.string() + " (" + why + ")");
 }
 
 void check_output_dir(const std::string& dir, const std::vector<std::string>& names, const OutputOptions& options,

@@ -270,6 +270,33 @@ TEST(OutputFolder, AnEmptyPathIsABadArgument) {
   EXPECT_THROW(OutputTransaction tx(""), UsageError);
 }
 
+// The early checks make a file where the output goes and remove it again:
+// the folders they accept take one, and they leave nothing behind.
+TEST(OutputFolder, EarlyChecksTryToMakeAFile) {
+  TempDir t;
+  EXPECT_NO_THROW(check_output_dir(t / "new/deeper"));
+  EXPECT_NO_THROW(check_output_dir(t.path));
+  EXPECT_NO_THROW(check_output_file(t / "new/x.npy", {".npy"}));
+  EXPECT_TRUE(fs::is_empty(t.path));
+  EXPECT_EQ(message_of([] {
+              check_output_file("/proc/manifold-x.npy", {".npy"});
+            }).rfind("/proc/manifold-x.npy: cannot write a file in /proc (", 0),
+            0u);
+  EXPECT_NE(message_of([] { check_output_dir("/proc/manifold-out"); }).find("/proc is not writable"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { check_output_dir("/proc/self"); }).find("output directory is not writable"),
+            std::string::npos);
+  // What the path itself says is a bad argument, before any folder is tried.
+  EXPECT_EQ(message_of([] {
+              check_output_file("", {".npy", ".cxi"});
+            }),
+            "-o: the output path is empty; name a FILE.npy or FILE.cxi");
+  EXPECT_EQ(message_of([] { check_output_file("/proc/x.txt", {".npy"}); }),
+            "-o /proc/x.txt: the output must end in .npy");
+  fs::create_directory(t / "d.npy");
+  EXPECT_THROW(check_output_file(t / "d.npy", {".npy"}), UsageError);
+}
+
 TEST(OutputFolder, SecondWriterOfTheSameFolderFails) {
   TempDir t;
   auto first = std::make_unique<OutputTransaction>(t / "o");
@@ -539,11 +566,38 @@ TEST(CliOutput, AnEmptyOutputIsAUsageError) {
   save(random_dataset(20, 4, 1), t / "a.npy");
   std::string err;
   ASSERT_EQ(run_cli("knn " + (t / "a.npy") + " -k 3 -q -o " + (t / "g"), &err), 0) << err;
+  ASSERT_EQ(run_cli("embed " + (t / "g") + " --components 2 -q", &err), 0) << err;
+  // Every command with -o (QA 17): cluster and simulate named "-o : the
+  // output must end in .npy", trajectory "missing the output".
   for (const std::string& args :
-       {"knn " + (t / "a.npy") + " -k 3", "run " + (t / "a.npy") + " -k 3", "embed " + (t / "g") + " --components 2"}) {
+       {"knn " + (t / "a.npy") + " -k 3", "run " + (t / "a.npy") + " -k 3", "embed " + (t / "g") + " --components 2",
+        "cluster " + (t / "g"), std::string("simulate diffraction --pdb 1ubq --count 2"), "trajectory " + (t / "g")}) {
     EXPECT_EQ(run_cli(args + " -q -o ''", &err), 2) << args;
     EXPECT_EQ(lines(err), 1) << args << ": " << err;
     EXPECT_NE(err.find("-o: the output path is empty"), std::string::npos) << args << ": " << err;
+  }
+}
+
+// A folder that takes no new file is found before the work, by making one
+// there: access() says yes to root for /proc, where the result then could
+// not be moved into place after the work (QA 17). Each command's output
+// check comes before anything it reads, so its message is the output's.
+TEST(CliOutput, AFolderThatTakesNoFileIsRefusedBeforeTheWork) {
+  REQUIRE_CLI();
+  TempDir t;
+  std::string err;
+  const std::string missing = t / "nothing-here";
+  const std::pair<std::string, std::string> cases[] = {
+      {"cluster " + missing + " -o /proc/manifold-x.npy", "/proc/manifold-x.npy: cannot write a file in /proc ("},
+      {"simulate diffraction --pdb " + missing + ".pdb --count 2 -o /proc/manifold-x.npy",
+       "/proc/manifold-x.npy: cannot write a file in /proc ("},
+      {"knn " + missing + ".npy -k 3 -o /proc/manifold-g",
+       "/proc/manifold-g: cannot create output directory here (/proc is not writable: "},
+  };
+  for (const auto& [args, message] : cases) {
+    EXPECT_EQ(run_cli(args + " -q", &err), 1) << args;
+    EXPECT_EQ(lines(err), 1) << args << ": " << err;
+    EXPECT_NE(err.find(message), std::string::npos) << args << ": " << err;
   }
 }
 

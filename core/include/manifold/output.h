@@ -98,8 +98,10 @@ class OutputTransaction {
 };
 
 /// Fails early (before long work) when `dir` cannot become an output
-/// directory: it is empty or exists as a non-directory (UsageError), or its
-/// parent is not writable.
+/// directory: it is empty or exists as a non-directory (UsageError), or no
+/// file can be made in it, or where it is missing in the nearest folder
+/// above it (Error). That is tried: a file is created there and removed,
+/// since access() says yes to root for any folder, /proc among them.
 void check_output_dir(const std::string& dir);
 /// The same, and for a result made of the files `names`: refuses (UsageError,
 /// one line) a folder that holds anything else unless options.overwrite
@@ -107,6 +109,13 @@ void check_output_dir(const std::string& dir);
 /// a folder above the working directory.
 void check_output_dir(const std::string& dir, const std::vector<std::string>& names, const OutputOptions& options,
                       const SourceGraph& source_graph = {});
+
+/// The same for a command that writes the file `path` (cluster, simulate,
+/// trajectory's movies): refuses (UsageError, one line naming -o) an empty
+/// path, one that ends in none of `suffixes` (none: any name) and an
+/// existing folder, and (Error) a path whose folder, or the nearest one
+/// above it, cannot take a new file.
+void check_output_file(const std::string& path, const std::vector<std::string>& suffixes = {});
 
 /// The path a message should name for `path`: a file being written by a live
 /// OutputTransaction is named by where it will end up (OUT/indices.npy), not

@@ -192,11 +192,12 @@ void check_movie_output(const std::string& path, MovieFormat format) {
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec))
     throw UsageError(path + ": the folder " + parent.string() + " does not exist");
+  check_output_file(path);  // its folder takes a new file
 }
 
 MovieFormat movie_format_for(const std::string& path) {
   std::error_code ec;
-  if (path.empty()) throw UsageError("-o: missing the output (movie.gif, movie.mp4 or a folder)");
+  if (path.empty()) throw UsageError("-o: the output path is empty; name a movie.gif, a movie.mp4 or a folder");
   if (fs::is_directory(path, ec)) return MovieFormat::PngSeries;
   std::string ext = fs::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
