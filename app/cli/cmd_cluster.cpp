@@ -35,16 +35,10 @@ KnnGraph embedded_graph(KnnGraph g, const Embedding& e) {
   return embedded_graph(std::move(g), parameters.value("k", 0), parameters.value("symmetrize", std::string("or")));
 }
 
-/// Whether `g` is the graph embedding.json's "graph" describes: the same
-/// data (fingerprint), n, d, k, metric and keep_self. An embedding without
-/// that record is taken at its word.
+/// Whether `g` is the graph embedding.json's "graph" describes, by core's
+/// rule (same_graph_json, Partial: an older record's missing keys pass).
 bool is_graph_of(const KnnGraph& g, const Embedding& e) {
-  const nlohmann::json recorded = e.metadata.value("graph", nlohmann::json());
-  if (!recorded.is_object()) return true;
-  const nlohmann::json actual = graph_metadata(g);
-  for (const char* key : {"fingerprint", "n", "d", "k", "metric", "keep_self"})
-    if (recorded.contains(key) && recorded[key] != actual.value(key, nlohmann::json())) return false;
-  return true;
+  return same_graph_json(e.metadata.value("graph", nlohmann::json()), graph_metadata(g), GraphRecord::Partial);
 }
 
 /// The components, as the embedding used them, of the graph it was computed

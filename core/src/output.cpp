@@ -112,15 +112,6 @@ nlohmann::json graph_json(const fs::path& dir) {
   return j.is_object() ? j : nlohmann::json();
 }
 
-// Two graph.json objects name the same graph: the same data (fingerprint),
-// n, d, k, metric and keep_self (the graph is exact, so these determine it).
-bool same_graph_json(const nlohmann::json& a, const nlohmann::json& b) {
-  if (a.value("fingerprint", std::string()).empty() || b.value("fingerprint", std::string()).empty()) return false;
-  for (const char* key : {"fingerprint", "n", "d", "k", "metric", "keep_self"})
-    if (a.value(key, nlohmann::json()) != b.value(key, nlohmann::json())) return false;
-  return true;
-}
-
 /// "2000 points, k=10, cosine" from graph.json (what tells two graphs apart
 /// at a glance).
 std::string summary_of(const nlohmann::json& j) {
@@ -300,6 +291,27 @@ void move_file(const fs::path& from, const fs::path& to, const std::string& show
 
 void set_output_fault_hook(void (*hook)(const char* step)) { g_fault_hook = hook; }
 
+bool same_graph_json(const nlohmann::json& recorded, const nlohmann::json& actual, GraphRecord record) {
+  // The graph is exact: its data and these parameters determine it.
+  static const char* const kIdentity[] = {"fingerprint", "n", "d", "k", "metric", "keep_self"};
+  auto field = [](const nlohmann::json& j, const char* key) {
+    return j.is_object() ? j.value(key, nlohmann::json()) : nlohmann::json();
+  };
+  auto fingerprinted = [&](const nlohmann::json& j) {
+    const nlohmann::json f = field(j, "fingerprint");
+    return f.is_string() && !f.get<std::string>().empty();
+  };
+  if (record == GraphRecord::Complete) {
+    if (!fingerprinted(recorded) || !fingerprinted(actual)) return false;
+    for (const char* key : kIdentity)
+      if (field(recorded, key) != field(actual, key)) return false;
+    return true;
+  }
+  for (const char* key : kIdentity)
+    if (!field(recorded, key).is_null() && field(recorded, key) != field(actual, key)) return false;
+  return true;
+}
+
 bool same_graph(const std::string& a, const std::string& b) {
   std::error_code ec;
   if (fs::equivalent(a, b, ec)) return true;
@@ -307,7 +319,7 @@ bool same_graph(const std::string& a, const std::string& b) {
   if (ja.is_null() || jb.is_null()) return false;
   if (ja.value("fingerprint", std::string()).empty() || jb.value("fingerprint", std::string()).empty())
     return slurp(fs::path(a) / "graph.json") == slurp(fs::path(b) / "graph.json");
-  return same_graph_json(ja, jb);
+  return same_graph_json(ja, jb, GraphRecord::Complete);
 }
 
 SourceGraph SourceGraph::in_memory(nlohmann::json graph_json) {
@@ -319,7 +331,7 @@ SourceGraph SourceGraph::in_memory(nlohmann::json graph_json) {
 bool SourceGraph::is_in(const std::string& dir) const {
   if (!folder.empty()) return same_graph(dir, folder);
   const nlohmann::json there = graph_json(dir);
-  return !there.is_null() && same_graph_json(there, metadata);
+  return !there.is_null() && same_graph_json(metadata, there, GraphRecord::Complete);
 }
 
 std::string SourceGraph::describe() const {

@@ -128,6 +128,25 @@ TEST(Clustering, CliClustersSeparatedPiecesAndSplitsOneByKMeans) {
   EXPECT_EQ(run_cli("cluster " + (t / "e3") + " --clusters 2 -o " + (t / "bad.npy"), &err), 2);
   EXPECT_NE(err.find("already falls into 3 separate components"), std::string::npos) << err;
   EXPECT_FALSE(std::filesystem::exists(t / "bad.npy"));
+  // The graph beside it is the embedding's by core's rule (same_graph_json,
+  // Partial): a record without keep_self (an older embedding.json) still
+  // names it; one that contradicts it (another k) names another graph.
+  nlohmann::json record;
+  {
+    std::ifstream json(t / "e3/embedding.json");
+    record = nlohmann::json::parse(json);
+  }
+  record["graph"].erase("keep_self");
+  std::ofstream(t / "e3/embedding.json") << record.dump(2);
+  ASSERT_EQ(run_cli("cluster " + (t / "e3") + " -o " + (t / "older.npy"), &err, &out), 0) << err;
+  EXPECT_NE(out.find("3 clusters (graph components)"), std::string::npos) << out;
+  record["graph"]["k"] = 11;
+  std::ofstream(t / "e3/embedding.json") << record.dump(2);
+  EXPECT_EQ(run_cli("cluster " + (t / "e3") + " -o " + (t / "mixed.npy"), &err), 1);
+  EXPECT_NE(err.find("holds another graph (240 points, k=10) than the embedding was computed from (the folder mixes "
+                     "two results; embed it again)"),
+            std::string::npos)
+      << err;
 
   // Two blobs close enough to share one graph: k-means on dc1 parts them.
   classes.clear();

@@ -160,6 +160,49 @@ TEST(OutputFolder, SameGraphIsTheSameDataAndParametersNotTheSameTimings) {
   EXPECT_FALSE(same_graph(t / "a", t / "nowhere"));
 }
 
+// One rule for every caller: the six keys that determine an exact graph;
+// Complete (a graph kept beside an embedding) wants every key and a
+// fingerprint, Partial (cluster, on embedding.json's record) lets a key the
+// record lacks pass but not one it contradicts.
+TEST(GraphIdentity, SixKeysCompleteOrPartial) {
+  const nlohmann::json graph = {{"fingerprint", "0123"},
+                                {"n", 50},
+                                {"d", 4},
+                                {"k", 5},
+                                {"metric", "euclidean"},
+                                {"keep_self", false},
+                                {"backend", "cpu"},
+                                {"timings_s", {{"knn", 0.5}}}};
+  for (GraphRecord rule : {GraphRecord::Complete, GraphRecord::Partial}) {
+    EXPECT_TRUE(same_graph_json(graph, graph, rule));
+    nlohmann::json again = graph;
+    again["backend"] = "gpu";
+    again["timings_s"]["knn"] = 0.1;
+    EXPECT_TRUE(same_graph_json(again, graph, rule)) << "timings and backend do not tell graphs apart";
+    for (const char* key : {"fingerprint", "n", "d", "k", "metric", "keep_self"}) {
+      nlohmann::json other = graph;
+      other[key] = key == std::string("metric")        ? nlohmann::json("cosine")
+                   : key == std::string("fingerprint") ? nlohmann::json("4567")
+                   : key == std::string("keep_self")   ? nlohmann::json(true)
+                                                       : nlohmann::json(other[key].get<int>() + 1);
+      EXPECT_FALSE(same_graph_json(other, graph, rule)) << key;
+    }
+  }
+  nlohmann::json older = graph;
+  older.erase("keep_self");
+  EXPECT_FALSE(same_graph_json(older, graph, GraphRecord::Complete));
+  EXPECT_TRUE(same_graph_json(older, graph, GraphRecord::Partial));
+  nlohmann::json unfingerprinted = graph;
+  unfingerprinted["fingerprint"] = "";
+  EXPECT_FALSE(same_graph_json(unfingerprinted, unfingerprinted, GraphRecord::Complete));
+  EXPECT_FALSE(same_graph_json(unfingerprinted, graph, GraphRecord::Partial))
+      << "a recorded \"\" contradicts a fingerprint";
+  unfingerprinted.erase("fingerprint");
+  EXPECT_TRUE(same_graph_json(unfingerprinted, graph, GraphRecord::Partial));
+  EXPECT_FALSE(same_graph_json(nullptr, graph, GraphRecord::Complete));
+  EXPECT_TRUE(same_graph_json(nullptr, graph, GraphRecord::Partial)) << "no record: taken at its word";
+}
+
 // An embedding beside another graph would be read (cluster, trajectory, the
 // explorer) as the embedding of that graph.
 TEST(OutputFolder, AnEmbeddingKeepsOnlyTheGraphItWasComputedFrom) {

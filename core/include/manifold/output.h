@@ -29,10 +29,31 @@ struct OutputOptions {
   bool overwrite = false;
 };
 
+/// How same_graph_json() takes a record that lacks some of the keys.
+enum class GraphRecord {
+  /// Every key as in the graph, the fingerprint present on both sides.
+  /// Whether a graph folder stays beside an embedding (OutputTransaction,
+  /// SourceGraph): a graph not shown to be the embedding's own is another
+  /// graph, refused unless --overwrite, since cluster, trajectory and the
+  /// explorer take a graph beside an embedding as its own.
+  Complete,
+  /// A key the record lacks passes; one it holds must match. cluster, on
+  /// the graph embedding.json's "graph" record names: an embedding.json of
+  /// an older version (without keep_self, or without the record at all) is
+  /// taken at its word, and a graph it contradicts is still refused.
+  Partial,
+};
+
+/// Whether the graph.json object `recorded` (a record of a graph: a
+/// folder's graph.json, embedding.json's "graph") describes the graph whose
+/// graph.json is `actual`: the same data (fingerprint), n, d, k, metric and
+/// keep_self (the graph is exact, so these determine it); other keys
+/// (timings, backend) do not count. The one rule for every caller.
+bool same_graph_json(const nlohmann::json& recorded, const nlohmann::json& actual, GraphRecord record);
+
 /// Whether the graph folders `a` and `b` hold the same k-NN graph: the same
-/// folder, or graph.json files naming the same data (fingerprint), n, d, k,
-/// metric and keep_self (the graph is exact, so these determine it); without
-/// a fingerprint, byte-identical graph.json files.
+/// folder, or graph.json files that same_graph_json() finds the same
+/// (Complete); without a fingerprint, byte-identical graph.json files.
 bool same_graph(const std::string& a, const std::string& b);
 
 /// The k-NN graph an embedding was computed from: its folder (embed), or,
