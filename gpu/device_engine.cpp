@@ -54,6 +54,13 @@ PriorBoundPlan prior_bound_plan(const TilePlan& plan, size_t shared_optin) {
   return pp;
 }
 
+void DeviceEngine::translate_rows_by(const std::vector<float>& offset) {
+  DeviceScope scope(ctx_.device);
+  translation_.reset(offset.size(), "allocating the rows' translation");
+  cuda_check(cudaMemcpy(translation_.data(), offset.data(), offset.size() * sizeof(float), cudaMemcpyHostToDevice),
+             "copying the rows' translation to the GPU");
+}
+
 double DeviceEngine::host_ms() const {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_t0_).count();
 }
@@ -237,6 +244,7 @@ void DeviceEngine::upload_blocks(int64_t b, int64_t blocks, float* rows, float* 
     ctx_.staging_used[s] = true;
     off += len;
   }
+  if (translation_.size()) launch_translate_rows(rows, count, d, translation_.data(), ctx_.copy);
   for (int64_t z = 0; z < blocks; ++z) {
     const int64_t at = z * T, rz = std::min<int64_t>(T, count - at);
     if (rz <= 0) break;

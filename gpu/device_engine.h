@@ -127,6 +127,11 @@ class DeviceEngine {
   DeviceEngine(const DeviceEngine&) = delete;
   DeviceEngine& operator=(const DeviceEngine&) = delete;
 
+  /// Every row this engine uploads is moved by `offset` (d floats; core's
+  /// exact_translation, which changes no difference between rows) before
+  /// its norm is taken. Call before run().
+  void translate_rows_by(const std::vector<float>& offset);
+
   /// Runs on this device: seeds all row blocks (keeping the seed's entries
   /// only for `owned` blocks, the bound for the others), then the strips.
   /// Call from one thread. Advances `progress` per finished tile; stops
@@ -254,6 +259,7 @@ class DeviceEngine {
   DeviceBuffer<float> rows_, norms_;  // resident: all rows; streaming: `slots` blocks
   DeviceBuffer<float> rows_t_;        // fused kernel: each slot's block transposed, dpad x T
   DeviceBuffer<float> all_norms_;     // streaming: the norms of every row, kept for the final step
+  DeviceBuffer<float> translation_;   // d offsets subtracted from every uploaded row, or none
   DeviceBuffer<float> tiles_[2];      // cuBLAS path only
   // Candidate sets, used by tiles in turn, so a tile's merge can run while
   // the next tiles are computed: two for cuBLAS + filter (the filter and the

@@ -32,6 +32,7 @@
 #include "impl/kernels.h"
 #include "manifold/error.h"
 #include "manifold/exact/error_bound.h"
+#include "manifold/exact/translation.h"
 #include "manifold/knn.h"
 #include "manifold/parallel.h"
 #include "tile_plan.h"
@@ -117,6 +118,7 @@ std::vector<std::vector<int64_t>> assign_strips(int64_t blocks, int devices) {
 /// keys): the plan, the devices and what their tile loops did.
 struct EngineBuildStats {
   bool tensor = false;
+  exact::Translation translation;  ///< of the rows on the device (core's exact_translation), or none
   TilePlan plan;
   std::vector<int> devices;
   nlohmann::json device_names = nlohmann::json::array();
@@ -171,6 +173,8 @@ struct EngineBuildStats {
     j["tile_rows"] = plan.T;
     j["tile_cols"] = plan.W;
     j["resident"] = plan.resident;
+    j["translated_columns"] = translation.columns;
+    if (translation.any()) j["translation_norm_ratio"] = translation.norm_ratio;
     j["tile_kernel"] = plan.fused ? "fused FFMA GEMM + filter"
                                   : (tensor ? "cuBLAS TF32 GEMM + filter" : "cuBLAS SGEMM + filter");
     if (!plan.resident) {
@@ -270,9 +274,16 @@ class EngineBuild {
     if (timeline_) host_events_[what] = seconds_since(t0_) * 1e3;
   }
 
+  /// The rows as the metric ranks them, and the exact translation that
+  /// makes their stored norms those about their mean where that narrows the
+  /// certificate's bound (manifold/exact/translation.h: rows that share a
+  /// large common part, such as diffraction patterns, certify from their
+  /// lists only so; distances and keys are unchanged bit for bit).
   void prepare_rows_for_upload() {
     progress_.stage("prepare", 1, "steps");
     rows_ = prepare_rows(data_, params_.metric);
+    if (settings().translate)
+      stats_.translation = exact::exact_translation(rows_.data, rows_.rows, rows_.cols, params_.threads);
     progress_.finish();
     g_.timings.emplace_back("prepare", seconds_since(t0_));
   }
@@ -310,6 +321,8 @@ class EngineBuild {
         for (int dev : stats_.devices)
           engines_.push_back(std::make_unique<DeviceEngine>(dev, rows_.data, plan, params_.keep_self, force_block_,
                                                             stats_.tensor));
+        if (stats_.translation.any())
+          for (auto& e : engines_) e->translate_rows_by(stats_.translation.offset);
         break;
       } catch (const DeviceOutOfMemory& e) {
         engines_.clear();

@@ -57,6 +57,7 @@ struct Settings {
   /// between merges, -1 the default (kPendingRoom), 0 none.
   int pending_room = -1;
   bool spmm_cusparse = false;  ///< true: cuSPARSE's SpMM (CSR_ALG2) for every block width
+  bool translate = true;       ///< false: the rows keep their place (core's exact_translation not applied)
 };
 
 /// The settings of this process: the environment's, read on first use, or

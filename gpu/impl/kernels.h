@@ -100,6 +100,9 @@ constexpr int64_t kFusedMaxD = 256;
 
 /// Squared row norms in float64, rounded to float (as the CPU backend does).
 void launch_row_norms(const float* rows, int64_t n, int64_t d, float* norms, cudaStream_t s);
+/// rows[i * d + c] -= offset[c] for i < n: core's exact translation
+/// (manifold/exact/translation.h), every subtraction exact by its choice.
+void launch_translate_rows(float* rows, int64_t n, int64_t d, const float* offset, cudaStream_t s);
 /// Empty lists: fill 0, thr +inf, no pending entries.
 void launch_init_lists(ListsView lists, cudaStream_t s);
 /// Fused distance + bound filter over one tile of cuBLAS dot products, for

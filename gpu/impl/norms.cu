@@ -72,6 +72,15 @@ __global__ void fill_random_kernel(float* x, int64_t count, uint64_t seed) {
   }
 }
 
+// Exact by the offsets' choice (core: exact_translation): __fsub_rn keeps
+// the subtraction from being contracted or reassociated.
+__global__ void translate_rows_kernel(float* __restrict__ rows, int64_t count, int64_t d,
+                                      const float* __restrict__ offset) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    rows[i] = __fsub_rn(rows[i], offset[i % d]);
+}
+
 int grid_for(int64_t items, int per_block) {
   const int64_t g = (items + per_block - 1) / per_block;
   return static_cast<int>(g < 1 ? 1 : (g > 65535 * 4 ? 65535 * 4 : g));
@@ -83,6 +92,12 @@ void launch_row_norms(const float* rows, int64_t n, int64_t d, float* norms, cud
   if (n == 0) return;
   row_norms_kernel<<<grid_for(n, 8), 256, 0, s>>>(rows, n, d, norms);
   launch_check("row norms kernel");
+}
+
+void launch_translate_rows(float* rows, int64_t n, int64_t d, const float* offset, cudaStream_t s) {
+  if (n == 0 || d == 0) return;
+  translate_rows_kernel<<<grid_for(n * d, 256 * 8), 256, 0, s>>>(rows, n * d, d, offset);
+  launch_check("row translation kernel");
 }
 
 void launch_init_lists(ListsView lists, cudaStream_t s) {
