@@ -189,19 +189,25 @@ void refuse_empty(const std::string& dir) {
   if (dir.empty()) throw UsageError("-o: the output path is empty; name a folder");
 }
 
+// 12 hexadecimal characters for a name no other process or thread is
+// making at the same time: random, and a counter for this process's calls.
+std::string unique_suffix() {
+  static std::atomic<uint64_t> counter{0};
+  std::random_device device;
+  char suffix[16];
+  std::snprintf(suffix, sizeof suffix, "%08x%04x", static_cast<unsigned>(device()),
+                static_cast<unsigned>(counter++ & 0xffff));
+  return suffix;
+}
+
 // Why a new file cannot be made in the folder `dir`, or "" when one can: a
 // file is created there (O_EXCL, a name no result uses) and removed again.
 // access(W_OK) asks the permission bits alone, and as root says yes for
 // every folder: /proc, where a file cannot be made, passed, and the command
 // failed only when it moved its result into place, after the work.
 std::string cannot_create_file_in(const fs::path& dir) {
-  static std::atomic<uint64_t> counter{0};
-  std::random_device device;
   for (int attempt = 0; attempt < 16; ++attempt) {
-    char name[48];
-    std::snprintf(name, sizeof name, ".manifold-probe-%08x%04x", static_cast<unsigned>(device()),
-                  static_cast<unsigned>(counter++ & 0xffff));
-    const std::string probe = (dir / name).string();
+    const std::string probe = (dir / (".manifold-probe-" + unique_suffix())).string();
     const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       ::close(fd);
@@ -262,13 +268,8 @@ int take_lock(const std::string& path, const std::string& dir) {
 // result folder by rename, and mkdtemp's 0700 then kept colleagues out of
 // every result. "" (errno set) when it cannot be made.
 std::string make_staging(const fs::path& prefix) {
-  static std::atomic<uint64_t> counter{0};
-  std::random_device device;
   for (int attempt = 0; attempt < 16; ++attempt) {
-    char suffix[32];
-    std::snprintf(suffix, sizeof suffix, "%08x%04x", static_cast<unsigned>(device()),
-                  static_cast<unsigned>(counter++ & 0xffff));
-    const std::string path = prefix.string() + suffix;
+    const std::string path = prefix.string() + unique_suffix();
     if (::mkdir(path.c_str(), 0777) == 0) return path;
     if (errno != EEXIST) return {};
   }
