@@ -13,6 +13,7 @@
 #include "manifold/distance_tile.h"
 #include "manifold/error.h"
 #include "manifold/exact/certify.h"
+#include "manifold/exact/translation.h"
 #include "manifold/knn.h"
 #include "manifold/parallel.h"
 #include "manifold/topk.h"
@@ -26,9 +27,12 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-/// The rows prepared for the metric and their squared norms.
+/// The rows prepared for the metric, moved about their mean where that
+/// narrows the certificate's bound (manifold/exact/translation.h: the graph
+/// is the same bit for bit), and their squared norms.
 struct PreparedInput {
   PreparedRows rows;
+  exact::Translation translation;
   std::vector<float> norms;
 };
 
@@ -36,6 +40,8 @@ PreparedInput prepare_input(const Dataset& data, Metric metric, int threads, Pro
   progress.stage("prepare", 1, "steps");
   PreparedInput in;
   in.rows = prepare_rows(data, metric);
+  in.translation = exact::exact_translation(in.rows.data, in.rows.rows, in.rows.cols, threads);
+  if (in.translation.any()) exact::translate_rows(in.rows, in.translation.offset, threads);
   in.norms.resize(static_cast<size_t>(in.rows.rows));
   try {
     squared_norms(in.rows.data, in.rows.rows, in.rows.cols, in.norms.data(), threads);
@@ -189,6 +195,8 @@ class CpuKnnBackend final : public KnnBackend {
     certified.add_to(g.extra);
     g.timings.emplace_back("certify", seconds_since(t2));
     g.timings.emplace_back("total", seconds_since(t0));
+    g.extra["translated_columns"] = in.translation.columns;
+    if (in.translation.any()) g.extra["translation_norm_ratio"] = in.translation.norm_ratio;
     g.extra["threads"] = threads;
     g.extra["tile"] = kTile;
     g.extra["tiles"] = tiles.size();

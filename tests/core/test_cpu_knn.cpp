@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iostream>
 #include <mutex>
 #include <utility>
 #include <random>
@@ -341,3 +342,31 @@ TEST(CpuKnnHostile, SquaredDistancesBeyondFloat32AreRefusedNotWrong) {
 }
 
 }  // namespace
+
+// Rows that share a large common part (common_pattern_rows): in place, the
+// float32 bound is far wider than the gaps between neighbours and nearly
+// every row goes to the exact scan; moved about their mean
+// (exact::exact_translation) nearly every row certifies from its list. The
+// rows are kept in place here by one row of tiny values, which no offset
+// subtracts exactly, in every column. The graph is the exact ranking either
+// way, byte for byte.
+TEST(CpuKnn, CommonPatternRowsCertifyOnceTranslated) {
+  const int64_t n = 1200, d = 64;
+  const int k = 10;
+  const Dataset moved = common_pattern_rows(n, d, 23);
+  std::vector<float> v(moved.data(), moved.data() + n * d);
+  for (int64_t c = 0; c < d; ++c) v[static_cast<size_t>(c)] = 1e-7f * static_cast<float>(c + 1);
+  const Dataset kept(n, d, std::move(v));
+  const KnnGraph a = build_cpu(moved, k, Metric::Euclidean);
+  const KnnGraph b = build_cpu(kept, k, Metric::Euclidean);
+  EXPECT_GT(a.extra["translated_columns"].get<int64_t>(), d / 2);
+  EXPECT_GT(a.extra["translation_norm_ratio"].get<double>(), 100.0);
+  EXPECT_EQ(b.extra["translated_columns"].get<int64_t>(), 0);
+  EXPECT_EQ(first_difference(a, exact_reference(moved, k, Metric::Euclidean, false)), "");
+  EXPECT_EQ(first_difference(b, exact_reference(kept, k, Metric::Euclidean, false)), "");
+  const int64_t in_place = b.extra["fallback_rows"].get<int64_t>(),
+                translated = a.extra["fallback_rows"].get<int64_t>();
+  std::cout << "[ info ] rows to the exact scan: " << in_place << " in place, " << translated << " translated\n";
+  EXPECT_GT(in_place, n * 9 / 10) << "the case no longer needs the translation";
+  EXPECT_LT(translated, n / 100);
+}

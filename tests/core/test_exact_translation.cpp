@@ -13,28 +13,11 @@
 
 #include "manifold/exact/certify.h"
 #include "manifold/exact/translation.h"
+#include "test_support.h"
 
 using namespace manifold;
 
 namespace {
-
-// Diffraction-like rows: a bright common pattern (values up to 1e4, a few
-// exact zeros, as masked pixels) times a fluence near 1, plus small
-// variations: what tells the rows apart is a small part of each norm.
-std::vector<float> common_pattern_rows(int64_t n, int64_t d, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(0.f, 1.f);
-  std::normal_distribution<float> g(0.f, 1.f);
-  std::vector<float> centre(static_cast<size_t>(d));
-  for (int64_t c = 0; c < d; ++c) centre[static_cast<size_t>(c)] = 1e4f * std::exp(-static_cast<float>(c) / 40.f);
-  std::vector<float> x(static_cast<size_t>(n * d));
-  for (int64_t r = 0; r < n; ++r) {
-    const float fluence = 1.f + 0.01f * g(rng);
-    for (int64_t c = 0; c < d; ++c)
-      x[static_cast<size_t>(r * d + c)] = c % 17 == 5 ? 0.f : centre[static_cast<size_t>(c)] * fluence + 3.f * u(rng);
-  }
-  return x;
-}
 
 double squared_norm(const float* x, int64_t d) {
   double s = 0;
@@ -74,7 +57,8 @@ TEST(ExactTranslation, SubtractsExactlyOnlyWhatIsExact) {
 
 TEST(ExactTranslation, ShrinksCommonPatternsAndKeepsEveryKey) {
   const int64_t n = 600, d = 96;
-  std::vector<float> x = common_pattern_rows(n, d, 11);
+  const Dataset ds = testing_support::common_pattern_rows(n, d, 11);
+  std::vector<float> x(ds.data(), ds.data() + n * d);
   // A column whose values cannot all be translated exactly: one tiny value
   // beside large ones. And a NaN in another: those columns keep offset 0
   // (dim ones here: a bright column left in place would keep most of the

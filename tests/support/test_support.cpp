@@ -354,6 +354,23 @@ Dataset near_duplicates(int64_t n, int64_t d, uint64_t seed, int clusters, int p
   return ds;
 }
 
+Dataset common_pattern_rows(int64_t n, int64_t d, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0.f, 1.f);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(n * d));
+  for (int64_t r = 0; r < n; ++r) {
+    const float fluence = 1.f + 0.01f * g(rng);
+    for (int64_t c = 0; c < d; ++c)
+      x[static_cast<size_t>(r * d + c)] = c % 17 == 5
+                                              ? 0.f
+                                              : 1e4f * std::exp(-static_cast<float>(c) / 40.f) * fluence + 3.f * u(rng);
+  }
+  Dataset ds(n, d, std::move(x));
+  ds.source = "common pattern";
+  return ds;
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

@@ -69,6 +69,12 @@ manifold::KnnGraph exact_reference(const manifold::Dataset& ds, int k, manifold:
 /// scattered over the index range: neighbours closer together than any
 /// GEMM can tell apart.
 manifold::Dataset near_duplicates(int64_t n, int64_t d, uint64_t seed, int clusters, int per_cluster, float eps);
+/// Rows that share a large common part, as diffraction patterns do: a
+/// bright pattern (1e4 exp(-c/40) in column c, columns c % 17 == 5 masked
+/// to zero) times a fluence 1 + 0.01 N(0,1), plus 3 U(0,1) noise; what
+/// tells the rows apart is a small part of each norm (the certificate's
+/// hard case before exact::exact_translation).
+manifold::Dataset common_pattern_rows(int64_t n, int64_t d, uint64_t seed);
 /// First row (and column) where a and b differ, as a message; "" when the
 /// indices and the distances are identical.
 std::string first_difference(const manifold::KnnGraph& a, const manifold::KnnGraph& b);

@@ -131,7 +131,7 @@ KnnGraph empty_graph(const Dataset& data, const KnnParams& params, const std::st
 struct PreparedRows {
   const float* data = nullptr;
   int64_t rows = 0, cols = 0;
-  std::vector<float> storage;  ///< used when normalised
+  std::vector<float> storage;  ///< used when normalised or moved (exact::translate_rows)
 };
 PreparedRows prepare_rows(const Dataset& data, Metric metric);
 

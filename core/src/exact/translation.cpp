@@ -78,6 +78,17 @@ void keep_exact_columns(const float* rows, int64_t n, int64_t d, int threads, st
 
 }  // namespace
 
+void translate_rows(PreparedRows& rows, const std::vector<float>& offset, int threads) {
+  const int64_t n = rows.rows, d = rows.cols;
+  const float* from = rows.data;
+  if (rows.storage.empty()) rows.storage.resize(static_cast<size_t>(n * d));
+  float* to = rows.storage.data();
+  parallel_for(0, n, threads, [&](int64_t r) {
+    for (int64_t c = 0; c < d; ++c) to[r * d + c] = from[r * d + c] - offset[static_cast<size_t>(c)];
+  });
+  rows.data = to;
+}
+
 Translation exact_translation(const float* rows, int64_t n, int64_t d, int threads) {
   Translation t;
   if (n < 2 || d < 1) return t;

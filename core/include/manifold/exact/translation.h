@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "manifold/knn.h"
+
 namespace manifold::exact {
 
 /// Translate only where it narrows the bound by this much: the mean stored
@@ -34,6 +36,10 @@ struct Translation {
   int64_t columns = 0;        ///< columns with a nonzero offset
   bool any() const { return !offset.empty(); }
 };
+
+/// Moves the prepared rows by `offset` (an exact_translation's): into their
+/// own storage (copied from the data they pointed to, when they had none).
+void translate_rows(PreparedRows& rows, const std::vector<float>& offset, int threads);
 
 /// The translation of `n` rows of `d` floats (row-major): offsets from the
 /// column means of a sample of rows, kept where every value of the column
