@@ -549,6 +549,41 @@ std::vector<std::vector<std::string>> csv_records(const std::string& text) {
   return records;
 }
 
+// The single-file writers (the explorer's .csv and .vtp exports call them
+// directly) rename a metadata column that clashes with a coordinate, "index"
+// or "file" as write_embedding does: the explorer's own "index" column was
+// written as a second "index" array, and VTK's reader crashed on the
+// "file" array after it.
+TEST(EmbeddingIo, SingleFileWritersGiveEveryColumnItsOwnName) {
+  const DiffusionResult r = small_result();
+  MetadataTable t(r.graph_points);
+  for (const char* name : {"index", "dc1", "file"}) {
+    MetadataColumn c;
+    c.name = name;
+    for (int64_t i = 0; i < r.graph_points; ++i) c.values.push_back(static_cast<double>(i));
+    t.add(c);
+  }
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < r.graph_points; ++i) names.push_back("p" + std::to_string(i) + ".png");
+  const auto coords = coordinate_names(r.m);
+  TempDir dir;
+  write_csv(dir / "e.csv", r.n, r.m, r.coordinates.data(), r.point_index.data(), coords, &t, &names);
+  write_vtp(dir / "e.vtp", r.n, r.m, r.coordinates.data(), r.point_index.data(), coords, &t, &names);
+  const auto records = csv_records(slurp(dir / "e.csv"));
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records[0], (std::vector<std::string>{"index", "dc1", "dc2", "dc3", "dc4", "dc5", "index_2", "dc1_2",
+                                                  "file_2", "file"}));
+  std::vector<std::string> arrays;
+  const std::string vtp = slurp(dir / "e.vtp");
+  for (const char* tag : {"DataArray", "Array"})
+    for (const VtpArray& a : parse_vtp(vtp, tag))
+      if (a.name != "Points" && a.name != "connectivity" && a.name != "offsets") arrays.push_back(a.name);
+  std::sort(arrays.begin(), arrays.end());
+  EXPECT_EQ(std::adjacent_find(arrays.begin(), arrays.end()), arrays.end()) << "two arrays of one name";
+  for (const char* name : {"index", "index_2", "dc1_2", "file_2", "file"})
+    EXPECT_TRUE(std::binary_search(arrays.begin(), arrays.end(), std::string(name))) << name;
+}
+
 // Rows of an image folder keep their file names (QA): the CSV's last column
 // "file", quoted as RFC 4180 wants where a name holds a comma, a quote, a
 // line break or outer spaces, and a String point-data array "file" in the

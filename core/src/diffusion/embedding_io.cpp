@@ -256,6 +256,20 @@ MetadataTable without_clashes(const MetadataTable& metadata, const std::vector<s
   return out;
 }
 
+/// The metadata as the files name its columns (without_clashes against the
+/// coordinates, "index" and, with item names, "file"; in `storage`), or null
+/// for none. Every writer applies it: two arrays of one name in a .vtp made
+/// VTK's reader crash on the arrays after them.
+const MetadataTable* columns_for_files(const MetadataTable* metadata, const std::vector<std::string>& names,
+                                       bool item_names, MetadataTable& storage) {
+  if (!metadata || metadata->empty()) return nullptr;
+  std::vector<std::string> reserved = names;
+  reserved.push_back("index");
+  if (item_names) reserved.push_back("file");
+  storage = without_clashes(*metadata, reserved);
+  return &storage;
+}
+
 /// Checks that the table's rows cover every index before anything is written.
 void check_metadata_rows(const MetadataTable* metadata, int64_t n, const int64_t* index) {
   if (!metadata || metadata->empty()) return;
@@ -293,8 +307,10 @@ std::vector<std::string> coordinate_names(int m) {
 void write_vtp(const std::string& path, int64_t n, int m, const double* x, const int64_t* index,
                const std::vector<std::string>& names, const MetadataTable* metadata,
                const std::vector<std::string>* item_names) {
-  check_metadata_rows(metadata, n, index);
   item_names = names_or_null(item_names);
+  MetadataTable renamed;
+  metadata = columns_for_files(metadata, names, item_names != nullptr, renamed);
+  check_metadata_rows(metadata, n, index);
   check_item_names(item_names, n, index);
   AtomicFile out(path);
   std::FILE* f = out.get();
@@ -348,8 +364,10 @@ void write_vtp(const std::string& path, int64_t n, int m, const double* x, const
 void write_csv(const std::string& path, int64_t n, int m, const double* x, const int64_t* index,
                const std::vector<std::string>& names, const MetadataTable* metadata,
                const std::vector<std::string>* item_names) {
-  check_metadata_rows(metadata, n, index);
   item_names = names_or_null(item_names);
+  MetadataTable renamed;
+  metadata = columns_for_files(metadata, names, item_names != nullptr, renamed);
+  check_metadata_rows(metadata, n, index);
   check_item_names(item_names, n, index);
   static const MetadataTable kNone;
   const auto& columns = (metadata ? *metadata : kNone).columns();
@@ -484,13 +502,11 @@ void write_embedding_files(OutputTransaction& tx, const DiffusionResult& r, cons
   if (r.coordinates.size() != static_cast<size_t>(r.n * r.m) || r.point_index.size() != static_cast<size_t>(r.n))
     throw Error("embedding: result arrays do not match " + std::to_string(r.n) + " x " + std::to_string(r.m));
   const auto names = coordinate_names(r.m);
-  if (metadata && metadata->empty()) metadata = nullptr;
   item_names = names_or_null(item_names);
-  std::vector<std::string> reserved = names;
-  reserved.push_back("index");
-  if (item_names) reserved.push_back("file");
-  const MetadataTable renamed = metadata ? without_clashes(*metadata, reserved) : MetadataTable();
-  if (metadata) metadata = &renamed;
+  // Renamed here too, so that embedding.json's correlations name the
+  // columns as the files do.
+  MetadataTable renamed;
+  metadata = columns_for_files(metadata, names, item_names != nullptr, renamed);
   check_metadata_rows(metadata, r.n, r.point_index.data());
   check_item_names(item_names, r.n, r.point_index.data());
   Timings written;
