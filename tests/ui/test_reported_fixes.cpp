@@ -19,6 +19,7 @@
 #include <cmath>
 #include <random>
 
+#include <vtkDataArray.h>
 #include <vtkNew.h>
 #include <vtkPointData.h>
 #include <vtkPolyData.h>
@@ -468,6 +469,17 @@ class TestReportedFixes : public QObject {
     QCOMPARE(static_cast<int>(loaded.size()), n);
     const std::vector<int64_t> index = w.outcome()->result->point_index;
     QVERIFY(!index.empty());
+    // A metadata column loaded in the explorer goes out beside the names, as
+    // `manifold run --metadata` writes it (it had none before).
+    const QString doses = dir_.filePath("named_dose.csv");
+    {
+      QFile f(doses);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      QByteArray body = "dose\n";
+      for (int i = 0; i < n; ++i) body += QByteArray::number(0.5 + 0.25 * i) + "\n";
+      f.write(body);
+    }
+    QVERIFY(w.loadMetadata(doses));
 
     const QString vtp = dir_.filePath("named.vtp"), csv = dir_.filePath("named.csv");
     for (const QString& path : {vtp, csv}) {
@@ -482,6 +494,11 @@ class TestReportedFixes : public QObject {
     auto* files = vtkStringArray::SafeDownCast(reader->GetOutput()->GetPointData()->GetAbstractArray("file"));
     QVERIFY(files);
     QCOMPARE(static_cast<size_t>(files->GetNumberOfValues()), index.size());
+    vtkDataArray* dose = reader->GetOutput()->GetPointData()->GetArray("dose");
+    QVERIFY(dose);
+    QCOMPARE(static_cast<size_t>(dose->GetNumberOfTuples()), index.size());
+    for (size_t e = 0; e < index.size(); ++e)
+      QCOMPARE(dose->GetTuple1(static_cast<vtkIdType>(e)), 0.5 + 0.25 * static_cast<double>(index[e]));
     for (size_t e = 0; e < index.size(); ++e)
       QCOMPARE(QString::fromStdString(files->GetValue(static_cast<vtkIdType>(e))),
                QString::fromStdString(loaded[static_cast<size_t>(index[e])]));
@@ -489,14 +506,15 @@ class TestReportedFixes : public QObject {
     QFile text(csv);
     QVERIFY(text.open(QIODevice::ReadOnly));
     const QStringList lines = QString::fromUtf8(text.readAll()).split('\n', Qt::SkipEmptyParts);
-    QVERIFY2(lines[0].endsWith(",file"), qPrintable(lines[0]));
+    QVERIFY2(lines[0].endsWith(",dose,file"), qPrintable(lines[0]));
     QCOMPARE(lines.size(), static_cast<int>(index.size()) + 1);
     for (size_t e = 0; e < index.size(); ++e) {
       // The file field after the last coordinate: quoted where it must be.
       const QString name = QString::fromStdString(loaded[static_cast<size_t>(index[e])]);
       const bool quoted = name.contains(',') || name.contains('"') || name.startsWith(' ') || name.endsWith(' ');
       const QString field = quoted ? '"' + QString(name).replace("\"", "\"\"") + '"' : name;
-      QVERIFY2(lines[static_cast<int>(e) + 1].endsWith(',' + field), qPrintable(lines[static_cast<int>(e) + 1]));
+      const QString dose_field = ',' + QString::number(0.5 + 0.25 * static_cast<double>(index[e])) + ',';
+      QVERIFY2(lines[static_cast<int>(e) + 1].endsWith(dose_field + field), qPrintable(lines[static_cast<int>(e) + 1]));
     }
   }
 };

@@ -130,7 +130,7 @@ bool isEmbeddingFolderPath(const QString& path) {
 
 QStringList exportEmbedding(const QString& path, const DiffusionResult& r, const DiffusionParams& params,
                             const nlohmann::json& graph_metadata, bool overwrite,
-                            const std::vector<std::string>* item_names) {
+                            const std::vector<std::string>* item_names, const MetadataTable* metadata) {
   const std::string p = path.toStdString();
   const auto names = coordinate_names(r.m);
   bool identity = static_cast<int64_t>(r.point_index.size()) == r.n;
@@ -146,16 +146,16 @@ QStringList exportEmbedding(const QString& path, const DiffusionResult& r, const
     return files;
   }
   if (has_suffix(path, ".csv")) {
-    write_csv(p, r.n, r.m, r.coordinates.data(), r.point_index.data(), names, nullptr, item_names);
+    write_csv(p, r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata, item_names);
     return {path};
   }
   if (has_suffix(path, ".vtp")) {
-    write_vtp(p, r.n, r.m, r.coordinates.data(), r.point_index.data(), names, nullptr, item_names);
+    write_vtp(p, r.n, r.m, r.coordinates.data(), r.point_index.data(), names, metadata, item_names);
     return {path};
   }
   // The embedding keeps a graph already in the folder only if it is its own.
   OutputTransaction tx(p, {.overwrite = overwrite}, SourceGraph::in_memory(graph_metadata));
-  write_embedding_files(tx, r, params, graph_metadata, nullptr, nullptr, item_names);
+  write_embedding_files(tx, r, params, graph_metadata, nullptr, metadata, item_names);
   tx.commit();
   QStringList files;
   for (const auto& f : embeddingFolderFiles()) files << path + "/" + QString::fromStdString(f);

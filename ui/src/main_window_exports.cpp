@@ -127,7 +127,8 @@ void MainWindow::exportEmbedding(const QString& path) {
   }
   auto outcome = outcome_;
   // The dataset the embedding was computed from (opening another one drops
-  // the embedding): an image folder's file names go into the .csv and .vtp.
+  // the embedding): an image folder's file names and the metadata columns
+  // (the data's own and those loaded since) go into the .csv and .vtp.
   auto ds = dataset_;
   start_export(tr("the embedding"), [outcome, ds, path, overwrite] {
     DiffusionParams dp = outcome->params.diffusion;
@@ -135,7 +136,8 @@ void MainWindow::exportEmbedding(const QString& path) {
     nlohmann::json graph_meta = graph_metadata(*outcome->graph);
     const std::vector<std::string>* names = nullptr;
     if (ds && static_cast<int64_t>(ds->data.item_names.size()) == outcome->graph->n) names = &ds->data.item_names;
-    return ui::exportEmbedding(path, *outcome->result, dp, graph_meta, overwrite, names);
+    const MetadataTable metadata = ds ? ui::metadataTable(ds->metadata, outcome->graph->n) : MetadataTable();
+    return ui::exportEmbedding(path, *outcome->result, dp, graph_meta, overwrite, names, ds ? &metadata : nullptr);
   });
 }
 

@@ -44,11 +44,13 @@ SparseTriplets readMatrixMarket(const QString& path);
 /// these suffixes is taken as a folder and receives every file of
 /// `manifold embed` (a folder of other files only when `overwrite`).
 /// `item_names` (one per graph point, may be null): the .csv and .vtp name
-/// each point's file, as `manifold run` writes them. Returns the files
-/// written.
+/// each point's file; `metadata` (columns of one value per graph point, may
+/// be null): their columns and arrays, as `manifold run` writes both.
+/// Returns the files written.
 QStringList exportEmbedding(const QString& path, const DiffusionResult& result, const DiffusionParams& params,
                             const nlohmann::json& graph_metadata, bool overwrite = false,
-                            const std::vector<std::string>* item_names = nullptr);
+                            const std::vector<std::string>* item_names = nullptr,
+                            const MetadataTable* metadata = nullptr);
 /// Whether `path` names an embedding folder rather than one file.
 bool isEmbeddingFolderPath(const QString& path);
 
