@@ -217,11 +217,16 @@ class TestMainWindow : public QObject {
       std::string header, line;
       std::getline(csv, header);
       QVERIFY(QString::fromStdString(header).startsWith("index,dc1"));
+      // The coordinates, then the dataset's metadata columns ("mean
+      // intensity", its row number as index_2), as manifold run writes them.
+      const QStringList fields = QString::fromStdString(header).split(',');
+      QVERIFY2(fields.size() > res.m + 1 && fields.contains("index_2"), qPrintable(fields.join(',')));
       int lines = 0;
       while (std::getline(csv, line)) {
         if (lines == 10) {
           const QStringList cells = QString::fromStdString(line).split(',');
-          QCOMPARE(cells.size(), res.m + 1);
+          QCOMPARE(cells.size(), fields.size());
+          QCOMPARE(cells[static_cast<int>(fields.indexOf("index_2"))].toLongLong(), res.point_index[10]);
           QCOMPARE(cells[0].toLongLong(), res.point_index[10]);
           QVERIFY(std::abs(cells[1].toDouble() - res.coordinates[10 * res.m]) < 1e-12);
         }
