@@ -603,6 +603,14 @@ TEST(CliOutput, ResultFoldersHonourTheUmask) {
   }
 }
 
+// The command `args` exits with `status` and says why in one line holding `message`.
+void expect_one_line_error(const std::string& args, int status, const std::string& message) {
+  std::string err;
+  EXPECT_EQ(run_cli(args, &err), status) << args;
+  EXPECT_EQ(lines(err), 1) << args << ": " << err;
+  EXPECT_NE(err.find(message), std::string::npos) << args << ": " << err;
+}
+
 TEST(CliOutput, AnEmptyOutputIsAUsageError) {
   REQUIRE_CLI();
   TempDir t;
@@ -614,11 +622,8 @@ TEST(CliOutput, AnEmptyOutputIsAUsageError) {
   // output must end in .npy", trajectory "missing the output".
   for (const std::string& args :
        {"knn " + (t / "a.npy") + " -k 3", "run " + (t / "a.npy") + " -k 3", "embed " + (t / "g") + " --components 2",
-        "cluster " + (t / "g"), std::string("simulate diffraction --pdb 1ubq --count 2"), "trajectory " + (t / "g")}) {
-    EXPECT_EQ(run_cli(args + " -q -o ''", &err), 2) << args;
-    EXPECT_EQ(lines(err), 1) << args << ": " << err;
-    EXPECT_NE(err.find("-o: the output path is empty"), std::string::npos) << args << ": " << err;
-  }
+        "cluster " + (t / "g"), std::string("simulate diffraction --pdb 1ubq --count 2"), "trajectory " + (t / "g")})
+    expect_one_line_error(args + " -q -o ''", 2, "-o: the output path is empty");
 }
 
 // A folder that takes no new file is found before the work, by making one
@@ -628,7 +633,6 @@ TEST(CliOutput, AnEmptyOutputIsAUsageError) {
 TEST(CliOutput, AFolderThatTakesNoFileIsRefusedBeforeTheWork) {
   REQUIRE_CLI();
   TempDir t;
-  std::string err;
   const std::string missing = t / "nothing-here";
   const std::pair<std::string, std::string> cases[] = {
       {"cluster " + missing + " -o /proc/manifold-x.npy", "/proc/manifold-x.npy: cannot write a file in /proc ("},
@@ -637,11 +641,7 @@ TEST(CliOutput, AFolderThatTakesNoFileIsRefusedBeforeTheWork) {
       {"knn " + missing + ".npy -k 3 -o /proc/manifold-g",
        "/proc/manifold-g: cannot create output directory here (/proc is not writable: "},
   };
-  for (const auto& [args, message] : cases) {
-    EXPECT_EQ(run_cli(args + " -q", &err), 1) << args;
-    EXPECT_EQ(lines(err), 1) << args << ": " << err;
-    EXPECT_NE(err.find(message), std::string::npos) << args << ": " << err;
-  }
+  for (const auto& [args, message] : cases) expect_one_line_error(args + " -q", 1, message);
 }
 
 // Runs the CLI from the folder `cwd` (the child inherits the working directory).
