@@ -7,6 +7,8 @@
 // the core's option names in GUI messages) and a folder's file names in the
 // exports.
 #include <QAction>
+#include <QCheckBox>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QFile>
 #include <QImage>
@@ -65,6 +67,32 @@ std::vector<float> ring(int n, float r) {
                            static_cast<float>(0.3 * r * std::sin(2 * a))});
   }
   return xyz;
+}
+
+/// The X, Y and Z boxes of `w` show `coordinates` on the first axes (each
+/// enabled, offering every coordinate of the embedding) and "none"
+/// (disabled, nothing else to choose) on the rest; the view draws exactly
+/// those axes.
+void expect_axes(MainWindow& w, const std::vector<int>& coordinates) {
+  const int drawn = static_cast<int>(coordinates.size());
+  for (int i = 0; i < 3; ++i) {
+    const QComboBox* box = w.axisEditor(i);
+    const QString what = QStringLiteral("axis %1: '%2'").arg(i).arg(box->currentText());
+    if (i < drawn) {
+      QCOMPARE(box->currentData().toInt(), coordinates[static_cast<size_t>(i)]);
+      QVERIFY2(box->isEnabled(), qPrintable(what));
+      QCOMPARE(box->count(), w.outcome()->result->m);
+    } else {
+      QVERIFY2(box->currentText() == QStringLiteral("none") && box->currentData().toInt() == 0, qPrintable(what));
+      QVERIFY2(!box->isEnabled(), qPrintable(what));
+      QCOMPARE(box->count(), 1);
+    }
+  }
+  QCOMPARE(w.planarEditor()->isEnabled(), drawn >= 3);
+  QCOMPARE(w.shownAxes(), coordinates);
+  QStringList titles;
+  for (int c : coordinates) titles << QStringLiteral("\u03c8%1").arg(c);
+  QCOMPARE(w.view()->axisTitles(), titles);
 }
 
 }  // namespace
@@ -420,6 +448,38 @@ class TestReportedFixes : public QObject {
     QVERIFY2(extent.left() > area.left() + 0.05 * area.width() && extent.right() < area.right() - 0.05 * area.width(),
              qPrintable(QString("%1 .. %2 of %3").arg(extent.left()).arg(extent.right()).arg(area.width())));
     w.grab().save(QDir(t::output_dir()).filePath("one_coordinate.png"));  // to look at, not asserted
+  }
+
+  // An embedding of one coordinate showed psi1 in the X, Y and Z boxes, and
+  // one of two showed psi2 in Y and Z, as if the points spread in three
+  // dimensions: an axis without a coordinate says "none" and is disabled,
+  // as is the 2-D switch (the view is flat either way), and only the axes
+  // with a coordinate are drawn.
+  void axesWithoutACoordinateSayNone() {
+    MainWindow w;
+    QVERIFY(t::show_window(w));
+    QVERIFY(t::open_file(w, spots_, 20000));
+    t::use_cpu(w, 10, 1);
+    QVERIFY(t::run_now(w, 60000));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.runner()->busy(), 20000);
+    QCOMPARE(w.outcome()->result->m, 1);
+    TEST_PHASE(expect_axes(w, {1}));
+    QVERIFY2(w.statusText().contains("in one diffusion coordinate;"), qPrintable(w.statusText()));
+    w.grab().save(QDir(t::output_dir()).filePath("axes_one_coordinate.png"));  // to look at, not asserted
+
+    // Two coordinates (re-embedded on the cached graph): Z alone has none.
+    QSignalSpy shown(&w, &MainWindow::embeddingShown);
+    w.parameterPanel()->componentsEditor()->setValue(2);
+    QVERIFY2(shown.wait(60000), qPrintable(w.lastError()));
+    QCOMPARE(w.outcome()->result->m, 2);
+    TEST_PHASE(expect_axes(w, {1, 2}));
+
+    // Three: every axis and the switch choose again, Y and Z keep their order.
+    shown.clear();
+    w.parameterPanel()->componentsEditor()->setValue(4);
+    QVERIFY2(shown.wait(60000), qPrintable(w.lastError()));
+    TEST_PHASE(expect_axes(w, {1, 2, 3}));
+    QVERIFY(w.planarEditor()->isEnabled());
   }
 
   // QA 15: the banner of a disconnected graph says the points left out are

@@ -238,8 +238,8 @@ void MainWindow::add_axis_controls(QToolBar* controls, QWidget* area) {
   planar_ = new QCheckBox(tr("2-D"), area);
   planar_->setToolTip(tr("Flat view of the X and Y coordinates (left drag pans)"));
   controls->addWidget(planar_);
-  connect(planar_, &QCheckBox::toggled, this, [this](bool on) {
-    axis_[2]->setEnabled(!on);
+  connect(planar_, &QCheckBox::toggled, this, [this] {
+    update_axis_states();
     if (!updating_controls_) update_view(true);
   });
   add_gap(controls, area, 8);
@@ -830,9 +830,9 @@ void MainWindow::show_outcome(std::shared_ptr<const EmbeddingOutcome> outcome) {
                           .arg(seconds_text(outcome_->knn_seconds), QString::fromStdString(outcome_->graph->backend));
   if (!outcome_->preview)
     progress_label_->setText(tr("done in %1 \u00b7 %2").arg(seconds_text(outcome_->total_seconds), how));
-  status_->setText(tr("Embedded %1 points in %2 diffusion coordinates; \u03b5 = %3.")
-                       .arg(en_number(r.n))
-                       .arg(r.m)
+  status_->setText(tr("Embedded %1 points in %2; \u03b5 = %3.")
+                       .arg(en_number(r.n),
+                            r.m == 1 ? tr("one diffusion coordinate") : tr("%1 diffusion coordinates").arg(r.m))
                        .arg(r.epsilon, 0, 'g', 4));
   parameters_->showEpsilonResult(r.epsilon, r.bgh);
   show_diagnostics();

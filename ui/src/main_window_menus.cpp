@@ -62,7 +62,10 @@ void MainWindow::build_menus() {
   auto* reset = view->addAction(tr("Reset Camera"), view_, &EmbeddingView::resetCamera);
   reset->setShortcut(QKeySequence(Qt::Key_R));
   reset->setShortcutContext(Qt::WidgetShortcut);  // the view handles R itself; listed for the shortcuts list
-  view->addAction(tr("2-D / 3-D"), this, [this] { planar_->toggle(); });
+  // Fewer than three coordinates are flat either way (the switch is disabled).
+  view->addAction(tr("2-D / 3-D"), this, [this] {
+    if (planar_->isEnabled()) planar_->toggle();
+  });
   view->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
 

@@ -84,12 +84,11 @@ bool MainWindow::addPinToPath() {
   path_label_->setText(path_points_.size() < 2 ? tr("Path: 1 point; pin and add another.")
                                                : tr("Path through %1 points.").arg(path_points_.size()));
   if (path_points_.size() >= 2) {
-    // The path lies in the coordinates on the axes (planar: the first two).
-    std::vector<int> axes;
-    for (int a = 0; a < (planar_->isChecked() ? 2 : 3); ++a) axes.push_back(axis_[a]->currentData().toInt());
+    // The path lies in the coordinates on the axes drawn (planar: the first
+    // two; one coordinate: X alone).
     trajectory_stale_ = false;
     trajectory_->setEmbedding(outcome_->dataset, outcome_->result);
-    trajectory_->setPathThrough(path_points_, axes);
+    trajectory_->setPathThrough(path_points_, shownAxes());
   }
   show_path(view_, trajectory_, trajectory_shown_, path_points_);
   return true;

@@ -39,27 +39,68 @@ void MainWindow::update_axis_choices() {
   const std::vector<int> offered = offered_coordinates();
   if (offered == axisChoices()) return;
   updating_controls_ = true;
-  // An axis keeps its coordinate while that is still offered (the user's
-  // choice); the others take the first offered ones not on an axis yet, in
-  // order, repeating the last when fewer than three are offered.
+  // One axis per offered coordinate, up to three: an axis keeps its
+  // coordinate while that is still offered (the user's choice); the others
+  // take the first offered ones not on an axis yet, in order. An axis past
+  // the offered coordinates (Y and Z of one, Z of two) says "none": showing
+  // a coordinate already on another axis there pretended the points spread
+  // in a dimension the embedding does not have.
+  const int with_coordinate = std::min(3, static_cast<int>(offered.size()));
   int previous[3];
   for (int i = 0; i < 3; ++i) previous[i] = axis_[i]->currentData().toInt();
   auto is_offered = [&](int c) { return std::find(offered.begin(), offered.end(), c) != offered.end(); };
   int chosen[3] = {0, 0, 0};
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < with_coordinate; ++i)
     if (is_offered(previous[i]) && std::find(chosen, chosen + i, previous[i]) == chosen + i) chosen[i] = previous[i];
-  for (int i = 0; i < 3 && !offered.empty(); ++i) {
+  for (int i = 0; i < with_coordinate; ++i) {
     if (chosen[i] != 0) continue;
-    auto free = std::find_if(offered.begin(), offered.end(),
-                             [&](int c) { return std::find(chosen, chosen + 3, c) == chosen + 3; });
-    chosen[i] = free != offered.end() ? *free : offered.back();
+    // There are at least as many offered coordinates as axes that take one.
+    chosen[i] = *std::find_if(offered.begin(), offered.end(),
+                              [&](int c) { return std::find(chosen, chosen + 3, c) == chosen + 3; });
   }
   for (int i = 0; i < 3; ++i) {
     axis_[i]->clear();
-    for (int c : offered) axis_[i]->addItem(QStringLiteral("\u03c8%1").arg(c), c);
+    if (i < with_coordinate)
+      for (int c : offered) axis_[i]->addItem(QStringLiteral("\u03c8%1").arg(c), c);
+    else if (!offered.empty())
+      axis_[i]->addItem(tr("none"), 0);
     axis_[i]->setCurrentIndex(std::max(0, axis_[i]->findData(chosen[i])));
   }
   updating_controls_ = false;
+  update_axis_states();
+}
+
+void MainWindow::update_axis_states() {
+  static const char* const names[3] = {"X", "Y", "Z"};
+  const int offered = static_cast<int>(axisChoices().size());
+  // Before any embedding the boxes are empty but stay enabled, as the 2-D
+  // switch does: neither says anything about coordinates yet.
+  const bool known = offered > 0;
+  const QString only = offered == 1 ? tr("one diffusion coordinate") : tr("two diffusion coordinates");
+  for (int i = 1; i < 3; ++i) {
+    const bool has_coordinate = !known || offered > i;
+    axis_[i]->setEnabled(has_coordinate && !(i == 2 && planar_->isChecked()));
+    axis_[i]->setToolTip(has_coordinate ? tr("Diffusion coordinate on the %1 axis").arg(names[i])
+                                        : tr("No %1 axis: the embedding has %2 to show").arg(names[i], only));
+  }
+  // Fewer than three coordinates are drawn flat whatever the switch says.
+  const bool switchable = !known || offered >= 3;
+  planar_->setEnabled(switchable);
+  planar_->setToolTip(switchable ? tr("Flat view of the X and Y coordinates (left drag pans)")
+                                 : tr("The view is flat: the embedding has %1 to show").arg(only));
+}
+
+std::vector<int> MainWindow::shownAxes() const {
+  std::vector<int> axes;
+  if (!outcome_) return axes;
+  const int m = outcome_->result->m;
+  for (int i = 0; i < (planar_->isChecked() ? 2 : 3); ++i) {
+    const int c = axis_[i]->currentData().toInt();
+    // "none" (0) on an axis leaves it and those after it without a coordinate.
+    if (c < 1 || c > m) break;
+    axes.push_back(c);
+  }
+  return axes;
 }
 
 void MainWindow::update_colour_choices() {
@@ -94,8 +135,8 @@ void MainWindow::setAxes(int x, int y, int z, bool planar) {
     if (idx >= 0) axis_[i]->setCurrentIndex(idx);
   }
   planar_->setChecked(planar);
-  axis_[2]->setEnabled(!planar);
   updating_controls_ = false;
+  update_axis_states();
   update_view(true);
 }
 
@@ -116,21 +157,16 @@ void MainWindow::update_view(bool reset_camera) {
     return;
   }
   const DiffusionResult& r = *outcome_->result;
-  const int choices = axis_[0]->count();
-  const bool planar = planar_->isChecked() || choices < 3;
-  int ax[3];
+  // One title per axis drawn: one coordinate is a line along X (y = 0 is no
+  // coordinate), two or the 2-D switch a plane, three a cloud.
+  const std::vector<int> axes = shownAxes();
+  const bool planar = axes.size() < 3;
   QStringList titles;
-  for (int i = 0; i < 3; ++i) {
-    ax[i] = std::clamp(axis_[i]->currentData().toInt(), 1, r.m);
-    // One coordinate offered: a line along X, whose y = 0 is no coordinate.
-    if (i == 0 || choices > 1) titles << QStringLiteral("\u03c8%1").arg(ax[i]);
-  }
-  std::vector<float> xyz(static_cast<size_t>(r.n) * 3);
+  for (int c : axes) titles << QStringLiteral("\u03c8%1").arg(c);
+  std::vector<float> xyz(static_cast<size_t>(r.n) * 3, 0.f);
   for (int64_t e = 0; e < r.n; ++e) {
     const double* c = r.coordinates.data() + e * r.m;
-    xyz[3 * e] = static_cast<float>(c[ax[0] - 1]);
-    xyz[3 * e + 1] = choices >= 2 ? static_cast<float>(c[ax[1] - 1]) : 0.f;
-    xyz[3 * e + 2] = planar ? 0.f : static_cast<float>(c[ax[2] - 1]);
+    for (size_t a = 0; a < axes.size(); ++a) xyz[3 * e + a] = static_cast<float>(c[axes[a] - 1]);
   }
   view_->setPoints(std::move(xyz), planar, titles, reset_camera);
   update_colours();

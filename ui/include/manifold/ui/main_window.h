@@ -171,6 +171,16 @@ class MainWindow : public QMainWindow {
   QCheckBox* hideLocalisedEditor() const { return hide_localised_; }
   /// The diffusion coordinates (1-based) the axes offer.
   std::vector<int> axisChoices() const;
+  /// The X, Y or Z box (axis 0, 1, 2). An axis the embedding has no
+  /// coordinate for (Y and Z of one coordinate, Z of two) is disabled and
+  /// holds only "none" (data 0).
+  QComboBox* axisEditor(int axis) const { return axis_[axis]; }
+  /// The 2-D switch (disabled while fewer than three coordinates are offered:
+  /// the view is flat whatever it says).
+  QCheckBox* planarEditor() const { return planar_; }
+  /// The diffusion coordinates (1-based) on the axes drawn: X, then Y and Z
+  /// where the embedding has them (Z not in 2-D); empty without an embedding.
+  std::vector<int> shownAxes() const;
   /// The message bar's text (an error or a notice); empty while hidden.
   QString messageText() const;
   /// The line that says the embedding shown no longer matches the panel's
@@ -265,6 +275,8 @@ class MainWindow : public QMainWindow {
   void update_colours();
   std::vector<int> offered_coordinates() const;
   void update_axis_choices();
+  /// Enables the axis boxes and the 2-D switch that choose something.
+  void update_axis_states();
   void update_colour_choices();
   void show_diagnostics();
   void update_spectrum();
