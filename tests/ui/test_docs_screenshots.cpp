@@ -77,15 +77,15 @@ bool pin_middle_point(MainWindow& w) {
 // The view as drawn now, in device pixels.
 QImage view_pixels(MainWindow& w) { return w.view()->renderFrame(); }
 
-// Pixels of the ring's dark grey (0.08, 0.08, 0.08 in the view), which
-// neither the background, the colour maps nor the axes use.
+// Pixels of the ring's black, which neither the background (the view's
+// darkest colour otherwise, 41 and more in each channel), the colour maps
+// nor the axes use.
 int64_t ring_pixels(const QImage& image) {
   int64_t count = 0;
   for (int y = 0; y < image.height(); ++y)
     for (int x = 0; x < image.width(); ++x) {
       const QColor c = image.pixelColor(x, y);
-      count += c.red() < 40 && c.green() < 40 && c.blue() < 40 && std::abs(c.red() - c.blue()) < 8 &&
-               std::abs(c.red() - c.green()) < 8;
+      count += c.red() < 24 && c.green() < 24 && c.blue() < 24;
     }
   return count;
 }

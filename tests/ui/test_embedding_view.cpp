@@ -13,7 +13,7 @@ using manifold::ui::PointColours;
 namespace t = manifold::ui::test;
 
 namespace {
-const QColor kBackground = QColor::fromRgbF(0.32, 0.34, 0.43);
+const QColor kBackground = EmbeddingView::backgroundColour();
 
 // A helix: every point apart from the others, none at the origin.
 std::vector<float> helix(int n) {

@@ -26,6 +26,7 @@
 #include "manifold/npy.h"
 #include "manifold/session.h"
 #include "manifold/ui/exporters.h"
+#include "manifold/ui/embedding_view.h"
 #include "manifold/ui/main_window.h"
 #include "ui_test_support.h"
 
@@ -272,7 +273,7 @@ class TestMainWindow : public QObject {
     QVERIFY(export_succeeds(w, [&] { w.exportScreenshot(dir_.filePath("view.png")); }));
     QImage png(dir_.filePath("view.png"));
     QCOMPARE(png.size(), w.view()->size() * w.view()->devicePixelRatio());
-    const t::PixelStats stats = t::pixel_stats(png, QColor::fromRgbF(0.32, 0.34, 0.43));
+    const t::PixelStats stats = t::pixel_stats(png, EmbeddingView::backgroundColour());
     QVERIFY(stats.total - stats.near_background > 200);
     QVERIFY(stats.black < stats.total / 2);
   }

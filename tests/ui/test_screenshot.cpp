@@ -4,6 +4,7 @@
 #include <QSignalSpy>
 #include <QtTest>
 
+#include "manifold/ui/embedding_view.h"
 #include "manifold/ui/main_window.h"
 #include "ui_test_support.h"
 
@@ -46,7 +47,7 @@ class TestScreenshot : public QObject {
     const QRect area(view->mapTo(&w, QPoint(0, 0)) * window.devicePixelRatio(),
                      view->size() * window.devicePixelRatio());
     const QImage shot = QImage(path).copy(area);
-    const QColor background = QColor::fromRgbF(0.32, 0.34, 0.43);
+    const QColor background = EmbeddingView::backgroundColour();
     const t::PixelStats s = t::pixel_stats(shot, background);
     qInfo("view: %lld px, %lld background, %lld black, %lld colours", static_cast<long long>(s.total),
           static_cast<long long>(s.near_background), static_cast<long long>(s.black),

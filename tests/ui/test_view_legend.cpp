@@ -1,18 +1,22 @@
 // The view's colour bar: it stands in a strip of its own at the right edge,
 // the points are framed left of it (after Reset view and after a re-framing
-// too), angles are labelled in their column's unit, and the title is never
-// cut off. Also the trajectory path's polyline.
+// too), angles are labelled in their column's unit, the title is never cut
+// off, and the colour map stands out from the background at both ends. Also
+// the trajectory path's polyline.
 #include <QtTest>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "manifold/ui/colour_maps.h"
 #include "manifold/ui/embedding_view.h"
 #include "ui_test_support.h"
 
+using manifold::ui::colourDistance;
 using manifold::ui::EmbeddingView;
 using manifold::ui::PointColours;
+using manifold::ui::toOkLab;
 namespace t = manifold::ui::test;
 
 namespace {
@@ -51,6 +55,17 @@ std::pair<double, double> drawn_x_range(EmbeddingView& view) {
 bool is_colour(QColor got, QColor want, int tolerance = 6) {
   return std::abs(got.red() - want.red()) <= tolerance && std::abs(got.green() - want.green()) <= tolerance &&
          std::abs(got.blue() - want.blue()) <= tolerance;
+}
+
+/// The colour of most pixels of `area` in `image` (the background, where
+/// few points are drawn).
+QColor most_common_colour(const QImage& image, const QRect& area) {
+  std::map<QRgb, int64_t> counts;
+  for (int y = area.top(); y <= area.bottom(); ++y)
+    for (int x = area.left(); x <= area.right(); ++x) ++counts[image.pixel(x, y)];
+  return QColor(std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
+                  return a.second < b.second;
+                })->first);
 }
 
 }  // namespace
@@ -108,7 +123,7 @@ class TestViewLegend : public QObject {
     const QRectF bar = view.colourBarArea();
     // The strip's background left of the title and the bar: only the
     // view's background colour there, however the points lie.
-    const QColor background = QColor::fromRgbF(0.32, 0.34, 0.43);
+    const QColor background = EmbeddingView::backgroundColour();
     const int x = static_cast<int>(bar.right()) - 3;
     for (int y = static_cast<int>(view.colourTitleRect().bottom()) + 40; y < 280; y += 7)
       QVERIFY2(is_colour(coloured.pixelColor(x, y), background, 3), qPrintable(QString::number(y)));
@@ -120,6 +135,59 @@ class TestViewLegend : public QObject {
     view.renderFrame();
     const auto [lo, hi] = drawn_x_range(view);
     QVERIFY2(std::abs((lo + hi) / 2 - 320) < 3, qPrintable(QString::number((lo + hi) / 2)));
+  }
+
+  // The colour map's ends stand out from the background. The lowest values,
+  // the diverging map's dark blue, had the background's lightness (and
+  // nearly its hue) and were lost on it; the highest, its red, had the same
+  // lightness too. Every colour of the bar's ramp, and the points at both
+  // ends as drawn, now differ from the background as rendered by at least
+  // 0.2 in OKLab (ten just-noticeable steps) and 0.12 in lightness, so they
+  // read by brightness, not by hue alone; the bar's ends are the colours of
+  // the lowest and the highest points.
+  void colourMapStandsOutFromTheBackground() {
+    constexpr double kApart = 0.2, kLighter = 0.12;
+    EmbeddingView view;
+    QVERIFY(t::show_window(view, QSize(640, 400)));
+    const int n = 24;
+    std::vector<float> xyz;
+    PointColours colours;
+    colours.title = QStringLiteral("value");
+    for (int i = 0; i < n; ++i) {
+      const double a = 2 * M_PI * i / n;
+      xyz.insert(xyz.end(), {static_cast<float>(std::cos(a)), static_cast<float>(std::sin(a)), 0.f});
+      colours.values.push_back(static_cast<float>(i));
+    }
+    view.setPoints(std::move(xyz), true, {"x", "y"}, true);
+    view.setPointSize(12);
+    view.setColours(colours);
+    const QImage frame = view.renderFrame();
+    frame.save(t::output_dir() + "/colour_map_ends.png");  // to look at, not asserted
+
+    const QColor background = most_common_colour(frame, view.plotArea().toRect());
+    QVERIFY2(is_colour(background, EmbeddingView::backgroundColour(), 2), qPrintable(background.name()));
+    auto stands_out = [&](QColor c, const QString& what) {
+      const double apart = colourDistance(c, background);
+      const double lighter = std::abs(toOkLab(c).L - toOkLab(background).L);
+      QVERIFY2(apart >= kApart && lighter >= kLighter,
+               qPrintable(QStringLiteral("%1 %2 on %3: %4 apart, %5 in lightness")
+                              .arg(what, c.name(), background.name())
+                              .arg(apart, 0, 'f', 3)
+                              .arg(lighter, 0, 'f', 3)));
+    };
+    const QColor lowest = frame.pixelColor(view.projectedPosition(0).toPoint());
+    const QColor highest = frame.pixelColor(view.projectedPosition(n - 1).toPoint());
+    TEST_PHASE(stands_out(lowest, QStringLiteral("the lowest point")));
+    TEST_PHASE(stands_out(highest, QStringLiteral("the highest point")));
+
+    const QRect ramp = view.colourRampRect().toRect().adjusted(2, 2, -2, -2);
+    QVERIFY(ramp.height() > 50);
+    for (int y = ramp.top(); y <= ramp.bottom(); ++y)
+      TEST_PHASE(stands_out(frame.pixelColor(ramp.center().x(), y), QStringLiteral("the bar at y = %1").arg(y)));
+    QVERIFY2(colourDistance(frame.pixelColor(ramp.center().x(), ramp.bottom()), lowest) < 0.03,
+             "the bar's bottom is not the lowest point's colour");
+    QVERIFY2(colourDistance(frame.pixelColor(ramp.center().x(), ramp.top()), highest) < 0.03,
+             "the bar's top is not the highest point's colour");
   }
 
   // Angles stay in their unit: a column in degrees has its bar labelled

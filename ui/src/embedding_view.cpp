@@ -133,9 +133,15 @@ vtkSmartPointer<vtkCellArray> all_vertices(vtkIdType n, vtkIdType stride) {
   return vertices_of(ids);
 }
 
-// ParaView's default background: light enough for dark points, dark enough
-// for light ones.
-constexpr double kBackground[3] = {0.32, 0.34, 0.43};
+// A dark slate grey, darker than every colour the points take, so each
+// reads by its lightness, not by hue alone. ParaView's blue-grey (0.32,
+// 0.34, 0.43) had the lightness of both ends of the diverging map (OKLab L
+// 0.46 against 0.48) and nearly the hue of its blue end: the lowest values
+// were lost on it. Here every colour of that map is at least 0.18 lighter
+// in OKLab L (about 0.25 apart in OKLab; the categories and the cyclic map, L
+// 0.62 and more, further), the axes and labels are light, and the halos
+// of the highlighted bin and the path are black, darker still.
+constexpr double kBackground[3] = {0.16, 0.17, 0.20};
 
 // The colour bar's numbers: three significant digits, no trailing point.
 constexpr const char* kLabelFormat = "%.3g";
@@ -467,12 +473,13 @@ void EmbeddingView::Impl::style_and_add_actors() {
   lod_actor->GetProperty()->SetColor(0.95, 0.95, 0.95);
   selected_actor->GetProperty()->SetColor(kSelectionColour.redF(), kSelectionColour.greenF(), kSelectionColour.blueF());
   pinned_actor->GetProperty()->SetColor(1.0, 0.9, 0.1);
-  // Dark and larger, drawn before the selection: a halo around each point
-  // of the bin that reads on light and coloured points alike.
-  highlighted_actor->GetProperty()->SetColor(0.08, 0.08, 0.08);
+  // Black and larger, drawn before the selection: a halo around each point
+  // of the bin that reads on light and coloured points alike, and on the
+  // dark background.
+  highlighted_actor->GetProperty()->SetColor(0.0, 0.0, 0.0);
   // The path: a light line in a dark halo, its vertices (the pins it runs
   // through) as larger dots, readable on any point colour.
-  path_halo_actor->GetProperty()->SetColor(0.08, 0.08, 0.08);
+  path_halo_actor->GetProperty()->SetColor(0.0, 0.0, 0.0);
   path_halo_actor->GetProperty()->SetLineWidth(5);
   path_actor->GetProperty()->SetColor(1.0, 1.0, 1.0);
   path_actor->GetProperty()->SetLineWidth(2);
@@ -961,6 +968,13 @@ QRectF EmbeddingView::colourTitleRect() const {
   d_->sync_viewport();
   return d_->legend_layout.title;
 }
+
+QRectF EmbeddingView::colourRampRect() const {
+  d_->sync_viewport();
+  return d_->legend_layout.swatches.empty() ? d_->legend_layout.bar : QRectF();
+}
+
+QColor EmbeddingView::backgroundColour() { return QColor::fromRgbF(kBackground[0], kBackground[1], kBackground[2]); }
 
 QRectF EmbeddingView::plotArea() const {
   d_->sync_viewport();

@@ -6,6 +6,7 @@
 // events go to a vtkGenericRenderWindowInteractor, so camera interaction is
 // VTK's own; hover, click and lasso picking project the points with the VTK
 // camera's matrices.
+#include <QColor>
 #include <QImage>
 #include <QPolygonF>
 #include <QRectF>
@@ -113,6 +114,11 @@ class EmbeddingView : public QWidget {
   /// the rectangle they fill, in widget coordinates.
   QStringList colourTitleLines() const;
   QRectF colourTitleRect() const;
+  /// The ramp of a colour bar of numbers (the lowest value at the bottom),
+  /// in widget coordinates; empty for categories or without colours.
+  QRectF colourRampRect() const;
+  /// The colour behind the points and the colour bar.
+  static QColor backgroundColour();
   /// The part of the widget the points are drawn in (left of the colour
   /// bar), in widget coordinates.
   QRectF plotArea() const;
