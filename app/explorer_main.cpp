@@ -8,11 +8,36 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "backends/backends.h"
 #include "manifold/fatal_signal.h"
 #include "manifold/ui/file_check.h"
 #include "manifold/ui/main_window.h"
+
+namespace {
+
+/// `argv` with "--session FILE" (or "-session FILE") joined into
+/// "--session=FILE". QGuiApplication takes "-session ID" for X11 session
+/// management and, reading "--" as "-", removes both words from the
+/// command line: the session never opened, and --screenshot waited for an
+/// embedding forever. The joined form is no option of Qt's and reaches
+/// our parser. The strings live in `storage`.
+std::vector<char*> keep_session_option(int argc, char** argv, std::vector<std::string>& storage) {
+  storage.assign(argv, argv + argc);
+  for (size_t i = 1; i + 1 < storage.size(); ++i)
+    if (storage[i] == "--session" || storage[i] == "-session") {
+      storage[i] = "--session=" + storage[i + 1];
+      storage.erase(storage.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    }
+  std::vector<char*> args;
+  for (std::string& s : storage) args.push_back(s.data());
+  args.push_back(nullptr);  // argv[argc] is a null pointer, as main's
+  return args;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // A child that reads an HDF5 file before the window does (file_check.h).
@@ -27,7 +52,10 @@ int main(int argc, char** argv) {
   // need of a display is said in one line below.
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
     qputenv("QT_QPA_PLATFORM", qEnvironmentVariableIsEmpty("DISPLAY") ? "offscreen" : "xcb");
-  QApplication app(argc, argv);
+  std::vector<std::string> arg_storage;
+  std::vector<char*> args_for_qt = keep_session_option(argc, argv, arg_storage);
+  int argc_for_qt = static_cast<int>(args_for_qt.size()) - 1;
+  QApplication app(argc_for_qt, args_for_qt.data());
   QApplication::setOrganizationName(QStringLiteral("ManifoldExplorer"));
   QApplication::setApplicationName(QStringLiteral("Manifold Explorer"));
   QApplication::setApplicationVersion(QStringLiteral("0.1.0"));

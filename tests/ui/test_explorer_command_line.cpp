@@ -1,7 +1,9 @@
 // The explorer's command line, as a user runs it: --help and --version
 // answer without a display, the window without one is refused in one line,
-// and --screenshot on a dataset runs it and saves the window (it waited
-// forever for an embedding nobody started).
+// --screenshot on a dataset runs it and saves the window (it waited
+// forever for an embedding nobody started), and --session FILE opens and
+// runs the session (Qt took the option for its own).
+#include <QFile>
 #include <QImage>
 #include <QProcess>
 #include <QProcessEnvironment>
@@ -78,6 +80,28 @@ class TestExplorerCommandLine : public QObject {
     const QImage image(png);
     QVERIFY(!image.isNull());
     QVERIFY(image.width() > 400 && image.height() > 300);
+  }
+
+  // "--session FILE" opens the session and runs it: Qt took "-session ID"
+  // (X11 session management, "--" read as "-") off the command line, so
+  // nothing opened and --screenshot waited forever.
+  void sessionOpensAndRuns() {
+    const QString data = t::write_rotating_spot_npy(dir_.filePath("session_spots.npy"), 200, 12, 12);
+    const QString session = dir_.filePath("spots.session.json");
+    QFile file(session);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(QStringLiteral(R"({"format": "manifold-session", "version": 1, "data": "%1",
+                                 "knn": {"k": 10, "backend": "cpu"}, "diffusion": {"components": 3}})")
+                   .arg(data)
+                   .toUtf8());
+    file.close();
+    for (const QString& option : {QStringLiteral("--session"), QStringLiteral("-session")}) {
+      const QString png = dir_.filePath(QStringLiteral("session%1.png").arg(option.size()));
+      const Ran shot = run({option, session, "--screenshot", png}, QProcessEnvironment::systemEnvironment(), 60000);
+      QVERIFY2(shot.finished, qPrintable(option + " FILE --screenshot did not finish"));
+      QVERIFY2(shot.status == 0, qPrintable(shot.err));
+      QVERIFY(!QImage(png).isNull());
+    }
   }
 };
 
