@@ -163,8 +163,10 @@ class TestViewLegend : public QObject {
     view.setColours(colours);
     const QImage frame = view.renderFrame();
     frame.save(t::output_dir() + "/colour_map_ends.png");  // to look at, not asserted
+    const double dpr = frame.devicePixelRatio();
 
-    const QColor background = most_common_colour(frame, view.plotArea().toRect());
+    const QRectF plot = view.plotArea();
+    const QColor background = most_common_colour(frame, QRectF(plot.topLeft() * dpr, plot.size() * dpr).toRect());
     QVERIFY2(is_colour(background, EmbeddingView::backgroundColour(), 2), qPrintable(background.name()));
     auto stands_out = [&](QColor c, const QString& what) {
       const double apart = colourDistance(c, background);
@@ -175,12 +177,13 @@ class TestViewLegend : public QObject {
                               .arg(apart, 0, 'f', 3)
                               .arg(lighter, 0, 'f', 3)));
     };
-    const QColor lowest = frame.pixelColor(view.projectedPosition(0).toPoint());
-    const QColor highest = frame.pixelColor(view.projectedPosition(n - 1).toPoint());
+    const QColor lowest = frame.pixelColor((view.projectedPosition(0) * dpr).toPoint());
+    const QColor highest = frame.pixelColor((view.projectedPosition(n - 1) * dpr).toPoint());
     TEST_PHASE(stands_out(lowest, QStringLiteral("the lowest point")));
     TEST_PHASE(stands_out(highest, QStringLiteral("the highest point")));
 
-    const QRect ramp = view.colourRampRect().toRect().adjusted(2, 2, -2, -2);
+    const QRectF bar = view.colourRampRect();
+    const QRect ramp = QRectF(bar.topLeft() * dpr, bar.size() * dpr).toRect().adjusted(2, 2, -2, -2);
     QVERIFY(ramp.height() > 50);
     for (int y = ramp.top(); y <= ramp.bottom(); ++y)
       TEST_PHASE(stands_out(frame.pixelColor(ramp.center().x(), y), QStringLiteral("the bar at y = %1").arg(y)));
@@ -226,6 +229,30 @@ class TestViewLegend : public QObject {
     c.title = QStringLiteral("angle (rad)");
     view.setColours(c);
     QCOMPARE(view.colourBarLabels(), QStringList({"0", "1.57", "3.14", "4.71", "6.28"}));
+  }
+
+  // Numbers from a thousand up to a million are written whole, rounded to
+  // three significant digits: the index of 10,000 images was labelled
+  // "2.5e+03" ... "1e+04". Smaller and larger ones keep three significant
+  // digits, with an exponent where %g gives one.
+  void largeNumbersAreWrittenWhole() {
+    EmbeddingView view;
+    QVERIFY(t::show_window(view, QSize(640, 400)));
+    const int n = 3000;
+    view.setPoints(helix(n), true, {"x", "y"}, true);
+    auto labels_for = [&](double lo, double hi) {
+      PointColours c;
+      c.title = QStringLiteral("index");
+      for (int i = 0; i < n; ++i) c.values.push_back(static_cast<float>(lo + (hi - lo) * i / (n - 1)));
+      view.setColours(c);
+      return view.colourBarLabels();
+    };
+    QCOMPARE(labels_for(0, 9999), QStringList({"0", "2500", "5000", "7500", "10000"}));
+    QCOMPARE(labels_for(1000, 2000), QStringList({"1000", "1250", "1500", "1750", "2000"}));
+    QCOMPARE(labels_for(-123456, 0), QStringList({"-123000", "-92600", "-61700", "-30900", "0"}));
+    QCOMPARE(labels_for(0, 4e6), QStringList({"0", "1e+06", "2e+06", "3e+06", "4e+06"}));
+    QCOMPARE(labels_for(-0.5, 0.5), QStringList({"-0.5", "-0.25", "0", "0.25", "0.5"}));
+    QCOMPARE(labels_for(0, 999.6).last(), QStringLiteral("1000"));  // %.3g rounds it to 1e+03
   }
 
   // The title is drawn whole, inside the strip and the widget, wrapped at

@@ -143,7 +143,8 @@ vtkSmartPointer<vtkCellArray> all_vertices(vtkIdType n, vtkIdType stride) {
 // of the highlighted bin and the path are black, darker still.
 constexpr double kBackground[3] = {0.16, 0.17, 0.20};
 
-// The colour bar's numbers: three significant digits, no trailing point.
+// The colour bar's numbers: three significant digits, no trailing point
+// (number_label writes those from a thousand to a million whole).
 constexpr const char* kLabelFormat = "%.3g";
 
 /// What the colour bar shows: a ramp of colours over [lo, hi] with numbers,
@@ -168,6 +169,15 @@ struct LegendLayout {
 QString number_label(double v, double span) {
   // A tick that is zero but for rounding reads "0", not "-1.4e-17".
   if (std::abs(v) < 1e-9 * span) v = 0;
+  // From a thousand up to a million, %g's exponent ("2.5e+03", an index of
+  // 10,000 images) reads worse than the whole number at the same three
+  // significant digits ("2500").
+  // (999.5 and up: %.3g rounds those to "1e+03" too.)
+  const double magnitude = std::abs(v);
+  if (magnitude >= 999.5 && magnitude < 1e6) {
+    const double unit = std::pow(10.0, std::floor(std::log10(magnitude)) - 2);
+    return QString::asprintf("%.0f", std::round(v / unit) * unit);
+  }
   return QString::asprintf(kLabelFormat, v);
 }
 

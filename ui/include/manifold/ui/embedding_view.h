@@ -100,7 +100,9 @@ class EmbeddingView : public QWidget {
   /// The text shown while there are no points.
   QString placeholderText() const;
   void setPlaceholderText(const QString& text);
-  /// The colour bar's title and label format (printf style).
+  /// The colour bar's title and label format (printf style; numbers from a
+  /// thousand up to a million are written whole instead, rounded to three
+  /// significant digits: "2500", not "2.5e+03").
   QString colourTitle() const;
   QString colourBarLabelFormat() const;
   /// The colour bar's labels as drawn, bottom to top (numbers) or top to
