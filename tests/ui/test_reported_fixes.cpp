@@ -482,6 +482,28 @@ class TestReportedFixes : public QObject {
     QVERIFY(w.planarEditor()->isEnabled());
   }
 
+  // Simulated patterns open with their true angle beside them
+  // (NAME.angles.npy, as `manifold simulate diffraction` writes it) and
+  // are coloured by it, as the demo is by its angle; they were coloured by
+  // psi1.
+  void simulatedAnglesColourThePoints() {
+    QDir folder(dir_.filePath("simulated"));
+    QVERIFY(folder.mkpath("."));
+    const int n = 200;
+    const QString images = t::write_rotating_spot_npy(folder.filePath("patterns.npy"), n, 12, 12);
+    std::vector<float> angles(n);
+    for (int i = 0; i < n; ++i) angles[static_cast<size_t>(i)] = static_cast<float>(2 * M_PI * i / n);
+    npy::write(folder.filePath("patterns.angles.npy").toStdString(), angles.data(), {n});
+    MainWindow w;
+    QVERIFY(t::show_window(w));
+    QVERIFY(t::open_file(w, images, 20000));
+    t::use_cpu(w, 10, 3);
+    QVERIFY(t::run_now(w, 60000));
+    QCOMPARE(w.colourKey(), QStringLiteral("angle"));
+    QCOMPARE(w.view()->colourTitle(), QStringLiteral("angle"));
+    QCOMPARE(w.view()->colourBarLabels(), QStringList({"0", "1.57", "3.14", "4.71", "6.28"}));
+  }
+
   // QA 15: the banner of a disconnected graph says the points left out are
   // not drawn; no point_index.npy is in sight before an export.
   void disconnectedGraphBannerSpeaksOfTheView() {

@@ -115,9 +115,15 @@ void MainWindow::update_colour_choices() {
   // once the embedding does, so it is kept when it cannot be shown yet.
   int idx = colour_by_->findData(colour_key_);
   if (idx < 0 || colour_key_.isEmpty()) {
-    // Labels say most when a dataset has them, the known angle for the demo,
-    // else the first diffusion coordinate.
-    for (const QString& fallback : {tr("label"), tr("rotation angle (deg)"), QStringLiteral("dc1")})
+    // Labels say most when a dataset has them, then a known angle (the
+    // demo's, or the one `manifold simulate` writes beside its patterns,
+    // NAME.angles.npy), else the first diffusion coordinate.
+    QStringList fallbacks{tr("label"), tr("rotation angle (deg)")};
+    if (dataset_)
+      for (const PointMetadata& meta : dataset_->metadata)
+        if (meta.period > 0) fallbacks << meta.name;
+    fallbacks << QStringLiteral("dc1");
+    for (const QString& fallback : fallbacks)
       if ((idx = colour_by_->findData(fallback)) >= 0) break;
     if (idx < 0) idx = 0;
     if (m > 0) colour_key_ = colour_by_->itemData(idx).toString();
