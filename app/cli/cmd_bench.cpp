@@ -177,8 +177,9 @@ BenchOptions parse_bench_options(int argc, char** argv) {
   return o;
 }
 
-/// --data's rows (the first max(-n) of them when -n is given), or random
-/// normal rows; UsageError when -n asks for more rows than the file has.
+/// --data's rows (all of them, or the first max(-n) when -n is given), or
+/// random normal rows; UsageError when -n asks for more rows than the file
+/// has.
 std::shared_ptr<Dataset> load_bench_data(const BenchOptions& o) {
   const int64_t n_max = *std::max_element(o.ns.begin(), o.ns.end());
   auto full = std::make_shared<Dataset>();
@@ -187,7 +188,7 @@ std::shared_ptr<Dataset> load_bench_data(const BenchOptions& o) {
     ro.hdf5_dataset = o.hdf5_dataset;
     ro.max_rows = o.has_n ? n_max : -1;
     *full = load_dataset(*o.data_path, ro);
-    for (int64_t n : o.ns)
+    for (int64_t n : o.has_n ? o.ns : std::vector<int64_t>{})
       if (n > full->rows())
         throw UsageError("-n " + std::to_string(n) + ": " + *o.data_path + " has only " + std::to_string(full->rows()) +
                          " rows");

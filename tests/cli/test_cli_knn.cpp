@@ -182,4 +182,24 @@ TEST(CliKnn, GpuOptionsOnTheCpuBackendAreNoted) {
   EXPECT_EQ(json.find("\"select\": \"warp\""), std::string::npos) << json;
 }
 
+// bench --data without -n times every row of the file, however few (the
+// random data's default of 20000 rows is no request); -n beyond the file is
+// a one-line usage error.
+TEST(CliKnn, BenchOnDataTakesEveryRowUnlessTold) {
+  TempDir t;
+  save(random_dataset(300, 6, 8), t / "x.npy");
+  std::string err;
+  ASSERT_EQ(run_cli("bench --backend cpu --data " + (t / "x.npy") + " -k 4 --repeats 1 --warmup 0 -q --json " +
+                        (t / "b.json"),
+                    &err),
+            0)
+      << err;
+  std::ifstream in(t / "b.json");
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"n\": 300"), std::string::npos) << json;
+  err.clear();
+  EXPECT_EQ(run_cli("bench --backend cpu --data " + (t / "x.npy") + " -n 301 -k 4 --repeats 1 -q", &err), 2);
+  EXPECT_EQ(err, "manifold: -n 301: " + (t / "x.npy") + " has only 300 rows\n");
+}
+
 }  // namespace
