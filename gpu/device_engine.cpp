@@ -54,9 +54,11 @@ PriorBoundPlan prior_bound_plan(const TilePlan& plan, size_t shared_optin) {
   return pp;
 }
 
-void DeviceEngine::translate_rows_by(const std::vector<float>& offset) {
+void DeviceEngine::translate_rows_by(const std::vector<float>& offset, bool keep_unmoved) {
   DeviceScope scope(ctx_.device);
   translation_.reset(offset.size(), "allocating the rows' translation");
+  if (keep_unmoved && plan_.resident)
+    unmoved_rows_.reset(static_cast<size_t>(plan_.n) * static_cast<size_t>(plan_.d), "allocating the unmoved rows");
   cuda_check(cudaMemcpy(translation_.data(), offset.data(), offset.size() * sizeof(float), cudaMemcpyHostToDevice),
              "copying the rows' translation to the GPU");
 }
@@ -244,6 +246,9 @@ void DeviceEngine::upload_blocks(int64_t b, int64_t blocks, float* rows, float* 
     ctx_.staging_used[s] = true;
     off += len;
   }
+  if (unmoved_rows_.size())
+    cuda_check(cudaMemcpyAsync(unmoved_rows_.data() + r0 * d, rows, bytes, cudaMemcpyDeviceToDevice, ctx_.copy),
+               "keeping the unmoved rows");
   if (translation_.size()) launch_translate_rows(rows, count, d, translation_.data(), ctx_.copy);
   for (int64_t z = 0; z < blocks; ++z) {
     const int64_t at = z * T, rz = std::min<int64_t>(T, count - at);

@@ -128,9 +128,10 @@ class DeviceEngine {
   DeviceEngine& operator=(const DeviceEngine&) = delete;
 
   /// Every row this engine uploads is moved by `offset` (d floats; core's
-  /// exact_translation, which changes no difference between rows) before
-  /// its norm is taken. Call before run().
-  void translate_rows_by(const std::vector<float>& offset);
+  /// choose_translation) before its norm is taken. `keep_unmoved` (resident
+  /// plans; a rounded move): the rows as they were are kept beside the moved
+  /// ones, for the exact keys (unmoved_rows). Call before run().
+  void translate_rows_by(const std::vector<float>& offset, bool keep_unmoved);
 
   /// Runs on this device: seeds all row blocks (keeping the seed's entries
   /// only for `owned` blocks, the bound for the others), then the strips.
@@ -162,6 +163,9 @@ class DeviceEngine {
   /// Resident plans: where all rows will be (complete once the seeds and
   /// the first strip are done). Streaming plans: nullptr.
   const float* resident_rows() const { return plan_.resident ? rows_.data() : nullptr; }
+  /// Resident plans moved with rounding: the rows as they were, which exact
+  /// keys are taken from; else nullptr (the keys come from resident_rows()).
+  const float* unmoved_rows() const { return unmoved_rows_.size() ? unmoved_rows_.data() : nullptr; }
 
   /// Stored squared norms of all n rows (as the tile loop used them), ready
   /// after run() and all_rows() / release_loop_buffers().
@@ -260,6 +264,7 @@ class DeviceEngine {
   DeviceBuffer<float> rows_t_;        // fused kernel: each slot's block transposed, dpad x T
   DeviceBuffer<float> all_norms_;     // streaming: the norms of every row, kept for the final step
   DeviceBuffer<float> translation_;   // d offsets subtracted from every uploaded row, or none
+  DeviceBuffer<float> unmoved_rows_;  // resident, rounded move: the rows as uploaded, or none
   DeviceBuffer<float> tiles_[2];      // cuBLAS path only
   // Candidate sets, used by tiles in turn, so a tile's merge can run while
   // the next tiles are computed: two for cuBLAS + filter (the filter and the

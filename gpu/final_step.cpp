@@ -157,9 +157,9 @@ struct ResidentOutput {
         status(static_cast<size_t>(g.n)) {
     cuda_check(cudaMemsetAsync(use.data(), 0, sizeof(float), in.stream), "clearing a counter");
     const int64_t available = g.n - (in.params->keep_self ? 0 : 1);
-    ca.rows = in.device_rows, ca.d = in.rows->cols, ca.norms = in.norms, ca.lists = in.lists, ca.k = g.k;
+    ca.rows = in.rows_for_keys(), ca.d = in.rows->cols, ca.norms = in.norms, ca.lists = in.lists, ca.k = g.k;
     ca.euclidean = in.params->metric == Metric::Euclidean, ca.complete = in.lists.k >= available;
-    ca.model = exact::make_error_model(g.d, in.tensor);
+    ca.model = exact::make_error_model(g.d, in.tensor, in.moved_rows_rounded);
     ca.out_index = out_i.data(), ca.out_dist = out_d.data(), ca.status = st.data(), ca.max_use = use.data();
     ca.ukey = ukey.data();
   }
@@ -505,7 +505,8 @@ void EarlyFinish::streamed_range(int64_t done, int64_t rows, bool& host_ready) {
   const int threads = hardware_threads(in_.params->threads);
   streamed_->download(done, rows, stream_, staging_, DeviceContext::kStagingBytes, std::min(8, threads));
   const auto t1 = std::chrono::steady_clock::now();
-  streamed_->certify(done, rows, g_, exact::make_error_model(g_.d, in_.tensor), std::max(1, threads - 4));
+  streamed_->certify(done, rows, g_, exact::make_error_model(g_.d, in_.tensor, in_.moved_rows_rounded),
+                     std::max(1, threads - 4));
   download_ms_ += std::chrono::duration<double, std::milli>(t1 - t0).count();
   certify_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
 }
@@ -567,7 +568,7 @@ class Finisher {
         early_(early),
         params_(*in.params),
         s_(in.stream),
-        model_(exact::make_error_model(g.d, in.tensor)) {
+        model_(exact::make_error_model(g.d, in.tensor, in.moved_rows_rounded)) {
     stats_.precision = to_string(params_.precision);
     stats_.list_capacity = in.lists.k;
     stats_.c_dot = model_.c_dot;
@@ -736,7 +737,7 @@ class Finisher {
         t.found = found.data(), t.cand = cand.data();
         launch_rescan_filter(t, s_);
       }
-      launch_rescan_select(device_rows, d, fb_dev.data(), count, found.data(), cand.data(), g_.k, euclidean,
+      launch_rescan_select(in_.rows_for_keys(), d, fb_dev.data(), count, found.data(), cand.data(), g_.k, euclidean,
                            out.out_i.data(), out.out_d.data(), st2.data(), s_);
       cuda_check(cudaMemcpyAsync(st2_host.data(), st2.data(), count * sizeof(int), cudaMemcpyDeviceToHost, s_),
                  "copying the rescan's result from the GPU");
@@ -848,7 +849,7 @@ class Finisher {
       for (int r = 0; r < count; ++r) idx[static_cast<size_t>(r)] = static_cast<int>(rows[r0 + r]);
       cuda_check(cudaMemcpyAsync(rows_dev.data(), idx.data(), count * sizeof(int), cudaMemcpyHostToDevice, s_),
                  "copying the fallback rows to the GPU");
-      launch_fallback_keys(in_.device_rows, n, in_.rows->cols, rows_dev.data(), count,
+      launch_fallback_keys(in_.rows_for_keys(), n, in_.rows->cols, rows_dev.data(), count,
                            params_.metric == Metric::Euclidean, params_.keep_self, keys_dev.data(), s_);
       cuda_check(cudaMemcpyAsync(keys.data(), keys_dev.data(), static_cast<size_t>(count) * n * sizeof(float),
                                  cudaMemcpyDeviceToHost, s_),

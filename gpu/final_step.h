@@ -95,11 +95,16 @@ struct FinishRequest {
   const KnnParams* params = nullptr;
   const PreparedRows* rows = nullptr;  ///< host copy of the prepared rows
   ListsView lists;                     ///< capacity lists.k, each row ascending by (a, index)
-  const float* device_rows = nullptr;  ///< all rows on this device, or nullptr (streamed)
+  const float* device_rows = nullptr;  ///< all rows on this device as the loop multiplied them, or nullptr (streamed)
+  const float* key_rows = nullptr;     ///< the rows exact keys come from, where they differ from device_rows (rows
+                                       ///< moved with rounding), or nullptr
   const float* norms = nullptr;        ///< device: the stored squared norms of all rows
   cudaStream_t stream = nullptr;       ///< on the current device; everything runs on it
   bool tensor = false;                 ///< the loop's GEMM was TF32 (fast-exact)
-  DotProducts dot_products;            ///< for the rescan (resident rows)
+  bool moved_rows_rounded = false;     ///< the loop's rows were moved with rounding (exact/translation.h)
+  /// On the device: the rows exact keys are taken from.
+  const float* rows_for_keys() const { return key_rows ? key_rows : device_rows; }
+  DotProducts dot_products;  ///< for the rescan (resident rows)
   /// Device-merge time to report, when there was one (the engine's; it is
   /// written among the final step's timings, as before).
   std::optional<double> merge_devices_ms;

@@ -118,7 +118,7 @@ std::vector<std::vector<int64_t>> assign_strips(int64_t blocks, int devices) {
 /// keys): the plan, the devices and what their tile loops did.
 struct EngineBuildStats {
   bool tensor = false;
-  exact::Translation translation;  ///< of the rows on the device (core's exact_translation), or none
+  exact::Translation translation;  ///< of the rows on the device (core's choose_translation), or none
   TilePlan plan;
   std::vector<int> devices;
   nlohmann::json device_names = nlohmann::json::array();
@@ -174,7 +174,10 @@ struct EngineBuildStats {
     j["tile_cols"] = plan.W;
     j["resident"] = plan.resident;
     j["translated_columns"] = translation.columns;
-    if (translation.any()) j["translation_norm_ratio"] = translation.norm_ratio;
+    if (translation.any()) {
+      j["translation_norm_ratio"] = translation.norm_ratio;
+      j["translation_exact"] = translation.exact;
+    }
     j["tile_kernel"] = plan.fused ? "fused FFMA GEMM + filter"
                                   : (tensor ? "cuBLAS TF32 GEMM + filter" : "cuBLAS SGEMM + filter");
     if (!plan.resident) {
@@ -267,6 +270,10 @@ class EngineBuild {
   }
 
  private:
+  /// The rows on the devices are moved with rounding (the exact keys need
+  /// the rows as they were).
+  bool rounded_move() const { return stats_.translation.any() && !stats_.translation.exact; }
+
   /// MANIFOLD_GPU_TIMELINE=1: when the build reached `what`, ms since its
   /// start (graph.json's timeline_host_events; the tiles' own times count
   /// from tiles_origin).
@@ -274,16 +281,18 @@ class EngineBuild {
     if (timeline_) host_events_[what] = seconds_since(t0_) * 1e3;
   }
 
-  /// The rows as the metric ranks them, and the exact translation that
-  /// makes their stored norms those about their mean where that narrows the
+  /// The rows as the metric ranks them, and the translation that makes
+  /// their stored norms those about their mean where that narrows the
   /// certificate's bound (manifold/exact/translation.h: rows that share a
   /// large common part, such as diffraction patterns, certify from their
-  /// lists only so; distances and keys are unchanged bit for bit).
+  /// lists only so; the graph is unchanged bit for bit). After a rounded
+  /// move device 0 keeps the rows as they were for the exact keys, or the
+  /// host does where the rows stream.
   void prepare_rows_for_upload() {
     progress_.stage("prepare", 1, "steps");
     rows_ = prepare_rows(data_, params_.metric);
     if (settings().translate)
-      stats_.translation = exact::exact_translation(rows_.data, rows_.rows, rows_.cols, params_.threads);
+      stats_.translation = exact::choose_translation(rows_.data, rows_.rows, rows_.cols, params_.threads, true);
     progress_.finish();
     g_.timings.emplace_back("prepare", seconds_since(t0_));
   }
@@ -316,13 +325,15 @@ class EngineBuild {
     for (int attempt = 0;; ++attempt) {
       req.budget = budget;
       plan = plan_tiles(req);
+      if (rounded_move() && plan.resident) plan_beside_unmoved_rows(req);
       try {
         engines_.clear();
         for (int dev : stats_.devices)
           engines_.push_back(std::make_unique<DeviceEngine>(dev, rows_.data, plan, params_.keep_self, force_block_,
                                                             stats_.tensor));
         if (stats_.translation.any())
-          for (auto& e : engines_) e->translate_rows_by(stats_.translation.offset);
+          for (size_t i = 0; i < engines_.size(); ++i)
+            engines_[i]->translate_rows_by(stats_.translation.offset, rounded_move() && i == 0);
         break;
       } catch (const DeviceOutOfMemory& e) {
         engines_.clear();
@@ -335,6 +346,20 @@ class EngineBuild {
     g_.timings.emplace_back("setup", seconds_since(t1));
   }
 
+  /// A rounded move with resident rows keeps the rows as they were on
+  /// device 0 too: planned within what they leave of the budget (the rows
+  /// may then stream, which needs no such copy: the host keys them); where
+  /// nothing fits beside them, the rows are moved exactly or not at all.
+  void plan_beside_unmoved_rows(PlanRequest req) {
+    const uint64_t unmoved = static_cast<uint64_t>(req.n * req.d) * sizeof(float);
+    req.budget = req.budget > unmoved ? req.budget - unmoved : 0;
+    try {
+      stats_.plan = plan_tiles(req);
+    } catch (const Error&) {
+      stats_.translation = exact::choose_translation(rows_.data, rows_.rows, rows_.cols, params_.threads, false);
+    }
+  }
+
   /// The final step's request, and with one GPU the worker that certifies
   /// and copies home each strip's rows (each panel's, when rows stream) while
   /// the later strips run (final_step.h EarlyFinish). Settings::final_beside_loop
@@ -344,6 +369,7 @@ class EngineBuild {
     DeviceEngine& main = *engines_[0];
     fin_.data = &data_, fin_.params = &params_, fin_.rows = &rows_, fin_.lists = main.lists();
     fin_.norms = main.norms(), fin_.stream = main.stream(), fin_.tensor = stats_.tensor, fin_.device = main.device();
+    fin_.moved_rows_rounded = rounded_move();
     fin_.dot_products = [&main](const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t st) {
       main.dot_products(a, m, b, ncols, c, ldc, st);
     };
@@ -352,7 +378,7 @@ class EngineBuild {
     // Streamed rows are certified on the host, which needs no device memory.
     if (engines_.size() == 1 && (!plan.resident || plan.bytes + plan.final_bytes <= plan.budget) &&
         settings().final_beside_loop) {
-      fin_.device_rows = main.resident_rows();
+      fin_.device_rows = main.resident_rows(), fin_.key_rows = main.unmoved_rows();
       early_ = std::make_unique<EarlyFinish>(fin_, g_, DeviceContext::get(main.device()));
       rows_final_ = [this](int64_t r, cudaStream_t after) {
         fingerprint_.start();
@@ -443,6 +469,7 @@ class EngineBuild {
   void finish(std::chrono::steady_clock::time_point t3) {
     DeviceEngine& main = *engines_[0];
     fin_.device_rows = main.all_rows();  // resident: all rows on device 0; else nullptr
+    fin_.key_rows = main.unmoved_rows();
     // Device 0's staging buffers carry the result home; its uploads are done.
     DeviceContext& ctx0 = DeviceContext::get(main.device());
     for (int i = 0; i < 2; ++i) {

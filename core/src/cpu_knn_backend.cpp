@@ -27,24 +27,34 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-/// The rows prepared for the metric, moved about their mean where that
-/// narrows the certificate's bound (manifold/exact/translation.h: the graph
-/// is the same bit for bit), and their squared norms.
+/// The rows prepared for the metric and the rows the loop multiplies: the
+/// same, or moved about their mean where that narrows the certificate's
+/// bound (manifold/exact/translation.h: the graph is the same bit for bit;
+/// after a rounded move the exact keys still come from `rows`), with the
+/// loop rows' squared norms.
 struct PreparedInput {
   PreparedRows rows;
   exact::Translation translation;
-  std::vector<float> norms;
+  ResultVector<float> moved;         ///< the rounded kind's moved rows, else empty (written whole)
+  const float* loop_rows = nullptr;  ///< rows.data, or moved
+  std::vector<float> norms;          ///< of loop_rows
 };
 
 PreparedInput prepare_input(const Dataset& data, Metric metric, int threads, Progress& progress) {
   progress.stage("prepare", 1, "steps");
   PreparedInput in;
   in.rows = prepare_rows(data, metric);
-  in.translation = exact::exact_translation(in.rows.data, in.rows.rows, in.rows.cols, threads);
-  if (in.translation.any()) exact::translate_rows(in.rows, in.translation.offset, threads);
+  in.translation = exact::choose_translation(in.rows.data, in.rows.rows, in.rows.cols, threads, true);
+  if (in.translation.any() && in.translation.exact) exact::translate_rows(in.rows, in.translation.offset, threads);
+  in.loop_rows = in.rows.data;
+  if (in.translation.any() && !in.translation.exact) {
+    in.moved.resize(static_cast<size_t>(in.rows.rows * in.rows.cols));
+    exact::moved_rows(in.rows.data, in.rows.rows, in.rows.cols, in.translation.offset, in.moved.data(), threads);
+    in.loop_rows = in.moved.data();
+  }
   in.norms.resize(static_cast<size_t>(in.rows.rows));
   try {
-    squared_norms(in.rows.data, in.rows.rows, in.rows.cols, in.norms.data(), threads);
+    squared_norms(in.loop_rows, in.rows.rows, in.rows.cols, in.norms.data(), threads);
   } catch (const Error& e) {
     throw Error(data.source + (data.source.empty() ? "" : ": ") + e.what());
   }
@@ -68,7 +78,7 @@ std::vector<std::pair<int64_t, int64_t>> upper_tiles(int64_t n) {
 std::vector<TopK> candidate_lists(const PreparedInput& in, const std::vector<std::pair<int64_t, int64_t>>& tiles,
                                   int capacity, bool keep_self, int threads, Progress& progress) {
   const int64_t n = in.rows.rows, d = in.rows.cols;
-  const float* rows = in.rows.data;
+  const float* rows = in.loop_rows;
   const float* norms = in.norms.data();
   std::vector<TopK> lists(static_cast<size_t>(n), TopK(capacity));
   std::vector<std::mutex> block_locks(static_cast<size_t>((n + kTile - 1) / kTile));
@@ -138,7 +148,7 @@ CertifyStats certify_lists(const PreparedInput& in, std::vector<TopK> lists, int
   req.rows = in.rows.data, req.d = d, req.k = g.k, req.norms = in.norms.data();
   req.lists = {cand_dist.data(), cand_index.data(), fill.data(), n, capacity};
   req.ymax = n ? *std::max_element(in.norms.begin(), in.norms.end()) : 0.0;
-  req.model = exact::make_error_model(d, false), req.metric = params.metric;
+  req.model = exact::make_error_model(d, false, !in.translation.exact), req.metric = params.metric;
   req.complete = capacity == others, req.threads = threads;
   CertifyStats stats;
   stats.capacity = capacity;
@@ -196,7 +206,10 @@ class CpuKnnBackend final : public KnnBackend {
     g.timings.emplace_back("certify", seconds_since(t2));
     g.timings.emplace_back("total", seconds_since(t0));
     g.extra["translated_columns"] = in.translation.columns;
-    if (in.translation.any()) g.extra["translation_norm_ratio"] = in.translation.norm_ratio;
+    if (in.translation.any()) {
+      g.extra["translation_norm_ratio"] = in.translation.norm_ratio;
+      g.extra["translation_exact"] = in.translation.exact;
+    }
     g.extra["threads"] = threads;
     g.extra["tile"] = kTile;
     g.extra["tiles"] = tiles.size();

@@ -54,19 +54,21 @@ __device__ __forceinline__ void upper_keys(const CertifyArgs& c, const CertRow& 
 // tile was filtered (its GEMM distance above the bound then, which only
 // tightens, so above the final bound) or ranks after a full list's last
 // entry: the smaller of the final bound and that entry is below every
-// missing point's distance; with the largest norm its lower bound is still
-// below U when the certificate fails. A list that never filled up, its bound
+// missing point's distance; with the largest norm such a point can have and
+// still rank (exact::missing_norm_cap) its lower bound is still below U
+// when the certificate fails. A list that never filled up, its bound
 // still +inf, holds every point with a comparable distance (NaN never
 // enters); one that a prior bound kept short (device_engine.h) is judged by
 // that bound, and fails when it holds fewer than k entries (U is +inf).
-__device__ __forceinline__ bool certificate_fails(const CertifyArgs& c, const CertRow& r, int64_t g, float ukey) {
+__device__ __forceinline__ bool certificate_fails(const CertifyArgs& c, const CertRow& r, int64_t g, float uk) {
   if (c.complete) return false;
   const bool full = r.f == c.lists.k;
   const float thr = c.lists.thr ? c.lists.thr[g] : INFINITY;  // the row's final bound
   if (!full && !(thr < INFINITY)) return false;
   const double amax = full ? fminf(thr, r.ld[c.lists.k - 1]) : thr;
-  const double lmin = exact::lower64(amax, exact::entry_error(amax, r.ni, c.ymax, c.model), c.model);
-  return !(exact::key_of(lmin, c.euclidean) > ukey);
+  const double ny = exact::missing_norm_cap(r.ni, uk, c.ymax, c.model);
+  const double lmin = exact::lower64(amax, exact::entry_error(amax, r.ni, ny, c.model), c.model);
+  return !(exact::key_of(lmin, c.euclidean) > exact::key_of(uk, c.euclidean));
 }
 
 // Whether entry (a, j)'s lower bound ranks no later than U.
@@ -112,7 +114,7 @@ __device__ __forceinline__ bool certificate_holds(const CertifyArgs& c, const Ce
                                                   const float* kth_upper, BlockVerdict& v) {
   if (threadIdx.x == 0) {
     v.ukey = exact::key_of(*kth_upper, c.euclidean);
-    v.fail = certificate_fails(c, r, g, v.ukey);
+    v.fail = certificate_fails(c, r, g, *kth_upper);
     v.count = 0;
   }
   __syncthreads();
@@ -248,7 +250,7 @@ __global__ __launch_bounds__(kThreads) void certify_warp_kernel(CertifyArgs c) {
     __syncwarp();
     warp_bitonic_sort(sd, si, P, lane);
     const float ukey = exact::key_of(sd[c.k - 1], c.euclidean);
-    const bool fail = certificate_fails(c, r, g, ukey);
+    const bool fail = certificate_fails(c, r, g, sd[c.k - 1]);
     __syncwarp();  // every lane has read sd[k - 1] before sd is reused
     if (fail) {
       if (lane == 0) {

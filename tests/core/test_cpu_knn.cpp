@@ -344,29 +344,73 @@ TEST(CpuKnnHostile, SquaredDistancesBeyondFloat32AreRefusedNotWrong) {
 }  // namespace
 
 // Rows that share a large common part (common_pattern_rows): in place, the
-// float32 bound is far wider than the gaps between neighbours and nearly
-// every row goes to the exact scan; moved about their mean
-// (exact::exact_translation) nearly every row certifies from its list. The
-// rows are kept in place here by one row of tiny values, which no offset
-// subtracts exactly, in every column. The graph is the exact ranking either
-// way, byte for byte.
+// float32 bound is far wider than the gaps between neighbours (the norms
+// are over 100 times those about the mean); moved about their mean nearly
+// every row certifies from its list. Moved exactly where every value of a
+// column allows it (exact::choose_translation's exact kind); with one row
+// of tiny values, which no offset subtracts exactly from, moved with
+// rounding, the keys still taken from the rows as they were. The graph is
+// the exact ranking either way, byte for byte.
 TEST(CpuKnn, CommonPatternRowsCertifyOnceTranslated) {
   const int64_t n = 1200, d = 64;
   const int k = 10;
-  const Dataset moved = common_pattern_rows(n, d, 23);
-  std::vector<float> v(moved.data(), moved.data() + n * d);
+  const Dataset exact_move = common_pattern_rows(n, d, 23);
+  std::vector<float> v(exact_move.data(), exact_move.data() + n * d);
   for (int64_t c = 0; c < d; ++c) v[static_cast<size_t>(c)] = 1e-7f * static_cast<float>(c + 1);
-  const Dataset kept(n, d, std::move(v));
-  const KnnGraph a = build_cpu(moved, k, Metric::Euclidean);
-  const KnnGraph b = build_cpu(kept, k, Metric::Euclidean);
+  const Dataset rounded_move(n, d, std::move(v));
+  const KnnGraph a = build_cpu(exact_move, k, Metric::Euclidean);
+  const KnnGraph b = build_cpu(rounded_move, k, Metric::Euclidean);
+  EXPECT_TRUE(a.extra["translation_exact"].get<bool>());
   EXPECT_GT(a.extra["translated_columns"].get<int64_t>(), d / 2);
   EXPECT_GT(a.extra["translation_norm_ratio"].get<double>(), 100.0);
-  EXPECT_EQ(b.extra["translated_columns"].get<int64_t>(), 0);
-  EXPECT_EQ(first_difference(a, exact_reference(moved, k, Metric::Euclidean, false)), "");
-  EXPECT_EQ(first_difference(b, exact_reference(kept, k, Metric::Euclidean, false)), "");
-  const int64_t in_place = b.extra["fallback_rows"].get<int64_t>(),
-                translated = a.extra["fallback_rows"].get<int64_t>();
-  std::cout << "[ info ] rows to the exact scan: " << in_place << " in place, " << translated << " translated\n";
-  EXPECT_GT(in_place, n * 9 / 10) << "the case no longer needs the translation";
-  EXPECT_LT(translated, n / 100);
+  EXPECT_FALSE(b.extra["translation_exact"].get<bool>());
+  EXPECT_EQ(b.extra["translated_columns"].get<int64_t>(), d);
+  EXPECT_GT(b.extra["translation_norm_ratio"].get<double>(), 100.0);
+  EXPECT_EQ(first_difference(a, exact_reference(exact_move, k, Metric::Euclidean, false)), "");
+  EXPECT_EQ(first_difference(b, exact_reference(rounded_move, k, Metric::Euclidean, false)), "");
+  EXPECT_LT(a.extra["fallback_rows"].get<int64_t>(), n / 100);
+  EXPECT_LT(b.extra["fallback_rows"].get<int64_t>(), n / 100);
+  EXPECT_LT(b.extra["error_bound_max_use"].get<double>(), 1.0);
+}
+
+// A bright spot common to all rows over dim noise (bright_spot_rows): the
+// dim columns' values span more than a factor 2, so the exact kind keeps
+// too little, and cosine's rows (divided by their own norms) share no grid
+// either: both are moved with rounding. Pearson's rows (centred first) sit
+// within a factor 2 of their column means and move exactly. Every metric
+// certifies from its lists; the graph is the exact ranking, byte for byte.
+TEST(CpuKnn, BrightSpotRowsCertifyInEveryMetric) {
+  const int64_t n = 1500, d = 48;
+  const int k = 10;
+  const Dataset ds = bright_spot_rows(n, d, 31);
+  for (Metric m : {Metric::Euclidean, Metric::Cosine, Metric::Pearson}) {
+    SCOPED_TRACE(to_string(m));
+    const KnnGraph g = build_cpu(ds, k, m);
+    EXPECT_EQ(g.extra["translation_exact"].get<bool>(), m == Metric::Pearson);
+    EXPECT_GT(g.extra["translation_norm_ratio"].get<double>(), 10.0);
+    EXPECT_EQ(first_difference(g, exact_reference(ds, k, m, false)), "");
+    EXPECT_LT(g.extra["fallback_rows"].get<int64_t>(), n / 100);
+    EXPECT_LT(g.extra["error_bound_max_use"].get<double>(), 1.0);
+  }
+}
+
+// One row far from all others (a hot frame) must not widen every other
+// row's bound: the certificate bounds the points outside a list with the
+// largest norm that can still rank (exact::missing_norm_cap), not the
+// largest of all. Noise about the origin, so nothing is moved.
+TEST(CpuKnn, OneFarRowLeavesTheOthersCertified) {
+  const int64_t n = 1000, d = 32;
+  const int k = 10;
+  std::vector<float> v(static_cast<size_t>(n * d));
+  std::mt19937_64 rng(41);
+  std::normal_distribution<float> g(0.f, 1.f);
+  for (float& x : v) x = g(rng);
+  for (int64_t c = 0; c < d; ++c) v[static_cast<size_t>(500 * d + c)] = 1e5f;
+  const Dataset ds(n, d, std::move(v));
+  const KnnGraph graph = build_cpu(ds, k, Metric::Euclidean);
+  EXPECT_EQ(graph.extra["translated_columns"].get<int64_t>(), 0);
+  EXPECT_EQ(first_difference(graph, exact_reference(ds, k, Metric::Euclidean, false)), "");
+  // The far row itself has every other point at nearly one distance: only
+  // its own list may need the exact scan.
+  EXPECT_LE(graph.extra["fallback_rows"].get<int64_t>(), 1);
 }

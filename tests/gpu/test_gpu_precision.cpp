@@ -210,4 +210,75 @@ TEST(PrecisionEdges, CommonPatternRowsCertifyOnceTranslated) {
   }
 }
 
+// A bright spot common to all rows over dim noise (bright_spot_rows): the
+// dim columns keep any offset from moving exactly, so the engine moves the
+// rows with rounding (euclidean and cosine; Pearson's centred rows move
+// exactly) and takes the exact keys from the rows as they were, kept on
+// the device beside the moved ones. In every metric and precision the graph
+// is the CPU's exact ranking byte for byte, and the move certifies rows the
+// bound could not certify in place.
+TEST(PrecisionEdges, BrightSpotRowsCertifyInEveryMetric) {
+  REQUIRE_GPU();
+  const int64_t n = 3000, d = 128;
+  const int k = 10;
+  const Dataset ds = bright_spot_rows(n, d, 19);
+  for (Metric m : {Metric::Euclidean, Metric::Cosine, Metric::Pearson}) {
+    const KnnGraph reference = exact_reference(ds, k, m, false);
+    for (const char* precision : {"exact", "fast-exact"}) {
+      const std::string what = to_string(m) + ", " + precision;
+      const KnnGraph moved = build("gpu", ds, with(k, m, precision));
+      EXPECT_EQ(moved.extra["translation_exact"].get<bool>(), m == Metric::Pearson) << what;
+      EXPECT_EQ(first_difference(moved, reference), "") << what << ", moved";
+      EXPECT_LT(moved.extra["error_bound_max_use"].get<double>(), 1.0) << what;
+      WithSettings in_place([](gpu::Settings& s) { s.translate = false; });
+      const KnnGraph kept = build("gpu", ds, with(k, m, precision));
+      EXPECT_EQ(first_difference(kept, reference), "") << what << ", in place";
+      const int64_t before = kept.extra["uncertified_rows"].get<int64_t>();
+      const int64_t after = moved.extra["uncertified_rows"].get<int64_t>();
+      std::cout << "[ info ] " << what << ": uncertified rows " << before << " in place, " << after << " moved\n";
+      EXPECT_LE(after, before) << what;
+      if (std::string(precision) == "exact") {
+        EXPECT_LT(after, n / 100) << what;
+      }
+    }
+  }
+}
+
+// Streamed rows moved with rounding: the device keeps no unmoved copy (the
+// host keys every streamed row from its own); the graph is still the CPU's
+// exact ranking. The budget is GpuEngine.StreamsRowsWhenTheyDoNotFit's.
+TEST(PrecisionEdges, StreamedRowsMovedWithRoundingAreExact) {
+  REQUIRE_GPU();
+  const int64_t n = 6000, d = 96;
+  const int k = 32;
+  const Dataset ds = bright_spot_rows(n, d, 23);
+  KnnParams p = with(k, Metric::Cosine, "exact");
+  p.gpu_memory = static_cast<uint64_t>(n) * (k + 16) * 8 + n * 16 + n * d * 4 * 2 / 5 + (4 << 20);
+  const KnnGraph streamed = build("gpu", ds, p);
+  EXPECT_FALSE(streamed.extra["resident"].get<bool>());
+  EXPECT_FALSE(streamed.extra["translation_exact"].get<bool>());
+  EXPECT_EQ(first_difference(streamed, exact_reference(ds, k, Metric::Cosine, false)), "");
+  EXPECT_LT(streamed.extra["uncertified_rows"].get<int64_t>(), n / 100);
+}
+
+// One row far from all others must not widen every other row's bound (the
+// certificate's missing_norm_cap, on the device as on the host).
+TEST(PrecisionEdges, OneFarRowLeavesTheOthersCertified) {
+  REQUIRE_GPU();
+  const int64_t n = 2000, d = 64;
+  const int k = 10;
+  std::vector<float> v(static_cast<size_t>(n * d));
+  std::mt19937_64 rng(43);
+  std::normal_distribution<float> g(0.f, 1.f);
+  for (float& x : v) x = g(rng);
+  for (int64_t c = 0; c < d; ++c) v[static_cast<size_t>(700 * d + c)] = 1e5f;
+  const Dataset ds(n, d, std::move(v));
+  const KnnGraph reference = exact_reference(ds, k, Metric::Euclidean, false);
+  for (const char* precision : {"exact", "fast-exact"}) {
+    const KnnGraph graph = build("gpu", ds, with(k, Metric::Euclidean, precision));
+    EXPECT_EQ(first_difference(graph, reference), "") << precision;
+    EXPECT_LE(graph.extra["uncertified_rows"].get<int64_t>(), 1) << precision;
+  }
+}
+
 }  // namespace

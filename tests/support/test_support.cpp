@@ -371,6 +371,18 @@ Dataset common_pattern_rows(int64_t n, int64_t d, uint64_t seed) {
   return ds;
 }
 
+Dataset bright_spot_rows(int64_t n, int64_t d, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(n * d));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < d; ++c)
+      x[static_cast<size_t>(r * d + c)] = c < 16 ? 1e3f * (1.f + 1e-3f * g(rng)) : 3.f + 1.5f * g(rng);
+  Dataset ds(n, d, std::move(x));
+  ds.source = "bright spot";
+  return ds;
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

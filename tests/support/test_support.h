@@ -73,8 +73,14 @@ manifold::Dataset near_duplicates(int64_t n, int64_t d, uint64_t seed, int clust
 /// bright pattern (1e4 exp(-c/40) in column c, columns c % 17 == 5 masked
 /// to zero) times a fluence 1 + 0.01 N(0,1), plus 3 U(0,1) noise; what
 /// tells the rows apart is a small part of each norm (the certificate's
-/// hard case before exact::exact_translation).
+/// hard case before exact::choose_translation).
 manifold::Dataset common_pattern_rows(int64_t n, int64_t d, uint64_t seed);
+/// Rows with a bright spot common to all (columns 0-15: 1000 (1 + 0.001
+/// N(0,1))) over dim noise (3 + 1.5 N(0,1)): the dim columns' values span
+/// more than a factor 2 about their mean, so no offset moves them exactly,
+/// and what the spot leaves of the norm about the mean is mostly theirs (the
+/// rounded translation's case, for every metric).
+manifold::Dataset bright_spot_rows(int64_t n, int64_t d, uint64_t seed);
 /// First row (and column) where a and b differ, as a message; "" when the
 /// indices and the distances are identical.
 std::string first_difference(const manifold::KnnGraph& a, const manifold::KnnGraph& b);

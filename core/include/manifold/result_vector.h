@@ -1,6 +1,6 @@
 #pragma once
 // Vectors that a producer sizes and then writes whole: a graph's indices and
-// distances, and the arrays read from .npy files into them.
+// distances, the arrays read from .npy files into them, and prepared rows.
 #include <memory>
 #include <type_traits>
 #include <utility>

@@ -92,10 +92,11 @@ bool certify_candidates(const CertifyRequest& r, int64_t g, Survivors& survivors
     upper[static_cast<size_t>(t)] = to_float_up(upper64(a, entry_error(a, ni, r.norms[li[t]], m), m));
   }
   std::nth_element(upper.begin(), upper.begin() + (r.k - 1), upper.end());
-  const float ukey = key_of(upper[static_cast<size_t>(r.k - 1)], euclidean);
+  const float uk = upper[static_cast<size_t>(r.k - 1)];
+  const float ukey = key_of(uk, euclidean);
   if (!r.complete && f == cap) {
     const double amax = ld[cap - 1];
-    const double lmin = lower64(amax, entry_error(amax, ni, r.ymax, m), m);
+    const double lmin = lower64(amax, entry_error(amax, ni, missing_norm_cap(ni, uk, r.ymax, m), m), m);
     if (!(key_of(lmin, euclidean) > ukey)) return false;
   }
   survivors.slot.clear();

@@ -53,11 +53,13 @@ double norm_ratio(const float* rows, int64_t n, int64_t d, int64_t samples, cons
   return raw / about;
 }
 
-/// Clears the offset of every column where some value would round, over all
-/// rows (in parallel: each worker marks columns in its own flags).
-void keep_exact_columns(const float* rows, int64_t n, int64_t d, int threads, std::vector<float>& offset) {
+/// Clears the offset of every column where some value of the rows
+/// row_at(0..count) would round (in parallel: each worker marks columns in
+/// its own flags).
+template <class RowAt>
+void keep_exact_columns(int64_t count, int64_t d, int threads, std::vector<float>& offset, RowAt row_at) {
   const int64_t chunk = 1024;
-  const int64_t chunks = (n + chunk - 1) / chunk;
+  const int64_t chunks = (count + chunk - 1) / chunk;
   std::vector<std::vector<unsigned char>> inexact(static_cast<size_t>(chunks));
   const float* o = offset.data();
   parallel_for(
@@ -65,8 +67,8 @@ void keep_exact_columns(const float* rows, int64_t n, int64_t d, int threads, st
       [&](int64_t q) {
     std::vector<unsigned char>& bad = inexact[static_cast<size_t>(q)];
     bad.assign(static_cast<size_t>(d), 0);
-    for (int64_t r = q * chunk; r < std::min(n, (q + 1) * chunk); ++r) {
-      const float* x = rows + r * d;
+    for (int64_t r = q * chunk; r < std::min(count, (q + 1) * chunk); ++r) {
+      const float* x = row_at(r);
       for (int64_t c = 0; c < d; ++c) bad[static_cast<size_t>(c)] |= !subtracts_exactly(x[c], o[c]);
     }
       },
@@ -76,34 +78,49 @@ void keep_exact_columns(const float* rows, int64_t n, int64_t d, int threads, st
       if (bad[static_cast<size_t>(c)]) offset[static_cast<size_t>(c)] = 0.f;
 }
 
-}  // namespace
-
-void translate_rows(PreparedRows& rows, const std::vector<float>& offset, int threads) {
-  const int64_t n = rows.rows, d = rows.cols;
-  const float* from = rows.data;
-  if (rows.storage.empty()) rows.storage.resize(static_cast<size_t>(n * d));
-  float* to = rows.storage.data();
-  parallel_for(0, n, threads, [&](int64_t r) {
-    for (int64_t c = 0; c < d; ++c) to[r * d + c] = from[r * d + c] - offset[static_cast<size_t>(c)];
-  });
-  rows.data = to;
+int64_t nonzero(const std::vector<float>& offset) {
+  return std::count_if(offset.begin(), offset.end(), [](float o) { return o != 0.f; });
 }
 
-Translation exact_translation(const float* rows, int64_t n, int64_t d, int threads) {
-  Translation t;
-  if (n < 2 || d < 1) return t;
+}  // namespace
+
+void moved_rows(const float* rows, int64_t n, int64_t d, const std::vector<float>& offset, float* to, int threads) {
+  parallel_for(0, n, threads, [&](int64_t r) {
+    for (int64_t c = 0; c < d; ++c) to[r * d + c] = rows[r * d + c] - offset[static_cast<size_t>(c)];
+  });
+}
+
+void translate_rows(PreparedRows& rows, const std::vector<float>& offset, int threads) {
+  if (rows.storage.empty()) rows.storage.resize(static_cast<size_t>(rows.rows * rows.cols));
+  moved_rows(rows.data, rows.rows, rows.cols, offset, rows.storage.data(), threads);
+  rows.data = rows.storage.data();
+}
+
+Translation choose_translation(const float* rows, int64_t n, int64_t d, int threads, bool rounded_allowed) {
+  if (n < 2 || d < 1) return {};
   // Decided on a small sample first: most data sets (noise-like rows, or
   // rows already about their mean) skip the rest.
   const int64_t few = std::min(n, kDecisionRows);
-  if (norm_ratio(rows, n, d, few, sample_means(rows, n, d, few)) < kMinNormRatio) return t;
+  if (norm_ratio(rows, n, d, few, sample_means(rows, n, d, few)) < kMinNormRatio) return {};
   const int64_t samples = std::min(n, kOffsetRows);
-  std::vector<float> offset = sample_means(rows, n, d, samples);
-  keep_exact_columns(rows, n, d, threads, offset);
-  t.norm_ratio = norm_ratio(rows, n, d, samples, offset);
-  if (t.norm_ratio < kMinNormRatio) return Translation{};
-  t.columns = std::count_if(offset.begin(), offset.end(), [](float o) { return o != 0.f; });
-  t.offset = std::move(offset);
-  return t;
+  std::vector<float> mean = sample_means(rows, n, d, samples);
+  const double every_column = norm_ratio(rows, n, d, samples, mean);
+  if (every_column < kMinNormRatio) return {};
+  // The exact kind is worth a pass over every value only where it keeps at
+  // least half the gain; the sample's own values say first (rows whose
+  // values are on no common grid round in nearly every column).
+  const double enough = std::max(kMinNormRatio, rounded_allowed ? every_column / 2 : 0.0);
+  std::vector<float> offset = mean;
+  keep_exact_columns(samples, d, threads, offset, [&](int64_t s) { return rows + sample_row(s, samples, n) * d; });
+  if (norm_ratio(rows, n, d, samples, offset) >= enough) {
+    keep_exact_columns(n, d, threads, offset, [&](int64_t r) { return rows + r * d; });
+    const double ratio = norm_ratio(rows, n, d, samples, offset);
+    const int64_t columns = nonzero(offset);
+    if (ratio >= enough) return Translation{std::move(offset), ratio, columns, true};
+  }
+  if (!rounded_allowed) return {};
+  const int64_t columns = nonzero(mean);
+  return Translation{std::move(mean), every_column, columns, false};
 }
 
 }  // namespace manifold::exact

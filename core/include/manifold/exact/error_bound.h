@@ -37,6 +37,17 @@
 // squared float64 differences (warp_sum_sq_diff): |s64 - s| <= (d+2) 2^-53 s
 // (1.01), taken as delta = (d + 16) 2^-52 to cover the rounding of a -+ e too.
 // So for every pair: lower64 <= s64 <= upper64.
+//
+// Rows moved with rounding (translation.h, the rounded kind): the loop's
+// rows are x~ = fl32(x - o), each value within u/(1-u) of itself from
+// x - o, so |(x~ - y~) - (x - y)| <= eta = u/(1-u) (|x~| + |y~|) with
+// |x~| <= sqrt(nx) (below). The bound above then holds for s' = |x~ - y~|^2,
+// and |s' - s| = |sqrt(s') - sqrt(s)| (sqrt(s') + sqrt(s)) <= eta (2
+// sqrt(|a| + e) + eta): entry_error adds that (ErrorModel::moved_rounding
+// = u/(1-u); zero, and the bound unchanged, for exact moves). lower64 stays
+// non-decreasing in a, which the certificate's "a >= a_min" needs: where
+// a - e is positive, sqrt(|a| + e) > eta and the added term grows slower
+// than a; elsewhere lower64 is 0.
 #include <math.h>
 
 #include <cmath>
@@ -53,9 +64,10 @@
 namespace manifold::exact {
 
 struct ErrorModel {
-  double c_dot = 0;     ///< |D - x.y| <= c_dot |x||y| + abs_term/2
-  double abs_term = 0;  ///< 4 d 2^-126: flushed tiny products, in the distance
-  double delta = 0;     ///< relative error of s64 (float64 evaluation), with margin
+  double c_dot = 0;           ///< |D - x.y| <= c_dot |x||y| + abs_term/2
+  double abs_term = 0;        ///< 4 d 2^-126: flushed tiny products, in the distance
+  double delta = 0;           ///< relative error of s64 (float64 evaluation), with margin
+  double moved_rounding = 0;  ///< the loop's rows rounded when moved (u/(1-u)), or 0
 };
 
 /// Longest dot product one GEMM computes (d u_acc stays below 1/4). Longer
@@ -80,8 +92,10 @@ inline int64_t dot_product_terms(int64_t d) {
 }
 
 /// The model for dimension d: tensor-core TF32 (`tensor`, d <= kMaxBoundDim)
-/// or float32 FFMA (any d, through dot_product_terms).
-inline ErrorModel make_error_model(int64_t d, bool tensor) {
+/// or float32 FFMA (any d, through dot_product_terms); `moved_rows_rounded`:
+/// the loop multiplies rows moved by a rounded translation, the exact keys
+/// come from the rows as they were.
+inline ErrorModel make_error_model(int64_t d, bool tensor, bool moved_rows_rounded = false) {
   const double dd = static_cast<double>(d);
   const double terms = static_cast<double>(dot_product_terms(d));
   const double u_in = tensor ? std::ldexp(1.0, -10) : 0.0;
@@ -91,6 +105,7 @@ inline ErrorModel make_error_model(int64_t d, bool tensor) {
   m.c_dot = 2 * u_in + u_in * u_in + gamma * (1 + u_in) * (1 + u_in);
   m.abs_term = 4 * dd * std::ldexp(1.0, -126);
   m.delta = (dd + 16) * std::ldexp(1.0, -52);
+  if (moved_rows_rounded) m.moved_rounding = std::ldexp(1.0, -24) / (1 - std::ldexp(1.0, -24));
   return m;
 }
 
@@ -100,8 +115,12 @@ MANIFOLD_HD double entry_error(double a, double ni, double nj, const ErrorModel&
   const double u2 = 1.1920928955078125e-07;         // 2^-23
   const double grow = 1.0 + 2.384185791015625e-07;  // 1 + 2^-22
   const double nx = ni * grow, ny = nj * grow;
-  const double e = u * std::fabs(a) * (1 + 2 * u) + u * (ni + nj) + u2 * (nx + ny) + 2 * m.c_dot * std::sqrt(nx * ny) +
-                   m.abs_term;
+  double e = u * std::fabs(a) * (1 + 2 * u) + u * (ni + nj) + u2 * (nx + ny) + 2 * m.c_dot * std::sqrt(nx * ny) +
+             m.abs_term;
+  if (m.moved_rounding > 0) {
+    const double eta = m.moved_rounding * (std::sqrt(nx) + std::sqrt(ny));
+    e += eta * (2 * std::sqrt(std::fabs(a) + e) + eta);
+  }
   return e * 1.0001;
 }
 
@@ -112,6 +131,27 @@ MANIFOLD_HD double lower64(double a, double e, const ErrorModel& m) {
   return l > 0 ? l * (1 - m.delta) : 0.0;
 }
 MANIFOLD_HD double upper64(double a, double e, const ErrorModel& m) { return (a + e) * (1 + m.delta); }
+
+/// The largest stored squared norm that a point missing from a row's list
+/// can have and still rank with the row's k-th upper bound `uk` (float64,
+/// squared distance): beyond it the point is too far by the triangle
+/// inequality, so the certificate bounds the missing points with this norm,
+/// not with `ymax`, the largest of all (one far row, such as a blank frame
+/// among patterns moved about their mean, would otherwise widen every row's
+/// bound). Rule: the stored norms are within 1 + 2^-22 of the true ones
+/// (grow), |x~ - y~| >= |y~| - |x~| and sqrt(s) >= sqrt(s~) - eta
+/// (moved_rounding r), so sqrt(s) >= |y~| (1 - r) - |x~| (1 + r); a norm
+/// above the cap makes s64 > 1.01 uk + 1e-30, whose key is strictly above
+/// uk's (the margin outlasts the float rounding and sqrtf).
+MANIFOLD_HD double missing_norm_cap(double ni, double uk, double ymax, const ErrorModel& m) {
+  if (!(uk < 1e300)) return ymax;
+  const double grow = 1.0 + 2.384185791015625e-07;  // 1 + 2^-22
+  const double r = m.moved_rounding;
+  const double reach = std::sqrt((1.01 * uk + 1e-30) / (1 - m.delta));
+  const double norm = (std::sqrt(ni * grow) * (1 + r) + reach) / (1 - r);
+  const double cap = norm * norm * grow * (1 + 1e-9);
+  return cap < ymax ? cap : ymax;
+}
 
 /// The metric's true distance from a float64 squared distance: the key the
 /// result is ranked by (float first, then sqrt or halving, as core's

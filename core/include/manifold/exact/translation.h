@@ -1,19 +1,27 @@
 #pragma once
-// A translation of the prepared rows that leaves every difference between
-// two rows, and so every distance and exact key, bit for bit as it was:
-// an offset per column whose subtraction is exact in float32 for every
-// value of the column (the offset is zero where one value would round).
-// What it changes is the stored norms: the error bound of a ranking
-// distance grows with |x|^2 + |y|^2 (error_bound.h), so rows that share a
-// large common part -- diffraction patterns and their bright centre, most
-// detector images -- get bounds far wider than the gaps between their
-// neighbours, and no row certifies from its list (every one is rescanned).
-// About their mean the norms are those of what tells the rows apart.
+// A translation of the prepared rows that narrows the certificate's bound:
+// an offset per column (about the column's mean) subtracted from every row
+// the distance loop multiplies. The error bound of a ranking distance grows
+// with |x|^2 + |y|^2 (error_bound.h), so rows that share a large common
+// part -- diffraction patterns and their bright centre, most detector
+// images -- get bounds far wider than the gaps between their neighbours,
+// and no row certifies from its list (every one is rescanned). About their
+// mean the norms are those of what tells the rows apart.
 //
-// Exactness: the real x - o is a float32 value, so fl32(x - o) is x - o on
-// any IEEE device (no flushing of subnormals: the GPU is built with
-// --ftz=false); two translated rows then differ by the same real numbers as
-// before, and the float64 differences of the exact key round the same.
+// Two kinds, both leaving the graph bit for bit as it was:
+// * exact (`Translation::exact`): the offset is zero in every column where
+//   one value would round, so fl32(x - o) = x - o for every value (on any
+//   IEEE device: the GPU is built with --ftz=false); two moved rows differ by
+//   the same real numbers as before, so the exact keys can be taken from the
+//   moved rows, and nothing else need be kept.
+// * rounded: every column moves, and fl32(x - o) rounds (relative error at
+//   most 2^-24 of the moved value). The loop's distances are then those of
+//   slightly different rows; error_bound.h's `moved_rows_rounded` widens the
+//   bound by what that can change (|x~ - y~| and |x - y| differ by at most
+//   2^-24 (|x~| + |y~|)/(1 - 2^-24)), and the exact keys are taken from the
+//   rows as they were, which the backend keeps beside the moved ones.
+//   Needed where the rows' values are not on a common grid: cosine and
+//   Pearson rows (divided by each row's own norm), real-valued images.
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -34,17 +42,24 @@ struct Translation {
   std::vector<float> offset;  ///< per column; empty: no translation
   double norm_ratio = 1.0;    ///< mean |x|^2 over mean |x - offset|^2 on the sample
   int64_t columns = 0;        ///< columns with a nonzero offset
+  bool exact = true;          ///< every value subtracts exactly (else the moved rows round)
   bool any() const { return !offset.empty(); }
 };
 
-/// Moves the prepared rows by `offset` (an exact_translation's): into their
+/// Moves the prepared rows by `offset` (choose_translation's): into their
 /// own storage (copied from the data they pointed to, when they had none).
 void translate_rows(PreparedRows& rows, const std::vector<float>& offset, int threads);
 
-/// The translation of `n` rows of `d` floats (row-major): offsets from the
-/// column means of a sample of rows, kept where every value of the column
-/// subtracts exactly, and only when the norms shrink by kMinNormRatio.
-Translation exact_translation(const float* rows, int64_t n, int64_t d, int threads);
+/// fl32(x - offset) of `n` rows of `d` floats into `to` (n * d floats).
+void moved_rows(const float* rows, int64_t n, int64_t d, const std::vector<float>& offset, float* to, int threads);
+
+/// The translation of `n` rows of `d` floats (row-major), or none where the
+/// norms would not shrink by kMinNormRatio: offsets from the column means of
+/// a sample of rows. The exact kind (offsets kept only in columns where every
+/// value subtracts exactly) wherever it keeps at least half of what moving
+/// every column gains, or where `rounded_allowed` is false (the backend
+/// cannot keep the rows as they were); else the rounded kind.
+Translation choose_translation(const float* rows, int64_t n, int64_t d, int threads, bool rounded_allowed);
 
 /// Whether x - offset is exactly a float32 value (so fl32(x - offset) loses
 /// nothing); a zero offset always is. Not for NaN or infinite x (their
