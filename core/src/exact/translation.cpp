@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "manifold/parallel.h"
@@ -21,34 +22,66 @@ constexpr int64_t kOffsetRows = 1024;
 
 int64_t sample_row(int64_t s, int64_t samples, int64_t n) { return s * n / samples; }
 
+/// Rows per block of the passes over a sample: the blocks' partial sums are
+/// added in block order, so the results do not depend on the threads.
+constexpr int64_t kSampleBlock = 32;
+
+/// Calls block(first, last) for blocks of kSampleBlock sample rows, in
+/// parallel; returns their results in block order.
+template <class T, class Block>
+std::vector<T> over_sample_blocks(int64_t samples, int threads, Block&& block) {
+  const int64_t blocks = (samples + kSampleBlock - 1) / kSampleBlock;
+  std::vector<T> out(static_cast<size_t>(blocks));
+  parallel_for(0, blocks, threads, [&](int64_t b) {
+    out[static_cast<size_t>(b)] = block(b * kSampleBlock, std::min(samples, (b + 1) * kSampleBlock));
+  });
+  return out;
+}
+
 /// Column means of the sample, rounded to float32.
-std::vector<float> sample_means(const float* rows, int64_t n, int64_t d, int64_t samples) {
-  std::vector<double> sum(static_cast<size_t>(d), 0.0);
-  std::vector<int64_t> count(static_cast<size_t>(d), 0);
-  for (int64_t s = 0; s < samples; ++s) {
-    const float* x = rows + sample_row(s, samples, n) * d;
-    for (int64_t c = 0; c < d; ++c)
-      if (std::isfinite(x[c])) sum[static_cast<size_t>(c)] += x[c], ++count[static_cast<size_t>(c)];
-  }
+std::vector<float> sample_means(const float* rows, int64_t n, int64_t d, int64_t samples, int threads) {
+  struct Sums {
+    std::vector<double> sum;
+    std::vector<int64_t> count;
+  };
+  const std::vector<Sums> parts = over_sample_blocks<Sums>(samples, threads, [&](int64_t s0, int64_t s1) {
+    Sums p{std::vector<double>(static_cast<size_t>(d), 0.0), std::vector<int64_t>(static_cast<size_t>(d), 0)};
+    for (int64_t s = s0; s < s1; ++s) {
+      const float* x = rows + sample_row(s, samples, n) * d;
+      for (int64_t c = 0; c < d; ++c)
+        if (std::isfinite(x[c])) p.sum[static_cast<size_t>(c)] += x[c], ++p.count[static_cast<size_t>(c)];
+    }
+    return p;
+  });
   std::vector<float> mean(static_cast<size_t>(d), 0.f);
-  for (int64_t c = 0; c < d; ++c)
-    if (count[static_cast<size_t>(c)] > 0)
-      mean[static_cast<size_t>(c)] = static_cast<float>(sum[static_cast<size_t>(c)] /
-                                                        static_cast<double>(count[static_cast<size_t>(c)]));
+  for (int64_t c = 0; c < d; ++c) {
+    double sum = 0;
+    int64_t count = 0;
+    for (const Sums& p : parts) sum += p.sum[static_cast<size_t>(c)], count += p.count[static_cast<size_t>(c)];
+    if (count > 0) mean[static_cast<size_t>(c)] = static_cast<float>(sum / static_cast<double>(count));
+  }
   return mean;
 }
 
 /// Mean |x|^2 over mean |x - offset|^2 on the sample (finite values only).
-double norm_ratio(const float* rows, int64_t n, int64_t d, int64_t samples, const std::vector<float>& offset) {
-  double raw = 0, about = 0;
-  for (int64_t s = 0; s < samples; ++s) {
-    const float* x = rows + sample_row(s, samples, n) * d;
-    for (int64_t c = 0; c < d; ++c) {
-      if (!std::isfinite(x[c])) continue;
-      const double v = x[c], t = v - static_cast<double>(offset[static_cast<size_t>(c)]);
-      raw += v * v, about += t * t;
+double norm_ratio(const float* rows, int64_t n, int64_t d, int64_t samples, const std::vector<float>& offset,
+                  int threads) {
+  const std::vector<std::pair<double, double>> parts = over_sample_blocks<std::pair<double, double>>(samples, threads,
+                                                                                                     [&](int64_t s0,
+                                                                                                         int64_t s1) {
+    double raw = 0, about = 0;
+    for (int64_t s = s0; s < s1; ++s) {
+      const float* x = rows + sample_row(s, samples, n) * d;
+      for (int64_t c = 0; c < d; ++c) {
+        if (!std::isfinite(x[c])) continue;
+        const double v = x[c], t = v - static_cast<double>(offset[static_cast<size_t>(c)]);
+        raw += v * v, about += t * t;
+      }
     }
-  }
+    return std::pair{raw, about};
+  });
+  double raw = 0, about = 0;
+  for (const auto& [r, a] : parts) raw += r, about += a;
   if (about <= 0) return raw > 0 ? INFINITY : 1.0;
   return raw / about;
 }
@@ -58,7 +91,9 @@ double norm_ratio(const float* rows, int64_t n, int64_t d, int64_t samples, cons
 /// its own flags).
 template <class RowAt>
 void keep_exact_columns(int64_t count, int64_t d, int threads, std::vector<float>& offset, RowAt row_at) {
-  const int64_t chunk = 1024;
+  // About 256 chunks (a sample of 1024 rows still spreads over the cores),
+  // each with d flags.
+  const int64_t chunk = std::clamp<int64_t>(count / 256, 16, 1024);
   const int64_t chunks = (count + chunk - 1) / chunk;
   std::vector<std::vector<unsigned char>> inexact(static_cast<size_t>(chunks));
   const float* o = offset.data();
@@ -101,10 +136,10 @@ Translation choose_translation(const float* rows, int64_t n, int64_t d, int thre
   // Decided on a small sample first: most data sets (noise-like rows, or
   // rows already about their mean) skip the rest.
   const int64_t few = std::min(n, kDecisionRows);
-  if (norm_ratio(rows, n, d, few, sample_means(rows, n, d, few)) < kMinNormRatio) return {};
+  if (norm_ratio(rows, n, d, few, sample_means(rows, n, d, few, threads), threads) < kMinNormRatio) return {};
   const int64_t samples = std::min(n, kOffsetRows);
-  std::vector<float> mean = sample_means(rows, n, d, samples);
-  const double every_column = norm_ratio(rows, n, d, samples, mean);
+  std::vector<float> mean = sample_means(rows, n, d, samples, threads);
+  const double every_column = norm_ratio(rows, n, d, samples, mean, threads);
   if (every_column < kMinNormRatio) return {};
   // The exact kind is worth a pass over every value only where it keeps at
   // least half the gain; the sample's own values say first (rows whose
@@ -112,10 +147,12 @@ Translation choose_translation(const float* rows, int64_t n, int64_t d, int thre
   const double enough = std::max(kMinNormRatio, rounded_allowed ? every_column / 2 : 0.0);
   std::vector<float> offset = mean;
   keep_exact_columns(samples, d, threads, offset, [&](int64_t s) { return rows + sample_row(s, samples, n) * d; });
-  if (norm_ratio(rows, n, d, samples, offset) >= enough) {
+  double ratio = norm_ratio(rows, n, d, samples, offset, threads);
+  if (ratio >= enough) {
+    const int64_t kept = nonzero(offset);
     keep_exact_columns(n, d, threads, offset, [&](int64_t r) { return rows + r * d; });
-    const double ratio = norm_ratio(rows, n, d, samples, offset);
     const int64_t columns = nonzero(offset);
+    if (columns != kept) ratio = norm_ratio(rows, n, d, samples, offset, threads);
     if (ratio >= enough) return Translation{std::move(offset), ratio, columns, true};
   }
   if (!rounded_allowed) return {};
