@@ -401,12 +401,7 @@ TEST(CpuKnn, BrightSpotRowsCertifyInEveryMetric) {
 TEST(CpuKnn, OneFarRowLeavesTheOthersCertified) {
   const int64_t n = 1000, d = 32;
   const int k = 10;
-  std::vector<float> v(static_cast<size_t>(n * d));
-  std::mt19937_64 rng(41);
-  std::normal_distribution<float> g(0.f, 1.f);
-  for (float& x : v) x = g(rng);
-  for (int64_t c = 0; c < d; ++c) v[static_cast<size_t>(500 * d + c)] = 1e5f;
-  const Dataset ds(n, d, std::move(v));
+  const Dataset ds = one_far_row(n, d, 41, 500);
   const KnnGraph graph = build_cpu(ds, k, Metric::Euclidean);
   EXPECT_EQ(graph.extra["translated_columns"].get<int64_t>(), 0);
   EXPECT_EQ(first_difference(graph, exact_reference(ds, k, Metric::Euclidean, false)), "");

@@ -267,12 +267,7 @@ TEST(PrecisionEdges, OneFarRowLeavesTheOthersCertified) {
   REQUIRE_GPU();
   const int64_t n = 2000, d = 64;
   const int k = 10;
-  std::vector<float> v(static_cast<size_t>(n * d));
-  std::mt19937_64 rng(43);
-  std::normal_distribution<float> g(0.f, 1.f);
-  for (float& x : v) x = g(rng);
-  for (int64_t c = 0; c < d; ++c) v[static_cast<size_t>(700 * d + c)] = 1e5f;
-  const Dataset ds(n, d, std::move(v));
+  const Dataset ds = one_far_row(n, d, 43, 700);
   const KnnGraph reference = exact_reference(ds, k, Metric::Euclidean, false);
   for (const char* precision : {"exact", "fast-exact"}) {
     const KnnGraph graph = build("gpu", ds, with(k, Metric::Euclidean, precision));

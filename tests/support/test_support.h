@@ -81,6 +81,9 @@ manifold::Dataset common_pattern_rows(int64_t n, int64_t d, uint64_t seed);
 /// and what the spot leaves of the norm about the mean is mostly theirs (the
 /// rounded translation's case, for every metric).
 manifold::Dataset bright_spot_rows(int64_t n, int64_t d, uint64_t seed);
+/// Random normal rows about the origin, except row `far`: 1e5 in every
+/// column (a hot frame), far from every other row.
+manifold::Dataset one_far_row(int64_t n, int64_t d, uint64_t seed, int64_t far);
 /// First row (and column) where a and b differ, as a message; "" when the
 /// indices and the distances are identical.
 std::string first_difference(const manifold::KnnGraph& a, const manifold::KnnGraph& b);
