@@ -7,6 +7,7 @@
 #include "manifold/distance_tile.h"
 #include "manifold/error.h"
 #include "manifold/exact/certify.h"
+#include "manifold/exact/translation.h"
 #include "manifold/parallel.h"
 #include "manifold/topk.h"
 
@@ -33,7 +34,8 @@ namespace {
 
 // The rows a rank touches, prepared for the metric: views of the (possibly
 // memory-mapped) data for Euclidean, normalised copies of just those rows for
-// cosine and Pearson. Slots number the touched rows consecutively.
+// cosine and Pearson; once moved (a translation), copies moved about the
+// offsets. Slots number the touched rows consecutively.
 class TouchedRows {
  public:
   TouchedRows(const Dataset& data, Metric metric, std::vector<RowRange> ranges)
@@ -57,6 +59,17 @@ class TouchedRows {
       base_.push_back(prepared_.back()->data);
     }
     slots_ = slot;
+  }
+  /// Moves every row by `offset` (exact::moved_rows: fl32(x - offset)) into
+  /// storage of its own; the prepared copies are no longer needed.
+  void move(const std::vector<float>& offset, int threads) {
+    moved_.resize(static_cast<size_t>(slots_ * d_));
+    for (size_t i = 0; i < ranges_.size(); ++i) {
+      float* to = moved_.data() + slot_start_[i] * d_;
+      exact::moved_rows(base_[i], ranges_[i].size(), d_, offset, to, threads);
+      base_[i] = to;
+    }
+    prepared_.clear();
   }
   int64_t slots() const { return slots_; }
   const std::vector<RowRange>& ranges() const { return ranges_; }
@@ -82,6 +95,7 @@ class TouchedRows {
   std::vector<int64_t> slot_start_;
   std::vector<const float*> base_;
   std::vector<std::unique_ptr<PreparedRows>> prepared_;
+  ResultVector<float> moved_;  ///< the moved rows, when moved (written whole)
   int64_t d_;
   int64_t slots_ = 0;
 };
@@ -97,12 +111,26 @@ class TileEngine final : public LocalEngine {
   std::string strategy() const override { return "nth_element"; }
   int list_width() const override { return list_capacity(params_, plan_.n()); }
 
-  void prepare() override {
-    rows_ = std::make_unique<TouchedRows>(data_, params_.metric, plan_.touched(rank_));
+  void prepare() override { rows_ = std::make_unique<TouchedRows>(data_, params_.metric, plan_.touched(rank_)); }
+
+  const float* prepared_row(int64_t row) const override { return rows_->row(row); }
+
+  // The CPU backend's prepare_input: the tiles multiply the moved rows (both
+  // kinds) with their norms; the owners take the exact keys from the rows
+  // as they were (MpiBuild::prepare_certification).
+  void place_rows(const exact::Translation& t) override {
+    if (t.any()) rows_->move(t.offset, options_.threads);
     norms_.assign(static_cast<size_t>(rows_->slots()), 0.f);
-    for (const RowRange& r : rows_->ranges())
-      squared_norms(rows_->row(r.begin), r.size(), data_.cols(), norms_.data() + rows_->slot_of(r.begin),
-                    options_.threads);
+    for (const RowRange& r : rows_->ranges()) {
+      try {
+        squared_norms(rows_->row(r.begin), r.size(), data_.cols(), norms_.data() + rows_->slot_of(r.begin),
+                      options_.threads);
+      } catch (const Error& e) {
+        const int64_t begin = r.begin;
+        throw Error(globalise_row_message(data_.source + (data_.source.empty() ? "" : ": ") + e.what(), data_.source,
+                                          [begin](int64_t i) { return begin + i; }));
+      }
+    }
     lists_.assign(static_cast<size_t>(rows_->slots()), TopK(list_width()));
     for (const WorkUnit& u : plan_.units(rank_))
       for (auto t : plan_.tiles(u)) tiles_.push_back(t);
@@ -178,6 +206,9 @@ class SubProblemEngine final : public LocalEngine {
   std::string name() const override { return "backend:" + options_.sub_backend; }
   std::string strategy() const override { return strategy_.empty() ? options_.sub_backend : strategy_; }
   int list_width() const override { return params_.k; }
+
+  const float* prepared_row(int64_t) const override { return nullptr; }
+  void place_rows(const exact::Translation&) override {}
 
   void prepare() override {
     ranges_ = plan_.touched(rank_);

@@ -20,6 +20,7 @@
 
 #include "block_plan.h"
 #include "manifold/dataset.h"
+#include "manifold/exact/translation.h"
 #include "manifold/knn.h"
 
 namespace manifold::mpi {
@@ -55,8 +56,17 @@ struct EngineOptions {
 class LocalEngine {
  public:
   virtual ~LocalEngine() = default;
-  /// Reads and prepares the rows this rank touches (norms, normalisation).
+  /// Reads and prepares (normalises) the rows this rank touches.
   virtual void prepare() = 0;
+  /// A prepared row this rank touches, as prepare() left it (for the exact
+  /// translation's check of every value); nullptr where the engine keeps no
+  /// prepared rows (sub-problems).
+  virtual const float* prepared_row(int64_t row) const = 0;
+  /// After prepare(), before compute(): moves the touched rows by `t` (every
+  /// rank's same translation; none leaves them in place) and takes the
+  /// squared norms of the rows the tiles multiply. Sub-problems ignore it:
+  /// their backend moves its own rows.
+  virtual void place_rows(const exact::Translation& t) = 0;
   /// Computes every unit of the rank. Runs on worker threads; counts finished
   /// tiles into `tiles_done`; returns early when `stop` is set; throws
   /// Cancelled when the cancel flag is set.

@@ -1,9 +1,11 @@
-// The MPI backend: every rank computes its share of the upper-triangular
-// tiles (block_plan.h) into per-row candidate lists, the lists are sent to
-// the owners of the rows in one MPI_Alltoallv, the owners merge them into the
-// CPU backend's candidate lists and certify the exact ranking from them
-// (manifold/exact/certify.h; rows the bound cannot certify are scanned), and
-// rank 0 gathers the rows for writing. Progress of all ranks
+// The MPI backend: every rank moves the rows it touches by one translation
+// (shared_translation.h: the CPU backend's, decided once for all ranks) and
+// computes its share of the upper-triangular tiles (block_plan.h) into
+// per-row candidate lists, the lists are sent to the owners of the rows in
+// one MPI_Alltoallv, the owners merge them into the CPU backend's candidate
+// lists and certify the exact ranking from them (manifold/exact/certify.h;
+// keys from the rows as they were; rows the bound cannot certify are
+// scanned), and rank 0 gathers the rows for writing. Progress of all ranks
 // flows to rank 0 in small control messages while the tiles are computed.
 #include "manifold/mpi/mpi_knn_backend.h"
 
@@ -24,6 +26,7 @@
 #include "manifold/parallel.h"
 #include "rank_group.h"
 #include "settings.h"
+#include "shared_translation.h"
 
 namespace manifold::mpi {
 
@@ -271,6 +274,7 @@ class MpiBuild {
   void report(double total_s);
 
  private:
+  void choose_translation();
   void exchange_lists();
   void merge_received_candidates();
   void prepare_certification();
@@ -291,6 +295,10 @@ class MpiBuild {
   RankStats stats_{};
   std::unique_ptr<BlockPlan> plan_;
   std::unique_ptr<LocalEngine> engine_;
+  // Every rank's same translation of the prepared rows (tiles only): the
+  // tiles multiply the moved rows, certification takes its keys from the
+  // rows as they were.
+  exact::Translation translation_;
   std::string strategy_;
   // Tiles: each row travels as the CPU backend's `capacity` candidates by
   // GEMM distance, and the owner certifies the exact ranking from them.
@@ -321,7 +329,7 @@ class MpiBuild {
   std::vector<char> hosts_;
 };
 
-// ---- prepare: read and normalise the rows this rank touches ----------
+// ---- prepare: read, normalise and move the rows this rank touches -----
 void MpiBuild::prepare(const std::optional<LocalFailure>& early) {
   const auto t = Clock::now();
   g_.agree(early);
@@ -338,6 +346,10 @@ void MpiBuild::prepare(const std::optional<LocalFailure>& early) {
     engine_ = make_local_engine(data_, params_, *plan_, rank_, eo_);
     engine_->prepare();
     if (root_) result_.fingerprint = data_.fingerprint();
+  }));
+  if (eo_.sub_backend.empty()) choose_translation();
+  g_.agree(capture([&] {
+    engine_->place_rows(translation_);
     fault_.at("prepare");
     progress_.finish();
   }));
@@ -345,6 +357,45 @@ void MpiBuild::prepare(const std::optional<LocalFailure>& early) {
   stats_.rows_touched = static_cast<double>(plan_->touched_rows(rank_));
   stats_.units = static_cast<double>(plan_->units(rank_).size());
   for (const WorkUnit& u : plan_->units(rank_)) stats_.tiles += static_cast<double>(plan_->tile_count(u));
+}
+
+/// The translation every rank moves its rows by (shared_translation.h):
+/// rank 0 decides from choose_translation's sample and broadcasts it; the
+/// exact kind is then checked over every value, each rank over the rows it
+/// owns, and decided again by rank 0 where some column would round.
+void MpiBuild::choose_translation() {
+  const int64_t n = data_.rows(), d = data_.cols();
+  std::vector<float> sample;  // rank 0: the sample rows, prepared for the metric
+  int64_t samples = 0;
+  g_.agree(capture([&] {
+    if (!root_) return;
+    const std::vector<int64_t> rows = sample_row_indices(n);
+    samples = static_cast<int64_t>(rows.size());
+    std::vector<float> raw(static_cast<size_t>(samples * d));
+    for (int64_t s = 0; s < samples; ++s) std::copy_n(data_.row(rows[static_cast<size_t>(s)]), d, raw.data() + s * d);
+    // prepare_rows() works row by row: the sample's rows are those the CPU
+    // backend samples from all of them (and every one already passed it on
+    // the rank that touches it).
+    Dataset view(samples, d, raw.data(), nullptr);
+    view.source = data_.source;
+    const PreparedRows prepared = prepare_rows(view, params_.metric);
+    sample.assign(prepared.data, prepared.data + samples * d);
+    translation_ = translation_of_sample(sample.data(), samples, d, eo_.threads);
+  }));
+  broadcast_translation(translation_, d, 0, g_.comm());
+  if (!translation_.any() || !translation_.exact) return;
+  std::vector<unsigned char> inexact(static_cast<size_t>(d), 0);
+  g_.agree(capture([&] {
+    const RowRange own = plan_->block(rank_);
+    mark_inexact_columns([&](int64_t i) { return engine_->prepared_row(own.begin + i); }, own.size(), d,
+                         translation_.offset, inexact, eo_.threads);
+  }));
+  MPI_Allreduce(MPI_IN_PLACE, inexact.data(), static_cast<int>(d), MPI_UNSIGNED_CHAR, MPI_BOR, g_.comm());
+  if (std::find(inexact.begin(), inexact.end(), 1) == inexact.end()) return;
+  g_.agree(capture([&] {
+    if (root_) translation_ = settle_exact_translation(translation_, inexact, sample.data(), samples, d, eo_.threads);
+  }));
+  broadcast_translation(translation_, d, 0, g_.comm());
 }
 
 // ---- compute: tiles (or sub-problems) into candidate lists ------------
@@ -520,8 +571,16 @@ void MpiBuild::prepare_certification() {
                                       [&](int64_t s) { return slot_row_[static_cast<size_t>(s)]; }));
   }
   if (params_.metric != Metric::Euclidean) std::vector<float>().swap(compact_raw_);
+  // The norms the tiles used: of the moved rows, where moved (the keys stay
+  // with the rows as they were).
   norms_.resize(static_cast<size_t>(slots));
-  squared_norms(compact_.data, slots, d, norms_.data(), eo_.threads);
+  if (translation_.any()) {
+    std::vector<float> moved(static_cast<size_t>(slots * d));
+    exact::moved_rows(compact_.data, slots, d, translation_.offset, moved.data(), eo_.threads);
+    squared_norms(moved.data(), slots, d, norms_.data(), eo_.threads);
+  } else {
+    squared_norms(compact_.data, slots, d, norms_.data(), eo_.threads);
+  }
   // Every row is owned by one rank: the maximum over the owners' rows is
   // the maximum over all rows.
   for (int64_t i = 0; i < m; ++i) local_ymax_ = std::max(local_ymax_, double{norms_[static_cast<size_t>(own_at_ + i)]});
@@ -554,7 +613,10 @@ void MpiBuild::certify() {
     exact::CertifyRequest req;
     req.rows = compact_.data + own_at_ * d, req.d = d, req.k = k, req.norms = norms_.data() + own_at_;
     req.lists = {cand_key_.data(), cand_index_.data(), fill.data(), m, width};
-    req.ymax = ymax, req.model = exact::make_error_model(d, false), req.metric = params_.metric;
+    // Keys from the rows as they were: the loop's rows rounded when moved by
+    // the rounded kind, which widens the bound (error_bound.h).
+    req.ymax = ymax, req.model = exact::make_error_model(d, false, !translation_.exact);
+    req.metric = params_.metric;
     req.complete = width == others, req.threads = eo_.threads;
     stats_.bound_use = exact::certify_rows(req, {out_index_.data(), out_dist_.data(), status.data()});
     std::vector<int64_t> uncertified;
@@ -699,6 +761,11 @@ void MpiBuild::report(double total_s) {
     x["reevaluated_per_row"] = data_.rows() ? reevaluated / static_cast<double>(data_.rows()) : 0.0;
     x["fallback_rows"] = static_cast<int64_t>(fallback_rows);
     x["error_bound_max_use"] = bound_use;
+    x["translated_columns"] = translation_.columns;
+    if (translation_.any()) {
+      x["translation_norm_ratio"] = translation_.norm_ratio;
+      x["translation_exact"] = translation_.exact;
+    }
   }
 }
 

@@ -1,7 +1,9 @@
 // `manifold knn --backend mpi` under `mpirun -np P` (P from MANIFOLD_TEST_NP;
 // CTest runs 1, 3 and 4): the arrays written must equal the single-process
 // CPU backend's exactly, for every metric, on random data and Fashion-MNIST;
-// a failing rank ends the job with one line naming it and no output.
+// a failing rank ends the job with one line naming it and no output; rows
+// that share a large common part are moved about their mean as the CPU
+// backend moves them.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -41,8 +43,26 @@ class MpiKnn : public ::testing::Test {
     // Under the sanitizers 1100 images: still three tiles, one partial.
     Dataset fm = fashion_mnist(scaled(3000, 1100));
     if (!fm.empty()) write_npy(*dir_ / "fashion.npy", fm);
+    // Rows sharing a large common part, as diffraction patterns do (tests/
+    // support): without a translation nearly every row goes to the exact scan.
+    pattern_ = new Dataset(common_pattern_rows(kMovedRows, 64, 23));
+    write_npy(*dir_ / "pattern.npy", *pattern_);
+    spot_ = new Dataset(bright_spot_rows(kMovedRows, 48, 31));
+    write_npy(*dir_ / "spot.npy", *spot_);
+    // The same patterns with one row of tiny values, from which no offset
+    // subtracts exactly: the last row, which choose_translation's sample
+    // (1024 rows, row s * n / 1024) leaves out and the last rank owns, so
+    // only the ranks' check of every value finds it.
+    std::vector<float> v(pattern_->data(), pattern_->data() + kMovedRows * 64);
+    for (int64_t c = 0; c < 64; ++c)
+      v[static_cast<size_t>((kMovedRows - 1) * 64 + c)] = 1e-7f * static_cast<float>(c + 1);
+    odd_pattern_ = new Dataset(kMovedRows, 64, std::move(v));
+    write_npy(*dir_ / "odd-pattern.npy", *odd_pattern_);
   }
   static void TearDownTestSuite() {
+    delete odd_pattern_;
+    delete spot_;
+    delete pattern_;
     delete random_;
     delete dir_;
   }
@@ -78,12 +98,42 @@ class MpiKnn : public ::testing::Test {
     EXPECT_EQ(g.extra.value("ranks", 0), np) << tag;
   }
 
+  // Runs the MPI backend on rows it must move about their mean: the graph
+  // equals the CPU backend's and the exact ranking byte for byte, the
+  // translation is the CPU backend's (kind, columns and norm ratio, which
+  // every rank must share), and nearly every row certifies from its list.
+  static void expect_moved_as_cpu(const std::string& name, const Dataset& ds, Metric metric, bool exact_kind) {
+    const int k = 10;
+    const std::string tag = name + "-" + to_string(metric);
+    SCOPED_TRACE(tag);
+    const std::string input = *dir_ / (name + ".npy"), options = "-k 10 --metric " + to_string(metric);
+    expect_equal_to_cpu(input, options, tag);
+    const KnnGraph got = read_graph(*dir_ / ("mpi-" + tag)), cpu = read_graph(cpu_reference(input, options));
+    EXPECT_EQ(first_difference(got, exact_reference(ds, k, metric, false)), "");
+    const auto &x = got.extra, &want = cpu.extra;
+    EXPECT_LT(x["fallback_rows"].get<int64_t>(), ds.rows() / 100);
+    ASSERT_TRUE(x.contains("translation_exact")) << "rows not moved";
+    EXPECT_EQ(x["translation_exact"].get<bool>(), exact_kind);
+    EXPECT_EQ(want["translation_exact"].get<bool>(), exact_kind);
+    EXPECT_EQ(x["translated_columns"], want["translated_columns"]);
+    EXPECT_EQ(x["translation_norm_ratio"].get<double>(), want["translation_norm_ratio"].get<double>());
+    EXPECT_EQ(x["fallback_rows"], want["fallback_rows"]);
+    EXPECT_LT(x["error_bound_max_use"].get<double>(), 1.0);
+  }
+
+  // Under the sanitizers three tiles (one partial), else five.
+  static constexpr int64_t kMovedRows = scaled(2100, 1100);
+
   static TempDir* dir_;
   static Dataset* random_;
+  static Dataset *pattern_, *spot_, *odd_pattern_;
   static std::map<std::string, std::string> references_;
 };
 TempDir* MpiKnn::dir_ = nullptr;
 Dataset* MpiKnn::random_ = nullptr;
+Dataset* MpiKnn::pattern_ = nullptr;
+Dataset* MpiKnn::spot_ = nullptr;
+Dataset* MpiKnn::odd_pattern_ = nullptr;
 std::map<std::string, std::string> MpiKnn::references_;
 
 TEST_F(MpiKnn, RandomDataEqualsCpuForAllMetrics) {
@@ -104,6 +154,29 @@ TEST_F(MpiKnn, UncertifiedRowsTakeTheExactScanAsInTheCpu) {
     expect_equal_to_cpu(*dir_ / "copies.npy", std::string("-k 9 --metric ") + metric, std::string("copies-") + metric);
   KnnGraph g = read_graph(*dir_ / "mpi-copies-euclidean");
   EXPECT_EQ(g.extra.value("fallback_rows", int64_t{-1}), 1100);
+}
+
+// Patterns about a common part move exactly (every value of the moved
+// columns subtracts exactly), in every metric the CPU backend moves them so.
+TEST_F(MpiKnn, CommonPatternRowsMoveExactlyAsInTheCpu) {
+  for (Metric m : {Metric::Euclidean, Metric::Cosine, Metric::Pearson})
+    expect_moved_as_cpu("pattern", *pattern_, m, true);
+}
+
+// One row no offset subtracts exactly from, outside rank 0's sample: the
+// ranks' all-reduce of the columns that would round finds it, and every
+// rank falls back to the rounded kind, as the CPU backend's pass over every
+// row does.
+TEST_F(MpiKnn, ARowOutsideTheSampleTurnsTheMoveRoundedOnEveryRank) {
+  ASSERT_NE(1023 * kMovedRows / 1024, kMovedRows - 1) << "the odd row must lie outside the sample";
+  expect_moved_as_cpu("odd-pattern", *odd_pattern_, Metric::Euclidean, false);
+}
+
+// A bright spot over dim noise: Euclidean and cosine rows are moved with
+// rounding (their keys taken from the rows as they were), Pearson's exactly.
+TEST_F(MpiKnn, BrightSpotRowsMoveAsInTheCpuInEveryMetric) {
+  for (Metric m : {Metric::Euclidean, Metric::Cosine, Metric::Pearson})
+    expect_moved_as_cpu("spot", *spot_, m, m == Metric::Pearson);
 }
 
 TEST_F(MpiKnn, LoadedPerRankFormatEqualsCpu) {

@@ -13,6 +13,11 @@
 // (IDX, other .npy types, images, MRC, HDF5) is loaded whole by every rank
 // before the backend runs, so each rank then holds the full data in memory.
 // Rank 0 also reads the whole input once for the fingerprint in graph.json.
+// Rows that share a large common part are moved about their mean as the CPU
+// backend moves them (manifold/exact/translation.h), by one translation that
+// rank 0 decides from its sample rows and every rank checks on the rows it
+// owns (mpi/src/shared_translation.h); graph.json reports it as the CPU
+// backend does (translated_columns, translation_norm_ratio, translation_exact).
 //
 // MPI is initialised lazily (MPI_THREAD_FUNNELED) by the first build() and
 // finalised at exit, so build() must always be called from the same thread.
