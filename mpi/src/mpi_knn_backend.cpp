@@ -369,7 +369,7 @@ void MpiBuild::choose_translation() {
   int64_t samples = 0;
   g_.agree(capture([&] {
     if (!root_) return;
-    const std::vector<int64_t> rows = sample_row_indices(n);
+    const std::vector<int64_t> rows = exact::translation_sample_rows(n);
     samples = static_cast<int64_t>(rows.size());
     std::vector<float> raw(static_cast<size_t>(samples * d));
     for (int64_t s = 0; s < samples; ++s) std::copy_n(data_.row(rows[static_cast<size_t>(s)]), d, raw.data() + s * d);
@@ -380,20 +380,20 @@ void MpiBuild::choose_translation() {
     view.source = data_.source;
     const PreparedRows prepared = prepare_rows(view, params_.metric);
     sample.assign(prepared.data, prepared.data + samples * d);
-    translation_ = translation_of_sample(sample.data(), samples, d, eo_.threads);
+    translation_ = exact::choose_translation(sample.data(), samples, d, eo_.threads, /*rounded_allowed=*/true);
   }));
   broadcast_translation(translation_, d, 0, g_.comm());
   if (!translation_.any() || !translation_.exact) return;
   std::vector<unsigned char> inexact(static_cast<size_t>(d), 0);
   g_.agree(capture([&] {
     const RowRange own = plan_->block(rank_);
-    mark_inexact_columns([&](int64_t i) { return engine_->prepared_row(own.begin + i); }, own.size(), d,
-                         translation_.offset, inexact, eo_.threads);
+    exact::mark_rounding_columns([&](int64_t i) { return engine_->prepared_row(own.begin + i); }, own.size(), d,
+                                 translation_.offset, inexact, eo_.threads);
   }));
   MPI_Allreduce(MPI_IN_PLACE, inexact.data(), static_cast<int>(d), MPI_UNSIGNED_CHAR, MPI_BOR, g_.comm());
   if (std::find(inexact.begin(), inexact.end(), 1) == inexact.end()) return;
   g_.agree(capture([&] {
-    if (root_) translation_ = settle_exact_translation(translation_, inexact, sample.data(), samples, d, eo_.threads);
+    if (root_) translation_ = exact::settle_translation(translation_, inexact, sample.data(), samples, d, eo_.threads);
   }));
   broadcast_translation(translation_, d, 0, g_.comm());
 }

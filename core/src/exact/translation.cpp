@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -86,33 +87,6 @@ double norm_ratio(const float* rows, int64_t n, int64_t d, int64_t samples, cons
   return raw / about;
 }
 
-/// Clears the offset of every column where some value of the rows
-/// row_at(0..count) would round (in parallel: each worker marks columns in
-/// its own flags).
-template <class RowAt>
-void keep_exact_columns(int64_t count, int64_t d, int threads, std::vector<float>& offset, RowAt row_at) {
-  // About 256 chunks (a sample of 1024 rows still spreads over the cores),
-  // each with d flags.
-  const int64_t chunk = std::clamp<int64_t>(count / 256, 16, 1024);
-  const int64_t chunks = (count + chunk - 1) / chunk;
-  std::vector<std::vector<unsigned char>> inexact(static_cast<size_t>(chunks));
-  const float* o = offset.data();
-  parallel_for(
-      0, chunks, threads,
-      [&](int64_t q) {
-    std::vector<unsigned char>& bad = inexact[static_cast<size_t>(q)];
-    bad.assign(static_cast<size_t>(d), 0);
-    for (int64_t r = q * chunk; r < std::min(count, (q + 1) * chunk); ++r) {
-      const float* x = row_at(r);
-      for (int64_t c = 0; c < d; ++c) bad[static_cast<size_t>(c)] |= !subtracts_exactly(x[c], o[c]);
-    }
-      },
-      1);
-  for (const auto& bad : inexact)
-    for (int64_t c = 0; c < d; ++c)
-      if (bad[static_cast<size_t>(c)]) offset[static_cast<size_t>(c)] = 0.f;
-}
-
 int64_t nonzero(const std::vector<float>& offset) {
   return std::count_if(offset.begin(), offset.end(), [](float o) { return o != 0.f; });
 }
@@ -131,6 +105,62 @@ void translate_rows(PreparedRows& rows, const std::vector<float>& offset, int th
   rows.data = rows.storage.data();
 }
 
+std::vector<int64_t> translation_sample_rows(int64_t n) {
+  const int64_t samples = std::max<int64_t>(0, std::min(n, kOffsetRows));
+  std::vector<int64_t> rows(static_cast<size_t>(samples));
+  for (int64_t s = 0; s < samples; ++s) rows[static_cast<size_t>(s)] = sample_row(s, samples, n);
+  return rows;
+}
+
+void mark_rounding_columns(const std::function<const float*(int64_t)>& row_at, int64_t count, int64_t d,
+                           const std::vector<float>& offset, std::vector<unsigned char>& rounding, int threads) {
+  // About 256 chunks (a sample of 1024 rows still spreads over the cores),
+  // each marking its own d flags.
+  const int64_t chunk = std::clamp<int64_t>(count / 256, 16, 1024);
+  const int64_t chunks = (count + chunk - 1) / chunk;
+  std::vector<std::vector<unsigned char>> marks(static_cast<size_t>(std::max<int64_t>(chunks, 0)));
+  const float* o = offset.data();
+  parallel_for(
+      0, chunks, threads,
+      [&](int64_t q) {
+    std::vector<unsigned char>& bad = marks[static_cast<size_t>(q)];
+    bad.assign(static_cast<size_t>(d), 0);
+    for (int64_t r = q * chunk; r < std::min(count, (q + 1) * chunk); ++r) {
+      const float* x = row_at(r);
+      for (int64_t c = 0; c < d; ++c) bad[static_cast<size_t>(c)] |= !subtracts_exactly(x[c], o[c]);
+    }
+      },
+      1);
+  rounding.resize(static_cast<size_t>(d), 0);
+  for (const auto& bad : marks)
+    for (int64_t c = 0; c < d; ++c) rounding[static_cast<size_t>(c)] |= bad[static_cast<size_t>(c)];
+}
+
+namespace {
+
+/// The offset with the columns `rounding` marks set to zero.
+std::vector<float> without(std::vector<float> offset, const std::vector<unsigned char>& rounding) {
+  for (size_t c = 0; c < offset.size(); ++c)
+    if (rounding[c]) offset[c] = 0.f;
+  return offset;
+}
+
+}  // namespace
+
+Translation settle_translation(const Translation& exact_kind, const std::vector<unsigned char>& rounding,
+                               const float* rows, int64_t n, int64_t d, int threads) {
+  std::vector<float> offset = without(exact_kind.offset, rounding);
+  const int64_t columns = nonzero(offset);
+  if (columns == exact_kind.columns) return exact_kind;
+  const int64_t samples = std::min(n, kOffsetRows);
+  std::vector<float> mean = sample_means(rows, n, d, samples, threads);
+  const double every_column = norm_ratio(rows, n, d, samples, mean, threads);
+  const double ratio = norm_ratio(rows, n, d, samples, offset, threads);
+  if (ratio >= std::max(kMinNormRatio, every_column / 2)) return Translation{std::move(offset), ratio, columns, true};
+  const int64_t moved = nonzero(mean);
+  return Translation{std::move(mean), every_column, moved, false};
+}
+
 Translation choose_translation(const float* rows, int64_t n, int64_t d, int threads, bool rounded_allowed) {
   if (n < 2 || d < 1) return {};
   // Decided on a small sample first: most data sets (noise-like rows, or
@@ -145,15 +175,21 @@ Translation choose_translation(const float* rows, int64_t n, int64_t d, int thre
   // least half the gain; the sample's own values say first (rows whose
   // values are on no common grid round in nearly every column).
   const double enough = std::max(kMinNormRatio, rounded_allowed ? every_column / 2 : 0.0);
-  std::vector<float> offset = mean;
-  keep_exact_columns(samples, d, threads, offset, [&](int64_t s) { return rows + sample_row(s, samples, n) * d; });
-  double ratio = norm_ratio(rows, n, d, samples, offset, threads);
+  std::vector<unsigned char> rounding;
+  mark_rounding_columns([&](int64_t s) { return rows + sample_row(s, samples, n) * d; }, samples, d, mean, rounding,
+                        threads);
+  std::vector<float> offset = without(mean, rounding);
+  const double ratio = norm_ratio(rows, n, d, samples, offset, threads);
   if (ratio >= enough) {
-    const int64_t kept = nonzero(offset);
-    keep_exact_columns(n, d, threads, offset, [&](int64_t r) { return rows + r * d; });
-    const int64_t columns = nonzero(offset);
-    if (columns != kept) ratio = norm_ratio(rows, n, d, samples, offset, threads);
-    if (ratio >= enough) return Translation{std::move(offset), ratio, columns, true};
+    const Translation on_sample{offset, ratio, nonzero(offset), true};
+    mark_rounding_columns([&](int64_t r) { return rows + r * d; }, n, d, offset, rounding, threads);
+    if (!rounded_allowed) {
+      std::vector<float> kept = without(offset, rounding);
+      const int64_t columns = nonzero(kept);
+      const double r = columns == on_sample.columns ? ratio : norm_ratio(rows, n, d, samples, kept, threads);
+      return r >= enough ? Translation{std::move(kept), r, columns, true} : Translation{};
+    }
+    return settle_translation(on_sample, rounding, rows, n, d, threads);
   }
   if (!rounded_allowed) return {};
   const int64_t columns = nonzero(mean);

@@ -25,6 +25,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "manifold/knn.h"
@@ -60,6 +61,29 @@ void moved_rows(const float* rows, int64_t n, int64_t d, const std::vector<float
 /// every column gains, or where `rounded_allowed` is false (the backend
 /// cannot keep the rows as they were); else the rounded kind.
 Translation choose_translation(const float* rows, int64_t n, int64_t d, int threads, bool rounded_allowed);
+
+// choose_translation's steps apart, for rows spread over several owners
+// (the MPI ranks): decide on its sample alone, mark the columns whose values
+// round in every owner's rows, then settle. The result is choose_translation's
+// on all the rows, bit for bit.
+
+/// The rows of n that choose_translation samples, in order: min(n, 1024),
+/// row s * n / samples. Its first decision (on 256 rows) reads rows
+/// s * n / 256, which are among these; choose_translation on these rows alone
+/// decides as on all n, except that its exact kind is checked on them only.
+std::vector<int64_t> translation_sample_rows(int64_t n);
+
+/// Sets rounding[c] (d flags) where some value of the rows row_at(0 ..
+/// count) would round when moved by offset[c] (subtracts_exactly).
+void mark_rounding_columns(const std::function<const float*(int64_t)>& row_at, int64_t count, int64_t d,
+                           const std::vector<float>& offset, std::vector<unsigned char>& rounding, int threads);
+
+/// An exact kind chosen on `rows` (n rows) once the columns `rounding` are
+/// known to round elsewhere: choose_translation's rule on what is left --
+/// exact with those columns dropped while it keeps half of what moving every
+/// column gains (and kMinNormRatio), else the rounded kind.
+Translation settle_translation(const Translation& exact_kind, const std::vector<unsigned char>& rounding,
+                               const float* rows, int64_t n, int64_t d, int threads);
 
 /// Whether x - offset is exactly a float32 value (so fl32(x - offset) loses
 /// nothing); a zero offset always is. Not for NaN or infinite x (their
