@@ -384,10 +384,8 @@ Dataset bright_spot_rows(int64_t n, int64_t d, uint64_t seed) {
 }
 
 Dataset one_far_row(int64_t n, int64_t d, uint64_t seed, int64_t far) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(0.f, 1.f);
-  std::vector<float> x(static_cast<size_t>(n * d));
-  for (float& v : x) v = g(rng);
+  const Dataset normal = random_dataset(n, d, seed);
+  std::vector<float> x(normal.data(), normal.data() + n * d);
   for (int64_t c = 0; c < d; ++c) x[static_cast<size_t>(far * d + c)] = 1e5f;
   Dataset ds(n, d, std::move(x));
   ds.source = "one far row";
