@@ -148,14 +148,16 @@ std::vector<float> without(std::vector<float> offset, const std::vector<unsigned
 }  // namespace
 
 Translation settle_translation(const Translation& exact_kind, const std::vector<unsigned char>& rounding,
-                               const float* rows, int64_t n, int64_t d, int threads) {
+                               const float* rows, int64_t n, int64_t d, int threads, bool rounded_allowed) {
   std::vector<float> offset = without(exact_kind.offset, rounding);
   const int64_t columns = nonzero(offset);
   if (columns == exact_kind.columns) return exact_kind;
   const int64_t samples = std::min(n, kOffsetRows);
+  const double ratio = norm_ratio(rows, n, d, samples, offset, threads);
+  if (!rounded_allowed)
+    return ratio >= kMinNormRatio ? Translation{std::move(offset), ratio, columns, true} : Translation{};
   std::vector<float> mean = sample_means(rows, n, d, samples, threads);
   const double every_column = norm_ratio(rows, n, d, samples, mean, threads);
-  const double ratio = norm_ratio(rows, n, d, samples, offset, threads);
   if (ratio >= std::max(kMinNormRatio, every_column / 2)) return Translation{std::move(offset), ratio, columns, true};
   const int64_t moved = nonzero(mean);
   return Translation{std::move(mean), every_column, moved, false};
@@ -183,13 +185,7 @@ Translation choose_translation(const float* rows, int64_t n, int64_t d, int thre
   if (ratio >= enough) {
     const Translation on_sample{offset, ratio, nonzero(offset), true};
     mark_rounding_columns([&](int64_t r) { return rows + r * d; }, n, d, offset, rounding, threads);
-    if (!rounded_allowed) {
-      std::vector<float> kept = without(offset, rounding);
-      const int64_t columns = nonzero(kept);
-      const double r = columns == on_sample.columns ? ratio : norm_ratio(rows, n, d, samples, kept, threads);
-      return r >= enough ? Translation{std::move(kept), r, columns, true} : Translation{};
-    }
-    return settle_translation(on_sample, rounding, rows, n, d, threads);
+    return settle_translation(on_sample, rounding, rows, n, d, threads, rounded_allowed);
   }
   if (!rounded_allowed) return {};
   const int64_t columns = nonzero(mean);

@@ -81,9 +81,10 @@ void mark_rounding_columns(const std::function<const float*(int64_t)>& row_at, i
 /// An exact kind chosen on `rows` (n rows) once the columns `rounding` are
 /// known to round elsewhere: choose_translation's rule on what is left --
 /// exact with those columns dropped while it keeps half of what moving every
-/// column gains (and kMinNormRatio), else the rounded kind.
+/// column gains (only kMinNormRatio where `rounded_allowed` is false), else
+/// the rounded kind (or none).
 Translation settle_translation(const Translation& exact_kind, const std::vector<unsigned char>& rounding,
-                               const float* rows, int64_t n, int64_t d, int threads);
+                               const float* rows, int64_t n, int64_t d, int threads, bool rounded_allowed = true);
 
 /// Whether x - offset is exactly a float32 value (so fl32(x - offset) loses
 /// nothing); a zero offset always is. Not for NaN or infinite x (their
