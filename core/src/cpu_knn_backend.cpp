@@ -186,7 +186,7 @@ class CpuKnnBackend final : public KnnBackend {
 
     const int threads = hardware_threads(params.threads);
     const PreparedInput in = prepare_input(data, params.metric, threads, progress);
-    const int64_t n = in.rows.rows;
+    const int64_t n = in.rows.rows, d = in.rows.cols;
     g.timings.emplace_back("prepare", seconds_since(t0));
 
     const std::vector<std::pair<int64_t, int64_t>> tiles = upper_tiles(n);
@@ -195,7 +195,8 @@ class CpuKnnBackend final : public KnnBackend {
     if (n >= INT_MAX)
       throw Error("the CPU backend indexes rows with 32-bit integers: " + std::to_string(n) + " rows is too many");
     const int64_t others = params.keep_self ? n : n - 1;
-    const int capacity = static_cast<int>(std::min<int64_t>(others, int64_t{params.k} + exact::exact_slack(params.k)));
+    const int capacity = static_cast<int>(std::min<int64_t>(others,
+                                                            int64_t{params.k} + exact::exact_slack(params.k, d)));
     const auto t1 = std::chrono::steady_clock::now();
     std::vector<TopK> lists = candidate_lists(in, tiles, capacity, params.keep_self, threads, progress);
     g.timings.emplace_back("distances+select", seconds_since(t1));

@@ -21,8 +21,9 @@ constexpr int kFusedCandidateSets = 4;
 constexpr int kWarpMergeMaxK = 256;
 constexpr int kWarpMergeMaxC = 64;
 /// Largest list capacity (candidates kept per row): k = kMaxNeighbours plus
-/// the float32 certificate's room (k/8); fast-exact's larger room is cut to
-/// it (final_step.cpp list_capacity). The merge's shared memory at this
+/// the float32 certificate's room at d <= 512 (k/8); the larger rooms (of
+/// fast-exact, of float32 at larger d) are cut to it (final_step.cpp
+/// list_capacity). The merge's shared memory at this
 /// capacity (merge_shared_bytes: 8 bytes per entry plus a 4096-entry chunk,
 /// 176 KB) fits a Hopper block (227 KB); the tile plan takes only tiles whose
 /// merge fits the device (tile_plan.cpp).

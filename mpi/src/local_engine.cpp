@@ -25,9 +25,9 @@ std::string globalise_row_message(const std::string& message, const std::string&
   return message.substr(0, p) + std::to_string(to_global(local)) + message.substr(q);
 }
 
-int list_capacity(const KnnParams& params, int64_t n) {
+int list_capacity(const KnnParams& params, int64_t n, int64_t d) {
   const int64_t others = params.keep_self ? n : n - 1;
-  return static_cast<int>(std::min<int64_t>(others, int64_t{params.k} + exact::exact_slack(params.k)));
+  return static_cast<int>(std::min<int64_t>(others, int64_t{params.k} + exact::exact_slack(params.k, d)));
 }
 
 namespace {
@@ -109,7 +109,7 @@ class TileEngine final : public LocalEngine {
 
   std::string name() const override { return "tiles"; }
   std::string strategy() const override { return "nth_element"; }
-  int list_width() const override { return list_capacity(params_, plan_.n()); }
+  int list_width() const override { return list_capacity(params_, plan_.n(), data_.cols()); }
 
   void prepare() override { rows_ = std::make_unique<TouchedRows>(data_, params_.metric, plan_.touched(rank_)); }
 

@@ -40,9 +40,9 @@ inline bool key_less(const Candidate& a, const Candidate& b) {
   return a.key < b.key || (a.key == b.key && a.index < b.index);
 }
 
-/// The CPU backend's list capacity: k + exact::exact_slack(k), at most the
-/// number of other points (n - 1, or n with keep_self).
-int list_capacity(const KnnParams& params, int64_t n);
+/// The CPU backend's list capacity: k + exact::exact_slack(k, d), at most
+/// the number of other points (n - 1, or n with keep_self).
+int list_capacity(const KnnParams& params, int64_t n, int64_t d);
 
 struct EngineOptions {
   int threads = 1;

@@ -757,7 +757,7 @@ void MpiBuild::report(double total_s) {
   x["bytes_sent_total"] = sent_total;
   x["per_rank"] = per_rank;
   if (eo_.sub_backend.empty()) {
-    x["capacity"] = list_capacity(params_, data_.rows());
+    x["capacity"] = list_capacity(params_, data_.rows(), data_.cols());
     x["reevaluated_per_row"] = data_.rows() ? reevaluated / static_cast<double>(data_.rows()) : 0.0;
     x["fallback_rows"] = static_cast<int64_t>(fallback_rows);
     x["error_bound_max_use"] = bound_use;

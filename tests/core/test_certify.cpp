@@ -212,3 +212,27 @@ TEST(Certify, BoundCoversTheFormatsUnitRoundoff) {
 }
 
 }  // namespace
+
+// The float32 slack: max(16, k/8) up to d = 512, in proportion to d beyond
+// (the bound's window is d 2^-23 wide), at most max(64, k).
+TEST(ExactSlack, GrowsWithDUpToTwiceTheResult) {
+  EXPECT_EQ(exact::exact_slack(10, 256), 16);
+  EXPECT_EQ(exact::exact_slack(100, 256), 16);
+  EXPECT_EQ(exact::exact_slack(1000, 64), 125);
+  EXPECT_EQ(exact::exact_slack(100, 784), 18);
+  EXPECT_EQ(exact::exact_slack(100, 4096), 96);
+  EXPECT_EQ(exact::exact_slack(10, 4096), 16);
+  EXPECT_EQ(exact::exact_slack(20, 16384), 64);
+  EXPECT_EQ(exact::exact_slack(16384, 784), 3136);
+  EXPECT_EQ(exact::exact_slack(16384, 16384), 16384);
+  for (int k : {1, 20, 100, 1000, 16384}) {
+    int last = 0;
+    for (int64_t d = 1; d <= (int64_t{1} << 22); d *= 2) {
+      const int s = exact::exact_slack(k, d);
+      EXPECT_GE(s, last) << k << " " << d;
+      EXPECT_LE(s, std::max(64, k)) << k << " " << d;
+      EXPECT_GE(s, 16);
+      last = s;
+    }
+  }
+}

@@ -394,6 +394,27 @@ TEST(CpuKnn, BrightSpotRowsCertifyInEveryMetric) {
   }
 }
 
+// Photon-counted diffraction patterns about one axis: each pattern's
+// nearest distances crowd above the common noise floor, so at k = 100 the
+// certificate's window past the k-th holds far more than k/8 points at
+// d = 4096. The slack grows with d (exact_slack): every row certified from
+// its list (151 of these 4000 went to the exact scan with k/8), each row
+// the exact ranking.
+TEST(CpuKnn, RotationSeriesCertifiesAtLargeK) {
+  const Dataset ds = ubiquitin_rotation_series(4000, 64);
+  if (ds.rows() == 0) GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed";
+  const int k = 100;
+  for (Metric m : {Metric::Euclidean, Metric::Cosine}) {
+    SCOPED_TRACE(to_string(m));
+    const KnnGraph g = build_cpu(ds, k, m);
+    EXPECT_EQ(g.extra["fallback_rows"].get<int64_t>(), 0);
+    EXPECT_EQ(g.extra["capacity"].get<int>(), k + k / 8 * 8);
+    const int64_t step = 97;
+    const KnnGraph ref = exact_reference(ds, k, m, false, step);
+    for (int64_t i = 0; i < ds.rows(); i += step) ASSERT_EQ(row_difference(g, ref, i), "");
+  }
+}
+
 // One row far from all others (a hot frame) must not widen every other
 // row's bound: the certificate bounds the points outside a list with the
 // largest norm that can still rank (exact::missing_norm_cap), not the

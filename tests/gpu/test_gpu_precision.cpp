@@ -123,6 +123,41 @@ TEST(PrecisionEdges, FallbackRowsAreExact) {
   EXPECT_EQ(first_difference(e, f), "");
 }
 
+TEST(PrecisionEdges, RescannedRowsAmongCertifiedOnesComeHome) {
+  REQUIRE_GPU();
+  // Clusters of near-copies scattered over the rows: with two entries of
+  // slack their rows cannot be certified and are rescanned on the device
+  // after the rest came home beside the loop; the rescanned rows come home
+  // in spans (with certified rows between them, and alone where far apart).
+  Dataset ds = near_duplicates(20000, 16, 31, 6, 8, 1e-6f);
+  KnnGraph g = [&] {
+    WithSettings short_slack([](gpu::Settings& s) { s.slack = 2; });
+    return build("gpu", ds, with(5, Metric::Euclidean, "exact"));
+  }();
+  EXPECT_TRUE(g.extra.contains("early_ranges"));
+  const int64_t rescanned = g.extra["rescanned_rows"].get<int64_t>();
+  EXPECT_GE(rescanned, 6 * 8);
+  EXPECT_LT(rescanned, ds.rows() / 10);
+  EXPECT_EQ(first_difference(g, exact_reference(ds, 5, Metric::Euclidean, false)), "");
+}
+
+TEST(PrecisionEdges, RotationSeriesCertifiesAtLargeK) {
+  REQUIRE_GPU();
+  // Photon-counted patterns about one axis, k = 100, d = 4096: the nearest
+  // distances crowd above the noise floor. The exact precision's slack
+  // grows with d (exact_slack), so every row is certified from its list,
+  // as on the CPU, and the graph is the CPU's byte for byte.
+  const Dataset ds = ubiquitin_rotation_series(4000, 64);
+  if (ds.rows() == 0) GTEST_SKIP() << "freesasa (1ubq.pdb) is not installed";
+  for (Metric m : {Metric::Euclidean, Metric::Cosine}) {
+    SCOPED_TRACE(to_string(m));
+    const KnnGraph g = build("gpu", ds, with(100, m, "exact"));
+    EXPECT_EQ(g.extra["uncertified_rows"].get<int64_t>(), 0);
+    EXPECT_EQ(g.extra["list_capacity"].get<int>(), 100 + 100 / 8 * 8);
+    EXPECT_EQ(first_difference(g, build("cpu", ds, with(100, m, "exact"))), "");
+  }
+}
+
 TEST(PrecisionEdges, HugeClusterGoesToTheExactScan) {
   REQUIRE_GPU();
   // 9000 near-copies of one row: more survivors than the rescan holds

@@ -210,7 +210,7 @@ TEST_F(MpiKnn, GraphJsonReportsRanksRowsAndBytes) {
   EXPECT_EQ(x["engine"], "tiles");
   EXPECT_EQ(x["input_memory_mapped"], true);
   EXPECT_EQ(x["tiles"], 15);     // 5 tiles per side: 5 * 6 / 2
-  EXPECT_EQ(x["capacity"], 26);  // k + exact_slack(k), as in the CPU backend
+  EXPECT_EQ(x["capacity"], 26);  // k + exact_slack(k, d), as in the CPU backend
   EXPECT_EQ(x.value("fallback_rows", int64_t{-1}), 0);
   ASSERT_EQ(x["per_rank"].size(), static_cast<size_t>(np));
   int64_t owned = 0, tiles = 0;

@@ -15,6 +15,9 @@
 #include "manifold/exact/certify.h"
 #include "manifold/exact/error_bound.h"
 #include "manifold/parallel.h"
+#include "manifold/pdb.h"
+#include "manifold/progress.h"
+#include "manifold/simulate.h"
 
 namespace fs = std::filesystem;
 using namespace manifold;
@@ -309,16 +312,17 @@ int run_cli(const std::string& args, std::string* err, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-KnnGraph exact_reference(const Dataset& ds, int k, Metric m, bool keep_self) {
+KnnGraph exact_reference(const Dataset& ds, int k, Metric m, bool keep_self, int64_t row_step) {
   const PreparedRows rows = prepare_rows(ds, m);
   const int64_t n = rows.rows, d = rows.cols;
   KnnGraph g;
   g.n = n, g.d = d, g.k = k, g.metric = m, g.keep_self = keep_self;
-  g.indices.resize(static_cast<size_t>(n * k));
-  g.distances.resize(static_cast<size_t>(n * k));
+  g.indices.assign(static_cast<size_t>(n * k), -1);
+  g.distances.assign(static_cast<size_t>(n * k), NAN);
   parallel_for(
       0, n, 0,
       [&](int64_t i) {
+    if (i % row_step != 0) return;
     std::vector<float> keys(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j)
       keys[static_cast<size_t>(j)] = (j == i && !keep_self)
@@ -414,17 +418,39 @@ int count_lines(const std::string& s) {
   return n;
 }
 
+std::string row_difference(const KnnGraph& a, const KnnGraph& b, int64_t i) {
+  if (a.n != b.n || a.k != b.k) return "shapes differ";
+  for (int j = 0; j < a.k; ++j) {
+    const size_t at = static_cast<size_t>(i * a.k + j);
+    if (a.indices[at] != b.indices[at] || a.distances[at] != b.distances[at])
+      return "row " + std::to_string(i) + " position " + std::to_string(j) + ": (" + std::to_string(a.indices[at]) +
+             ", " + std::to_string(a.distances[at]) + ") vs (" + std::to_string(b.indices[at]) + ", " +
+             std::to_string(b.distances[at]) + ")";
+  }
+  return "";
+}
+
 std::string first_difference(const KnnGraph& a, const KnnGraph& b) {
   if (a.n != b.n || a.k != b.k) return "shapes differ";
   for (int64_t i = 0; i < a.n; ++i)
-    for (int j = 0; j < a.k; ++j) {
-      const size_t at = static_cast<size_t>(i * a.k + j);
-      if (a.indices[at] != b.indices[at] || a.distances[at] != b.distances[at])
-        return "row " + std::to_string(i) + " position " + std::to_string(j) + ": (" + std::to_string(a.indices[at]) +
-               ", " + std::to_string(a.distances[at]) + ") vs (" + std::to_string(b.indices[at]) + ", " +
-               std::to_string(b.distances[at]) + ")";
-    }
+    if (std::string m = row_difference(a, b, i); !m.empty()) return m;
   return "";
+}
+
+Dataset ubiquitin_rotation_series(int64_t count, int size) {
+  std::string pdb;
+  try {
+    pdb = find_packaged_pdb("1ubq");
+  } catch (const Error&) {
+    return Dataset();
+  }
+  DiffractionParams p;
+  p.count = count, p.size = size, p.axis = "y";
+  Progress quiet;
+  DiffractionImages images = simulate_diffraction(read_pdb(pdb), p, quiet);
+  Dataset ds(count, static_cast<int64_t>(size) * size, std::move(images.images));
+  ds.source = "ubiquitin rotation series";
+  return ds;
 }
 
 }  // namespace testing_support

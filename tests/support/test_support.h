@@ -62,8 +62,12 @@ std::string check_graph(const manifold::KnnGraph& g, const manifold::Dataset& da
 /// every row the k smallest (key, index), key = the metric's distance from
 /// the float64 sum of squared differences of the prepared rows, in the
 /// device's summation order (core's exact_sum_sq_diff), rounded to float.
-/// O(n^2 d): keep n d small.
-manifold::KnnGraph exact_reference(const manifold::Dataset& ds, int k, manifold::Metric m, bool keep_self);
+/// O(n^2 d): keep n d small, or rank only every `row_step`-th row (the
+/// others' entries are left -1 and NaN).
+manifold::KnnGraph exact_reference(const manifold::Dataset& ds, int k, manifold::Metric m, bool keep_self,
+                                   int64_t row_step = 1);
+/// Row i of a and b (indices and distances) as a message; "" when identical.
+std::string row_difference(const manifold::KnnGraph& a, const manifold::KnnGraph& b, int64_t i);
 /// Random normal rows in which `clusters` groups of `per_cluster` rows are
 /// copies of one row perturbed by eps * N(0,1) (every 7th an exact copy),
 /// scattered over the index range: neighbours closer together than any
@@ -84,6 +88,11 @@ manifold::Dataset bright_spot_rows(int64_t n, int64_t d, uint64_t seed);
 /// Random normal rows about the origin, except row `far`: 1e5 in every
 /// column (a hot frame), far from every other row.
 manifold::Dataset one_far_row(int64_t n, int64_t d, uint64_t seed, int64_t far);
+/// `count` photon-counted diffraction patterns of ubiquitin (1e5 photons,
+/// size x size) about one axis: a rotation series, whose nearest distances
+/// crowd above a common noise floor (the certificate's window holds many
+/// points); an empty dataset when freesasa's 1ubq.pdb is not installed.
+manifold::Dataset ubiquitin_rotation_series(int64_t count, int size);
 /// First row (and column) where a and b differ, as a message; "" when the
 /// indices and the distances are identical.
 std::string first_difference(const manifold::KnnGraph& a, const manifold::KnnGraph& b);

@@ -9,6 +9,7 @@
 // written distance, whatever GEMM (CPU BLAS, cuBLAS, tensor cores) produced a.
 // The GPU's kernels (gpu/impl/certify.cu) follow the same rules with these
 // names. The derivation is in docs/PRECISION.md.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -35,8 +36,17 @@ struct CandidateLists {
 
 /// List slack beyond k for the float32 bound (CPU, MPI, the GPU's exact
 /// precision): the room the certificate needs between the k-th upper bound
-/// and the last list entry.
-inline int exact_slack(int k) { return k / 8 > 16 ? k / 8 : 16; }
+/// and the last list entry, which holds the points whose distance lies in
+/// the bound's window past the k-th. That window grows in proportion to d
+/// (float32's c_dot is d 2^-23) and the points in it in proportion to k
+/// (docs/PRECISION.md, "How much slack"): max(16, k/8) up to d = 512,
+/// growing with d beyond it (k at d = 4096, where photon-counted diffraction
+/// patterns needed 0.6-1 k), and at most max(64, k), so that lists stay
+/// within twice the result: rows that still fail go to the rescan.
+inline int exact_slack(int k, int64_t d) {
+  const int64_t grown = std::min<int64_t>(int64_t{k / 8} * std::max<int64_t>(d, 512) / 512, std::max(64, k));
+  return static_cast<int>(std::max<int64_t>(grown, 16));
+}
 
 /// One certification: the candidate lists of rows [0, lists.n) and what the
 /// bound needs to judge them.
