@@ -438,7 +438,6 @@ int64_t EarlyFinish::piece_rows() const {
 }
 
 void EarlyFinish::resident_work() {
-  out_->prepare(stream_);
   const int64_t step = piece_rows();
   std::deque<Piece> certified;
   int64_t taken = 0;
@@ -449,6 +448,10 @@ void EarlyFinish::resident_work() {
       int64_t rows = taken;
       double reported_ms = 0;
       if (!take_reported(taken, certified.empty(), rows, reported_ms)) return;
+      // The largest norm once the loop has reported rows: its stream then
+      // follows every row's upload and norm (the seeds precede every strip).
+      // Read as the worker starts, it was whatever the buffer held before.
+      out_->prepare(stream_);
       const double woke = since_origin();
       for (int64_t r = taken; r < rows; r += step) {
         Piece& p = certified.emplace_back();
@@ -545,6 +548,7 @@ struct FinishStats {
   int64_t rescanned_rows = 0;
   size_t exact_scan_rows = 0;
   double c_dot = 0;
+  double largest_norm = 0;  ///< the largest stored squared norm (ymax)
   float max_use = 0.f;
   std::optional<int> early_ranges;  ///< copies home beside the loop
   std::optional<int> early_pieces;  ///< pieces certified beside the loop (every row resident)
@@ -561,6 +565,7 @@ struct FinishStats {
     j["rescanned_rows"] = rescanned_rows;
     j["fallback_rows"] = exact_scan_rows;
     j["error_bound_c_dot"] = c_dot;
+    j["error_bound_largest_norm"] = largest_norm;
     j["error_bound_max_use"] = max_use;
     if (early_ranges) j["early_ranges"] = *early_ranges;
     if (early_pieces) j["early_pieces"] = *early_pieces;
@@ -687,6 +692,7 @@ class Finisher {
       g_.timings.emplace_back("certify", ev_cert1.since(ev_cert0) / 1e3);
     }
     stats_.max_use = out.max_use(s_);
+    stats_.largest_norm = out.ca.ymax;
     status_ = std::move(out.status);
   }
 
@@ -797,7 +803,7 @@ class Finisher {
       g_.timings.emplace_back("final_wait", seconds_since(tw));
       StreamedOutput& out = *early_->streamed_;
       status_ = std::move(out.status);
-      stats_.max_use = out.max_use;
+      stats_.max_use = out.max_use, stats_.largest_norm = out.ymax;
       stats_.early_ranges = early_->ranges_;
       if (in_.timeline_origin) g_.extra["timeline_final_ranges"] = early_->range_times_json();
     } else {
@@ -810,7 +816,7 @@ class Finisher {
       const auto th = std::chrono::steady_clock::now();
       out.certify(0, g_.n, g_, model_, params_.threads);
       status_ = std::move(out.status);
-      stats_.max_use = out.max_use;
+      stats_.max_use = out.max_use, stats_.largest_norm = out.ymax;
       certify_s_ = seconds_since(th), download_s_ = down_s;
     }
     for (int st : status_) stats_.uncertified_rows += st < 0;

@@ -7,6 +7,7 @@
 // for every metric.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -121,6 +122,32 @@ TEST(PrecisionEdges, FallbackRowsAreExact) {
   EXPECT_EQ(first_difference(f, exact_reference(ds, 7, Metric::Euclidean, false)), "");
   KnnGraph e = build("gpu", ds, with(7, Metric::Euclidean, "exact"));
   EXPECT_EQ(first_difference(e, f), "");
+}
+
+// The certificate bounds the points a list lacks with the largest stored
+// norm: the worker beside the loop must read it once the rows' norms are
+// on the device, not as it starts (the buffer then held whatever the last
+// build, or nothing, left there). Two builds in one process, the first of
+// rows a thousand times larger, each against its own rows' largest norm.
+TEST(PrecisionEdges, LargestNormIsTheRowsOwnBuildAfterBuild) {
+  REQUIRE_GPU();
+  const int64_t n = 20000, d = 64;
+  for (float scale : {1000.f, 1.f}) {
+    Dataset ds = random_dataset(n, d, 57);
+    std::vector<float> v(ds.data(), ds.data() + n * d);
+    for (float& x : v) x *= scale;
+    const Dataset scaled(n, d, std::move(v));
+    double largest = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double s = 0;
+      for (int64_t c = 0; c < d; ++c) s += static_cast<double>(scaled.data()[i * d + c]) * scaled.data()[i * d + c];
+      largest = std::max(largest, static_cast<double>(static_cast<float>(s)));
+    }
+    const KnnGraph g = build("gpu", scaled, with(10, Metric::Euclidean, "exact"));
+    ASSERT_EQ(g.extra["translated_columns"].get<int64_t>(), 0) << scale;
+    EXPECT_TRUE(g.extra.contains("early_ranges")) << scale;
+    EXPECT_NEAR(g.extra["error_bound_largest_norm"].get<double>(), largest, 1e-6 * largest) << scale;
+  }
 }
 
 TEST(PrecisionEdges, RescannedRowsAmongCertifiedOnesComeHome) {
