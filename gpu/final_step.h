@@ -48,11 +48,11 @@ class DeviceContext;
 /// TF32 bound is ~10x wider than float32's, so fast-exact keeps more, and
 /// its window grows with d (docs/PRECISION.md, "How much slack"): d is the
 /// rows' dimension. Settings::slack overrides (tests force the fallback with it).
-int list_slack(int k, bool tensor, int64_t d = 0);
+int list_slack(int k, bool tensor, int64_t d);
 
 /// The list capacity of every strategy: k + slack, at most every other point
 /// (then every list is complete and trivially certified) and at most kMaxK.
-int list_capacity(int k, int64_t n, bool keep_self, bool tensor, int64_t d = 0);
+int list_capacity(int k, int64_t n, bool keep_self, bool tensor, int64_t d);
 
 /// C = A B^T for row-major A (m x d) and B (ncols x d) into column-major C
 /// (leading dimension ldc), on stream s, with the tile loop's kind of GEMM.

@@ -97,9 +97,9 @@ bool capacity_fits(Select strategy, int cap, int W, size_t shared_optin) {
 
 }  // namespace
 
-int largest_k(Select strategy, int64_t n, bool keep_self, int W, size_t shared_optin) {
+int largest_k(Select strategy, int64_t n, int64_t d, bool keep_self, int W, size_t shared_optin) {
   // The capacity grows with k: the largest k whose capacity fits, by bisection.
-  auto fits = [&](int k) { return capacity_fits(strategy, list_capacity(k, n, keep_self, false), W, shared_optin); };
+  auto fits = [&](int k) { return capacity_fits(strategy, list_capacity(k, n, keep_self, false, d), W, shared_optin); };
   int lo = 0, hi = kMaxNeighbours;
   if (fits(hi)) return hi;
   while (hi - lo > 1) {
@@ -304,15 +304,15 @@ int check_request(const Dataset& data, const KnnParams& params) {
 TilePlan plan_strategy(Select strategy, const KnnParams& params, int64_t n, int64_t d, const DeviceContext& ctx) {
   const int k = params.k;
   const auto [T, W] = tile_shape(n);
-  const int max_k = largest_k(strategy, n, params.keep_self, W, ctx.shared_optin);
+  const int max_k = largest_k(strategy, n, d, params.keep_self, W, ctx.shared_optin);
   if (k > max_k)
     throw StrategyRefusal("-k " + std::to_string(k) + ": --select " + to_string(strategy) + " keeps k + " +
-                          std::to_string(list_slack(k, false)) + " candidates per row, more than " +
+                          std::to_string(list_slack(k, false, d)) + " candidates per row, more than " +
                           (strategy == Select::Bitonic && k <= kMaxNeighbours ? "one block's shared memory holds"
                                                                               : "its lists and final step hold") +
                           " on this GPU; it supports k up to " + std::to_string(max_k) + " here");
   PlanRequest req;
-  req.n = n, req.d = d, req.k = list_capacity(k, n, params.keep_self, false), req.k_out = k;
+  req.n = n, req.d = d, req.k = list_capacity(k, n, params.keep_self, false, d), req.k_out = k;
   req.budget = free_budget(ctx, params.gpu_memory);
   const TilePlan plan = plan_selection_tiles(req, T, W, PaperSelection::bytes(strategy, req.k, T, W, ctx.sms));
   const uint64_t need = std::max(plan.bytes, plan.final_bytes);

@@ -24,12 +24,12 @@ class StrategyRefusal : public UsageError {
 /// True for the strategies this module implements.
 bool is_paper_strategy(Select s);
 
-/// The largest k `strategy` supports for n rows on a device with this much
-/// opt-in shared memory per block and tiles W columns wide: its lists hold
+/// The largest k `strategy` supports for n rows of d on a device with this
+/// much opt-in shared memory per block and tiles W columns wide: its lists hold
 /// k + slack (final_step.h), and bitonic's network, the list sort (heap,
 /// quick) and the final step's certificate each hold a list in one block's
 /// shared memory.
-int largest_k(Select strategy, int64_t n, bool keep_self, int W, size_t shared_optin);
+int largest_k(Select strategy, int64_t n, int64_t d, bool keep_self, int W, size_t shared_optin);
 
 /// Builds the exact graph with `params.select`; same contract and result as
 /// the engine (the k smallest exact keys per row, certified by the engine's

@@ -281,7 +281,7 @@ TEST(GpuSelect, QuickVariantChoice) {
   // The rule looks at the list's capacity (k + slack): short lists (k = 20)
   // take the warp, lists of kQuickBlockMinK or more entries the block.
   for (int k : {20, kQuickBlockMinK}) {
-    const bool block = gpu::list_capacity(k, ds.rows(), false, false) >= kQuickBlockMinK;
+    const bool block = gpu::list_capacity(k, ds.rows(), false, false, ds.cols()) >= kQuickBlockMinK;
     EXPECT_EQ(block, k != 20) << k;
     const KnnGraph cpu = build("cpu", ds, params(k));
     check_one("quick", ds, with("quick", k), cpu, false, block ? "block" : "warp");
