@@ -211,8 +211,6 @@ TEST(Certify, BoundCoversTheFormatsUnitRoundoff) {
   EXPECT_EQ(exact::to_float_up(1.0 + 1e-12), std::nextafter(1.f, 2.f));
 }
 
-}  // namespace
-
 // The float32 slack: max(16, k/8) up to d = 512, in proportion to d beyond
 // (the bound's window is d 2^-23 wide), at most max(64, k).
 TEST(ExactSlack, GrowsWithDUpToTwiceTheResult) {
@@ -236,3 +234,5 @@ TEST(ExactSlack, GrowsWithDUpToTwiceTheResult) {
     }
   }
 }
+
+}  // namespace
