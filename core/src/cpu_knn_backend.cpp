@@ -114,11 +114,13 @@ struct CertifyStats {
   double reevaluated_per_row = 0;
   size_t fallback_rows = 0;
   float error_bound_max_use = 0;
+  double error_bound_largest_norm = 0;  ///< the largest stored squared norm (the bound's ymax)
   void add_to(nlohmann::json& extra) const {
     extra["capacity"] = capacity;
     extra["reevaluated_per_row"] = reevaluated_per_row;
     extra["fallback_rows"] = fallback_rows;
     extra["error_bound_max_use"] = error_bound_max_use;
+    extra["error_bound_largest_norm"] = error_bound_largest_norm;
   }
 };
 
@@ -151,7 +153,7 @@ CertifyStats certify_lists(const PreparedInput& in, std::vector<TopK> lists, int
   req.model = exact::make_error_model(d, false, !in.translation.exact), req.metric = params.metric;
   req.complete = capacity == others, req.threads = threads;
   CertifyStats stats;
-  stats.capacity = capacity;
+  stats.capacity = capacity, stats.error_bound_largest_norm = req.ymax;
   stats.error_bound_max_use = exact::certify_rows(req, {g.indices.data(), g.distances.data(), status.data()});
   std::vector<int64_t> uncertified;
   int64_t reevaluated = 0;

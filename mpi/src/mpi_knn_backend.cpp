@@ -324,6 +324,7 @@ class MpiBuild {
   PreparedRows compact_;
   std::vector<float> compact_raw_, norms_;
   double local_ymax_ = 0;
+  double ymax_ = 0;  ///< the largest stored squared norm of every rank's rows (the bound's)
   // Every rank's statistics and host, on rank 0.
   std::vector<double> all_stats_;
   std::vector<char> hosts_;
@@ -601,8 +602,8 @@ void MpiBuild::certify() {
   const auto t = Clock::now();
   const int k = params_.k, width = width_;
   const int64_t m = m_;
-  double ymax = 0;
-  MPI_Allreduce(&local_ymax_, &ymax, 1, MPI_DOUBLE, MPI_MAX, g_.comm());
+  MPI_Allreduce(&local_ymax_, &ymax_, 1, MPI_DOUBLE, MPI_MAX, g_.comm());
+  const double ymax = ymax_;
   g_.agree(capture([&] {
     progress_.check_cancel();
     if (!certify_) return;
@@ -761,6 +762,7 @@ void MpiBuild::report(double total_s) {
     x["reevaluated_per_row"] = data_.rows() ? reevaluated / static_cast<double>(data_.rows()) : 0.0;
     x["fallback_rows"] = static_cast<int64_t>(fallback_rows);
     x["error_bound_max_use"] = bound_use;
+    x["error_bound_largest_norm"] = ymax_;
     x["translated_columns"] = translation_.columns;
     if (translation_.any()) {
       x["translation_norm_ratio"] = translation_.norm_ratio;

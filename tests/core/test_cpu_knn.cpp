@@ -425,6 +425,8 @@ TEST(CpuKnn, OneFarRowLeavesTheOthersCertified) {
   const Dataset ds = one_far_row(n, d, 41, 500);
   const KnnGraph graph = build_cpu(ds, k, Metric::Euclidean);
   EXPECT_EQ(graph.extra["translated_columns"].get<int64_t>(), 0);
+  // The bound's largest norm is the far row's, 32 x 1e10.
+  EXPECT_NEAR(graph.extra["error_bound_largest_norm"].get<double>(), 3.2e11, 3.2e11 * 1e-6);
   EXPECT_EQ(first_difference(graph, exact_reference(ds, k, Metric::Euclidean, false)), "");
   // The far row itself has every other point at nearly one distance: only
   // its own list may need the exact scan.

@@ -119,6 +119,8 @@ class MpiKnn : public ::testing::Test {
     EXPECT_EQ(x["translation_norm_ratio"].get<double>(), want["translation_norm_ratio"].get<double>());
     EXPECT_EQ(x["fallback_rows"], want["fallback_rows"]);
     EXPECT_LT(x["error_bound_max_use"].get<double>(), 1.0);
+    // Every rank's rows' largest moved norm, the CPU backend's bound.
+    EXPECT_EQ(x["error_bound_largest_norm"].get<double>(), want["error_bound_largest_norm"].get<double>());
   }
 
   // Under the sanitizers three tiles (one partial), else five.
