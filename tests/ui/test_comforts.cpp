@@ -3,6 +3,7 @@
 // folder and suggest a writable one, the graph export into a new folder,
 // Help ▸ Manual and the shortcuts list, and the image panel's pixel value
 // and contrast.
+#include <QCheckBox>
 #include <QDialog>
 #include <QFile>
 #include <QSignalSpy>
@@ -11,6 +12,8 @@
 #include <QtTest>
 
 #include <sys/stat.h>
+
+#include <cmath>
 
 #include "manifold/cluster.h"
 #include "manifold/graph_io.h"
@@ -193,6 +196,50 @@ class TestComforts : public QObject {
     QTRY_VERIFY2(panel.caption().contains("stack.tif, page 2"), qPrintable(panel.caption()));
     panel.setPinned(0);
     QTRY_VERIFY2(panel.caption().contains("run 7 &lt;a&gt;.png"), qPrintable(panel.caption()));
+  }
+
+  // Photon counts (a bright centre over a background of a few photons) open
+  // on a log scale, in the gallery's box and the image panel alike, which
+  // then shows the background; natural or class images and zero-mean data
+  // open linear, and each new dataset takes its own.
+  void photonCountsOpenOnALogScale() {
+    const int side = 32, n = 40;
+    std::vector<float> counts(static_cast<size_t>(n) * side * side), flat(counts.size()), centred(counts.size());
+    for (int i = 0; i < n; ++i)
+      for (int y = 0; y < side; ++y)
+        for (int x = 0; x < side; ++x) {
+          const size_t at = (static_cast<size_t>(i) * side + y) * side + x;
+          const double r2 = (x - 15.5) * (x - 15.5) + (y - 15.5) * (y - 15.5);
+          counts[at] = std::round(800.0 * std::exp(-r2 / 6.0)) + static_cast<float>((x * 7 + y * 3 + i) % 4);
+          flat[at] = static_cast<float>((x * 37 + y * 11 + i * 5) % 256);
+          centred[at] = flat[at] - 127.5f;
+        }
+    auto make = [&](std::vector<float> v, const char* name) {
+      Dataset d(n, side * side, std::move(v));
+      d.item_shape = {side, side};
+      return adoptDataset(std::move(d), name, "test", false);
+    };
+    const auto photons = make(counts, "photons"), natural = make(flat, "flat"), zero_mean = make(centred, "centred");
+    QVERIFY(photons->log_scale);
+    QVERIFY(!natural->log_scale);
+    QVERIFY(!zero_mean->log_scale);
+
+    MainWindow w;
+    QVERIFY(t::show_window(w));
+    w.openDataset(natural);
+    QVERIFY(!w.datasetPanel()->logScale());
+    w.openDataset(photons);
+    QVERIFY(w.datasetPanel()->logScale());
+    ImagePanel* image = w.imagePanel();
+    image->setPinned(0);
+    const double log_grey = mean_grey(image->shownImage());
+    for (QCheckBox* box : w.datasetPanel()->findChildren<QCheckBox*>())
+      if (box->text() == "Log scale") box->setChecked(false);
+    QVERIFY(!w.datasetPanel()->logScale());
+    const double linear_grey = mean_grey(image->shownImage());
+    QVERIFY2(log_grey > 5 * linear_grey, qPrintable(QString("%1 vs %2").arg(log_grey).arg(linear_grey)));
+    w.openDataset(zero_mean);
+    QVERIFY(!w.datasetPanel()->logScale());
   }
 };
 

@@ -175,6 +175,10 @@ QString DatasetPanel::fact(const QString& name) const {
 }
 
 void DatasetPanel::setDataset(std::shared_ptr<const LoadedDataset> ds) {
+  // Each dataset opens on the scale that suits its values (photon counts on
+  // a log scale), set before its thumbnails are drawn; the toggled signal
+  // carries it to the image and selection views.
+  if (ds) log_scale_->setChecked(ds->log_scale);
   model_->setDataset(ds);
   // A new dataset starts at its first image, not where the last one was scrolled to.
   gallery_->scrollToTop();

@@ -86,6 +86,7 @@ std::shared_ptr<LoadedDataset> finish(Dataset data, DetectorMask mask = {}) {
   ds->mask = std::move(mask);
   ds->fingerprint = ds->features.fingerprint();
   ds->range = ds->data.value_range();
+  ds->log_scale = wideDynamicRange(ds->data);
   const auto [h, w] = image_geometry(ds->data);
   ds->image_height = h;
   ds->image_width = w;
@@ -102,6 +103,30 @@ bool is_single_image(const QFileInfo& info) {
 }
 
 }  // namespace
+
+bool wideDynamicRange(const Dataset& data) {
+  const int64_t n = data.rows(), d = data.cols();
+  if (n == 0 || d == 0) return false;
+  const int64_t rows = std::min<int64_t>(n, 64);
+  std::vector<float> all, positive;
+  all.reserve(static_cast<size_t>(rows * d));
+  for (int64_t s = 0; s < rows; ++s) {
+    const float* v = data.row(s * n / rows);
+    for (int64_t c = 0; c < d; ++c) {
+      if (!std::isfinite(v[c])) continue;
+      if (v[c] < 0) return false;
+      all.push_back(v[c]);
+      if (v[c] > 0) positive.push_back(v[c]);
+    }
+  }
+  if (positive.size() < 16) return false;
+  auto at = [](std::vector<float>& x, double q) {
+    const auto it = x.begin() + static_cast<std::ptrdiff_t>(q * static_cast<double>(x.size() - 1));
+    std::nth_element(x.begin(), it, x.end());
+    return *it;
+  };
+  return at(all, 0.999) >= 30.0f * at(positive, 0.5);
+}
 
 QString LoadedDataset::shapeText() const {
   QString shape = QLocale(QLocale::English).toString(static_cast<qlonglong>(data.rows()));

@@ -38,6 +38,10 @@ struct LoadedDataset {
   DetectorMask mask;        ///< after the transform; empty = every pixel
   std::string fingerprint;  ///< features.fingerprint(), keys the graph cache
   std::pair<float, float> range{0, 0};
+  /// Images are first drawn on a logarithmic scale: non-negative values
+  /// spanning well over a decade, as photon counts of diffraction patterns
+  /// do (wideDynamicRange); the gallery's Log scale box still decides.
+  bool log_scale = false;
   QString name;                    ///< shown in the title bar and the dataset panel
   QString path;                    ///< empty for data made in memory (demo, selection)
   std::string hdf5_dataset;        ///< HDF5/CXI dataset path it was read from ("" = default)
@@ -72,6 +76,13 @@ struct LoadedDataset {
   /// graph: the file read, or "none".
   std::string maskOption() const;
 };
+
+/// True when `data`'s values are non-negative and the brightest (the 99.9th
+/// percentile over up to 64 rows spread over the stack) reach 30 times the
+/// median of the positive ones: diffraction patterns' central speckle then
+/// leaves the rest of a linear image black. Natural images, class images
+/// (Fashion-MNIST) and zero-mean data stay linear.
+bool wideDynamicRange(const Dataset& data);
 
 struct OpenOptions {
   std::string hdf5_dataset;        ///< "" = the reader's default
