@@ -107,12 +107,14 @@ bool is_single_image(const QFileInfo& info) {
 bool wideDynamicRange(const Dataset& data) {
   const int64_t n = data.rows(), d = data.cols();
   if (n == 0 || d == 0) return false;
-  const int64_t rows = std::min<int64_t>(n, 64);
+  // At most about a million values: every step-th pixel of large frames
+  // (an odd step, so that it never follows one image column).
+  const int64_t rows = std::min<int64_t>(n, 64), step = std::max<int64_t>(1, rows * d >> 20) | 1;
   std::vector<float> all, positive;
-  all.reserve(static_cast<size_t>(rows * d));
+  all.reserve(static_cast<size_t>(rows * ((d + step - 1) / step)));
   for (int64_t s = 0; s < rows; ++s) {
     const float* v = data.row(s * n / rows);
-    for (int64_t c = 0; c < d; ++c) {
+    for (int64_t c = 0; c < d; c += step) {
       if (!std::isfinite(v[c])) continue;
       if (v[c] < 0) return false;
       all.push_back(v[c]);
