@@ -236,6 +236,7 @@ struct BenchCase {
   std::vector<double> wall_s;
   double median_wall_s = 0;
   std::map<std::string, double> median_stage_s;
+  std::map<std::string, std::vector<int64_t>> per_run;  ///< Samples::per_run
   nlohmann::json extra;
   // Against the float32 GEMM floor (the GPU backend with a measured rate).
   std::optional<double> sgemm_tflops, floor_s, over_floor, sgemm_tile_tflops;
@@ -265,6 +266,7 @@ struct BenchCase {
               {"median_wall_s", median_wall_s},
               {"median_stage_s", median_stage_s},
               {"extra", extra}});
+    if (!per_run.empty()) c["per_run"] = per_run;
     if (sgemm_tflops) c["sgemm_tflops"] = *sgemm_tflops;
     if (floor_s) c["floor_s"] = *floor_s;
     if (over_floor) c["over_floor"] = *over_floor;
@@ -298,8 +300,18 @@ struct CellPlan {
 struct Samples {
   std::vector<double> totals;
   std::map<std::string, std::vector<double>> stages;
+  /// Each measured run's rows the certificate left to a rescan or the exact
+  /// scan (`extra` is the last run's only, and runs can differ).
+  std::map<std::string, std::vector<int64_t>> per_run;
   KnnGraph last;  // its timings and extras; the result itself freed
   std::string error;
+
+  void add_run(double wall, const KnnGraph& g) {
+    totals.push_back(wall);
+    for (auto& [st, t] : g.timings) stages[st].push_back(t);
+    for (const char* key : {"uncertified_rows", "fallback_rows"})
+      if (g.extra.contains(key) && g.extra[key].is_number()) per_run[key].push_back(g.extra[key].get<int64_t>());
+  }
 };
 using CaseKey = std::pair<std::string, std::string>;  // (select, precision)
 
@@ -486,10 +498,7 @@ std::map<CaseKey, Samples> BenchRun::run_interleaved(KnnBackend& backend, const 
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         decltype(g.indices)().swap(g.indices);
         decltype(g.distances)().swap(g.distances);
-        if (round >= o_.warmup) {
-          sm.totals.push_back(wall);
-          for (auto& [st, t] : g.timings) sm.stages[st].push_back(t);
-        }
+        if (round >= o_.warmup) sm.add_run(wall, g);
         sm.last = std::move(g);
       } catch (const Cancelled&) {
         throw;
@@ -515,9 +524,8 @@ Samples BenchRun::measure(KnnBackend& backend, const Dataset& view, const KnnPar
     sm.last = backend.build(view, p, progress_);
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r < case_warmup) continue;
-    sm.totals.push_back(wall);
+    sm.add_run(wall, sm.last);
     measured_s += wall;
-    for (auto& [st, t] : sm.last.timings) sm.stages[st].push_back(t);
   }
   return sm;
 }
@@ -593,6 +601,7 @@ void BenchRun::run_case(KnnBackend& backend, const std::string& b, const Dataset
   c.median_wall_s = median(sm.totals);
   c.wall_s = std::move(sm.totals);
   for (auto& [name, v] : sm.stages) c.median_stage_s[name] = median(v);
+  c.per_run = std::move(sm.per_run);
   c.extra = last.extra;
   if (b == "gpu" && sgemm_tflops_ > 0) compare_with_gemm_floor(c, view);
   if (last.extra.contains("auto_pick")) c.auto_pick = last.extra["auto_pick"];

@@ -202,4 +202,24 @@ TEST(CliKnn, BenchOnDataTakesEveryRowUnlessTold) {
   EXPECT_EQ(err, "manifold: -n 301: " + (t / "x.npy") + " has only 300 rows\n");
 }
 
+// A case's `extra` is its last run's; each measured run's certificate
+// counts are kept beside it (runs of one case can differ).
+TEST(CliKnn, BenchKeepsEachRunsCertificateCounts) {
+  TempDir t;
+  save(near_duplicates(400, 6, 9, 20, 10, 1e-7f), t / "x.npy");
+  std::string err;
+  ASSERT_EQ(run_cli("bench --backend cpu --data " + (t / "x.npy") + " -k 4 --repeats 3 --warmup 1 -q --json " +
+                        (t / "b.json"),
+                    &err),
+            0)
+      << err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(t / "b.json"));
+  const nlohmann::json& c = j["cases"][0];
+  ASSERT_TRUE(c.contains("per_run")) << c.dump();
+  const auto runs = c["per_run"]["fallback_rows"].get<std::vector<int64_t>>();
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs.back(), c["extra"]["fallback_rows"].get<int64_t>());
+  for (int64_t r : runs) EXPECT_EQ(r, runs.front());
+}
+
 }  // namespace
