@@ -294,6 +294,26 @@ const std::vector<std::string>* names_or_null(const std::vector<std::string>* it
   return item_names && !item_names->empty() ? item_names : nullptr;
 }
 
+/// What every writer writes beside the coordinates: the item names (null
+/// for none) and the metadata as the files name its columns
+/// (columns_for_files), both checked against the points' indices before
+/// anything is written.
+struct FileColumns {
+  FileColumns(const MetadataTable* table, const std::vector<std::string>* names_of_items,
+              const std::vector<std::string>& coordinate_names, int64_t n, const int64_t* index)
+      : item_names(names_or_null(names_of_items)),
+        metadata(columns_for_files(table, coordinate_names, item_names != nullptr, renamed)) {
+    check_metadata_rows(metadata, n, index);
+    check_item_names(item_names, n, index);
+  }
+  FileColumns(const FileColumns&) = delete;
+  FileColumns& operator=(const FileColumns&) = delete;
+
+  MetadataTable renamed;  ///< metadata's storage (before it: initialised first)
+  const std::vector<std::string>* item_names;
+  const MetadataTable* metadata;
+};
+
 std::string join(const fs::path& dir, const char* name) { return (dir / name).string(); }
 
 }  // namespace
@@ -307,11 +327,8 @@ std::vector<std::string> coordinate_names(int m) {
 void write_vtp(const std::string& path, int64_t n, int m, const double* x, const int64_t* index,
                const std::vector<std::string>& names, const MetadataTable* metadata,
                const std::vector<std::string>* item_names) {
-  item_names = names_or_null(item_names);
-  MetadataTable renamed;
-  metadata = columns_for_files(metadata, names, item_names != nullptr, renamed);
-  check_metadata_rows(metadata, n, index);
-  check_item_names(item_names, n, index);
+  const FileColumns beside(metadata, item_names, names, n, index);
+  metadata = beside.metadata, item_names = beside.item_names;
   AtomicFile out(path);
   std::FILE* f = out.get();
   std::fputs("<?xml version=\"1.0\"?>\n", f);
@@ -364,11 +381,8 @@ void write_vtp(const std::string& path, int64_t n, int m, const double* x, const
 void write_csv(const std::string& path, int64_t n, int m, const double* x, const int64_t* index,
                const std::vector<std::string>& names, const MetadataTable* metadata,
                const std::vector<std::string>* item_names) {
-  item_names = names_or_null(item_names);
-  MetadataTable renamed;
-  metadata = columns_for_files(metadata, names, item_names != nullptr, renamed);
-  check_metadata_rows(metadata, n, index);
-  check_item_names(item_names, n, index);
+  const FileColumns beside(metadata, item_names, names, n, index);
+  metadata = beside.metadata, item_names = beside.item_names;
   static const MetadataTable kNone;
   const auto& columns = (metadata ? *metadata : kNone).columns();
   // Each category's field once, quoted as it needs.
@@ -502,13 +516,10 @@ void write_embedding_files(OutputTransaction& tx, const DiffusionResult& r, cons
   if (r.coordinates.size() != static_cast<size_t>(r.n * r.m) || r.point_index.size() != static_cast<size_t>(r.n))
     throw Error("embedding: result arrays do not match " + std::to_string(r.n) + " x " + std::to_string(r.m));
   const auto names = coordinate_names(r.m);
-  item_names = names_or_null(item_names);
   // Renamed here too, so that embedding.json's correlations name the
   // columns as the files do.
-  MetadataTable renamed;
-  metadata = columns_for_files(metadata, names, item_names != nullptr, renamed);
-  check_metadata_rows(metadata, r.n, r.point_index.data());
-  check_item_names(item_names, r.n, r.point_index.data());
+  const FileColumns beside(metadata, item_names, names, r.n, r.point_index.data());
+  metadata = beside.metadata, item_names = beside.item_names;
   Timings written;
   auto timed = [&](const char* step, auto&& work) {
     const auto start = std::chrono::steady_clock::now();
