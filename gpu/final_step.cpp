@@ -495,7 +495,9 @@ void EarlyFinish::copy_pieces_home(std::deque<Piece>& certified, int64_t host_ro
   // The copy runs on a stream of its own, so the certificate of the pieces
   // after these goes on meanwhile. Pageable copies run at a fraction of the
   // link's rate: the result comes home through the worker's pinned buffers
-  // (the device's upload staging buffers may still carry uploads).
+  // (the device's upload staging buffers may still carry uploads). The
+  // range's uncertified rows come too, unwritten (initcheck reports those
+  // reads); their entries come home again once ranked (copy_listed_rows_home).
   const Event e1, e2;
   cuda_check(cudaStreamWaitEvent(copy_stream_, last.certified, 0), "ordering streams");
   e1.record(copy_stream_);
