@@ -128,6 +128,45 @@ class TestEmbeddingView : public QObject {
     QVERIFY2(magenta > 50, "selected points are not highlighted");
   }
 
+  // The trajectory's current bin is drawn as black discs in a light edge:
+  // around a highlighted point the frame holds both black (it reads on
+  // light points) and near-white (on the dark background: black alone did
+  // not) pixels, and neither appears where nothing is highlighted.
+  void highlightReadsOnTheBackground() {
+    EmbeddingView view;
+    QVERIFY(t::show_window(view, QSize(500, 400)));
+    const int n = 400;
+    view.setPoints(helix(n), true, {"x", "y", "z"}, true);
+    PointColours c;
+    for (int i = 0; i < n; ++i) c.values.push_back(static_cast<float>(i % 7));
+    c.title = "mod 7";
+    view.setColours(c);
+    view.setPointSize(3);
+    const int row = 100;
+    const QPointF p = view.projectedPosition(row);
+    const QImage frame_dpr = view.renderFrame();
+    const double scale = frame_dpr.width() / static_cast<double>(view.width());
+    const QRect around(static_cast<int>(p.x() * scale) - 12, static_cast<int>(p.y() * scale) - 12, 25, 25);
+    const auto count = [&](const QImage& frame, bool black) {
+      int hits = 0;
+      for (int y = around.top(); y <= around.bottom(); ++y)
+        for (int x = around.left(); x <= around.right(); ++x) {
+          if (!frame.rect().contains(x, y)) continue;
+          const QColor q = frame.pixelColor(x, y);
+          hits += black ? (q.red() < 20 && q.green() < 20 && q.blue() < 20)
+                        : (q.red() > 235 && q.green() > 235 && q.blue() > 235);
+        }
+      return hits;
+    };
+    QCOMPARE(count(frame_dpr, true), 0);
+    QCOMPARE(count(frame_dpr, false), 0);
+    view.setHighlight({row});
+    const QImage lit = view.renderFrame();
+    lit.save(t::output_dir() + "/highlight_edge.png");
+    QVERIFY2(count(lit, true) >= 9, qPrintable(QString("%1 black pixels").arg(count(lit, true))));
+    QVERIFY2(count(lit, false) >= 9, qPrintable(QString("%1 near-white pixels").arg(count(lit, false))));
+  }
+
   // A left drag rotates the camera (VTK's trackball style gets the events):
   // the drawn frame changes, and the projected positions move.
   void dragRotates() {

@@ -29,6 +29,7 @@
 #include <vtkXMLPolyDataReader.h>
 
 #include "manifold/npy.h"
+#include "manifold/session.h"
 #include "manifold/ui/gui_words.h"
 #include "manifold/ui/main_window.h"
 #include "manifold/ui/palette.h"
@@ -89,6 +90,9 @@ void expect_axes(MainWindow& w, const std::vector<int>& coordinates) {
     }
   }
   QCOMPARE(w.planarEditor()->isEnabled(), drawn >= 3);
+  // A greyed switch shows the view as drawn: flat.
+  if (drawn < 3) QVERIFY(w.planarEditor()->isChecked());
+  QCOMPARE(w.view()->planar(), drawn < 3 || w.planarEditor()->isChecked());
   QCOMPARE(w.shownAxes(), coordinates);
   QStringList titles;
   for (int c : coordinates) titles << QStringLiteral("\u03c8%1").arg(c);
@@ -473,13 +477,37 @@ class TestReportedFixes : public QObject {
     QVERIFY2(shown.wait(60000), qPrintable(w.lastError()));
     QCOMPARE(w.outcome()->result->m, 2);
     TEST_PHASE(expect_axes(w, {1, 2}));
+    // A session saved now keeps the user's choice (never ticked), not the
+    // forced tick.
+    const QString session = dir_.filePath("forced_flat.session.json");
+    QVERIFY(w.saveSession(session));
+    QCOMPARE(read_session(session.toStdString()).view.value("planar", true), false);
 
-    // Three: every axis and the switch choose again, Y and Z keep their order.
+    // Three: every axis and the switch choose again, Y and Z keep their order;
+    // the switch is the user's again (never ticked: a 3-D view).
     shown.clear();
     w.parameterPanel()->componentsEditor()->setValue(4);
     QVERIFY2(shown.wait(60000), qPrintable(w.lastError()));
     TEST_PHASE(expect_axes(w, {1, 2, 3}));
     QVERIFY(w.planarEditor()->isEnabled());
+    QVERIFY(!w.planarEditor()->isChecked());
+    QVERIFY(!w.view()->planar());
+
+    // Ticked by the user, forced by two coordinates, kept through them, and
+    // saved as the user's choice meanwhile.
+    w.planarEditor()->setChecked(true);
+    QVERIFY(w.view()->planar());
+    shown.clear();
+    w.parameterPanel()->componentsEditor()->setValue(2);
+    QVERIFY2(shown.wait(60000), qPrintable(w.lastError()));
+    TEST_PHASE(expect_axes(w, {1, 2}));
+    w.planarEditor()->click();  // greyed: no effect
+    QVERIFY(w.planarEditor()->isChecked());
+    shown.clear();
+    w.parameterPanel()->componentsEditor()->setValue(4);
+    QVERIFY2(shown.wait(60000), qPrintable(w.lastError()));
+    QVERIFY(w.planarEditor()->isEnabled() && w.planarEditor()->isChecked());
+    QVERIFY(w.view()->planar());
   }
 
   // Simulated patterns open with their true angle beside them

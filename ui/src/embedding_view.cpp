@@ -140,7 +140,8 @@ vtkSmartPointer<vtkCellArray> all_vertices(vtkIdType n, vtkIdType stride) {
 // were lost on it. Here every colour of that map is at least 0.18 lighter
 // in OKLab L (about 0.25 apart in OKLab; the categories and the cyclic map, L
 // 0.62 and more, further), the axes and labels are light, and the halos
-// of the highlighted bin and the path are black, darker still.
+// of the highlighted bin (in a light edge) and the path are black, darker
+// still.
 constexpr double kBackground[3] = {0.16, 0.17, 0.20};
 
 // The colour bar's numbers: three significant digits, no trailing point
@@ -272,7 +273,8 @@ struct EmbeddingView::Impl {
   vtkNew<vtkPolyData> cloud, lod, selected, selected_lod, pinned, highlighted, path_line;
   vtkNew<vtkPolyDataMapper> cloud_mapper, lod_mapper, selected_mapper, selected_lod_mapper, pinned_mapper,
       highlighted_mapper, path_mapper;
-  vtkNew<vtkActor> cloud_actor, lod_actor, selected_actor, selected_lod_actor, pinned_actor, highlighted_actor,
+  vtkNew<vtkActor> cloud_actor, lod_actor, selected_actor, selected_lod_actor, pinned_actor, highlight_edge_actor,
+      highlighted_actor,
       path_halo_actor, path_actor;
   // A 256-entry table sampled from a diverging transfer function: mapping a
   // million scalars through a table is a lookup each, through the transfer
@@ -475,6 +477,7 @@ void EmbeddingView::Impl::style_and_add_actors() {
   selected_lod_actor->SetProperty(selected_actor->GetProperty());
   selected_lod_actor->VisibilityOff();
   pinned_actor->SetMapper(pinned_mapper);
+  highlight_edge_actor->SetMapper(highlighted_mapper);
   highlighted_actor->SetMapper(highlighted_mapper);
   path_halo_actor->SetMapper(path_mapper);
   path_actor->SetMapper(path_mapper);
@@ -483,9 +486,11 @@ void EmbeddingView::Impl::style_and_add_actors() {
   lod_actor->GetProperty()->SetColor(0.95, 0.95, 0.95);
   selected_actor->GetProperty()->SetColor(kSelectionColour.redF(), kSelectionColour.greenF(), kSelectionColour.blueF());
   pinned_actor->GetProperty()->SetColor(1.0, 0.9, 0.1);
-  // Black and larger, drawn before the selection: a halo around each point
-  // of the bin that reads on light and coloured points alike, and on the
-  // dark background.
+  // Black and larger, drawn before the selection, in a light edge: a halo
+  // around each point of the bin that reads on light and coloured points
+  // alike (the black) and on the dark background (the edge; black alone
+  // all but vanished there).
+  highlight_edge_actor->GetProperty()->SetColor(0.95, 0.95, 0.95);
   highlighted_actor->GetProperty()->SetColor(0.0, 0.0, 0.0);
   // The path: a light line in a dark halo, its vertices (the pins it runs
   // through) as larger dots, readable on any point colour.
@@ -495,10 +500,12 @@ void EmbeddingView::Impl::style_and_add_actors() {
   path_actor->GetProperty()->SetLineWidth(2);
   for (auto* a :
        {cloud_actor.GetPointer(), lod_actor.GetPointer(), selected_actor.GetPointer(), pinned_actor.GetPointer(),
-        highlighted_actor.GetPointer(), path_halo_actor.GetPointer(), path_actor.GetPointer()})
+        highlight_edge_actor.GetPointer(), highlighted_actor.GetPointer(), path_halo_actor.GetPointer(),
+        path_actor.GetPointer()})
     a->GetProperty()->LightingOff();
   renderer->AddActor(cloud_actor);
   renderer->AddActor(lod_actor);
+  overlay->AddActor(highlight_edge_actor);
   overlay->AddActor(highlighted_actor);
   overlay->AddActor(selected_actor);
   overlay->AddActor(selected_lod_actor);
@@ -580,6 +587,7 @@ void EmbeddingView::Impl::update_marks() {
   lod_actor->GetProperty()->SetPointSize(static_cast<float>(point_size));
   selected_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 2));
   pinned_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 8));
+  highlight_edge_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 9));
   highlighted_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 5));
   path_halo_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 7));
   path_actor->GetProperty()->SetPointSize(static_cast<float>(point_size + 3));

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include <QLocale>
+#include <QSignalBlocker>
 
 #include "manifold/ui/main_window.h"
 
@@ -77,18 +78,33 @@ void MainWindow::update_axis_states() {
   // switch does: neither says anything about coordinates yet.
   const bool known = offered > 0;
   const QString only = offered == 1 ? tr("one diffusion coordinate") : tr("two diffusion coordinates");
+  // Fewer than three coordinates are drawn flat whatever the switch says:
+  // it then shows the view as it is, ticked and greyed, and gets the user's
+  // choice back with a third coordinate.
+  const bool switchable = !known || offered >= 3;
+  if (switchable != planar_->isEnabled()) {
+    const QSignalBlocker quiet(planar_);
+    if (!switchable) planar_choice_ = planar_->isChecked();
+    planar_->setChecked(switchable ? planar_choice_ : true);
+  }
+  planar_->setEnabled(switchable);
+  planar_->setToolTip(switchable ? tr("Flat view of the X and Y coordinates (left drag pans)")
+                                 : tr("The view is flat: the embedding has %1 to show").arg(only));
   for (int i = 1; i < 3; ++i) {
     const bool has_coordinate = !known || offered > i;
     axis_[i]->setEnabled(has_coordinate && !(i == 2 && planar_->isChecked()));
     axis_[i]->setToolTip(has_coordinate ? tr("Diffusion coordinate on the %1 axis").arg(names[i])
                                         : tr("No %1 axis: the embedding has %2 to show").arg(names[i], only));
   }
-  // Fewer than three coordinates are drawn flat whatever the switch says.
-  const bool switchable = !known || offered >= 3;
-  planar_->setEnabled(switchable);
-  planar_->setToolTip(switchable ? tr("Flat view of the X and Y coordinates (left drag pans)")
-                                 : tr("The view is flat: the embedding has %1 to show").arg(only));
 }
+
+void MainWindow::set_planar_choice(bool planar) {
+  if (planar_->isEnabled()) planar_->setChecked(planar);
+  else
+    planar_choice_ = planar;
+}
+
+bool MainWindow::planar_choice() const { return planar_->isEnabled() ? planar_->isChecked() : planar_choice_; }
 
 std::vector<int> MainWindow::shownAxes() const {
   std::vector<int> axes;
@@ -140,7 +156,7 @@ void MainWindow::setAxes(int x, int y, int z, bool planar) {
     const int idx = axis_[i]->findData(v[i]);
     if (idx >= 0) axis_[i]->setCurrentIndex(idx);
   }
-  planar_->setChecked(planar);
+  set_planar_choice(planar);
   updating_controls_ = false;
   update_axis_states();
   update_view(true);
@@ -298,7 +314,7 @@ void MainWindow::show_selection() {
 nlohmann::json MainWindow::view_settings() const {
   nlohmann::json v = {
       {"axes", {axis_[0]->currentData().toInt(), axis_[1]->currentData().toInt(), axis_[2]->currentData().toInt()}},
-      {"planar", planar_->isChecked()},
+      {"planar", planar_choice()},
       {"hide_localised", hide_localised_->isChecked()},
       {"colour_by", colour_key_.toStdString()},
       {"point_size", point_size_->value()},
@@ -355,7 +371,7 @@ std::optional<CameraState> read_camera(const nlohmann::json& v) {
 void MainWindow::apply_view_settings(const nlohmann::json& v) {
   if (!v.is_object()) return;
   updating_controls_ = true;
-  if (v.contains("planar") && v["planar"].is_boolean()) planar_->setChecked(v["planar"].get<bool>());
+  if (v.contains("planar") && v["planar"].is_boolean()) set_planar_choice(v["planar"].get<bool>());
   if (v.contains("hide_localised") && v["hide_localised"].is_boolean())
     hide_localised_->setChecked(v["hide_localised"].get<bool>());
   if (v.contains("point_size") && v["point_size"].is_number()) point_size_->setValue(v["point_size"].get<double>());
@@ -379,7 +395,7 @@ void MainWindow::apply_view_settings(const nlohmann::json& v) {
     auto apply = std::make_shared<QMetaObject::Connection>();
     *apply = connect(this, &MainWindow::embeddingShown, this, [this, axes, apply] {
       disconnect(*apply);
-      setAxes(axes[0], axes[1], axes[2], planar_->isChecked());
+      setAxes(axes[0], axes[1], axes[2], planar_choice());
     });
   }
   if (const std::optional<CameraState> camera = read_camera(v)) {

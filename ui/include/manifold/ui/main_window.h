@@ -277,6 +277,10 @@ class MainWindow : public QMainWindow {
   void update_axis_choices();
   /// Enables the axis boxes and the 2-D switch that choose something.
   void update_axis_states();
+  /// The user's choice of the 2-D switch, kept aside while fewer than three
+  /// coordinates force the view flat (the switch then shows it ticked).
+  void set_planar_choice(bool planar);
+  bool planar_choice() const;
   void update_colour_choices();
   void show_diagnostics();
   void update_spectrum();
@@ -338,6 +342,7 @@ class MainWindow : public QMainWindow {
 
   QComboBox* axis_[3];
   QCheckBox* planar_;
+  bool planar_choice_ = false;  ///< the user's choice while the switch is forced (update_axis_states)
   QCheckBox* hide_localised_;
   QComboBox* colour_by_;
   QDoubleSpinBox* point_size_;
