@@ -274,8 +274,7 @@ struct EmbeddingView::Impl {
   vtkNew<vtkPolyDataMapper> cloud_mapper, lod_mapper, selected_mapper, selected_lod_mapper, pinned_mapper,
       highlighted_mapper, path_mapper;
   vtkNew<vtkActor> cloud_actor, lod_actor, selected_actor, selected_lod_actor, pinned_actor, highlight_edge_actor,
-      highlighted_actor,
-      path_halo_actor, path_actor;
+      highlighted_actor, path_halo_actor, path_actor;
   // A 256-entry table sampled from a diverging transfer function: mapping a
   // million scalars through a table is a lookup each, through the transfer
   // function an interpolation in Msh space each (about ten times slower).
@@ -498,10 +497,9 @@ void EmbeddingView::Impl::style_and_add_actors() {
   path_halo_actor->GetProperty()->SetLineWidth(5);
   path_actor->GetProperty()->SetColor(1.0, 1.0, 1.0);
   path_actor->GetProperty()->SetLineWidth(2);
-  for (auto* a :
-       {cloud_actor.GetPointer(), lod_actor.GetPointer(), selected_actor.GetPointer(), pinned_actor.GetPointer(),
-        highlight_edge_actor.GetPointer(), highlighted_actor.GetPointer(), path_halo_actor.GetPointer(),
-        path_actor.GetPointer()})
+  for (auto* a : {cloud_actor.GetPointer(), lod_actor.GetPointer(), selected_actor.GetPointer(),
+                  pinned_actor.GetPointer(), highlight_edge_actor.GetPointer(), highlighted_actor.GetPointer(),
+                  path_halo_actor.GetPointer(), path_actor.GetPointer()})
     a->GetProperty()->LightingOff();
   renderer->AddActor(cloud_actor);
   renderer->AddActor(lod_actor);
