@@ -153,7 +153,11 @@ __device__ __forceinline__ void filter_column(const TileView& t, const float* __
   push_column_role(c, counter, jj, lane, r, dq, pc, pushed);
 }
 
-__global__ __launch_bounds__(kThreads, 2) void filter_tile_kernel(TileView t, const float* __restrict__ thr,
+// Four blocks a multiprocessor (64 registers, no spills): a column that
+// passes anything waits on its atomics, and twice the warps of two blocks
+// hide that wait (4-7% off the loop where most columns pass something:
+// fast-exact's wide lists; bench/gpu/RESULTS.md).
+__global__ __launch_bounds__(kThreads, 4) void filter_tile_kernel(TileView t, const float* __restrict__ thr,
                                                                   CandidatesView c, int counter) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
