@@ -257,7 +257,6 @@ Header read_header(const std::string& path) {
   h.data_offset = prefix + hlen;
   HeaderParser(dict, path).parse(h);
   if (h.descr.size() < 3 || h.item_size() == 0) fail(path, "unsupported dtype '" + h.descr + "'");
-  if (h.descr[0] == '>' && h.item_size() > 1) fail(path, "big-endian .npy arrays are not supported");
   // Check the file holds all the data it claims (count() saturates, so a
   // shape whose product overflows is refused here too).
   const uint64_t count = static_cast<uint64_t>(h.count());
@@ -303,6 +302,7 @@ template <class T, class Alloc>
 std::vector<T, Alloc> read(const std::string& path, std::vector<int64_t>* shape) {
   Header h = read_header(path);
   if (h.fortran_order && h.shape.size() > 1) fail(path, "Fortran-order arrays are not supported");
+  if (h.descr[0] == '>' && h.item_size() > 1) fail(path, "big-endian .npy arrays are not supported");
   const char kind = h.descr[1];
   const size_t size = h.item_size();
   if (!convert_from<T>(kind, size, nullptr, 0, nullptr)) fail(path, "unsupported dtype '" + h.descr + "'");

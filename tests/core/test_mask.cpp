@@ -140,6 +140,27 @@ TEST(Mask, NpyAndMrcNonZeroIsValid) {
   const std::vector<uint8_t> stack = {1, 1, 0, 1, 1, 1, /**/ 1, 0, 1, 1, 1, 1};
   npy::write(t / "s.npy", stack.data(), {2, 2, 3});
   EXPECT_EQ(read_mask(t / "s.npy").valid, (std::vector<uint8_t>{1, 0, 0, 1, 1, 1}));
+  // The same stack as np.save writes it transposed back (Fortran order) and
+  // big-endian: the same mask.
+  {
+    std::ofstream f(t / "sf.npy", std::ios::binary);
+    const std::string dict = "{'descr': '>i2', 'fortran_order': True, 'shape': (2, 2, 3), }";
+    const std::string header = dict + std::string((64 - (10 + dict.size() + 1) % 64) % 64, ' ') + "\n";
+    f.write("\x93NUMPY\x01\x00", 8);
+    const uint16_t len = static_cast<uint16_t>(header.size());
+    f.write(reinterpret_cast<const char*>(&len), 2);
+    f << header;
+    // Element (l, y, x) at l + 2 (y + 2 x), each as two big-endian bytes.
+    for (int x = 0; x < 3; ++x)
+      for (int y = 0; y < 2; ++y)
+        for (int l = 0; l < 2; ++l) {
+          const char be[2] = {0, static_cast<char>(stack[static_cast<size_t>(l * 6 + y * 3 + x)] ? 3 : 0)};
+          f.write(be, 2);
+        }
+  }
+  const DetectorMask sf = read_mask(t / "sf.npy");
+  EXPECT_EQ(sf.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(sf.valid, (std::vector<uint8_t>{1, 0, 0, 1, 1, 1}));
   // MRC, one section and a stack of two.
   write_mrc(t / "m.mrc", 3, 2, 1, {1, 0, 1, 1, 1, 0});
   const DetectorMask m = read_mask(t / "m.mrc");

@@ -59,38 +59,21 @@ std::vector<uint8_t> valid_in_every_layer(int64_t layers, int64_t pixels, IsVali
   return valid;
 }
 
-/// The element types a mask .npy may hold: bool, integers, floats (little-endian or bytes).
-bool mask_sample(const std::string& descr, io::Sample* s) {
-  static const struct {
-    const char* descr;
-    io::Sample sample;
-  } table[] = {{"b1", io::Sample::u8},  {"u1", io::Sample::u8},  {"i1", io::Sample::i8},  {"u2", io::Sample::u16},
-               {"i2", io::Sample::i16}, {"u4", io::Sample::u32}, {"i4", io::Sample::i32}, {"i8", io::Sample::i64},
-               {"f2", io::Sample::f16}, {"f4", io::Sample::f32}, {"f8", io::Sample::f64}};
-  if (descr.size() != 3 || (descr[0] != '<' && descr[0] != '|' && descr[0] != '=')) return false;
-  for (const auto& t : table)
-    if (descr.compare(1, 2, t.descr) == 0) {
-      *s = t.sample;
-      return true;
-    }
-  return false;
-}
-
 /// .npy: non-zero = valid; 1-D or 2-D is one mask, 3-D a stack (N x h x w)
 /// reduced to the pixels valid in every layer.
 DetectorMask read_npy_mask(const std::string& path) {
   const npy::Header h = npy::read_header(path);
   io::Sample s{};
-  if (!mask_sample(h.descr, &s))
+  bool swap = false;
+  if (!io::npy_sample(h.descr, true, &s, &swap))
     fail(path, "mask of dtype '" + h.descr + "'; expected bool, integers or floats (non-zero = valid)");
-  if (h.fortran_order) fail(path, "Fortran-order arrays are not supported; save with np.ascontiguousarray");
   if (h.shape.empty() || h.shape.size() > 3)
     fail(path, "mask of shape " + (h.shape.empty() ? std::string("scalar") : shape_text(h.shape)) +
                    "; expected the frame's shape (h x w, or d), or a stack of them");
   const int64_t count = io::checked_count(path, h.shape, io::sample_size(s));
   std::vector<float> values;
   io::allocate(path, values, static_cast<size_t>(count), "the mask");
-  io::read_samples(path, h.data_offset, s, false, values.size(), values.data());
+  io::read_npy_samples(path, h.data_offset, h.shape, h.fortran_order, s, swap, values.size(), values.data());
   DetectorMask m;
   m.source = m.file = path;
   const bool stack = h.shape.size() == 3;

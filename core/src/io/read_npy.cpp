@@ -1,5 +1,6 @@
-// NumPy .npy: N x d, or N x h x w taken as N x (h*w). float32 is memory-mapped
-// (no copy, pages loaded on demand); other types are converted to float32.
+// NumPy .npy: N x d, or N x h x w taken as N x (h*w). Little-endian float32
+// in C order is memory-mapped (no copy, pages loaded on demand); other types,
+// big-endian and Fortran-order arrays are converted to float32 in C order.
 #include <algorithm>
 
 #include "manifold/npy.h"
@@ -9,35 +10,69 @@ namespace manifold::io {
 
 namespace {
 
-// Maps a little-endian (or byte-sized) descr to a sample type; false when the
-// type is not an image sample type.
-bool sample_of(const std::string& descr, Sample* s) {
-  static const struct {
-    const char* descr;
-    Sample sample;
-  } table[] = {{"f2", Sample::f16}, {"f4", Sample::f32}, {"f8", Sample::f64}, {"u1", Sample::u8},  {"u2", Sample::u16},
-               {"u4", Sample::u32}, {"i1", Sample::i8},  {"i2", Sample::i16}, {"i4", Sample::i32}, {"i8", Sample::i64}};
-  if (descr.size() != 3 || (descr[0] != '<' && descr[0] != '|' && descr[0] != '=')) return false;
-  for (auto& t : table)
-    if (descr.compare(1, 2, t.descr) == 0) {
-      *s = t.sample;
-      return true;
-    }
-  return false;
-}
-
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+/// out = in with its axes reversed, for the first `rows` indices of out's
+/// first axis: in is C-order (c, b, a), out C-order (a, b, c) -- a Fortran-
+/// order array of shape (a, b, c) read as stored. In 32 x 32 blocks of (i0,
+/// i2), so that neither side is read or written one cache line per value.
+void reverse_axes(const float* in, int64_t a, int64_t b, int64_t c, int64_t rows, float* out) {
+  constexpr int64_t kBlock = 32;
+  for (int64_t i1 = 0; i1 < b; ++i1)
+    for (int64_t i0b = 0; i0b < rows; i0b += kBlock)
+      for (int64_t i2b = 0; i2b < c; i2b += kBlock)
+        for (int64_t i0 = i0b; i0 < std::min(rows, i0b + kBlock); ++i0)
+          for (int64_t i2 = i2b; i2 < std::min(c, i2b + kBlock); ++i2)
+            out[(i0 * b + i1) * c + i2] = in[(i2 * b + i1) * a + i0];
+}
+
 }  // namespace
+
+bool npy_sample(const std::string& descr, bool allow_bool, Sample* s, bool* swap) {
+  static const struct {
+    const char* descr;
+    Sample sample;
+  } table[] = {{"f2", Sample::f16}, {"f4", Sample::f32}, {"f8", Sample::f64}, {"u1", Sample::u8},  {"u2", Sample::u16},
+               {"u4", Sample::u32}, {"i1", Sample::i8},  {"i2", Sample::i16}, {"i4", Sample::i32}, {"i8", Sample::i64}};
+  if (descr.size() != 3 || (descr[0] != '<' && descr[0] != '|' && descr[0] != '=' && descr[0] != '>')) return false;
+  *swap = false;
+  if (allow_bool && descr.compare(1, 2, "b1") == 0) {
+    *s = Sample::u8;
+    return true;
+  }
+  for (auto& t : table)
+    if (descr.compare(1, 2, t.descr) == 0) {
+      *s = t.sample;
+      *swap = descr[0] == '>' && sample_size(t.sample) > 1;
+      return true;
+    }
+  return false;
+}
+
+void read_npy_samples(const std::string& path, uint64_t data_offset, const std::vector<int64_t>& shape,
+                      bool fortran_order, Sample s, bool swap, size_t count, float* dst) {
+  if (!fortran_order || shape.size() < 2) {
+    read_samples(path, data_offset, s, swap, count, dst);
+    return;
+  }
+  if (shape.size() > 3) fail(path, "internal: a Fortran-order array of more than three axes");
+  // (N, d) as (N, 1, d): the same offsets either way.
+  const int64_t a = shape[0], b = shape.size() == 3 ? shape[1] : 1, c = shape.back();
+  std::vector<float> stored;
+  allocate(path, stored, static_cast<size_t>(a * b * c), "the Fortran-order array before its transposition");
+  read_samples(path, data_offset, s, swap, stored.size(), stored.data());
+  reverse_axes(stored.data(), a, b, c, static_cast<int64_t>(count) / (b * c), dst);
+}
 
 Dataset read_npy(const std::string& path, const ReadOptions& opt) {
   npy::Header h = npy::read_header(path);
   Sample s{};
-  if (!sample_of(h.descr, &s)) {
+  bool swap = false;
+  if (!npy_sample(h.descr, false, &s, &swap)) {
     const char kind = h.descr.size() > 1 ? h.descr[1] : '?';
     const std::string what = kind == 'b'                  ? " (bool)"
                              : kind == 'c'                ? " (complex)"
@@ -48,7 +83,6 @@ Dataset read_npy(const std::string& path, const ReadOptions& opt) {
   if (h.shape.size() != 2 && h.shape.size() != 3)
     fail(path, "array of shape " + shape_text(h.shape) + " is " + std::to_string(h.shape.size()) +
                    "-D; expected N x d or N x h x w");
-  if (h.fortran_order) fail(path, "Fortran-order arrays are not supported; save with np.ascontiguousarray");
   checked_count(path, h.shape, sample_size(s));
   const std::vector<int64_t> item(h.shape.begin() + 1, h.shape.end());
   int64_t d = 1;
@@ -58,7 +92,7 @@ Dataset read_npy(const std::string& path, const ReadOptions& opt) {
   if (opt.max_rows >= 0) n = std::min(n, opt.max_rows);
 
   Dataset ds;
-  if (s == Sample::f32 && h.data_offset % alignof(float) == 0 && n > 0) {
+  if (s == Sample::f32 && !swap && !h.fortran_order && h.data_offset % alignof(float) == 0 && n > 0) {
     size_t size = 0;
     auto map = map_file(path, &size);
     // read_header checked the size, but the file may have shrunk since.
@@ -68,7 +102,7 @@ Dataset read_npy(const std::string& path, const ReadOptions& opt) {
   } else {
     std::vector<float> v;
     allocate(path, v, static_cast<size_t>(n * d), std::to_string(n) + " x " + std::to_string(d) + " float32 values");
-    read_samples(path, h.data_offset, s, false, v.size(), v.data());
+    read_npy_samples(path, h.data_offset, h.shape, h.fortran_order, s, swap, v.size(), v.data());
     ds = Dataset(n, d, std::move(v));
   }
   ds.item_shape = item;

@@ -30,6 +30,19 @@ void convert_samples(const unsigned char* src, Sample s, bool swap, size_t count
 /// them, in bounded chunks so a large file never needs a second full copy.
 void read_samples(const std::string& path, uint64_t offset, Sample s, bool swap, size_t count, float* dst);
 
+/// A .npy descr's sample type and byte order: little-endian, native, byte
+/// sized or big-endian (`swap`); bool (b1) as u8 only where `allow_bool`.
+/// False for any other type.
+bool npy_sample(const std::string& descr, bool allow_bool, Sample* s, bool* swap);
+
+/// The first `count` values of a .npy array in C order (row-major), as
+/// float: big-endian samples swapped, and a Fortran-order array -- what
+/// np.save writes for a transposed or F-contiguous array, as scipy.io.loadmat
+/// returns them -- read whole and transposed (its values' memory twice).
+/// `shape` and `fortran_order` are the header's (at most three axes).
+void read_npy_samples(const std::string& path, uint64_t data_offset, const std::vector<int64_t>& shape,
+                      bool fortran_order, Sample s, bool swap, size_t count, float* dst);
+
 /// Maps the whole file read-only; the returned handle unmaps when released.
 /// `size` receives the file size.
 std::shared_ptr<const void> map_file(const std::string& path, size_t* size);
