@@ -1,6 +1,7 @@
 #include "manifold/npy.h"
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <fstream>
@@ -296,13 +297,41 @@ bool convert_from(char kind, size_t size, const char* src, int64_t n, T* dst) {
   return true;
 }
 
+/// Reverses the byte order of each of `n` items of `size` bytes at `p`.
+void swap_items(char* p, int64_t n, size_t size) {
+  for (int64_t i = 0; i < n; ++i) std::reverse(p + static_cast<size_t>(i) * size, p + static_cast<size_t>(i + 1) * size);
+}
+
+/// A Fortran-order array (axis 0 fastest) of `shape` rewritten in place in C
+/// order (the last axis fastest): an odometer over the C-order indices with
+/// the Fortran offset kept alongside.
+template <class T, class Alloc>
+void to_c_order(std::vector<T, Alloc>& v, const std::vector<int64_t>& shape) {
+  const size_t rank = shape.size();
+  std::vector<int64_t> f_stride(rank, 1), index(rank, 0);
+  for (size_t a = 1; a < rank; ++a) f_stride[a] = f_stride[a - 1] * shape[a - 1];
+  const std::vector<T, Alloc> stored = v;
+  int64_t f = 0;
+  for (size_t c = 0; c < v.size(); ++c) {
+    v[c] = stored[static_cast<size_t>(f)];
+    for (size_t a = rank; a-- > 0;) {  // the next C-order index
+      f += f_stride[a];
+      if (++index[a] < shape[a]) break;
+      f -= f_stride[a] * shape[a];
+      index[a] = 0;
+    }
+  }
+}
+
 }  // namespace
 
 template <class T, class Alloc>
 std::vector<T, Alloc> read(const std::string& path, std::vector<int64_t>* shape) {
+  // Fortran order (np.save of a transposed array, as metadata columns
+  // stacked with np.array([...]).T are) and big-endian arrays are read as
+  // the C-order, native values they stand for.
   Header h = read_header(path);
-  if (h.fortran_order && h.shape.size() > 1) fail(path, "Fortran-order arrays are not supported");
-  if (h.descr[0] == '>' && h.item_size() > 1) fail(path, "big-endian .npy arrays are not supported");
+  const bool swap = h.descr[0] == '>' && h.item_size() > 1;
   const char kind = h.descr[1];
   const size_t size = h.item_size();
   if (!convert_from<T>(kind, size, nullptr, 0, nullptr)) fail(path, "unsupported dtype '" + h.descr + "'");
@@ -314,6 +343,7 @@ std::vector<T, Alloc> read(const std::string& path, std::vector<int64_t>* shape)
     // The file's type is T: one read straight into the result.
     in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size() * sizeof(T)));
     if (!in) fail(path, "read failed");
+    if (swap) swap_items(reinterpret_cast<char*>(out.data()), n, sizeof(T));
   } else {
     // Converted a few megabytes at a time: no copy of the whole file.
     constexpr int64_t kChunk = int64_t{1} << 20;
@@ -322,9 +352,11 @@ std::vector<T, Alloc> read(const std::string& path, std::vector<int64_t>* shape)
       const int64_t count = std::min(kChunk, n - first);
       in.read(raw.data(), static_cast<std::streamsize>(static_cast<size_t>(count) * size));
       if (!in) fail(path, "read failed");
+      if (swap) swap_items(raw.data(), count, size);
       convert_from(kind, size, raw.data(), count, out.data() + first);
     }
   }
+  if (h.fortran_order && h.shape.size() > 1) to_c_order(out, h.shape);
   if (shape) *shape = h.shape;
   return out;
 }
