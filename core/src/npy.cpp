@@ -299,7 +299,8 @@ bool convert_from(char kind, size_t size, const char* src, int64_t n, T* dst) {
 
 /// Reverses the byte order of each of `n` items of `size` bytes at `p`.
 void swap_items(char* p, int64_t n, size_t size) {
-  for (int64_t i = 0; i < n; ++i) std::reverse(p + static_cast<size_t>(i) * size, p + static_cast<size_t>(i + 1) * size);
+  for (int64_t i = 0; i < n; ++i)
+    std::reverse(p + static_cast<size_t>(i) * size, p + static_cast<size_t>(i + 1) * size);
 }
 
 /// A Fortran-order array (axis 0 fastest) of `shape` rewritten in place in C

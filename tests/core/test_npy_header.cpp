@@ -88,7 +88,7 @@ TEST(NpyHeader, WhatNumpyWritesIsRead) {
   EXPECT_EQ(shape, (std::vector<int64_t>{2, 3, 2}));
   const std::string fb = write_raw(t, "fb.npy", "{'descr': '>f8', 'fortran_order': True, 'shape': (2, 3, 2), }", 0);
   { std::ofstream(fb, std::ios::app | std::ios::binary) << big_data; }
-  EXPECT_EQ(npy::read<float>(fb), c_order);  // converted from float64
+  EXPECT_EQ(npy::read<float>(fb), c_order);                                               // converted from float64
   EXPECT_EQ(npy::read<double>(fb), std::vector<double>(c_order.begin(), c_order.end()));  // read as stored
   // A round trip through the writer.
   const float x[3] = {1.5f, -2.f, 7.f};
