@@ -33,6 +33,21 @@ struct H5Set {
   hid_t type;
   const void* data;
 };
+/// A .npy file of `descr` (any NumPy type string) and `shape` text holding
+/// `data` as given: what npy::write does not write (bool, Fortran order,
+/// big-endian).
+void write_npy_as(const std::string& path, const std::string& descr, bool fortran, const std::string& shape,
+                  const std::string& data) {
+  std::ofstream f(path, std::ios::binary);
+  const std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
+                           ", 'shape': " + shape + ", }";
+  const std::string header = dict + std::string((64 - (10 + dict.size() + 1) % 64) % 64, ' ') + "\n";
+  f.write("\x93NUMPY\x01\x00", 8);
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  f.write(reinterpret_cast<const char*>(&len), 2);
+  f << header << data;
+}
+
 void write_h5(const std::string& path, const std::vector<H5Set>& sets) {
   const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   ASSERT_GE(file, 0);
@@ -116,17 +131,7 @@ TEST(Mask, PerFrameCxiMaskKeepsPixelsValidInEveryFrame) {
 TEST(Mask, NpyAndMrcNonZeroIsValid) {
   TempDir t;
   // bool, uint8 and int32: non-zero = valid, whatever the value.
-  {
-    std::ofstream f(t / "b.npy", std::ios::binary);
-    const std::string dict = "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }";
-    const std::string header = dict + std::string((64 - (10 + dict.size() + 1) % 64) % 64, ' ') + "\n";
-    f.write("\x93NUMPY\x01\x00", 8);
-    const uint16_t len = static_cast<uint16_t>(header.size());
-    f.write(reinterpret_cast<const char*>(&len), 2);
-    f << header;
-    const unsigned char v[6] = {1, 0, 1, 1, 1, 0};
-    f.write(reinterpret_cast<const char*>(v), 6);
-  }
+  write_npy_as(t / "b.npy", "|b1", false, "(2, 3)", std::string("\1\0\1\1\1\0", 6));
   EXPECT_EQ(read_mask(t / "b.npy").valid, (std::vector<uint8_t>{1, 0, 1, 1, 1, 0}));
   const std::vector<uint8_t> u8 = {0, 255, 1, 0, 7, 1};
   npy::write(t / "u.npy", u8.data(), {2, 3});
@@ -142,22 +147,14 @@ TEST(Mask, NpyAndMrcNonZeroIsValid) {
   EXPECT_EQ(read_mask(t / "s.npy").valid, (std::vector<uint8_t>{1, 0, 0, 1, 1, 1}));
   // The same stack as np.save writes it transposed back (Fortran order) and
   // big-endian: the same mask.
-  {
-    std::ofstream f(t / "sf.npy", std::ios::binary);
-    const std::string dict = "{'descr': '>i2', 'fortran_order': True, 'shape': (2, 2, 3), }";
-    const std::string header = dict + std::string((64 - (10 + dict.size() + 1) % 64) % 64, ' ') + "\n";
-    f.write("\x93NUMPY\x01\x00", 8);
-    const uint16_t len = static_cast<uint16_t>(header.size());
-    f.write(reinterpret_cast<const char*>(&len), 2);
-    f << header;
-    // Element (l, y, x) at l + 2 (y + 2 x), each as two big-endian bytes.
-    for (int x = 0; x < 3; ++x)
-      for (int y = 0; y < 2; ++y)
-        for (int l = 0; l < 2; ++l) {
-          const char be[2] = {0, static_cast<char>(stack[static_cast<size_t>(l * 6 + y * 3 + x)] ? 3 : 0)};
-          f.write(be, 2);
-        }
-  }
+  std::string big_fortran;  // element (l, y, x) at l + 2 (y + 2 x), each as two big-endian bytes
+  for (int x = 0; x < 3; ++x)
+    for (int y = 0; y < 2; ++y)
+      for (int l = 0; l < 2; ++l) {
+        big_fortran += '\0';
+        big_fortran += static_cast<char>(stack[static_cast<size_t>(l * 6 + y * 3 + x)] ? 3 : 0);
+      }
+  write_npy_as(t / "sf.npy", ">i2", true, "(2, 2, 3)", big_fortran);
   const DetectorMask sf = read_mask(t / "sf.npy");
   EXPECT_EQ(sf.shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(sf.valid, (std::vector<uint8_t>{1, 0, 0, 1, 1, 1}));
