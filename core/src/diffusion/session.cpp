@@ -114,10 +114,117 @@ std::string output_below(const std::string& output, const std::string& base_dir,
   return base_dir.empty() ? p.string() : (fs::path(base_dir) / p).lexically_normal().string();
 }
 
+using FailFn = std::function<void(const std::string&)>;
+
+/// A path of the session relative to its own folder, made usable from here.
+std::string resolved(const std::string& p, const std::string& base_dir) {
+  if (p.empty() || base_dir.empty() || fs::path(p).is_absolute()) return p;
+  return (fs::path(base_dir) / p).lexically_normal().string();
+}
+
+/// What the run reads and where it writes: data, dataset, transform, mask,
+/// metadata, output and the GUI's view.
+void read_inputs(const nlohmann::json& j, const std::string& base_dir, const FailFn& fail, Session& s) {
+  if (!j.contains("data") || !j["data"].is_string() || j["data"].get<std::string>().empty())
+    fail("missing \"data\" (the dataset path)");
+  s.data = resolved(j["data"].get<std::string>(), base_dir);
+  s.dataset = j.value("dataset", std::string());
+  s.transform = j.value("transform", std::string("none"));
+  try {
+    validate_transform(s.transform);  // the run's own rule: none, anscombe, binB, steps joined by +
+  } catch (const Error& e) {
+    fail(std::string("\"transform\": ") + e.what());
+  }
+  if (j.contains("mask")) {
+    if (!j["mask"].is_string() || j["mask"].get<std::string>().empty())
+      fail("\"mask\" must name a mask file, or be \"none\"");
+    const std::string mask = j["mask"].get<std::string>();
+    s.mask = mask == "none" ? mask : resolved(mask, base_dir);
+  }
+  if (j.contains("metadata")) {
+    // FILE or FILE:COLUMN, the file relative like "data": the base goes
+    // in front of the text (a column holds '/' that a path must not see).
+    const auto& m = j["metadata"];
+    if (!m.is_array()) fail("\"metadata\" must be a list of FILE or FILE:COLUMN");
+    for (const auto& spec : m) {
+      if (!spec.is_string() || spec.get<std::string>().empty())
+        fail("\"metadata\" must be a list of FILE or FILE:COLUMN");
+      const std::string text = spec.get<std::string>();
+      const bool relative = !base_dir.empty() && !fs::path(text).is_absolute();
+      s.metadata.push_back(relative ? (fs::path(base_dir) / "").string() + text : text);
+    }
+  }
+  s.output = output_below(j.value("output", std::string()), base_dir, fail);
+  if (j.contains("view")) {
+    if (depth_of(j["view"], kMaxViewDepth + 1) > kMaxViewDepth)
+      fail("\"view\" is nested more than " + std::to_string(kMaxViewDepth) + " levels deep");
+    s.view = j["view"];
+  }
+}
+
+/// Every key of `section` must be one of `keys` (a misspelt one would be
+/// ignored without a word otherwise).
+void only_known_keys(const nlohmann::json& section, const char* name, const std::set<std::string>& keys,
+                     const FailFn& fail) {
+  if (!section.is_object()) fail(std::string("\"") + name + "\" must be an object");
+  for (auto& [key, v] : section.items())
+    if (!keys.count(key)) fail(std::string("unknown key '") + name + "." + key + "'");
+}
+
+void read_knn(const nlohmann::json& k, const FailFn& fail, Session& s) {
+  only_known_keys(k, "knn",
+                  {"k", "metric", "backend", "select", "keep_self", "devices", "gpu_memory", "threads", "precision"},
+                  fail);
+  s.knn.k = static_cast<int>(integer_in(k, "k", s.knn.k, 1, INT32_MAX, "knn.k"));
+  s.knn.metric = parse_metric(k.value("metric", std::string("euclidean")));
+  s.backend = k.value("backend", s.backend);
+  s.knn.select = parse_select(k.value("select", to_string(s.knn.select)));
+  s.knn.keep_self = k.value("keep_self", s.knn.keep_self);
+  s.knn.devices = k.value("devices", s.knn.devices);
+  s.knn.gpu_memory = static_cast<uint64_t>(integer_in(k, "gpu_memory", static_cast<int64_t>(s.knn.gpu_memory), 0,
+                                                      INT64_MAX, "knn.gpu_memory"));
+  s.knn.threads = static_cast<int>(integer_in(k, "threads", s.knn.threads, 0, kMaxThreads, "knn.threads"));
+  s.knn.precision = parse_precision(k.value("precision", to_string(s.knn.precision)));
+}
+
+void read_diffusion(const nlohmann::json& d, const FailFn& fail, Session& s) {
+  only_known_keys(d, "diffusion",
+                  {"k", "epsilon", "alpha", "components", "t", "symmetrize", "local_scaling", "tolerance", "ncv",
+                   "threads", "lock_check", "eigensolver", "max_matvecs", "time_limit_s"},
+                  fail);
+  auto& p = s.diffusion;
+  p.k = static_cast<int>(integer_in(d, "k", p.k, 0, 1 << 20, "diffusion.k"));
+  if (d.contains("epsilon")) {
+    if (d["epsilon"].is_number()) {
+      std::ostringstream os;
+      os.precision(17);
+      os << d["epsilon"].get<double>();
+      p.epsilon = os.str();
+    } else {
+      p.epsilon = d["epsilon"].get<std::string>();
+    }
+  }
+  p.alpha = real_in(d, "alpha", p.alpha, "diffusion.alpha");
+  p.components = static_cast<int>(integer_in(d, "components", p.components, 1, 1 << 20, "diffusion.components"));
+  p.t = real_in(d, "t", p.t, "diffusion.t");
+  p.symmetrize = d.value("symmetrize", p.symmetrize);
+  if (d.contains("local_scaling"))
+    p.local_scaling = d["local_scaling"].is_string()
+                          ? parse_local_scaling(d["local_scaling"].get<std::string>())
+                          : static_cast<int>(integer_in(d, "local_scaling", 0, 0, 1 << 20, "diffusion.local_scaling"));
+  p.max_matvecs = integer_in(d, "max_matvecs", p.max_matvecs, 0, INT64_MAX, "diffusion.max_matvecs");
+  p.time_limit_s = real_in(d, "time_limit_s", p.time_limit_s, "diffusion.time_limit_s");
+  p.tolerance = real_in(d, "tolerance", p.tolerance, "diffusion.tolerance");
+  p.ncv = static_cast<int>(integer_in(d, "ncv", p.ncv, 0, 1 << 20, "diffusion.ncv"));
+  p.lock_check = d.value("lock_check", p.lock_check);
+  p.eigensolver = d.value("eigensolver", p.eigensolver);
+  p.threads = static_cast<int>(integer_in(d, "threads", p.threads, 0, kMaxThreads, "diffusion.threads"));
+}
+
 }  // namespace
 
 Session session_from_json(const nlohmann::json& j, const std::string& base_dir, const std::string& src) {
-  auto fail = [&](const std::string& what) -> void { throw Error(src + ": " + what); };
+  const FailFn fail = [&](const std::string& what) { throw Error(src + ": " + what); };
   if (!j.is_object()) fail("not a session (expected a JSON object)");
   // Checked by type first: j.value() throws on a "format" that is not a string.
   const auto format = j.find("format");
@@ -125,102 +232,11 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
     fail("not a manifold session (\"format\" must be \"manifold-session\")");
   if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != 1)
     fail("unsupported session version (expected 1)");
-  auto resolve = [&](const std::string& p) {
-    if (p.empty() || base_dir.empty() || fs::path(p).is_absolute()) return p;
-    return (fs::path(base_dir) / p).lexically_normal().string();
-  };
   Session s;
   try {
-    if (!j.contains("data") || !j["data"].is_string() || j["data"].get<std::string>().empty())
-      fail("missing \"data\" (the dataset path)");
-    s.data = resolve(j["data"].get<std::string>());
-    s.dataset = j.value("dataset", std::string());
-    s.transform = j.value("transform", std::string("none"));
-    try {
-      validate_transform(s.transform);  // the run's own rule: none, anscombe, binB, steps joined by +
-    } catch (const Error& e) {
-      fail(std::string("\"transform\": ") + e.what());
-    }
-    if (j.contains("mask")) {
-      if (!j["mask"].is_string() || j["mask"].get<std::string>().empty())
-        fail("\"mask\" must name a mask file, or be \"none\"");
-      const std::string mask = j["mask"].get<std::string>();
-      s.mask = mask == "none" ? mask : resolve(mask);
-    }
-    if (j.contains("metadata")) {
-      // FILE or FILE:COLUMN, the file relative like "data": the base goes
-      // in front of the text (a column holds '/' that a path must not see).
-      const auto& m = j["metadata"];
-      if (!m.is_array()) fail("\"metadata\" must be a list of FILE or FILE:COLUMN");
-      for (const auto& spec : m) {
-        if (!spec.is_string() || spec.get<std::string>().empty())
-          fail("\"metadata\" must be a list of FILE or FILE:COLUMN");
-        const std::string text = spec.get<std::string>();
-        const bool relative = !base_dir.empty() && !fs::path(text).is_absolute();
-        s.metadata.push_back(relative ? (fs::path(base_dir) / "").string() + text : text);
-      }
-    }
-    s.output = output_below(j.value("output", std::string()), base_dir, fail);
-    if (j.contains("view")) {
-      if (depth_of(j["view"], kMaxViewDepth + 1) > kMaxViewDepth)
-        fail("\"view\" is nested more than " + std::to_string(kMaxViewDepth) + " levels deep");
-      s.view = j["view"];
-    }
-    if (j.contains("knn")) {
-      const auto& k = j["knn"];
-      if (!k.is_object()) fail("\"knn\" must be an object");
-      static const std::set<std::string> keys = {"k",       "metric",     "backend", "select",   "keep_self",
-                                                 "devices", "gpu_memory", "threads", "precision"};
-      for (auto& [key, v] : k.items())
-        if (!keys.count(key)) fail("unknown key 'knn." + key + "'");
-      s.knn.k = static_cast<int>(integer_in(k, "k", s.knn.k, 1, INT32_MAX, "knn.k"));
-      s.knn.metric = parse_metric(k.value("metric", std::string("euclidean")));
-      s.backend = k.value("backend", s.backend);
-      s.knn.select = parse_select(k.value("select", to_string(s.knn.select)));
-      s.knn.keep_self = k.value("keep_self", s.knn.keep_self);
-      s.knn.devices = k.value("devices", s.knn.devices);
-      s.knn.gpu_memory = static_cast<uint64_t>(integer_in(k, "gpu_memory", static_cast<int64_t>(s.knn.gpu_memory), 0,
-                                                          INT64_MAX, "knn.gpu_memory"));
-      s.knn.threads = static_cast<int>(integer_in(k, "threads", s.knn.threads, 0, kMaxThreads, "knn.threads"));
-      s.knn.precision = parse_precision(k.value("precision", to_string(s.knn.precision)));
-    }
-    if (j.contains("diffusion")) {
-      const auto& d = j["diffusion"];
-      if (!d.is_object()) fail("\"diffusion\" must be an object");
-      static const std::set<std::string> keys = {"k",          "epsilon",       "alpha",       "components",  "t",
-                                                 "symmetrize", "local_scaling", "tolerance",   "ncv",         "threads",
-                                                 "lock_check", "eigensolver",   "max_matvecs", "time_limit_s"};
-      for (auto& [key, v] : d.items())
-        if (!keys.count(key)) fail("unknown key 'diffusion." + key + "'");
-      auto& p = s.diffusion;
-      p.k = static_cast<int>(integer_in(d, "k", p.k, 0, 1 << 20, "diffusion.k"));
-      if (d.contains("epsilon")) {
-        if (d["epsilon"].is_number()) {
-          std::ostringstream os;
-          os.precision(17);
-          os << d["epsilon"].get<double>();
-          p.epsilon = os.str();
-        } else {
-          p.epsilon = d["epsilon"].get<std::string>();
-        }
-      }
-      p.alpha = real_in(d, "alpha", p.alpha, "diffusion.alpha");
-      p.components = static_cast<int>(integer_in(d, "components", p.components, 1, 1 << 20, "diffusion.components"));
-      p.t = real_in(d, "t", p.t, "diffusion.t");
-      p.symmetrize = d.value("symmetrize", p.symmetrize);
-      if (d.contains("local_scaling"))
-        p.local_scaling = d["local_scaling"].is_string()
-                              ? parse_local_scaling(d["local_scaling"].get<std::string>())
-                              : static_cast<int>(integer_in(d, "local_scaling", 0, 0, 1 << 20,
-                                                            "diffusion.local_scaling"));
-      p.max_matvecs = integer_in(d, "max_matvecs", p.max_matvecs, 0, INT64_MAX, "diffusion.max_matvecs");
-      p.time_limit_s = real_in(d, "time_limit_s", p.time_limit_s, "diffusion.time_limit_s");
-      p.tolerance = real_in(d, "tolerance", p.tolerance, "diffusion.tolerance");
-      p.ncv = static_cast<int>(integer_in(d, "ncv", p.ncv, 0, 1 << 20, "diffusion.ncv"));
-      p.lock_check = d.value("lock_check", p.lock_check);
-      p.eigensolver = d.value("eigensolver", p.eigensolver);
-      p.threads = static_cast<int>(integer_in(d, "threads", p.threads, 0, kMaxThreads, "diffusion.threads"));
-    }
+    read_inputs(j, base_dir, fail, s);
+    if (j.contains("knn")) read_knn(j["knn"], fail, s);
+    if (j.contains("diffusion")) read_diffusion(j["diffusion"], fail, s);
   } catch (const nlohmann::json::exception& e) {
     throw Error(src + ": a value has the wrong type (" + std::string(e.what()) + ")");
   } catch (const UsageError& e) {
