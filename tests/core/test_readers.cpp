@@ -256,6 +256,7 @@ TEST_P(NpyTypes, BigEndianAndFortranOrder) {
   write_npy(dir / "big.npy", big_descr, images, encode_all(t, v, true));
   Dataset big = load_dataset(dir / "big.npy");
   EXPECT_FALSE(big.memory_mapped());
+  EXPECT_EQ(big.source_dtype, std::string(t.name) + (t.size > 1 ? " (big-endian)" : ""));
   EXPECT_EQ(big.item_shape, (std::vector<int64_t>{3, 5}));
   expect_values(big, v);
   for (const bool big_endian : {false, true}) {
@@ -263,6 +264,8 @@ TEST_P(NpyTypes, BigEndianAndFortranOrder) {
     write_npy(dir / "f3.npy", d, images, encode_all(t, fortran_order(v, images), big_endian), true);
     Dataset f3 = load_dataset(dir / "f3.npy");
     EXPECT_FALSE(f3.memory_mapped());
+    EXPECT_EQ(f3.source_dtype,
+              std::string(t.name) + (big_endian && t.size > 1 ? " (big-endian, Fortran order)" : " (Fortran order)"));
     EXPECT_EQ(f3.item_shape, (std::vector<int64_t>{3, 5}));
     expect_values(f3, v);
     f3 = load_dataset(dir / "f3.npy", rows(4));

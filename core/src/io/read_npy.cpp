@@ -106,7 +106,11 @@ Dataset read_npy(const std::string& path, const ReadOptions& opt) {
     ds = Dataset(n, d, std::move(v));
   }
   ds.item_shape = item;
+  // Said, since such a file is converted whole (never memory-mapped).
   ds.source_dtype = sample_name(s);
+  if (swap || h.fortran_order)
+    ds.source_dtype += std::string(" (") + (swap ? "big-endian" : "") + (swap && h.fortran_order ? ", " : "") +
+                       (h.fortran_order ? "Fortran order" : "") + ")";
   ds.format = "npy";
   return ds;
 }
