@@ -21,11 +21,8 @@
 #include "manifold/dataset.h"
 #include "manifold/diffusion_map.h"
 #include "manifold/embedding_io.h"
-#include "manifold/error.h"
-#include "manifold/knn.h"
 #include "manifold/metadata.h"
 #include "manifold/npy.h"
-#include "manifold/pdb.h"
 #include "manifold/simulate.h"
 #include "manifold/ui/colour_maps.h"
 #include "manifold/ui/metadata_table.h"
@@ -37,41 +34,6 @@ namespace fs = std::filesystem;
 namespace t = manifold::ui::test;
 
 namespace {
-
-std::string ubiquitin() {
-  try {
-    return find_packaged_pdb("1ubq");
-  } catch (const Error&) {
-    return "";
-  }
-}
-
-/// A one-axis rotation simulated and embedded as `manifold run --demo` does.
-struct Rotation {
-  DiffractionImages images;
-  DiffusionResult embedding;
-};
-
-Rotation simulated_rotation(const std::string& pdb) {
-  DiffractionParams p;
-  p.count = 600;
-  p.size = 24;
-  p.axis = "x";
-  p.seed = 2;
-  Progress progress;
-  Rotation r;
-  r.images = simulate_diffraction(read_pdb(pdb), p, progress);
-  std::vector<float> v = r.images.images;
-  anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
-  Dataset ds(p.count, p.size * p.size, std::move(v));
-  register_cpu_backend();
-  KnnParams kp;
-  kp.k = 20;
-  DiffusionParams dp;
-  dp.components = 4;
-  r.embedding = diffusion_map(make_backend("cpu")->build(ds, kp, progress), dp, progress);
-  return r;
-}
 
 /// psi_1..psi_m of a result, n x m row-major.
 std::vector<double> psi_of(const DiffusionResult& r) {
@@ -88,9 +50,8 @@ class TestMetadataTable : public QObject {
 
  private Q_SLOTS:
   void correlationTableOnASimulatedRotation() {
-    const std::string pdb = ubiquitin();
-    if (pdb.empty()) QSKIP("freesasa (1ubq.pdb) is not installed");
-    Rotation rot = simulated_rotation(pdb);
+    t::EmbeddedRotation rot = t::embedded_rotation(600, 2);
+    if (rot.images.count == 0) QSKIP("freesasa (1ubq.pdb) is not installed");
     const DiffusionResult& r = rot.embedding;
     // The angle as the simulator writes it beside its patterns, plus a
     // numeric column that follows nothing and a category of the half turn.

@@ -13,7 +13,10 @@
 #include <random>
 
 #include "backends/backends.h"
+#include "manifold/error.h"
+#include "manifold/knn.h"
 #include "manifold/npy.h"
+#include "manifold/pdb.h"
 #include "manifold/ui/main_window.h"
 
 namespace manifold::ui::test {
@@ -133,6 +136,33 @@ PixelStats pixel_stats(const QImage& image, QColor background, int tolerance) {
   }
   s.distinct_colours = colours.size();
   return s;
+}
+
+EmbeddedRotation embedded_rotation(int64_t count, uint64_t seed) {
+  std::string pdb;
+  try {
+    pdb = find_packaged_pdb("1ubq");
+  } catch (const Error&) {
+    return {};
+  }
+  DiffractionParams p;
+  p.count = count;
+  p.size = 24;
+  p.axis = "x";
+  p.seed = seed;
+  Progress quiet;
+  EmbeddedRotation r;
+  r.images = simulate_diffraction(read_pdb(pdb), p, quiet);
+  std::vector<float> v = r.images.images;
+  anscombe_transform(v.data(), static_cast<int64_t>(v.size()));
+  const Dataset stabilised(count, static_cast<int64_t>(p.size) * p.size, std::move(v));
+  register_cpu_backend();
+  KnnParams kp;
+  kp.k = 20;
+  DiffusionParams dp;
+  dp.components = 4;
+  r.embedding = diffusion_map(make_backend("cpu")->build(stabilised, kp, quiet), dp, quiet);
+  return r;
 }
 
 QString output_dir() {

@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "manifold/diffusion_map.h"
+#include "manifold/simulate.h"
+
 class QPushButton;
 class QWidget;
 
@@ -77,6 +80,16 @@ struct PixelStats {
   int64_t distinct_colours = 0;
 };
 PixelStats pixel_stats(const QImage& image, QColor background, int tolerance = 12);
+
+/// A rotation of ubiquitin about x (`count` photon-counted 24 x 24 patterns,
+/// seeded) embedded as `manifold run --demo` embeds it: the Anscombe-
+/// transformed patterns' k = 20 graph on the CPU, 4 diffusion coordinates.
+/// No images (count 0) when freesasa's 1ubq.pdb is not installed.
+struct EmbeddedRotation {
+  DiffractionImages images;  ///< raw photon counts and true angles
+  DiffusionResult embedding;
+};
+EmbeddedRotation embedded_rotation(int64_t count, uint64_t seed);
 
 /// Directory where tests leave their artefacts (screenshots), from
 /// MANIFOLD_TEST_OUTPUT or the temp directory.
