@@ -158,6 +158,17 @@ TEST(Mask, NpyAndMrcNonZeroIsValid) {
   const DetectorMask sf = read_mask(t / "sf.npy");
   EXPECT_EQ(sf.shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(sf.valid, (std::vector<uint8_t>{1, 0, 0, 1, 1, 1}));
+  // A mask of no pixels (or no layers) is refused: read as no mask, it was
+  // dropped without a word.
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 0}, std::vector<int64_t>{0, 2, 3}}) {
+    npy::write(t / "empty.npy", u8.data(), shape);
+    try {
+      read_mask(t / "empty.npy");
+      ADD_FAILURE() << "an empty mask was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("holds no pixels"), std::string::npos) << e.what();
+    }
+  }
   // MRC, one section and a stack of two.
   write_mrc(t / "m.mrc", 3, 2, 1, {1, 0, 1, 1, 1, 0});
   const DetectorMask m = read_mask(t / "m.mrc");

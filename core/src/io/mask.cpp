@@ -71,6 +71,8 @@ DetectorMask read_npy_mask(const std::string& path) {
     fail(path, "mask of shape " + (h.shape.empty() ? std::string("scalar") : shape_text(h.shape)) +
                    "; expected the frame's shape (h x w, or d), or a stack of them");
   const int64_t count = io::checked_count(path, h.shape, io::sample_size(s));
+  // An empty mask would read as no mask at all and be dropped without a word.
+  if (count == 0) fail(path, "mask of shape " + shape_text(h.shape) + " holds no pixels");
   std::vector<float> values;
   io::allocate(path, values, static_cast<size_t>(count), "the mask");
   io::read_npy_samples(path, h.data_offset, h.shape, h.fortran_order, s, swap, values.size(), values.data());

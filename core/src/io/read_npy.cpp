@@ -62,6 +62,7 @@ void read_npy_samples(const std::string& path, uint64_t data_offset, const std::
   if (shape.size() > 3) fail(path, "internal: a Fortran-order array of more than three axes");
   // (N, d) as (N, 1, d): the same offsets either way.
   const int64_t a = shape[0], b = shape.size() == 3 ? shape[1] : 1, c = shape.back();
+  if (b * c == 0) return;  // no values (the callers refuse such items)
   std::vector<float> stored;
   allocate(path, stored, static_cast<size_t>(a * b * c), "the Fortran-order array before its transposition");
   read_samples(path, data_offset, s, swap, stored.size(), stored.data());
@@ -106,7 +107,8 @@ Dataset read_npy(const std::string& path, const ReadOptions& opt) {
     ds = Dataset(n, d, std::move(v));
   }
   ds.item_shape = item;
-  // Said, since such a file is converted whole (never memory-mapped).
+  // The type names the byte order and Fortran order where they made the
+  // file be converted whole (never memory-mapped).
   ds.source_dtype = sample_name(s);
   if (swap || h.fortran_order)
     ds.source_dtype += std::string(" (") + (swap ? "big-endian" : "") + (swap && h.fortran_order ? ", " : "") +
