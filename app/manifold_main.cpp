@@ -60,8 +60,9 @@ Giannakis-Harlim. Points joined only by weights < 1e-4 are left out and said so.
 eigensolve stops at --max-matvecs (default 20000) or --time-limit (default none) and says
 why in one line; warnings flag localised coordinates and eigenvalues within 1e-6 of 1.
 
-DATA: .npy, MNIST IDX (*-idx3-ubyte[.gz]), a folder of PNG/TIFF images, a multi-page
-TIFF, MRC/MRCS, HDF5/CXI (--dataset PATH). Ctrl-C cancels; nothing partial is left.
+DATA: .npy, .npz (--dataset NAME, else its largest array), MNIST IDX (*-idx3-ubyte[.gz]),
+a folder of PNG/TIFF images, a multi-page TIFF, MRC/MRCS, HDF5/CXI (--dataset PATH).
+Ctrl-C cancels; nothing partial is left.
 --mask (knn, run): distances use only the pixels valid in every frame, and say how many.
 FILE: .npy or .mrc of the frame's shape, non-zero = valid (a stack: valid in every layer), or
 a CXI/HDF5 file's mask by the CXI bits (bad: invalid, saturated, hot, dead, shadowed, ignore,

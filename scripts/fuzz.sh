@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes every reader of untrusted input (tests/fuzz/: .npy, IDX, PNG, TIFF,
+# Fuzzes every reader of untrusted input (tests/fuzz/: .npy, .npz, IDX, PNG, TIFF,
 # MRC, HDF5, graph folders, sessions, cluster profiles) with libFuzzer, ASan
 # and UBSan, in the sanitizer build folder build-asan/ (configured by
 # scripts/sanitize.sh: clang, -DMANIFOLD_FUZZ=ON; only the harnesses are
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 seconds=60
 if [[ "${1:-}" =~ ^[0-9]+$ ]]; then seconds=$1; shift; fi
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(npy idx png tiff mrc hdf5 graph session profile)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(npy npz idx png tiff mrc hdf5 graph session profile)
 for h in "${harnesses[@]}"; do
   [ -f "tests/fuzz/fuzz_$h.cpp" ] || { echo "fuzz.sh: no harness '$h' (tests/fuzz/fuzz_$h.cpp)" >&2; exit 2; }
 done

@@ -10,7 +10,7 @@ apt-get update
 apt-get install -y --no-install-recommends \
   build-essential cmake ninja-build pkg-config git ca-certificates \
   libeigen3-dev libspectra-dev libopenblas-dev \
-  libhdf5-dev libtiff-dev libpng-dev zlib1g-dev \
+  libhdf5-dev libtiff-dev libpng-dev zlib1g-dev libminizip-dev \
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
   libopenmpi-dev openmpi-bin slurm-wlm munge \
   libgtest-dev nlohmann-json3-dev libxxhash-dev libcli11-dev clang-format \

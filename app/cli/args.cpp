@@ -215,7 +215,7 @@ std::vector<OptionSpec> knn_option_specs() {
                 "exact, or fast-exact (the GPU: lower-precision distances, then exact "
                 "ranking and distances)",
                 "exact"),
-          value("--dataset", "PATH", "the dataset inside an HDF5/CXI file"),
+          value("--dataset", "PATH", "the dataset inside an HDF5/CXI file, or the array of an .npz"),
           value("-o,--output", "OUTDIR", "the folder to write (written whole or not at all)"),
           flag("--overwrite", "replace what the output folder holds"),
           flag("--quiet,-q", "no progress and no summary")};

@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 
 int cmd_info(int argc, char** argv) {
   Args a("info", "Dataset facts: N, d, type, value range, the mask knn would apply.",
-         {value("--dataset", "PATH", "the dataset inside an HDF5/CXI file")}, argc, argv, 2, {{"DATA", "the dataset"}});
+         {value("--dataset", "PATH", "the dataset inside an HDF5/CXI file, or the array of an .npz")}, argc, argv, 2,
+         {{"DATA", "the dataset"}});
   ReadOptions ro;
   ro.hdf5_dataset = a.str("--dataset");
   Dataset ds = load_dataset(a.one_positional("DATA"), ro);
@@ -30,6 +31,7 @@ int cmd_info(int argc, char** argv) {
   for (size_t i = 0; i < ds.item_shape.size(); ++i) shape += (i ? "x" : "") + std::to_string(ds.item_shape[i]);
   std::printf("file:    %s\n", ds.source.c_str());
   std::printf("format:  %s\n", ds.format.c_str());
+  if (!ds.array.empty()) std::printf("array:   %s\n", ds.array.c_str());
   std::printf("N:       %lld\n", static_cast<long long>(ds.rows()));
   std::printf("d:       %lld (item shape %s)\n", static_cast<long long>(ds.cols()), shape.c_str());
   std::printf("type:    %s%s\n", ds.source_dtype.c_str(), ds.memory_mapped() ? " (memory-mapped)" : "");

@@ -150,7 +150,7 @@ int cmd_trajectory(int argc, char** argv) {
           value("--scale", "S", "enlarge by whole pixels (0: to 256 or more)", "0"),
           flag("--log", "contrast on log(1 + v - min)"),
           value("--data", "FILE", "the images (default: the data the folder's session.json or embedding.json names)"),
-          value("--dataset", "PATH", "the dataset inside an HDF5/CXI file"),
+          value("--dataset", "PATH", "the dataset inside an HDF5/CXI file, or the array of an .npz"),
           value("--threads", "T", "CPU threads (0: every core)", "0"), flag("--quiet,-q", "no progress and no summary"),
           value("-o", "movie.gif|movie.mp4|FOLDER", "the movie, or a new folder of PNG frames")},
          argc, argv, 2, {{"EMBEDDINGDIR", "the embedding folder"}});

@@ -223,37 +223,28 @@ int64_t Header::count() const {
   return c;
 }
 
-Header read_header(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open");
+Header parse_header(const ReadBytes& read, uint64_t size, const std::string& path) {
   char magic[8];
-  in.read(magic, 8);
-  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) fail(path, "not a .npy file (bad magic)");
+  if (!read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) fail(path, "not a .npy file (bad magic)");
   int major = static_cast<unsigned char>(magic[6]);
   size_t hlen = 0;
+  unsigned char b[4] = {0, 0, 0, 0};
   if (major == 1) {
-    unsigned char b[2];
-    in.read(reinterpret_cast<char*>(b), 2);
+    if (!read(reinterpret_cast<char*>(b), 2)) fail(path, "truncated .npy header");
     hlen = b[0] | (b[1] << 8);
   } else if (major == 2 || major == 3) {
-    unsigned char b[4];
-    in.read(reinterpret_cast<char*>(b), 4);
+    if (!read(reinterpret_cast<char*>(b), 4)) fail(path, "truncated .npy header");
     hlen = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<size_t>(b[3]) << 24);
   } else {
     fail(path, "unsupported .npy version " + std::to_string(major));
   }
-  if (!in) fail(path, "truncated .npy header");
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<uint64_t>(in.tellg());
   const size_t prefix = major == 1 ? 10 : 12;
   if (hlen > kMaxHeaderBytes)
     fail(path, "the .npy header announces " + std::to_string(hlen) + " bytes; more than " +
                    std::to_string(kMaxHeaderBytes) + " is not a header of an array this program reads");
   if (prefix + hlen > size) fail(path, "truncated .npy header");
-  in.seekg(static_cast<std::streamoff>(prefix));
   std::string dict(hlen, '\0');
-  in.read(dict.data(), static_cast<std::streamsize>(hlen));
-  if (!in) fail(path, "truncated .npy header");
+  if (!read(dict.data(), hlen)) fail(path, "truncated .npy header");
   Header h;
   h.data_offset = prefix + hlen;
   HeaderParser(dict, path).parse(h);
@@ -265,6 +256,17 @@ Header read_header(const std::string& path) {
     fail(path, "truncated: header says " + std::to_string(h.count()) + " elements of " + std::to_string(h.item_size()) +
                    " bytes");
   return h;
+}
+
+Header read_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open");
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  return parse_header([&](char* dst,
+                          size_t n) { return static_cast<bool>(in.read(dst, static_cast<std::streamsize>(n))); },
+                      size, path);
 }
 
 namespace {

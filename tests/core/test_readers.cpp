@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <png.h>
 #include <tiffio.h>
+#include <zip.h>
 #include <zlib.h>
 
 #if __has_include(<hdf5.h>)
@@ -378,6 +379,118 @@ TEST(Generic, UnknownAndEmptyFiles) {
   write_file(dir / "empty.bin", {});
   expect_error(dir / "empty.bin", "empty file");
   expect_error(dir / "nothing-here", "no such file or directory");
+}
+
+// ---- .npz -------------------------------------------------------------------
+
+/// The bytes of a .npy file (write_npy's).
+std::vector<unsigned char> npy_bytes(const TempDir& dir, const std::string& descr, const std::vector<int64_t>& shape,
+                                     const std::vector<unsigned char>& data, bool fortran = false) {
+  write_npy(dir / "member.npy", descr, shape, data, fortran);
+  return read_file(dir / "member.npy");
+}
+
+/// An .npz as np.savez (stored) or np.savez_compressed (deflated) writes
+/// it: one NAME.npy member per array, through minizip.
+void write_npz(const std::string& path, const std::vector<std::pair<std::string, std::vector<unsigned char>>>& arrays,
+               bool deflate) {
+  zipFile z = zipOpen64(path.c_str(), APPEND_STATUS_CREATE);
+  ASSERT_NE(z, nullptr);
+  for (const auto& [name, bytes] : arrays) {
+    zip_fileinfo info{};
+    ASSERT_EQ(zipOpenNewFileInZip64(z, (name + ".npy").c_str(), &info, nullptr, 0, nullptr, 0, nullptr,
+                                    deflate ? Z_DEFLATED : 0, deflate ? Z_DEFAULT_COMPRESSION : 0, 1),
+              ZIP_OK);
+    ASSERT_EQ(zipWriteInFileInZip(z, bytes.data(), static_cast<unsigned>(bytes.size())), ZIP_OK);
+    ASSERT_EQ(zipCloseFileInZip(z), ZIP_OK);
+  }
+  ASSERT_EQ(zipClose(z, nullptr), ZIP_OK);
+}
+
+// The stack is the largest array (or the one --dataset names), its labels
+// the integer array "labels" beside it, stored or deflated; max_rows reads
+// the first rows and their labels.
+TEST(Npz, TheLargestArrayAndItsLabels) {
+  TempDir dir;
+  const auto v = values(kF32, 6 * 3 * 5, 4), small = values(kF32, 2 * 2, 5);
+  const std::vector<double> labels = {3, 1, 4, 1, 5, 9};
+  const auto images = npy_bytes(dir, "<f4", {6, 3, 5}, encode_all(kF32, v));
+  const auto label_bytes = npy_bytes(dir, "<i8", {6}, encode_all(kI64, labels));
+  const auto other = npy_bytes(dir, "<f4", {2, 2}, encode_all(kF32, small));
+  for (const bool deflate : {false, true}) {
+    SCOPED_TRACE(deflate ? "deflated" : "stored");
+    const std::string path = dir / (deflate ? "c.npz" : "s.npz");
+    write_npz(path, {{"other", other}, {"images", images}, {"labels", label_bytes}}, deflate);
+    Dataset ds = load_dataset(path);
+    EXPECT_EQ(ds.format, "npz");
+    EXPECT_EQ(ds.array, "images");
+    EXPECT_EQ(ds.item_shape, (std::vector<int64_t>{3, 5}));
+    expect_values(ds, v);
+    EXPECT_EQ(ds.labels, (std::vector<int32_t>{3, 1, 4, 1, 5, 9}));
+    if (deflate) {
+      EXPECT_FALSE(ds.memory_mapped());
+    }
+    ds = load_dataset(path, rows(4));
+    expect_values(ds, std::vector<double>(v.begin(), v.begin() + 4 * 15));
+    EXPECT_EQ(ds.labels, (std::vector<int32_t>{3, 1, 4, 1}));
+    ReadOptions named;
+    named.hdf5_dataset = "other";
+    ds = load_dataset(path, named);
+    EXPECT_EQ(ds.array, "other");
+    expect_values(ds, small);
+    EXPECT_TRUE(ds.labels.empty());  // not one a row of this array
+    named.hdf5_dataset = "nope";
+    expect_error(path, path, "no array 'nope' (it holds other, images, labels)", named);
+    named.hdf5_dataset = "labels";
+    expect_error(path, path + ":labels", "array of 1 axes", named);
+  }
+}
+
+// np.savez of a transposed big-endian array (and any sample type) reads as
+// its C-order values, like a .npy file.
+TEST(Npz, FortranOrderBigEndianAndIntegers) {
+  TempDir dir;
+  const auto v = values(kU16, 4 * 3 * 2, 6);
+  std::vector<double> f(v.size());  // element (i, j, l) at i + 4 (j + 3 l)
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int l = 0; l < 2; ++l)
+        f[static_cast<size_t>(i + 4 * (j + 3 * l))] = v[static_cast<size_t>((i * 3 + j) * 2 + l)];
+  write_npz(dir / "f.npz", {{"arr_0", npy_bytes(dir, ">u2", {4, 3, 2}, encode_all(kU16, f, true), true)}}, true);
+  Dataset ds = load_dataset(dir / "f.npz");
+  EXPECT_EQ(ds.source_dtype, "uint16 (big-endian, Fortran order)");
+  expect_values(ds, v);
+  // "labels" of values no class number takes (found by fuzz_npz: their
+  // conversion to int32 overflowed) are not labels.
+  const auto images = npy_bytes(dir, "<f4", {3, 2}, encode_all(kF32, values(kF32, 6)));
+  write_npz(dir / "l.npz", {{"images", images}, {"labels", npy_bytes(dir, "<i8", {3}, encode_all(kI64, {1, 2e12, 3}))}},
+            false);
+  EXPECT_TRUE(load_dataset(dir / "l.npz").labels.empty());
+}
+
+// Broken archives fail in one line naming the file (and the array).
+TEST(Npz, BadArchives) {
+  TempDir dir;
+  write_file(dir / "notzip.npz", std::vector<unsigned char>(100, 7));
+  expect_error(dir / "notzip.npz", "not a readable zip archive");
+  const std::vector<unsigned char> text = {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd'};
+  write_npz(dir / "text.npz", {{"images", text}}, false);
+  expect_error(dir / "text.npz", dir / "text.npz:images", "not a .npy file");
+  // A header announcing more rows than the member holds.
+  auto bytes = npy_bytes(dir, "<f4", {6, 4}, encode_all(kF32, values(kF32, 24)));
+  bytes.resize(bytes.size() - 8);
+  write_npz(dir / "short.npz", {{"images", bytes}}, true);
+  expect_error(dir / "short.npz", dir / "short.npz:images", "truncated: header says 24 elements");
+  // Deflated data damaged in the middle.
+  const auto big = npy_bytes(dir, "<f4", {64, 64}, encode_all(kF32, values(kF32, 64 * 64, 9)));
+  write_npz(dir / "bad.npz", {{"images", big}}, true);
+  auto archive = read_file(dir / "bad.npz");
+  for (size_t i = 200; i < 260; ++i) archive[i] ^= 0x5a;
+  write_file(dir / "bad.npz", archive);
+  expect_error(dir / "bad.npz", dir / "bad.npz:images", "corrupt");
+  // No name it knows: found by its first bytes.
+  write_npz(dir / "plain", {{"images", big}}, false);
+  EXPECT_EQ(load_dataset(dir / "plain").format, "npz");
 }
 
 // ---- MNIST IDX --------------------------------------------------------------

@@ -3,7 +3,7 @@
 valid files per reader, made here with the standard library only. The HDF5
 seed is written by `manifold simulate` (see scripts/fuzz.sh); run from the
 repository root: python3 tests/fuzz/make_corpus.py"""
-import gzip, json, os, struct, zlib
+import gzip, io, json, os, struct, zipfile, zlib
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 
@@ -25,6 +25,22 @@ put("npy", "f4_2x3.npy", npy("<f4", (2, 3), struct.pack("<6f", 1, 2, 3, 4, 5, 6)
 put("npy", "u1_3x2x2.npy", npy("|u1", (3, 2, 2), bytes(range(12))))
 put("npy", "f8_2x2.npy", npy("<f8", (2, 2), struct.pack("<4d", 1.5, -2, 3, 0.25)))
 put("npy", "i2_3x1.npy", npy("<i2", (3, 1), struct.pack("<3h", -7, 0, 9)))
+put("npy", "be_fortran_2x3.npy",
+    npy(">f4", (2, 3), struct.pack(">6f", 1, 4, 2, 5, 3, 6)).replace(b"'fortran_order': False", b"'fortran_order': True "))
+
+
+def npz(arrays, method):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", method) as z:
+        for name, data in arrays:
+            z.writestr(name + ".npy", data)
+    return out.getvalue()
+
+
+images = npy("<f4", (3, 2), struct.pack("<6f", 1, 2, 3, 4, 5, 6))
+labels = npy("<i8", (3,), struct.pack("<3q", 0, 1, 0))
+put("npz", "stored.npz", npz([("images", images), ("labels", labels)], zipfile.ZIP_STORED))
+put("npz", "deflated.npz", npz([("images", images), ("labels", labels)], zipfile.ZIP_DEFLATED))
 
 idx = bytes([0, 0, 8, 3]) + struct.pack(">3I", 3, 2, 2) + bytes(range(12))
 put("idx", "u8_3x2x2", idx)

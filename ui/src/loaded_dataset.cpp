@@ -195,7 +195,10 @@ std::shared_ptr<const LoadedDataset> loadDataset(const QString& path, const Open
   ds->path = info.absoluteFilePath();
   ds->hdf5_dataset = options.hdf5_dataset;
   ds->transform = options.transform;
-  ds->origin = QObject::tr("%1 file").arg(QString::fromStdString(ds->data.format));
+  ds->origin = ds->data.array.empty()
+                   ? QObject::tr("%1 file").arg(QString::fromStdString(ds->data.format))
+                   : QObject::tr("%1 file, array '%2'")
+                         .arg(QString::fromStdString(ds->data.format), QString::fromStdString(ds->data.array));
   if (options.transform != "none")
     ds->origin += QObject::tr(", %1-transformed").arg(QString::fromStdString(options.transform));
   add_derived_metadata(*ds);

@@ -485,7 +485,7 @@ void MainWindow::update_staleness() {
 QString MainWindow::datasetFileFilter() {
   // An image file opens the folder of images it is in (File ▸ Open Folder… opens one directly).
   return tr(
-      "Datasets (*.npy *idx3-ubyte *idx3-ubyte.gz *.idx *.png *.tif *.tiff *.mrc *.mrcs *.h5 *.hdf5 *.cxi);;"
+      "Datasets (*.npy *.npz *idx3-ubyte *idx3-ubyte.gz *.idx *.png *.tif *.tiff *.mrc *.mrcs *.h5 *.hdf5 *.cxi);;"
       "Images: a folder of them is one dataset (*.png *.tif *.tiff);;"
       "All files (*)");
 }

@@ -28,6 +28,7 @@ class Dataset {
   std::string source;               ///< path it was read from
   std::string format;               ///< "npy", "idx", "png", "tiff", "mrc", "hdf5", ...
   std::string source_dtype;         ///< element type on disk: "float32", "uint8", ...
+  std::string array;                ///< the array read where the file holds several (an .npz's), else ""
   std::vector<int64_t> item_shape;  ///< shape of one item: {h, w} for images, {d} for vectors
   std::vector<int32_t> labels;      ///< per-row labels when the format has them (else empty)
   /// Per-row names where rows come from files of a folder: "a.png", or

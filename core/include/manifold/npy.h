@@ -1,6 +1,7 @@
 #pragma once
 // NumPy .npy files (format 1.0/2.0/3.0, little-endian, C order).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,13 @@ struct Header {
 
 /// Parses the header of `path`; throws Error naming the file.
 Header read_header(const std::string& path);
+
+/// Reads exactly `n` bytes into `dst`; false where the source ends first.
+using ReadBytes = std::function<bool(char* dst, size_t n)>;
+/// Parses a .npy header from its first bytes on (an array inside an .npz
+/// archive): `size`, the array file's whole size in bytes, must hold the
+/// data the header announces. Errors name `source`.
+Header parse_header(const ReadBytes& read, uint64_t size, const std::string& source);
 
 /// Reads a whole array converted to T (float, double, int64_t, int32_t).
 /// Alloc: std::allocator, or DefaultInitAllocator (manifold/result_vector.h)

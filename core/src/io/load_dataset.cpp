@@ -21,12 +21,13 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-enum class Format { npy, idx, png, tiff, mrc, hdf5, unknown };
+enum class Format { npy, npz, idx, png, tiff, mrc, hdf5, unknown };
 
 Format from_name(const std::string& path) {
   std::string name = fs::path(path).filename().string();
   for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (ends_with(name, ".npy")) return Format::npy;
+  if (ends_with(name, ".npz")) return Format::npz;
   if (name.find("idx1-ubyte") != std::string::npos || name.find("idx2-ubyte") != std::string::npos ||
       name.find("idx3-ubyte") != std::string::npos || ends_with(name, ".idx") || ends_with(name, ".idx.gz"))
     return Format::idx;
@@ -48,6 +49,7 @@ Format from_contents(const std::string& path) {
   if (got == 0) fail(path, "empty file");
   if (got >= 6 && std::memcmp(h, "\x93NUMPY", 6) == 0) return Format::npy;
   if (got >= 8 && std::memcmp(h, "\x89PNG\r\n\x1a\n", 8) == 0) return Format::png;
+  if (got >= 4 && std::memcmp(h, "PK\x03\x04", 4) == 0) return Format::npz;  // a zip archive
   if (got >= 4 && (std::memcmp(h, "II*\0", 4) == 0 || std::memcmp(h, "MM\0*", 4) == 0 ||
                    std::memcmp(h, "II+\0", 4) == 0 || std::memcmp(h, "MM\0+", 4) == 0))
     return Format::tiff;
@@ -90,6 +92,7 @@ Dataset read_any(const std::string& path, const ReadOptions& opt) {
   if (f == Format::unknown) f = from_contents(path);
   switch (f) {
     case Format::npy: return io::read_npy(path, opt);
+    case Format::npz: return io::read_npz(path, opt);
     case Format::idx: return io::read_idx(path, opt);
     case Format::png: return io::read_png(path, opt);
     case Format::tiff: return io::read_tiff(path, opt);
@@ -98,7 +101,8 @@ Dataset read_any(const std::string& path, const ReadOptions& opt) {
     case Format::unknown: break;
   }
   fail(path,
-       "unrecognised dataset format (expected .npy, *-idx3-ubyte[.gz], a PNG/TIFF folder, .tif, .mrc/.mrcs, .h5/.cxi)");
+       "unrecognised dataset format (expected .npy, .npz, *-idx3-ubyte[.gz], a PNG/TIFF folder, .tif, .mrc/.mrcs, "
+       ".h5/.cxi)");
 }
 
 }  // namespace

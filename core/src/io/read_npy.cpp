@@ -32,6 +32,23 @@ void reverse_axes(const float* in, int64_t a, int64_t b, int64_t c, int64_t rows
 
 }  // namespace
 
+std::string unsupported_npy_dtype(const std::string& descr) {
+  const char kind = descr.size() > 1 ? descr[1] : '?';
+  const std::string what = kind == 'b'                  ? " (bool)"
+                           : kind == 'c'                ? " (complex)"
+                           : kind == 'U' || kind == 'S' ? " (text)"
+                                                        : "";
+  return "unsupported dtype '" + descr + "'" + what + "; expected float16/32/64, uint8/16/32 or int8/16/32/64";
+}
+
+std::string npy_type_text(Sample s, bool swap, bool fortran_order) {
+  std::string t = sample_name(s);
+  if (swap || fortran_order)
+    t += std::string(" (") + (swap ? "big-endian" : "") + (swap && fortran_order ? ", " : "") +
+         (fortran_order ? "Fortran order" : "") + ")";
+  return t;
+}
+
 bool npy_sample(const std::string& descr, bool allow_bool, Sample* s, bool* swap) {
   static const struct {
     const char* descr;
@@ -60,27 +77,25 @@ void read_npy_samples(const std::string& path, uint64_t data_offset, const std::
     return;
   }
   if (shape.size() > 3) fail(path, "internal: a Fortran-order array of more than three axes");
+  const int64_t item = shape.size() == 3 ? shape[1] * shape[2] : shape[1];
+  if (item == 0) return;  // no values (the callers refuse such items)
+  std::vector<float> stored;
+  allocate(path, stored, static_cast<size_t>(shape[0] * item), "the Fortran-order array before its transposition");
+  read_samples(path, data_offset, s, swap, stored.size(), stored.data());
+  fortran_to_c_order(stored.data(), shape, static_cast<int64_t>(count) / item, dst);
+}
+
+void fortran_to_c_order(const float* stored, const std::vector<int64_t>& shape, int64_t rows, float* dst) {
   // (N, d) as (N, 1, d): the same offsets either way.
   const int64_t a = shape[0], b = shape.size() == 3 ? shape[1] : 1, c = shape.back();
-  if (b * c == 0) return;  // no values (the callers refuse such items)
-  std::vector<float> stored;
-  allocate(path, stored, static_cast<size_t>(a * b * c), "the Fortran-order array before its transposition");
-  read_samples(path, data_offset, s, swap, stored.size(), stored.data());
-  reverse_axes(stored.data(), a, b, c, static_cast<int64_t>(count) / (b * c), dst);
+  reverse_axes(stored, a, b, c, rows, dst);
 }
 
 Dataset read_npy(const std::string& path, const ReadOptions& opt) {
   npy::Header h = npy::read_header(path);
   Sample s{};
   bool swap = false;
-  if (!npy_sample(h.descr, false, &s, &swap)) {
-    const char kind = h.descr.size() > 1 ? h.descr[1] : '?';
-    const std::string what = kind == 'b'                  ? " (bool)"
-                             : kind == 'c'                ? " (complex)"
-                             : kind == 'U' || kind == 'S' ? " (text)"
-                                                          : "";
-    fail(path, "unsupported dtype '" + h.descr + "'" + what + "; expected float16/32/64, uint8/16/32 or int8/16/32/64");
-  }
+  if (!npy_sample(h.descr, false, &s, &swap)) fail(path, unsupported_npy_dtype(h.descr));
   if (h.shape.size() != 2 && h.shape.size() != 3)
     fail(path, "array of shape " + shape_text(h.shape) + " is " + std::to_string(h.shape.size()) +
                    "-D; expected N x d or N x h x w");
@@ -107,12 +122,7 @@ Dataset read_npy(const std::string& path, const ReadOptions& opt) {
     ds = Dataset(n, d, std::move(v));
   }
   ds.item_shape = item;
-  // The type names the byte order and Fortran order where they made the
-  // file be converted whole (never memory-mapped).
-  ds.source_dtype = sample_name(s);
-  if (swap || h.fortran_order)
-    ds.source_dtype += std::string(" (") + (swap ? "big-endian" : "") + (swap && h.fortran_order ? ", " : "") +
-                       (h.fortran_order ? "Fortran order" : "") + ")";
+  ds.source_dtype = npy_type_text(s, swap, h.fortran_order);
   ds.format = "npy";
   return ds;
 }

@@ -35,6 +35,14 @@ void read_samples(const std::string& path, uint64_t offset, Sample s, bool swap,
 /// False for any other type.
 bool npy_sample(const std::string& descr, bool allow_bool, Sample* s, bool* swap);
 
+/// "unsupported dtype '<c8' (complex); expected ...": the one line for an
+/// array of a type no reader converts.
+std::string unsupported_npy_dtype(const std::string& descr);
+/// A .npy array's type as the dataset states it: "float32", and where the
+/// file had to be converted whole (never memory-mapped), "float32
+/// (big-endian, Fortran order)".
+std::string npy_type_text(Sample s, bool swap, bool fortran_order);
+
 /// The first `count` values of a .npy array in C order (row-major), as
 /// float: big-endian samples swapped, and a Fortran-order array -- what
 /// np.save writes for a transposed or F-contiguous array, as scipy.io.loadmat
@@ -42,6 +50,10 @@ bool npy_sample(const std::string& descr, bool allow_bool, Sample* s, bool* swap
 /// `shape` and `fortran_order` are the header's (at most three axes).
 void read_npy_samples(const std::string& path, uint64_t data_offset, const std::vector<int64_t>& shape,
                       bool fortran_order, Sample s, bool swap, size_t count, float* dst);
+
+/// `stored`, a Fortran-order array of `shape` (two or three axes) as float,
+/// to C order: the first `rows` indices of the first axis into `dst`.
+void fortran_to_c_order(const float* stored, const std::vector<int64_t>& shape, int64_t rows, float* dst);
 
 /// Maps the whole file read-only; the returned handle unmaps when released.
 /// `size` receives the file size.
@@ -123,6 +135,7 @@ Dataset read_png(const std::string& path, const ReadOptions& opt);
 Dataset read_tiff(const std::string& path, const ReadOptions& opt);
 Dataset read_mrc(const std::string& path, const ReadOptions& opt);
 Dataset read_hdf5(const std::string& path, const ReadOptions& opt);
+Dataset read_npz(const std::string& path, const ReadOptions& opt);
 
 /// The CXI pixel mask of an HDF5 file, its bits as stored (see mask.h).
 struct CxiMask {
