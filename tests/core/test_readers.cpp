@@ -16,6 +16,7 @@
 #include <hdf5/serial/hdf5.h>
 #endif
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -488,6 +489,19 @@ TEST(Npz, BadArchives) {
   for (size_t i = 200; i < 260; ++i) archive[i] ^= 0x5a;
   write_file(dir / "bad.npz", archive);
   expect_error(dir / "bad.npz", dir / "bad.npz:images", "corrupt");
+  // A directory saying a stored array holds more than its stored bytes:
+  // its uncompressed size, at byte 22 of the local header and 24 of the
+  // central directory's entry, both 1 GiB more.
+  write_npz(dir / "lie.npz", {{"images", big}}, false);
+  auto lie = read_file(dir / "lie.npz");
+  for (const auto& [signature, at] : {std::pair{std::array<unsigned char, 4>{'P', 'K', 3, 4}, 22},
+                                      std::pair{std::array<unsigned char, 4>{'P', 'K', 1, 2}, 24}}) {
+    const auto header = std::search(lie.begin(), lie.end(), signature.begin(), signature.end());
+    ASSERT_NE(header, lie.end());
+    header[at + 3] = static_cast<unsigned char>(header[at + 3] + 0x40);
+  }
+  write_file(dir / "lie.npz", lie);
+  expect_error(dir / "lie.npz", dir / "lie.npz:images", "corrupt zip directory");
   // No name it knows: found by its first bytes.
   write_npz(dir / "plain", {{"images", big}}, false);
   EXPECT_EQ(load_dataset(dir / "plain").format, "npz");

@@ -104,10 +104,14 @@ const Member& stack_member(const Archive& zip, const std::string& path, const st
   return *std::max_element(ms.begin(), ms.end(), [](const Member& a, const Member& b) { return a.size < b.size; });
 }
 
-/// The open member's .npy header, checked against the member's size (and,
-/// compressed, against what deflate can expand its stored bytes to).
+/// The open member's .npy header, checked against the member's size (and
+/// that size against its stored bytes: equal, or within what deflate can
+/// expand them to), before anything is allocated.
 npy::Header member_header(Archive& zip, const Member& m, const std::string& where) {
   if (m.deflated) check_announced(where, "the array", m.size, m.stored, kDeflateMaxRatio);
+  else if (m.size != m.stored)
+    fail(where, "corrupt zip directory (an uncompressed array of " + std::to_string(m.stored) + " bytes said to hold " +
+                    std::to_string(m.size) + ")");
   return npy::parse_header([&](char* dst, size_t n) { return zip.read(dst, n); }, m.size, where);
 }
 
