@@ -112,6 +112,14 @@ void convert_samples(const unsigned char* src, Sample s, bool swap, size_t count
   }
 }
 
+Dataset mapped_float32(const std::string& path, uint64_t offset, int64_t n, int64_t d, const std::string& where) {
+  size_t size = 0;
+  auto map = map_file(path, &size);
+  if (size < offset + static_cast<size_t>(n * d) * sizeof(float)) fail(where, "truncated while reading");
+  const float* base = reinterpret_cast<const float*>(static_cast<const char*>(map.get()) + offset);
+  return Dataset(n, d, base, std::move(map));
+}
+
 void read_samples(const std::string& path, uint64_t offset, Sample s, bool swap, size_t count, float* dst) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");

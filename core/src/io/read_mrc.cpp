@@ -82,11 +82,7 @@ Dataset read_mrc(const std::string& path, const ReadOptions& opt) {
 
   Dataset ds;
   if (s == Sample::f32 && !big && offset % alignof(float) == 0 && n > 0) {
-    size_t size = 0;
-    auto map = map_file(path, &size);
-    if (size < offset + static_cast<size_t>(n * d) * sizeof(float)) fail(path, "truncated while reading");
-    const float* base = reinterpret_cast<const float*>(static_cast<const char*>(map.get()) + offset);
-    ds = Dataset(n, d, base, std::move(map));
+    ds = mapped_float32(path, offset, n, d, path);
   } else {
     std::vector<float> v;
     allocate(path, v, static_cast<size_t>(n * d), std::to_string(n) + " x " + std::to_string(d) + " float32 values");

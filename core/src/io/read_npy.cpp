@@ -109,12 +109,7 @@ Dataset read_npy(const std::string& path, const ReadOptions& opt) {
 
   Dataset ds;
   if (s == Sample::f32 && !swap && !h.fortran_order && h.data_offset % alignof(float) == 0 && n > 0) {
-    size_t size = 0;
-    auto map = map_file(path, &size);
-    // read_header checked the size, but the file may have shrunk since.
-    if (size < h.data_offset + static_cast<size_t>(n * d) * sizeof(float)) fail(path, "truncated while reading");
-    const float* base = reinterpret_cast<const float*>(static_cast<const char*>(map.get()) + h.data_offset);
-    ds = Dataset(n, d, base, std::move(map));
+    ds = mapped_float32(path, h.data_offset, n, d, path);
   } else {
     std::vector<float> v;
     allocate(path, v, static_cast<size_t>(n * d), std::to_string(n) + " x " + std::to_string(d) + " float32 values");

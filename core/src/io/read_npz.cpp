@@ -185,11 +185,7 @@ Dataset read_npz(const std::string& path, const ReadOptions& opt) {
   Dataset ds;
   const uint64_t data_at = start + h.data_offset;
   if (!m.deflated && s == Sample::f32 && !swap && !h.fortran_order && data_at % alignof(float) == 0 && n > 0) {
-    size_t size = 0;
-    auto map = map_file(path, &size);
-    if (size < data_at + static_cast<size_t>(n * d) * sizeof(float)) fail(where, "truncated while reading");
-    const float* base = reinterpret_cast<const float*>(static_cast<const char*>(map.get()) + data_at);
-    ds = Dataset(n, d, base, std::move(map));
+    ds = mapped_float32(path, data_at, n, d, where);
   } else {
     std::vector<float> v;
     allocate(where, v, static_cast<size_t>(n * d), std::to_string(n) + " x " + std::to_string(d) + " float32 values");

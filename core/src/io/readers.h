@@ -55,6 +55,11 @@ void read_npy_samples(const std::string& path, uint64_t data_offset, const std::
 /// to C order: the first `rows` indices of the first axis into `dst`.
 void fortran_to_c_order(const float* stored, const std::vector<int64_t>& shape, int64_t rows, float* dst);
 
+/// n x d little-endian float32 values at byte `offset` of the file, viewed
+/// in place through a memory map (pages loaded on demand); `where` names the
+/// data in the error if the file has shrunk below them since its header was read.
+Dataset mapped_float32(const std::string& path, uint64_t offset, int64_t n, int64_t d, const std::string& where);
+
 /// Maps the whole file read-only; the returned handle unmaps when released.
 /// `size` receives the file size.
 std::shared_ptr<const void> map_file(const std::string& path, size_t* size);
