@@ -38,8 +38,9 @@ class Archive {
     if (!zip_) fail(path, "not a readable zip archive (an .npz is one: np.savez, np.savez_compressed)");
     for (int rc = unzGoToFirstFile(zip()); rc == UNZ_OK; rc = unzGoToNextFile(zip())) {
       unz_file_info64 info;
-      char name[1024];
-      if (unzGetCurrentFileInfo64(zip(), &info, name, sizeof name, nullptr, 0, nullptr, 0) != UNZ_OK)
+      // minizip ends the name with a NUL only where it fits: one place kept for it.
+      char name[1024] = {};
+      if (unzGetCurrentFileInfo64(zip(), &info, name, sizeof name - 1, nullptr, 0, nullptr, 0) != UNZ_OK)
         fail(path, "unreadable zip directory");
       if (info.compression_method != 0 && info.compression_method != Z_DEFLATED)
         fail(path, std::string("array '") + array_name(name) + "' is compressed other than by deflate");
