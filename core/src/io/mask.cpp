@@ -75,7 +75,9 @@ DetectorMask read_npy_mask(const std::string& path) {
   if (count == 0) fail(path, "mask of shape " + shape_text(h.shape) + " holds no pixels");
   std::vector<float> values;
   io::allocate(path, values, static_cast<size_t>(count), "the mask");
-  io::read_npy_samples(path, h.data_offset, h.shape, h.fortran_order, s, swap, values.size(), values.data());
+  io::npy_values_in_c_order(
+      h.shape, h.fortran_order, values.size(), path,
+      [&](size_t n, float* out) { io::read_samples(path, h.data_offset, s, swap, n, out); }, values.data());
   DetectorMask m;
   m.source = m.file = path;
   const bool stack = h.shape.size() == 3;

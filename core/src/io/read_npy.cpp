@@ -70,25 +70,20 @@ bool npy_sample(const std::string& descr, bool allow_bool, Sample* s, bool* swap
   return false;
 }
 
-void read_npy_samples(const std::string& path, uint64_t data_offset, const std::vector<int64_t>& shape,
-                      bool fortran_order, Sample s, bool swap, size_t count, float* dst) {
+void npy_values_in_c_order(const std::vector<int64_t>& shape, bool fortran_order, size_t count,
+                           const std::string& where, const ReadStored& read, float* dst) {
   if (!fortran_order || shape.size() < 2) {
-    read_samples(path, data_offset, s, swap, count, dst);
+    read(count, dst);
     return;
   }
-  if (shape.size() > 3) fail(path, "internal: a Fortran-order array of more than three axes");
-  const int64_t item = shape.size() == 3 ? shape[1] * shape[2] : shape[1];
-  if (item == 0) return;  // no values (the callers refuse such items)
-  std::vector<float> stored;
-  allocate(path, stored, static_cast<size_t>(shape[0] * item), "the Fortran-order array before its transposition");
-  read_samples(path, data_offset, s, swap, stored.size(), stored.data());
-  fortran_to_c_order(stored.data(), shape, static_cast<int64_t>(count) / item, dst);
-}
-
-void fortran_to_c_order(const float* stored, const std::vector<int64_t>& shape, int64_t rows, float* dst) {
+  if (shape.size() > 3) fail(where, "internal: a Fortran-order array of more than three axes");
   // (N, d) as (N, 1, d): the same offsets either way.
   const int64_t a = shape[0], b = shape.size() == 3 ? shape[1] : 1, c = shape.back();
-  reverse_axes(stored, a, b, c, rows, dst);
+  if (b * c == 0) return;  // no values (the callers refuse such items)
+  std::vector<float> stored;
+  allocate(where, stored, static_cast<size_t>(a * b * c), "the Fortran-order array before its transposition");
+  read(stored.size(), stored.data());
+  reverse_axes(stored.data(), a, b, c, static_cast<int64_t>(count) / (b * c), dst);
 }
 
 Dataset read_npy(const std::string& path, const ReadOptions& opt) {
@@ -113,7 +108,9 @@ Dataset read_npy(const std::string& path, const ReadOptions& opt) {
   } else {
     std::vector<float> v;
     allocate(path, v, static_cast<size_t>(n * d), std::to_string(n) + " x " + std::to_string(d) + " float32 values");
-    read_npy_samples(path, h.data_offset, h.shape, h.fortran_order, s, swap, v.size(), v.data());
+    npy_values_in_c_order(
+        h.shape, h.fortran_order, v.size(), path,
+        [&](size_t n, float* out) { read_samples(path, h.data_offset, s, swap, n, out); }, v.data());
     ds = Dataset(n, d, std::move(v));
   }
   ds.item_shape = item;

@@ -121,22 +121,18 @@ npy::Header member_header(Archive& zip, const Member& m, const std::string& wher
 void read_member_values(Archive& zip, const npy::Header& h, Sample s, bool swap, size_t count, const std::string& where,
                         float* dst) {
   const size_t item = sample_size(s);
-  const bool fortran = h.fortran_order && h.shape.size() > 1;
-  std::vector<float> stored;
-  const size_t n = fortran ? static_cast<size_t>(h.count()) : count;
-  if (fortran) allocate(where, stored, n, "the Fortran-order array before its transposition");
-  float* out = fortran ? stored.data() : dst;
-  std::vector<unsigned char> buf(std::min<size_t>(n, (size_t{4} << 20) / item) * item);
-  for (size_t done = 0; done < n;) {
-    const size_t part = std::min(n - done, buf.size() / item);
-    if (!zip.read(reinterpret_cast<char*>(buf.data()), part * item)) fail(where, "corrupt or truncated array data");
-    convert_samples(buf.data(), s, swap, part, out + done);
-    done += part;
-  }
-  if (fortran && n > 0) {
-    const int64_t per_row = h.count() / h.shape[0];
-    fortran_to_c_order(stored.data(), h.shape, static_cast<int64_t>(count) / per_row, dst);
-  }
+  npy_values_in_c_order(
+      h.shape, h.fortran_order, count, where,
+      [&](size_t n, float* out) {
+    std::vector<unsigned char> buf(std::min<size_t>(n, (size_t{4} << 20) / item) * item);
+    for (size_t done = 0; done < n;) {
+      const size_t part = std::min(n - done, buf.size() / item);
+      if (!zip.read(reinterpret_cast<char*>(buf.data()), part * item)) fail(where, "corrupt or truncated array data");
+      convert_samples(buf.data(), s, swap, part, out + done);
+      done += part;
+    }
+      },
+      dst);
 }
 
 /// The first n labels of the stack's `rows` images, from the integer array

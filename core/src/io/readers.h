@@ -3,6 +3,7 @@
 // share (errors naming the file, sample conversion, memory maps, stacking
 // same-sized images).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -43,17 +44,16 @@ std::string unsupported_npy_dtype(const std::string& descr);
 /// (big-endian, Fortran order)".
 std::string npy_type_text(Sample s, bool swap, bool fortran_order);
 
-/// The first `count` values of a .npy array in C order (row-major), as
-/// float: big-endian samples swapped, and a Fortran-order array -- what
-/// np.save writes for a transposed or F-contiguous array, as scipy.io.loadmat
-/// returns them -- read whole and transposed (its values' memory twice).
-/// `shape` and `fortran_order` are the header's (at most three axes).
-void read_npy_samples(const std::string& path, uint64_t data_offset, const std::vector<int64_t>& shape,
-                      bool fortran_order, Sample s, bool swap, size_t count, float* dst);
-
-/// `stored`, a Fortran-order array of `shape` (two or three axes) as float,
-/// to C order: the first `rows` indices of the first axis into `dst`.
-void fortran_to_c_order(const float* stored, const std::vector<int64_t>& shape, int64_t rows, float* dst);
+/// Reads `n` of an array's values, in the order stored, into `dst`.
+using ReadStored = std::function<void(size_t n, float* dst)>;
+/// The first `count` values of a .npy array (its header's `shape` and
+/// `fortran_order`, at most three axes) in C order (row-major), as `read`
+/// gives them in the order stored: a Fortran-order array -- what np.save
+/// writes for a transposed or F-contiguous array, as scipy.io.loadmat returns
+/// them -- read whole and transposed (its values' memory twice). `where`
+/// names the array in errors.
+void npy_values_in_c_order(const std::vector<int64_t>& shape, bool fortran_order, size_t count,
+                           const std::string& where, const ReadStored& read, float* dst);
 
 /// n x d little-endian float32 values at byte `offset` of the file, viewed
 /// in place through a memory map (pages loaded on demand); `where` names the
