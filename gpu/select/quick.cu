@@ -148,56 +148,10 @@ __device__ __forceinline__ void record_row(const ListsView& l, const Slots& s, c
   s.count[w.x.slot] = 0;
 }
 
-// ---- Warp variant: one warp per row -----------------------------------------
-
-/// A list with room for the tile's entries (m <= k): nothing to drop yet, so
-/// they are appended; a list that is full now gets its bound.
-__device__ __forceinline__ void warp_append(const ListsView& l, const Slots& s, const RowWork& w, int lane) {
-  for (int e = lane; e < w.x.count; e += 32) w.ld[w.f + e] = w.x.dist[e], w.li[w.f + e] = w.x.index[e];
-  __syncwarp();
-  float mx = -INFINITY;
-  if (w.m == l.k)
-    for (int e = lane; e < l.k; e += 32) mx = fmaxf(mx, w.ld[e]);
-  mx = warp_max(mx);
-  if (lane == 0) record_row(l, s, w, w.m, mx);
-  __syncwarp();
-}
-
-/// The first pass's input array: the list, then the tile's entries.
-__device__ __forceinline__ void warp_load_input(const RowWork& w, const Scratch& b, int lane) {
-  for (int e = lane; e < w.f; e += 32) b.d0[e] = w.ld[e], b.i0[e] = w.li[e];
-  for (int e = lane; e < w.x.count; e += 32) b.d0[w.f + e] = w.x.dist[e], b.i0[w.f + e] = w.x.index[e];
-  __syncwarp();
-}
-
-/// The warp's stack of settled parts, in registers: lane r holds reference
-/// r (array ref_a, positions [ref_b, ref_e)). gather() copies every
-/// referenced part into the row's list, where each already sits at its
-/// final position, and empties the stack.
-struct WarpSettled {
-  int ref_a = 0, ref_b = 0, ref_e = 0, n_refs = 0;
-  float mx = -INFINITY;  ///< the largest distance this lane gathered
-
-  __device__ __forceinline__ void gather(const Scratch& b, const RowWork& w, int lane) {
-    for (int r = 0; r < n_refs; ++r) {
-      const int a = __shfl_sync(kFullMask, ref_a, r);
-      const int pb = __shfl_sync(kFullMask, ref_b, r);
-      const int pe = __shfl_sync(kFullMask, ref_e, r);
-      for (int p = pb + lane; p < pe; p += 32) {
-        const float v = b.dist(a)[p];
-        w.ld[p] = v, w.li[p] = b.index(a)[p];
-        mx = fmaxf(mx, v);
-      }
-    }
-    n_refs = 0;
-  }
-
-  __device__ __forceinline__ void push(const Scratch& b, const RowWork& w, int lane, int a, int pb, int pe) {
-    if (n_refs == kStack) gather(b, w, lane);  // rare: a deep run of settled parts
-    if (lane == n_refs) ref_a = a, ref_b = pb, ref_e = pe;
-    ++n_refs;
-  }
-};
+// ---- The workers: a warp or a block on one row ------------------------------
+// Both variants run the same selection (append, load, partition passes,
+// gather) through a worker that says how many threads share the row, which
+// one this is, how they wait for each other and how they partition a range.
 
 /// One partition pass of a warp over [lo, hi) of src around the pivot (pd,
 /// pi): smaller entries to the left end of dst, greater ones to the right
@@ -240,68 +194,56 @@ __device__ __forceinline__ int warp_partition(const float* src_d, const int* src
   return split;
 }
 
-/// A list that overflows (m > k), its entries in the scratch's first array:
-/// partition passes until the k smallest are settled, then gathered into
-/// the row's list. Returns the largest distance this lane gathered.
-__device__ __forceinline__ float warp_select(const RowWork& w, const Scratch& b, int k, float* sgd, int* sgi,
-                                             int lane) {
-  WarpSettled settled;
-  // Invariant: positions [0, lo) hold settled entries (by reference), the
-  // range [lo, hi) of array `cur` holds ranks lo..hi-1, and lo < k < hi.
-  int lo = 0, hi = w.m, cur = 0;
-  for (uint32_t iter = 0;; ++iter) {
-    const float* src_d = b.dist(cur);
-    const int* src_i = b.index(cur);
-    const int pp = lo + pivot_offset(w.x, iter, hi - lo);
-    const int split = warp_partition(src_d, src_i, b.dist(cur ^ 1), b.index(cur ^ 1), lo, hi, src_d[pp], src_i[pp], sgd,
-                                     sgi, lane);
-    if (split == k || split + 1 == k) {
-      settled.push(b, w, lane, cur ^ 1, lo, k);
-      break;
-    }
-    if (split > k) {
-      hi = split;  // the k smallest lie among the smaller part
-    } else {
-      settled.push(b, w, lane, cur ^ 1, lo, split + 1);  // the smaller part and the pivot are in
-      lo = split + 1;
-    }
-    cur ^= 1;
-  }
-  settled.gather(b, w, lane);
-  return settled.mx;
-}
+/// The warp's stack of settled parts, in registers: lane r holds reference
+/// r (array ref_a, positions [ref_b, ref_e)).
+struct WarpSettled {
+  int ref_a = 0, ref_b = 0, ref_e = 0, n_refs = 0;
+  float mx = -INFINITY;  ///< the largest distance this lane gathered
 
-// workers: warps that have scratch (2 * cap entries each); warps beyond them
-// in the last block leave at once.
-__global__ __launch_bounds__(kThreads) void quick_kernel(ListsView l, Slots s, float* __restrict__ sd,
-                                                         int* __restrict__ si, int cap, int workers) {
-  __shared__ float stage_d[kWarps][32];
-  __shared__ int stage_i[kWarps][32];
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int gw = blockIdx.x * kWarps + warp;
-  const int n_warps = min(static_cast<int>(gridDim.x) * kWarps, workers);
-  if (gw >= n_warps) return;  // whole warps; this kernel has no block barrier
-  // The warp's scratch: arrays 2 gw and 2 gw + 1.
-  float* const d0 = sd + static_cast<size_t>(gw) * 2 * cap;
-  int* const i0 = si + static_cast<size_t>(gw) * 2 * cap;
-  const Scratch b{d0, d0 + cap, i0, i0 + cap};
-  const int items = *s.n_dirty;
-  for (int it = gw; it < items; it += n_warps) {
-    const RowWork w = row_work(l, s, it);
-    if (w.m <= l.k) {
-      warp_append(l, s, w, lane);
-      continue;
+  /// Every referenced part into the row's list, where each already sits at
+  /// its final position; the stack is empty after.
+  __device__ __forceinline__ void gather(const Scratch& b, const RowWork& w, int lane) {
+    for (int r = 0; r < n_refs; ++r) {
+      const int a = __shfl_sync(kFullMask, ref_a, r);
+      const int pb = __shfl_sync(kFullMask, ref_b, r);
+      const int pe = __shfl_sync(kFullMask, ref_e, r);
+      for (int p = pb + lane; p < pe; p += 32) {
+        const float v = b.dist(a)[p];
+        w.ld[p] = v, w.li[p] = b.index(a)[p];
+        mx = fmaxf(mx, v);
+      }
     }
-    warp_load_input(w, b, lane);
-    const float mx = warp_max(warp_select(w, b, l.k, stage_d[warp], stage_i[warp], lane));
-    __syncwarp();
-    if (lane == 0) record_row(l, s, w, l.k, mx);
-    __syncwarp();
+    n_refs = 0;
   }
-}
 
-// ---- Block variant: one thread block per row --------------------------------
+  __device__ __forceinline__ void push(const Scratch& b, const RowWork& w, int lane, int a, int pb, int pe) {
+    if (n_refs == kStack) gather(b, w, lane);  // rare: a deep run of settled parts
+    if (lane == n_refs) ref_a = a, ref_b = pb, ref_e = pe;
+    ++n_refs;
+  }
+};
+
+/// One warp per row: its lanes, __syncwarp, its staging arrays.
+struct WarpWorker {
+  static constexpr int kSize = 32;
+  using Settled = WarpSettled;
+  int rank;  ///< the lane
+  float* sgd;
+  int* sgi;
+
+  __device__ __forceinline__ void sync() const { __syncwarp(); }
+  __device__ __forceinline__ float max(float v) const { return warp_max(v); }
+  __device__ __forceinline__ int partition(const float* src_d, const int* src_i, float* dst_d, int* dst_i, int lo,
+                                           int hi, float pd, int pi) const {
+    return warp_partition(src_d, src_i, dst_d, dst_i, lo, hi, pd, pi, sgd, sgi, rank);
+  }
+  __device__ __forceinline__ void gather(Settled& st, const Scratch& b, const RowWork& w) const {
+    st.gather(b, w, rank);
+  }
+  __device__ __forceinline__ void push(Settled& st, const Scratch& b, const RowWork& w, int a, int pb, int pe) const {
+    st.push(b, w, rank, a, pb, pe);
+  }
+};
 
 struct BlockShared {
   // One 256-wide staging array: smaller entries from the left, greater from the right.
@@ -314,58 +256,6 @@ struct BlockShared {
   // The stack of settled-part references: array, positions [b, e).
   int ref_a[kStack], ref_b[kStack], ref_e[kStack];
   float red[kBlockWarps];  // block_max
-};
-
-/// A list with room for the tile's entries (m <= k): nothing to drop yet, so
-/// they are appended; a list that is full now gets its bound.
-__device__ __forceinline__ void block_append(const ListsView& l, const Slots& s, const RowWork& w, float* red) {
-  const int tid = threadIdx.x;
-  for (int e = tid; e < w.x.count; e += kBlockThreads) w.ld[w.f + e] = w.x.dist[e], w.li[w.f + e] = w.x.index[e];
-  __syncthreads();
-  float mx = -INFINITY;
-  if (w.m == l.k)
-    for (int e = tid; e < l.k; e += kBlockThreads) mx = fmaxf(mx, w.ld[e]);
-  mx = block_max(mx, red);  // its barriers also order every read of fill and count before the writes
-  if (tid == 0) record_row(l, s, w, w.m, mx);
-}
-
-/// The first pass's input array: the list, then the tile's entries.
-__device__ __forceinline__ void block_load_input(const RowWork& w, const Scratch& b) {
-  const int tid = threadIdx.x;
-  for (int e = tid; e < w.f; e += kBlockThreads) b.d0[e] = w.ld[e], b.i0[e] = w.li[e];
-  for (int e = tid; e < w.x.count; e += kBlockThreads) b.d0[w.f + e] = w.x.dist[e], b.i0[w.f + e] = w.x.index[e];
-  __syncthreads();
-}
-
-/// The block's stack of settled parts, in shared memory: thread 0 writes the
-/// references, n_refs is the same in every thread. gather() copies every
-/// referenced part into the row's list, where each already sits at its
-/// final position, and empties the stack.
-struct BlockSettled {
-  int n_refs = 0;
-  float mx = -INFINITY;  ///< the largest distance this thread gathered
-
-  __device__ __forceinline__ void gather(const Scratch& b, const RowWork& w, const BlockShared& sh) {
-    __syncthreads();  // the referenced parts and the stack entries are written
-    for (int r = 0; r < n_refs; ++r) {
-      const int a = sh.ref_a[r], pb = sh.ref_b[r], pe = sh.ref_e[r];
-      const float* gd = b.dist(a);
-      const int* gi = b.index(a);
-      for (int p = pb + threadIdx.x; p < pe; p += kBlockThreads) {
-        const float v = gd[p];
-        w.ld[p] = v, w.li[p] = gi[p];
-        mx = fmaxf(mx, v);
-      }
-    }
-    __syncthreads();  // every thread has read the stack before it is reused
-    n_refs = 0;
-  }
-
-  __device__ __forceinline__ void push(const Scratch& b, const RowWork& w, BlockShared& sh, int a, int pb, int pe) {
-    if (n_refs == kStack) gather(b, w, sh);  // rare: a deep run of settled parts
-    if (threadIdx.x == 0) sh.ref_a[n_refs] = a, sh.ref_b[n_refs] = pb, sh.ref_e[n_refs] = pe;
-    ++n_refs;
-  }
 };
 
 /// One thread: the warps' counts of smaller (greater) entries in the chunk
@@ -435,11 +325,88 @@ __device__ __forceinline__ int block_partition(const float* src_d, const int* sr
   return split;
 }
 
+/// The block's stack of settled parts, in shared memory: thread 0 writes the
+/// references, n_refs is the same in every thread.
+struct BlockSettled {
+  int n_refs = 0;
+  float mx = -INFINITY;  ///< the largest distance this thread gathered
+
+  /// Every referenced part into the row's list, where each already sits at
+  /// its final position; the stack is empty after.
+  __device__ __forceinline__ void gather(const Scratch& b, const RowWork& w, const BlockShared& sh) {
+    __syncthreads();  // the referenced parts and the stack entries are written
+    for (int r = 0; r < n_refs; ++r) {
+      const int a = sh.ref_a[r], pb = sh.ref_b[r], pe = sh.ref_e[r];
+      const float* gd = b.dist(a);
+      const int* gi = b.index(a);
+      for (int p = pb + threadIdx.x; p < pe; p += kBlockThreads) {
+        const float v = gd[p];
+        w.ld[p] = v, w.li[p] = gi[p];
+        mx = fmaxf(mx, v);
+      }
+    }
+    __syncthreads();  // every thread has read the stack before it is reused
+    n_refs = 0;
+  }
+
+  __device__ __forceinline__ void push(const Scratch& b, const RowWork& w, BlockShared& sh, int a, int pb, int pe) {
+    if (n_refs == kStack) gather(b, w, sh);  // rare: a deep run of settled parts
+    if (threadIdx.x == 0) sh.ref_a[n_refs] = a, sh.ref_b[n_refs] = pb, sh.ref_e[n_refs] = pe;
+    ++n_refs;
+  }
+};
+
+/// One thread block per row: its threads, __syncthreads, its shared memory.
+struct BlockWorker {
+  static constexpr int kSize = kBlockThreads;
+  using Settled = BlockSettled;
+  int rank;  ///< the thread
+  BlockShared* sh;
+
+  __device__ __forceinline__ void sync() const { __syncthreads(); }
+  __device__ __forceinline__ float max(float v) const { return block_max(v, sh->red); }
+  __device__ __forceinline__ int partition(const float* src_d, const int* src_i, float* dst_d, int* dst_i, int lo,
+                                           int hi, float pd, int pi) const {
+    return block_partition(src_d, src_i, dst_d, dst_i, lo, hi, pd, pi, *sh);
+  }
+  __device__ __forceinline__ void gather(Settled& st, const Scratch& b, const RowWork& w) const {
+    st.gather(b, w, *sh);
+  }
+  __device__ __forceinline__ void push(Settled& st, const Scratch& b, const RowWork& w, int a, int pb, int pe) const {
+    st.push(b, w, *sh, a, pb, pe);
+  }
+};
+
+// ---- The selection of one row, by either worker -----------------------------
+
+/// A list with room for the tile's entries (m <= k): nothing to drop yet, so
+/// they are appended; a list that is full now gets its bound.
+template <class Worker>
+__device__ __forceinline__ void append_entries(const ListsView& l, const Slots& s, const RowWork& w, const Worker& wk) {
+  for (int e = wk.rank; e < w.x.count; e += Worker::kSize) w.ld[w.f + e] = w.x.dist[e], w.li[w.f + e] = w.x.index[e];
+  wk.sync();
+  float mx = -INFINITY;
+  if (w.m == l.k)
+    for (int e = wk.rank; e < l.k; e += Worker::kSize) mx = fmaxf(mx, w.ld[e]);
+  mx = wk.max(mx);  // a block's max also orders every read of fill and count before the writes
+  if (wk.rank == 0) record_row(l, s, w, w.m, mx);
+  wk.sync();
+}
+
+/// The first pass's input array: the list, then the tile's entries.
+template <class Worker>
+__device__ __forceinline__ void load_input(const RowWork& w, const Scratch& b, const Worker& wk) {
+  for (int e = wk.rank; e < w.f; e += Worker::kSize) b.d0[e] = w.ld[e], b.i0[e] = w.li[e];
+  for (int e = wk.rank; e < w.x.count; e += Worker::kSize) b.d0[w.f + e] = w.x.dist[e], b.i0[w.f + e] = w.x.index[e];
+  wk.sync();
+}
+
 /// A list that overflows (m > k), its entries in the scratch's first array:
 /// partition passes until the k smallest are settled, then gathered into
 /// the row's list. Returns the largest distance this thread gathered.
-__device__ __forceinline__ float block_select(const RowWork& w, const Scratch& b, int k, BlockShared& sh) {
-  BlockSettled settled;
+template <class Worker>
+__device__ __forceinline__ float select_smallest(const RowWork& w, const Scratch& b, int k, const Worker& wk) {
+  typename Worker::Settled settled;
   // Invariant: positions [0, lo) hold settled entries (by reference), the
   // range [lo, hi) of array `cur` holds ranks lo..hi-1, and lo < k < hi.
   int lo = 0, hi = w.m, cur = 0;
@@ -447,24 +414,59 @@ __device__ __forceinline__ float block_select(const RowWork& w, const Scratch& b
     const float* src_d = b.dist(cur);
     const int* src_i = b.index(cur);
     // Every thread reads the same pivot (the last pass's writes were made
-    // visible by the barrier that ended it).
+    // visible by the sync that ended it).
     const int pp = lo + pivot_offset(w.x, iter, hi - lo);
-    const int split = block_partition(src_d, src_i, b.dist(cur ^ 1), b.index(cur ^ 1), lo, hi, src_d[pp], src_i[pp],
-                                      sh);
+    const int split = wk.partition(src_d, src_i, b.dist(cur ^ 1), b.index(cur ^ 1), lo, hi, src_d[pp], src_i[pp]);
     if (split == k || split + 1 == k) {
-      settled.push(b, w, sh, cur ^ 1, lo, k);
+      wk.push(settled, b, w, cur ^ 1, lo, k);
       break;
     }
     if (split > k) {
       hi = split;  // the k smallest lie among the smaller part
     } else {
-      settled.push(b, w, sh, cur ^ 1, lo, split + 1);  // the smaller part and the pivot are in
+      wk.push(settled, b, w, cur ^ 1, lo, split + 1);  // the smaller part and the pivot are in
       lo = split + 1;
     }
     cur ^= 1;
   }
-  settled.gather(b, w, sh);
+  wk.gather(settled, b, w);
   return settled.mx;
+}
+
+/// Dirty row `it` of the tile, by one worker with scratch b.
+template <class Worker>
+__device__ __forceinline__ void select_row(const ListsView& l, const Slots& s, int it, const Scratch& b,
+                                           const Worker& wk) {
+  const RowWork w = row_work(l, s, it);
+  if (w.m <= l.k) {
+    append_entries(l, s, w, wk);
+    return;
+  }
+  load_input(w, b, wk);
+  const float mx = wk.max(select_smallest(w, b, l.k, wk));
+  wk.sync();
+  if (wk.rank == 0) record_row(l, s, w, l.k, mx);
+  wk.sync();
+}
+
+// workers: warps that have scratch (2 * cap entries each); warps beyond them
+// in the last block leave at once.
+__global__ __launch_bounds__(kThreads) void quick_kernel(ListsView l, Slots s, float* __restrict__ sd,
+                                                         int* __restrict__ si, int cap, int workers) {
+  __shared__ float stage_d[kWarps][32];
+  __shared__ int stage_i[kWarps][32];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int gw = blockIdx.x * kWarps + warp;
+  const int n_warps = min(static_cast<int>(gridDim.x) * kWarps, workers);
+  if (gw >= n_warps) return;  // whole warps; this kernel has no block barrier
+  // The warp's scratch: arrays 2 gw and 2 gw + 1.
+  float* const d0 = sd + static_cast<size_t>(gw) * 2 * cap;
+  int* const i0 = si + static_cast<size_t>(gw) * 2 * cap;
+  const Scratch b{d0, d0 + cap, i0, i0 + cap};
+  const WarpWorker wk{lane, stage_d[warp], stage_i[warp]};
+  const int items = *s.n_dirty;
+  for (int it = gw; it < items; it += n_warps) select_row(l, s, it, b, wk);
 }
 
 // One block per row item (grid-stride over the items); block b's scratch is
@@ -479,17 +481,9 @@ __global__ __launch_bounds__(kBlockThreads) void quick_block_kernel(ListsView l,
   float* const d0 = sd + static_cast<size_t>(blockIdx.x) * 2 * cap;
   int* const i0 = si + static_cast<size_t>(blockIdx.x) * 2 * cap;
   const Scratch b{d0, d0 + cap, i0, i0 + cap};
+  const BlockWorker wk{static_cast<int>(threadIdx.x), &sh};
   const int items = *s.n_dirty;
-  for (int it = blockIdx.x; it < items; it += gridDim.x) {
-    const RowWork w = row_work(l, s, it);
-    if (w.m <= l.k) {
-      block_append(l, s, w, sh.red);
-      continue;
-    }
-    block_load_input(w, b);
-    const float mx = block_max(block_select(w, b, l.k, sh), sh.red);
-    if (threadIdx.x == 0) record_row(l, s, w, l.k, mx);
-  }
+  for (int it = blockIdx.x; it < items; it += gridDim.x) select_row(l, s, it, b, wk);
 }
 
 }  // namespace
