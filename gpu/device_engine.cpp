@@ -624,12 +624,25 @@ void DeviceEngine::complete(uint64_t t, Progress& progress, const std::atomic<bo
   if (stop.load(std::memory_order_relaxed)) throw Cancelled();
 }
 
+void DeviceEngine::queue_tile(LoopCursor& at, int64_t I, int64_t c0, int64_t cols, bool dense, const Streamed* where) {
+  if (at.t >= DeviceContext::kRing) complete(at.t - DeviceContext::kRing, at.progress, at.stop);
+  tile(at.t++, I, c0, cols, dense, where);
+}
+
+void DeviceEngine::queue_seed_tiles(LoopCursor& at, int64_t b0, int64_t blocks, const Streamed* where) {
+  if (at.t >= DeviceContext::kRing) complete(at.t - DeviceContext::kRing, at.progress, at.stop);
+  seed_tiles(at.t++, b0, blocks, where);
+}
+
+void DeviceEngine::report_final(LoopCursor& at, int64_t rows) {
+  launch_flush_pending(lists(), at.flushed, rows, ctx_.select);
+  at.flushed = rows;
+  at.rows_final(rows, ctx_.select);
+}
+
 void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, const std::atomic<bool>& stop,
                        const RowsFinal& rows_final) {
   cuda_check(cudaSetDevice(ctx_.device), "selecting the device");
-  const int64_t T = plan_.T, n = plan_.n, nb = plan_.blocks();
-  constexpr uint64_t R = DeviceContext::kRing;
-  const std::set<int64_t> owned(strips.begin(), strips.end());
   ctx_.loop_start.record(ctx_.copy);
   if (timeline_) {
     // One origin for host and GPU times (timeline runs only: it waits).
@@ -638,11 +651,18 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
     stats_.tile_times.clear(), stats_.upload_times.clear(), issued_.clear(), upload_done_.clear();
   }
   gemm_busy_until_ = 0;
-  uint64_t t = 0;
-  auto next = [&](int64_t I, int64_t c0, int64_t cols, bool dense, const Streamed* where) {
-    if (t >= R) complete(t - R, progress, stop);
-    tile(t++, I, c0, cols, dense, where);
-  };
+  LoopCursor at{progress, stop, rows_final};
+  seed_every_block(at, std::set<int64_t>(strips.begin(), strips.end()));
+  Event seeds_end;
+  seeds_end.record(ctx_.select);
+  if (plan_.resident) resident_strips(at, strips);
+  else
+    streamed_strips(at, strips);
+  finish_loop(at, seeds_end);
+}
+
+void DeviceEngine::seed_every_block(LoopCursor& at, const std::set<int64_t>& owned) {
+  const int64_t T = plan_.T, n = plan_.n, nb = plan_.blocks();
   // Seeds: each diagonal tile fills its rows' lists, so every row has a
   // bound before the strips begin and they pass only a few candidates.
   // With the fused kernel, blocks are uploaded and seeded a batch at a time
@@ -657,28 +677,22 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
   if (plan_.resident && !selection_ && static_cast<int64_t>(owned.size()) == nb)
     if (const PriorBoundPlan pp = prior_bound_plan(plan_, ctx_.shared_optin); pp.sample > 0) prior_bounds(pp);
   const int64_t batch = seed_batch(plan_);
-  int w = 0;  // streaming: the window the next blocks go to
   for (int64_t b0 = 0; b0 < nb; b0 += batch) {
     const int64_t blocks = std::min(batch, nb - b0);
     if (!plan_.resident) {
       // Through a column window: the batch's blocks (or one cuBLAS seed).
-      load_window(w, b0, b0 + blocks);
-      const int first = regions_[w].first_slot;
-      if (plan_.fused) {
-        const Streamed where{first, first, w, w};
-        if (t >= R) complete(t - R, progress, stop);
-        seed_tiles(t++, b0, blocks, &where);
-      } else {
-        const Streamed where{first, first, w, w};
-        next(b0, b0 * T, std::min<int64_t>(T, n - b0 * T), true, &where);
-      }
-      w ^= 1;
+      load_window(at.w, b0, b0 + blocks);
+      const int first = regions_[at.w].first_slot;
+      const Streamed where{first, first, at.w, at.w};
+      if (plan_.fused) queue_seed_tiles(at, b0, blocks, &where);
+      else
+        queue_tile(at, b0, b0 * T, std::min<int64_t>(T, n - b0 * T), true, &where);
+      at.w ^= 1;
     } else if (plan_.fused) {
       upload_resident(b0, blocks);
-      if (t >= R) complete(t - R, progress, stop);
-      seed_tiles(t++, b0, blocks);
+      queue_seed_tiles(at, b0, blocks, nullptr);
     } else {
-      next(b0, b0 * T, std::min<int64_t>(T, n - b0 * T), true, nullptr);
+      queue_tile(at, b0, b0 * T, std::min<int64_t>(T, n - b0 * T), true, nullptr);
     }
     // A block another device owns keeps the bound only: its entries are
     // that device's to report.
@@ -689,62 +703,62 @@ void DeviceEngine::run(const std::vector<int64_t>& strips, Progress& progress, c
                    "clearing seed entries");
     }
   }
-  Event seeds_end;
-  seeds_end.record(ctx_.select);
-  // Rows [0, flushed) have merged their pending entries: each time leading
-  // rows are final, theirs are merged before they are reported.
-  int64_t flushed = 0;
-  auto report_final = [&](int64_t rows) {
-    launch_flush_pending(lists(), flushed, rows, ctx_.select);
-    flushed = rows;
-    rows_final(rows, ctx_.select);
-  };
-  if (plan_.resident) {
-    int64_t final_blocks = 0;  // strips 0 .. final_blocks - 1 all issued here
-    for (int64_t I : strips) {
-      const int64_t first = (I + 1) * T;
-      for (int64_t c0 = first; c0 < n; c0 += plan_.W) next(I, c0, std::min<int64_t>(plan_.W, n - c0), false, nullptr);
-      // Later strips' tiles hold only later rows (their columns start after
-      // their row block), so rows of blocks 0..I are done.
-      if (rows_final && I == final_blocks) report_final(std::min(n, ++final_blocks * T));
-    }
-  } else {
-    // Panels: `panel` row blocks of this device stay in their slots while
-    // every later column block is copied once, a window of W / T
-    // consecutive blocks at a time, and meets the whole panel: each tile is
-    // a panel block against the part of the window after it. A copied block
-    // then serves `panel` tiles, which keeps the copies far below the GEMM
-    // time. The next window is uploaded while the tiles read this one.
-    const size_t panel = static_cast<size_t>(plan_.panel());
-    for (size_t p0 = 0; p0 < strips.size(); p0 += panel) {
-      const size_t p1 = std::min(strips.size(), p0 + panel);
-      const int64_t first = *std::min_element(strips.begin() + static_cast<std::ptrdiff_t>(p0),
-                                              strips.begin() + static_cast<std::ptrdiff_t>(p1));
-      load_panel(strips.data() + p0, p1 - p0);
-      const auto wins = windows(plan_, first + 1);
-      if (!wins.empty()) load_window(w, wins[0].first, wins[0].second);
-      for (size_t i = 0; i < wins.size(); ++i) {
-        const auto [J0, J1] = wins[i];
-        if (i + 1 < wins.size()) load_window(w ^ 1, wins[i + 1].first, wins[i + 1].second);
-        for (size_t q = p0; q < p1; ++q) {
-          const int64_t I = strips[q], c = std::max(J0, I + 1);
-          if (c >= J1) continue;
-          const Streamed where{panel_slot_[static_cast<size_t>(I)], regions_[w].first_slot + static_cast<int>(c - J0),
-                               kPanel, w};
-          next(I, c * T, std::min(J1 * T, n) - c * T, false, &where);
-        }
-        w ^= 1;
-      }
-      // Later panels' tiles hold only later rows: where this device's strips
-      // are every block up to this panel's last, those rows are done.
-      if (rows_final && strips[p1 - 1] == static_cast<int64_t>(p1) - 1)
-        report_final(std::min(n, static_cast<int64_t>(p1) * T));
-    }
+}
+
+void DeviceEngine::resident_strips(LoopCursor& at, const std::vector<int64_t>& strips) {
+  const int64_t T = plan_.T, n = plan_.n;
+  int64_t final_blocks = 0;  // strips 0 .. final_blocks - 1 all issued here
+  for (int64_t I : strips) {
+    const int64_t first = (I + 1) * T;
+    for (int64_t c0 = first; c0 < n; c0 += plan_.W)
+      queue_tile(at, I, c0, std::min<int64_t>(plan_.W, n - c0), false, nullptr);
+    // Later strips' tiles hold only later rows (their columns start after
+    // their row block), so rows of blocks 0..I are done.
+    if (at.rows_final && I == final_blocks) report_final(at, std::min(n, ++final_blocks * T));
   }
+}
+
+void DeviceEngine::streamed_strips(LoopCursor& at, const std::vector<int64_t>& strips) {
+  const int64_t T = plan_.T, n = plan_.n;
+  // Panels: `panel` row blocks of this device stay in their slots while
+  // every later column block is copied once, a window of W / T consecutive
+  // blocks at a time, and meets the whole panel: each tile is a panel block
+  // against the part of the window after it. A copied block then serves
+  // `panel` tiles, which keeps the copies far below the GEMM time. The next
+  // window is uploaded while the tiles read this one.
+  const size_t panel = static_cast<size_t>(plan_.panel());
+  for (size_t p0 = 0; p0 < strips.size(); p0 += panel) {
+    const size_t p1 = std::min(strips.size(), p0 + panel);
+    const int64_t first = *std::min_element(strips.begin() + static_cast<std::ptrdiff_t>(p0),
+                                            strips.begin() + static_cast<std::ptrdiff_t>(p1));
+    load_panel(strips.data() + p0, p1 - p0);
+    const auto wins = windows(plan_, first + 1);
+    if (!wins.empty()) load_window(at.w, wins[0].first, wins[0].second);
+    for (size_t i = 0; i < wins.size(); ++i) {
+      const auto [J0, J1] = wins[i];
+      if (i + 1 < wins.size()) load_window(at.w ^ 1, wins[i + 1].first, wins[i + 1].second);
+      for (size_t q = p0; q < p1; ++q) {
+        const int64_t I = strips[q], c = std::max(J0, I + 1);
+        if (c >= J1) continue;
+        const Streamed where{panel_slot_[static_cast<size_t>(I)], regions_[at.w].first_slot + static_cast<int>(c - J0),
+                             kPanel, at.w};
+        queue_tile(at, I, c * T, std::min(J1 * T, n) - c * T, false, &where);
+      }
+      at.w ^= 1;
+    }
+    // Later panels' tiles hold only later rows: where this device's strips
+    // are every block up to this panel's last, those rows are done.
+    if (at.rows_final && strips[p1 - 1] == static_cast<int64_t>(p1) - 1)
+      report_final(at, std::min(n, static_cast<int64_t>(p1) * T));
+  }
+}
+
+void DeviceEngine::finish_loop(LoopCursor& at, const Event& seeds_end) {
+  constexpr uint64_t R = DeviceContext::kRing;
   // Every other row's pending entries (the rows of later blocks, and those
   // of other devices' blocks, which this device's tiles fed as columns).
-  launch_flush_pending(lists(), flushed, n, ctx_.select);
-  for (uint64_t u = t >= R ? t - R : 0; u < t; ++u) complete(u, progress, stop);
+  launch_flush_pending(lists(), at.flushed, plan_.n, ctx_.select);
+  for (uint64_t u = at.t >= R ? at.t - R : 0; u < at.t; ++u) complete(u, at.progress, at.stop);
   ctx_.loop_end.record(ctx_.select);
   ctx_.loop_end.synchronize("finishing the tiles");
   stats_.loop_ms = ctx_.loop_end.since(ctx_.loop_start);

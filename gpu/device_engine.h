@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -217,6 +218,30 @@ class DeviceEngine {
   };
   static constexpr int kPanel = 2;  ///< regions_[0], [1]: the column windows
 
+  /// Where run() is in its loop: the next tile's number, the column window
+  /// the next upload goes to (streaming), the rows whose pending entries are
+  /// merged ([0, flushed)), and what it reports to.
+  struct LoopCursor {
+    Progress& progress;
+    const std::atomic<bool>& stop;
+    const RowsFinal& rows_final;
+    uint64_t t = 0;
+    int w = 0;
+    int64_t flushed = 0;
+  };
+  // run()'s phases: the seeds of every row block, the strips (resident or
+  // streamed), the loop's end (the last merges and the statistics).
+  void seed_every_block(LoopCursor& at, const std::set<int64_t>& owned);
+  void resident_strips(LoopCursor& at, const std::vector<int64_t>& strips);
+  void streamed_strips(LoopCursor& at, const std::vector<int64_t>& strips);
+  void finish_loop(LoopCursor& at, const Event& seeds_end);
+  /// Queues the next tile (or seed batch), first completing the tile that
+  /// leaves the ring.
+  void queue_tile(LoopCursor& at, int64_t I, int64_t c0, int64_t cols, bool dense, const Streamed* where);
+  void queue_seed_tiles(LoopCursor& at, int64_t b0, int64_t blocks, const Streamed* where);
+  /// Rows [0, rows) take no more candidates: their pending entries merged,
+  /// then rows_final told.
+  void report_final(LoopCursor& at, int64_t rows);
   /// Queues tile t: operands (where: streaming only), kernels, merge.
   void tile(uint64_t t, int64_t I, int64_t c0, int64_t cols, bool dense, const Streamed* where = nullptr);
   TileOperands tile_operands(const TileJob& job);
