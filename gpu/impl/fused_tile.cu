@@ -20,10 +20,11 @@
 // and barrier latency). 8 x 16 entries per thread with 128 threads -- the
 // shape of cuBLAS's FFMA kernels -- measured slower here (bench/gpu/RESULTS.md):
 // 8 warps per SM and an unrolled epilogue too large for the instruction cache.
-// Double-buffering the operand fragments in registers by hand (the next
-// k-step's loaded while this one's FFMAs issue, the barrier moved before the
-// slab's last k-step) measured slower too, and slower still capped at 112
-// registers to leave an SM room for a merge block.
+// Within a slab, each k-step's operand fragments are loaded while the step
+// before computes (two register sets, the 16 steps unrolled whole): 1%
+// faster at d = 128. Reaching across the slab's barrier as well (the barrier
+// moved before the slab's last k-step) measured slower, and slower still
+// capped at 112 registers to leave an SM room for a merge block.
 //
 // Each entry is one fmaf chain over c = 0..d-1 in order (the zero padding
 // rows c >= d leave it unchanged), whatever the tile shape, device or
@@ -364,12 +365,12 @@ struct FusedShape {
 };
 
 // TN: columns per thread (16: 128 threads, warps of 64 x 64; 8: 256 threads,
-// warps of 64 x 32); every thread has 8 rows. KU: k-steps unrolled.
+// warps of 64 x 32); every thread has 8 rows.
 // BK: k-steps per shared-memory slab (one barrier each), kStages: slabs in flight.
 // Dense: the seed kernel, a separate instantiation so the strip kernel's
 // code stays as small as it was (it is sensitive to the instruction cache:
 // the mirrored seed stores inside it made the strips slower).
-template <int TN, int KU, int BK, int kStages, bool Dense>
+template <int TN, int BK, int kStages, bool Dense>
 __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileArgs f, CandidatesView c, int counter) {
   using Shape = FusedShape<TN, BK, kStages, Dense>;
   constexpr int kThreads = Shape::kThreads;
@@ -444,14 +445,25 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
     __syncthreads();  // slab kt is in shared memory; stage (kt - 1) % kStages is free
     if (kt + kStages - 1 < nk) load(next);
     cp_async_commit();
-#pragma unroll KU
+    // Each k-step's fragments are loaded while the step before computes:
+    // two register sets, the slab's steps unrolled whole so that a set's
+    // index is a constant (bench/gpu/RESULTS.md, "Fragments a step ahead").
+    float4 fa[2][2], fb[2][TN / 4];
+    auto fragments = [&](int set, int k) {
+      fa[set][0] = *reinterpret_cast<const float4*>(&as[st][k][wm]);
+      fa[set][1] = *reinterpret_cast<const float4*>(&as[st][k][wm + 32]);
+#pragma unroll
+      for (int q = 0; q < TN / 4; ++q) fb[set][q] = *reinterpret_cast<const float4*>(&bs[st][k][wn + 16 * q]);
+    };
+    fragments(0, 0);
+#pragma unroll
     for (int k = 0; k < BK; ++k) {
-      const float4 a0 = *reinterpret_cast<const float4*>(&as[st][k][wm]);
-      const float4 a1 = *reinterpret_cast<const float4*>(&as[st][k][wm + 32]);
+      if (k + 1 < BK) fragments((k + 1) & 1, k + 1);
+      const float4 a0 = fa[k & 1][0], a1 = fa[k & 1][1];
       float bv[TN];
 #pragma unroll
       for (int q = 0; q < TN / 4; ++q) {
-        const float4 bq = *reinterpret_cast<const float4*>(&bs[st][k][wn + 16 * q]);
+        const float4 bq = fb[k & 1][q];
         bv[4 * q] = bq.x, bv[4 * q + 1] = bq.y, bv[4 * q + 2] = bq.z, bv[4 * q + 3] = bq.w;
       }
       const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
@@ -469,10 +481,10 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
     filter_epilogue<TN>(f, c, counter, acc, i_base, j_base, wm, wn, t, lane, edge, staged);
 }
 
-template <int TN, int KU, int BK, int kStages, bool Dense>
+template <int TN, int BK, int kStages, bool Dense>
 void launch_shape(dim3 grid, const FusedTileArgs& f, CandidatesView c, int counter, cudaStream_t s, const char* what) {
   using Shape = FusedShape<TN, BK, kStages, Dense>;
-  auto kernel = fused_tile_kernel<TN, KU, BK, kStages, Dense>;
+  auto kernel = fused_tile_kernel<TN, BK, kStages, Dense>;
   // The shared memory limit is the kernel's own attribute, per device: raised
   // once per device and host thread for each instantiation.
   static thread_local uint64_t configured = 0;  // bit d: device d done
@@ -516,10 +528,10 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
   // 8 x 8 entries a thread, 256 threads, 16-deep slabs x 3 stages: the shape
   // measured fastest of those tried (bench/gpu/RESULTS.md); seed tiles too.
   if (f.dense) {
-    launch_shape<8, 8, 16, 3, true>(grid, f, c, counter, s, "fused seed kernel");
+    launch_shape<8, 16, 3, true>(grid, f, c, counter, s, "fused seed kernel");
     return;
   }
-  launch_shape<8, 8, 16, 3, false>(grid, f, c, counter, s, "fused tile kernel");
+  launch_shape<8, 16, 3, false>(grid, f, c, counter, s, "fused tile kernel");
 }
 
 void launch_transpose_block(const float* rows, int count, int64_t d, float* out, int ld, cudaStream_t s) {
