@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument(QStringLiteral("DATA"),
-                               QStringLiteral("dataset to open (.npy, IDX, image folder, TIFF, MRC, HDF5/CXI)"),
+                               QStringLiteral("dataset to open (.npy, .npz, IDX, image folder, TIFF, MRC, HDF5/CXI), "
+                                              "or a folder `manifold run` wrote (its session, with its graph)"),
                                QStringLiteral("[DATA]"));
   QCommandLineOption demo(QStringLiteral("demo"), QStringLiteral("open and embed the built-in demo"));
   QCommandLineOption session(QStringLiteral("session"), QStringLiteral("open a saved session and run it"),
@@ -115,12 +116,14 @@ int main(int argc, char** argv) {
   } else if (parser.isSet(demo)) {
     window.openDemo(true);
   } else if (!args.isEmpty()) {
-    // A screenshot waits for the first embedding: it runs as --run does.
-    if (parser.isSet(run) || parser.isSet(screenshot))
+    // A screenshot waits for the first embedding: it runs as --run does (a
+    // results folder runs its session by itself).
+    const QString path = QDir::current().absoluteFilePath(args.first());
+    if ((parser.isSet(run) || parser.isSet(screenshot)) && !manifold::ui::MainWindow::isResultsFolder(path))
       QObject::connect(
           &window, &manifold::ui::MainWindow::datasetOpened, &window, [&window] { window.runNow(); },
           Qt::SingleShotConnection);
-    window.openFile(QDir::current().absoluteFilePath(args.first()));
+    window.openFile(path);
   }
   return app.exec();
 }

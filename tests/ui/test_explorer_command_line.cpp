@@ -1,8 +1,9 @@
 // The explorer's command line, as a user runs it: --help and --version
 // answer without a display, the window without one is refused in one line,
 // --screenshot on a dataset runs it and saves the window (it waited
-// forever for an embedding nobody started), and --session FILE opens and
-// runs the session (Qt took the option for its own).
+// forever for an embedding nobody started), --session FILE opens and runs
+// the session (Qt took the option for its own), and so does a folder
+// `manifold run` wrote.
 #include <QFile>
 #include <QImage>
 #include <QProcess>
@@ -102,6 +103,24 @@ class TestExplorerCommandLine : public QObject {
       QVERIFY2(shot.status == 0, qPrintable(shot.err));
       QVERIFY(!QImage(png).isNull());
     }
+  }
+
+  // A folder `manifold run` wrote, given as DATA: its session opens and
+  // runs by itself (--screenshot must not start a run of its own first).
+  void resultsFolderOpensAndRuns() {
+    const QString cli = qEnvironmentVariable("MANIFOLD_CLI");
+    if (cli.isEmpty()) QSKIP("MANIFOLD_CLI is not set (ctest sets it)");
+    const QString data = t::write_rotating_spot_npy(dir_.filePath("results_spots.npy"), 200, 12, 12);
+    const QString results = dir_.filePath("results");
+    QProcess manifold;
+    manifold.start(cli, {"run", data, "-k", "10", "--backend", "cpu", "--components", "3", "-o", results, "--quiet"});
+    QVERIFY(manifold.waitForFinished(120000));
+    QVERIFY2(manifold.exitCode() == 0, manifold.readAllStandardError().constData());
+    const QString png = dir_.filePath("results.png");
+    const Ran shot = run({results, "--screenshot", png}, QProcessEnvironment::systemEnvironment(), 60000);
+    QVERIFY2(shot.finished, "a results folder with --screenshot did not finish");
+    QVERIFY2(shot.status == 0, qPrintable(shot.err));
+    QVERIFY(!QImage(png).isNull());
   }
 };
 

@@ -4,7 +4,10 @@
 // CLI's graph index for index, and a different one with the mask off; the
 // dataset panel names the mask, hover shows full frames, a saved session
 // records the mask and `run --session` replays the same graph, a session's
-// mask is applied when it opens, and a bad mask is the CLI's one line.
+// mask is applied when it opens, a folder `manifold run` wrote opens with
+// its graph, and a bad mask is the CLI's one line.
+#include <QDir>
+#include <QFile>
 #include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -194,6 +197,90 @@ class TestGuiMask : public QObject {
     // Saved again, it still says "none", so a replay does not find the mask beside.
     QVERIFY(w.saveSession(path("unmasked-again.json")));
     QCOMPARE(read_session(path("unmasked-again.json").toStdString()).mask, std::string("none"));
+  }
+
+  /// Opens `folder` (a results folder) in a new window and waits for its
+  /// embedding; `built` says whether the run built its graph.
+  static bool open_results(MainWindow& w, const QString& folder, bool* built) {
+    QSignalSpy started(w.runner(), &JobRunner::started);
+    QSignalSpy shown(&w, &MainWindow::embeddingShown);
+    w.openFile(folder);
+    if (!shown.wait(120000)) {
+      qWarning("%s: no embedding (%s)", qPrintable(folder), qPrintable(w.lastError()));
+      return false;
+    }
+    *built = !started.isEmpty() && started.first().first().toBool();
+    return true;
+  }
+
+  // A folder `manifold run` wrote opens with the graph it holds: the
+  // session's data and mask, the CLI's graph taken as built (no k-NN run
+  // here), only the embedding computed, and it is the CLI's embedding.
+  // A graph of other data is built anew with a notice, data moved beside
+  // the folder are found there, and data that are nowhere are one line.
+  void resultsFolderOpensWithItsGraph() {
+    const QString results = path("run-results");
+    QVERIFY(cli({"run", data_, "-k", QString::number(kNeighbours), "--backend", "cpu", "--components", "4", "-o",
+                 results, "--quiet"}));
+    bool built = true;
+    {
+      MainWindow w;
+      QVERIFY(t::show_window(w));
+      QVERIFY(open_results(w, results, &built));
+      QVERIFY2(!built, "the k-NN graph was built again");
+      QVERIFY(w.outcome()->graph_reused);
+      QCOMPARE(w.outcome()->graph->d, int64_t(kValid));
+      QCOMPARE(w.outcome()->graph->indices, cli_graph("run-results"));
+      const auto eigenvalues = npy::read<double>((results + "/eigenvalues.npy").toStdString());
+      QCOMPARE(w.outcome()->result->eigenvalues.size(), eigenvalues.size());
+      for (size_t i = 0; i < eigenvalues.size(); ++i)
+        QVERIFY(std::abs(w.outcome()->result->eigenvalues[i] - eigenvalues[i]) < 1e-9);
+      QVERIFY(w.messageText().isEmpty());
+    }
+    // The session turned to the unmasked data: the masked graph is not theirs.
+    const QString other = path("run-other");
+    QVERIFY(QDir().mkpath(other));
+    for (const char* f : {"indices.npy", "distances.npy", "graph.json"})
+      QVERIFY(QFile::copy(results + "/" + f, other + "/" + f));
+    Session s = read_session((results + "/session.json").toStdString());
+    s.mask = "none";
+    write_session((other + "/session.json").toStdString(), s);
+    {
+      MainWindow w;
+      QVERIFY(t::show_window(w));
+      QVERIFY(open_results(w, other, &built));
+      QVERIFY(built);
+      QCOMPARE(w.outcome()->graph->d, int64_t(kSize * kSize));
+      QVERIFY2(w.messageText().contains("is not used: it was built from other data"), qPrintable(w.messageText()));
+    }
+    // Moved to another machine: the data and mask by name beside the folder.
+    const QString moved = path("moved/results");
+    QVERIFY(QDir().mkpath(moved));
+    for (const char* f : {"indices.npy", "distances.npy", "graph.json"})
+      QVERIFY(QFile::copy(results + "/" + f, moved + "/" + f));
+    QVERIFY(QFile::copy(data_, path("moved/ub.npy")));
+    QVERIFY(QFile::copy(path("ub.mask.npy"), path("moved/ub.mask.npy")));
+    s = read_session((results + "/session.json").toStdString());
+    s.data = "/no/such/folder/ub.npy";
+    s.mask = "/no/such/folder/ub.mask.npy";
+    write_session((moved + "/session.json").toStdString(), s);
+    {
+      MainWindow w;
+      QVERIFY(t::show_window(w));
+      QVERIFY(open_results(w, moved, &built));
+      QVERIFY2(!built, "the k-NN graph was built again");
+      QCOMPARE(w.outcome()->graph->indices, cli_graph("run-results"));
+      QVERIFY2(w.messageText().contains("beside the results"), qPrintable(w.messageText()));
+    }
+    // Nowhere: one line naming the folder and the data.
+    s.data = "/no/such/folder/nowhere.npy";
+    write_session((moved + "/session.json").toStdString(), s);
+    MainWindow w;
+    QSignalSpy error(&w, &MainWindow::errorShown);
+    w.openFile(moved);
+    QVERIFY(!error.isEmpty() || error.wait(10000));
+    QVERIFY2(w.lastError().contains("nowhere.npy is not there, nor beside the folder"), qPrintable(w.lastError()));
+    QVERIFY(!w.lastError().contains('\n'));
   }
 
   void badMaskIsTheClisLine() {

@@ -164,6 +164,10 @@ std::shared_ptr<const KnnGraph> JobRunner::cachedGraph(const RunParameters& p) c
 
 void JobRunner::clearCache() { cache_.clear(); }
 
+void JobRunner::adoptGraph(std::shared_ptr<const KnnGraph> graph, const RunParameters& params) {
+  if (dataset_ && graph) remember(dataset_->fingerprint, graphSource(params), std::move(graph));
+}
+
 void JobRunner::remember(const std::string& fingerprint, const std::string& source,
                          std::shared_ptr<const KnnGraph> graph) {
   // A larger graph of the same family serves every smaller k: keep only it.

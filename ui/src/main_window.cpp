@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
@@ -515,7 +516,8 @@ void MainWindow::show_notice(const QString& message) {
 
 // ---- opening ---------------------------------------------------------------------
 
-void MainWindow::start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what, bool run) {
+void MainWindow::start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what, bool run,
+                            std::function<std::shared_ptr<const KnnGraph>()> graph) {
   if (load_watcher_.isRunning()) {
     show_error(tr("Still opening the previous dataset; try again in a moment."));
     return;
@@ -525,7 +527,7 @@ void MainWindow::start_load(std::function<std::shared_ptr<const LoadedDataset>()
   status_->setText(tr("Opening %1\u2026").arg(what));
   progress_->setRange(0, 0);
   progress_label_->setText(tr("reading %1").arg(what));
-  load_watcher_.setFuture(QtConcurrent::run([load, what]() -> LoadResult {
+  load_watcher_.setFuture(QtConcurrent::run([load, graph, what]() -> LoadResult {
     LoadResult r;
     try {
       r.dataset = load();
@@ -534,12 +536,26 @@ void MainWindow::start_load(std::function<std::shared_ptr<const LoadedDataset>()
     } catch (const std::exception& e) {
       r.error = QString::fromStdString(e.what());
     }
+    // A graph that cannot be read is built anew: the data open all the same.
+    if (r.dataset && graph) try {
+        r.graph = graph();
+      } catch (const std::exception& e) {
+        r.graph_error = QString::fromStdString(e.what());
+      }
     return r;
   }));
   update_actions();
 }
 
+bool MainWindow::isResultsFolder(const QString& path) {
+  return QFileInfo(path).isDir() && QFileInfo::exists(QDir(path).filePath(QStringLiteral("session.json")));
+}
+
 void MainWindow::openFile(const QString& path) {
+  if (isResultsFolder(path)) {
+    openResults(path);
+    return;
+  }
   start_load([path] { return loadDataset(path); }, path, false);
 }
 
@@ -552,14 +568,23 @@ void MainWindow::on_loaded() {
   progress_->setRange(0, 100);
   progress_->setValue(0);
   progress_label_->clear();
+  const QString results = pending_graph_dir_;  // the results folder being opened, or ""
   if (!r.dataset) {
     pending_session_.reset();
+    pending_notice_.clear();
+    pending_graph_dir_.clear();
     update_actions();
     show_error(r.error.isEmpty() ? tr("The dataset could not be read.") : r.error);
     return;
   }
-  if (!r.dataset->path.isEmpty()) addRecentFile(r.dataset->path);
+  if (!results.isEmpty()) addRecentFile(results);
+  else if (!r.dataset->path.isEmpty())
+    addRecentFile(r.dataset->path);
+  pending_graph_ = std::move(r.graph);
   openDataset(r.dataset, run_after_load_);
+  pending_graph_dir_.clear();
+  if (!r.graph_error.isEmpty())
+    show_notice(tr("The graph in %1 could not be read (%2); it is built anew.").arg(results, r.graph_error));
 }
 
 void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) {
@@ -627,8 +652,11 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
     // The session's graph k may exceed the embedding's k (a re-embedding at
     // a smaller k); building that graph reproduces the run exactly, because
     // the k-NN selection of k' < k neighbours can differ from the first k'
-    // of k where neighbours are equidistant within rounding.
-    message_bar_->hide();
+    // of k where neighbours are equidistant within rounding. (The message
+    // bar keeps what this opening showed: start_load cleared the older.)
+    if (!pending_notice_.isEmpty()) show_notice(pending_notice_);
+    pending_notice_.clear();
+    adopt_pending_graph(p);
     request_run(p);
     return;
   }
@@ -637,17 +665,85 @@ void MainWindow::openDataset(std::shared_ptr<const LoadedDataset> ds, bool run) 
 
 void MainWindow::openSession(const QString& path) {
   try {
-    Session s = read_session(path.toStdString());
-    pending_session_ = s;
-    OpenOptions options;
-    options.hdf5_dataset = s.dataset;
-    options.transform = s.transform;
-    options.mask = s.mask;
-    const QString data = QString::fromStdString(s.data);
-    start_load([data, options] { return loadDataset(data, options); }, data, false);
+    start_session(read_session(path.toStdString()), {});
   } catch (const std::exception& e) {
     show_error(QString::fromStdString(e.what()));
   }
+}
+
+void MainWindow::start_session(const Session& s, std::function<std::shared_ptr<const KnnGraph>()> graph) {
+  pending_session_ = s;
+  OpenOptions options;
+  options.hdf5_dataset = s.dataset;
+  options.transform = s.transform;
+  options.mask = s.mask;
+  const QString data = QString::fromStdString(s.data);
+  start_load([data, options] { return loadDataset(data, options); }, data, false, std::move(graph));
+}
+
+namespace {
+
+/// A file a results folder's session names, at the recorded path or, when
+/// the results were moved from the machine that made them, by its name in
+/// the folder or the folder above it; "" when it is in none of them.
+std::string moved_file(const std::string& recorded, const QDir& folder) {
+  if (recorded.empty() || QFileInfo::exists(QString::fromStdString(recorded))) return recorded;
+  const QString name = QFileInfo(QString::fromStdString(recorded)).fileName();
+  for (const QString& candidate : {folder.filePath(name), folder.filePath(QStringLiteral("../") + name)})
+    if (QFileInfo::exists(candidate)) return QDir::cleanPath(candidate).toStdString();
+  return {};
+}
+
+}  // namespace
+
+void MainWindow::openResults(const QString& dir) {
+  const QDir folder(dir);
+  try {
+    Session s = read_session(folder.filePath(QStringLiteral("session.json")).toStdString());
+    QStringList moved;
+    for (std::string* file : {&s.data, &s.mask}) {
+      if (file == &s.mask && (s.mask.empty() || s.mask == "none")) continue;
+      const std::string found = moved_file(*file, folder);
+      if (found.empty())
+        throw Error(tr("%1: its session's %2 %3 is not there, nor beside the folder")
+                        .arg(dir, file == &s.data ? tr("data") : tr("mask"), QString::fromStdString(*file))
+                        .toStdString());
+      if (found != *file) moved << QString::fromStdString(found);
+      *file = found;
+    }
+    std::function<std::shared_ptr<const KnnGraph>()> graph;
+    if (QFileInfo::exists(folder.filePath(QStringLiteral("graph.json"))))
+      graph = [graph_dir = dir.toStdString()] { return std::make_shared<const KnnGraph>(read_graph(graph_dir)); };
+    if (!moved.isEmpty())
+      pending_notice_ = tr("Read %1 beside the results: the path their session recorded is not there.")
+                            .arg(moved.join(QStringLiteral(", ")));
+    pending_graph_dir_ = dir;
+    start_session(s, std::move(graph));
+  } catch (const std::exception& e) {
+    show_error(QString::fromStdString(e.what()));
+  }
+}
+
+void MainWindow::adopt_pending_graph(const RunParameters& p) {
+  const std::shared_ptr<const KnnGraph> g = std::exchange(pending_graph_, nullptr);
+  if (!g) return;
+  QString why;
+  if (!g->fingerprint.empty() && g->fingerprint != dataset_->fingerprint)
+    why = tr("it was built from other data (fingerprint %1, these data %2)")
+              .arg(QString::fromStdString(g->fingerprint), QString::fromStdString(dataset_->fingerprint));
+  else if (g->n != dataset_->rows() || g->d != dataset_->features.cols())
+    why = tr("it is of %1 points of %2 values, these data %3 of %4")
+              .arg(g->n)
+              .arg(g->d)
+              .arg(dataset_->rows())
+              .arg(dataset_->features.cols());
+  else if (g->metric != p.knn.metric || g->keep_self != p.knn.keep_self || g->k < p.knn.k)
+    why = tr("it is not the session's graph (k = %1, %2)").arg(g->k).arg(QString::fromStdString(to_string(g->metric)));
+  if (!why.isEmpty()) {
+    show_notice(tr("The graph in %1 is not used: %2. It is built anew.").arg(pending_graph_dir_, why));
+    return;
+  }
+  runner_->adoptGraph(g, p);
 }
 
 bool MainWindow::saveSession(const QString& path) {

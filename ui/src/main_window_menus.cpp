@@ -20,12 +20,15 @@ void MainWindow::build_menus() {
   auto* open = file->addAction(tr("&Open Dataset\u2026"), this, [this] { Q_EMIT dataset_panel_->openRequested(); });
   open->setShortcut(QKeySequence::Open);
   auto* open_folder = file->addAction(tr("Open &Folder\u2026"), this, [this] {
-    const QString dir = askFolder(this, tr("Open a folder of PNG or TIFF images"), QStringLiteral("datasets"), false);
+    const QString dir = askFolder(this, tr("Open a folder of PNG or TIFF images, or one `manifold run` wrote"),
+                                  QStringLiteral("datasets"), false);
     if (!dir.isEmpty()) openFile(dir);
   });
   open_folder->setObjectName(QStringLiteral("openFolderAction"));
   open_folder->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
-  open_folder->setToolTip(tr("A folder of same-sized images (*.png, *.tif, *.tiff) is one dataset, one row per image"));
+  open_folder
+      ->setToolTip(tr("A folder of same-sized images (*.png, *.tif, *.tiff) is one dataset, one row per image; "
+                      "a folder `manifold run` wrote opens its session with the graph it built"));
   file->addAction(QIcon(QStringLiteral(":/icons/demo.png")), tr("Open &Demo"), this, [this] { openDemo(true); });
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::fill_recent_menu);

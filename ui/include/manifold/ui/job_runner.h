@@ -83,6 +83,9 @@ class JobRunner : public QObject {
   /// The cached graph that serves `params` (same dataset, metric and
   /// backend, k at least params.knn.k), or null.
   std::shared_ptr<const KnnGraph> cachedGraph(const RunParameters& params) const;
+  /// Caches a graph built elsewhere (a results folder's) as the current
+  /// dataset's graph from params' backend, as if built here.
+  void adoptGraph(std::shared_ptr<const KnnGraph> graph, const RunParameters& params);
   std::shared_ptr<const EmbeddingOutcome> current() const { return current_; }
   void clearCache();
   /// The `manifold` program cluster jobs run (default: the profile's, else

@@ -65,6 +65,14 @@ class MainWindow : public QMainWindow {
   void openDataset(std::shared_ptr<const LoadedDataset> dataset, bool run = false);
   /// Opens the session's dataset, applies its parameters and view, and runs.
   void openSession(const QString& path);
+  /// Opens a folder `manifold run` wrote: its session (session.json), with
+  /// the graph it built (indices.npy, distances.npy, graph.json) taken as
+  /// the run's graph when it is this data's (the same fingerprint, metric
+  /// and k), so only the embedding is computed. openFile() comes here for
+  /// any folder that holds a session.json.
+  void openResults(const QString& dir);
+  /// A folder holding a session.json (what openResults opens).
+  static bool isResultsFolder(const QString& path);
   bool saveSession(const QString& path);
 
   // ---- help and dialogs ---------------------------------------------------
@@ -211,7 +219,9 @@ class MainWindow : public QMainWindow {
  private:
   struct LoadResult {
     std::shared_ptr<const LoadedDataset> dataset;
+    std::shared_ptr<const KnnGraph> graph;  ///< a results folder's graph (openResults)
     QString error;
+    QString graph_error;  ///< why the graph asked for could not be read
   };
   struct ExportResult {
     bool ok = false;
@@ -254,7 +264,17 @@ class MainWindow : public QMainWindow {
   /// The session's "metadata_files" and "clusters" (see docs/ui.md).
   void save_user_columns(Session& session) const;
   void restore_user_columns(const Session& session);
-  void start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what, bool run);
+  /// Loads off the GUI thread (`graph`, if given, read after the data);
+  /// on_loaded() takes the result.
+  void start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what, bool run,
+                  std::function<std::shared_ptr<const KnnGraph>()> graph = {});
+  /// The results folder's graph (pending_graph_) to the runner's cache when
+  /// it is the graph `p` asks for of this dataset; else a notice says why
+  /// it is built anew.
+  void adopt_pending_graph(const RunParameters& p);
+  /// Opens the session's dataset (and reads `graph`, if given); openDataset
+  /// then applies the session and runs.
+  void start_session(const Session& s, std::function<std::shared_ptr<const KnnGraph>()> graph);
   void on_loaded();
   void show_error(const QString& message);
   void show_notice(const QString& message);
@@ -384,6 +404,9 @@ class MainWindow : public QMainWindow {
   QFutureWatcher<LoadResult> load_watcher_;
   bool run_after_load_ = false;
   std::optional<Session> pending_session_;
+  std::shared_ptr<const KnnGraph> pending_graph_;  ///< with pending_session_, from openResults
+  QString pending_graph_dir_;                      ///< the results folder being opened (openResults), until on_loaded
+  QString pending_notice_;                         ///< shown once the session's dataset is open
   QFutureWatcher<ExportResult> export_watcher_;
   bool updating_controls_ = false;
 };
