@@ -299,8 +299,8 @@ TEST(EmbeddingIo, DisconnectedIndexSurvivesTheRoundTrip) {
   EXPECT_EQ(e.metadata["graph_points"], 210);
 }
 
-TEST(Session, RoundTripsAndResolvesPaths) {
-  TempDir t;
+/// A session that sets every field from its default (relative paths).
+Session example_session() {
   Session s;
   s.data = "images/stack.npy";
   s.transform = "anscombe";
@@ -319,6 +319,12 @@ TEST(Session, RoundTripsAndResolvesPaths) {
   s.output = "run1";
   s.view = {{"axes", {1, 2, 3}}};
   s.metadata = {"labels.npy:class", "/elsewhere/facts.cxi:/entry_1/sample_1/rotation_angle"};
+  return s;
+}
+
+TEST(Session, RoundTripsAndResolvesPaths) {
+  TempDir t;
+  const Session s = example_session();
   fs::create_directories(t / "sessions");
   write_session(t / "sessions/a.json", s);
   Session b = read_session(t / "sessions/a.json");
@@ -342,6 +348,11 @@ TEST(Session, RoundTripsAndResolvesPaths) {
   EXPECT_EQ(b.diffusion.symmetrize, "average");
   EXPECT_EQ(b.diffusion.local_scaling, 4);
   EXPECT_EQ(b.view["axes"][2], 3);
+}
+
+TEST(Session, BadFieldsAreOneLineNamingTheFile) {
+  TempDir t;
+  const Session s = example_session();
   // A number for epsilon is accepted; typos and wrong types are errors naming the file.
   nlohmann::json j = session_to_json(s);
   j["diffusion"]["epsilon"] = 0.25;
@@ -391,6 +402,11 @@ TEST(Session, RoundTripsAndResolvesPaths) {
   bad = j;
   bad.erase("data");
   EXPECT_NE(msg(bad).find("missing \"data\""), std::string::npos);
+  for (nlohmann::json data : {nlohmann::json(5), nlohmann::json("")}) {
+    bad = j;
+    bad["data"] = data;
+    EXPECT_NE(msg(bad).find("x.json: \"data\" must be the dataset path"), std::string::npos) << msg(bad);
+  }
   bad = j;
   bad["format"] = "other";
   EXPECT_NE(msg(bad).find("not a manifold session"), std::string::npos);

@@ -125,8 +125,9 @@ std::string resolved(const std::string& p, const std::string& base_dir) {
 /// What the run reads and where it writes: data, dataset, transform, mask,
 /// metadata, output and the GUI's view.
 void read_inputs(const nlohmann::json& j, const std::string& base_dir, const FailFn& fail, Session& s) {
-  if (!j.contains("data") || !j["data"].is_string() || j["data"].get<std::string>().empty())
-    fail("missing \"data\" (the dataset path)");
+  if (!j.contains("data")) fail("missing \"data\" (the dataset path)");
+  if (!j["data"].is_string() || j["data"].get<std::string>().empty())
+    fail("\"data\" must be the dataset path (a non-empty string)");
   s.data = resolved(j["data"].get<std::string>(), base_dir);
   s.dataset = j.value("dataset", std::string());
   s.transform = j.value("transform", std::string("none"));
