@@ -18,6 +18,12 @@ int select_device(int device) {
 }
 }  // namespace
 
+int DeviceContext::highest_stream_priority() {
+  int least = 0, greatest = 0;
+  cuda_check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "reading the stream priorities");
+  return greatest;
+}
+
 DeviceContext::DeviceContext(int dev) : device(select_device(dev)) {
   cudaDeviceProp prop{};
   cuda_check(cudaGetDeviceProperties(&prop, dev), "reading the device properties");

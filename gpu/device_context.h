@@ -17,6 +17,8 @@ namespace manifold::gpu {
 
 class DeviceContext {
  public:
+  /// The current device's highest stream priority.
+  static int highest_stream_priority();
   /// The device's context, created on first use (thread-safe).
   static DeviceContext& get(int device);
   /// Whether this process has made any device's context yet.
@@ -28,7 +30,10 @@ class DeviceContext {
   size_t shared_optin = 0;  ///< opt-in shared memory per block
   int sms = 0;
 
-  Stream gemm, select, copy;
+  /// The selection stream (merges) is the device's highest priority: a
+  /// merge's blocks start as soon as a tile kernel's leave room, so the
+  /// merges do not fall behind the tiles and pace the loop.
+  Stream gemm, select{highest_stream_priority()}, copy;
   /// A second stream for the fused kernel: alternate tiles go to it, so one
   /// tile's kernel fills the SMs that the previous one's last blocks leave.
   Stream gemm2;

@@ -103,6 +103,11 @@ class PinnedBuffer {
 class Stream {
  public:
   Stream() { cuda_check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "creating a stream"); }
+  /// A stream whose blocks the GPU schedules before those of lower
+  /// priority (lower numbers first; cudaDeviceGetStreamPriorityRange).
+  explicit Stream(int priority) {
+    cuda_check(cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, priority), "creating a stream");
+  }
   ~Stream() {
     if (s_) cudaStreamDestroy(s_);
   }
