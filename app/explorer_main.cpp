@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   parser.addVersionOption();
   parser.addPositionalArgument(QStringLiteral("DATA"),
                                QStringLiteral("dataset to open (.npy, .npz, IDX, image folder, TIFF, MRC, HDF5/CXI), "
-                                              "or a folder `manifold run` wrote (its session, with its graph)"),
+                                              "or a folder `manifold run` or `manifold knn` wrote (with its graph)"),
                                QStringLiteral("[DATA]"));
   QCommandLineOption demo(QStringLiteral("demo"), QStringLiteral("open and embed the built-in demo"));
   QCommandLineOption session(QStringLiteral("session"), QStringLiteral("open a saved session and run it"),

@@ -215,7 +215,8 @@ class TestGuiMask : public QObject {
 
   // A folder `manifold run` wrote opens with the graph it holds: the
   // session's data and mask, the CLI's graph taken as built (no k-NN run
-  // here), only the embedding computed, and it is the CLI's embedding.
+  // here), only the embedding computed, and it is the CLI's embedding; a
+  // folder `manifold knn` wrote likewise, from what its graph.json records.
   // A graph of other data is built anew with a notice, data moved beside
   // the folder are found there, and data that are nowhere are one line.
   void resultsFolderOpensWithItsGraph() {
@@ -271,6 +272,27 @@ class TestGuiMask : public QObject {
       QVERIFY2(!built, "the k-NN graph was built again");
       QCOMPARE(w.outcome()->graph->indices, cli_graph("run-results"));
       QVERIFY2(w.messageText().contains("beside the results"), qPrintable(w.messageText()));
+    }
+    // A graph folder `manifold knn` wrote: the data and mask its graph.json
+    // records, its k, the embedding's defaults; the graph taken as built.
+    {
+      MainWindow w;
+      QVERIFY(t::show_window(w));
+      QVERIFY(open_results(w, path("cli-masked"), &built));
+      QVERIFY2(!built, "the k-NN graph was built again");
+      QCOMPARE(w.outcome()->graph->indices, cli_graph("cli-masked"));
+      QCOMPARE(w.outcome()->graph->d, int64_t(kValid));
+      QCOMPARE(w.outcome()->params.knn.k, kNeighbours);
+      QCOMPARE(w.outcome()->result->k, kNeighbours);
+    }
+    // The unmasked graph: no mask recorded, none applied.
+    {
+      MainWindow w;
+      QVERIFY(t::show_window(w));
+      QVERIFY(open_results(w, path("cli-unmasked"), &built));
+      QVERIFY2(!built, "the k-NN graph was built again");
+      QCOMPARE(w.outcome()->graph->d, int64_t(kSize * kSize));
+      QVERIFY(w.dataset()->mask.empty());
     }
     // Nowhere: one line naming the folder and the data.
     s.data = "/no/such/folder/nowhere.npy";

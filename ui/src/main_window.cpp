@@ -28,7 +28,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
@@ -548,7 +551,10 @@ void MainWindow::start_load(std::function<std::shared_ptr<const LoadedDataset>()
 }
 
 bool MainWindow::isResultsFolder(const QString& path) {
-  return QFileInfo(path).isDir() && QFileInfo::exists(QDir(path).filePath(QStringLiteral("session.json")));
+  const QDir dir(path);
+  return QFileInfo(path).isDir() && (QFileInfo::exists(dir.filePath(QStringLiteral("session.json"))) ||
+                                     (QFileInfo::exists(dir.filePath(QStringLiteral("graph.json"))) &&
+                                      QFileInfo::exists(dir.filePath(QStringLiteral("indices.npy")))));
 }
 
 void MainWindow::openFile(const QString& path) {
@@ -683,9 +689,10 @@ void MainWindow::start_session(const Session& s, std::function<std::shared_ptr<c
 
 namespace {
 
-/// A file a results folder's session names, at the recorded path or, when
-/// the results were moved from the machine that made them, by its name in
-/// the folder or the folder above it; "" when it is in none of them.
+/// A file a results folder names (its session, or its graph.json), at the
+/// recorded path or, when the results were moved from the machine that
+/// made them, by its name in the folder or the folder above it; "" when it
+/// is in none of them.
 std::string moved_file(const std::string& recorded, const QDir& folder) {
   if (recorded.empty() || QFileInfo::exists(QString::fromStdString(recorded))) return recorded;
   const QString name = QFileInfo(QString::fromStdString(recorded)).fileName();
@@ -694,18 +701,54 @@ std::string moved_file(const std::string& recorded, const QDir& folder) {
   return {};
 }
 
+/// The session a graph folder `manifold knn` wrote stands for: its data,
+/// HDF5 dataset and mask (graph.json's "extra"), its metric, k and self
+/// rule, and the embedding's defaults.
+Session session_of_graph(const QDir& folder) {
+  const std::string path = folder.filePath(QStringLiteral("graph.json")).toStdString();
+  nlohmann::json j;
+  try {
+    std::ifstream in(path);
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception&) {
+    throw Error(path + ": not valid JSON");
+  }
+  const nlohmann::json extra = j.value("extra", nlohmann::json::object());
+  if (!extra.is_object() || !extra.contains("data") || !extra["data"].is_string())
+    throw Error(path + ": it does not say which data the graph was built from (\"extra\": {\"data\": ...})");
+  Session s;
+  try {
+    s.data = extra["data"].get<std::string>();
+    s.dataset = extra.value("dataset", std::string());
+    // The mask the graph was built with: its file, or the one inside the
+    // data (found again with them); none recorded, none applied.
+    s.mask = extra.contains("mask") ? extra["mask"].value("file", std::string()) : std::string("none");
+    const nlohmann::json& k = j.at("k");
+    if (!k.is_number_integer() || k.get<int64_t>() < 1 || k.get<int64_t>() > (int64_t{1} << 30))
+      throw Error(path + ": \"k\" must be a positive integer");
+    s.knn.k = k.get<int>();
+    s.knn.metric = parse_metric(j.value("metric", std::string("euclidean")));
+    s.knn.keep_self = j.value("keep_self", false);
+  } catch (const nlohmann::json::exception&) {
+    throw Error(path + ": malformed graph metadata");
+  }
+  s.diffusion.k = s.knn.k;
+  return s;
+}
+
 }  // namespace
 
 void MainWindow::openResults(const QString& dir) {
   const QDir folder(dir);
   try {
-    Session s = read_session(folder.filePath(QStringLiteral("session.json")).toStdString());
+    const QString session_file = folder.filePath(QStringLiteral("session.json"));
+    Session s = QFileInfo::exists(session_file) ? read_session(session_file.toStdString()) : session_of_graph(folder);
     QStringList moved;
     for (std::string* file : {&s.data, &s.mask}) {
       if (file == &s.mask && (s.mask.empty() || s.mask == "none")) continue;
       const std::string found = moved_file(*file, folder);
       if (found.empty())
-        throw Error(tr("%1: its session's %2 %3 is not there, nor beside the folder")
+        throw Error(tr("%1: its %2 %3 is not there, nor beside the folder")
                         .arg(dir, file == &s.data ? tr("data") : tr("mask"), QString::fromStdString(*file))
                         .toStdString());
       if (found != *file) moved << QString::fromStdString(found);

@@ -20,7 +20,7 @@ void MainWindow::build_menus() {
   auto* open = file->addAction(tr("&Open Dataset\u2026"), this, [this] { Q_EMIT dataset_panel_->openRequested(); });
   open->setShortcut(QKeySequence::Open);
   auto* open_folder = file->addAction(tr("Open &Folder\u2026"), this, [this] {
-    const QString dir = askFolder(this, tr("Open a folder of PNG or TIFF images, or one `manifold run` wrote"),
+    const QString dir = askFolder(this, tr("Open a folder of PNG or TIFF images, or one `manifold run` or `knn` wrote"),
                                   QStringLiteral("datasets"), false);
     if (!dir.isEmpty()) openFile(dir);
   });
@@ -28,7 +28,7 @@ void MainWindow::build_menus() {
   open_folder->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
   open_folder
       ->setToolTip(tr("A folder of same-sized images (*.png, *.tif, *.tiff) is one dataset, one row per image; "
-                      "a folder `manifold run` wrote opens its session with the graph it built"));
+                      "a folder `manifold run` or `knn` wrote opens with the graph it holds"));
   file->addAction(QIcon(QStringLiteral(":/icons/demo.png")), tr("Open &Demo"), this, [this] { openDemo(true); });
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::fill_recent_menu);

@@ -65,13 +65,15 @@ class MainWindow : public QMainWindow {
   void openDataset(std::shared_ptr<const LoadedDataset> dataset, bool run = false);
   /// Opens the session's dataset, applies its parameters and view, and runs.
   void openSession(const QString& path);
-  /// Opens a folder `manifold run` wrote: its session (session.json), with
-  /// the graph it built (indices.npy, distances.npy, graph.json) taken as
-  /// the run's graph when it is this data's (the same fingerprint, metric
-  /// and k), so only the embedding is computed. openFile() comes here for
-  /// any folder that holds a session.json.
+  /// Opens a folder `manifold run` wrote -- its session (session.json) --
+  /// or `manifold knn` wrote -- the data, mask, metric and k its graph.json
+  /// records, the embedding's defaults -- with the graph it holds
+  /// (indices.npy, distances.npy, graph.json) taken as the run's graph when
+  /// it is this data's (the same fingerprint, metric and k), so only the
+  /// embedding is computed. openFile() comes here for such folders.
   void openResults(const QString& dir);
-  /// A folder holding a session.json (what openResults opens).
+  /// A folder holding a session.json, or a graph (graph.json and
+  /// indices.npy): what openResults opens.
   static bool isResultsFolder(const QString& path);
   bool saveSession(const QString& path);
 
