@@ -378,6 +378,31 @@ TEST(Metadata, IdxLabelsSynthetic) {
             std::string::npos);
 }
 
+// IDX labels in a folder that says "fashion" are named as Fashion-MNIST's
+// classes, unless a class list is beside them or a code is not one of its ten.
+TEST(Metadata, IdxLabelsInAFashionFolderAreNamed) {
+  TempDir t;
+  fs::create_directories(t / "Fashion-MNIST/raw");
+  const std::string path = t / "Fashion-MNIST/raw/t10k-labels-idx1-ubyte";
+  auto write_labels = [&](std::vector<unsigned char> codes) {
+    std::string bytes("\0\0\x08\x01", 4);
+    for (int shift : {24, 16, 8, 0}) bytes += static_cast<char>(codes.size() >> shift & 0xff);
+    bytes.append(codes.begin(), codes.end());
+    write_text(path, bytes);
+  };
+  write_labels({9, 0, 8, 1});
+  auto cols = load(path);
+  ASSERT_EQ(cols.size(), 1u);
+  EXPECT_EQ(cols[0].text(0), "Ankle boot");
+  EXPECT_EQ(cols[0].text(1), "T-shirt/top");
+  EXPECT_EQ(cols[0].text(2), "Bag");
+  write_labels({9, 0, 10, 1});  // not Fashion-MNIST's codes: the numbers
+  EXPECT_EQ(load(path)[0].text(2), "10");
+  write_labels({9, 0, 8, 1});
+  write_text(t / "Fashion-MNIST/raw/classes.txt", "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n");  // the user's list wins
+  EXPECT_EQ(load(path)[0].text(0), "j");
+}
+
 TEST(Metadata, FashionMnistLabels) {
   const std::string path = testing_support::fashion_mnist_dir() + "/t10k-labels-idx1-ubyte.gz";
   if (!fs::exists(path)) GTEST_SKIP() << "no Fashion-MNIST labels";
@@ -387,7 +412,8 @@ TEST(Metadata, FashionMnistLabels) {
   std::vector<int> count(10, 0);
   for (int32_t code : c.codes) ++count[static_cast<size_t>(code)];
   for (int k = 0; k < 10; ++k) EXPECT_EQ(count[static_cast<size_t>(k)], 1000) << k;  // the test set is balanced
-  EXPECT_EQ(c.codes[0], 9);  // the first test image is an ankle boot
+  EXPECT_EQ(c.codes[0], 9);            // the first test image is an ankle boot
+  EXPECT_EQ(c.text(0), "Ankle boot");  // named: no class list beside, and the folder says fashion
   // Discovered beside the images.
   auto found = discover_metadata(testing_support::fashion_mnist_dir() + "/t10k-images-idx3-ubyte.gz");
   ASSERT_EQ(found.size(), 1u);

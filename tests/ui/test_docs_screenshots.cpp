@@ -24,6 +24,7 @@
 #include <cmath>
 
 #include "manifold/ui/main_window.h"
+#include "manifold/ui/thumbnail_model.h"
 #include "ui_test_support.h"
 
 using namespace manifold;
@@ -154,6 +155,13 @@ class TestDocsScreenshots : public QObject {
     w.runNow();
     QVERIFY2(shown.wait(280000), errors.isEmpty() ? "no embedding" : qPrintable(errors.last().at(0).toString()));
     QCOMPARE(w.colourKey(), label);  // the labels found beside the images
+    // ... named as Fashion-MNIST's classes in the legend (no class list beside them).
+    const auto& columns = w.dataset()->metadata;
+    const auto labels = std::find_if(columns.begin(), columns.end(),
+                                     [&](const PointMetadata& m) { return m.name == label; });
+    QVERIFY(labels != columns.end());
+    QCOMPARE(labels->category_names.size(), size_t(10));
+    QCOMPARE(labels->category_names[9].second, QStringLiteral("Ankle boot"));
     QVERIFY(raise_dock(w, "metadataDock"));
     QTRY_VERIFY(!w.metadataTable()->correlations().empty());
     const MetadataCorrelation* l = find_correlation(w.metadataTable()->correlations(), label);
@@ -164,6 +172,16 @@ class TestDocsScreenshots : public QObject {
     QVERIFY2(l->per_coordinate[l->best] > 0.5, qPrintable(QString::number(l->per_coordinate[l->best])));
     QCOMPARE(w.metadataTable()->currentColumn(), label);
     QVERIFY(pin_middle_point(w));
+    // The pinned image's caption and its thumbnail's tooltip name its class.
+    const int64_t pinned = w.pinnedRow();
+    QVERIFY(pinned >= 0);
+    const QString name = labels->category_names[static_cast<size_t>(w.dataset()->data.labels[pinned])].second;
+    QVERIFY2(w.imagePanel()->caption().contains(QStringLiteral("label ") + name),
+             qPrintable(w.imagePanel()->caption()));
+    ThumbnailModel gallery;
+    gallery.setDataset(w.dataset());
+    const QString tip = gallery.data(gallery.index(static_cast<int>(pinned)), Qt::ToolTipRole).toString();
+    QVERIFY2(tip.endsWith(QStringLiteral(" \u00b7 ") + name), qPrintable(tip));
     QVERIFY(save_window(w, "metadata-fashion-mnist.png"));
   }
 

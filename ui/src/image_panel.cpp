@@ -149,8 +149,8 @@ void ImagePanel::refresh() {
   if (row != shown_) canvas_->setImage(renderRow(*dataset_, row, 0, log_scale_, contrast()));
   shown_ = row;
   QString text = hovering ? tr("<b>Image %1</b> (under the cursor)").arg(row) : tr("<b>Image %1</b> (pinned)").arg(row);
-  const auto& labels = dataset_->data.labels;
-  if (static_cast<int64_t>(labels.size()) > row) text += tr(" \u00b7 label %1").arg(labels[row]);
+  if (const QString label = dataset_->labelText(row); !label.isEmpty())
+    text += tr(" \u00b7 label %1").arg(label.toHtmlEscaped());
   const auto& names = dataset_->data.item_names;
   if (static_cast<int64_t>(names.size()) > row)
     text += QStringLiteral(" \u00b7 ") + QString::fromStdString(names[static_cast<size_t>(row)]).toHtmlEscaped();

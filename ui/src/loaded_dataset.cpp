@@ -57,7 +57,8 @@ void add_derived_metadata(LoadedDataset& ds) {
 
 /// The user's metadata found beside `path` (core's discovery): each column
 /// also as a PointMetadata the view colours by, unless a column of that
-/// name is there already (the reader's own labels). What cannot be used is
+/// name is there already (the reader's own labels, which take the found
+/// column's class names when its values are theirs). What cannot be used is
 /// said in the dataset's notice, never an error: the images are still good.
 void add_user_metadata(LoadedDataset& ds, const std::string& path) {
   std::vector<std::string> warnings;
@@ -69,9 +70,18 @@ void add_user_metadata(LoadedDataset& ds, const std::string& path) {
   }
   for (const MetadataColumn& c : found.columns()) {
     const QString name = QString::fromStdString(c.name);
-    if (std::any_of(ds.metadata.begin(), ds.metadata.end(), [&](const PointMetadata& m) { return m.name == name; }))
+    const auto same = std::find_if(ds.metadata.begin(), ds.metadata.end(),
+                                   [&](const PointMetadata& m) { return m.name == name; });
+    if (same == ds.metadata.end()) {
+      ds.metadata.push_back(pointMetadata(c));
       continue;
-    ds.metadata.push_back(pointMetadata(c));
+    }
+    // The reader's labels are numbers; the same values found beside the
+    // data may come with their classes' names (a class list, Fashion-MNIST's).
+    PointMetadata found_column = pointMetadata(c);
+    if (same->categorical && same->category_names.empty() && found_column.categorical &&
+        found_column.values == same->values)
+      same->category_names = std::move(found_column.category_names);
   }
   for (const std::string& w : warnings)
     ds.notice += (ds.notice.isEmpty() ? QString() : QStringLiteral(" ")) + QString::fromStdString(w);
@@ -155,6 +165,16 @@ QString LoadedDataset::itemText() const {
   if (mask.empty())
     return QObject::tr("%1 values").arg(QLocale(QLocale::English).toString(static_cast<qlonglong>(data.cols())));
   return QStringLiteral("%1, %2").arg(frameText(), usedText());
+}
+
+QString LoadedDataset::labelText(int64_t row) const {
+  if (row < 0 || row >= static_cast<int64_t>(data.labels.size())) return {};
+  const int value = data.labels[static_cast<size_t>(row)];
+  for (const PointMetadata& m : metadata)
+    if (m.name == QObject::tr("label"))
+      for (const auto& [code, name] : m.category_names)
+        if (code == value) return name;
+  return QString::number(value);
 }
 
 QString LoadedDataset::maskText() const {

@@ -100,7 +100,11 @@ QVariant ThumbnailModel::data(const QModelIndex& index, int role) const {
       cache_.insert(row, pixmap, 1);
       return copy;
     }
-    case Qt::ToolTipRole: return tr("Image %1 of %2").arg(row).arg(dataset_->rows());
+    case Qt::ToolTipRole: {  // the caption keeps the label's number; its class's name is here
+      const QString label = dataset_->labelText(row);
+      const QString image = tr("Image %1 of %2").arg(row).arg(dataset_->rows());
+      return label.isEmpty() ? image : image + QStringLiteral(" \u00b7 ") + label;
+    }
     case DatasetRowRole: return QVariant::fromValue<qlonglong>(row);
     case Qt::SizeHintRole: return QSize(size_ + 8, size_ + 22);
     default: return {};

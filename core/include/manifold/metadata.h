@@ -20,7 +20,8 @@
 //                       the HDF5 dataset at PATH: N or N x m numbers, or N strings
 //   *-labels-idx1-ubyte[.gz]
 //                       MNIST IDX labels (categorical), class names from a
-//                       list file beside it when there is one (see class_names_beside)
+//                       list file beside it when there is one (see class_names_beside),
+//                       else Fashion-MNIST's ten when a folder above says "fashion"
 // Angle columns: a column whose name holds "angle", "theta", "azimuth" or
 // "rotation" (or from NAME.angles.npy); degrees when the name holds "deg" or
 // any |value| exceeds 2 pi, else radians. Integer columns whose name has the
@@ -98,7 +99,9 @@ MetadataSpec parse_metadata_spec(const std::string& text);
 std::vector<MetadataColumn> load_metadata_file(const MetadataSpec& spec);
 
 /// MNIST IDX labels as a categorical column; category names from
-/// `class_names` (one per line, code = line number) when given, else the numbers.
+/// `class_names` (one per line, code = line number) when given, else
+/// Fashion-MNIST's (T-shirt/top ... Ankle boot) for a file in a folder whose
+/// name holds "fashion" and codes 0..9, else the numbers.
 MetadataColumn read_idx_labels(const std::string& path, const std::string& class_names = {});
 
 /// The class-name list beside a label file, or "": STEM.classes.txt, then

@@ -477,6 +477,23 @@ bool is_idx_labels(const std::string& path) {
   return name.find("idx1-ubyte") != std::string::npos || ends_with(name, ".idx1") || ends_with(name, ".idx1.gz");
 }
 
+/// Fashion-MNIST's label file: one under a folder whose name says
+/// "fashion" (Debian's /usr/share/datasets/fashion-mnist, the project's
+/// data/fashion), where a user often cannot add a class list.
+bool is_fashion_mnist(const std::string& labels_file) {
+  for (const auto& part : fs::path(labels_file).parent_path())
+    if (lower(part.string()).find("fashion") != std::string::npos) return true;
+  return false;
+}
+
+/// Fashion-MNIST's ten classes, in the order of their codes (the
+/// dataset's own documentation).
+const std::vector<std::string>& fashion_mnist_classes() {
+  static const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                 "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  return names;
+}
+
 }  // namespace
 
 MetadataColumn read_idx_labels(const std::string& path, const std::string& class_names) {
@@ -501,6 +518,8 @@ MetadataColumn read_idx_labels(const std::string& path, const std::string& class
   std::vector<double> v(raw.begin(), raw.end());
   std::vector<std::string> names;
   if (!class_names.empty()) names = read_lines(class_names);
+  else if (is_fashion_mnist(path) && std::all_of(raw.begin(), raw.end(), [](unsigned char c) { return c < 10; }))
+    names = fashion_mnist_classes();
   return categorical_from_integers("label", path, v, names);
 }
 

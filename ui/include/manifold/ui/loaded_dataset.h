@@ -72,6 +72,10 @@ struct LoadedDataset {
   /// core's mask_summary ("mask: 2,096 of 2,304 pixels valid (91.0%) from
   /// FILE"), or "" without a mask.
   QString maskText() const;
+  /// The reader's label of `row`: its class name where the "label" column
+  /// names it (a class list, Fashion-MNIST's), else the number; "" without
+  /// labels.
+  QString labelText(int64_t row) const;
   /// What a session records as its mask so `run --session` builds the same
   /// graph: the file read, or "none".
   std::string maskOption() const;
