@@ -342,6 +342,31 @@ class TestRunFeedback : public QObject {
     QVERIFY(file.readAll().contains("\"local_scaling\": \"auto\""));
     QCOMPARE(read_session(session.toStdString()).diffusion.local_scaling, kLocalScalingAuto);
   }
+
+  // One dataset opens at a time: a session asked for while another dataset
+  // is being read is refused in one line and leaves that dataset as it
+  // opens (the session's parameters and run used to go to it).
+  void sessionWhileOpeningIsRefused() {
+    const QString big = t::write_rotating_spot_npy(dir_.filePath("opening.npy"), 4000, 64, 64);
+    Session s;
+    s.data = t::write_rotating_spot_npy(dir_.filePath("other.npy"), 100, 8, 8).toStdString();
+    s.backend = "cpu";
+    s.knn.k = 7;
+    const QString session = dir_.filePath("other.json");
+    write_session(session.toStdString(), s);
+    MainWindow w;
+    w.show();
+    QSignalSpy opened(&w, &MainWindow::datasetOpened);
+    QSignalSpy started(w.runner(), &JobRunner::started);
+    w.openFile(big);
+    w.openSession(session);
+    QVERIFY2(w.lastError().contains("Still opening the previous dataset"), qPrintable(w.lastError()));
+    QVERIFY(opened.wait(60000));
+    QCOMPARE(w.dataset()->rows(), int64_t(4000));
+    QVERIFY(w.parameterPanel()->parameters().knn.k != 7);
+    QTest::qWait(300);
+    QVERIFY(started.isEmpty());  // nothing runs: a dataset opened alone waits for Run
+  }
 };
 
 QTEST_MAIN(TestRunFeedback)

@@ -519,12 +519,15 @@ void MainWindow::show_notice(const QString& message) {
 
 // ---- opening ---------------------------------------------------------------------
 
+bool MainWindow::still_loading() {
+  if (!load_watcher_.isRunning()) return false;
+  show_error(tr("Still opening the previous dataset; try again in a moment."));
+  return true;
+}
+
 void MainWindow::start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what, bool run,
                             std::function<std::shared_ptr<const KnnGraph>()> graph) {
-  if (load_watcher_.isRunning()) {
-    show_error(tr("Still opening the previous dataset; try again in a moment."));
-    return;
-  }
+  if (still_loading()) return;
   run_after_load_ = run;
   message_bar_->hide();
   status_->setText(tr("Opening %1\u2026").arg(what));
@@ -678,6 +681,7 @@ void MainWindow::openSession(const QString& path) {
 }
 
 void MainWindow::start_session(const Session& s, std::function<std::shared_ptr<const KnnGraph>()> graph) {
+  if (still_loading()) return;  // before the pending state: the load under way would take it
   pending_session_ = s;
   OpenOptions options;
   options.hdf5_dataset = s.dataset;
@@ -757,6 +761,7 @@ void MainWindow::openResults(const QString& dir) {
     std::function<std::shared_ptr<const KnnGraph>()> graph;
     if (QFileInfo::exists(folder.filePath(QStringLiteral("graph.json"))))
       graph = [graph_dir = dir.toStdString()] { return std::make_shared<const KnnGraph>(read_graph(graph_dir)); };
+    if (still_loading()) return;
     if (!moved.isEmpty())
       pending_notice_ = tr("Read %1 beside the results: the path their session recorded is not there.")
                             .arg(moved.join(QStringLiteral(", ")));

@@ -266,6 +266,9 @@ class MainWindow : public QMainWindow {
   /// The session's "metadata_files" and "clusters" (see docs/ui.md).
   void save_user_columns(Session& session) const;
   void restore_user_columns(const Session& session);
+  /// True, with the message bar saying so, while a dataset is being opened
+  /// (one load at a time).
+  bool still_loading();
   /// Loads off the GUI thread (`graph`, if given, read after the data);
   /// on_loaded() takes the result.
   void start_load(std::function<std::shared_ptr<const LoadedDataset>()> load, const QString& what, bool run,
