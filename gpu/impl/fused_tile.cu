@@ -352,6 +352,40 @@ __device__ __forceinline__ void filter_epilogue(const FusedTileArgs& f, const Ca
   if (lane == 0 && pushed) atomicAdd(c.total, static_cast<unsigned long long>(pushed));
 }
 
+/// This thread's cp.async copies of the operand slabs: slab rows cr +
+/// (kThreads / 32) h, floats cc..cc+3, of A (block rows i_base.. of the row
+/// block) and B (tile columns j_base.., which lie in one row block: tiles
+/// start on a block boundary, and blocks are multiples of 128 rows). Each
+/// load moves the sources on by one slab (BK feature rows), so the loop
+/// computes no addresses from the slab index. A batch of seed tiles
+/// (gridDim.z > 1): tile z is block z against itself.
+template <int BK, int kThreads>
+struct SlabCopies {
+  static constexpr int kCopies = 32 * BK / kThreads;  // 16-byte copies per thread per operand and slab
+  int64_t ldt;
+  int cr, cc;
+  const float* ga;
+  const float* gb;
+
+  __device__ __forceinline__ SlabCopies(const FusedTileArgs& f, int i_base, int j_base, int t)
+      : ldt(f.ldt), cr(t >> 5), cc((t & 31) * 4) {
+    const int64_t zoff = static_cast<int64_t>(blockIdx.z) * f.block_stride;
+    ga = f.at + zoff + i_base + cr * ldt + cc;
+    gb = f.bt + zoff + static_cast<int64_t>(j_base / f.ldt) * f.block_stride + (j_base % f.ldt) + cr * ldt + cc;
+  }
+
+  __device__ __forceinline__ void load(float (*as)[BK][BM], float (*bs)[BK][BN], int stage) {
+#pragma unroll
+    for (int h = 0; h < kCopies; ++h) {
+      const int r = cr + (kThreads / 32) * h;  // slab row (k), h-th copy
+      cp_async16(&as[stage][r][cc], ga + (kThreads / 32) * h * ldt);
+      cp_async16(&bs[stage][r][cc], gb + (kThreads / 32) * h * ldt);
+    }
+    ga += BK * ldt;
+    gb += BK * ldt;
+  }
+};
+
 /// A kernel shape's block size and dynamic shared memory: the A and B
 /// slabs, then (strips) the block's edges (fetch_edges) and its staged
 /// candidates.
@@ -375,7 +409,6 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
   using Shape = FusedShape<TN, BK, kStages, Dense>;
   constexpr int kThreads = Shape::kThreads;
   constexpr int kWarpsN = 128 / (TN * 4);
-  constexpr int kCopies = 32 * BK / kThreads;  // 16-byte copies per thread per operand and slab
   extern __shared__ __align__(16) float smem[];
   auto as = reinterpret_cast<float(*)[BK][BM]>(smem);
   auto bs = reinterpret_cast<float(*)[BK][BN]>(smem + Shape::kSlabFloats);
@@ -388,29 +421,8 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
   if constexpr (Dense)
     if (blockIdx.y < blockIdx.x) return;
   const int i_base = blockIdx.x * BM, j_base = blockIdx.y * BN;
-  // The A operand: block rows i_base.. of the row block; B: tile columns
-  // j_base.., which lie in one row block (tiles start on a block boundary,
-  // and blocks are multiples of 128 rows).
-  // A batch of seed tiles (gridDim.z > 1): tile z is block z against itself.
-  const int64_t zoff = static_cast<int64_t>(blockIdx.z) * f.block_stride;
-  const int64_t ldt = f.ldt;
-  const int cr = t >> 5, cc = (t & 31) * 4;
-  // This thread's copies: slab rows cr + (kThreads / 32) h, floats cc..cc+3;
-  // each load moves the source on by one slab (BK feature rows), so the
-  // loop computes no addresses from the slab index.
-  const float* ga = f.at + zoff + i_base + cr * ldt + cc;
-  const float* gb = f.bt + zoff + static_cast<int64_t>(j_base / f.ldt) * f.block_stride + (j_base % f.ldt) + cr * ldt +
-                    cc;
-  auto load = [&](int stage) {
-#pragma unroll
-    for (int h = 0; h < kCopies; ++h) {
-      const int r = cr + (kThreads / 32) * h;  // slab row (k), h-th copy
-      cp_async16(&as[stage][r][cc], ga + (kThreads / 32) * h * ldt);
-      cp_async16(&bs[stage][r][cc], gb + (kThreads / 32) * h * ldt);
-    }
-    ga += BK * ldt;
-    gb += BK * ldt;
-  };
+  SlabCopies<BK, kThreads> copies(f, i_base, j_base, t);
+  auto load = [&](int stage) { copies.load(as, bs, stage); };
 
   // In a warp, 8 x 4 threads of 8 x TN entries: rows ty*4 + {0..3} and
   // 32 + ty*4 + {0..3}, columns tx*4 + 16 q + {0..3}. A warp's fragment
