@@ -57,6 +57,7 @@ while :; do
   mv "$log" "$work/findings/$name-libhdf5-$restarts.log"
   in_libhdf5+=("${input:-?}")
   restarts=$((restarts + 1))
+  status=0  # listed, not a finding: a crash that ends the time left ends the run clean
   [ $((deadline - SECONDS)) -ge 1 ] || break
 done
 if [ $status = 0 ]; then
