@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
 
 #include "manifold/error.h"
 #include "manifold/npy.h"
@@ -49,14 +50,8 @@ void write_graph(const std::string& dir, const KnnGraph& g) {
   tx.commit();
 }
 
-KnnGraph read_graph(const std::string& dir) {
-  const std::string ipath = (fs::path(dir) / "indices.npy").string();
-  const std::string dpath = (fs::path(dir) / "distances.npy").string();
+KnnGraph read_graph_metadata(const std::string& dir) {
   const std::string jpath = (fs::path(dir) / "graph.json").string();
-  if (!fs::is_directory(dir)) throw Error(dir + ": not a graph directory (missing)");
-  for (auto& p : {ipath, dpath, jpath})
-    if (!fs::exists(p)) throw Error(p + ": missing (not a graph directory written by manifold knn?)");
-  KnnGraph g;
   nlohmann::json j;
   try {
     std::ifstream in(jpath);
@@ -64,19 +59,16 @@ KnnGraph read_graph(const std::string& dir) {
   } catch (const std::exception& e) {
     throw Error(jpath + ": not valid JSON");
   }
-  // The two arrays are read at the same time; an error in indices.npy is
-  // the one reported first (the future's destructor waits for the other read).
-  std::vector<int64_t> ishape, dshape;
-  auto distances = std::async(std::launch::async,
-                              [&] { return npy::read<float, DefaultInitAllocator<float>>(dpath, &dshape); });
-  g.indices = npy::read<int64_t, DefaultInitAllocator<int64_t>>(ipath, &ishape);
-  g.distances = distances.get();
-  if (ishape.size() != 2) throw Error(ipath + ": expected a 2-D array");
-  if (dshape != ishape) throw Error(dpath + ": shape does not match indices.npy");
-  g.n = ishape[0];
-  g.k = static_cast<int>(ishape[1]);
+  KnnGraph g;
+  g.n = -1, g.k = -1;
   try {
-    if (j.value("n", g.n) != g.n || j.value("k", g.k) != g.k) throw Error(jpath + ": n/k disagree with indices.npy");
+    // n and k, where given, must be counts (a float such as 1e30 is not one).
+    for (const char* key : {"n", "k"})
+      if (j.contains(key) && !(j[key].is_number_integer() && j[key].get<int64_t>() >= 0 &&
+                               j[key].get<int64_t>() <= std::numeric_limits<int>::max()))
+        throw Error(jpath + ": \"" + key + "\" must be a count");
+    g.n = j.value("n", int64_t{-1});
+    g.k = j.value("k", -1);
     g.d = j.value("d", int64_t{0});
     // The metric comes from the file, not from an option: name the file.
     const std::string metric = j.value("metric", std::string("euclidean"));
@@ -95,6 +87,30 @@ KnnGraph read_graph(const std::string& dir) {
   } catch (const nlohmann::json::exception&) {
     throw Error(jpath + ": malformed graph metadata");
   }
+  return g;
+}
+
+KnnGraph read_graph(const std::string& dir) {
+  const std::string ipath = (fs::path(dir) / "indices.npy").string();
+  const std::string dpath = (fs::path(dir) / "distances.npy").string();
+  const std::string jpath = (fs::path(dir) / "graph.json").string();
+  if (!fs::is_directory(dir)) throw Error(dir + ": not a graph directory (missing)");
+  for (auto& p : {ipath, dpath, jpath})
+    if (!fs::exists(p)) throw Error(p + ": missing (not a graph directory written by manifold knn?)");
+  KnnGraph g = read_graph_metadata(dir);
+  // The two arrays are read at the same time; an error in indices.npy is
+  // the one reported first (the future's destructor waits for the other read).
+  std::vector<int64_t> ishape, dshape;
+  auto distances = std::async(std::launch::async,
+                              [&] { return npy::read<float, DefaultInitAllocator<float>>(dpath, &dshape); });
+  g.indices = npy::read<int64_t, DefaultInitAllocator<int64_t>>(ipath, &ishape);
+  g.distances = distances.get();
+  if (ishape.size() != 2) throw Error(ipath + ": expected a 2-D array");
+  if (dshape != ishape) throw Error(dpath + ": shape does not match indices.npy");
+  if ((g.n >= 0 && g.n != ishape[0]) || (g.k >= 0 && g.k != ishape[1]))
+    throw Error(jpath + ": n/k disagree with indices.npy");
+  g.n = ishape[0];
+  g.k = static_cast<int>(ishape[1]);
   for (int64_t i = 0; i < g.n * g.k; ++i) {
     if (g.indices[i] < 0 || g.indices[i] >= g.n)
       throw Error(ipath + ": index " + std::to_string(g.indices[i]) + " at row " + std::to_string(i / g.k) +

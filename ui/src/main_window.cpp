@@ -28,10 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
@@ -709,34 +706,28 @@ std::string moved_file(const std::string& recorded, const QDir& folder) {
 /// HDF5 dataset and mask (graph.json's "extra"), its metric, k and self
 /// rule, and the embedding's defaults.
 Session session_of_graph(const QDir& folder) {
+  const KnnGraph g = read_graph_metadata(folder.path().toStdString());
   const std::string path = folder.filePath(QStringLiteral("graph.json")).toStdString();
-  nlohmann::json j;
-  try {
-    std::ifstream in(path);
-    j = nlohmann::json::parse(in);
-  } catch (const std::exception&) {
-    throw Error(path + ": not valid JSON");
-  }
-  const nlohmann::json extra = j.value("extra", nlohmann::json::object());
-  if (!extra.is_object() || !extra.contains("data") || !extra["data"].is_string())
+  const auto data = g.extra.find("data");
+  if (data == g.extra.end() || !data->is_string())
     throw Error(path + ": it does not say which data the graph was built from (\"extra\": {\"data\": ...})");
+  if (g.k < 1) throw Error(path + ": \"k\" is missing or not positive");
   Session s;
-  try {
-    s.data = extra["data"].get<std::string>();
-    s.dataset = extra.value("dataset", std::string());
-    // The mask the graph was built with: its file, or the one inside the
-    // data (found again with them); none recorded, none applied.
-    s.mask = extra.contains("mask") ? extra["mask"].value("file", std::string()) : std::string("none");
-    const nlohmann::json& k = j.at("k");
-    if (!k.is_number_integer() || k.get<int64_t>() < 1 || k.get<int64_t>() > (int64_t{1} << 30))
-      throw Error(path + ": \"k\" must be a positive integer");
-    s.knn.k = k.get<int>();
-    s.knn.metric = parse_metric(j.value("metric", std::string("euclidean")));
-    s.knn.keep_self = j.value("keep_self", false);
-  } catch (const nlohmann::json::exception&) {
-    throw Error(path + ": malformed graph metadata");
+  s.data = data->get<std::string>();
+  const auto dataset = g.extra.find("dataset");
+  if (dataset != g.extra.end() && dataset->is_string()) s.dataset = dataset->get<std::string>();
+  // The mask the graph was built with: its file, or the one inside the
+  // data (found again with them); none recorded, none applied.
+  const auto mask = g.extra.find("mask");
+  s.mask = "none";
+  if (mask != g.extra.end()) {
+    const auto file = mask->is_object() ? mask->find("file") : mask->end();
+    s.mask = file != mask->end() && file->is_string() ? file->get<std::string>() : std::string();
   }
-  s.diffusion.k = s.knn.k;
+  s.knn.k = g.k;
+  s.knn.metric = g.metric;
+  s.knn.keep_self = g.keep_self;
+  s.diffusion.k = g.k;
   return s;
 }
 

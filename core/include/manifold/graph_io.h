@@ -18,6 +18,10 @@ void start_graph_writes(ParallelWrites& writes, OutputTransaction& tx, const Knn
 /// Reads a graph directory back; checks that the files agree in shape and that
 /// every index is in range. Throws Error naming the file.
 KnnGraph read_graph(const std::string& dir);
+/// graph.json alone, as read_graph reads it (no arrays): n and k where it
+/// gives them (else -1), d, metric, self rule, fingerprint, extra (the
+/// data and mask `knn` records). Throws Error naming the file.
+KnnGraph read_graph_metadata(const std::string& dir);
 /// graph.json as written by write_graph.
 nlohmann::json graph_metadata(const KnnGraph& graph);
 
