@@ -30,6 +30,7 @@ DeviceContext::DeviceContext(int dev) : device(select_device(dev)) {
   name = prop.name;
   shared_optin = prop.sharedMemPerBlockOptin;
   sms = prop.multiProcessorCount;
+  compute_major = prop.major;
   cublas_check(cublasSetStream(cublas, gemm), "binding cuBLAS to its stream");
 }
 

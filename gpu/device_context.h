@@ -29,6 +29,7 @@ class DeviceContext {
   std::string name;
   size_t shared_optin = 0;  ///< opt-in shared memory per block
   int sms = 0;
+  int compute_major = 0;  ///< compute capability's major number (TF32 mma from 8)
 
   /// The selection stream (merges) is the device's highest priority: a
   /// merge's blocks start as soon as a tile kernel's leave room, so the

@@ -116,9 +116,10 @@ class DeviceEngine {
  public:
   /// Takes the device's context (waiting for another build on it to finish)
   /// and allocates what the plan needs (throws DeviceOutOfMemory).
-  /// `tensor`: dot products on tensor cores (TF32, cublasGemmEx with
-  /// CUBLAS_COMPUTE_32F_FAST_TF32) for --precision fast-exact; otherwise
-  /// float32 (cuBLAS SGEMM in the engine's math mode, or the fused kernel).
+  /// `tensor`: dot products on tensor cores for --precision fast-exact
+  /// (cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32, or the fused kernel's
+  /// TF32 strips); otherwise float32 (cuBLAS SGEMM in the engine's math mode,
+  /// or the fused FFMA kernel).
   /// `selection` (cuBLAS plans only; outlives the engine): a paper
   /// strategy's selection instead of the filter and merge, which then get
   /// no candidate sets.
@@ -276,7 +277,9 @@ class DeviceEngine {
   std::unique_lock<std::mutex> lock_;
   const float* host_rows_;
   TilePlan plan_;
-  bool keep_self_, force_block_, tensor_;
+  bool keep_self_, force_block_;
+  bool tensor_;      // cuBLAS's GEMMs (tiles, prior bound, rescan) in TF32
+  bool tf32_tiles_;  // the fused kernel's strips on tensor cores, its operands rounded to TF32
   TileSelection* selection_;
   double gemm_busy_until_ = 0;  ///< end of the latest completed tile's kernel, ms after loop_start
 

@@ -165,8 +165,11 @@ struct EngineBuildStats {
 
   nlohmann::json to_json() const {
     nlohmann::json j;
-    j["dot_products"] = tensor ? "TF32 tensor cores (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32)"
-                               : (plan.fused ? "float32 FFMA (fused kernel)" : "float32 FFMA (cuBLAS SGEMM)");
+    if (tensor)
+      j["dot_products"] = plan.fused ? "TF32 tensor cores (fused kernel's mma.sync; seed tiles float32 FFMA)"
+                                     : "TF32 tensor cores (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32)";
+    else
+      j["dot_products"] = plan.fused ? "float32 FFMA (fused kernel)" : "float32 FFMA (cuBLAS SGEMM)";
     j["devices"] = devices;
     j["device_names"] = device_names;
     j["per_device"] = per_device;
@@ -178,8 +181,9 @@ struct EngineBuildStats {
       j["translation_norm_ratio"] = translation.norm_ratio;
       j["translation_exact"] = translation.exact;
     }
-    j["tile_kernel"] = plan.fused ? "fused FFMA GEMM + filter"
-                                  : (tensor ? "cuBLAS TF32 GEMM + filter" : "cuBLAS SGEMM + filter");
+    if (plan.fused) j["tile_kernel"] = tensor ? "fused TF32 GEMM + filter" : "fused FFMA GEMM + filter";
+    else
+      j["tile_kernel"] = tensor ? "cuBLAS TF32 GEMM + filter" : "cuBLAS SGEMM + filter";
     if (!plan.resident) {
       j["slots"] = plan.slots;
       j["panel_blocks"] = std::max(1, plan.slots - 2);
@@ -304,17 +308,19 @@ class EngineBuild {
     const auto t1 = std::chrono::steady_clock::now();
     uint64_t budget = UINT64_MAX;
     size_t shared = SIZE_MAX;
+    bool tf32_mma = true;  // every device runs TF32 mma.sync (compute capability 8.0)
     for (int dev : stats_.devices) {
       budget = std::min(budget, device_budget(dev, params_.gpu_memory));
       shared = std::min(shared, DeviceContext::get(dev).shared_optin);
+      tf32_mma = tf32_mma && DeviceContext::get(dev).compute_major >= 8;
     }
     if (certify_shared_bytes(cap_) > shared)
       throw UsageError("-k " + std::to_string(g_.k) + ": the final step needs more shared memory than this GPU has");
     PlanRequest req;
     req.n = rows_.rows, req.d = rows_.cols, req.k = cap_, req.k_out = g_.k;
     req.devices = static_cast<int>(stats_.devices.size());
-    // Tensor cores come through cuBLAS; the fused kernel is float32 FFMA.
-    req.fused = !stats_.tensor && use_fused(rows_.cols);
+    // fast-exact's fused strips are TF32 mma.sync (compute capability 8.0).
+    req.fused = use_fused(rows_.cols) && (!stats_.tensor || tf32_mma);
     req.shared_memory = shared;
     req.tile_override = settings().tile;
     // Pending room only where every merge takes the block path (the warp

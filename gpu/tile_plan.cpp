@@ -80,7 +80,7 @@ std::vector<std::pair<int, int>> resident_shapes(const PlanRequest& r, std::pair
     for (int W : {16384, 32768})
       if (static_cast<uint64_t>(r.n) >= 16 * static_cast<uint64_t>(W)) shapes.insert(shapes.begin(), {2048, W});
   }
-  // cuBLAS + filter (d > 256, and fast-exact's TF32): each tile's filter and
+  // cuBLAS + filter (d > 256, or no TF32 mma for fast-exact): each tile's filter and
   // merge share the GPU with the next tile's GEMM, and their cost per tile
   // falls with fewer, wider tiles (the filter reads a tile beyond L2 at the
   // HBM rate). As wide as 32768 columns where the first strip still has 12

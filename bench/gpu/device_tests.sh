@@ -15,8 +15,8 @@ printf '#!/usr/bin/env bash\nexec %q manifold "$@"\n' "$bundle/run" > "$bundle/m
 chmod +x "$bundle/manifold"
 export MANIFOLD_CLI=$bundle/manifold
 status=0
-# Default dot-product kernel (cuBLAS SGEMM + filter), then the exactness
-# suite again with the fused kernel.
+# Default dot-product kernel (the fused kernels at d <= 256, cuBLAS + filter
+# beyond), then the exactness suite again with every tile on the fused kernel.
 for t in test_gpu_engine test_gpu_knn; do
   "$bundle/run" "$t" --gtest_color=no > "$out/$t.log" 2>&1 || status=1
   echo "$t:"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|\[ info \]" "$out/$t.log"
@@ -25,6 +25,13 @@ done
 "$bundle/run" test_gpu_knn --gemm=fused --gtest_filter='-GpuKnn.FashionMnistLargeK' --gtest_color=no \
   > "$out/test_gpu_knn_fused.log" 2>&1 || status=1
 echo "test_gpu_knn --gemm=fused:"; grep -E "^\[  (PASSED|FAILED) |tests ran" "$out/test_gpu_knn_fused.log"
+# fast-exact equals exact: on the fused kernels (TF32 strips at d <= 256) and on cuBLAS.
+if [ -x "$bundle/bin/test_gpu_precision" ]; then
+  for path in fused cublas; do
+    "$bundle/run" test_gpu_precision --gemm=$path --gtest_color=no > "$out/test_gpu_precision_$path.log" 2>&1 || status=1
+    echo "test_gpu_precision --gemm=$path:"; grep -E "^\[  (PASSED|FAILED) |tests ran" "$out/test_gpu_precision_$path.log"
+  done
+fi
 export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 for tool in memcheck racecheck; do
   filter='GpuSanitizer.*'

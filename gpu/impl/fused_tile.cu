@@ -1,9 +1,12 @@
-// The fused tile kernel: the tile's dot products by a register-blocked
-// float32 FFMA GEMM, turned into squared distances and filtered against the
-// row and column bounds in registers, so the tile is never written to
-// memory. It exists because cuBLAS reaches only ~60% of its large-GEMM rate
-// when the inner dimension is short (d ~ 128-256: few main-loop steps per
-// block, then a whole tile to write back, which the filter then reads again).
+// The fused tile kernels: the tile's dot products by a register-blocked
+// float32 FFMA GEMM (exact precision) or by TF32 mma.sync on tensor cores
+// (fast-exact), turned into squared distances and filtered against the row
+// and column bounds in registers, so the tile is never written to memory.
+// They exist because cuBLAS reaches only ~60% of its large-GEMM rate when
+// the inner dimension is short (d ~ 128-256: few main-loop steps per block,
+// then a whole tile to write back, which the filter then reads again).
+// Below: the FFMA kernel; the TF32 kernel, at the end, shares its copies,
+// pipeline and epilogue.
 //
 // Layout: the operands are the row blocks transposed on the device
 // (feature-major, [dpad][ld], see launch_transpose_block), so a k-slab of
@@ -33,8 +36,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <cooperative_groups.h>
-
 #include "impl/kernels.h"
 #include "utils/cuda_check.h"
 #include "utils/keys.cuh"
@@ -42,8 +43,6 @@
 namespace manifold::gpu {
 
 namespace {
-
-namespace cg = cooperative_groups;
 
 constexpr int BM = 128, BN = 128;
 
@@ -94,9 +93,9 @@ __device__ __forceinline__ unsigned push_to_slots(float* cdist, int* cindex, int
 /// filters its entries and sent to their slots by all its threads after it.
 /// Pushed where they pass, each candidate's global atomic is a round trip
 /// its warp waits for, one passing lane after another: at k = 1000 that
-/// made the strip kernel half as slow again as at k = 20. Staged, a
-/// candidate costs one shared-memory atomic per passing group of lanes, and
-/// the global atomics of the block's candidates are in flight together.
+/// made the strip kernel half as slow again as at k = 20. Staged, a warp's
+/// candidates cost one shared-memory atomic (filter_epilogue), and the
+/// global atomics of the block's candidates are in flight together.
 /// A candidate is its distance and its place in the block and roles, packed
 /// in 16 bits (pack_where).
 constexpr int kStagedCap = 2048;
@@ -111,27 +110,6 @@ __device__ __forceinline__ unsigned pack_where(int bi, int bj, bool row_role, bo
   static_assert(BM <= 128 && BN <= 128, "a block's row and column take 7 bits each");
   return static_cast<unsigned>(bi) | static_cast<unsigned>(bj) << 7 | static_cast<unsigned>(row_role) << 14 |
          static_cast<unsigned>(col_role) << 15;
-}
-
-// The rare entry that passes a bound: staged, or pushed at once when the
-// stage is full. Out of line, so the unrolled epilogue stays a few
-// instructions per entry (the kernel's code must fit the instruction cache).
-__device__ __noinline__ unsigned stage_candidate(StagedCandidates* staged, float* cdist, int* cindex, int* count,
-                                                 int* dirty, int* n_dirty, int T, int W, int r0, int c0, int rows,
-                                                 int cols, bool keep_self, int li, int lj, float dist, bool row_role,
-                                                 bool col_role) {
-  // The lanes here together take consecutive places by one atomic.
-  const cg::coalesced_group group = cg::coalesced_threads();
-  int first = 0;
-  if (group.thread_rank() == 0) first = atomicAdd(&staged->n, static_cast<int>(group.size()));
-  const int at = group.shfl(first, 0) + static_cast<int>(group.thread_rank());
-  if (at < kStagedCap) {
-    staged->dist[at] = dist;
-    staged->where[at] = pack_where(li % BM, lj % BN, row_role, col_role);
-    return 0;
-  }
-  return push_to_slots(cdist, cindex, count, dirty, n_dirty, T, W, r0, c0, rows, cols, keep_self, li, lj, dist,
-                       row_role, col_role);
 }
 
 /// The staged candidates to their slots, all threads of the block in turn.
@@ -314,37 +292,85 @@ __device__ __forceinline__ void fetch_edges(const FusedTileArgs& f, int i_base, 
   }
 }
 
+/// Where a thread's 8 x 8 accumulators lie in its block: entry [r][q] is
+/// block row row(r), column col(q). The FFMA tile's thread holds rows wm +
+/// 32 (r / 4) + r % 4 and columns wn + 16 (q / 4) + q % 4 (its two float4
+/// fragments of A, two of B).
+struct FfmaLayout {
+  int wm, wn;
+  __device__ __forceinline__ int row(int r) const { return wm + 32 * (r >> 2) + (r & 3); }
+  __device__ __forceinline__ int col(int q) const { return wn + 16 * (q >> 2) + (q & 3); }
+};
+
+/// Out of line: an entry past the stage's end, to its slots at once (rare).
+template <class Layout>
+__device__ __noinline__ unsigned push_past_stage(const FusedTileArgs& f, const CandidatesView& c, int* n_dirty, int li,
+                                                 int lj, float dist, bool row_role, bool col_role) {
+  return push_to_slots(c.dist, c.index, c.count, c.dirty, n_dirty, c.T, c.W, f.r0, f.c0, f.rows, f.cols, f.keep_self,
+                       li, lj, dist, row_role, col_role);
+}
+
 /// Strip tiles: each entry filtered against its row's and its column's
-/// bounds (from fetch_edges); the rare one that passes is staged
-/// (stage_candidate), and the block sends the staged ones to their slots
-/// once every warp has filtered its entries.
-template <int TN>
+/// bounds (from fetch_edges), the entries that pass staged a warp at a
+/// time, then sent to their slots by the whole block. A first pass marks
+/// this thread's passing entries (a bit each); the warp takes places for
+/// all of them by one shared atomic (a scan of the lanes' counts); a second
+/// pass writes each marked entry to its place. Where entries were staged
+/// one at a time, the lanes passing an entry took the warp into a divergent
+/// call, and with a few percent of entries passing (random rows: 7% at k =
+/// 20-100) some lane passed almost every one of a thread's 64 entries.
+template <int TN, class Layout>
 __device__ __forceinline__ void filter_epilogue(const FusedTileArgs& f, const CandidatesView& c, int counter,
-                                                const float (&acc)[8][TN], int i_base, int j_base, int wm, int wn,
-                                                int t, int lane, const float (*edge)[BM], StagedCandidates* staged) {
-  const int row_at[2] = {wm, wm + 32};
+                                                const float (&acc)[8][TN], int i_base, int j_base, Layout at, int t,
+                                                int lane, const float (*edge)[BM], StagedCandidates* staged) {
+  static_assert(8 * TN <= 64, "a bit per entry");
   int* n_dirty = c.n_dirty + counter;
-  unsigned pushed = 0;
-  float nj[TN], tc[TN];
+  float nj[TN], tc[TN], ni[8], tr[8];
 #pragma unroll
   for (int q = 0; q < TN; ++q) {
-    const int e = wn + 16 * (q >> 2) + (q & 3);
-    nj[q] = edge[kEdgeColNorm][e];
-    tc[q] = edge[kEdgeColBound][e];
+    nj[q] = edge[kEdgeColNorm][at.col(q)];
+    tc[q] = edge[kEdgeColBound][at.col(q)];
   }
 #pragma unroll
   for (int r = 0; r < 8; ++r) {
-    const int e = row_at[r >> 2] + (r & 3);
-    const float ni = edge[kEdgeRowNorm][e];
-    const float tr = edge[kEdgeRowBound][e];
+    ni[r] = edge[kEdgeRowNorm][at.row(r)];
+    tr[r] = edge[kEdgeRowBound][at.row(r)];
+  }
+  unsigned long long passed = 0;
+#pragma unroll
+  for (int r = 0; r < 8; ++r)
 #pragma unroll
     for (int q = 0; q < TN; ++q) {
-      const float dist = fmaf(-2.f, acc[r][q], ni + nj[q]);
-      const bool pr = dist <= tr, pc = dist <= tc[q];
-      if (pr || pc)
-        pushed += stage_candidate(staged, c.dist, c.index, c.count, c.dirty, n_dirty, c.T, c.W, f.r0, f.c0, f.rows,
-                                  f.cols, f.keep_self, i_base + e, j_base + wn + 16 * (q >> 2) + (q & 3), dist, pr, pc);
+      const float dist = fmaf(-2.f, acc[r][q], ni[r] + nj[q]);
+      if (dist <= tr[r] || dist <= tc[q]) passed |= 1ull << (r * TN + q);
     }
+  const int mine = __popcll(passed);
+  int upto = mine;  // inclusive scan of the lanes' counts
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int v = __shfl_up_sync(kFullMask, upto, off);
+    if (lane >= off) upto += v;
+  }
+  int place = 0;
+  if (lane == 31 && upto) place = atomicAdd(&staged->n, upto);
+  place = __shfl_sync(kFullMask, place, 31) + upto - mine;
+  unsigned pushed = 0;
+  if (passed) {
+#pragma unroll
+    for (int r = 0; r < 8; ++r)
+#pragma unroll
+      for (int q = 0; q < TN; ++q) {
+        if (!(passed >> (r * TN + q) & 1)) continue;
+        const float dist = fmaf(-2.f, acc[r][q], ni[r] + nj[q]);
+        const bool pr = dist <= tr[r], pc = dist <= tc[q];
+        if (place < kStagedCap) {
+          staged->dist[place] = dist;
+          staged->where[place] = pack_where(at.row(r), at.col(q), pr, pc);
+        } else {
+          pushed += push_past_stage<Layout>(f, c, n_dirty, i_base + at.row(r), j_base + at.col(q), dist, pr, pc);
+        }
+        ++place;
+      }
   }
   __syncthreads();  // every warp's candidates are staged
   pushed += push_staged(f, c, n_dirty, staged, i_base, j_base, t, 128 * 16 / TN);
@@ -352,14 +378,14 @@ __device__ __forceinline__ void filter_epilogue(const FusedTileArgs& f, const Ca
   if (lane == 0 && pushed) atomicAdd(c.total, static_cast<unsigned long long>(pushed));
 }
 
-/// This thread's cp.async copies of the operand slabs: slab rows cr +
-/// (kThreads / 32) h, floats cc..cc+3, of A (block rows i_base.. of the row
+/// This thread's cp.async copies of the operand slabs (shared rows of LD
+/// floats): slab rows cr + (kThreads / 32) h, floats cc..cc+3, of A (block rows i_base.. of the row
 /// block) and B (tile columns j_base.., which lie in one row block: tiles
 /// start on a block boundary, and blocks are multiples of 128 rows). Each
 /// load moves the sources on by one slab (BK feature rows), so the loop
 /// computes no addresses from the slab index. A batch of seed tiles
 /// (gridDim.z > 1): tile z is block z against itself.
-template <int BK, int kThreads>
+template <int BK, int kThreads, int LD = BM>
 struct SlabCopies {
   static constexpr int kCopies = 32 * BK / kThreads;  // 16-byte copies per thread per operand and slab
   int64_t ldt;
@@ -374,7 +400,7 @@ struct SlabCopies {
     gb = f.bt + zoff + static_cast<int64_t>(j_base / f.ldt) * f.block_stride + (j_base % f.ldt) + cr * ldt + cc;
   }
 
-  __device__ __forceinline__ void load(float (*as)[BK][BM], float (*bs)[BK][BN], int stage) {
+  __device__ __forceinline__ void load(float (*as)[BK][LD], float (*bs)[BK][LD], int stage) {
 #pragma unroll
     for (int h = 0; h < kCopies; ++h) {
       const int r = cr + (kThreads / 32) * h;  // slab row (k), h-th copy
@@ -389,10 +415,10 @@ struct SlabCopies {
 /// A kernel shape's block size and dynamic shared memory: the A and B
 /// slabs, then (strips) the block's edges (fetch_edges) and its staged
 /// candidates.
-template <int TN, int BK, int kStages, bool Dense>
+template <int TN, int BK, int kStages, bool Dense, int LD = BM>
 struct FusedShape {
   static constexpr int kThreads = 128 * 16 / TN;
-  static constexpr size_t kSlabFloats = static_cast<size_t>(kStages) * BK * BM;
+  static constexpr size_t kSlabFloats = static_cast<size_t>(kStages) * BK * LD;
   static constexpr size_t kEdgeBytes = 4 * BM * sizeof(float);
   static constexpr size_t kSharedBytes = 2 * kSlabFloats * sizeof(float) +
                                          (Dense ? 0 : kEdgeBytes + sizeof(StagedCandidates));
@@ -490,33 +516,179 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
   cp_async_wait<0>();
   if constexpr (Dense) seed_epilogue<TN>(f, c, acc, i_base, j_base, wm, wn, t, lane, &as[0][0][0]);
   else
-    filter_epilogue<TN>(f, c, counter, acc, i_base, j_base, wm, wn, t, lane, edge, staged);
+    filter_epilogue<TN>(f, c, counter, acc, i_base, j_base, FfmaLayout{wm, wn}, t, lane, edge, staged);
+}
+
+// ---- fast-exact's strip kernel: the dot products on tensor cores -----------
+// The same block (128 x 128 entries, 256 threads), pipeline and filter as the
+// FFMA kernel, with each warp's 64 x 32 entries computed by mma.sync
+// m16n8k8 TF32 (float32 accumulation) instead of FFMA chains. Its operands
+// are TF32 already (the blocks are rounded to it when transposed for a
+// fast-exact run, launch_transpose_block), so the tensor cores see exactly
+// the values the error model's input rounding (u_in) allows for; products
+// and sums follow the model's tensor-core accumulation (u_acc = 2^-22).
+// Seed tiles stay on the FFMA kernel (T / N of the entries: 3% at 80k rows):
+// their entries, from the same rounded rows, are within the same bound.
+//
+// The slab rows are padded to kTf32Ld floats: a fragment load reads, per
+// lane, row 8 k + t (t = lane % 4) at column g (g = lane / 4), and a stride
+// of 136 floats puts those 32 reads in 32 banks (with 128 they would share 8).
+constexpr int kTf32Ld = BM + 8;
+
+/// d += a b on one m16n8k8 TF32 tile (PTX's fragment layouts: a0 (g, t), a1
+/// (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); b0 (t, g), b1 (t + 4, g); d
+/// (g, 2 t), (g, 2 t + 1), (g + 8, 2 t), (g + 8, 2 t + 1)).
+__device__ __forceinline__ void mma_tf32(float& d0, float& d1, float& d2, float& d3, const unsigned (&a)[4],
+                                         const unsigned (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __trap();  // the backend plans no TF32 tiles before compute capability 8.0
+#endif
+}
+
+/// A TF32 warp's accumulators: [r][q] is the m16n8 tile (r / 2, q / 2)'s
+/// entry at row g + 8 (r % 2), column 2 t + q % 2, so block row wm + 16 (r /
+/// 2) + 8 (r % 2) (wm: the warp's first row plus g) and column wn + 8 (q /
+/// 2) + q % 2 (wn: its first column plus 2 t).
+struct Tf32Layout {
+  int wm, wn;
+  __device__ __forceinline__ int row(int r) const { return wm + 16 * (r >> 1) + 8 * (r & 1); }
+  __device__ __forceinline__ int col(int q) const { return wn + 8 * (q >> 1) + (q & 1); }
+};
+
+/// One slab's k-steps of 8 on a warp's 64 x 32 entries: per step, the A
+/// fragments of its four 16-row tiles and the B fragments of its four
+/// 8-column tiles, then 16 mma.
+template <int BK>
+__device__ __forceinline__ void tf32_slab(const float (*as)[kTf32Ld], const float (*bs)[kTf32Ld], int wm, int wn, int g,
+                                          int tq, float (&acc)[8][8]) {
+#pragma unroll
+  for (int k0 = 0; k0 < BK; k0 += 8) {
+    unsigned a[4][4], b[4][2];
+#pragma unroll
+    for (int mi = 0; mi < 4; ++mi) {
+      const int m = wm + 16 * mi + g;
+      a[mi][0] = __float_as_uint(as[k0 + tq][m]);
+      a[mi][1] = __float_as_uint(as[k0 + tq][m + 8]);
+      a[mi][2] = __float_as_uint(as[k0 + tq + 4][m]);
+      a[mi][3] = __float_as_uint(as[k0 + tq + 4][m + 8]);
+    }
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+      const int n = wn + 8 * ni + g;
+      b[ni][0] = __float_as_uint(bs[k0 + tq][n]);
+      b[ni][1] = __float_as_uint(bs[k0 + tq + 4][n]);
+    }
+#pragma unroll
+    for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni)
+        mma_tf32(acc[2 * mi][2 * ni], acc[2 * mi][2 * ni + 1], acc[2 * mi + 1][2 * ni], acc[2 * mi + 1][2 * ni + 1],
+                 a[mi], b[ni]);
+  }
+}
+
+/// The TF32 kernel's dynamic shared memory: the A and B slabs (padded
+/// rows), then the block's edges. Its staged candidates take the slabs'
+/// place once the main loop is done with them (54 KB a block, not 70).
+template <int BK, int kStages>
+struct Tf32Shape {
+  static constexpr int kThreads = 256;
+  static constexpr size_t kSlabFloats = static_cast<size_t>(kStages) * BK * kTf32Ld;
+  static constexpr size_t kSharedBytes = 2 * kSlabFloats * sizeof(float) + 4 * BM * sizeof(float);
+  static_assert(sizeof(StagedCandidates) <= 2 * kSlabFloats * sizeof(float), "the staged candidates fit the slabs");
+};
+
+template <int BK, int kStages>
+__global__ __launch_bounds__(256, 2) void fused_tf32_kernel(FusedTileArgs f, CandidatesView c, int counter) {
+  using Shape = Tf32Shape<BK, kStages>;
+  extern __shared__ __align__(16) float smem[];
+  auto as = reinterpret_cast<float(*)[BK][kTf32Ld]>(smem);
+  auto bs = reinterpret_cast<float(*)[BK][kTf32Ld]>(smem + Shape::kSlabFloats);
+  auto edge = reinterpret_cast<float(*)[BM]>(smem + 2 * Shape::kSlabFloats);
+  auto staged = reinterpret_cast<StagedCandidates*>(smem);  // after the main loop
+  const int t = threadIdx.x;
+  const int i_base = blockIdx.x * BM, j_base = blockIdx.y * BN;
+  SlabCopies<BK, 256, kTf32Ld> copies(f, i_base, j_base, t);
+  const int warp = t >> 5, lane = t & 31, g = lane >> 2, tq = lane & 3;
+  const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;  // 2 x 4 warps
+
+  float acc[8][8];
+#pragma unroll
+  for (int r = 0; r < 8; ++r)
+#pragma unroll
+    for (int q = 0; q < 8; ++q) acc[r][q] = 0.f;
+  fetch_edges(f, i_base, j_base, t, edge);  // with the first slab's copy group, as in the FFMA kernel
+  const int nk = f.dpad / BK;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < nk) copies.load(as, bs, s);
+    cp_async_commit();
+  }
+  int st = 0, next = kStages - 1;
+#pragma unroll 1
+  for (int kt = 0; kt < nk; ++kt) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // slab kt is in shared memory; stage (kt - 1) % kStages is free
+    if (kt + kStages - 1 < nk) copies.load(as, bs, next);
+    cp_async_commit();
+    tf32_slab<BK>(as[st], bs[st], wm, wn, g, tq, acc);
+    st = st + 1 == kStages ? 0 : st + 1;
+    next = next + 1 == kStages ? 0 : next + 1;
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every warp is past its last read of the slabs
+  if (t == 0) staged->n = 0;
+  __syncthreads();
+  filter_epilogue<8>(f, c, counter, acc, i_base, j_base, Tf32Layout{wm + g, wn + 2 * tq}, t, lane, edge, staged);
+}
+
+/// Launches a kernel of the file with its dynamic shared memory; the limit
+/// is the kernel's own attribute, per device: raised once per device and
+/// host thread for each kernel.
+template <auto kKernel, int kThreads, size_t kSharedBytes>
+void launch_kernel(dim3 grid, const FusedTileArgs& f, CandidatesView c, int counter, cudaStream_t s, const char* what) {
+  static thread_local uint64_t configured = 0;  // bit d: device d done
+  int dev = 0;
+  cuda_check(cudaGetDevice(&dev), "finding the current GPU");
+  if (dev >= 64 || !(configured >> dev & 1)) {
+    cuda_check(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(kSharedBytes)),
+               "raising the fused kernel's shared memory limit");
+    if (dev < 64) configured |= uint64_t{1} << dev;
+  }
+  kKernel<<<grid, kThreads, kSharedBytes, s>>>(f, c, counter);
+  launch_check(what);
 }
 
 template <int TN, int BK, int kStages, bool Dense>
 void launch_shape(dim3 grid, const FusedTileArgs& f, CandidatesView c, int counter, cudaStream_t s, const char* what) {
   using Shape = FusedShape<TN, BK, kStages, Dense>;
-  auto kernel = fused_tile_kernel<TN, BK, kStages, Dense>;
-  // The shared memory limit is the kernel's own attribute, per device: raised
-  // once per device and host thread for each instantiation.
-  static thread_local uint64_t configured = 0;  // bit d: device d done
-  int dev = 0;
-  cuda_check(cudaGetDevice(&dev), "finding the current GPU");
-  if (dev >= 64 || !(configured >> dev & 1)) {
-    cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(Shape::kSharedBytes)),
-               "raising the fused kernel's shared memory limit");
-    if (dev < 64) configured |= uint64_t{1} << dev;
-  }
-  kernel<<<grid, Shape::kThreads, Shape::kSharedBytes, s>>>(f, c, counter);
-  launch_check(what);
+  launch_kernel<fused_tile_kernel<TN, BK, kStages, Dense>, Shape::kThreads, Shape::kSharedBytes>(grid, f, c, counter, s,
+                                                                                                 what);
 }
 
-// out[c * ld + i] = rows[i * d + c] for i < count, c < d (32 x 32 tiles
+/// v rounded to TF32 (10 fraction bits, to nearest, ties away from zero),
+/// as a float whose 13 low bits are zero.
+__device__ __forceinline__ float to_tf32(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned u;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(v));
+  return __uint_as_float(u);
+#else
+  return v;
+#endif
+}
+
+// out[c * ld + i] = rows[i * d + c] (rounded to TF32 for the TF32 kernel) for i < count, c < d (32 x 32 tiles
 // through shared memory, both sides coalesced). Padding rows (c >= d) and
 // columns (i >= count) are left as they are (zero from allocation).
 __global__ void transpose_block_kernel(const float* __restrict__ rows, int count, int64_t d, float* __restrict__ out,
-                                       int ld) {
+                                       int ld, bool round_tf32) {
   __shared__ float tile[32][33];
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * 32, i0 = static_cast<int64_t>(blockIdx.y) * 32;
   for (int y = threadIdx.y; y < 32; y += blockDim.y) {
@@ -526,7 +698,7 @@ __global__ void transpose_block_kernel(const float* __restrict__ rows, int count
   __syncthreads();
   for (int y = threadIdx.y; y < 32; y += blockDim.y) {
     const int64_t c = c0 + y, i = i0 + threadIdx.x;
-    if (i < count && c < d) out[c * ld + i] = tile[threadIdx.x][y];
+    if (i < count && c < d) out[c * ld + i] = round_tf32 ? to_tf32(tile[threadIdx.x][y]) : tile[threadIdx.x][y];
   }
 }
 
@@ -543,13 +715,20 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
     launch_shape<8, 16, 3, true>(grid, f, c, counter, s, "fused seed kernel");
     return;
   }
+  if (f.tf32) {
+    using Shape = Tf32Shape<16, 3>;
+    launch_kernel<fused_tf32_kernel<16, 3>, Shape::kThreads, Shape::kSharedBytes>(grid, f, c, counter, s,
+                                                                                  "fused TF32 tile kernel");
+    return;
+  }
   launch_shape<8, 16, 3, false>(grid, f, c, counter, s, "fused tile kernel");
 }
 
-void launch_transpose_block(const float* rows, int count, int64_t d, float* out, int ld, cudaStream_t s) {
+void launch_transpose_block(const float* rows, int count, int64_t d, float* out, int ld, bool round_tf32,
+                            cudaStream_t s) {
   if (count <= 0 || d <= 0) return;
   const dim3 grid(static_cast<unsigned>((d + 31) / 32), static_cast<unsigned>((count + 31) / 32));
-  transpose_block_kernel<<<grid, dim3(32, 8), 0, s>>>(rows, count, d, out, ld);
+  transpose_block_kernel<<<grid, dim3(32, 8), 0, s>>>(rows, count, d, out, ld, round_tf32);
   launch_check("transposing a row block");
 }
 

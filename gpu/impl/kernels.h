@@ -72,7 +72,8 @@ struct FusedTileArgs {
   const float* thr = nullptr;
   bool keep_self = false;
   bool dense = false;
-  int batch = 1;  ///< dense only: seed tiles of `batch` consecutive blocks (rows: all of them), one launch
+  int batch = 1;      ///< dense only: seed tiles of `batch` consecutive blocks (rows: all of them), one launch
+  bool tf32 = false;  ///< strips only: dot products on tensor cores (fast-exact; operands rounded to TF32)
 };
 
 /// Candidates that passed a row's bound in one tile, per slot: slot s < T is
@@ -111,8 +112,11 @@ void launch_filter_tile(const TileView& t, const float* thr, CandidatesView c, i
 /// Dot products, distances and the bound filter of one tile in one kernel.
 void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cudaStream_t s);
 /// out[c * ld + i] = rows[i * d + c] for the block's `count` rows (row-major,
-/// d features): the fused kernel's operand layout. Padding is left untouched.
-void launch_transpose_block(const float* rows, int count, int64_t d, float* out, int ld, cudaStream_t s);
+/// d features): the fused kernel's operand layout, each value rounded to
+/// TF32 when `round_tf32` (the TF32 kernel's operands). Padding is left
+/// untouched.
+void launch_transpose_block(const float* rows, int count, int64_t d, float* out, int ld, bool round_tf32,
+                            cudaStream_t s);
 /// Merges the tile's candidates into the lists (rows of the dirty slots) and
 /// tightens the bounds; clears dirty counter reset_counter for a later tile.
 /// With pending room, a row whose room takes the tile's candidates appends

@@ -607,10 +607,12 @@ TEST(GpuSanitizer, SmallRunsOfEveryPath) {
   EXPECT_EQ(fr.extra["uncertified_rows"].get<int64_t>(), ds.rows());
   EXPECT_EQ(fr.extra["rescanned_rows"].get<int64_t>(), ds.rows());
   EXPECT_EQ(first_difference(s, fr), "");
-  // fast-exact runs on cuBLAS (tensor cores), never the fused kernel: the
-  // streamed budget without the transposed blocks.
-  f.gpu_memory = lists_bytes(1500, 8) + 1500 * 200 * 4 / 2 + (3 << 19);
+  // fast-exact streamed: the fused kernel's strips on tensor cores (TF32
+  // mma, from blocks rounded when transposed), or cuBLAS TF32.
+  f.gpu_memory = p.gpu_memory;
   KnnGraph fs = build("gpu", ds, f);
+  EXPECT_FALSE(fs.extra["resident"].get<bool>());
+  EXPECT_EQ(fs.extra["tile_kernel"], fused ? "fused TF32 GEMM + filter" : "cuBLAS TF32 GEMM + filter");
   EXPECT_EQ(fs.extra["fallback_rows"].get<int64_t>(), ds.rows());
   EXPECT_EQ(first_difference(s, fs), "");
 }

@@ -179,19 +179,25 @@ struct GemmPath : WithSettings {
 
 TEST(GpuKnn, BothDotProductPathsOnAwkwardDimensions) {
   REQUIRE_GPU();
-  // d = 1, 3, 37: the fused kernel's unaligned path; 130: aligned with a
-  // partial last slab; rows not a multiple of any tile size.
+  // d = 1, 3, 37: the fused kernels' unaligned path; 130: aligned with a
+  // partial last slab; rows not a multiple of any tile size. Both
+  // precisions: fast-exact's fused strips are the TF32 kernel.
   for (int64_t d : {1, 3, 37, 130}) {
     Dataset ds = random_dataset(2311, d, 90 + d);
     const int k = d == 1 ? 5 : 24;
     Reference ref = brute_force(ds, k, Metric::Euclidean, false);
     for (const char* path : {"fused", "cublas"}) {
       GemmPath use(path);
-      KnnGraph g = build("gpu", ds, params(k));
-      const std::string kernel = g.extra["tile_kernel"].get<std::string>();
-      EXPECT_EQ(kernel.rfind(std::string(path) == "fused" ? "fused" : "cuBLAS", 0), 0u) << kernel;
-      // d = 1 is all ties; the check allows exactly those.
-      EXPECT_EQ(check_graph(g, ds, ref), "") << path << " d=" << d;
+      for (Precision precision : {Precision::Exact, Precision::FastExact}) {
+        KnnParams p = params(k);
+        p.precision = precision;
+        KnnGraph g = build("gpu", ds, p);
+        const std::string kernel = g.extra["tile_kernel"].get<std::string>();
+        EXPECT_EQ(kernel.rfind(std::string(path) == "fused" ? "fused" : "cuBLAS", 0), 0u) << kernel;
+        EXPECT_EQ(kernel.find("TF32") != std::string::npos, precision == Precision::FastExact) << kernel;
+        // d = 1 is all ties; the check allows exactly those.
+        EXPECT_EQ(check_graph(g, ds, ref), "") << path << " " << to_string(precision) << " d=" << d;
+      }
     }
   }
 }
