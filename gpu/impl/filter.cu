@@ -1,4 +1,4 @@
-// The fused tile kernel: turns one tile of dot products into squared
+// The tile filter kernel: turns one tile of dot products into squared
 // distances and filters them, in one read, against the bounds of both the
 // tile's rows and its columns (the distance matrix is symmetric, so the tile
 // also stands for its mirror image below the diagonal). After a row's first
