@@ -11,7 +11,7 @@
 #include "manifold/graph_io.h"
 #include "manifold/output.h"
 #include "manifold/printable.h"
-#include "manifold/session.h"
+#include "manifold/results_folder.h"
 #include "manifold/step_clock.h"
 #include "manifold/terminal_progress.h"
 
@@ -22,20 +22,22 @@ namespace manifold::cli {
 namespace {
 
 /// The dataset a graph folder was built from: the session.json beside it
-/// (run writes one), else graph.json's "data" (knn records it); "" when
-/// neither says.
-std::string data_of_graph_dir(const std::string& graph_dir, const KnnGraph& graph) {
-  const fs::path session = fs::path(graph_dir) / "session.json";
-  std::error_code ec;
-  if (fs::is_regular_file(session, ec)) {
-    try {
-      return read_session(session.string()).data;
-    } catch (const Error&) {
-      // A broken session says nothing; graph.json may.
-    }
+/// (run writes one), else graph.json's "data" (knn records it), found where
+/// it was recorded or, moved with the results, by name beside the folder;
+/// "" when neither says. A session.json that cannot be read is said, not
+/// fatal: the names and metadata are extras.
+std::string data_of_graph_dir(const std::string& graph_dir, bool quiet) {
+  try {
+    const ResultsFolder r = read_results_folder(graph_dir);
+    if (!quiet)
+      for (const std::string& file : r.moved)
+        std::fprintf(stderr, "manifold: note: read %s beside the results: the recorded path is not there\n",
+                     printable_path(file).c_str());
+    return r.session.data;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "manifold: warning: %s; embedding.csv and embedding.vtp get no file names\n", e.what());
+    return {};
   }
-  const auto data = graph.extra.find("data");
-  return data != graph.extra.end() && data->is_string() ? data->get<std::string>() : std::string();
 }
 
 /// The names of the graph's `n` rows: those of the dataset it was built
@@ -110,7 +112,7 @@ int cmd_embed(int argc, char** argv) {
   if (!a.has("--components")) p.components = default_components_for(p.components, g.n);
   progress.finish();
   clock.lap("load graph");
-  const std::string data = data_of_graph_dir(graph_dir, g);
+  const std::string data = data_of_graph_dir(graph_dir, quiet);
   const MetadataTable metadata = load_metadata_for(metadata_specs, g.n, data);
   const std::vector<std::string> row_names = row_names_of(data, g.n);
   clock.lap("metadata");

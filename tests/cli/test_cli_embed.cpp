@@ -881,6 +881,29 @@ TEST(CliRun, AnImageFoldersFileNamesNameEachPoint) {
   EXPECT_EQ(read_text(t / "e/embedding.csv").find("file"), std::string::npos);
 }
 
+// Results built on one machine and embedded on another: the data the graph
+// records are not at their path any more, but beside the moved folder; embed
+// finds them by name there (core's read_results_folder, as the explorer
+// does), says so, and names each point.
+TEST(CliEmbed, MovedResultsFindTheirDataBesideThem) {
+  REQUIRE_CLI();
+  TempDir t;
+  const std::vector<std::string> names = write_bar_folder(t / "bars", 24);
+  std::string err, out;
+  ASSERT_EQ(run_cli("knn " + (t / "bars") + " -k 6 -q -o " + (t / "g"), &err), 0) << err;
+  fs::create_directories(t / "elsewhere");
+  fs::rename(t / "bars", t / "elsewhere/bars");
+  fs::rename(t / "g", t / "elsewhere/g");
+  ASSERT_EQ(run_cli("embed " + (t / "elsewhere/g") + " --components 2", &err, &out), 0) << err;
+  EXPECT_EQ(count_lines(err), 1) << err;
+  EXPECT_NE(err.find("manifold: note: read " + (t / "elsewhere/bars") +
+                     " beside the results: the recorded path is not there"),
+            std::string::npos)
+      << err;
+  expect_file_names(t / "elsewhere/g", names);
+  EXPECT_EQ(read_embedding(t / "elsewhere/g").metadata["data"], t / "elsewhere/bars");
+}
+
 TEST(CliMetadata, BadMetadataGivesOneLineAndNoOutput) {
   REQUIRE_CLI();
   TempDir t;

@@ -305,6 +305,31 @@ class TestGuiMask : public QObject {
     QVERIFY(!w.lastError().contains('\n'));
   }
 
+  // Two notices of one opening both stay: the data found beside moved
+  // results, and their graph not used (the session turned to unmasked data).
+  void movedResultsWithAGraphNotUsedSayBoth() {
+    const QString results = path("notices-made");
+    QVERIFY(cli({"run", data_, "-k", QString::number(kNeighbours), "--backend", "cpu", "--components", "4", "-o",
+                 results, "--quiet"}));
+    const QString moved = path("notices/results");
+    QVERIFY(QDir().mkpath(moved));
+    for (const char* f : {"indices.npy", "distances.npy", "graph.json"})
+      QVERIFY(QFile::copy(results + "/" + f, moved + "/" + f));
+    QVERIFY(QFile::copy(data_, path("notices/ub.npy")));
+    Session s = read_session((results + "/session.json").toStdString());
+    s.data = "/no/such/folder/ub.npy";
+    s.mask = "none";
+    write_session((moved + "/session.json").toStdString(), s);
+    MainWindow w;
+    QVERIFY(t::show_window(w));
+    bool built = false;
+    QVERIFY(open_results(w, moved, &built));
+    QVERIFY(built);
+    const QString text = w.messageText();
+    QVERIFY2(text.contains("beside the results") && text.contains("is not used: it was built from other data"),
+             qPrintable(text));
+  }
+
   void badMaskIsTheClisLine() {
     // A mask of another frame shape: the open fails with the CLI's one line.
     const std::vector<uint8_t> small(16 * 16, 1);

@@ -33,6 +33,7 @@
 #include "manifold/error.h"
 #include "manifold/graph_io.h"
 #include "manifold/npy.h"
+#include "manifold/results_folder.h"
 #include "manifold/session.h"
 #include "manifold/ui/exporters.h"
 #include "manifold/ui/file_dialogs.h"
@@ -495,6 +496,7 @@ QString MainWindow::warningText() const { return warning_bar_->isHidden() ? QStr
 
 void MainWindow::show_error(const QString& message) {
   last_error_ = message;
+  notices_.clear();
   QPalette pal = message_bar_->palette();
   pal.setColor(QPalette::Window, QColor(250, 215, 215));
   pal.setColor(QPalette::WindowText, QColor(110, 0, 0));
@@ -506,11 +508,16 @@ void MainWindow::show_error(const QString& message) {
 }
 
 void MainWindow::show_notice(const QString& message) {
+  // The notices shown since the bar was last dismissed or cleared stack, a
+  // line each: one opening can have several (data found beside moved
+  // results, and their graph not used); an error replaces them.
+  if (message_bar_->isHidden()) notices_.clear();
+  if (!notices_.contains(message)) notices_ << message;
   QPalette pal = message_bar_->palette();
   pal.setColor(QPalette::Window, QColor(250, 240, 200));
   pal.setColor(QPalette::WindowText, QColor(80, 60, 0));
   message_bar_->setPalette(pal);
-  message_text_->setText(message);
+  message_text_->setText(notices_.join(QLatin1Char('\n')));
   message_bar_->show();
 }
 
@@ -550,12 +557,7 @@ void MainWindow::start_load(std::function<std::shared_ptr<const LoadedDataset>()
   update_actions();
 }
 
-bool MainWindow::isResultsFolder(const QString& path) {
-  const QDir dir(path);
-  return QFileInfo(path).isDir() && (QFileInfo::exists(dir.filePath(QStringLiteral("session.json"))) ||
-                                     (QFileInfo::exists(dir.filePath(QStringLiteral("graph.json"))) &&
-                                      QFileInfo::exists(dir.filePath(QStringLiteral("indices.npy")))));
-}
+bool MainWindow::isResultsFolder(const QString& path) { return is_results_folder(path.toStdString()); }
 
 void MainWindow::openFile(const QString& path) {
   if (isResultsFolder(path)) {
@@ -688,76 +690,28 @@ void MainWindow::start_session(const Session& s, std::function<std::shared_ptr<c
   start_load([data, options] { return loadDataset(data, options); }, data, false, std::move(graph));
 }
 
-namespace {
-
-/// A file a results folder names (its session, or its graph.json), at the
-/// recorded path or, when the results were moved from the machine that
-/// made them, by its name in the folder or the folder above it; "" when it
-/// is in none of them.
-std::string moved_file(const std::string& recorded, const QDir& folder) {
-  if (recorded.empty() || QFileInfo::exists(QString::fromStdString(recorded))) return recorded;
-  const QString name = QFileInfo(QString::fromStdString(recorded)).fileName();
-  for (const QString& candidate : {folder.filePath(name), folder.filePath(QStringLiteral("../") + name)})
-    if (QFileInfo::exists(candidate)) return QDir::cleanPath(candidate).toStdString();
-  return {};
-}
-
-/// The session a graph folder `manifold knn` wrote stands for: its data,
-/// HDF5 dataset and mask (graph.json's "extra"), its metric, k and self
-/// rule, and the embedding's defaults.
-Session session_of_graph(const QDir& folder) {
-  const KnnGraph g = read_graph_metadata(folder.path().toStdString());
-  const std::string path = folder.filePath(QStringLiteral("graph.json")).toStdString();
-  const auto data = g.extra.find("data");
-  if (data == g.extra.end() || !data->is_string())
-    throw Error(path + ": it does not say which data the graph was built from (\"extra\": {\"data\": ...})");
-  if (g.k < 1) throw Error(path + ": \"k\" is missing or not positive");
-  Session s;
-  s.data = data->get<std::string>();
-  const auto dataset = g.extra.find("dataset");
-  if (dataset != g.extra.end() && dataset->is_string()) s.dataset = dataset->get<std::string>();
-  // The mask the graph was built with: its file, or the one inside the
-  // data (found again with them); none recorded, none applied.
-  const auto mask = g.extra.find("mask");
-  s.mask = "none";
-  if (mask != g.extra.end()) {
-    const auto file = mask->is_object() ? mask->find("file") : mask->end();
-    s.mask = file != mask->end() && file->is_string() ? file->get<std::string>() : std::string();
-  }
-  s.knn.k = g.k;
-  s.knn.metric = g.metric;
-  s.knn.keep_self = g.keep_self;
-  s.diffusion.k = g.k;
-  return s;
-}
-
-}  // namespace
-
 void MainWindow::openResults(const QString& dir) {
-  const QDir folder(dir);
   try {
-    const QString session_file = folder.filePath(QStringLiteral("session.json"));
-    Session s = QFileInfo::exists(session_file) ? read_session(session_file.toStdString()) : session_of_graph(folder);
-    QStringList moved;
-    for (std::string* file : {&s.data, &s.mask}) {
-      if (file == &s.mask && (s.mask.empty() || s.mask == "none")) continue;
-      const std::string found = moved_file(*file, folder);
-      if (found.empty())
-        throw Error(tr("%1: its %2 %3 is not there, nor beside the folder")
-                        .arg(dir, file == &s.data ? tr("data") : tr("mask"), QString::fromStdString(*file))
-                        .toStdString());
-      if (found != *file) moved << QString::fromStdString(found);
-      *file = found;
-    }
+    ResultsFolder r = read_results_folder(dir.toStdString());
+    if (r.session.data.empty())
+      throw Error(QDir(dir).filePath(QStringLiteral("graph.json")).toStdString() +
+                  ": it does not say which data the graph was built from (\"extra\": {\"data\": ...})");
+    if (!r.missing.empty())
+      throw Error(tr("%1: its %2 %3 is not there, nor beside the folder")
+                      .arg(dir, r.missing.front() == r.session.data ? tr("data") : tr("mask"),
+                           QString::fromStdString(r.missing.front()))
+                      .toStdString());
     std::function<std::shared_ptr<const KnnGraph>()> graph;
-    if (QFileInfo::exists(folder.filePath(QStringLiteral("graph.json"))))
+    if (QFileInfo::exists(QDir(dir).filePath(QStringLiteral("graph.json"))))
       graph = [graph_dir = dir.toStdString()] { return std::make_shared<const KnnGraph>(read_graph(graph_dir)); };
     if (still_loading()) return;
+    QStringList moved;
+    for (const std::string& file : r.moved) moved << QString::fromStdString(file);
     if (!moved.isEmpty())
       pending_notice_ = tr("Read %1 beside the results: the path their session recorded is not there.")
                             .arg(moved.join(QStringLiteral(", ")));
     pending_graph_dir_ = dir;
-    start_session(s, std::move(graph));
+    start_session(r.session, std::move(graph));
   } catch (const std::exception& e) {
     show_error(QString::fromStdString(e.what()));
   }

@@ -382,6 +382,7 @@ class MainWindow : public QMainWindow {
   QLabel* status_;
   QWidget* message_bar_;
   QLabel* message_text_;
+  QStringList notices_;  ///< what message_text_ shows while it shows notices (show_notice)
   QWidget* warning_bar_;
   QLabel* warning_text_;
   QWidget* stale_bar_;
