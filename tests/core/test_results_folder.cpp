@@ -68,7 +68,7 @@ TEST(ResultsFolder, MovedResultsFindTheirFilesBesideTheFolderOrAboveIt) {
   const std::string gone = t / "the/other/machine";
   fs::create_directories(t / "moved/g");
   write_knn_folder(t / "moved/g", {{"data", gone + "/frames.npy"}, {"mask", {{"file", gone + "/det.mask.npy"}}}});
-  touch(t / "moved/frames.npy");     // the folder above
+  touch(t / "moved/frames.npy");      // the folder above
   touch(t / "moved/g/det.mask.npy");  // the folder itself
   const ResultsFolder r = read_results_folder(t / "moved/g");
   EXPECT_EQ(r.session.data, t / "moved/frames.npy");
