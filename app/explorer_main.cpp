@@ -110,11 +110,14 @@ int main(int argc, char** argv) {
     });
   }
 
+  // Opened from the event loop: a session or results folder that cannot be
+  // read fails at once, and --screenshot's exit on the error needs the loop
+  // running (QApplication::exit before exec does nothing: it waited forever).
   const QStringList args = parser.positionalArguments();
   if (parser.isSet(session)) {
-    window.openSession(parser.value(session));
+    QTimer::singleShot(0, &window, [&window, file = parser.value(session)] { window.openSession(file); });
   } else if (parser.isSet(demo)) {
-    window.openDemo(true);
+    QTimer::singleShot(0, &window, [&window] { window.openDemo(true); });
   } else if (!args.isEmpty()) {
     // A screenshot waits for the first embedding: it runs as --run does (a
     // results folder runs its session by itself).
@@ -123,7 +126,7 @@ int main(int argc, char** argv) {
       QObject::connect(
           &window, &manifold::ui::MainWindow::datasetOpened, &window, [&window] { window.runNow(); },
           Qt::SingleShotConnection);
-    window.openFile(path);
+    QTimer::singleShot(0, &window, [&window, path] { window.openFile(path); });
   }
   return app.exec();
 }

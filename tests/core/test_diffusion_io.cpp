@@ -421,6 +421,15 @@ TEST(Session, BadFieldsAreOneLineNamingTheFile) {
   EXPECT_NE(msg(bad).find("x.json: --precision: unknown value 'fast'"), std::string::npos) << msg(bad);
   std::ofstream(t / "broken.json") << "{ not json";
   EXPECT_THROW(read_session(t / "broken.json"), Error);
+  // A folder where the session should be: said as such (a folder opens as a
+  // stream and failed only when read, in the C++ library's words).
+  fs::create_directories(t / "folder.json");
+  try {
+    read_session(t / "folder.json");
+    ADD_FAILURE() << "a folder was read as a session";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), t / "folder.json" + ": is a folder, not a session file");
+  }
 }
 
 }  // namespace

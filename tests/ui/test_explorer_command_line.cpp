@@ -122,6 +122,33 @@ class TestExplorerCommandLine : public QObject {
     QVERIFY2(shot.status == 0, qPrintable(shot.err));
     QVERIFY(!QImage(png).isNull());
   }
+
+  // What cannot be opened ends --screenshot with its one line and status 1:
+  // a results folder or session that fails at once (before the event loop
+  // ran, the exit on the error did nothing and the explorer waited forever).
+  void unreadableResultsEndTheScreenshotWithTheirLine() {
+    const QString broken = dir_.filePath("broken-results");
+    QVERIFY(QDir().mkpath(broken));
+    for (const char* f : {"graph.json", "indices.npy"}) {
+      QFile file(broken + "/" + f);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      file.write("{ not json");
+    }
+    const QString session = dir_.filePath("broken.session.json");
+    QFile file(session);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(R"({"format": "manifold-session", "version": 1, "data": 5})");
+    file.close();
+    const QStringList cases[] = {{broken, "--screenshot", dir_.filePath("broken.png")},
+                                 {"--session", session, "--screenshot", dir_.filePath("broken-session.png")}};
+    for (const QStringList& args : cases) {
+      const Ran shot = run(args, QProcessEnvironment::systemEnvironment(), 30000);
+      QVERIFY2(shot.finished, qPrintable(args.join(' ') + " did not finish"));
+      QCOMPARE(shot.status, 1);
+      QVERIFY2(shot.err.contains(args.first() == broken ? "graph.json" : "\"data\" must be the dataset path"),
+               qPrintable(shot.err));
+    }
+  }
 };
 
 QTEST_MAIN(TestExplorerCommandLine)

@@ -247,6 +247,10 @@ Session session_from_json(const nlohmann::json& j, const std::string& base_dir, 
 }
 
 Session read_session(const std::string& path) {
+  std::error_code ec;
+  // A folder opens as a stream on Linux and fails only when read (with the
+  // C++ library's words): said here.
+  if (fs::is_directory(path, ec)) throw Error(path + ": is a folder, not a session file");
   std::ifstream in(path);
   if (!in) throw Error(path + ": cannot open session file");
   nlohmann::json j;
