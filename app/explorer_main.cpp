@@ -65,10 +65,11 @@ int main(int argc, char** argv) {
       QStringLiteral("Exact k-nearest-neighbour graphs of image stacks and their diffusion maps, in 3-D."));
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.addPositionalArgument(QStringLiteral("DATA"),
-                               QStringLiteral("dataset to open (.npy, .npz, IDX, image folder, TIFF, MRC, HDF5/CXI), "
-                                              "or a folder `manifold run` or `manifold knn` wrote (with its graph)"),
-                               QStringLiteral("[DATA]"));
+  parser.addPositionalArgument(
+      QStringLiteral("DATA"),
+      QStringLiteral("dataset to open (.npy, .npz, IDX, image folder, TIFF, MRC, HDF5/CXI), "
+                     "a folder `manifold run` or `manifold knn` wrote (with its graph), or a session file"),
+      QStringLiteral("[DATA]"));
   QCommandLineOption demo(QStringLiteral("demo"), QStringLiteral("open and embed the built-in demo"));
   QCommandLineOption session(QStringLiteral("session"), QStringLiteral("open a saved session and run it"),
                              QStringLiteral("FILE"));
@@ -120,9 +121,9 @@ int main(int argc, char** argv) {
     QTimer::singleShot(0, &window, [&window] { window.openDemo(true); });
   } else if (!args.isEmpty()) {
     // A screenshot waits for the first embedding: it runs as --run does (a
-    // results folder runs its session by itself).
+    // results folder or a session runs by itself).
     const QString path = QDir::current().absoluteFilePath(args.first());
-    if ((parser.isSet(run) || parser.isSet(screenshot)) && !manifold::ui::MainWindow::isResultsFolder(path))
+    if ((parser.isSet(run) || parser.isSet(screenshot)) && !manifold::ui::MainWindow::runsByItself(path))
       QObject::connect(
           &window, &manifold::ui::MainWindow::datasetOpened, &window, [&window] { window.runNow(); },
           Qt::SingleShotConnection);

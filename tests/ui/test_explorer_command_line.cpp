@@ -96,9 +96,12 @@ class TestExplorerCommandLine : public QObject {
                    .arg(data)
                    .toUtf8());
     file.close();
-    for (const QString& option : {QStringLiteral("--session"), QStringLiteral("-session")}) {
+    // --session FILE, -session FILE, and the file as DATA.
+    for (const QString& option : {QStringLiteral("--session"), QStringLiteral("-session"), QString()}) {
       const QString png = dir_.filePath(QStringLiteral("session%1.png").arg(option.size()));
-      const Ran shot = run({option, session, "--screenshot", png}, QProcessEnvironment::systemEnvironment(), 60000);
+      QStringList args = {session, "--screenshot", png};
+      if (!option.isEmpty()) args.prepend(option);
+      const Ran shot = run(args, QProcessEnvironment::systemEnvironment(), 60000);
       QVERIFY2(shot.finished, qPrintable(option + " FILE --screenshot did not finish"));
       QVERIFY2(shot.status == 0, qPrintable(shot.err));
       QVERIFY(!QImage(png).isNull());
@@ -116,11 +119,15 @@ class TestExplorerCommandLine : public QObject {
     manifold.start(cli, {"run", data, "-k", "10", "--backend", "cpu", "--components", "3", "-o", results, "--quiet"});
     QVERIFY(manifold.waitForFinished(120000));
     QVERIFY2(manifold.exitCode() == 0, manifold.readAllStandardError().constData());
-    const QString png = dir_.filePath("results.png");
-    const Ran shot = run({results, "--screenshot", png}, QProcessEnvironment::systemEnvironment(), 60000);
-    QVERIFY2(shot.finished, "a results folder with --screenshot did not finish");
-    QVERIFY2(shot.status == 0, qPrintable(shot.err));
-    QVERIFY(!QImage(png).isNull());
+    // The folder, or one of its own files (a drag of graph.json, a
+    // double-click on session.json), opens the folder.
+    for (const QString& what : {results, results + "/session.json", results + "/graph.json"}) {
+      const QString png = dir_.filePath(QStringLiteral("results%1.png").arg(what.size()));
+      const Ran shot = run({what, "--screenshot", png}, QProcessEnvironment::systemEnvironment(), 60000);
+      QVERIFY2(shot.finished, qPrintable(what + " with --screenshot did not finish"));
+      QVERIFY2(shot.status == 0, qPrintable(shot.err));
+      QVERIFY(!QImage(png).isNull());
+    }
   }
 
   // What cannot be opened ends --screenshot with its one line and status 1:

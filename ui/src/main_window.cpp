@@ -557,11 +557,28 @@ void MainWindow::start_load(std::function<std::shared_ptr<const LoadedDataset>()
   update_actions();
 }
 
-bool MainWindow::isResultsFolder(const QString& path) { return is_results_folder(path.toStdString()); }
+QString MainWindow::resultsFolderOf(const QString& path) {
+  if (is_results_folder(path.toStdString())) return path;
+  // A results folder's own files open the folder: its session with its graph.
+  const QFileInfo file(path);
+  static const QStringList kOwnFiles = {QStringLiteral("session.json"), QStringLiteral("graph.json"),
+                                        QStringLiteral("embedding.json")};
+  if (file.isFile() && kOwnFiles.contains(file.fileName()) && is_results_folder(file.path().toStdString()))
+    return file.path();
+  return {};
+}
+
+bool MainWindow::runsByItself(const QString& path) {
+  return !resultsFolderOf(path).isEmpty() || path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive);
+}
 
 void MainWindow::openFile(const QString& path) {
-  if (isResultsFolder(path)) {
-    openResults(path);
+  if (const QString folder = resultsFolderOf(path); !folder.isEmpty()) {
+    openResults(folder);
+    return;
+  }
+  if (path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive)) {
+    openSession(path);
     return;
   }
   start_load([path] { return loadDataset(path); }, path, false);
@@ -804,10 +821,7 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 void MainWindow::dropEvent(QDropEvent* event) {
   const QList<QUrl> urls = event->mimeData()->urls();
   if (urls.isEmpty() || !urls.first().isLocalFile()) return;
-  const QString path = urls.first().toLocalFile();
-  if (path.endsWith(".json", Qt::CaseInsensitive)) openSession(path);
-  else
-    openFile(path);
+  openFile(urls.first().toLocalFile());
   event->acceptProposedAction();
 }
 

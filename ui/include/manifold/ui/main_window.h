@@ -58,6 +58,8 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   // ---- opening (asynchronous: datasetOpened or errorShown follows) -------
+  /// A dataset; a results folder or its files (openResults); a session
+  /// file (openSession).
   void openFile(const QString& path);
   /// Opens the built-in demo; `run` embeds it at once.
   void openDemo(bool run = true);
@@ -72,9 +74,15 @@ class MainWindow : public QMainWindow {
   /// it is this data's (the same fingerprint, metric and k), so only the
   /// embedding is computed. openFile() comes here for such folders.
   void openResults(const QString& dir);
-  /// A folder holding a session.json, or a graph (graph.json and
-  /// indices.npy): what openResults opens.
-  static bool isResultsFolder(const QString& path);
+  /// The results folder `path` stands for: the path itself when it holds
+  /// a session.json or a graph (graph.json and indices.npy), or the folder
+  /// of its session.json, graph.json or embedding.json; "" for anything
+  /// else. What openFile (and so a drop) opens with openResults.
+  static QString resultsFolderOf(const QString& path);
+  /// Whether openFile(path) runs by itself: a results folder or one of its
+  /// files, or a session file (any other .json), which openFile opens with
+  /// openSession.
+  static bool runsByItself(const QString& path);
   bool saveSession(const QString& path);
 
   // ---- help and dialogs ---------------------------------------------------
