@@ -30,9 +30,7 @@ std::string data_of_graph_dir(const std::string& graph_dir, bool quiet) {
   try {
     const ResultsFolder r = read_results_folder(graph_dir);
     if (!quiet)
-      for (const std::string& file : r.moved)
-        std::fprintf(stderr, "manifold: note: read %s beside the results: the recorded path is not there\n",
-                     printable_path(file).c_str());
+      for (const std::string& file : r.moved) note_read_beside(file);
     return r.session.data;
   } catch (const Error& e) {
     std::fprintf(stderr, "manifold: warning: %s; embedding.csv and embedding.vtp get no file names\n", e.what());

@@ -16,6 +16,7 @@
 #include "manifold/error.h"
 #include "manifold/movie.h"
 #include "manifold/npy.h"
+#include "manifold/results_folder.h"
 #include "manifold/session.h"
 #include "manifold/terminal_progress.h"
 #include "manifold/trajectory.h"
@@ -34,7 +35,9 @@ struct DataSource {
 
 /// The data the embedding was made from: --data, else the "data" of the
 /// folder's session.json, else of its embedding.json (both relative to the
-/// folder). Frames are means of the data as stored, before any transform.
+/// folder), where recorded or, moved with the results, by name beside the
+/// folder (core's find_recorded_file). Frames are means of the data as
+/// stored, before any transform.
 DataSource find_data(const Args& a, const std::string& dir) {
   DataSource s;
   s.hdf5_dataset = a.str("--dataset");
@@ -61,8 +64,10 @@ DataSource find_data(const Args& a, const std::string& dir) {
   if (s.path.empty())
     throw UsageError(dir +
                      ": neither session.json nor embedding.json names the data it was made from; give --data FILE");
-  if (!fs::exists(s.path))
-    throw UsageError(s.recorded_in + ": its data " + s.path + " does not exist; give --data FILE");
+  const std::string found = find_recorded_file(s.path, dir);
+  if (found.empty()) throw UsageError(s.recorded_in + ": its data " + s.path + " does not exist; give --data FILE");
+  if (found != s.path && !a.has("--quiet")) note_read_beside(found);
+  s.path = found;
   return s;
 }
 

@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "manifold/error.h"
 #include "manifold/parallel.h"
+#include "manifold/printable.h"
 
 namespace manifold::cli {
 
@@ -71,6 +72,11 @@ void note_ignored_gpu_options(const std::string& select, Precision precision, co
 
 void note_ignored_gpu_options(const KnnParams& p, const std::string& backend) {
   note_ignored_gpu_options(to_string(p.select), p.precision, backend);
+}
+
+void note_read_beside(const std::string& file) {
+  std::fprintf(stderr, "manifold: note: read %s beside the results: the recorded path is not there\n",
+               printable_path(file).c_str());
 }
 
 }  // namespace manifold::cli

@@ -24,6 +24,9 @@ KnnParams knn_params_from(const Args& args);
 std::string ignored_gpu_options(const KnnParams& p, const std::string& backend);
 /// Prints ignored_gpu_options() to stderr when there is one.
 void note_ignored_gpu_options(const KnnParams& p, const std::string& backend);
+/// "manifold: note: read FILE beside the results: the recorded path is not
+/// there" (core's find_recorded_file found moved data by name).
+void note_read_beside(const std::string& file);
 /// The same for --select as given: a name, a list or "all" (bench).
 void note_ignored_gpu_options(const std::string& select, Precision precision, const std::string& backend);
 /// The machine facts every benchmark JSON starts with: host, CPU threads.

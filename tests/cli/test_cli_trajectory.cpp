@@ -251,6 +251,17 @@ TEST(CliTrajectory, KnnThenEmbedRecordTheDataAndAMissingOneAsksForData) {
   EXPECT_NE(err.find("give --data FILE"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(t / "frames"));
   fs::rename(t / "moved.npy", t / "points.npy");
+  // Results and data moved together (another machine): the data by name
+  // beside the results, and a note saying so.
+  fs::create_directories(t / "elsewhere");
+  fs::copy_file(t / "points.npy", t / "elsewhere/points.npy");
+  fs::copy(t / "emb", t / "elsewhere/emb");
+  fs::rename(t / "points.npy", t / "away.npy");
+  ASSERT_EQ(run_cli("trajectory " + (t / "elsewhere/emb") + " --bins 4 -o " + (t / "moved-frames"), &err), 0) << err;
+  EXPECT_NE(err.find("manifold: note: read " + (t / "elsewhere/points.npy") + " beside the results"), std::string::npos)
+      << err;
+  EXPECT_EQ(load_dataset(t / "moved-frames").rows(), 4);
+  fs::rename(t / "away.npy", t / "points.npy");
   // Data that changed since (two rows swapped, as a folder read in another
   // order would be): one line, nothing written.
   {

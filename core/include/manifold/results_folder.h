@@ -24,6 +24,11 @@ struct ResultsFolder {
   std::vector<std::string> missing;  ///< recorded files found nowhere (left as recorded in `session`)
 };
 
+/// A file a results folder records (its data, its mask): `recorded` where
+/// it is, else the file of its name in `folder` or the folder above it
+/// (results moved from the machine that made them); "" when it is in none.
+std::string find_recorded_file(const std::string& recorded, const std::string& folder);
+
 /// Reads a results folder's session (above). A graph.json that names no
 /// data gives an empty session.data. Throws Error naming the file for a
 /// session.json or graph.json that cannot be read, or a graph.json whose k

@@ -17,20 +17,6 @@ bool path_exists(const fs::path& p) {
   return fs::exists(p, ec);
 }
 
-/// A file the folder records: at its recorded path or, when the results
-/// were moved from the machine that made them, by its name in the folder or
-/// the folder above it; "" when it is in none of them.
-std::string find_recorded_file(const std::string& recorded, const fs::path& folder) {
-  if (recorded.empty() || path_exists(recorded)) return recorded;
-  fs::path path(recorded);
-  if (path.filename().empty()) path = path.parent_path();  // a folder written with its slash
-  const fs::path name = path.filename();
-  if (name.empty()) return {};
-  for (const fs::path& candidate : {folder / name, folder / ".." / name})
-    if (path_exists(candidate)) return candidate.lexically_normal().string();
-  return {};
-}
-
 /// The session a graph folder `manifold knn` wrote stands for.
 Session session_of_graph(const std::string& dir) {
   const KnnGraph g = read_graph_metadata(dir);
@@ -58,6 +44,17 @@ Session session_of_graph(const std::string& dir) {
 }
 
 }  // namespace
+
+std::string find_recorded_file(const std::string& recorded, const std::string& folder) {
+  if (recorded.empty() || path_exists(recorded)) return recorded;
+  fs::path path(recorded);
+  if (path.filename().empty()) path = path.parent_path();  // a folder written with its slash
+  const fs::path name = path.filename();
+  if (name.empty()) return {};
+  for (const fs::path& candidate : {fs::path(folder) / name, fs::path(folder) / ".." / name})
+    if (path_exists(candidate)) return candidate.lexically_normal().string();
+  return {};
+}
 
 bool is_results_folder(const std::string& path) {
   std::error_code ec;
