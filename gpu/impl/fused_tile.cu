@@ -303,6 +303,9 @@ struct FfmaLayout {
 };
 
 /// Out of line: an entry past the stage's end, to its slots at once (rare).
+/// One copy per kernel (Layout): a function called from two kernels is
+/// compiled with the full calling convention, which grew the FFMA kernel's
+/// code by a sixth.
 template <class Layout>
 __device__ __noinline__ unsigned push_past_stage(const FusedTileArgs& f, const CandidatesView& c, int* n_dirty, int li,
                                                  int lj, float dist, bool row_role, bool col_role) {
@@ -415,10 +418,10 @@ struct SlabCopies {
 /// A kernel shape's block size and dynamic shared memory: the A and B
 /// slabs, then (strips) the block's edges (fetch_edges) and its staged
 /// candidates.
-template <int TN, int BK, int kStages, bool Dense, int LD = BM>
+template <int TN, int BK, int kStages, bool Dense>
 struct FusedShape {
   static constexpr int kThreads = 128 * 16 / TN;
-  static constexpr size_t kSlabFloats = static_cast<size_t>(kStages) * BK * LD;
+  static constexpr size_t kSlabFloats = static_cast<size_t>(kStages) * BK * BM;
   static constexpr size_t kEdgeBytes = 4 * BM * sizeof(float);
   static constexpr size_t kSharedBytes = 2 * kSlabFloats * sizeof(float) +
                                          (Dense ? 0 : kEdgeBytes + sizeof(StagedCandidates));
