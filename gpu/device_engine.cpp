@@ -68,15 +68,16 @@ double DeviceEngine::host_ms() const {
 }
 
 DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& plan, bool keep_self, bool force_block,
-                           bool tensor, TileSelection* selection)
+                           exact::DotArithmetic arithmetic, TileSelection* selection)
     : ctx_(context_on(device)),
       lock_(ctx_.busy),
       host_rows_(host_rows),
       plan_(plan),
       keep_self_(keep_self),
       force_block_(force_block),
-      tensor_(tensor),
-      tf32_tiles_(tensor && plan.fused),
+      tensor_(arithmetic == exact::DotArithmetic::Tf32),
+      tf32_tiles_(tensor_ && plan.fused),
+      split_tiles_(arithmetic == exact::DotArithmetic::SplitTf32 && plan.fused),
       selection_(selection),
       timeline_(settings().timeline) {
   cuda_check(cudaSetDevice(device), "selecting the device");
@@ -433,7 +434,7 @@ void DeviceEngine::fused_tile(const TileJob& job, const TileOperands& op, const 
   f.col_role_from = job.c0 == job.r0 ? static_cast<int>(job.rows) : 0;
   f.row_norms = op.a_norms, f.col_norms = op.b_norms, f.thr = thr_.data();
   f.keep_self = keep_self_;  // never dense: the fused path seeds in seed_tiles()
-  f.tf32 = tf32_tiles_;
+  f.strips = tf32_tiles_ ? StripArithmetic::Tf32 : split_tiles_ ? StripArithmetic::SplitTf32 : StripArithmetic::Ffma;
   launch_fused_tile(f, cv, counter, g);
   ev.gemm_end.record(g);
   ev.filter_end.record(g);

@@ -116,15 +116,18 @@ class DeviceEngine {
  public:
   /// Takes the device's context (waiting for another build on it to finish)
   /// and allocates what the plan needs (throws DeviceOutOfMemory).
-  /// `tensor`: dot products on tensor cores for --precision fast-exact
-  /// (cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32, or the fused kernel's
-  /// TF32 strips); otherwise float32 (cuBLAS SGEMM in the engine's math mode,
-  /// or the fused FFMA kernel).
+  /// `arithmetic`: the dot products. Tf32 (--precision fast-exact): on
+  /// tensor cores, cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 or the
+  /// fused kernel's TF32 strips from rows rounded to TF32. SplitTf32 (exact,
+  /// fused plans on compute capability 8.0 and later): the fused kernel's
+  /// strips from float32 rows split into two TF32 parts each; every cuBLAS
+  /// GEMM and the seed tiles float32. Float32: cuBLAS SGEMM in the engine's
+  /// math mode or the fused FFMA kernel.
   /// `selection` (cuBLAS plans only; outlives the engine): a paper
   /// strategy's selection instead of the filter and merge, which then get
   /// no candidate sets.
   DeviceEngine(int device, const float* host_rows, const TilePlan& plan, bool keep_self, bool force_block,
-               bool tensor = false, TileSelection* selection = nullptr);
+               exact::DotArithmetic arithmetic = exact::DotArithmetic::Float32, TileSelection* selection = nullptr);
   ~DeviceEngine();
   DeviceEngine(const DeviceEngine&) = delete;
   DeviceEngine& operator=(const DeviceEngine&) = delete;
@@ -278,8 +281,9 @@ class DeviceEngine {
   const float* host_rows_;
   TilePlan plan_;
   bool keep_self_, force_block_;
-  bool tensor_;      // cuBLAS's GEMMs (tiles, prior bound, rescan) in TF32
-  bool tf32_tiles_;  // the fused kernel's strips on tensor cores, its operands rounded to TF32
+  bool tensor_;       // cuBLAS's GEMMs (tiles, prior bound, rescan) in TF32
+  bool tf32_tiles_;   // the fused kernel's strips on tensor cores, its operands rounded to TF32
+  bool split_tiles_;  // the fused kernel's strips on tensor cores, each float32 operand split in two
   TileSelection* selection_;
   double gemm_busy_until_ = 0;  ///< end of the latest completed tile's kernel, ms after loop_start
 

@@ -132,7 +132,8 @@ int list_slack(int k, bool tensor, int64_t d) {
   // (max(96, k/4)) grows with the square of c_dot(d) / c_dot(1024): the
   // points within the window grow faster than its width where distances
   // concentrate (docs/PRECISION.md, "How much slack").
-  const double grow = exact::make_error_model(d, true).c_dot / exact::make_error_model(1024, true).c_dot;
+  const double grow = exact::make_error_model(d, exact::DotArithmetic::Tf32).c_dot /
+                      exact::make_error_model(1024, exact::DotArithmetic::Tf32).c_dot;
   const double base = std::max(96, k / 4);
   return static_cast<int>(std::min<double>(std::ceil(base * std::max(1.0, grow * grow)), kMaxK));
 }
@@ -159,7 +160,7 @@ struct ResidentOutput {
     const int64_t available = g.n - (in.params->keep_self ? 0 : 1);
     ca.rows = in.rows_for_keys(), ca.d = in.rows->cols, ca.norms = in.norms, ca.lists = in.lists, ca.k = g.k;
     ca.euclidean = in.params->metric == Metric::Euclidean, ca.complete = in.lists.k >= available;
-    ca.model = exact::make_error_model(g.d, in.tensor, in.moved_rows_rounded);
+    ca.model = exact::make_error_model(g.d, in.loop_arithmetic, in.moved_rows_rounded);
     ca.out_index = out_i.data(), ca.out_dist = out_d.data(), ca.status = st.data(), ca.max_use = use.data();
     ca.ukey = ukey.data();
   }
@@ -524,7 +525,7 @@ void EarlyFinish::streamed_range(int64_t done, int64_t rows, bool& host_ready) {
   const int threads = hardware_threads(in_.params->threads);
   streamed_->download(done, rows, stream_, staging_, DeviceContext::kStagingBytes, std::min(8, threads));
   const auto t1 = std::chrono::steady_clock::now();
-  streamed_->certify(done, rows, g_, exact::make_error_model(g_.d, in_.tensor, in_.moved_rows_rounded),
+  streamed_->certify(done, rows, g_, exact::make_error_model(g_.d, in_.loop_arithmetic, in_.moved_rows_rounded),
                      std::max(1, threads - 4));
   download_ms_ += std::chrono::duration<double, std::milli>(t1 - t0).count();
   certify_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
@@ -589,7 +590,7 @@ class Finisher {
         early_(early),
         params_(*in.params),
         s_(in.stream),
-        model_(exact::make_error_model(g.d, in.tensor, in.moved_rows_rounded)) {
+        model_(exact::make_error_model(g.d, in.loop_arithmetic, in.moved_rows_rounded)) {
     stats_.precision = to_string(params_.precision);
     stats_.list_capacity = in.lists.k;
     stats_.c_dot = model_.c_dot;

@@ -100,8 +100,8 @@ struct FinishRequest {
                                        ///< moved with rounding), or nullptr
   const float* norms = nullptr;        ///< device: the stored squared norms of all rows
   cudaStream_t stream = nullptr;       ///< on the current device; everything runs on it
-  bool tensor = false;                 ///< the loop's GEMM was TF32 (fast-exact)
-  bool moved_rows_rounded = false;     ///< the loop's rows were moved with rounding (exact/translation.h)
+  exact::DotArithmetic loop_arithmetic = exact::DotArithmetic::Float32;  ///< how the loop computed its dot products
+  bool moved_rows_rounded = false;  ///< the loop's rows were moved with rounding (exact/translation.h)
   /// On the device: the rows exact keys are taken from.
   const float* rows_for_keys() const { return key_rows ? key_rows : device_rows; }
   DotProducts dot_products;  ///< for the rescan (resident rows)

@@ -93,14 +93,16 @@ uint64_t device_budget(int dev, uint64_t requested) {
 }
 
 /// The fused kernel wins where cuBLAS is far from its large-GEMM rate: a
-/// short inner dimension (see impl/fused_tile.cu). Settings::gemm overrides.
-bool use_fused(int64_t d) {
+/// short inner dimension (see impl/fused_tile.cu), longer for exact's split
+/// strips (`split`: they run if fused). Settings::gemm overrides.
+bool use_fused(int64_t d, bool split) {
   switch (settings().gemm) {
-    case GemmPath::Fused: return true;
+    case GemmPath::Fused:
+    case GemmPath::FusedFfma: return true;
     case GemmPath::Cublas: return false;
     case GemmPath::Auto: break;
   }
-  return d <= kFusedMaxD;
+  return d <= (split ? kSplitFusedMaxD : kFusedMaxD);
 }
 
 /// Strips of the upper triangle for each device (Kato & Hosino).
@@ -117,7 +119,8 @@ std::vector<std::vector<int64_t>> assign_strips(int64_t blocks, int devices) {
 /// The engine's facts for graph.json (the bench and the tests read these
 /// keys): the plan, the devices and what their tile loops did.
 struct EngineBuildStats {
-  bool tensor = false;
+  bool tensor = false;                                              ///< fast-exact
+  exact::DotArithmetic arithmetic = exact::DotArithmetic::Float32;  ///< the tile loop's dot products
   exact::Translation translation;  ///< of the rows on the device (core's choose_translation), or none
   TilePlan plan;
   std::vector<int> devices;
@@ -165,9 +168,13 @@ struct EngineBuildStats {
 
   nlohmann::json to_json() const {
     nlohmann::json j;
-    if (tensor)
+    if (arithmetic == exact::DotArithmetic::Tf32)
       j["dot_products"] = plan.fused ? "TF32 tensor cores (fused kernel's mma.sync; seed tiles float32 FFMA)"
                                      : "TF32 tensor cores (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32)";
+    else if (arithmetic == exact::DotArithmetic::SplitTf32)
+      j["dot_products"] =
+          "float32 split into two TF32 parts, three tensor-core products (fused kernel's mma.sync; seed tiles "
+          "float32 FFMA)";
     else
       j["dot_products"] = plan.fused ? "float32 FFMA (fused kernel)" : "float32 FFMA (cuBLAS SGEMM)";
     j["devices"] = devices;
@@ -181,7 +188,10 @@ struct EngineBuildStats {
       j["translation_norm_ratio"] = translation.norm_ratio;
       j["translation_exact"] = translation.exact;
     }
-    if (plan.fused) j["tile_kernel"] = tensor ? "fused TF32 GEMM + filter" : "fused FFMA GEMM + filter";
+    if (plan.fused)
+      j["tile_kernel"] = arithmetic == exact::DotArithmetic::Tf32        ? "fused TF32 GEMM + filter"
+                         : arithmetic == exact::DotArithmetic::SplitTf32 ? "fused split-TF32 GEMM + filter"
+                                                                         : "fused FFMA GEMM + filter";
     else
       j["tile_kernel"] = tensor ? "cuBLAS TF32 GEMM + filter" : "cuBLAS SGEMM + filter";
     if (!plan.resident) {
@@ -319,8 +329,15 @@ class EngineBuild {
     PlanRequest req;
     req.n = rows_.rows, req.d = rows_.cols, req.k = cap_, req.k_out = g_.k;
     req.devices = static_cast<int>(stats_.devices.size());
-    // fast-exact's fused strips are TF32 mma.sync (compute capability 8.0).
-    req.fused = use_fused(rows_.cols) && (!stats_.tensor || tf32_mma);
+    // The fused strips are TF32 mma.sync from compute capability 8.0:
+    // fast-exact's need it; exact's split their float32 operands where they
+    // can (bench/gpu/RESULTS.md: faster than FFMA and cuBLAS SGEMM, within
+    // their own bound), else run FFMA.
+    const bool split = !stats_.tensor && tf32_mma && settings().gemm != GemmPath::FusedFfma;
+    req.fused = use_fused(rows_.cols, split) && (!stats_.tensor || tf32_mma);
+    stats_.arithmetic = stats_.tensor        ? exact::DotArithmetic::Tf32
+                        : req.fused && split ? exact::DotArithmetic::SplitTf32
+                                             : exact::DotArithmetic::Float32;
     req.shared_memory = shared;
     req.tile_override = settings().tile;
     // Pending room only where every merge takes the block path (the warp
@@ -336,7 +353,7 @@ class EngineBuild {
         engines_.clear();
         for (int dev : stats_.devices)
           engines_.push_back(std::make_unique<DeviceEngine>(dev, rows_.data, plan, params_.keep_self, force_block_,
-                                                            stats_.tensor));
+                                                            stats_.arithmetic));
         if (stats_.translation.any())
           for (size_t i = 0; i < engines_.size(); ++i)
             engines_[i]->translate_rows_by(stats_.translation.offset, rounded_move() && i == 0);
@@ -374,7 +391,8 @@ class EngineBuild {
     if (timeline_) fin_.timeline_origin = t0_;
     DeviceEngine& main = *engines_[0];
     fin_.data = &data_, fin_.params = &params_, fin_.rows = &rows_, fin_.lists = main.lists();
-    fin_.norms = main.norms(), fin_.stream = main.stream(), fin_.tensor = stats_.tensor, fin_.device = main.device();
+    fin_.norms = main.norms(), fin_.stream = main.stream(), fin_.loop_arithmetic = stats_.arithmetic,
+    fin_.device = main.device();
     fin_.moved_rows_rounded = rounded_move();
     fin_.dot_products = [&main](const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t st) {
       main.dot_products(a, m, b, ncols, c, ldc, st);

@@ -20,9 +20,10 @@ namespace manifold::gpu {
 
 /// Which kernel computes a tile's dot products.
 enum class GemmPath {
-  Auto,    ///< the fused kernel where d <= kFusedMaxD, else cuBLAS + filter
-  Fused,   ///< the fused kernel for every d
-  Cublas,  ///< cuBLAS SGEMM + the bound filter for every d
+  Auto,       ///< the fused kernel where d <= kFusedMaxD (kSplitFusedMaxD: exact's split), else cuBLAS + filter
+  Fused,      ///< the fused kernel for every d
+  FusedFfma,  ///< the fused kernel for every d, exact's strips by FFMA (as before compute capability 8.0)
+  Cublas,     ///< cuBLAS SGEMM + the bound filter for every d
 };
 
 /// Which quick-select kernel runs (select/quick.cu).

@@ -21,10 +21,13 @@ for t in test_gpu_engine test_gpu_knn; do
   "$bundle/run" "$t" --gtest_color=no > "$out/$t.log" 2>&1 || status=1
   echo "$t:"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|\[ info \]" "$out/$t.log"
 done
-# --gemm=fused|cublas (tests/gpu/gpu_test_main.cpp): every tile on that kernel.
-"$bundle/run" test_gpu_knn --gemm=fused --gtest_filter='-GpuKnn.FashionMnistLargeK' --gtest_color=no \
-  > "$out/test_gpu_knn_fused.log" 2>&1 || status=1
-echo "test_gpu_knn --gemm=fused:"; grep -E "^\[  (PASSED|FAILED) |tests ran" "$out/test_gpu_knn_fused.log"
+# --gemm=fused|ffma|cublas (tests/gpu/gpu_test_main.cpp): every tile on that
+# kernel (ffma: exact's strips by FFMA, as before compute capability 8.0).
+for path in fused ffma; do
+  "$bundle/run" test_gpu_knn --gemm=$path --gtest_filter='-GpuKnn.FashionMnistLargeK' --gtest_color=no \
+    > "$out/test_gpu_knn_$path.log" 2>&1 || status=1
+  echo "test_gpu_knn --gemm=$path:"; grep -E "^\[  (PASSED|FAILED) |tests ran" "$out/test_gpu_knn_$path.log"
+done
 # fast-exact equals exact: on the fused kernels (TF32 strips at d <= 256) and on cuBLAS.
 if [ -x "$bundle/bin/test_gpu_precision" ]; then
   for path in fused cublas; do
@@ -36,7 +39,7 @@ export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 for tool in memcheck racecheck; do
   filter='GpuSanitizer.*'
   [ "$tool" = racecheck ] && filter='GpuSanitizer.Tiny*'
-  for path in fused cublas; do
+  for path in fused ffma cublas; do
     compute-sanitizer --tool "$tool" --error-exitcode 3 "$bundle/bin/test_gpu_engine" --gemm=$path \
       --gtest_filter="$filter" --gtest_color=no >> "$out/sanitizer_$tool.log" 2>&1 || status=1
   done
@@ -46,6 +49,6 @@ for tool in memcheck racecheck; do
       --gtest_filter='GpuLargeK.BlockMerge*:GpuLargeKPrior.Tiny*:GpuLargeKPrior.RankSelection*:GpuPendingRoom.Tiny*' --gtest_color=no \
       >> "$out/sanitizer_$tool.log" 2>&1 || status=1
   fi
-  echo "compute-sanitizer $tool (fused, cublas; large k): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.log" | tr '\n' ' ')"
+  echo "compute-sanitizer $tool (fused, ffma, cublas; large k): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.log" | tr '\n' ' ')"
 done
 exit $status

@@ -150,7 +150,8 @@ CertifyStats certify_lists(const PreparedInput& in, std::vector<TopK> lists, int
   req.rows = in.rows.data, req.d = d, req.k = g.k, req.norms = in.norms.data();
   req.lists = {cand_dist.data(), cand_index.data(), fill.data(), n, capacity};
   req.ymax = n ? *std::max_element(in.norms.begin(), in.norms.end()) : 0.0;
-  req.model = exact::make_error_model(d, false, !in.translation.exact), req.metric = params.metric;
+  req.model = exact::make_error_model(d, exact::DotArithmetic::Float32, !in.translation.exact);
+  req.metric = params.metric;
   req.complete = capacity == others, req.threads = threads;
   CertifyStats stats;
   stats.capacity = capacity, stats.error_bound_largest_norm = req.ymax;

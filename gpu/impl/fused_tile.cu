@@ -1,7 +1,9 @@
 // The fused tile kernels: the tile's dot products by a register-blocked
-// float32 FFMA GEMM (exact precision) or by TF32 mma.sync on tensor cores
-// (fast-exact), turned into squared distances and filtered against the row
-// and column bounds in registers, so the tile is never written to memory.
+// float32 FFMA GEMM (seed tiles; exact's strips before compute capability
+// 8.0) or by TF32 mma.sync on tensor cores (fast-exact's strips, and exact's
+// from operands split into two TF32 parts), turned into squared distances
+// and filtered against the row and column bounds in registers, so the tile
+// is never written to memory.
 // They exist because cuBLAS reaches only ~60% of its large-GEMM rate when
 // the inner dimension is short (d ~ 128-256: few main-loop steps per block,
 // then a whole tile to write back, which the filter then reads again).
@@ -29,10 +31,10 @@
 // moved before the slab's last k-step) measured slower, and slower still
 // capped at 112 registers to leave an SM room for a merge block.
 //
-// Each entry is one fmaf chain over c = 0..d-1 in order (the zero padding
-// rows c >= d leave it unchanged), whatever the tile shape, device or
-// launch: the same input gives the same distances bit for bit, in memory,
-// streamed or split over GPUs.
+// Each entry is computed in one fixed order -- one fmaf chain over c =
+// 0..d-1 (the zero padding rows c >= d leave it unchanged), or one fixed
+// sequence of mma -- whatever the tile shape, device or launch: the same input gives the same distances bit for bit, in
+// memory, streamed or split over GPUs.
 #include <algorithm>
 #include <cmath>
 
@@ -522,16 +524,20 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
     filter_epilogue<TN>(f, c, counter, acc, i_base, j_base, FfmaLayout{wm, wn}, t, lane, edge, staged);
 }
 
-// ---- fast-exact's strip kernel: the dot products on tensor cores -----------
+// ---- The strip kernel on tensor cores (fast-exact's, and exact's split) ----
 // The same block (128 x 128 entries, 256 threads), pipeline and filter as the
 // FFMA kernel, with each warp's 64 x 32 entries computed by mma.sync
-// m16n8k8 TF32 (float32 accumulation) instead of FFMA chains. Its operands
-// are TF32 already (the blocks are rounded to it when transposed for a
-// fast-exact run, launch_transpose_block), so the tensor cores see exactly
-// the values the error model's input rounding (u_in) allows for; products
-// and sums follow the model's tensor-core accumulation (u_acc = 2^-22).
-// Seed tiles stay on the FFMA kernel (T / N of the entries: 3% at 80k rows):
-// their entries, from the same rounded rows, are within the same bound.
+// m16n8k8 TF32 (float32 accumulation) instead of FFMA chains. fast-exact:
+// the operands are TF32 already (the blocks are rounded to it when
+// transposed, launch_transpose_block), so the tensor cores see exactly the
+// values the error model's input rounding (u_in) allows for. exact (kSplit):
+// the operands are float32, each split into two TF32 parts in registers,
+// three mma a tile; error_bound.h's SplitTf32 bounds it (6 times float32
+// FFMA's window at d = 256, a tenth of TF32's), and it runs 1.4 times as
+// fast as the FFMA kernel (bench/gpu/RESULTS.md). Products and sums follow
+// the model's tensor-core accumulation (u_acc = 2^-22). Seed tiles stay on
+// the FFMA kernel (T / N of the entries: 3% at 80k rows): their entries,
+// from the same rows, are within either bound.
 //
 // The slab rows are padded to kTf32Ld floats: a fragment load reads, per
 // lane, row 8 k + t (t = lane % 4) at column g (g = lane / 4), and a stride
@@ -563,35 +569,62 @@ struct Tf32Layout {
   __device__ __forceinline__ int col(int q) const { return wn + 8 * (q >> 1) + (q & 1); }
 };
 
-/// One slab's k-steps of 8 on a warp's 64 x 32 entries: per step, the A
-/// fragments of its four 16-row tiles and the B fragments of its four
-/// 8-column tiles, then 16 mma.
-template <int BK>
+/// v split for exact's strips: head = v cut to TF32 (its 13 low fraction
+/// bits cleared), tail = the remainder (exact in float32) cut likewise, so
+/// v = head + tail + r with |r| <= 2^-20 |v| (error_bound.h, SplitTf32).
+/// Cutting is one logic instruction a part; cvt.rna.tf32.f32 made the
+/// kernel 20% slower (bench/gpu/RESULTS.md) for a bound the model does not need.
+__device__ __forceinline__ void split_tf32(float v, unsigned& head, unsigned& tail) {
+  head = __float_as_uint(v) & 0xffffe000u;
+  tail = __float_as_uint(v - __uint_as_float(head)) & 0xffffe000u;
+}
+
+/// One slab's k-steps of 8 on a warp's 64 x 32 entries: per step, the B
+/// fragments of its four 8-column tiles, then per 16-row tile its A fragment
+/// and 4 mma. kSplit: the operands are float32, split by split_tf32, and
+/// each tile takes three mma (tail x head, head x tail, head x head).
+template <int BK, bool kSplit>
 __device__ __forceinline__ void tf32_slab(const float (*as)[kTf32Ld], const float (*bs)[kTf32Ld], int wm, int wn, int g,
                                           int tq, float (&acc)[8][8]) {
 #pragma unroll
   for (int k0 = 0; k0 < BK; k0 += 8) {
-    unsigned a[4][4], b[4][2];
-#pragma unroll
-    for (int mi = 0; mi < 4; ++mi) {
-      const int m = wm + 16 * mi + g;
-      a[mi][0] = __float_as_uint(as[k0 + tq][m]);
-      a[mi][1] = __float_as_uint(as[k0 + tq][m + 8]);
-      a[mi][2] = __float_as_uint(as[k0 + tq + 4][m]);
-      a[mi][3] = __float_as_uint(as[k0 + tq + 4][m + 8]);
-    }
+    unsigned b[4][2], bt[4][2];
 #pragma unroll
     for (int ni = 0; ni < 4; ++ni) {
       const int n = wn + 8 * ni + g;
-      b[ni][0] = __float_as_uint(bs[k0 + tq][n]);
-      b[ni][1] = __float_as_uint(bs[k0 + tq + 4][n]);
+      const float v0 = bs[k0 + tq][n], v1 = bs[k0 + tq + 4][n];
+      if constexpr (kSplit) {
+        split_tf32(v0, b[ni][0], bt[ni][0]);
+        split_tf32(v1, b[ni][1], bt[ni][1]);
+      } else {
+        b[ni][0] = __float_as_uint(v0), b[ni][1] = __float_as_uint(v1);
+      }
     }
 #pragma unroll
-    for (int mi = 0; mi < 4; ++mi)
+    for (int mi = 0; mi < 4; ++mi) {
+      const int m = wm + 16 * mi + g;
+      const float v[4] = {as[k0 + tq][m], as[k0 + tq][m + 8], as[k0 + tq + 4][m], as[k0 + tq + 4][m + 8]};
+      unsigned a[4], at[4];
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni)
-        mma_tf32(acc[2 * mi][2 * ni], acc[2 * mi][2 * ni + 1], acc[2 * mi + 1][2 * ni], acc[2 * mi + 1][2 * ni + 1],
-                 a[mi], b[ni]);
+      for (int e = 0; e < 4; ++e) {
+        if constexpr (kSplit) {
+          split_tf32(v[e], a[e], at[e]);
+        } else {
+          a[e] = __float_as_uint(v[e]);
+        }
+      }
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) {
+        if constexpr (kSplit) {
+          mma_tf32(acc[2 * mi][2 * ni], acc[2 * mi][2 * ni + 1], acc[2 * mi + 1][2 * ni], acc[2 * mi + 1][2 * ni + 1],
+                   at, b[ni]);
+          mma_tf32(acc[2 * mi][2 * ni], acc[2 * mi][2 * ni + 1], acc[2 * mi + 1][2 * ni], acc[2 * mi + 1][2 * ni + 1],
+                   a, bt[ni]);
+        }
+        mma_tf32(acc[2 * mi][2 * ni], acc[2 * mi][2 * ni + 1], acc[2 * mi + 1][2 * ni], acc[2 * mi + 1][2 * ni + 1], a,
+                 b[ni]);
+      }
+    }
   }
 }
 
@@ -606,7 +639,7 @@ struct Tf32Shape {
   static_assert(sizeof(StagedCandidates) <= 2 * kSlabFloats * sizeof(float), "the staged candidates fit the slabs");
 };
 
-template <int BK, int kStages>
+template <int BK, int kStages, bool kSplit>
 __global__ __launch_bounds__(256, 2) void fused_tf32_kernel(FusedTileArgs f, CandidatesView c, int counter) {
   using Shape = Tf32Shape<BK, kStages>;
   extern __shared__ __align__(16) float smem[];
@@ -639,7 +672,7 @@ __global__ __launch_bounds__(256, 2) void fused_tf32_kernel(FusedTileArgs f, Can
     __syncthreads();  // slab kt is in shared memory; stage (kt - 1) % kStages is free
     if (kt + kStages - 1 < nk) copies.load(as, bs, next);
     cp_async_commit();
-    tf32_slab<BK>(as[st], bs[st], wm, wn, g, tq, acc);
+    tf32_slab<BK, kSplit>(as[st], bs[st], wm, wn, g, tq, acc);
     st = st + 1 == kStages ? 0 : st + 1;
     next = next + 1 == kStages ? 0 : next + 1;
   }
@@ -718,10 +751,15 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
     launch_shape<8, 16, 3, true>(grid, f, c, counter, s, "fused seed kernel");
     return;
   }
-  if (f.tf32) {
-    using Shape = Tf32Shape<16, 3>;
-    launch_kernel<fused_tf32_kernel<16, 3>, Shape::kThreads, Shape::kSharedBytes>(grid, f, c, counter, s,
-                                                                                  "fused TF32 tile kernel");
+  using Tf32 = Tf32Shape<16, 3>;
+  if (f.strips == StripArithmetic::SplitTf32) {
+    launch_kernel<fused_tf32_kernel<16, 3, true>, Tf32::kThreads, Tf32::kSharedBytes>(grid, f, c, counter, s,
+                                                                                      "fused split-TF32 tile kernel");
+    return;
+  }
+  if (f.strips == StripArithmetic::Tf32) {
+    launch_kernel<fused_tf32_kernel<16, 3, false>, Tf32::kThreads, Tf32::kSharedBytes>(grid, f, c, counter, s,
+                                                                                       "fused TF32 tile kernel");
     return;
   }
   launch_shape<8, 16, 3, false>(grid, f, c, counter, s, "fused tile kernel");

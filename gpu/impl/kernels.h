@@ -52,6 +52,11 @@ struct TileView {
   bool dense = false;
 };
 
+/// A strip's dot products: float32 FFMA; TF32 mma.sync from operands rounded
+/// to TF32 (fast-exact); or TF32 mma.sync from float32 operands split into
+/// two TF32 parts each, three products (exact: error_bound.h's SplitTf32).
+enum class StripArithmetic { Ffma, Tf32, SplitTf32 };
+
 /// The same tile for the fused kernel, which computes the dot products
 /// itself from the row blocks transposed on the device (feature-major: block
 /// b's element (row i, feature c) at base + c * ldt + i, ldt = the block
@@ -72,8 +77,8 @@ struct FusedTileArgs {
   const float* thr = nullptr;
   bool keep_self = false;
   bool dense = false;
-  int batch = 1;      ///< dense only: seed tiles of `batch` consecutive blocks (rows: all of them), one launch
-  bool tf32 = false;  ///< strips only: dot products on tensor cores (fast-exact; operands rounded to TF32)
+  int batch = 1;  ///< dense only: seed tiles of `batch` consecutive blocks (rows: all of them), one launch
+  StripArithmetic strips = StripArithmetic::Ffma;  ///< strips only: how the dot products are computed
 };
 
 /// Candidates that passed a row's bound in one tile, per slot: slot s < T is
@@ -93,11 +98,15 @@ struct CandidatesView {
 };
 
 /// Largest dimension for which the fused kernel computes the dot products
-/// by default: up to here it beats cuBLAS + filter (the tile is never written
-/// and read back); from d = 1024 cuBLAS runs near its large-GEMM rate
-/// (bench/gpu/RESULTS.md).
+/// by default (FFMA or TF32 strips): up to here it beats cuBLAS + filter
+/// (the tile is never written and read back); from d = 1024 cuBLAS runs
+/// near its large-GEMM rate (bench/gpu/RESULTS.md).
 /// Settings::gemm overrides (tests: gpu/settings.h).
 constexpr int64_t kFusedMaxD = 256;
+/// The same for exact's split-TF32 strips, which beat cuBLAS SGEMM + filter
+/// by 1.6-1.8x at d = 512 and 1024 (bench/gpu/RESULTS.md). Beyond, their
+/// bound (3 d tensor-core summands) nears TF32's: fast-exact's window.
+constexpr int64_t kSplitFusedMaxD = 1024;
 
 /// Squared row norms in float64, rounded to float (as the CPU backend does).
 void launch_row_norms(const float* rows, int64_t n, int64_t d, float* norms, cudaStream_t s);

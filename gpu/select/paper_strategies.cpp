@@ -331,7 +331,8 @@ FinishRequest finish_request(const Dataset& data, const KnnParams& params, const
                              DeviceEngine& engine, int dev, const HostResult& host_result) {
   FinishRequest fin;
   fin.data = &data, fin.params = &params, fin.rows = &rows, fin.lists = engine.lists();
-  fin.norms = engine.norms(), fin.stream = engine.stream(), fin.tensor = false, fin.device = dev;
+  fin.norms = engine.norms(), fin.stream = engine.stream(), fin.loop_arithmetic = exact::DotArithmetic::Float32,
+  fin.device = dev;
   fin.dot_products = [&engine](const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t st) {
     engine.dot_products(a, m, b, ncols, c, ldc, st);
   };
@@ -406,7 +407,7 @@ KnnGraph build_with_paper_strategy(const Dataset& data, const KnnParams& params,
   // another build on this device to finish).
   const auto t1 = std::chrono::steady_clock::now();
   PaperSelection selection(strategy, plan.k, plan.T, plan.W, ctx.sms, ctx.select);
-  DeviceEngine engine(dev, rows.data, plan, params.keep_self, false, false, &selection);
+  DeviceEngine engine(dev, rows.data, plan, params.keep_self, false, exact::DotArithmetic::Float32, &selection);
   g.timings.emplace_back("setup", seconds_since(t1));
 
   // The final step beside the loop where both fit at once (as the engine's

@@ -616,7 +616,7 @@ void MpiBuild::certify() {
     req.lists = {cand_key_.data(), cand_index_.data(), fill.data(), m, width};
     // Keys from the rows as they were: the loop's rows rounded when moved by
     // the rounded kind, which widens the bound (error_bound.h).
-    req.ymax = ymax, req.model = exact::make_error_model(d, false, !translation_.exact);
+    req.ymax = ymax, req.model = exact::make_error_model(d, exact::DotArithmetic::Float32, !translation_.exact);
     req.metric = params_.metric;
     req.complete = width == others, req.threads = eo_.threads;
     stats_.bound_use = exact::certify_rows(req, {out_index_.data(), out_dist_.data(), status.data()});

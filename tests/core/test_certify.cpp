@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfenv>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "manifold/exact/certify.h"
@@ -82,9 +84,16 @@ struct Outcome {
   double reevaluated = 0;
 };
 
-Outcome certify(const Dataset& ds, Metric metric, int k, int cap, bool keep_self, bool tensor, bool edge) {
+using exact::DotArithmetic;
+constexpr DotArithmetic kEveryKind[] = {DotArithmetic::Float32, DotArithmetic::Tf32, DotArithmetic::SplitTf32};
+
+const char* kind_name(DotArithmetic dots) {
+  return dots == DotArithmetic::Float32 ? "float32" : dots == DotArithmetic::Tf32 ? "TF32" : "split TF32";
+}
+
+Outcome certify(const Dataset& ds, Metric metric, int k, int cap, bool keep_self, DotArithmetic dots, bool edge) {
   const PreparedRows rows = prepare_rows(ds, metric);
-  const exact::ErrorModel m = exact::make_error_model(rows.cols, tensor);
+  const exact::ErrorModel m = exact::make_error_model(rows.cols, dots);
   const Simulated s = simulate(rows, cap, keep_self, m, edge, 7);
   Outcome o;
   o.g.n = rows.rows, o.g.d = rows.cols, o.g.k = k, o.g.metric = metric, o.g.keep_self = keep_self;
@@ -113,12 +122,12 @@ Outcome certify(const Dataset& ds, Metric metric, int k, int cap, bool keep_self
 TEST(Certify, RandomErrorsWithinTheBoundRankExactly) {
   const Dataset ds = testing_support::random_dataset(700, 24, 5);
   for (Metric m : {Metric::Euclidean, Metric::Cosine, Metric::Pearson}) {
-    for (bool tensor : {false, true}) {
+    for (DotArithmetic dots : kEveryKind) {
       const int k = 10;
-      Outcome o = certify(ds, m, k, tensor ? k + 96 : k + 16, false, tensor, false);
-      EXPECT_EQ(first_difference(o.g, exact_reference(ds, k, m, false)), "") << to_string(m) << " tensor " << tensor;
+      Outcome o = certify(ds, m, k, dots == DotArithmetic::Tf32 ? k + 96 : k + 16, false, dots, false);
+      EXPECT_EQ(first_difference(o.g, exact_reference(ds, k, m, false)), "") << to_string(m) << " " << kind_name(dots);
       EXPECT_GE(o.reevaluated, k);
-      std::cout << "[ info ] " << to_string(m) << (tensor ? " TF32" : " float32") << ": " << o.reevaluated
+      std::cout << "[ info ] " << to_string(m) << " " << kind_name(dots) << ": " << o.reevaluated
                 << " re-evaluated per row, " << o.fallback << " fallback rows\n";
     }
   }
@@ -129,12 +138,12 @@ TEST(Certify, ErrorsAtTheEdgeOfTheBoundRankExactly) {
   // ones pulled in: the certificate must still hold or send the row to the
   // fallback, never return a wrong row.
   const Dataset ds = near_duplicates(600, 16, 11, 12, 30, 1e-5f);
-  for (bool tensor : {false, true})
+  for (DotArithmetic dots : kEveryKind)
     for (int cap : {11, 20, 60}) {
-      Outcome o = certify(ds, Metric::Euclidean, 10, cap, false, tensor, true);
+      Outcome o = certify(ds, Metric::Euclidean, 10, cap, false, dots, true);
       EXPECT_EQ(first_difference(o.g, exact_reference(ds, 10, Metric::Euclidean, false)), "")
-          << "cap " << cap << " tensor " << tensor;
-      std::cout << "[ info ] edge errors, cap " << cap << (tensor ? " TF32" : " float32") << ": " << o.fallback
+          << "cap " << cap << " " << kind_name(dots);
+      std::cout << "[ info ] edge errors, cap " << cap << " " << kind_name(dots) << ": " << o.fallback
                 << " fallback rows, " << o.reevaluated << " re-evaluated per certified row\n";
     }
 }
@@ -143,15 +152,15 @@ TEST(Certify, ShortListsFallBackAndStayExact) {
   // Clusters of 30 near-duplicates and a capacity of 12: the bound cannot
   // tell the cluster apart, so those rows must fall back.
   const Dataset ds = near_duplicates(500, 12, 3, 10, 30, 1e-6f);
-  Outcome o = certify(ds, Metric::Euclidean, 8, 12, false, true, false);
+  Outcome o = certify(ds, Metric::Euclidean, 8, 12, false, DotArithmetic::Tf32, false);
   EXPECT_GT(o.fallback, 100);
   EXPECT_EQ(first_difference(o.g, exact_reference(ds, 8, Metric::Euclidean, false)), "");
   // Complete lists (every other point) need no certificate.
   const Dataset small = testing_support::random_dataset(40, 5, 2);
-  Outcome c = certify(small, Metric::Cosine, 39, 39, false, true, true);
+  Outcome c = certify(small, Metric::Cosine, 39, 39, false, DotArithmetic::Tf32, true);
   EXPECT_EQ(c.fallback, 0);
   EXPECT_EQ(first_difference(c.g, exact_reference(small, 39, Metric::Cosine, false)), "");
-  Outcome s = certify(small, Metric::Pearson, 5, 40, true, false, false);
+  Outcome s = certify(small, Metric::Pearson, 5, 40, true, DotArithmetic::Float32, false);
   EXPECT_EQ(first_difference(s.g, exact_reference(small, 5, Metric::Pearson, true)), "");
 }
 
@@ -161,7 +170,7 @@ TEST(Certify, ShortListsFallBackAndStayExact) {
 TEST(Certify, CandidatesBeforeTheFirstListRowHaveNegativeIndices) {
   const Dataset ds = testing_support::random_dataset(300, 40, 9);
   const PreparedRows rows = prepare_rows(ds, Metric::Euclidean);
-  const exact::ErrorModel m = exact::make_error_model(rows.cols, false);
+  const exact::ErrorModel m = exact::make_error_model(rows.cols, DotArithmetic::Float32);
   const int k = 20, cap = 40;
   const Simulated s = simulate(rows, cap, false, m, false, 3);
   auto run = [&](int64_t first, std::vector<int64_t>& index, std::vector<float>& dist, std::vector<int>& status) {
@@ -198,11 +207,98 @@ TEST(Certify, CandidatesBeforeTheFirstListRowHaveNegativeIndices) {
   EXPECT_GT(before_first, 1000) << "the case has candidates before the first row";
 }
 
+namespace {
+
+/// v with its 13 low fraction bits cleared (TF32, cut toward zero) or
+/// rounded to nearest, ties away (cvt.rna.tf32.f32), for finite v.
+float tf32_cut(float v, bool round) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  if (round) u += 0x1000u;
+  u &= 0xffffe000u;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+/// The fused kernel's dot product of x and y as the bound describes it:
+/// per 8 columns, three mma (tail x head, head x tail, head x head; or head x
+/// head alone when !split), every product exact and every addition cut
+/// toward zero (the tensor cores' truncation), in float32.
+float emulated_tensor_dot(const std::vector<float>& x, const std::vector<float>& y, bool split, bool round) {
+  const size_t d = x.size();
+  std::vector<float> xh(d), xl(d), yh(d), yl(d);
+  for (size_t i = 0; i < d; ++i) {
+    xh[i] = tf32_cut(x[i], round), yh[i] = tf32_cut(y[i], round);
+    xl[i] = tf32_cut(x[i] - xh[i], round), yl[i] = tf32_cut(y[i] - yh[i], round);
+  }
+  const int saved = std::fegetround();
+  std::fesetround(FE_TOWARDZERO);
+  volatile float acc = 0.f;
+  for (size_t k0 = 0; k0 < d; k0 += 8) {
+    const size_t k1 = std::min(d, k0 + 8);
+    if (split) {
+      for (size_t i = k0; i < k1; ++i) acc = acc + xl[i] * yh[i];
+      for (size_t i = k0; i < k1; ++i) acc = acc + xh[i] * yl[i];
+    }
+    for (size_t i = k0; i < k1; ++i) acc = acc + xh[i] * yh[i];
+  }
+  std::fesetround(saved);
+  return acc;
+}
+
+}  // namespace
+
+TEST(Certify, SplitTf32BoundCoversItsArithmetic) {
+  // Rows of wide dynamic range, and pairs that nearly cancel (y = -x plus a
+  // little): the emulated split dot product stays within c_dot |x||y|, and
+  // the plain TF32 product of the same pairs does not (so the split bound is
+  // not TF32's in disguise: it is 10 times tighter and the test can fail).
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> normal;
+  std::uniform_real_distribution<double> scale(-12, 12);
+  double split_use = 0, tf32_over_split = 0;
+  for (int64_t d : {1, 7, 64, 256, 1000}) {
+    const exact::ErrorModel m = exact::make_error_model(d, DotArithmetic::SplitTf32);
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<float> x(static_cast<size_t>(d)), y(static_cast<size_t>(d));
+      for (int64_t i = 0; i < d; ++i) {
+        x[static_cast<size_t>(i)] = normal(rng) * static_cast<float>(std::exp2(scale(rng)));
+        y[static_cast<size_t>(i)] = trial % 2 ? -x[static_cast<size_t>(i)] * (1 + 1e-3f * normal(rng))
+                                              : normal(rng) * static_cast<float>(std::exp2(scale(rng)));
+      }
+      double exact_dot = 0, nx = 0, ny = 0;  // float products are exact in double
+      for (int64_t i = 0; i < d; ++i) {
+        exact_dot += static_cast<double>(x[static_cast<size_t>(i)]) * y[static_cast<size_t>(i)];
+        nx += static_cast<double>(x[static_cast<size_t>(i)]) * x[static_cast<size_t>(i)];
+        ny += static_cast<double>(y[static_cast<size_t>(i)]) * y[static_cast<size_t>(i)];
+      }
+      const double bound = m.c_dot * std::sqrt(nx * ny) + m.abs_term / 2;
+      for (bool round : {false, true}) {
+        split_use = std::max(split_use, std::fabs(emulated_tensor_dot(x, y, true, round) - exact_dot) / bound);
+        tf32_over_split = std::max(tf32_over_split,
+                                   std::fabs(emulated_tensor_dot(x, y, false, round) - exact_dot) / bound);
+      }
+    }
+  }
+  EXPECT_LT(split_use, 1.0);
+  EXPECT_GT(tf32_over_split, 1.0);
+  std::cout << "[ info ] split TF32: largest error " << split_use << " of the bound; plain TF32 reaches "
+            << tf32_over_split << " of it\n";
+  // The kinds' windows in order where the split runs (the fused kernel, d <=
+  // 256; its 3 d summands make it wider than TF32's from d ~ 4096).
+  for (int64_t d : {1, 16, 64, 256}) {
+    const double f = exact::make_error_model(d, DotArithmetic::Float32).c_dot;
+    const double sp = exact::make_error_model(d, DotArithmetic::SplitTf32).c_dot;
+    EXPECT_LT(f, sp) << d;
+    EXPECT_LT(sp, exact::make_error_model(d, DotArithmetic::Tf32).c_dot) << d;
+  }
+}
+
 TEST(Certify, BoundCoversTheFormatsUnitRoundoff) {
   // The TF32 bound must exceed the plain rounding of inputs to 10 fraction
   // bits (2 * 2^-11 relative); float32's must not be zero.
-  const exact::ErrorModel t = exact::make_error_model(1024, true);
-  const exact::ErrorModel f = exact::make_error_model(1024, false);
+  const exact::ErrorModel t = exact::make_error_model(1024, DotArithmetic::Tf32);
+  const exact::ErrorModel f = exact::make_error_model(1024, DotArithmetic::Float32);
   EXPECT_GT(t.c_dot, 2 * std::ldexp(1.0, -11));
   EXPECT_GT(f.c_dot, 1024 * std::ldexp(1.0, -24));
   EXPECT_GT(t.c_dot, 5 * f.c_dot);

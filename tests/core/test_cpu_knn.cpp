@@ -311,8 +311,8 @@ TEST(CpuKnnHostile, RowsLongerThanOneGemmStayExact) {
   const int64_t d = 12'000'000;
   EXPECT_EQ(exact::dot_product_chunk(d), 3465);
   EXPECT_EQ(exact::dot_product_terms(d), 3465 + 3464);
-  EXPECT_GT(exact::make_error_model(d, false).c_dot, 0);
-  EXPECT_LT(exact::make_error_model(d, false).c_dot, 1e-3);
+  EXPECT_GT(exact::make_error_model(d, exact::DotArithmetic::Float32).c_dot, 0);
+  EXPECT_LT(exact::make_error_model(d, exact::DotArithmetic::Float32).c_dot, 1e-3);
   EXPECT_EQ(exact::dot_product_chunk(4096), 4096);  // one GEMM up to 2^20
   Dataset ds = random_dataset(4, d, 77);
   for (Metric m : {Metric::Euclidean, Metric::Cosine}) {

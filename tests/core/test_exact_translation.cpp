@@ -177,9 +177,9 @@ TEST(RoundedTranslation, MovedDistancesStayInsideTheWidenedBound) {
   EXPECT_GT(rounded, static_cast<int>(x.size() / 50)) << "the moves must round for this test to mean anything";
   std::vector<float> norms(static_cast<size_t>(n));
   for (int64_t r = 0; r < n; ++r) norms[static_cast<size_t>(r)] = static_cast<float>(squared_norm(&m[r * d], d));
-  const exact::ErrorModel model = exact::make_error_model(d, false, true);
+  const exact::ErrorModel model = exact::make_error_model(d, exact::DotArithmetic::Float32, true);
   ASSERT_GT(model.moved_rounding, 0.0);
-  EXPECT_EQ(exact::make_error_model(d, false).moved_rounding, 0.0);
+  EXPECT_EQ(exact::make_error_model(d, exact::DotArithmetic::Float32).moved_rounding, 0.0);
   double lemma_use = 0, bound_use = 0;
   for (int64_t i = 0; i < n; i += 3)
     for (int64_t j = i + 1; j < n; j += 5) {

@@ -3,6 +3,8 @@
 // metric and k from 1 to 4096, with both merge strategies.
 #include <gtest/gtest.h>
 
+#include <cuda_runtime_api.h>
+
 #include <cstdlib>
 
 #include "gpu_test_util.h"
@@ -173,7 +175,10 @@ TEST(GpuKnn, DuplicatesAndTiesAreDeterministic) {
 struct GemmPath : WithSettings {
   explicit GemmPath(const char* path)
       : WithSettings([path](manifold::gpu::Settings& s) {
-          s.gemm = std::string(path) == "fused" ? manifold::gpu::GemmPath::Fused : manifold::gpu::GemmPath::Cublas;
+          const std::string p = path;
+          s.gemm = p == "fused"  ? manifold::gpu::GemmPath::Fused
+                   : p == "ffma" ? manifold::gpu::GemmPath::FusedFfma
+                                 : manifold::gpu::GemmPath::Cublas;
         }) {}
 };
 
@@ -181,20 +186,26 @@ TEST(GpuKnn, BothDotProductPathsOnAwkwardDimensions) {
   REQUIRE_GPU();
   // d = 1, 3, 37: the fused kernels' unaligned path; 130: aligned with a
   // partial last slab; rows not a multiple of any tile size. Both
-  // precisions: fast-exact's fused strips are the TF32 kernel.
+  // precisions on every strip kernel: exact's split TF32 (compute
+  // capability 8.0 and later) or FFMA, fast-exact's TF32, and cuBLAS.
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
   for (int64_t d : {1, 3, 37, 130}) {
     Dataset ds = random_dataset(2311, d, 90 + d);
     const int k = d == 1 ? 5 : 24;
     Reference ref = brute_force(ds, k, Metric::Euclidean, false);
-    for (const char* path : {"fused", "cublas"}) {
-      GemmPath use(path);
+    for (const std::string path : {"fused", "ffma", "cublas"}) {
+      GemmPath use(path.c_str());
       for (Precision precision : {Precision::Exact, Precision::FastExact}) {
         KnnParams p = params(k);
         p.precision = precision;
         KnnGraph g = build("gpu", ds, p);
-        const std::string kernel = g.extra["tile_kernel"].get<std::string>();
-        EXPECT_EQ(kernel.rfind(std::string(path) == "fused" ? "fused" : "cuBLAS", 0), 0u) << kernel;
-        EXPECT_EQ(kernel.find("TF32") != std::string::npos, precision == Precision::FastExact) << kernel;
+        const bool fast = precision == Precision::FastExact;
+        const std::string want = path == "cublas" ? (fast ? "cuBLAS TF32 GEMM + filter" : "cuBLAS SGEMM + filter")
+                                 : fast           ? "fused TF32 GEMM + filter"
+                                 : path == "fused" && major >= 8 ? "fused split-TF32 GEMM + filter"
+                                                                 : "fused FFMA GEMM + filter";
+        EXPECT_EQ(g.extra["tile_kernel"].get<std::string>(), want);
         // d = 1 is all ties; the check allows exactly those.
         EXPECT_EQ(check_graph(g, ds, ref), "") << path << " " << to_string(precision) << " d=" << d;
       }

@@ -224,7 +224,7 @@ TEST(GpuLargeK, LongCertifyMatchesHostTwin) {
       a.rows = d_rows.p, a.d = d, a.norms = d_norms.p;
       a.lists = gpu::ListsView{dense ? d_ldense.p : d_ldist.p, d_lindex.p, d_fill.p, nullptr, kListRows, kCap};
       a.k = k, a.euclidean = true, a.complete = false, a.ymax = ymax;
-      a.model = exact::make_error_model(d, tensor);
+      a.model = exact::make_error_model(d, tensor ? exact::DotArithmetic::Tf32 : exact::DotArithmetic::Float32);
       a.out_index = out_i.p, a.out_dist = out_d.p, a.status = status.p, a.max_use = use.p, a.ukey = ukey.p;
       gpu::launch_certify(a, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
@@ -327,7 +327,7 @@ TEST(GpuLargeK, OnePastTheLargestIsRefused) {
 // (exact::exact_slack: max(16, k/8) up to d = 512, in proportion to d
 // beyond); never beyond the lists' limit.
 TEST(FastExactSlack, GrowsWithTheSquareOfTheBoundsWindow) {
-  const auto c = [](int64_t d) { return exact::make_error_model(d, true).c_dot; };
+  const auto c = [](int64_t d) { return exact::make_error_model(d, exact::DotArithmetic::Tf32).c_dot; };
   for (int64_t d : {1, 32, 256, 1024}) {
     EXPECT_EQ(gpu::list_slack(20, true, d), 96) << d;
     EXPECT_EQ(gpu::list_slack(4000, true, d), 1000) << d;

@@ -240,32 +240,41 @@ TEST(PrecisionEdges, StreamedFastExactEqualsInMemoryExact) {
 // times a fluence near 1, masked zeros, small differences between rows): about
 // the origin their norms dwarf the gaps between neighbours, so no row
 // certified from its list and every one was rescanned. The engine now moves
-// them by core's exact translation: most rows certify from their lists, and
-// the graph is the CPU's exact ranking byte for byte, in both precisions
+// them by core's exact translation: with float32 dot products most rows
+// certify from their lists, and the graph is the CPU's exact ranking byte
+// for byte, in both precisions, with float32 or split-TF32 dot products,
 // and whether the rows are translated or not.
 TEST(PrecisionEdges, CommonPatternRowsCertifyOnceTranslated) {
   REQUIRE_GPU();
   const int64_t n = 3000, d = 256;
   const Dataset ds = common_pattern_rows(n, d, 17);
   const KnnGraph reference = exact_reference(ds, 10, Metric::Euclidean, false);
-  for (const char* precision : {"exact", "fast-exact"}) {
-    const KnnGraph moved = build("gpu", ds, with(10, Metric::Euclidean, precision));
+  const bool cublas = gpu::settings().gemm == gpu::GemmPath::Cublas;
+  for (const std::string precision : {"exact float32", "exact", "fast-exact"}) {
+    // "exact float32": exact with FFMA strips (cuBLAS SGEMM under --gemm=cublas).
+    WithSettings dots([&](gpu::Settings& s) {
+      if (precision == "exact float32" && !cublas) s.gemm = gpu::GemmPath::FusedFfma;
+    });
+    const char* p = precision == "fast-exact" ? "fast-exact" : "exact";
+    const KnnGraph moved = build("gpu", ds, with(10, Metric::Euclidean, p));
     EXPECT_GT(moved.extra["translated_columns"].get<int64_t>(), d / 2) << precision;
     EXPECT_GT(moved.extra["translation_norm_ratio"].get<double>(), 100.0) << precision;
     EXPECT_EQ(first_difference(moved, reference), "") << precision << ", translated";
     WithSettings in_place([](gpu::Settings& s) { s.translate = false; });
-    const KnnGraph kept = build("gpu", ds, with(10, Metric::Euclidean, precision));
+    const KnnGraph kept = build("gpu", ds, with(10, Metric::Euclidean, p));
     EXPECT_EQ(kept.extra["translated_columns"].get<int64_t>(), 0) << precision;
     EXPECT_EQ(first_difference(kept, reference), "") << precision << ", in place";
     // In place nearly every row is uncertified; translated, float32's bound
-    // certifies nearly all (TF32's, 16 times wider at this d, still almost
-    // none here: its lists are exact all the same).
+    // certifies nearly all (split TF32's, 6 times wider at this d, about
+    // half, and TF32's, 60 times wider, fewer: their graphs are exact all
+    // the same, the rest rescanned).
     const int64_t before = kept.extra["uncertified_rows"].get<int64_t>();
     const int64_t after = moved.extra["uncertified_rows"].get<int64_t>();
     std::cout << "[ info ] " << precision << ": uncertified rows " << before << " in place, " << after
               << " translated\n";
     EXPECT_GT(before, n * 9 / 10) << precision << ": the case no longer needs the translation";
-    if (std::string(precision) == "exact") {
+    if (precision == "exact float32") {
+      EXPECT_NE(moved.extra["tile_kernel"].get<std::string>().find(cublas ? "SGEMM" : "FFMA"), std::string::npos);
       EXPECT_LT(after, n / 100) << precision;
     }
     EXPECT_LE(after, before) << precision;

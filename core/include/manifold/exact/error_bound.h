@@ -11,8 +11,9 @@
 //   |fl(ni + nj) - (ni + nj)| <= u (ni + nj)
 //   |a - (fl(ni + nj) - 2 D)| <= u |a| / (1 - u)               (the fma's rounding)
 //   |ni - |x|^2| <= 2^-23 |x|^2                                 (float64 sum, float32 rounding)
-//   |D - x.y| <= c_dot |x| |y| + 2 d 2^-126                     (below)
-// so |a - s| <= u|a|(1+2u) + u(ni+nj) + 2^-23(|x|^2+|y|^2) + 2 c_dot |x||y| + 4 d 2^-126.
+//   |D - x.y| <= c_dot |x| |y| + 2 t 2^-126 (+ 2^-126 sqrt(d) (|x| + |y|), tensor cores)   (below)
+// so |a - s| <= u|a|(1+2u) + u(ni+nj) + 2^-23(|x|^2+|y|^2) + 2 c_dot |x||y| + abs_term
+//               + flush_linear (|x| + |y|).
 //
 // The dot product. Rounding the inputs to a format with unit roundoff u_in
 // (TF32 keeps 10 fraction bits: u_in = 2^-11 rounding to nearest, 2^-10 when
@@ -29,9 +30,25 @@
 // same recursion bounds with twice the truncation unit. We take 2^-23 for the
 // float32 path (a factor 2 to spare) and 2^-22 for tensor cores. Products or
 // partial sums below 2^-126 may be flushed to zero: at most 2^-126 each, the
-// additive 2 d 2^-126 per dot product. The bound uses 1+2^-22 times ni and nj
-// for |x|^2 and |y|^2 and is inflated by 1e-4 relative, which covers the
-// float64 rounding of evaluating it.
+// additive 2 t 2^-126 per dot product of t terms (abs_term, doubled in the
+// distance). Tensor cores may also flush a subnormal operand v (|v| <
+// 2^-126): at most 2^-126 |w| for its partner w, summed at most 2^-126
+// (|x|_1 + |y|_1) <= 2^-126 sqrt(d) (|x| + |y|) (flush_linear, doubled in
+// the distance and covering 1 + 2^-9 of the split's partners below).
+// The bound uses 1+2^-22 times ni and nj for |x|^2 and |y|^2 and is inflated
+// by 1e-4 relative, which covers the float64 rounding of evaluating it.
+//
+// Split TF32 (exact precision on tensor cores): each float32 operand is
+// split into a head and a tail, x = xh + xl + xr, xh = x cut to TF32
+// (rounded or truncated: |x - xh| <= 2^-10 |x|), xl = (x - xh) cut to
+// TF32 (the subtraction exact), |xr| <= 2^-10 |xl| <= 2^-20 |x|; the dot
+// product sums xh yh + xh yl + xl yh, each a product of TF32 operands (exact
+// in float32). It drops xl yl + xh yr + xr yh + (smaller) <= (3 + 2^-9)
+// 2^-20 |xy| < 2^-18 |xy| per term, and its 3 d terms sum to at most (1 +
+// 2^-9) sum |x_i y_i|, with the tensor cores' u_acc:
+//   c_dot = 2^-18 + gamma_3d (1 + 2^-9).
+// At d = 256 that is 6 times float32's c_dot (a 6 times wider window) and a
+// tenth of TF32's.
 //
 // The exact distance used for the final ranking is s64, the float64 sum of
 // squared float64 differences (warp_sum_sq_diff): |s64 - s| <= (d+2) 2^-53 s
@@ -64,10 +81,18 @@
 namespace manifold::exact {
 
 struct ErrorModel {
-  double c_dot = 0;           ///< |D - x.y| <= c_dot |x||y| + abs_term/2
-  double abs_term = 0;        ///< 4 d 2^-126: flushed tiny products, in the distance
+  double c_dot = 0;           ///< |D - x.y| <= c_dot |x||y| + abs_term/2 + flush_linear/2 (|x| + |y|)
+  double abs_term = 0;        ///< 2 * 2 t 2^-126: flushed tiny products, in the distance
+  double flush_linear = 0;    ///< 2 * 2^-126 sqrt(d) (1 + 2^-9): tensor cores' flushed subnormal operands
   double delta = 0;           ///< relative error of s64 (float64 evaluation), with margin
   double moved_rounding = 0;  ///< the loop's rows rounded when moved (u/(1-u)), or 0
+};
+
+/// How the tile loop computes its dot products (the bound's kind).
+enum class DotArithmetic {
+  Float32,    ///< float32 FFMA (cuBLAS SGEMM, the fused FFMA kernel, the CPU)
+  Tf32,       ///< tensor cores, operands rounded (or cut) to TF32: fast-exact
+  SplitTf32,  ///< tensor cores, each float32 operand split into two TF32 parts, three products
 };
 
 /// Longest dot product one GEMM computes (d u_acc stays below 1/4). Longer
@@ -91,19 +116,34 @@ inline int64_t dot_product_terms(int64_t d) {
   return c == d ? d : c + (d + c - 1) / c;
 }
 
-/// The model for dimension d: tensor-core TF32 (`tensor`, d <= kMaxBoundDim)
-/// or float32 FFMA (any d, through dot_product_terms); `moved_rows_rounded`:
-/// the loop multiplies rows moved by a rounded translation, the exact keys
-/// come from the rows as they were.
-inline ErrorModel make_error_model(int64_t d, bool tensor, bool moved_rows_rounded = false) {
+/// The model for dimension d and the loop's dot products (`SplitTf32` and
+/// `Tf32` need d <= kMaxBoundDim; float32 takes any d, through
+/// dot_product_terms); `moved_rows_rounded`: the loop multiplies rows moved
+/// by a rounded translation, the exact keys come from the rows as they were.
+inline ErrorModel make_error_model(int64_t d, DotArithmetic dots, bool moved_rows_rounded = false) {
   const double dd = static_cast<double>(d);
-  const double terms = static_cast<double>(dot_product_terms(d));
-  const double u_in = tensor ? std::ldexp(1.0, -10) : 0.0;
-  const double u_acc = tensor ? std::ldexp(1.0, -22) : std::ldexp(1.0, -23);
-  const double gamma = terms * u_acc / (1.0 - terms * u_acc);
+  const double tiny = std::ldexp(1.0, -126);
   ErrorModel m;
-  m.c_dot = 2 * u_in + u_in * u_in + gamma * (1 + u_in) * (1 + u_in);
-  m.abs_term = 4 * dd * std::ldexp(1.0, -126);
+  if (dots == DotArithmetic::Float32) {
+    const double terms = static_cast<double>(dot_product_terms(d));
+    const double u_acc = std::ldexp(1.0, -23);
+    m.c_dot = terms * u_acc / (1.0 - terms * u_acc);
+    m.abs_term = 4 * dd * tiny;
+  } else {
+    const double u_acc = std::ldexp(1.0, -22);
+    if (dots == DotArithmetic::Tf32) {
+      const double u_in = std::ldexp(1.0, -10);
+      const double gamma = dd * u_acc / (1.0 - dd * u_acc);
+      m.c_dot = 2 * u_in + u_in * u_in + gamma * (1 + u_in) * (1 + u_in);
+      m.abs_term = 4 * dd * tiny;
+    } else {
+      const double terms = 3 * dd;
+      const double gamma = terms * u_acc / (1.0 - terms * u_acc);
+      m.c_dot = std::ldexp(1.0, -18) + gamma * (1 + std::ldexp(1.0, -9));
+      m.abs_term = 4 * terms * tiny;
+    }
+    m.flush_linear = 2 * tiny * std::sqrt(dd) * (1 + std::ldexp(1.0, -9));
+  }
   m.delta = (dd + 16) * std::ldexp(1.0, -52);
   if (moved_rows_rounded) m.moved_rounding = std::ldexp(1.0, -24) / (1 - std::ldexp(1.0, -24));
   return m;
@@ -117,6 +157,7 @@ MANIFOLD_HD double entry_error(double a, double ni, double nj, const ErrorModel&
   const double nx = ni * grow, ny = nj * grow;
   double e = u * std::fabs(a) * (1 + 2 * u) + u * (ni + nj) + u2 * (nx + ny) + 2 * m.c_dot * std::sqrt(nx * ny) +
              m.abs_term;
+  if (m.flush_linear > 0) e += m.flush_linear * (std::sqrt(nx) + std::sqrt(ny));
   if (m.moved_rounding > 0) {
     const double eta = m.moved_rounding * (std::sqrt(nx) + std::sqrt(ny));
     e += eta * (2 * std::sqrt(std::fabs(a) + e) + eta);
