@@ -125,14 +125,8 @@ int cmd_knn(int argc, char** argv) {
   for (auto& [s, t] : g.timings)
     if (s == "total") total = t;
   if (!a.has("--quiet")) {
-    // Rows the certificate could not settle from their candidate lists were
-    // ranked by an exact scan: still exact, but worth knowing (dense clusters).
-    const int64_t fallback = g.extra.value("fallback_rows", int64_t{0});
-    const int64_t rescanned = g.extra.value("rescanned_rows", int64_t{0});
-    if (fallback > 0 || rescanned > 0)
-      std::fprintf(stderr,
-                   "note: %lld rows rescanned and %lld rows ranked by a full exact scan (dense neighbourhoods)\n",
-                   static_cast<long long>(rescanned), static_cast<long long>(fallback));
+    const std::string note = certificate_note(g);
+    if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
     if (!mask.empty()) std::printf("%s\n", mask_summary(mask).c_str());
     std::printf("k-NN graph: N=%lld d=%lld k=%d metric=%s backend=%s strategy=%s in %.3f s -> %s\n",
                 static_cast<long long>(g.n), static_cast<long long>(g.d), g.k, to_string(g.metric).c_str(),

@@ -143,6 +143,18 @@ void validate(const KnnParams& p, int64_t n) {
   if (p.threads < 0) throw UsageError("--threads: must be >= 0");
 }
 
+std::string certificate_note(const KnnGraph& graph) {
+  const int64_t rescanned = graph.extra.value("rescanned_rows", int64_t{0});
+  const int64_t fallback = graph.extra.value("fallback_rows", int64_t{0});
+  if (rescanned <= 0 && fallback <= 0) return "";
+  std::string note = "note: " + std::to_string(rescanned) + " rows rescanned and " + std::to_string(fallback) +
+                     " rows ranked by a full exact scan (dense neighbourhoods)";
+  const bool fast = graph.extra.value("precision", std::string()) == "fast-exact";
+  if (fast && (rescanned + fallback) * 10 >= graph.n)
+    note += "; --precision exact (a narrower bound: more rows settle from their lists) may be faster here";
+  return note;
+}
+
 KnnGraph empty_graph(const Dataset& data, const KnnParams& params, const std::string& backend) {
   KnnGraph g;
   g.n = data.rows();

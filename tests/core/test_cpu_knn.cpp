@@ -432,3 +432,23 @@ TEST(CpuKnn, OneFarRowLeavesTheOthersCertified) {
   // its own list may need the exact scan.
   EXPECT_LE(graph.extra["fallback_rows"].get<int64_t>(), 1);
 }
+
+TEST(CertificateNote, NamesWhatTheListsDidNotSettle) {
+  KnnGraph g;
+  g.n = 100;
+  EXPECT_EQ(certificate_note(g), "") << "no counts: every row settled";
+  g.extra["rescanned_rows"] = 0;
+  g.extra["fallback_rows"] = 0;
+  EXPECT_EQ(certificate_note(g), "");
+  g.extra["rescanned_rows"] = 7;
+  g.extra["fallback_rows"] = 2;
+  g.extra["precision"] = "exact";
+  EXPECT_EQ(certificate_note(g),
+            "note: 7 rows rescanned and 2 rows ranked by a full exact scan (dense neighbourhoods)");
+  // fast-exact with a tenth of the rows unsettled: exact's narrower bound may pay.
+  g.extra["precision"] = "fast-exact";
+  g.extra["rescanned_rows"] = 8;
+  EXPECT_NE(certificate_note(g).find("--precision exact"), std::string::npos) << certificate_note(g);
+  g.extra["rescanned_rows"] = 7;
+  EXPECT_EQ(certificate_note(g).find("--precision exact"), std::string::npos) << "9 of 100: no suggestion";
+}

@@ -117,6 +117,13 @@ bool backend_available(const std::string& name);
 /// Registers the CPU backend (called by executables at start-up).
 void register_cpu_backend();
 
+/// What a build's certificate could not settle from the candidate lists
+/// (`rescanned_rows`, `fallback_rows` in graph.extra: still exact, but a
+/// cost worth knowing), as a one-line note; "" when every row settled. A
+/// fast-exact build that rescanned a tenth of its rows or more adds that
+/// exact precision, whose bound is narrower, may be faster on such data.
+std::string certificate_note(const KnnGraph& graph);
+
 // ---- helpers shared by the backends -------------------------------------
 
 /// The graph every backend starts from: data's n and d, params' k, metric
