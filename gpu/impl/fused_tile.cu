@@ -33,8 +33,9 @@
 //
 // Each entry is computed in one fixed order -- one fmaf chain over c =
 // 0..d-1 (the zero padding rows c >= d leave it unchanged), or one fixed
-// sequence of mma -- whatever the tile shape, device or launch: the same input gives the same distances bit for bit, in
-// memory, streamed or split over GPUs.
+// sequence of mma -- whatever the tile shape, device or launch: the same
+// input gives the same distances bit for bit, in memory, streamed or split
+// over GPUs.
 #include <algorithm>
 #include <cmath>
 
@@ -533,8 +534,8 @@ __global__ __launch_bounds__(128 * 16 / TN, 2) void fused_tile_kernel(FusedTileA
 // values the error model's input rounding (u_in) allows for. exact (kSplit):
 // the operands are float32, each split into two TF32 parts in registers,
 // three mma a tile; error_bound.h's SplitTf32 bounds it (6 times float32
-// FFMA's window at d = 256, a tenth of TF32's), and it runs 1.4 times as
-// fast as the FFMA kernel (bench/gpu/RESULTS.md). Products and sums follow
+// FFMA's window at d = 256, a tenth of TF32's), and it is faster than the
+// FFMA kernel at every d measured (bench/gpu/RESULTS.md). Products and sums follow
 // the model's tensor-core accumulation (u_acc = 2^-22). Seed tiles stay on
 // the FFMA kernel (T / N of the entries: 3% at 80k rows): their entries,
 // from the same rows, are within either bound.

@@ -331,8 +331,8 @@ FinishRequest finish_request(const Dataset& data, const KnnParams& params, const
                              DeviceEngine& engine, int dev, const HostResult& host_result) {
   FinishRequest fin;
   fin.data = &data, fin.params = &params, fin.rows = &rows, fin.lists = engine.lists();
-  fin.norms = engine.norms(), fin.stream = engine.stream(), fin.loop_arithmetic = exact::DotArithmetic::Float32,
-  fin.device = dev;
+  fin.norms = engine.norms(), fin.stream = engine.stream(), fin.device = dev;
+  fin.loop_arithmetic = exact::DotArithmetic::Float32;  // the papers' strategies run cuBLAS SGEMM
   fin.dot_products = [&engine](const float* a, int m, const float* b, int ncols, float* c, int ldc, cudaStream_t st) {
     engine.dot_products(a, m, b, ncols, c, ldc, st);
   };
