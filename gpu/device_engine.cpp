@@ -76,8 +76,7 @@ DeviceEngine::DeviceEngine(int device, const float* host_rows, const TilePlan& p
       keep_self_(keep_self),
       force_block_(force_block),
       tensor_(arithmetic == exact::DotArithmetic::Tf32),
-      tf32_tiles_(tensor_ && plan.fused),
-      split_tiles_(arithmetic == exact::DotArithmetic::SplitTf32 && plan.fused),
+      strips_(plan.fused ? arithmetic : exact::DotArithmetic::Float32),
       selection_(selection),
       timeline_(settings().timeline) {
   cuda_check(cudaSetDevice(device), "selecting the device");
@@ -264,8 +263,8 @@ void DeviceEngine::upload_blocks(int64_t b, int64_t blocks, float* rows, float* 
     if (rz <= 0) break;
     launch_row_norms(rows + at * d, rz, d, norms + at, ctx_.copy);
     if (rows_t)
-      launch_transpose_block(rows + at * d, static_cast<int>(rz), d, rows_t + z * T * fused_dpad(d), T, tf32_tiles_,
-                             ctx_.copy);
+      launch_transpose_block(rows + at * d, static_cast<int>(rz), d, rows_t + z * T * fused_dpad(d), T,
+                             strips_ == exact::DotArithmetic::Tf32, ctx_.copy);
     if (!plan_.resident)
       cuda_check(cudaMemcpyAsync(all_norms_.data() + r0 + at, norms + at, static_cast<size_t>(rz) * sizeof(float),
                                  cudaMemcpyDeviceToDevice, ctx_.copy),
@@ -434,7 +433,7 @@ void DeviceEngine::fused_tile(const TileJob& job, const TileOperands& op, const 
   f.col_role_from = job.c0 == job.r0 ? static_cast<int>(job.rows) : 0;
   f.row_norms = op.a_norms, f.col_norms = op.b_norms, f.thr = thr_.data();
   f.keep_self = keep_self_;  // never dense: the fused path seeds in seed_tiles()
-  f.strips = tf32_tiles_ ? StripArithmetic::Tf32 : split_tiles_ ? StripArithmetic::SplitTf32 : StripArithmetic::Ffma;
+  f.strips = strips_;
   launch_fused_tile(f, cv, counter, g);
   ev.gemm_end.record(g);
   ev.filter_end.record(g);

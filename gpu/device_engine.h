@@ -281,9 +281,10 @@ class DeviceEngine {
   const float* host_rows_;
   TilePlan plan_;
   bool keep_self_, force_block_;
-  bool tensor_;       // cuBLAS's GEMMs (tiles, prior bound, rescan) in TF32
-  bool tf32_tiles_;   // the fused kernel's strips on tensor cores, its operands rounded to TF32
-  bool split_tiles_;  // the fused kernel's strips on tensor cores, each float32 operand split in two
+  bool tensor_;  // cuBLAS's GEMMs (tiles, prior bound, rescan) in TF32
+  // The fused kernel's strips: FFMA, TF32 from operands rounded to TF32 when
+  // transposed, or split TF32 (Float32 in cuBLAS plans, which have none).
+  exact::DotArithmetic strips_;
   TileSelection* selection_;
   double gemm_busy_until_ = 0;  ///< end of the latest completed tile's kernel, ms after loop_start
 

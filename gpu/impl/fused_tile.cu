@@ -753,12 +753,12 @@ void launch_fused_tile(const FusedTileArgs& f, CandidatesView c, int counter, cu
     return;
   }
   using Tf32 = Tf32Shape<16, 3>;
-  if (f.strips == StripArithmetic::SplitTf32) {
+  if (f.strips == exact::DotArithmetic::SplitTf32) {
     launch_kernel<fused_tf32_kernel<16, 3, true>, Tf32::kThreads, Tf32::kSharedBytes>(grid, f, c, counter, s,
                                                                                       "fused split-TF32 tile kernel");
     return;
   }
-  if (f.strips == StripArithmetic::Tf32) {
+  if (f.strips == exact::DotArithmetic::Tf32) {
     launch_kernel<fused_tf32_kernel<16, 3, false>, Tf32::kThreads, Tf32::kSharedBytes>(grid, f, c, counter, s,
                                                                                        "fused TF32 tile kernel");
     return;

@@ -52,11 +52,6 @@ struct TileView {
   bool dense = false;
 };
 
-/// A strip's dot products: float32 FFMA; TF32 mma.sync from operands rounded
-/// to TF32 (fast-exact); or TF32 mma.sync from float32 operands split into
-/// two TF32 parts each, three products (exact: error_bound.h's SplitTf32).
-enum class StripArithmetic { Ffma, Tf32, SplitTf32 };
-
 /// The same tile for the fused kernel, which computes the dot products
 /// itself from the row blocks transposed on the device (feature-major: block
 /// b's element (row i, feature c) at base + c * ldt + i, ldt = the block
@@ -78,7 +73,10 @@ struct FusedTileArgs {
   bool keep_self = false;
   bool dense = false;
   int batch = 1;  ///< dense only: seed tiles of `batch` consecutive blocks (rows: all of them), one launch
-  StripArithmetic strips = StripArithmetic::Ffma;  ///< strips only: how the dot products are computed
+  /// Strips only: float32 FFMA; TF32 mma.sync from operands rounded to TF32
+  /// (fast-exact); or mma.sync from float32 operands split into two TF32
+  /// parts each, three products (exact).
+  exact::DotArithmetic strips = exact::DotArithmetic::Float32;
 };
 
 /// Candidates that passed a row's bound in one tile, per slot: slot s < T is
