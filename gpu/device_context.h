@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "manifold/parallel.h"
 #include "utils/copy_crew.h"
 #include "utils/resources.h"
 
@@ -62,6 +63,10 @@ class DeviceContext {
   /// started on first use and kept: a thread started while the result's
   /// pages are faulted in waits for the address space's lock.
   CopyCrew& finish_crew();
+  /// The upload's staging copies' helper threads. Each device's own: with
+  /// the process-wide pool, a second GPU's host thread found it busy with
+  /// the first's copy and started (and joined) threads for every chunk.
+  LoopPool upload_pool;
   Event staging_free[kStaging];
   bool staging_used[kStaging] = {false, false, false};
 

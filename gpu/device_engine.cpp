@@ -227,7 +227,7 @@ void DeviceEngine::host_copy(void* dst, const void* src, size_t bytes) {
   // most one a thread, so it too goes over several cores (with 2 MB pieces
   // it went over one, and the upload fell behind the DMA).
   constexpr size_t kMinPiece = size_t{256} << 10;
-  staging_copy(dst, src, bytes, std::min(8, hardware_threads(0)), kMinPiece);
+  staging_copy(dst, src, bytes, std::min(8, hardware_threads(0)), kMinPiece, ctx_.upload_pool);
 }
 
 void DeviceEngine::upload_blocks(int64_t b, int64_t blocks, float* rows, float* norms, float* rows_t) {

@@ -64,14 +64,14 @@ void stream_copy(void* dst, const void* src, size_t bytes) {
   std::memcpy(d, s, bytes);
 }
 
-void staging_copy(void* dst, const void* src, size_t bytes, int threads, size_t min_piece) {
+void staging_copy(void* dst, const void* src, size_t bytes, int threads, size_t min_piece, LoopPool& pool) {
   constexpr size_t kPage = 4096;
   threads = std::max(1, threads);
   size_t piece = std::max(min_piece, (bytes + threads - 1) / static_cast<size_t>(threads));
   piece = (piece + kPage - 1) / kPage * kPage;
   const int64_t pieces = static_cast<int64_t>((bytes + piece - 1) / piece);
   parallel_for(
-      0, pieces, threads,
+      pool, 0, pieces, threads,
       [&](int64_t p) {
     const size_t off = static_cast<size_t>(p) * piece;
     stream_copy(static_cast<char*>(dst) + off, static_cast<const char*>(src) + off, std::min(piece, bytes - off));

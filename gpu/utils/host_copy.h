@@ -9,6 +9,8 @@
 // (bench/gpu/RESULTS.md, "Staging copy").
 #include <cstddef>
 
+#include "manifold/parallel.h"
+
 namespace manifold::gpu {
 
 /// Copies `bytes` from `src` to `dst` with non-temporal stores where the
@@ -16,9 +18,10 @@ namespace manifold::gpu {
 /// overlap; `dst` should not be read by this thread soon after.
 void stream_copy(void* dst, const void* src, size_t bytes);
 
-/// stream_copy spread over up to `threads` threads of the loop pool, in
-/// pieces of at least `min_piece` bytes (rounded to whole pages, so each
-/// piece's stores start aligned when `dst` does).
-void staging_copy(void* dst, const void* src, size_t bytes, int threads, size_t min_piece);
+/// stream_copy spread over up to `threads` threads of `pool`, in pieces of
+/// at least `min_piece` bytes (rounded to whole pages, so each piece's
+/// stores start aligned when `dst` does).
+void staging_copy(void* dst, const void* src, size_t bytes, int threads, size_t min_piece,
+                  LoopPool& pool = LoopPool::instance());
 
 }  // namespace manifold::gpu

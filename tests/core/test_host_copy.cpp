@@ -55,4 +55,9 @@ TEST(HostCopy, ThreadedPiecesCoverEverything) {
     }
   }
   staging_copy(nullptr, nullptr, 0, 8, 1);  // nothing to copy: no piece runs
+  // On a pool of the caller's (each GPU's upload has one).
+  manifold::LoopPool pool;
+  std::vector<unsigned char> dst(n, 0);
+  staging_copy(dst.data(), src.data(), n, 4, size_t{256} << 10, pool);
+  ASSERT_TRUE(std::equal(src.begin(), src.end(), dst.begin())) << "on a pool of its own";
 }

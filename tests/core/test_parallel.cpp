@@ -1,6 +1,7 @@
 // parallel_for on the thread pool: every index once, exceptions reach the
 // caller, nested loops and loops from several caller threads at once (which
-// the pool hands threads of their own) finish and are correct.
+// the pool hands threads of their own) finish and are correct; callers with
+// pools of their own keep their helpers while others loop.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 
 #include "manifold/parallel.h"
 
+using manifold::LoopPool;
 using manifold::parallel_for;
 
 namespace {
@@ -80,4 +82,57 @@ TEST(Parallel, LoopsFromSeveralCallerThreadsAtOnce) {
     });
   for (auto& t : callers) t.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(Parallel, CallersWithPoolsOfTheirOwnKeepTheirHelpers) {
+  // Each GPU's host thread stages its uploads on a pool of its own: two
+  // callers loop at once, beside a long loop holding the process-wide pool,
+  // and each one's loops run on its own pool's threads, which come back
+  // loop after loop (threads started per loop would each see one loop; the
+  // caller's own thread is not counted).
+  std::atomic<bool> hold{true};
+  std::thread holder([&] {
+    parallel_for(
+        0, 4, 2,
+        [&](int64_t) {
+      while (hold.load()) std::this_thread::yield();
+        },
+        1);
+  });
+  std::atomic<int> failures{0}, most_loops_on_a_helper{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 2; ++c)
+    callers.emplace_back([&] {
+      LoopPool pool;
+      const auto caller = std::this_thread::get_id();
+      for (int rep = 0; rep < 300; ++rep) {
+        const int64_t n = 2000;
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        parallel_for(
+            pool, 0, n, 3,
+            [&](int64_t i) {
+          hits[static_cast<size_t>(i)].fetch_add(1);
+          // A little work an index, so the loop lasts long enough for
+          // helpers to join it (an empty body is done before they wake).
+          volatile double x = 1;
+          for (int w = 0; w < 100; ++w) x = x * 1.0000001 + 1e-9;
+          thread_local int last_rep = -1, loops = 0;
+          if (std::this_thread::get_id() != caller && last_rep != rep) {
+            last_rep = rep;
+            ++loops;
+            int most = most_loops_on_a_helper.load();
+            while (loops > most && !most_loops_on_a_helper.compare_exchange_weak(most, loops)) {
+            }
+          }
+            },
+            5);
+        for (auto& h : hits)
+          if (h.load() != 1) failures.fetch_add(1);
+      }
+    });
+  for (auto& t : callers) t.join();
+  hold = false;
+  holder.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(most_loops_on_a_helper.load(), 1) << "every helper ran a single loop: threads started per loop";
 }

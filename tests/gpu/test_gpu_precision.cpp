@@ -143,7 +143,9 @@ TEST(PrecisionEdges, LargestNormIsTheRowsOwnBuildAfterBuild) {
       for (int64_t c = 0; c < d; ++c) s += static_cast<double>(scaled.data()[i * d + c]) * scaled.data()[i * d + c];
       largest = std::max(largest, static_cast<double>(static_cast<float>(s)));
     }
-    const KnnGraph g = build("gpu", scaled, with(10, Metric::Euclidean, "exact"));
+    KnnParams p = with(10, Metric::Euclidean, "exact");
+    p.devices = {0};  // the worker beside the loop runs on one device's builds
+    const KnnGraph g = build("gpu", scaled, p);
     ASSERT_EQ(g.extra["translated_columns"].get<int64_t>(), 0) << scale;
     EXPECT_TRUE(g.extra.contains("early_ranges")) << scale;
     EXPECT_NEAR(g.extra["error_bound_largest_norm"].get<double>(), largest, 1e-6 * largest) << scale;
@@ -159,7 +161,9 @@ TEST(PrecisionEdges, RescannedRowsAmongCertifiedOnesComeHome) {
   Dataset ds = near_duplicates(20000, 16, 31, 6, 8, 1e-6f);
   KnnGraph g = [&] {
     WithSettings short_slack([](gpu::Settings& s) { s.slack = 2; });
-    return build("gpu", ds, with(5, Metric::Euclidean, "exact"));
+    KnnParams p = with(5, Metric::Euclidean, "exact");
+    p.devices = {0};  // beside the loop: one device's builds
+    return build("gpu", ds, p);
   }();
   EXPECT_TRUE(g.extra.contains("early_ranges"));
   const int64_t rescanned = g.extra["rescanned_rows"].get<int64_t>();

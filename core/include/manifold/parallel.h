@@ -8,7 +8,9 @@
 // on many cores, where more threads then made a solve slower
 // (bench/diffusion/RESULTS.md).
 // A loop started while the pool runs another (a nested loop, or a second
-// caller thread) gets threads of its own.
+// caller thread) gets threads of its own. A caller that runs loops at the
+// same time as others, all the time (each GPU's host thread), keeps a
+// LoopPool of its own and passes it to parallel_for.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -18,15 +20,20 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace manifold {
 
-namespace detail {
-
-/// Helper threads that run one loop's worker at a time beside its caller.
+/// Helper threads that run one loop's worker at a time beside its caller,
+/// started on a loop's first use and kept.
 class LoopPool {
  public:
+  LoopPool() = default;
+  LoopPool(const LoopPool&) = delete;
+  LoopPool& operator=(const LoopPool&) = delete;
+
+  /// The process-wide pool: parallel_for's without a pool of the caller's.
   static LoopPool& instance() {
     static LoopPool pool;
     return pool;
@@ -125,8 +132,6 @@ class LoopPool {
   bool busy_ = false, closed_ = false, stop_ = false;
 };
 
-}  // namespace detail
-
 inline int hardware_threads(int requested = 0) {
   if (requested > 0) return requested;
   unsigned h = std::thread::hardware_concurrency();
@@ -134,9 +139,10 @@ inline int hardware_threads(int requested = 0) {
 }
 
 /// Calls body(i) for i in [begin, end) on `threads` threads (0 = all cores),
-/// handing out indices dynamically in chunks.
+/// the caller and helpers of `pool`, handing out indices dynamically in
+/// chunks.
 template <class Body>
-void parallel_for(int64_t begin, int64_t end, int threads, Body&& body, int64_t chunk = 0) {
+void parallel_for(LoopPool& pool, int64_t begin, int64_t end, int threads, Body&& body, int64_t chunk = 0) {
   const int64_t n = end - begin;
   if (n <= 0) return;
   int t = static_cast<int>(std::min<int64_t>(hardware_threads(threads), n));
@@ -162,13 +168,19 @@ void parallel_for(int64_t begin, int64_t end, int threads, Body&& body, int64_t 
       next.store(end);
     }
   };
-  if (!detail::LoopPool::instance().run(t - 1, worker)) {
+  if (!pool.run(t - 1, worker)) {
     std::vector<std::thread> own;
     for (int i = 0; i < t - 1; ++i) own.emplace_back(worker);
     worker();
     for (auto& th : own) th.join();
   }
   if (error) std::rethrow_exception(error);
+}
+
+/// parallel_for on the process-wide pool.
+template <class Body>
+void parallel_for(int64_t begin, int64_t end, int threads, Body&& body, int64_t chunk = 0) {
+  parallel_for(LoopPool::instance(), begin, end, threads, std::forward<Body>(body), chunk);
 }
 
 }  // namespace manifold
