@@ -4,12 +4,14 @@
 # path. Logs go to OUT_DIR.
 #   bash bench/gpu/device_tests.sh BUNDLE_DIR OUT_DIR
 # BUNDLE_DIR: made by shared/tools/device-bundle (bin/, lib/, run), with the
-# Fashion-MNIST test images in BUNDLE_DIR/../data (MANIFOLD_FASHION_MNIST_DIR).
+# Fashion-MNIST test images (and freesasa's 1ubq.pdb) in BUNDLE_DIR/../data.
 set -uo pipefail
 bundle=$(cd "${1:?usage: device_tests.sh BUNDLE_DIR OUT_DIR}" && pwd)
 out=${2:?usage: device_tests.sh BUNDLE_DIR OUT_DIR}
 mkdir -p "$out"
 export MANIFOLD_FASHION_MNIST_DIR=$(cd "$bundle/../data" 2>/dev/null && pwd)
+# freesasa's 1ubq.pdb for the diffraction tests, where the data folder has it.
+[ -f "$bundle/../data/1ubq.pdb" ] && export MANIFOLD_PDB_PATH=$MANIFOLD_FASHION_MNIST_DIR
 # run_cli executes $MANIFOLD_CLI directly: give it a one-file launcher.
 printf '#!/usr/bin/env bash\nexec %q manifold "$@"\n' "$bundle/run" > "$bundle/manifold"
 chmod +x "$bundle/manifold"
@@ -35,6 +37,12 @@ if [ -x "$bundle/bin/test_gpu_precision" ]; then
     echo "test_gpu_precision --gemm=$path:"; grep -E "^\[  (PASSED|FAILED) |tests ran" "$out/test_gpu_precision_$path.log"
   done
 fi
+# Large k (up to 16384, every strategy) and the papers' selection strategies.
+for t in test_gpu_large_k test_gpu_select; do
+  [ -x "$bundle/bin/$t" ] || continue
+  "$bundle/run" "$t" --gtest_color=no > "$out/$t.log" 2>&1 || status=1
+  echo "$t:"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran" "$out/$t.log"
+done
 export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 for tool in memcheck racecheck; do
   filter='GpuSanitizer.*'
