@@ -9,6 +9,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include "manifold/diffusion_map.h"
 #include "manifold/error.h"
@@ -310,6 +311,57 @@ TEST(Diffusion, SymmetrisationRulesDiffer) {
   EXPECT_EQ(nnz[0], nnz[2]);
   for (int i = 0; i < 3; ++i)
     for (int j = i + 1; j < 3; ++j) EXPECT_GT(std::abs(vals[i][1] - vals[j][1]), 1e-6) << i << " vs " << j;
+}
+
+TEST(Diffusion, MatrixIsTheSameOnAnyNumberOfThreads) {
+  // The transpose and the merges run over ranges of rows and columns, one
+  // a thread: every thread count must give the one-thread matrix bit for
+  // bit, and each row's columns must be the rule's (or: listed either way;
+  // and: both ways). 6000 points in 5-D, k = 12: six blocks of rows, so up
+  // to five column ranges.
+  const int64_t n = 6000;
+  const KnnGraph g = knn_graph(random_points(n, 5, 9), n, 5, 12);
+  std::vector<std::set<int32_t>> out(n), in(n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int e = 0; e < g.k; ++e) {
+      const int64_t j = g.row_indices(i)[e];
+      out[i].insert(static_cast<int32_t>(j));
+      in[j].insert(static_cast<int32_t>(i));
+    }
+  for (const char* sym : {"or", "and"}) {
+    SCOPED_TRACE(sym);
+    DiffusionParams p = fixed_bandwidth();
+    p.symmetrize = sym;
+    p.epsilon = "4.0";  // wide: the kernel keeps every point of the graph's largest component
+    p.threads = 1;
+    const DiffusionMatrix one = diffusion_matrix_of(g, p);
+    // Mutual neighbours leave a few points out: the matrix's rows are the
+    // embedded points (point_index), its columns renumbered likewise.
+    EXPECT_GT(one.n, n * 99 / 100);
+    std::vector<int32_t> row_of(n, -1);
+    for (int64_t r = 0; r < one.n; ++r) row_of[one.point_index[r]] = static_cast<int32_t>(r);
+    for (int64_t r = 0; r < one.n; ++r) {
+      const int64_t i = one.point_index[r];
+      std::set<int32_t> want;
+      for (int32_t j : out[i])
+        if (std::string(sym) == "or" || in[i].count(j)) want.insert(row_of[j]);
+      if (std::string(sym) == "or")
+        for (int32_t j : in[i]) want.insert(row_of[j]);
+      want.erase(-1);
+      const std::vector<int32_t> have(one.col.begin() + one.row_ptr[r], one.col.begin() + one.row_ptr[r + 1]);
+      ASSERT_TRUE(std::is_sorted(have.begin(), have.end())) << "row " << i;
+      ASSERT_EQ(std::set<int32_t>(have.begin(), have.end()), want) << "row " << i;
+    }
+    for (int threads : {2, 3, 4, 7}) {
+      p.threads = threads;
+      const DiffusionMatrix a = diffusion_matrix_of(g, p);
+      EXPECT_EQ(a.row_ptr, one.row_ptr) << threads << " threads";
+      EXPECT_TRUE(std::equal(a.col.begin(), a.col.end(), one.col.begin(), one.col.end())) << threads << " threads";
+      EXPECT_TRUE(std::equal(a.val.begin(), a.val.end(), one.val.begin(), one.val.end())) << threads << " threads";
+      EXPECT_EQ(a.diag, one.diag) << threads << " threads";
+      EXPECT_EQ(a.degree, one.degree) << threads << " threads";
+    }
+  }
 }
 
 TEST(Diffusion, AlphaRemovesSamplingDensity) {

@@ -44,6 +44,7 @@
 
 #include "manifold/knn.h"
 #include "manifold/progress.h"
+#include "manifold/result_vector.h"
 
 namespace manifold {
 
@@ -121,8 +122,8 @@ double kernel_distance2(double d, Metric metric);
 struct DiffusionMatrix {
   int64_t n = 0;                                  ///< rows (points embedded)
   std::vector<int64_t> row_ptr;                   ///< n + 1 offsets into col/val
-  std::vector<int32_t> col;                       ///< column of each off-diagonal entry, ascending per row
-  std::vector<double> val;                        ///< A_ij, symmetric
+  ResultVector<int32_t> col;                      ///< column of each off-diagonal entry, ascending per row
+  ResultVector<double> val;                       ///< A_ij, symmetric (both sized, then written by parallel loops)
   std::vector<double> diag;                       ///< A_ii
   std::vector<double> degree;                     ///< d_i, row sums of K^a (for psi = v / sqrt(d))
   std::vector<double> density;                    ///< q_i, row sums of K before alpha-normalisation
