@@ -7,7 +7,6 @@
 #include <functional>
 #include <limits>
 #include <numeric>
-#include <tuple>
 #include <utility>
 
 #include "manifold/diffusion_map.h"
@@ -34,8 +33,8 @@ int64_t blocks_of(int64_t n) { return (n + kBlock - 1) / kBlock; }
 struct Pattern {
   int64_t n = 0;
   std::vector<int64_t> ptr;
-  // Sized, then written whole by parallel loops: a zero fill on one thread
-  // first (800 MB at 1M points, k = 20) took longer than the loops.
+  // Sized, then written whole by parallel loops: a zero fill first would be
+  // a pass over all of it on one thread.
   ResultVector<int32_t> col;
   ResultVector<double> s_near, s_far;
 };
@@ -121,9 +120,9 @@ struct TransposedRows {
 /// Transpose by counting sort on `threads` threads, each over its own range
 /// of columns: every thread reads all entries and counts, then places, those
 /// in its range, in row order, so each transposed row is sorted by source
-/// row as one thread's counting sort leaves it. (Atomic counters shared by
-/// all threads were three times slower on one thread: a locked add waits
-/// for its cache miss, and the scatter's misses no longer overlapped.)
+/// row as one thread's counting sort leaves it. Not atomic counters shared
+/// by all threads: a locked add waits for its cache miss, so the scatter's
+/// misses would no longer overlap.
 TransposedRows transpose(const DirectedRows& d, int64_t n, int threads) {
   const int kp = d.kp;
   const int parts = static_cast<int>(std::min<int64_t>(hardware_threads(threads), std::max<int64_t>(1, n / kBlock)));
