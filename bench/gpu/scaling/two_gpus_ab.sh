@@ -27,7 +27,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
         quarter) devices=(--devices 0 --gpu-memory "$quarter") ;;
       esac
       $runner bench --backend gpu "${devices[@]}" "${size[@]}" --json "$out/${name}_${run}_$round.json" \
-        > "$out/${name}_${run}_$round.log" 2>&1 || { status=1; echo "$name $run $round: exit $?"; }
+        > "$out/${name}_${run}_$round.log" 2>&1 || { rc=$?; status=1; echo "$name $run $round: exit $rc"; }
       echo "$name $run $round: $(grep -E '^gpu ' "$out/${name}_${run}_$round.log" | tail -1)"
     done
   done
