@@ -19,6 +19,8 @@
 #include "impl/eigen_kernels.h"
 #include "manifold/block_eigensolver.h"
 #include "manifold/error.h"
+#include "manifold/parallel.h"
+#include "manifold/result_vector.h"
 #include "manifold/gpu/gpu_knn_backend.h"
 #include "settings.h"
 #include "utils/cuda_check.h"
@@ -41,6 +43,49 @@ void cusparse_check(cusparseStatus_t status, const char* what) {
 /// CSR_ALG2, its deterministic algorithm for row-major blocks.
 bool use_cusparse(int block) { return settings().spmm_cusparse || !csr_spmm_supports(block); }
 
+/// The matrix in CSR with its diagonal in place (columns ascending), int32
+/// indices, and where each row's diagonal entry went.
+struct CsrWithDiagonal {
+  std::vector<int> ptr, pos;
+  ResultVector<int> col;
+  ResultVector<double> val;
+};
+
+/// Every row gains exactly its diagonal entry, so row i starts at
+/// row_ptr[i] + i and the rows are filled in parallel, into arrays sized
+/// without a zero fill.
+CsrWithDiagonal csr_with_diagonal(const DiffusionMatrix& a) {
+  const int64_t n = a.n, nnz = a.nnz();
+  CsrWithDiagonal m;
+  m.ptr.resize(static_cast<size_t>(n + 1));
+  m.pos.resize(static_cast<size_t>(n));
+  m.col.resize(static_cast<size_t>(nnz));
+  m.val.resize(static_cast<size_t>(nnz));
+  constexpr int64_t kRows = 4096;
+  parallel_for(0, (n + kRows - 1) / kRows, 0, [&](int64_t b) {
+    for (int64_t i = b * kRows; i < std::min(n, (b + 1) * kRows); ++i) {
+      int64_t w = a.row_ptr[static_cast<size_t>(i)] + i;
+      m.ptr[static_cast<size_t>(i)] = static_cast<int>(w);
+      bool placed = false;
+      auto place_diagonal = [&] {
+        m.pos[static_cast<size_t>(i)] = static_cast<int>(w);
+        m.col[static_cast<size_t>(w)] = static_cast<int>(i);
+        m.val[static_cast<size_t>(w++)] = a.diag[static_cast<size_t>(i)];
+        placed = true;
+      };
+      for (int64_t p = a.row_ptr[static_cast<size_t>(i)]; p < a.row_ptr[static_cast<size_t>(i) + 1]; ++p) {
+        const int32_t j = a.col[static_cast<size_t>(p)];
+        if (!placed && j > i) place_diagonal();
+        m.col[static_cast<size_t>(w)] = j;
+        m.val[static_cast<size_t>(w++)] = a.val[static_cast<size_t>(p)];
+      }
+      if (!placed) place_diagonal();
+    }
+  });
+  m.ptr[static_cast<size_t>(n)] = static_cast<int>(nnz);
+  return m;
+}
+
 class GpuBlockOperator final : public BlockOperator {
  public:
   GpuBlockOperator(const DiffusionMatrix& a, int block) : n_(a.n), b_(block) {
@@ -57,7 +102,6 @@ class GpuBlockOperator final : public BlockOperator {
 
  private:
   void build(const DiffusionMatrix& a) {
-    // CSR with the diagonal in place (columns ascending), int32 indices.
     const int64_t nnz = a.nnz();
     if (nnz >= (int64_t{1} << 31))
       throw DeviceOutOfMemory("GPU eigensolver: " + std::to_string(nnz) + " nonzeros exceed 32-bit CSR indices");
@@ -69,44 +113,21 @@ class GpuBlockOperator final : public BlockOperator {
     if (need + (size_t{256} << 20) > free_bytes)
       throw DeviceOutOfMemory("GPU eigensolver: needs " + format_bytes(static_cast<double>(need)) + ", " +
                               format_bytes(static_cast<double>(free_bytes)) + " free on the device");
-    std::vector<int> ptr(static_cast<size_t>(n_ + 1)), col(static_cast<size_t>(nnz)), pos(static_cast<size_t>(n_));
-    std::vector<double> val(static_cast<size_t>(nnz));
-    int64_t w = 0;
-    for (int64_t i = 0; i < n_; ++i) {
-      ptr[static_cast<size_t>(i)] = static_cast<int>(w);
-      bool placed = false;
-      for (int64_t p = a.row_ptr[static_cast<size_t>(i)]; p < a.row_ptr[static_cast<size_t>(i) + 1]; ++p) {
-        const int32_t j = a.col[static_cast<size_t>(p)];
-        if (!placed && j > i) {
-          pos[static_cast<size_t>(i)] = static_cast<int>(w);
-          col[static_cast<size_t>(w)] = static_cast<int>(i);
-          val[static_cast<size_t>(w++)] = a.diag[static_cast<size_t>(i)];
-          placed = true;
-        }
-        col[static_cast<size_t>(w)] = j;
-        val[static_cast<size_t>(w++)] = a.val[static_cast<size_t>(p)];
-      }
-      if (!placed) {
-        pos[static_cast<size_t>(i)] = static_cast<int>(w);
-        col[static_cast<size_t>(w)] = static_cast<int>(i);
-        val[static_cast<size_t>(w++)] = a.diag[static_cast<size_t>(i)];
-      }
-    }
-    ptr[static_cast<size_t>(n_)] = static_cast<int>(w);
+    const CsrWithDiagonal m = csr_with_diagonal(a);
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
     cublas_check(cublasCreate(&cublas_), "creating the cuBLAS handle");
     cublas_check(cublasSetStream(cublas_, stream_), "cublasSetStream");
     cusparse_check(cusparseCreate(&cusparse_), "creating the cuSPARSE handle");
     cusparse_check(cusparseSetStream(cusparse_, stream_), "cusparseSetStream");
-    ptr_.reset(ptr.size(), "allocating the eigensolver's matrix");
-    col_.reset(col.size(), "allocating the eigensolver's matrix");
-    val_.reset(val.size(), "allocating the eigensolver's matrix");
-    pos_.reset(pos.size(), "allocating the eigensolver's matrix");
+    ptr_.reset(m.ptr.size(), "allocating the eigensolver's matrix");
+    col_.reset(m.col.size(), "allocating the eigensolver's matrix");
+    val_.reset(m.val.size(), "allocating the eigensolver's matrix");
+    pos_.reset(m.pos.size(), "allocating the eigensolver's matrix");
     diag_.reset(static_cast<size_t>(n_), "allocating the eigensolver's matrix");
-    copy_in(ptr_.data(), ptr.data(), ptr.size());
-    copy_in(col_.data(), col.data(), col.size());
-    copy_in(val_.data(), val.data(), val.size());
-    copy_in(pos_.data(), pos.data(), pos.size());
+    copy_in(ptr_.data(), m.ptr.data(), m.ptr.size());
+    copy_in(col_.data(), m.col.data(), m.col.size());
+    copy_in(val_.data(), m.val.data(), m.val.size());
+    copy_in(pos_.data(), m.pos.data(), m.pos.size());
     copy_in(diag_.data(), a.diag.data(), a.diag.size());
     for (auto& s : slot_) {
       // Zeroed: a product with beta = 0 must not meet NaN bit patterns.
@@ -115,7 +136,7 @@ class GpuBlockOperator final : public BlockOperator {
     }
     small_.reset(static_cast<size_t>(b_) * b_ + b_, "allocating the eigensolver's blocks");
     partial_.reset(static_cast<size_t>(residual_partial_blocks()) * b_, "allocating the eigensolver's blocks");
-    cusparse_check(cusparseCreateCsr(&mat_, n_, n_, w, ptr_.data(), col_.data(), val_.data(), CUSPARSE_INDEX_32I,
+    cusparse_check(cusparseCreateCsr(&mat_, n_, n_, nnz, ptr_.data(), col_.data(), val_.data(), CUSPARSE_INDEX_32I,
                                      CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F),
                    "describing the matrix");
     for (int s = 0; s < 4; ++s)
