@@ -126,18 +126,23 @@ struct TransposedRows {
 TransposedRows transpose(const DirectedRows& d, int64_t n, int threads) {
   const int kp = d.kp;
   const int parts = static_cast<int>(std::min<int64_t>(hardware_threads(threads), std::max<int64_t>(1, n / kBlock)));
-  auto columns_of = [&](int64_t part) { return std::pair{n * part / parts, n * (part + 1) / parts}; };
+  // visit(i, src, c) for every entry (row i, slot src) whose column c is in
+  // part's range, in row order.
+  auto each_entry_of = [&](int64_t part, auto&& visit) {
+    const int64_t c0 = n * part / parts, c1 = n * (part + 1) / parts;
+    for (int64_t i = 0; i < n; ++i)
+      for (int e = 0; e < d.count[static_cast<size_t>(i)]; ++e) {
+        const size_t src = static_cast<size_t>(i * kp + e);
+        const int64_t c = d.col[src];
+        if (c >= c0 && c < c1) visit(i, src, c);
+      }
+  };
   TransposedRows t;
   t.ptr.assign(static_cast<size_t>(n + 1), 0);
   parallel_for(
       0, parts, parts,
       [&](int64_t part) {
-    const auto [c0, c1] = columns_of(part);
-    for (int64_t i = 0; i < n; ++i)
-      for (int e = 0; e < d.count[static_cast<size_t>(i)]; ++e) {
-        const int64_t c = d.col[static_cast<size_t>(i * kp + e)];
-        if (c >= c0 && c < c1) ++t.ptr[static_cast<size_t>(c + 1)];
-      }
+    each_entry_of(part, [&](int64_t, size_t, int64_t c) { ++t.ptr[static_cast<size_t>(c + 1)]; });
       },
       1);
   for (int64_t i = 0; i < n; ++i) t.ptr[static_cast<size_t>(i + 1)] += t.ptr[static_cast<size_t>(i)];
@@ -147,16 +152,11 @@ TransposedRows transpose(const DirectedRows& d, int64_t n, int threads) {
   parallel_for(
       0, parts, parts,
       [&](int64_t part) {
-    const auto [c0, c1] = columns_of(part);
-    for (int64_t i = 0; i < n; ++i)
-      for (int e = 0; e < d.count[static_cast<size_t>(i)]; ++e) {
-        const size_t src = static_cast<size_t>(i * kp + e);
-        const int64_t c = d.col[src];
-        if (c < c0 || c >= c1) continue;
-        const int64_t pos = fill[static_cast<size_t>(c)]++;
-        t.col[static_cast<size_t>(pos)] = static_cast<int32_t>(i);
-        t.s[static_cast<size_t>(pos)] = d.s[src];
-      }
+    each_entry_of(part, [&](int64_t i, size_t src, int64_t c) {
+      const int64_t pos = fill[static_cast<size_t>(c)]++;
+      t.col[static_cast<size_t>(pos)] = static_cast<int32_t>(i);
+      t.s[static_cast<size_t>(pos)] = d.s[src];
+    });
       },
       1);
   return t;
