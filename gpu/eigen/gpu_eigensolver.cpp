@@ -19,7 +19,6 @@
 #include "impl/eigen_kernels.h"
 #include "manifold/block_eigensolver.h"
 #include "manifold/error.h"
-#include "manifold/parallel.h"
 #include "manifold/result_vector.h"
 #include "manifold/gpu/gpu_knn_backend.h"
 #include "settings.h"
@@ -51,38 +50,22 @@ struct CsrWithDiagonal {
   ResultVector<double> val;
 };
 
-/// Every row gains exactly its diagonal entry, so row i starts at
-/// row_ptr[i] + i and the rows are filled in parallel, into arrays sized
-/// without a zero fill.
+/// Filled in parallel (visit_with_diagonal) into arrays sized without a
+/// zero fill.
 CsrWithDiagonal csr_with_diagonal(const DiffusionMatrix& a) {
   const int64_t n = a.n, nnz = a.nnz();
   CsrWithDiagonal m;
   m.ptr.resize(static_cast<size_t>(n + 1));
+  for (int64_t i = 0; i <= n; ++i)
+    m.ptr[static_cast<size_t>(i)] = static_cast<int>(a.row_ptr[static_cast<size_t>(i)] + i);
   m.pos.resize(static_cast<size_t>(n));
   m.col.resize(static_cast<size_t>(nnz));
   m.val.resize(static_cast<size_t>(nnz));
-  constexpr int64_t kRows = 4096;
-  parallel_for(0, (n + kRows - 1) / kRows, 0, [&](int64_t b) {
-    for (int64_t i = b * kRows; i < std::min(n, (b + 1) * kRows); ++i) {
-      int64_t w = a.row_ptr[static_cast<size_t>(i)] + i;
-      m.ptr[static_cast<size_t>(i)] = static_cast<int>(w);
-      bool placed = false;
-      auto place_diagonal = [&] {
-        m.pos[static_cast<size_t>(i)] = static_cast<int>(w);
-        m.col[static_cast<size_t>(w)] = static_cast<int>(i);
-        m.val[static_cast<size_t>(w++)] = a.diag[static_cast<size_t>(i)];
-        placed = true;
-      };
-      for (int64_t p = a.row_ptr[static_cast<size_t>(i)]; p < a.row_ptr[static_cast<size_t>(i) + 1]; ++p) {
-        const int32_t j = a.col[static_cast<size_t>(p)];
-        if (!placed && j > i) place_diagonal();
-        m.col[static_cast<size_t>(w)] = j;
-        m.val[static_cast<size_t>(w++)] = a.val[static_cast<size_t>(p)];
-      }
-      if (!placed) place_diagonal();
-    }
+  visit_with_diagonal(a, 0, [&](int64_t i, int64_t pos, int32_t j, double v) {
+    m.col[static_cast<size_t>(pos)] = j;
+    m.val[static_cast<size_t>(pos)] = v;
+    if (j == i) m.pos[static_cast<size_t>(i)] = static_cast<int>(pos);
   });
-  m.ptr[static_cast<size_t>(n)] = static_cast<int>(nnz);
   return m;
 }
 

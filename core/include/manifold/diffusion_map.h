@@ -35,6 +35,7 @@
 // (Fashion-MNIST, cosine, k' = 30 and the old d^2 kernel: escape
 // probabilities down to 1e-14). They are left out too
 // (DiffusionResult::weakly_joined_points) and the embedding says so.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -43,6 +44,7 @@
 #include <nlohmann/json.hpp>
 
 #include "manifold/knn.h"
+#include "manifold/parallel.h"
 #include "manifold/progress.h"
 #include "manifold/result_vector.h"
 
@@ -152,6 +154,35 @@ struct DiffusionMatrix {
   /// y = A x (multi-threaded when large).
   void multiply(const double* x, double* y, int threads) const;
 };
+
+/// A's entries row by row with the diagonal merged in column order:
+/// visit(i, pos, j, A_ij) for each, the diagonal as j == i. A's stored rows
+/// hold no diagonal entry, so row i gains exactly one and its entries take
+/// positions row_ptr[i] + i on: a CSR with the diagonal in place, its rows
+/// visited in parallel on `threads` threads.
+template <class Visit>
+void visit_with_diagonal(const DiffusionMatrix& a, int threads, Visit&& visit) {
+  constexpr int64_t kRows = 4096;
+  parallel_for(
+      0, (a.n + kRows - 1) / kRows, threads,
+      [&](int64_t q) {
+    for (int64_t i = q * kRows; i < std::min(a.n, (q + 1) * kRows); ++i) {
+      const auto diagonal = static_cast<int32_t>(i);
+      int64_t pos = a.row_ptr[static_cast<size_t>(i)] + i;
+      bool placed = false;
+      for (int64_t e = a.row_ptr[static_cast<size_t>(i)]; e < a.row_ptr[static_cast<size_t>(i + 1)]; ++e) {
+        const int32_t j = a.col[static_cast<size_t>(e)];
+        if (!placed && j > i) {
+          visit(i, pos++, diagonal, a.diag[static_cast<size_t>(i)]);
+          placed = true;
+        }
+        visit(i, pos++, j, a.val[static_cast<size_t>(e)]);
+      }
+      if (!placed) visit(i, pos, diagonal, a.diag[static_cast<size_t>(i)]);
+    }
+      },
+      1);
+}
 
 /// A lower bound of A's spectrum for the Chebyshev filter: A is similar to
 /// the row-stochastic P = D^-1 K^a and shares its diagonal, so by Gershgorin

@@ -189,9 +189,8 @@ CsrF to_float(const Csr& c, int threads) {
   return f;
 }
 
-/// L + shift I = (1 + shift) I - A, diagonal merged in column order (A's
-/// off-diagonal rows hold no diagonal entry, so row i gains exactly one:
-/// its offset is A's plus i, and the rows fill independently).
+/// L + shift I = (1 + shift) I - A, diagonal merged in column order
+/// (visit_with_diagonal).
 Csr shifted_laplacian(const DiffusionMatrix& a, double shift, int threads) {
   Csr c;
   c.rows = c.cols = a.n;
@@ -199,31 +198,10 @@ Csr shifted_laplacian(const DiffusionMatrix& a, double shift, int threads) {
   for (int64_t i = 0; i <= a.n; ++i) c.ptr[static_cast<size_t>(i)] = a.row_ptr[static_cast<size_t>(i)] + i;
   c.col.resize(static_cast<size_t>(c.ptr.back()));
   c.val.resize(static_cast<size_t>(c.ptr.back()));
-  constexpr int64_t kRows = 4096;
-  parallel_for(
-      0, (a.n + kRows - 1) / kRows, threads,
-      [&](int64_t q) {
-    for (int64_t i = q * kRows; i < std::min(a.n, (q + 1) * kRows); ++i) {
-      int64_t out = c.ptr[static_cast<size_t>(i)];
-      bool diag_done = false;
-      const double d = 1 + shift - a.diag[static_cast<size_t>(i)];
-      for (int64_t e = a.row_ptr[static_cast<size_t>(i)]; e < a.row_ptr[static_cast<size_t>(i + 1)]; ++e) {
-        const int32_t j = a.col[static_cast<size_t>(e)];
-        if (!diag_done && j > i) {
-          c.col[static_cast<size_t>(out)] = static_cast<int32_t>(i);
-          c.val[static_cast<size_t>(out++)] = d;
-          diag_done = true;
-        }
-        c.col[static_cast<size_t>(out)] = j;
-        c.val[static_cast<size_t>(out++)] = -a.val[static_cast<size_t>(e)];
-      }
-      if (!diag_done) {
-        c.col[static_cast<size_t>(out)] = static_cast<int32_t>(i);
-        c.val[static_cast<size_t>(out++)] = d;
-      }
-    }
-      },
-      1);
+  visit_with_diagonal(a, threads, [&](int64_t i, int64_t pos, int32_t j, double v) {
+    c.col[static_cast<size_t>(pos)] = j;
+    c.val[static_cast<size_t>(pos)] = j == i ? 1 + shift - v : -v;
+  });
   return c;
 }
 
